@@ -1,0 +1,152 @@
+/*
+ * kv_hash.c -- the block hash chain and a fixed-size hash index.
+ *
+ * Prefix caching needs a content hash that is the same in every process and
+ * on every platform (vLLM v0 used Python's seeded hash(), which is not), so
+ * that two runs with one seed give byte-identical results.  The chain
+ * h_i = H(h_{i-1}, tokens of block i, extra) is a 64-bit multiply-xorshift
+ * mix over 32-bit tokens (the finaliser of SplitMix64, applied per word).
+ * Not cryptographic: a mode that must rule out collisions compares tokens
+ * on a hit.
+ *
+ * kv_hmap is open addressing with linear probing and backward-shift
+ * deletion, so lookups never wade through tombstones; it is sized once for
+ * the number of blocks that can be cached and never grows.
+ */
+#include "kv_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint64_t
+kv__mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+uint64_t
+kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n, uint64_t extra)
+{
+	uint64_t h = kv__mix(parent ^ 0x243f6a8885a308d3ull);
+
+	for (size_t i = 0; i < n; i++)
+		h = kv__mix(h + tok[i] + 0x9e3779b97f4a7c15ull);
+	h = kv__mix(h ^ (extra + (uint64_t)n * 0x13198a2e03707344ull));
+	return h ? h : 1;
+}
+
+kv_err
+kv_hmap_init(struct kv_hmap *m, uint32_t cap)
+{
+	uint32_t size = 16;
+
+	while (size < 2 * (uint64_t)cap + 2)
+		size <<= 1;
+	m->key = calloc(size, sizeof(*m->key));
+	m->val = malloc(size * sizeof(*m->val));
+	if (m->key == NULL || m->val == NULL) {
+		free(m->key);
+		free(m->val);
+		m->key = NULL;
+		m->val = NULL;
+		return KV_ENOMEM;
+	}
+	m->mask = size - 1;
+	m->n = 0;
+	return KV_OK;
+}
+
+void
+kv_hmap_release(struct kv_hmap *m)
+{
+	if (m == NULL)
+		return;
+	free(m->key);
+	free(m->val);
+	m->key = NULL;
+	m->val = NULL;
+	m->n = 0;
+}
+
+kv_err
+kv_hmap_copy(struct kv_hmap *dst, const struct kv_hmap *src)
+{
+	size_t size = (size_t)src->mask + 1;
+
+	dst->key = malloc(size * sizeof(*dst->key));
+	dst->val = malloc(size * sizeof(*dst->val));
+	if (dst->key == NULL || dst->val == NULL) {
+		free(dst->key);
+		free(dst->val);
+		dst->key = NULL;
+		dst->val = NULL;
+		return KV_ENOMEM;
+	}
+	memcpy(dst->key, src->key, size * sizeof(*dst->key));
+	memcpy(dst->val, src->val, size * sizeof(*dst->val));
+	dst->mask = src->mask;
+	dst->n = src->n;
+	return KV_OK;
+}
+
+static inline uint32_t
+kv__slot(const struct kv_hmap *m, uint64_t key)
+{
+	return (uint32_t)(kv__mix(key) & m->mask);
+}
+
+int32_t
+kv_hmap_get(const struct kv_hmap *m, uint64_t key)
+{
+	for (uint32_t i = kv__slot(m, key);; i = (i + 1) & m->mask) {
+		if (m->key[i] == key)
+			return m->val[i];
+		if (m->key[i] == 0)
+			return -1;
+	}
+}
+
+void
+kv_hmap_put(struct kv_hmap *m, uint64_t key, int32_t val)
+{
+	uint32_t i = kv__slot(m, key);
+
+	while (m->key[i] != 0 && m->key[i] != key)
+		i = (i + 1) & m->mask;
+	if (m->key[i] == 0) {
+		m->key[i] = key;
+		m->n++;
+	}
+	m->val[i] = val;
+}
+
+bool
+kv_hmap_del(struct kv_hmap *m, uint64_t key)
+{
+	uint32_t i = kv__slot(m, key), j;
+
+	while (m->key[i] != key) {
+		if (m->key[i] == 0)
+			return false;
+		i = (i + 1) & m->mask;
+	}
+	/* Backward shift: pull later members of the probe run into the hole. */
+	for (j = (i + 1) & m->mask; m->key[j] != 0; j = (j + 1) & m->mask) {
+		uint32_t home = kv__slot(m, m->key[j]);
+
+		/* Move j into i unless its home lies cyclically in (i, j]. */
+		if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
+			m->key[i] = m->key[j];
+			m->val[i] = m->val[j];
+			i = j;
+		}
+	}
+	m->key[i] = 0;
+	m->n--;
+	return true;
+}

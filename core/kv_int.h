@@ -1,0 +1,189 @@
+/*
+ * kv_int.h -- internals shared by the modules of libkvcore.  Not installed.
+ *
+ * kv_mgr.c owns what every mode has in common: the configuration, the
+ * sequences (tokens, computed count, state, request membership, one block
+ * table per group), the pair buffer and the error message.  Each mode
+ * (kv_exact.c, kv_v0.c, kv_v1.c, kv_ds.c) owns its pools and indexes behind
+ * `ms` and implements struct kvc_ops.  kv_mgr.c validates the sequence id
+ * (exists, not dead) before calling an op; every other precondition is the
+ * mode's, because the modes disagree on them (docs/replay.md).
+ *
+ * Tables hold device-relative ids (GPU ids while RUNNING, CPU ids while
+ * SWAPPED) and KVC_NULL for the null block, so kvc_table() is the same code
+ * in every mode.  A mode that needs more per-slot state keeps it in its own
+ * arrays (or in tab.aux, one 64-bit word per slot, free for the mode's use:
+ * a content hash, for instance).
+ */
+#ifndef KV_INT_H
+#define KV_INT_H
+
+#include "kvcore.h"
+
+#include <stdarg.h>
+
+struct kvc_tab {
+	int32_t *id;		/* device-relative, KVC_NULL = null block */
+	uint64_t *aux;		/* per slot, the mode's (e.g. block hash) */
+	uint32_t n, cap;
+};
+
+struct kvc_seq {
+	int32_t req;		/* root sequence of the request (itself if root) */
+	int32_t next;		/* next sequence of the request, creation order */
+	uint8_t state;		/* kvc_state, request-wide */
+	uint8_t prefill;	/* v0: still in the prefill stage */
+	uint32_t *tok;
+	uint32_t ntok, captok;
+	uint32_t ncomp;		/* computed tokens C (DeepSpeed: seen S) */
+	int64_t access;		/* v0 LRU: the sequence's last access time */
+	int64_t memo;		/* v0 cached-token memo, -1 = none */
+	struct kvc_tab tab[KVC_MAX_GROUPS];
+};
+
+struct kvc_ops {
+	const char *name;
+	/* Create/destroy the mode state k->ms (config already validated). */
+	kv_err (*init)(kvc *k);
+	void (*release)(kvc *k);
+	/* Deep-copy src->ms into dst->ms; common state is already copied. */
+	kv_err (*clone)(kvc *dst, const kvc *src);
+	/* Mode-specific configuration checks; message via kvc__fail(). */
+	kv_err (*check_config)(const struct kvc_config *c, char *why,
+			       size_t whylen);
+
+	kv_err (*can_allocate)(kvc *k, int32_t s, uint32_t L, kvc_verdict *o);
+	kv_err (*allocate)(kvc *k, int32_t s, uint32_t n);
+	kv_err (*append)(kvc *k, int32_t s, const uint32_t *tok, size_t ntok,
+			 uint32_t L, bool has_L);
+	kv_err (*can_append)(kvc *k, int32_t s, uint32_t n, bool has_n,
+			     uint32_t L, bool *o);
+	kv_err (*computed)(kvc *k, int32_t s, uint32_t n, bool has_n);
+	kv_err (*fork)(kvc *k, int32_t s, int32_t child);
+	kv_err (*can_swap_out)(kvc *k, int32_t s, bool *o);
+	kv_err (*swap_out)(kvc *k, int32_t s);
+	kv_err (*can_swap_in)(kvc *k, int32_t s, uint32_t L, kvc_verdict *o);
+	kv_err (*swap_in)(kvc *k, int32_t s, uint32_t L);
+	kv_err (*free_seq)(kvc *k, int32_t s);
+	kv_err (*cached)(kvc *k, int32_t s, size_t *tokens);
+	kv_err (*blocks_needed)(kvc *k, int32_t s, uint32_t n, uint32_t L,
+				uint32_t need[KVC_MAX_GROUPS]);
+	uint32_t (*free_blocks)(const kvc *k, uint32_t g);
+	uint32_t (*free_cpu)(const kvc *k);
+	int (*audit)(const kvc *k, char *why, size_t whylen);
+};
+
+struct kvc {
+	struct kvc_config cfg;	/* resolved: ngroups >= 1, block sizes set */
+	const struct kvc_ops *ops;
+	void *ms;		/* the mode's state */
+	struct kvc_seq *seq;
+	uint32_t nseq, capseq;
+	struct kvc_pair *pairs;
+	uint32_t npairs, cappairs;
+	int64_t now;		/* kvc_set_time() */
+	char msg[256];
+};
+
+extern const struct kvc_ops kvc__exact_ops;
+extern const struct kvc_ops kvc__v0_ops;
+extern const struct kvc_ops kvc__v1_ops;
+extern const struct kvc_ops kvc__ds_ops;
+
+/* ---- helpers in kv_mgr.c ------------------------------------------ */
+
+/* Set k->msg (printf-style) and return e.  Use for every failure. */
+kv_err kvc__fail(kvc *k, kv_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The same for a bare buffer (config checks before k exists). */
+kv_err kvc__failbuf(char *why, size_t whylen, kv_err e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static inline struct kvc_seq *
+kvc__seq(const kvc *k, int32_t s)
+{
+	return &k->seq[s];
+}
+
+/* Block size of group g (resolved). */
+static inline uint32_t
+kvc__bs(const kvc *k, uint32_t g)
+{
+	return k->cfg.group[g].block_size;
+}
+
+/* Grow-only arrays.  Return KV_ENOMEM and leave the table untouched. */
+kv_err kvc__tab_reserve(struct kvc_tab *t, uint32_t n);
+kv_err kvc__tab_push(struct kvc_tab *t, int32_t id, uint64_t aux);
+kv_err kvc__tok_reserve(struct kvc_seq *q, uint32_t n);
+kv_err kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n);
+
+/* Pair buffer: reset at the start of every public call. */
+kv_err kvc__pairs_reserve(kvc *k, uint32_t n);
+kv_err kvc__pair_push(kvc *k, int32_t src, int32_t dst);
+
+/* Allocate a new sequence slot (for fork); fields zeroed, memo -1. */
+kv_err kvc__seq_alloc(kvc *k, int32_t *out);
+
+/* ---- kv_list.c: intrusive doubly linked free list over ids ---------- */
+
+/*
+ * A list of ids 0..cap-1, each at most once, O(1) push at either end, pop
+ * at the front and removal from the middle.  LIFO reuse = push_front +
+ * pop_front (v0's deque, DeepSpeed's linked list); FIFO/LRU reuse =
+ * push_back + pop_front (v1's FreeKVCacheBlockQueue).
+ */
+struct kv_list {
+	int32_t *prev, *next;	/* -1 = none; both -2 when not a member */
+	int32_t head, tail;
+	uint32_t n, cap;
+};
+
+kv_err kv_list_init(struct kv_list *l, uint32_t cap);
+void kv_list_release(struct kv_list *l);
+kv_err kv_list_copy(struct kv_list *dst, const struct kv_list *src);
+void kv_list_push_front(struct kv_list *l, int32_t id);
+void kv_list_push_back(struct kv_list *l, int32_t id);
+int32_t kv_list_pop_front(struct kv_list *l);	/* -1 when empty */
+void kv_list_remove(struct kv_list *l, int32_t id);
+static inline bool
+kv_list_has(const struct kv_list *l, int32_t id)
+{
+	return l->prev[id] != -2;
+}
+/* 0 when consistent (links, count, membership), else a positive code. */
+int kv_list_check(const struct kv_list *l);
+
+/* ---- kv_hash.c: deterministic block hash chain and an index --------- */
+
+/*
+ * h_i = H(h_{i-1}, tokens of block i, extra).  The first block uses
+ * KV_HASH_ROOT as parent.  64-bit, fixed seed, identical on every platform;
+ * never 0 (0 means "no hash" in tables).
+ */
+#define KV_HASH_ROOT 0x9e3779b97f4a7c15ull
+uint64_t kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n,
+		       uint64_t extra);
+
+/*
+ * Open-addressing map from a non-zero 64-bit key to an int32 value, with
+ * backward-shift deletion (no tombstones).  Sized for `cap` live keys at
+ * most; never grows after init, so no allocation per operation.
+ */
+struct kv_hmap {
+	uint64_t *key;		/* 0 = empty slot */
+	int32_t *val;
+	uint32_t mask, n;
+};
+
+kv_err kv_hmap_init(struct kv_hmap *m, uint32_t cap);
+void kv_hmap_release(struct kv_hmap *m);
+kv_err kv_hmap_copy(struct kv_hmap *dst, const struct kv_hmap *src);
+/* Value of key, or -1. */
+int32_t kv_hmap_get(const struct kv_hmap *m, uint64_t key);
+/* Insert or overwrite. */
+void kv_hmap_put(struct kv_hmap *m, uint64_t key, int32_t val);
+/* Remove key if present; returns whether it was. */
+bool kv_hmap_del(struct kv_hmap *m, uint64_t key);
+
+#endif /* KV_INT_H */

@@ -1,0 +1,21 @@
+# libkvcore: the allocator core.  C11 and libc only: no external flags, no
+# LIBADD (tests/check_layering.sh enforces it).
+lib_LTLIBRARIES += %reldir%/libkvcore.la
+%canon_reldir%_libkvcore_la_SOURCES = \
+	%reldir%/kv_int.h \
+	%reldir%/kv_mgr.c \
+	%reldir%/kv_list.c \
+	%reldir%/kv_hash.c \
+	%reldir%/kv_exact.c \
+	%reldir%/kv_v0.c \
+	%reldir%/kv_v1.c \
+	%reldir%/kv_ds.c \
+	%reldir%/kv_size.c
+%canon_reldir%_libkvcore_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
+
+kvcoreincludedir = $(includedir)/kvcore
+kvcoreinclude_HEADERS = %reldir%/kvcore.h %reldir%/kvsize.h
+
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = %reldir%/kvcore.pc
+EXTRA_DIST += %reldir%/kvcore.pc.in

@@ -1,0 +1,64 @@
+/*
+ * main.c -- the kvsim command line: global options and subcommand dispatch.
+ *
+ * Each subcommand is a function taking (argc, argv) with argv[0] its own
+ * name and returning the exit status: 0 ok, 1 an expect/SLO/regression
+ * failed, 2 bad usage or bad input.  --help and --version print to stdout.
+ */
+#include "config.h"
+
+#include "core/kvcore.h"
+#include "sim/replay.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct cmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct cmd cmds[] = {
+	{ "replay", replay_main,
+	  "run a replay script against the allocator core" },
+};
+
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: kvsim [--help] [--version] COMMAND [ARGS]\n\n"
+		"kvsim simulates KV-cache scheduling for LLM serving on a real "
+		"block allocator.\n\nCommands:\n");
+	for (size_t i = 0; i < NCMDS; i++)
+		fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].summary);
+	fprintf(f, "\nRun 'kvsim COMMAND --help' for a command's options.\n"
+		"Exit status: 0 ok, 1 a check failed, 2 bad usage or input.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("kvsim %s (libkvcore %s, ABI %d)\n", PACKAGE_VERSION,
+		       KVCORE_VERSION, KVCORE_ABI);
+		return 0;
+	}
+	for (size_t i = 0; i < NCMDS; i++)
+		if (strcmp(argv[1], cmds[i].name) == 0)
+			return cmds[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

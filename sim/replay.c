@@ -1,0 +1,1311 @@
+/*
+ * replay.c -- the replay script interpreter.
+ *
+ * A script is parsed one physical line at a time (R1-R5), setup lines build
+ * a struct kvc_config (R6-R11, R35), and the first operation creates the
+ * handle.  Each operation calls exactly one libkvcore function and prints
+ * one line; the driver knows nothing about modes beyond the option rules
+ * that are lexical (DeepSpeed refuses `lookahead=`, R36).  All semantics
+ * live in core/.
+ *
+ * --check (DESIGN.md "Decision/action consistency"): before answering a
+ * query, the matching action is tried on a clone of the state.  OK/yes must
+ * imply success; success that leaves the watermark free must imply a verdict
+ * other than NEVER, and in every mode but vllm-v0 (whose checks are
+ * worst-case by design, core-spec §1.6) also other than LATER/no.  The first
+ * disagreement is reported with the operation lines that led to it.
+ */
+#include "sim/replay.h"
+
+#include "core/kvcore.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RP_MAXWORDS 64
+#define RP_MAXTOKENS (1u << 26)
+
+struct rp_id {
+	char *name;
+	int32_t seq;
+};
+
+struct rp {
+	const char *file;
+	FILE *out, *err;
+	const struct replay_opts *o;
+	long line;
+	/* setup */
+	struct kvc_config cfg;
+	bool seen[16];
+	bool have_gpu, have_mode;
+	kvc *k;
+	/* sequence names: open addressing, never deleted (R12) */
+	struct rp_id *ids;
+	uint32_t idmask, nids;
+	/* token scratch */
+	uint32_t *tok;
+	size_t ntok, captok;
+	/* last output line, for `expect` */
+	char *last;
+	size_t lastcap;
+	bool have_last;
+	/* --check history: the operation lines so far */
+	char **hist;
+	long *histline;
+	size_t nhist, caphist;
+};
+
+enum { RP_OK = 0, RP_FAIL = 1, RP_BAD = 2 };
+
+static int
+rp_error(struct rp *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+rp_error(struct rp *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(r->out);
+	fprintf(r->err, "%s:%ld: ", r->file, r->line);
+	va_start(ap, fmt);
+	vfprintf(r->err, fmt, ap);
+	va_end(ap);
+	fputc('\n', r->err);
+	return RP_BAD;
+}
+
+static void *
+rp_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (q == NULL) {
+		fputs("kvsim: out of memory\n", stderr);
+		exit(2);
+	}
+	return q;
+}
+
+/* Print one result line and remember it for `expect`. */
+static void
+rp_emit(struct rp *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+rp_emit(struct rp *r, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(r->last, r->lastcap, fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n >= r->lastcap) {
+		r->lastcap = (size_t)n + 1;
+		r->last = rp_xrealloc(r->last, r->lastcap);
+		va_start(ap, fmt);
+		vsnprintf(r->last, r->lastcap, fmt, ap);
+		va_end(ap);
+	}
+	fputs(r->last, r->out);
+	fputc('\n', r->out);
+	r->have_last = true;
+}
+
+/* ---- lexical (R1-R4) ---------------------------------------------- */
+
+static bool
+rp_is_int(const char *s)
+{
+	if (*s == '\0')
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+static int
+rp_uint(struct rp *r, const char *what, const char *s, uint64_t max,
+	uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!rp_is_int(s))
+		return rp_error(r, "%s: expected a non-negative integer, "
+				"got '%s'", what, s);
+	for (; *s; s++) {
+		if (v > (max - (uint64_t)(*s - '0')) / 10)
+			return rp_error(r, "%s: value out of range (at most "
+					"%llu)", what, (unsigned long long)max);
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return RP_OK;
+}
+
+static int
+rp_u32(struct rp *r, const char *what, const char *s, uint32_t *out)
+{
+	uint64_t v;
+	int rc = rp_uint(r, what, s, UINT32_MAX, &v);
+
+	*out = (uint32_t)v;
+	return rc;
+}
+
+static bool
+rp_valid_seqid(const char *s)
+{
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+	      (*s >= '0' && *s <= '9') || *s == '_'))
+		return false;
+	for (s++; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_' || *s == '.' ||
+		      *s == '-'))
+			return false;
+	return true;
+}
+
+static bool
+rp_valid_group(const char *s)
+{
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+	      *s == '_'))
+		return false;
+	for (s++; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return strcmp(s, "cpu") != 0;
+}
+
+/* Parse a token LIST (R3) into r->tok. */
+static int
+rp_tokens(struct rp *r, const char *s)
+{
+	r->ntok = 0;
+	if (*s == '\0')
+		return rp_error(r, "tokens: empty list");
+	for (;;) {
+		char item[64];
+		const char *comma = strchr(s, ',');
+		size_t len = comma ? (size_t)(comma - s) : strlen(s);
+		char *dots;
+		uint32_t lo, hi;
+
+		if (len == 0 || len >= sizeof(item))
+			return rp_error(r, "tokens: bad item '%.*s'",
+					(int)len, s);
+		memcpy(item, s, len);
+		item[len] = '\0';
+		dots = strstr(item, "..");
+		if (dots != NULL) {
+			*dots = '\0';
+			if (rp_u32(r, "tokens", item, &lo) ||
+			    rp_u32(r, "tokens", dots + 2, &hi))
+				return RP_BAD;
+			if (lo > hi)
+				return rp_error(r, "tokens: range %u..%u is "
+						"empty (low > high)", lo, hi);
+		} else {
+			if (rp_u32(r, "tokens", item, &lo))
+				return RP_BAD;
+			hi = lo;
+		}
+		if ((uint64_t)hi - lo + 1 > RP_MAXTOKENS - r->ntok)
+			return rp_error(r, "tokens: list too long (at most "
+					"%u tokens)", RP_MAXTOKENS);
+		if (r->ntok + (hi - lo + 1) > r->captok) {
+			r->captok = 2 * (r->ntok + (hi - lo + 1));
+			r->tok = rp_xrealloc(r->tok,
+					     r->captok * sizeof(*r->tok));
+		}
+		for (uint64_t v = lo; v <= hi; v++)
+			r->tok[r->ntok++] = (uint32_t)v;
+		if (comma == NULL)
+			break;
+		s = comma + 1;
+	}
+	return RP_OK;
+}
+
+/* A parsed line: keyword, positionals, options. */
+struct rp_line {
+	char *kw;
+	char *pos[RP_MAXWORDS];
+	int npos;
+	char *key[RP_MAXWORDS], *val[RP_MAXWORDS];
+	int nopt;
+	char *rest;		/* text after the keyword, for `expect` */
+};
+
+static int
+rp_split(struct rp *r, char *s, struct rp_line *l)
+{
+	char *w;
+
+	memset(l, 0, sizeof(*l));
+	while (*s == ' ' || *s == '\t')
+		s++;
+	l->kw = s;
+	while (*s && *s != ' ' && *s != '\t')
+		s++;
+	if (*s)
+		*s++ = '\0';
+	while (*s == ' ' || *s == '\t')
+		s++;
+	l->rest = s;
+	if (strcmp(l->kw, "expect") == 0)
+		return RP_OK;
+	while (*s) {
+		char *eq;
+
+		w = s;
+		while (*s && *s != ' ' && *s != '\t')
+			s++;
+		if (*s)
+			*s++ = '\0';
+		while (*s == ' ' || *s == '\t')
+			s++;
+		eq = strchr(w, '=');
+		if (eq == NULL) {
+			if (l->nopt > 0)
+				return rp_error(r, "positional argument '%s' "
+						"after an option", w);
+			if (l->npos == RP_MAXWORDS)
+				return rp_error(r, "too many arguments");
+			l->pos[l->npos++] = w;
+			continue;
+		}
+		if (eq == w)
+			return rp_error(r, "option without a name: '%s'", w);
+		*eq = '\0';
+		for (int i = 0; i < l->nopt; i++)
+			if (strcmp(l->key[i], w) == 0)
+				return rp_error(r, "option '%s' given twice",
+						w);
+		if (l->nopt == RP_MAXWORDS)
+			return rp_error(r, "too many options");
+		l->key[l->nopt] = w;
+		l->val[l->nopt++] = eq + 1;
+	}
+	return RP_OK;
+}
+
+/* Every option must be one of `allowed` (space separated). */
+static int
+rp_opts_allowed(struct rp *r, const struct rp_line *l, const char *allowed)
+{
+	for (int i = 0; i < l->nopt; i++) {
+		const char *p = allowed;
+		size_t n = strlen(l->key[i]);
+		bool ok = false;
+
+		while (p && *p) {
+			if (strncmp(p, l->key[i], n) == 0 &&
+			    (p[n] == ' ' || p[n] == '\0')) {
+				ok = true;
+				break;
+			}
+			p = strchr(p, ' ');
+			if (p)
+				p++;
+		}
+		if (!ok)
+			return rp_error(r, "%s: unknown option '%s'", l->kw,
+					l->key[i]);
+	}
+	return RP_OK;
+}
+
+static const char *
+rp_opt(const struct rp_line *l, const char *key)
+{
+	for (int i = 0; i < l->nopt; i++)
+		if (strcmp(l->key[i], key) == 0)
+			return l->val[i];
+	return NULL;
+}
+
+static int
+rp_npos(struct rp *r, const struct rp_line *l, int n)
+{
+	if (l->npos != n)
+		return rp_error(r, "%s: expected %d argument%s, got %d", l->kw,
+				n, n == 1 ? "" : "s", l->npos);
+	return RP_OK;
+}
+
+/* ---- sequence names ---------------------------------------------- */
+
+static uint32_t
+rp_strhash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static struct rp_id *
+rp_find(struct rp *r, const char *name)
+{
+	if (r->ids == NULL)
+		return NULL;
+	for (uint32_t i = rp_strhash(name) & r->idmask;;
+	     i = (i + 1) & r->idmask) {
+		if (r->ids[i].name == NULL)
+			return NULL;
+		if (strcmp(r->ids[i].name, name) == 0)
+			return &r->ids[i];
+	}
+}
+
+static void
+rp_insert(struct rp *r, const char *name, int32_t seq)
+{
+	uint32_t i;
+
+	if (2 * (r->nids + 1) > r->idmask + 1 || r->ids == NULL) {
+		struct rp_id *old = r->ids;
+		uint32_t oldsize = r->ids ? r->idmask + 1 : 0;
+		uint32_t size = oldsize ? 2 * oldsize : 64;
+
+		r->ids = rp_xrealloc(NULL, size * sizeof(*r->ids));
+		memset(r->ids, 0, size * sizeof(*r->ids));
+		r->idmask = size - 1;
+		r->nids = 0;
+		for (uint32_t j = 0; j < oldsize; j++)
+			if (old[j].name != NULL) {
+				for (i = rp_strhash(old[j].name) & r->idmask;
+				     r->ids[i].name != NULL;
+				     i = (i + 1) & r->idmask)
+					;
+				r->ids[i] = old[j];
+				r->nids++;
+			}
+		free(old);
+	}
+	for (i = rp_strhash(name) & r->idmask; r->ids[i].name != NULL;
+	     i = (i + 1) & r->idmask)
+		;
+	r->ids[i].name = strdup(name);
+	if (r->ids[i].name == NULL) {
+		fputs("kvsim: out of memory\n", stderr);
+		exit(2);
+	}
+	r->ids[i].seq = seq;
+	r->nids++;
+}
+
+/* Resolve positional i to a live sequence. */
+static int
+rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s)
+{
+	struct rp_id *id;
+
+	if (!rp_valid_seqid(l->pos[i]))
+		return rp_error(r, "bad sequence id '%s'", l->pos[i]);
+	id = rp_find(r, l->pos[i]);
+	if (id == NULL)
+		return rp_error(r, "%s: unknown sequence '%s'", l->kw,
+				l->pos[i]);
+	if (kvc_seq_state(r->k, id->seq) == KVC_DEAD)
+		return rp_error(r, "%s: sequence '%s' is dead (its request "
+				"was freed)", l->kw, l->pos[i]);
+	*s = id->seq;
+	return RP_OK;
+}
+
+static int
+rp_new_name(struct rp *r, const char *name)
+{
+	if (!rp_valid_seqid(name))
+		return rp_error(r, "bad sequence id '%s'", name);
+	if (rp_find(r, name) != NULL)
+		return rp_error(r, "sequence id '%s' already used", name);
+	return RP_OK;
+}
+
+/* ---- setup (R6-R11) ----------------------------------------------- */
+
+static const char *const rp_setup_kw[] = {
+	"mode", "block_size", "gpu_blocks", "cpu_blocks", "watermark",
+	"prefix_caching", "max_model_len", "group", NULL
+};
+
+static int
+rp_setup_index(const char *kw)
+{
+	for (int i = 0; rp_setup_kw[i] != NULL; i++)
+		if (strcmp(rp_setup_kw[i], kw) == 0)
+			return i;
+	return -1;
+}
+
+static bool
+rp_valid_decimal(const char *s)
+{
+	const char *dot = strchr(s, '.');
+
+	if (dot == NULL)
+		return rp_is_int(s);
+	if (dot == s || dot[1] == '\0')
+		return false;
+	for (const char *p = s; *p; p++)
+		if (p != dot && (*p < '0' || *p > '9'))
+			return false;
+	return true;
+}
+
+static int
+rp_setup(struct rp *r, int idx, struct rp_line *l)
+{
+	struct kvc_config *c = &r->cfg;
+	uint32_t v;
+
+	if (idx != 7) {
+		if (r->seen[idx])
+			return rp_error(r, "%s given twice", l->kw);
+		r->seen[idx] = true;
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+	}
+	switch (idx) {
+	case 0: {
+		kvc_mode m;
+		double wm = c->watermark;
+		bool wm_set = r->seen[4];
+
+		if (kvc_mode_parse(l->pos[0], &m) != 0)
+			return rp_error(r, "unknown mode '%s' (exact, "
+					"vllm-v0, vllm-v1, deepspeed)",
+					l->pos[0]);
+		c->mode = m;
+		if (!wm_set)
+			c->watermark = m == KVC_VLLM_V0 ? 0.01 : 0.0;
+		else
+			c->watermark = wm;
+		r->have_mode = true;
+		return RP_OK;
+	}
+	case 1:
+		if (rp_u32(r, "block_size", l->pos[0], &v))
+			return RP_BAD;
+		if (v == 0)
+			return rp_error(r, "block_size must be at least 1");
+		c->block_size = v;
+		return RP_OK;
+	case 2:
+		if (rp_u32(r, "gpu_blocks", l->pos[0], &v))
+			return RP_BAD;
+		c->gpu_blocks = v;
+		r->have_gpu = true;
+		return RP_OK;
+	case 3:
+		if (rp_u32(r, "cpu_blocks", l->pos[0], &v))
+			return RP_BAD;
+		c->cpu_blocks = v;
+		return RP_OK;
+	case 4:
+		if (!rp_valid_decimal(l->pos[0]))
+			return rp_error(r, "watermark: expected a decimal "
+					"number like 0.01, got '%s'",
+					l->pos[0]);
+		c->watermark = strtod(l->pos[0], NULL);
+		return RP_OK;
+	case 5:
+		if (strcmp(l->pos[0], "on") == 0)
+			c->prefix_caching = true;
+		else if (strcmp(l->pos[0], "off") == 0)
+			c->prefix_caching = false;
+		else
+			return rp_error(r, "prefix_caching: expected on or "
+					"off, got '%s'", l->pos[0]);
+		return RP_OK;
+	case 6:
+		if (rp_u32(r, "max_model_len", l->pos[0], &v))
+			return RP_BAD;
+		if (v == 0)
+			return rp_error(r, "max_model_len must be at least 1");
+		c->max_model_len = v;
+		return RP_OK;
+	case 7: {
+		struct kvc_group_config *g;
+		const char *kind, *win, *bs;
+
+		if (rp_npos(r, l, 1) ||
+		    rp_opts_allowed(r, l, "kind window block_size"))
+			return RP_BAD;
+		if (!rp_valid_group(l->pos[0]))
+			return rp_error(r, "bad group name '%s'", l->pos[0]);
+		if (strlen(l->pos[0]) >= KVC_NAME_MAX)
+			return rp_error(r, "group name too long");
+		if (c->ngroups == KVC_MAX_GROUPS)
+			return rp_error(r, "at most %d groups",
+					KVC_MAX_GROUPS);
+		for (uint32_t i = 0; i < c->ngroups; i++)
+			if (strcmp(c->group[i].name, l->pos[0]) == 0)
+				return rp_error(r, "group '%s' declared twice",
+						l->pos[0]);
+		g = &c->group[c->ngroups];
+		memset(g, 0, sizeof(*g));
+		strcpy(g->name, l->pos[0]);
+		kind = rp_opt(l, "kind");
+		if (kind == NULL)
+			return rp_error(r, "group: kind= is required");
+		if (strcmp(kind, "full") == 0)
+			g->kind = KVC_FULL;
+		else if (strcmp(kind, "sliding") == 0)
+			g->kind = KVC_SLIDING;
+		else if (strcmp(kind, "state") == 0)
+			g->kind = KVC_STATE;
+		else
+			return rp_error(r, "group: unknown kind '%s' (full, "
+					"sliding, state)", kind);
+		win = rp_opt(l, "window");
+		if ((win != NULL) != (g->kind == KVC_SLIDING))
+			return rp_error(r, "group: window= is required for, "
+					"and only for, kind=sliding");
+		if (win != NULL) {
+			if (rp_u32(r, "window", win, &g->window))
+				return RP_BAD;
+			if (g->window == 0)
+				return rp_error(r, "window must be at least 1");
+		}
+		bs = rp_opt(l, "block_size");
+		if (bs != NULL) {
+			if (rp_u32(r, "block_size", bs, &g->block_size))
+				return RP_BAD;
+			if (g->block_size == 0)
+				return rp_error(r, "block_size must be at "
+						"least 1");
+		}
+		c->ngroups++;
+		return RP_OK;
+	}
+	}
+	return rp_error(r, "internal: bad setup keyword");
+}
+
+/* Create the handle at the first operation (or the end of the file). */
+static int
+rp_start(struct rp *r)
+{
+	char why[256];
+	kv_err e;
+
+	if (r->k != NULL)
+		return RP_OK;
+	if (!r->have_gpu)
+		return rp_error(r, "gpu_blocks is required before the first "
+				"operation");
+	r->k = kvc_new(&r->cfg, &e, why, sizeof(why));
+	if (r->k == NULL)
+		return rp_error(r, "bad setup: %s", why[0] ? why :
+				kv_strerror(e));
+	return RP_OK;
+}
+
+/* ---- operations --------------------------------------------------- */
+
+/* Map a libkvcore error to a script error (KV_ENOSPC is handled by callers). */
+static int
+rp_kverr(struct rp *r, const char *kw, kv_err e)
+{
+	const char *m = kvc_errmsg(r->k);
+
+	if (e == KV_EREF)
+		return rp_error(r, "%s: outside the reference's contract (the "
+				"%s reference would fail): %s", kw,
+				kvc_mode_name(r->cfg.mode), m);
+	return rp_error(r, "%s: %s%s%s", kw, kv_strerror(e), m[0] ? ": " : "",
+			m);
+}
+
+static int
+rp_opt_u32(struct rp *r, const struct rp_line *l, const char *key,
+	   uint32_t *v, bool *has)
+{
+	const char *s = rp_opt(l, key);
+
+	*has = s != NULL;
+	*v = 0;
+	if (s == NULL)
+		return RP_OK;
+	if (r->cfg.mode == KVC_DEEPSPEED && strcmp(key, "lookahead") == 0)
+		return rp_error(r, "%s: lookahead= is not available in mode "
+				"deepspeed (FastGen reserves no lookahead "
+				"slots)", l->kw);
+	return rp_u32(r, key, s, v);
+}
+
+/* Append ", src>dst" pairs to a line under construction. */
+static char *
+rp_pairs_str(struct rp *r, char *buf, size_t *cap)
+{
+	size_t n, len = 0;
+	const struct kvc_pair *p = kvc_pairs(r->k, &n);
+
+	if (*cap < 24 * n + 1) {
+		*cap = 24 * n + 1;
+		buf = rp_xrealloc(buf, *cap);
+	}
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		len += (size_t)sprintf(buf + len, "%s%d>%d", i ? "," : "",
+				       p[i].src, p[i].dst);
+	return buf;
+}
+
+static void
+rp_hist_push(struct rp *r, const char *text)
+{
+	if (!r->o->check)
+		return;
+	if (r->nhist == r->caphist) {
+		r->caphist = r->caphist ? 2 * r->caphist : 64;
+		r->hist = rp_xrealloc(r->hist, r->caphist * sizeof(*r->hist));
+		r->histline = rp_xrealloc(r->histline,
+					  r->caphist * sizeof(*r->histline));
+	}
+	r->hist[r->nhist] = strdup(text);
+	r->histline[r->nhist++] = r->line;
+}
+
+static int
+rp_disagree(struct rp *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+rp_disagree(struct rp *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(r->out);
+	fprintf(r->err, "%s:%ld: check: ", r->file, r->line);
+	va_start(ap, fmt);
+	vfprintf(r->err, fmt, ap);
+	va_end(ap);
+	fprintf(r->err, "\n%s:%ld: check: operations that led here:\n",
+		r->file, r->line);
+	for (size_t i = 0; i < r->nhist; i++)
+		fprintf(r->err, "  %ld: %s\n", r->histline[i], r->hist[i]);
+	return RP_FAIL;
+}
+
+/* Least free count over the groups after an action on clone c. */
+static uint32_t
+rp_min_free(const kvc *c)
+{
+	uint32_t m = UINT32_MAX;
+
+	for (uint32_t g = 0; g < kvc_ngroups(c); g++) {
+		uint32_t f = kvc_free_blocks(c, g);
+
+		if (f < m)
+			m = f;
+	}
+	return m;
+}
+
+enum rp_action { RA_ALLOCATE, RA_APPEND, RA_SWAP_OUT, RA_SWAP_IN };
+
+/*
+ * Try an action on a clone.  *ok = it succeeded; *left = the least free
+ * count after it.  Misuse errors other than KV_ENOSPC also count as
+ * "does not succeed".
+ */
+static int
+rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
+	 bool *ok, uint32_t *left)
+{
+	kvc *c = kvc_clone(r->k);
+	kv_err e = KV_OK;
+
+	if (c == NULL) {
+		fputs("kvsim: out of memory\n", stderr);
+		exit(2);
+	}
+	switch (a) {
+	case RA_ALLOCATE:
+		e = kvc_allocate(c, s, 0);
+		break;
+	case RA_APPEND: {
+		uint32_t *t = rp_xrealloc(NULL, (n ? n : 1) * sizeof(*t));
+
+		/* Fresh token values that no prompt in a script uses. */
+		for (uint32_t i = 0; i < n; i++)
+			t[i] = UINT32_MAX - i;
+		e = kvc_append(c, s, t, n, L, L > 0);
+		free(t);
+		break;
+	}
+	case RA_SWAP_OUT:
+		e = kvc_swap_out(c, s);
+		break;
+	case RA_SWAP_IN:
+		e = kvc_swap_in(c, s, L);
+		break;
+	}
+	*ok = e == KV_OK;
+	*left = rp_min_free(c);
+	if (*ok) {
+		char why[256];
+
+		if (kvc_audit(c, why, sizeof(why)) != 0) {
+			kvc_free(c);
+			return rp_disagree(r, "the trial action leaves a "
+					   "broken state: %s", why);
+		}
+	}
+	kvc_free(c);
+	return RP_OK;
+}
+
+static uint32_t
+rp_watermark_blocks(const struct rp *r)
+{
+	return (uint32_t)(r->cfg.watermark * (double)r->cfg.gpu_blocks);
+}
+
+/* Check a three-way verdict against the trial of its action. */
+static int
+rp_check_verdict(struct rp *r, const char *q, kvc_verdict v, bool ok,
+		 uint32_t left, bool exact_reverse)
+{
+	static const char *const vn[] = { "OK", "LATER", "NEVER" };
+	uint32_t wm = rp_watermark_blocks(r);
+
+	if (v == KVC_VERDICT_OK && !ok)
+		return rp_disagree(r, "%s said OK but the action fails", q);
+	if (!exact_reverse || !ok || left < wm)
+		return RP_OK;
+	if (v == KVC_VERDICT_NEVER)
+		return rp_disagree(r, "%s said NEVER but the action succeeds",
+				   q);
+	if (v == KVC_VERDICT_LATER && r->cfg.mode != KVC_VLLM_V0)
+		return rp_disagree(r, "%s said %s but the action succeeds "
+				   "with the watermark free", q, vn[v]);
+	return RP_OK;
+}
+
+static int
+rp_check_bool(struct rp *r, const char *q, bool yes, bool ok)
+{
+	if (yes && !ok)
+		return rp_disagree(r, "%s said yes but the action fails", q);
+	if (!yes && ok && r->cfg.mode != KVC_VLLM_V0)
+		return rp_disagree(r, "%s said no but the action succeeds", q);
+	return RP_OK;
+}
+
+static const char *const rp_verdict_name[] = { "OK", "LATER", "NEVER" };
+
+/* One operation line.  `text` is the line as written, for the history. */
+static int
+rp_op(struct rp *r, struct rp_line *l, const char *text)
+{
+	const char *kw = l->kw;
+	int32_t s = -1;
+	uint32_t n = 0, L = 0;
+	bool has_n = false, has_L = false;
+	kv_err e;
+	int rc;
+
+	kvc_set_time(r->k, r->line);
+
+	if (strcmp(kw, "seq") == 0) {
+		const char *t;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens") ||
+		    rp_new_name(r, l->pos[0]))
+			return RP_BAD;
+		t = rp_opt(l, "tokens");
+		if (t == NULL)
+			return rp_error(r, "seq: tokens= is required");
+		if (rp_tokens(r, t))
+			return RP_BAD;
+		e = kvc_seq_new(r->k, r->tok, r->ntok, &s);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_insert(r, l->pos[0], s);
+		rp_hist_push(r, text);
+		return RP_OK;
+	}
+	if (strcmp(kw, "free_blocks") == 0) {
+		char *buf = NULL;
+		size_t cap = 0, len = 0;
+
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+		cap = 64 * (kvc_ngroups(r->k) + 2);
+		buf = rp_xrealloc(NULL, cap);
+		len = (size_t)sprintf(buf, "free_blocks");
+		for (uint32_t g = 0; g < kvc_ngroups(r->k); g++)
+			len += (size_t)sprintf(buf + len, " %s=%u",
+					       kvc_group_name(r->k, g),
+					       kvc_free_blocks(r->k, g));
+		sprintf(buf + len, " cpu=%u", kvc_free_cpu(r->k));
+		rp_emit(r, "%s", buf);
+		free(buf);
+		return RP_OK;
+	}
+	if (strcmp(kw, "audit") == 0) {
+		char why[512];
+
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+		if (kvc_audit(r->k, why, sizeof(why)) == 0)
+			rp_emit(r, "audit ok");
+		else
+			rp_emit(r, "audit FAIL %s", why);
+		return RP_OK;
+	}
+
+	/* The rest name one sequence first. */
+	if (strcmp(kw, "fork") == 0) {
+		int32_t child;
+
+		if (rp_npos(r, l, 2) || rp_opts_allowed(r, l, "") ||
+		    rp_seq(r, l, 0, &s) || rp_new_name(r, l->pos[1]))
+			return RP_BAD;
+		e = kvc_fork(r->k, s, &child);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_insert(r, l->pos[1], child);
+		rp_emit(r, "fork %s %s ok", l->pos[0], l->pos[1]);
+		rp_hist_push(r, text);
+		return RP_OK;
+	}
+	if (l->npos < 1)
+		return rp_error(r, "%s: expected a sequence id", kw);
+
+	if (strcmp(kw, "can_allocate") == 0) {
+		kvc_verdict v;
+		bool ok;
+		uint32_t left;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "lookahead") ||
+		    rp_seq(r, l, 0, &s) ||
+		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+			return RP_BAD;
+		e = kvc_can_allocate(r->k, s, L, &v);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "can_allocate %s %s", l->pos[0],
+			rp_verdict_name[v]);
+		if (r->o->check) {
+			if (rp_trial(r, RA_ALLOCATE, s, 0, 0, &ok, &left))
+				return RP_FAIL;
+			rc = rp_check_verdict(r, "can_allocate", v, ok, left,
+					      L == 0);
+			if (rc)
+				return rc;
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "allocate") == 0) {
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n") ||
+		    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n))
+			return RP_BAD;
+		if (has_n && n == 0)
+			return rp_error(r, "allocate: n must be at least 1");
+		e = kvc_allocate(r->k, s, n);
+		if (e != KV_OK && e != KV_ENOSPC)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "allocate %s %s", l->pos[0], e ? "fail" : "ok");
+		if (e == KV_OK)
+			rp_hist_push(r, text);
+		return RP_OK;
+	}
+	if (strcmp(kw, "append") == 0) {
+		const char *t;
+
+		if (rp_npos(r, l, 1) ||
+		    rp_opts_allowed(r, l, "tokens lookahead") ||
+		    rp_seq(r, l, 0, &s) ||
+		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+			return RP_BAD;
+		t = rp_opt(l, "tokens");
+		if (t == NULL)
+			return rp_error(r, "append: tokens= is required");
+		if (rp_tokens(r, t))
+			return RP_BAD;
+		e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
+		if (e != KV_OK && e != KV_ENOSPC)
+			return rp_kverr(r, kw, e);
+		if (e == KV_OK) {
+			size_t np;
+			char *buf = NULL;
+			size_t cap = 0;
+
+			kvc_pairs(r->k, &np);
+			if (np > 0) {
+				buf = rp_pairs_str(r, buf, &cap);
+				rp_emit(r, "append %s ok cow=%s", l->pos[0],
+					buf);
+			} else {
+				rp_emit(r, "append %s ok", l->pos[0]);
+			}
+			free(buf);
+			rp_hist_push(r, text);
+		} else {
+			rp_emit(r, "append %s fail", l->pos[0]);
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "can_append") == 0) {
+		bool yes, ok;
+		uint32_t left;
+
+		if (rp_npos(r, l, 1) ||
+		    rp_opts_allowed(r, l, "n lookahead") ||
+		    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n) ||
+		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+			return RP_BAD;
+		e = kvc_can_append(r->k, s, n, has_n, L, &yes);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "can_append %s %s", l->pos[0], yes ? "yes" : "no");
+		if (r->o->check && (has_n ? n : 1) > 0) {
+			if (rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok,
+				     &left))
+				return RP_FAIL;
+			rc = rp_check_bool(r, "can_append", yes, ok);
+			if (rc)
+				return rc;
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "computed") == 0) {
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n") ||
+		    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n))
+			return RP_BAD;
+		e = kvc_computed(r->k, s, n, has_n);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "computed %s ok", l->pos[0]);
+		rp_hist_push(r, text);
+		return RP_OK;
+	}
+	if (strcmp(kw, "can_swap_out") == 0) {
+		bool yes, ok;
+		uint32_t left;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+		    rp_seq(r, l, 0, &s))
+			return RP_BAD;
+		e = kvc_can_swap_out(r->k, s, &yes);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "can_swap_out %s %s", l->pos[0],
+			yes ? "yes" : "no");
+		if (r->o->check) {
+			if (rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left))
+				return RP_FAIL;
+			rc = rp_check_bool(r, "can_swap_out", yes, ok);
+			if (rc)
+				return rc;
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "can_swap_in") == 0) {
+		kvc_verdict v;
+		bool ok;
+		uint32_t left;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "lookahead") ||
+		    rp_seq(r, l, 0, &s) ||
+		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+			return RP_BAD;
+		e = kvc_can_swap_in(r->k, s, L, &v);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "can_swap_in %s %s", l->pos[0],
+			rp_verdict_name[v]);
+		if (r->o->check) {
+			if (rp_trial(r, RA_SWAP_IN, s, 0, L, &ok, &left))
+				return RP_FAIL;
+			rc = rp_check_verdict(r, "can_swap_in", v, ok, left,
+					      true);
+			if (rc)
+				return rc;
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "swap_out") == 0 || strcmp(kw, "swap_in") == 0) {
+		bool in = kw[5] == 'i';
+		char *buf = NULL;
+		size_t cap = 0;
+
+		if (rp_npos(r, l, 1) ||
+		    rp_opts_allowed(r, l, in ? "lookahead" : "") ||
+		    rp_seq(r, l, 0, &s) ||
+		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+			return RP_BAD;
+		e = in ? kvc_swap_in(r->k, s, L) : kvc_swap_out(r->k, s);
+		if (e != KV_OK && e != KV_ENOSPC)
+			return rp_kverr(r, kw, e);
+		if (e == KV_OK) {
+			buf = rp_pairs_str(r, buf, &cap);
+			rp_emit(r, "%s %s ok map=%s", kw, l->pos[0], buf);
+			free(buf);
+			rp_hist_push(r, text);
+		} else {
+			rp_emit(r, "%s %s fail", kw, l->pos[0]);
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "free") == 0) {
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+		    rp_seq(r, l, 0, &s))
+			return RP_BAD;
+		e = kvc_free_seq(r->k, s);
+		if (e != KV_OK && e != KV_ENOSPC && e != KV_ESTATE)
+			return rp_kverr(r, kw, e);
+		if (e == KV_ESTATE && kvc_seq_state(r->k, s) != KVC_WAITING)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "free %s %s", l->pos[0], e ? "fail" : "ok");
+		if (e == KV_OK)
+			rp_hist_push(r, text);
+		return RP_OK;
+	}
+	if (strcmp(kw, "table") == 0) {
+		char *buf;
+		size_t cap = 64, len;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+		    rp_seq(r, l, 0, &s))
+			return RP_BAD;
+		for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
+			size_t tn;
+
+			kvc_table(r->k, s, g, &tn);
+			cap += 16 * tn + KVC_NAME_MAX + 8;
+		}
+		buf = rp_xrealloc(NULL, cap + strlen(l->pos[0]));
+		len = (size_t)sprintf(buf, "table %s", l->pos[0]);
+		for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
+			size_t tn;
+			const int32_t *id = kvc_table(r->k, s, g, &tn);
+
+			len += (size_t)sprintf(buf + len, " %s=[",
+					       kvc_group_name(r->k, g));
+			for (size_t i = 0; i < tn; i++) {
+				if (i)
+					buf[len++] = ',';
+				if (id[i] == KVC_NULL)
+					buf[len++] = '-';
+				else
+					len += (size_t)sprintf(buf + len, "%d",
+							       id[i]);
+			}
+			buf[len++] = ']';
+			buf[len] = '\0';
+		}
+		rp_emit(r, "%s", buf);
+		free(buf);
+		return RP_OK;
+	}
+	if (strcmp(kw, "cached") == 0) {
+		size_t tokens;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+		    rp_seq(r, l, 0, &s))
+			return RP_BAD;
+		e = kvc_cached(r->k, s, &tokens);
+		if (e != KV_OK)
+			return rp_kverr(r, kw, e);
+		rp_emit(r, "cached %s %zu", l->pos[0], tokens);
+		return RP_OK;
+	}
+	return rp_error(r, "unknown keyword '%s'", kw);
+}
+
+/* Strip the comment and blanks; returns NULL for an empty line. */
+static char *
+rp_clean(char *s)
+{
+	char *hash = strchr(s, '#'), *end;
+
+	if (hash != NULL)
+		*hash = '\0';
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' ||
+			   end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	return *s ? s : NULL;
+}
+
+static int
+rp_expect(struct rp *r, const struct rp_line *l)
+{
+	if (!r->have_last)
+		return (void)rp_error(r, "expect: no output line yet"), RP_FAIL;
+	if (strcmp(r->last, l->rest) != 0) {
+		fflush(r->out);
+		fprintf(r->err, "%s:%ld: expect failed\n  expected: %s\n"
+			"  got:      %s\n", r->file, r->line, l->rest,
+			r->last);
+		return RP_FAIL;
+	}
+	return RP_OK;
+}
+
+static void
+rp_release(struct rp *r)
+{
+	kvc_free(r->k);
+	if (r->ids != NULL)
+		for (uint32_t i = 0; i <= r->idmask; i++)
+			free(r->ids[i].name);
+	free(r->ids);
+	free(r->tok);
+	free(r->last);
+	for (size_t i = 0; i < r->nhist; i++)
+		free(r->hist[i]);
+	free(r->hist);
+	free(r->histline);
+}
+
+int
+replay_run(FILE *in, const char *name, FILE *out, FILE *err,
+	   const struct replay_opts *o)
+{
+	struct rp r;
+	char *buf = NULL, *copy = NULL;
+	size_t cap = 0;
+	ssize_t got;
+	int rc = RP_OK;
+	bool ops_started = false;
+
+	memset(&r, 0, sizeof(r));
+	r.file = name;
+	r.out = out;
+	r.err = err;
+	r.o = o;
+	r.lastcap = 256;
+	r.last = rp_xrealloc(NULL, r.lastcap);
+	kvc_config_default(&r.cfg, KVC_EXACT);
+
+	while ((got = getline(&buf, &cap, in)) != -1) {
+		struct rp_line l;
+		char *s;
+		int idx;
+
+		r.line++;
+		if (memchr(buf, '\0', (size_t)got) != NULL) {
+			rc = rp_error(&r, "NUL byte in line");
+			break;
+		}
+		s = rp_clean(buf);
+		if (s == NULL)
+			continue;
+		free(copy);
+		copy = strdup(s);
+		if (copy == NULL) {
+			rc = rp_error(&r, "out of memory");
+			break;
+		}
+		if (rp_split(&r, s, &l)) {
+			rc = RP_BAD;
+			break;
+		}
+		idx = rp_setup_index(l.kw);
+		if (idx >= 0) {
+			if (ops_started) {
+				rc = rp_error(&r, "setup line '%s' after the "
+					      "first operation", l.kw);
+				break;
+			}
+			if ((rc = rp_setup(&r, idx, &l)) != RP_OK)
+				break;
+			continue;
+		}
+		if (strcmp(l.kw, "expect") == 0) {
+			if ((rc = rp_expect(&r, &l)) != RP_OK)
+				break;
+			continue;
+		}
+		ops_started = true;
+		if ((rc = rp_start(&r)) != RP_OK)
+			break;
+		if ((rc = rp_op(&r, &l, copy)) != RP_OK)
+			break;
+	}
+	if (rc == RP_OK && ferror(in))
+		rc = rp_error(&r, "read error: %s", strerror(errno));
+	if (rc == RP_OK && !ops_started)
+		rc = rp_start(&r);
+	free(buf);
+	free(copy);
+	rp_release(&r);
+	fflush(out);
+	return rc;
+}
+
+int
+replay_main(int argc, char **argv)
+{
+	struct replay_opts o = { 0 };
+	const char *file = NULL;
+	FILE *in;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--check") == 0) {
+			o.check = true;
+		} else if (strcmp(argv[i], "--help") == 0 ||
+			   strcmp(argv[i], "-h") == 0) {
+			printf("usage: kvsim replay [--check] FILE\n\n"
+			       "Run a replay script against libkvcore and "
+			       "print one line per operation.\n"
+			       "FILE may be - for standard input.\n\n"
+			       "  --check   try the action behind every query "
+			       "on a copy of the state and\n"
+			       "            report the first verdict that "
+			       "disagrees with it (exit 1)\n\n"
+			       "Exit status: 0 ok, 1 an expect or check "
+			       "failed, 2 bad script or usage.\n"
+			       "Format: docs/replay.md.\n");
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "kvsim replay: unknown option '%s'\n"
+				"usage: kvsim replay [--check] FILE\n",
+				argv[i]);
+			return 2;
+		} else if (file != NULL) {
+			fprintf(stderr, "kvsim replay: one script at a time\n");
+			return 2;
+		} else {
+			file = argv[i];
+		}
+	}
+	if (file == NULL) {
+		fprintf(stderr, "usage: kvsim replay [--check] FILE\n");
+		return 2;
+	}
+	if (strcmp(file, "-") == 0) {
+		return replay_run(stdin, "<stdin>", stdout, stderr, &o);
+	}
+	in = fopen(file, "r");
+	if (in == NULL) {
+		fprintf(stderr, "kvsim replay: %s: %s\n", file,
+			strerror(errno));
+		return 2;
+	}
+	rc = replay_run(in, file, stdout, stderr, &o);
+	fclose(in);
+	return rc;
+}

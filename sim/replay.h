@@ -1,0 +1,28 @@
+/*
+ * replay.h -- `kvsim replay`: drive libkvcore from a script.
+ *
+ * The format is DESIGN.md "Replay scripts"; docs/replay.md fixes the meaning
+ * of every line in every mode (R1-R47).  One result line per operation goes
+ * to `out`; errors go to `err` as "FILE:LINE: message".
+ *
+ * Exit status: 0 ok, 1 an `expect` failed or (with check) a decision
+ * disagreed with its action, 2 a malformed script or misuse.  Output
+ * printed before an error stays printed.
+ */
+#ifndef SIM_REPLAY_H
+#define SIM_REPLAY_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct replay_opts {
+	bool check;	/* decision/action consistency on every query */
+};
+
+int replay_run(FILE *in, const char *name, FILE *out, FILE *err,
+	       const struct replay_opts *o);
+
+/* `kvsim replay [--check] FILE`; argv[0] is "replay". */
+int replay_main(int argc, char **argv);
+
+#endif
