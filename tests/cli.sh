@@ -1,1 +1,40 @@
-exit 0
+#!/bin/sh
+# The command line: --help and --version on stdout with status 0, usage
+# errors with status 2 on stderr, scripts from standard input, and the
+# bundled examples run clean (with --check).
+: "${KVSIM:?}" "${top_srcdir:?}"
+fail=0
+t=${TMPDIR:-/tmp}/kvsim-cli.$$
+trap 'rm -f "$t" "$t.err"' EXIT
+ok() { echo "ok: $*"; }
+no() { echo "FAIL: $*"; fail=1; }
+
+"$KVSIM" --version >"$t" 2>"$t.err" && grep -q '^kvsim [0-9]' "$t" &&
+    [ ! -s "$t.err" ] && ok "--version" || no "--version"
+"$KVSIM" --help >"$t" 2>"$t.err" && grep -q 'replay' "$t" &&
+    [ ! -s "$t.err" ] && ok "--help" || no "--help"
+"$KVSIM" replay --help >"$t" && grep -q 'usage: kvsim replay' "$t" &&
+    ok "replay --help" || no "replay --help"
+"$KVSIM" frobnicate >"$t" 2>"$t.err"; rc=$?
+[ $rc = 2 ] && grep -q "unknown command 'frobnicate'" "$t.err" &&
+    ok "unknown command" || no "unknown command (rc $rc)"
+"$KVSIM" >"$t" 2>"$t.err"; rc=$?
+[ $rc = 2 ] && grep -q usage "$t.err" && ok "no command" || no "no command"
+"$KVSIM" replay --frob x >"$t" 2>"$t.err"; rc=$?
+[ $rc = 2 ] && ok "unknown replay option" || no "unknown replay option"
+"$KVSIM" replay /nonexistent/x.kvr >"$t" 2>"$t.err"; rc=$?
+[ $rc = 2 ] && grep -q 'x.kvr' "$t.err" && ok "missing file" ||
+    no "missing file (rc $rc)"
+printf 'gpu_blocks 4\nblock_size 2\nseq A tokens=1..3\nallocate A\nfree_blocks\n' |
+    "$KVSIM" replay - >"$t" 2>"$t.err"
+[ "$(cat "$t")" = "allocate A ok
+free_blocks attn=2 cpu=0" ] && ok "stdin" || { no "stdin"; cat "$t" "$t.err"; }
+printf 'gpu_blocks 4\nseq A tokens=1\nallocate B\n' |
+    "$KVSIM" replay - >"$t" 2>"$t.err"; rc=$?
+[ $rc = 2 ] && grep -q '^<stdin>:3: ' "$t.err" && ok "stdin error" ||
+    no "stdin error"
+for f in "$top_srcdir"/examples/*.kvr; do
+	"$KVSIM" replay --check "$f" >"$t" 2>"$t.err" &&
+	    ok "example ${f##*/}" || { no "example ${f##*/}"; cat "$t.err"; }
+done
+exit $fail

@@ -39,8 +39,6 @@ check_PROGRAMS += %reldir%/check_size
 %canon_reldir%_check_size_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_size_LDADD = $(KV_TEST_LIBS)
 
-TESTS += $(check_PROGRAMS)
-
 TESTS += \
 	%reldir%/replay.sh \
 	%reldir%/badinput.sh \
@@ -48,3 +46,10 @@ TESTS += \
 	%reldir%/check_layering.sh
 EXTRA_DIST += %reldir%/replay.sh %reldir%/badinput.sh %reldir%/cli.sh \
 	%reldir%/check_layering.sh %reldir%/replay %reldir%/bad
+
+check_PROGRAMS += %reldir%/check_stress
+%canon_reldir%_check_stress_SOURCES = %reldir%/check_stress.c
+%canon_reldir%_check_stress_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_stress_LDADD = $(KV_TEST_LIBS)
+
+TESTS += $(check_PROGRAMS)
