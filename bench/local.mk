@@ -5,8 +5,8 @@ EXTRA_PROGRAMS = %reldir%/bench_core
 %canon_reldir%_bench_core_LDADD = core/libkvcore.la
 %canon_reldir%_bench_core_LDFLAGS = $(AM_LDFLAGS) \
 	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
-CLEANFILES += %reldir%/bench_core
+CLEANFILES += %reldir%/bench_core %reldir%/results.txt
 
 bench: %reldir%/bench_core
-	%reldir%/bench_core
+	%reldir%/bench_core | tee %reldir%/results.txt
 .PHONY: bench

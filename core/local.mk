@@ -10,6 +10,7 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kv_v0.c \
 	%reldir%/kv_v1.c \
 	%reldir%/kv_ds.c \
+	%reldir%/kv_ds.h \
 	%reldir%/kv_size.c
 %canon_reldir%_libkvcore_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
 

@@ -1,0 +1,1351 @@
+/*
+ * kv_v1.c -- mode vllm-v1: vLLM v1's KVCacheManager over one BlockPool
+ * (vllm-project/vllm at 5e5a7eb16f12: vllm/v1/core/{kv_cache_manager,
+ * block_pool,kv_cache_coordinator,single_type_kv_cache_manager}.py),
+ * reproduced decision for decision and id for id (docs/replay.md R11,
+ * R18-R27; core-spec §3).
+ *
+ * The pool.  Ids 0..G-1, all groups share them; id 0 is the null block,
+ * taken out at start-up and never freed (tables show it as KVC_NULL).  The
+ * free queue is a FIFO (kv_list): allocation pops the front, a free appends
+ * at the back, so it is also the eviction order.  A request is freed group
+ * by group, each table tail first, so within a request the deepest block is
+ * evicted first and across requests the earlier-freed one (LRU).  Touching
+ * a cached free block (a prefix hit) takes it out of the middle.
+ *
+ * The prefix index.  With caching on, a block that becomes full inside
+ * allocate_slots() gets the chain hash of its tokens and is entered under
+ * (hash, group).  Duplicates are allowed (v1 never de-duplicates, so tables
+ * stay append-only): each (hash, group) keeps its blocks in a ring in
+ * insertion order and a hit returns the oldest one still present (the first
+ * key of the reference's dict).  Eviction is lazy: a freed block keeps its
+ * hash and stays findable until it is popped for reuse, which clears it.
+ *
+ * allocate_slots(req, k, h, hits, L), the one action, in the reference's
+ * order: (1) k > 0; (2) remove_skipped_blocks() with the request's current
+ * C frees sliding-window blocks that left the window, newest first --
+ * before the capacity check, so a failure keeps that release (R16); (3)
+ * need = min(C + h + k + L, max_model_len); (4) per group cdiv(need, bs) -
+ * hits - held + hits that are free now, summed *signed* over the groups;
+ * (5) sum > free -> fail, nothing else changes; (6) touch the hits, add
+ * them, pop the new blocks group by group; (7) cache the full blocks of
+ * the first min(C + h + k, T) tokens (lookahead slots never).  Where the
+ * signed sum passes but the blocks really taken exceed the free count (a
+ * group holding surplus lookahead blocks offsets another's need) the
+ * reference raises in get_new_blocks(); we fail with KV_EREF instead.
+ *
+ * Hits (get_computed_blocks) are capped at T - 1 tokens.  One group: the
+ * group's own search (full: leftmost run; sliding: from the right, the
+ * first cdiv(W-1, bs) contiguous hits, nulls to their left, or else a run
+ * from block 0; state/Mamba: the right-most cached block, nulls to its
+ * left).  Several groups with caching: the full-attention hit first, then
+ * the other kind within it, and the full hit cut to that length.
+ *
+ * Invariants (kvc_audit, numbered as core-spec §8.3 where they match):
+ *   1  ref[b] == table slots naming b, for every non-null id;
+ *   2  free queue == { b != 0 : ref[b] == 0 }, well linked, no id twice;
+ *   3  used + free == G - 1;
+ *   4  every hashed block sits in the ring of its (hash, group), every ring
+ *      member carries that key, one map entry per ring; a block in use
+ *      carries the hash of its own slot in its table (no stale hash), and
+ *      every slot below the request's cached count is hashed or null;
+ *   5  full-attention tables hold no null, other tables nulls only as a
+ *      prefix; a RUNNING table covers its computed tokens and never more
+ *      than max_model_len;
+ *   8  WAITING: C = 0, no blocks; RUNNING: 1 <= C <= T <= max_model_len;
+ *   9  the per-sequence hash cache matches the tokens.
+ *
+ * Costs.  Everything is sized at init from gpu_blocks and max_model_len;
+ * an operation allocates only when a table or a sequence's hash cache
+ * outgrows its capacity (doubling).  allocate_slots is O(blocks it touches
+ * + the hit search); the hit search is O(T / bs) at worst (sliding window
+ * from the right, Mamba); hashes are computed once per full block.
+ *
+ * Rejected: keeping the reference's per-request dict of blocks (the tables
+ * of kv_mgr.c are that list already); de-duplicating on fill like v0 (would
+ * change ids the reference hands out); clamping a group's negative need to
+ * zero (the reference sums signed needs at the pinned commit).
+ */
+#include "kv_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define V1_NULL 0		/* the null block's id in the pool */
+
+/* Per sequence, mode-private. */
+struct v1_sx {
+	uint64_t *h;		/* chain hashes of the full blocks of tok[] */
+	uint32_t nh, caph;
+	uint32_t ncached[KVC_MAX_GROUPS];	/* num_cached_block */
+};
+
+/* What allocate_slots() would do now; v1_plan() fills it, purely. */
+struct v1_plan {
+	int64_t sum;		/* the reference's signed total */
+	uint64_t take;		/* blocks really leaving the free queue */
+	uint32_t skipfree;	/* blocks remove_skipped_blocks() would free */
+	uint32_t need;		/* num_tokens_need_slot */
+	uint32_t pop[KVC_MAX_GROUPS];	/* fresh blocks per group */
+	uint32_t evict[KVC_MAX_GROUPS];	/* free hit blocks reclaimed */
+	bool fits;		/* sum <= free after the skip */
+	bool eref;		/* fits, but the reference would raise */
+};
+
+struct v1 {
+	uint32_t nblk;		/* G, the null block included */
+	uint32_t *ref;		/* per block */
+	uint64_t *hkey;		/* per block: its hash, 0 = none */
+	uint8_t *hgrp;		/* per block: the group of its hash */
+	int32_t *dnext, *dprev;	/* per block: ring of one (hash, group) */
+	struct kv_list fq;	/* the free queue */
+	struct kv_hmap map[KVC_MAX_GROUPS];	/* hash -> oldest block */
+	bool caching;
+	bool hybrid;		/* HybridKVCacheCoordinator */
+	uint32_t fullmask, othermask;	/* groups by kind, hybrid only */
+	struct v1_sx *sx;
+	uint32_t capsx;
+	/* scratch for the hit of the request being planned (0 = null) */
+	int32_t *hit[KVC_MAX_GROUPS];
+	uint32_t caphit[KVC_MAX_GROUPS];
+	uint32_t nhit[KVC_MAX_GROUPS];
+};
+
+static inline struct v1 *
+v1_of(const kvc *k)
+{
+	return (struct v1 *)k->ms;
+}
+
+static inline uint32_t
+v1_cdiv(uint64_t a, uint32_t b)
+{
+	return (uint32_t)((a + b - 1) / b);
+}
+
+static inline kvc_kind
+v1_kind(const kvc *k, uint32_t g)
+{
+	return k->cfg.group[g].kind;
+}
+
+/* ---- configuration -------------------------------------------------- */
+
+static kv_err
+v1_check_config(const struct kvc_config *c, char *why, size_t whylen)
+{
+	uint32_t ng = c->ngroups ? c->ngroups : 1;
+	uint32_t bs0, nfull = 0, nother = 0, other = 0;
+	int32_t maxfull = -1, minfull = -1, maxoth = -1, minoth = -1;
+
+	if (c->cpu_blocks != 0)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "vllm-v1 has no CPU pool: cpu_blocks must "
+				    "be 0");
+	if (c->watermark != 0.0)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "vllm-v1 has no watermark: watermark must "
+				    "be 0");
+	if (c->reuse == KVC_REUSE_LIFO)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "vllm-v1 reuses blocks FIFO (its free "
+				    "queue is the eviction order)");
+	if (c->gpu_blocks < 1)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "gpu_blocks must be at least 1 (the null "
+				    "block)");
+	if (!c->prefix_caching || ng < 2)
+		return KV_OK;
+	bs0 = c->group[0].block_size ? c->group[0].block_size : c->block_size;
+	for (uint32_t g = 0; g < ng; g++) {
+		const struct kvc_group_config *gc = &c->group[g];
+		uint32_t bs = gc->block_size ? gc->block_size : c->block_size;
+
+		if (bs != bs0)
+			return kvc__failbuf(why, whylen, KV_ECONFIG,
+					    "vllm-v1 with prefix caching: all "
+					    "groups share one block size "
+					    "(group %s has %u, not %u)",
+					    gc->name, bs, bs0);
+		if (gc->kind == KVC_FULL) {
+			nfull++;
+			if (minfull < 0)
+				minfull = (int32_t)g;
+			maxfull = (int32_t)g;
+			continue;
+		}
+		if (nother > 0 && (gc->kind != c->group[other].kind ||
+				   gc->window != c->group[other].window))
+			return kvc__failbuf(why, whylen, KV_ECONFIG,
+					    "vllm-v1 with prefix caching: the "
+					    "non-full groups must all be one "
+					    "kind with one window (%s differs "
+					    "from %s)", gc->name,
+					    c->group[other].name);
+		if (nother++ == 0)
+			other = g;
+		if (minoth < 0)
+			minoth = (int32_t)g;
+		maxoth = (int32_t)g;
+	}
+	if (nfull == 0 || nother == 0)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "vllm-v1 with prefix caching and several "
+				    "groups needs full-attention groups and "
+				    "exactly one other kind "
+				    "(HybridKVCacheCoordinator)");
+	if (!(maxfull < minoth || maxoth < minfull))
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "vllm-v1 with prefix caching: full and "
+				    "other groups must not interleave");
+	return KV_OK;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+static void
+v1_state_free(struct v1 *m)
+{
+	if (m == NULL)
+		return;
+	free(m->ref);
+	free(m->hkey);
+	free(m->hgrp);
+	free(m->dnext);
+	free(m->dprev);
+	kv_list_release(&m->fq);
+	for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++) {
+		kv_hmap_release(&m->map[g]);
+		free(m->hit[g]);
+	}
+	for (uint32_t i = 0; i < m->capsx; i++)
+		free(m->sx[i].h);
+	free(m->sx);
+	free(m);
+}
+
+/* Per-block arrays and the scratch, shared by init and clone. */
+static kv_err
+v1_alloc_arrays(const kvc *k, struct v1 *m)
+{
+	uint32_t G = k->cfg.gpu_blocks;
+
+	m->nblk = G;
+	m->ref = calloc(G, sizeof(*m->ref));
+	m->hkey = calloc(G, sizeof(*m->hkey));
+	m->hgrp = calloc(G, sizeof(*m->hgrp));
+	m->dnext = malloc(G * sizeof(*m->dnext));
+	m->dprev = malloc(G * sizeof(*m->dprev));
+	if (m->ref == NULL || m->hkey == NULL || m->hgrp == NULL ||
+	    m->dnext == NULL || m->dprev == NULL)
+		return KV_ENOMEM;
+	for (uint32_t b = 0; b < G; b++)
+		m->dnext[b] = m->dprev[b] = -1;
+	if (!m->caching)
+		return KV_OK;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		m->caphit[g] = k->cfg.max_model_len / kvc__bs(k, g) + 1;
+		m->hit[g] = malloc(m->caphit[g] * sizeof(*m->hit[g]));
+		if (m->hit[g] == NULL)
+			return KV_ENOMEM;
+	}
+	return KV_OK;
+}
+
+static void
+v1_coordinator(const kvc *k, struct v1 *m)
+{
+	m->caching = k->cfg.prefix_caching;
+	m->hybrid = m->caching && k->cfg.ngroups > 1;
+	m->fullmask = m->othermask = 0;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		if (v1_kind(k, g) == KVC_FULL)
+			m->fullmask |= 1u << g;
+		else
+			m->othermask |= 1u << g;
+	}
+}
+
+static kv_err
+v1_init(kvc *k)
+{
+	struct v1 *m = calloc(1, sizeof(*m));
+	uint32_t G = k->cfg.gpu_blocks;
+
+	if (m == NULL)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	v1_coordinator(k, m);
+	if (v1_alloc_arrays(k, m) != KV_OK ||
+	    kv_list_init(&m->fq, G) != KV_OK)
+		goto out_free;
+	for (uint32_t g = 0; m->caching && g < k->cfg.ngroups; g++)
+		if (kv_hmap_init(&m->map[g], G) != KV_OK)
+			goto out_free;
+	/* BlockPool.__init__: every id queued in order, then 0 popped. */
+	for (uint32_t b = 1; b < G; b++)
+		kv_list_push_back(&m->fq, (int32_t)b);
+	k->ms = m;
+	return KV_OK;
+out_free:
+	v1_state_free(m);
+	return kvc__fail(k, KV_ENOMEM, "out of memory");
+}
+
+static void
+v1_release(kvc *k)
+{
+	v1_state_free(v1_of(k));
+	k->ms = NULL;
+}
+
+static kv_err
+v1_clone(kvc *dst, const kvc *src)
+{
+	const struct v1 *s = v1_of(src);
+	struct v1 *m = calloc(1, sizeof(*m));
+	uint32_t G = s->nblk;
+
+	dst->ms = NULL;
+	if (m == NULL)
+		return KV_ENOMEM;
+	v1_coordinator(src, m);
+	if (v1_alloc_arrays(src, m) != KV_OK)
+		goto out_free;
+	memcpy(m->ref, s->ref, G * sizeof(*m->ref));
+	memcpy(m->hkey, s->hkey, G * sizeof(*m->hkey));
+	memcpy(m->hgrp, s->hgrp, G * sizeof(*m->hgrp));
+	memcpy(m->dnext, s->dnext, G * sizeof(*m->dnext));
+	memcpy(m->dprev, s->dprev, G * sizeof(*m->dprev));
+	if (kv_list_copy(&m->fq, &s->fq) != KV_OK)
+		goto out_free;
+	for (uint32_t g = 0; m->caching && g < src->cfg.ngroups; g++)
+		if (kv_hmap_copy(&m->map[g], &s->map[g]) != KV_OK)
+			goto out_free;
+	if (s->capsx > 0) {
+		m->sx = calloc(s->capsx, sizeof(*m->sx));
+		if (m->sx == NULL)
+			goto out_free;
+		m->capsx = s->capsx;
+		for (uint32_t i = 0; i < s->capsx; i++) {
+			const struct v1_sx *a = &s->sx[i];
+			struct v1_sx *b = &m->sx[i];
+
+			*b = *a;
+			b->h = NULL;
+			if (a->caph == 0)
+				continue;
+			b->h = malloc(a->caph * sizeof(*b->h));
+			if (b->h == NULL) {
+				b->caph = b->nh = 0;
+				goto out_free;
+			}
+			memcpy(b->h, a->h, a->nh * sizeof(*b->h));
+		}
+	}
+	dst->ms = m;
+	return KV_OK;
+out_free:
+	v1_state_free(m);
+	return KV_ENOMEM;
+}
+
+/* ---- per-sequence state: hash cache --------------------------------- */
+
+/* Make sure sequence s has its mode-private record. */
+static kv_err
+v1_sx_reserve(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+	uint32_t cap;
+	struct v1_sx *p;
+
+	if ((uint32_t)s < m->capsx)
+		return KV_OK;
+	cap = m->capsx ? m->capsx : 16;
+	while (cap <= (uint32_t)s)
+		cap *= 2;
+	p = realloc(m->sx, cap * sizeof(*p));
+	if (p == NULL)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	memset(p + m->capsx, 0, (cap - m->capsx) * sizeof(*p));
+	m->sx = p;
+	m->capsx = cap;
+	return KV_OK;
+}
+
+/*
+ * Bring s's chain hashes up to its full blocks (Request.block_hashes, which
+ * the reference extends whenever tokens are added).  With caching every
+ * group has group 0's block size (R11), so one chain serves all groups.
+ */
+static kv_err
+v1_hashes(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	struct v1_sx *x;
+	uint32_t bs = kvc__bs(k, 0), want;
+	kv_err e;
+
+	if (!m->caching)
+		return KV_OK;
+	if ((e = v1_sx_reserve(k, s)) != KV_OK)
+		return e;
+	x = &m->sx[s];
+	want = q->ntok / bs;
+	if (want > x->caph) {
+		uint32_t cap = x->caph ? x->caph : 8;
+		uint64_t *h;
+
+		while (cap < want)
+			cap *= 2;
+		h = realloc(x->h, cap * sizeof(*h));
+		if (h == NULL)
+			return kvc__fail(k, KV_ENOMEM, "out of memory");
+		x->h = h;
+		x->caph = cap;
+	}
+	for (uint32_t i = x->nh; i < want; i++)
+		x->h[i] = kv_hash_block(i ? x->h[i - 1] : KV_HASH_ROOT,
+					q->tok + (size_t)i * bs, bs, 0);
+	if (x->nh < want)
+		x->nh = want;
+	return KV_OK;
+}
+
+/* Tokens were taken off s again: forget hashes of blocks no longer full. */
+static void
+v1_hashes_trim(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+	uint32_t full;
+
+	if (!m->caching || (uint32_t)s >= m->capsx)
+		return;
+	full = kvc__seq(k, s)->ntok / kvc__bs(k, 0);
+	if (m->sx[s].nh > full)
+		m->sx[s].nh = full;
+}
+
+/* ---- the prefix index ----------------------------------------------- */
+
+/* Oldest block cached under (h, g), or -1 (BlockHashToBlockMap). */
+static inline int32_t
+v1_map_get(const struct v1 *m, uint32_t g, uint64_t h)
+{
+	return kv_hmap_get(&m->map[g], h);
+}
+
+static void
+v1_map_insert(struct v1 *m, uint32_t g, uint64_t h, int32_t b)
+{
+	int32_t head = kv_hmap_get(&m->map[g], h), tail;
+
+	m->hkey[b] = h;
+	m->hgrp[b] = (uint8_t)g;
+	if (head < 0) {
+		kv_hmap_put(&m->map[g], h, b);
+		m->dnext[b] = m->dprev[b] = b;
+		return;
+	}
+	tail = m->dprev[head];
+	m->dnext[tail] = b;
+	m->dprev[b] = tail;
+	m->dnext[b] = head;
+	m->dprev[head] = b;
+}
+
+/* _maybe_evict_cached_block(): drop b's hash as it is popped for reuse. */
+static void
+v1_evict(struct v1 *m, int32_t b)
+{
+	uint64_t h = m->hkey[b];
+	uint32_t g = m->hgrp[b];
+	int32_t head;
+
+	if (h == 0)
+		return;
+	head = kv_hmap_get(&m->map[g], h);
+	if (m->dnext[b] == b) {
+		kv_hmap_del(&m->map[g], h);
+	} else {
+		m->dnext[m->dprev[b]] = m->dnext[b];
+		m->dprev[m->dnext[b]] = m->dprev[b];
+		if (head == b)
+			kv_hmap_put(&m->map[g], h, m->dnext[b]);
+	}
+	m->hkey[b] = 0;
+	m->hgrp[b] = 0;
+	m->dnext[b] = m->dprev[b] = -1;
+}
+
+/* BlockPool.get_cached_block(): one block per group of `mask`, or false. */
+static bool
+v1_cached_block(const struct v1 *m, uint64_t h, uint32_t mask,
+		int32_t out[KVC_MAX_GROUPS])
+{
+	for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++) {
+		if (!(mask & (1u << g)))
+			continue;
+		if ((out[g] = v1_map_get(m, g, h)) < 0)
+			return false;
+	}
+	return true;
+}
+
+/* ---- hit search (find_longest_cache_hit of each manager) ------------ */
+
+static void
+v1_hit_set(struct v1 *m, uint32_t mask, uint32_t i,
+	   const int32_t b[KVC_MAX_GROUPS])
+{
+	for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++)
+		if (mask & (1u << g))
+			m->hit[g][i] = b ? b[g] : V1_NULL;
+}
+
+static void
+v1_hit_len(struct v1 *m, uint32_t mask, uint32_t n)
+{
+	for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++)
+		if (mask & (1u << g))
+			m->nhit[g] = n;
+}
+
+/* FullAttentionManager: the leftmost run of hits. */
+static uint32_t
+v1_hit_full(struct v1 *m, const uint64_t *h, uint32_t maxb, uint32_t mask)
+{
+	int32_t b[KVC_MAX_GROUPS];
+	uint32_t n = 0;
+
+	while (n < maxb && v1_cached_block(m, h[n], mask, b)) {
+		v1_hit_set(m, mask, n, b);
+		n++;
+	}
+	v1_hit_len(m, mask, n);
+	return n;
+}
+
+/*
+ * SlidingWindowManager: from the right, the first run of cdiv(W - 1, bs)
+ * hits wins and everything left of it is null; with no such run, the run
+ * that starts at block 0 (possibly empty).
+ */
+static uint32_t
+v1_hit_sliding(struct v1 *m, const uint64_t *h, uint32_t maxb, uint32_t mask,
+	       uint32_t window, uint32_t bs)
+{
+	int32_t b[KVC_MAX_GROUPS];
+	uint32_t want = v1_cdiv(window - 1, bs), run = 0, n;
+	bool found = false;
+
+	for (uint32_t i = 0; i < maxb; i++)
+		v1_hit_set(m, mask, i, NULL);
+	n = maxb;
+	for (uint32_t j = maxb; j-- > 0;) {
+		if (!v1_cached_block(m, h[j], mask, b)) {
+			run = 0;
+			continue;
+		}
+		v1_hit_set(m, mask, j, b);
+		if (++run >= want) {
+			n = j + run;
+			found = true;
+			break;
+		}
+	}
+	if (!found)
+		n = run;
+	v1_hit_len(m, mask, n);
+	return n;
+}
+
+/* MambaManager: the right-most cached block, nulls to its left. */
+static uint32_t
+v1_hit_state(struct v1 *m, const uint64_t *h, uint32_t maxb, uint32_t mask)
+{
+	int32_t b[KVC_MAX_GROUPS];
+
+	for (uint32_t j = maxb; j-- > 0;) {
+		if (!v1_cached_block(m, h[j], mask, b))
+			continue;
+		for (uint32_t i = 0; i < j; i++)
+			v1_hit_set(m, mask, i, NULL);
+		v1_hit_set(m, mask, j, b);
+		v1_hit_len(m, mask, j + 1);
+		return j + 1;
+	}
+	v1_hit_len(m, mask, 0);
+	return 0;
+}
+
+static uint32_t
+v1_hit_kind(const kvc *k, uint32_t g, const uint64_t *h, uint32_t maxb,
+	    uint32_t mask)
+{
+	struct v1 *m = v1_of(k);
+
+	switch (v1_kind(k, g)) {
+	case KVC_SLIDING:
+		return v1_hit_sliding(m, h, maxb, mask, k->cfg.group[g].window,
+				      kvc__bs(k, g));
+	case KVC_STATE:
+		return v1_hit_state(m, h, maxb, mask);
+	case KVC_FULL:
+	default:
+		return v1_hit_full(m, h, maxb, mask);
+	}
+}
+
+static void
+v1_hit_clear(const kvc *k)
+{
+	memset(v1_of(k)->nhit, 0, sizeof(v1_of(k)->nhit));
+}
+
+/*
+ * get_computed_blocks(): fill the hit scratch for s and return the hit in
+ * tokens.  Pure but for s's hash cache.
+ */
+static kv_err
+v1_find_hit(kvc *k, int32_t s, uint32_t *htok)
+{
+	struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	uint32_t bs = kvc__bs(k, 0), maxlen, n, nf, no, fg = 0;
+	const uint64_t *h;
+	kv_err e;
+
+	v1_hit_clear(k);
+	*htok = 0;
+	if (!m->caching || q->ntok == 0)
+		return KV_OK;
+	if ((e = v1_hashes(k, s)) != KV_OK)
+		return e;
+	h = m->sx[s].h;
+	maxlen = q->ntok - 1;	/* the last token is always recomputed */
+	if (!m->hybrid) {
+		n = v1_hit_kind(k, 0, h, maxlen / bs, 1u);
+		*htok = n * bs;
+		return KV_OK;
+	}
+	/* HybridKVCacheCoordinator: full attention, then the other kind. */
+	while (!(m->fullmask & (1u << fg)))
+		fg++;
+	nf = v1_hit_full(m, h, maxlen / bs, m->fullmask);
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		if (!(m->othermask & (1u << g)))
+			continue;
+		no = v1_hit_kind(k, g, h, nf * bs / kvc__bs(k, g),
+				 m->othermask);
+		*htok = no * kvc__bs(k, g);
+		break;
+	}
+	v1_hit_len(m, m->fullmask, *htok / kvc__bs(k, fg));
+	return KV_OK;
+}
+
+/* ---- allocate_slots ------------------------------------------------- */
+
+/*
+ * Blocks of sliding group g that remove_skipped_blocks() would drop at C
+ * computed tokens: slots [lo, hi), walked from hi - 1 down to the first
+ * null.  Returns lo; hi is set.
+ */
+static uint32_t
+v1_skip_range(const kvc *k, int32_t s, uint32_t g, uint32_t *hi)
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+	const struct kvc_tab *t = &q->tab[g];
+	uint32_t W = k->cfg.group[g].window, lub, lo;
+
+	*hi = 0;
+	if (v1_kind(k, g) != KVC_SLIDING || q->ncomp + 1 <= W)
+		return 0;
+	lub = (q->ncomp - W + 1) / kvc__bs(k, g);
+	if (lub > t->n)
+		lub = t->n;
+	for (lo = lub; lo > 0 && t->id[lo - 1] != KVC_NULL; lo--)
+		;
+	*hi = lub;
+	return lo;
+}
+
+static uint32_t
+v1_skip_count(const kvc *k, int32_t s)
+{
+	const struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	uint32_t freed = 0, hi, lo;
+
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		lo = v1_skip_range(k, s, g, &hi);
+		for (uint32_t i = lo; i < hi; i++)
+			if (m->ref[q->tab[g].id[i]] == 1)
+				freed++;
+	}
+	return freed;
+}
+
+/* Release one reference; a block reaching 0 joins the back of the queue. */
+static void
+v1_unref(struct v1 *m, int32_t b)
+{
+	if (b <= V1_NULL || m->ref[b] == 0)
+		return;		/* cannot happen: tables are audited */
+	if (--m->ref[b] == 0 && !kv_list_has(&m->fq, b))
+		kv_list_push_back(&m->fq, b);
+}
+
+/* remove_skipped_blocks() in every group, newest block first. */
+static void
+v1_skip_apply(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+	struct kvc_seq *q = kvc__seq(k, s);
+	uint32_t hi, lo;
+
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		lo = v1_skip_range(k, s, g, &hi);
+		for (uint32_t i = hi; i-- > lo;) {
+			v1_unref(m, q->tab[g].id[i]);
+			q->tab[g].id[i] = KVC_NULL;
+		}
+	}
+}
+
+static uint32_t
+v1_need_tokens(const kvc *k, uint64_t tokens)
+{
+	return tokens < k->cfg.max_model_len ? (uint32_t)tokens :
+	    k->cfg.max_model_len;
+}
+
+/*
+ * Plan allocate_slots(s, nnew, hcomp, hits in the scratch, L) without
+ * changing anything.  C is s's computed count.
+ */
+static void
+v1_plan(const kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp, uint32_t L,
+	struct v1_plan *p)
+{
+	const struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	uint64_t free_after;
+
+	memset(p, 0, sizeof(*p));
+	p->skipfree = v1_skip_count(k, s);
+	p->need = v1_need_tokens(k, (uint64_t)q->ncomp + hcomp + nnew + L);
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		int64_t req = v1_cdiv(p->need, kvc__bs(k, g));
+		int64_t sn = req - m->nhit[g] - q->tab[g].n;
+
+		for (uint32_t i = 0; i < m->nhit[g]; i++) {
+			int32_t b = m->hit[g][i];
+
+			if (b != V1_NULL && m->ref[b] == 0)
+				p->evict[g]++;
+		}
+		p->pop[g] = sn > 0 ? (uint32_t)sn : 0;
+		p->sum += sn + p->evict[g];
+		p->take += (uint64_t)p->pop[g] + p->evict[g];
+	}
+	free_after = (uint64_t)m->fq.n + p->skipfree;
+	p->fits = p->sum <= (int64_t)free_after;
+	p->eref = p->fits && p->take > free_after;
+}
+
+/* Tables must take the new slots without failing once we start. */
+static kv_err
+v1_reserve(kvc *k, int32_t s, const struct v1_plan *p)
+{
+	const struct v1 *m = v1_of(k);
+	struct kvc_seq *q = kvc__seq(k, s);
+
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		uint64_t n = (uint64_t)q->tab[g].n + m->nhit[g] + p->pop[g];
+
+		if (n > UINT32_MAX ||
+		    kvc__tab_reserve(&q->tab[g], (uint32_t)n) != KV_OK)
+			return kvc__fail(k, KV_ENOMEM, "out of memory");
+	}
+	return KV_OK;
+}
+
+/*
+ * allocate_slots(): on success s holds the slots and its full blocks up
+ * to C + hcomp + nnew tokens are cached; the caller moves C.  `admit` is
+ * true for a WAITING request (save_new_computed_blocks).
+ */
+static kv_err
+v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
+		  uint32_t L, bool admit)
+{
+	struct v1 *m = v1_of(k);
+	struct kvc_seq *q = kvc__seq(k, s);
+	struct v1_plan p;
+	uint32_t ntc;
+	kv_err e;
+
+	if (nnew == 0)
+		return kvc__fail(k, KV_EINVAL, "allocate_slots needs at least "
+				 "one new token");
+	if ((e = v1_sx_reserve(k, s)) != KV_OK)
+		return e;
+	if (m->caching && (e = v1_hashes(k, s)) != KV_OK)
+		return e;
+	v1_plan(k, s, nnew, hcomp, L, &p);
+	if ((e = v1_reserve(k, s, &p)) != KV_OK)
+		return e;
+	/* From here on the reference's own order (R22, R23). */
+	v1_skip_apply(k, s);
+	if (!p.fits)
+		return kvc__fail(k, KV_ENOSPC, "needs %lld blocks for %u "
+				 "tokens, %u free", (long long)p.sum, p.need,
+				 m->fq.n);
+	if (p.eref)
+		return kvc__fail(k, KV_EREF, "the signed per-group sum (%lld) "
+				 "fits but %llu blocks are taken from %u free: "
+				 "get_new_blocks() raises ValueError",
+				 (long long)p.sum, (unsigned long long)p.take,
+				 m->fq.n);
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* touch */
+		for (uint32_t i = 0; i < m->nhit[g]; i++) {
+			int32_t b = m->hit[g][i];
+
+			if (b != V1_NULL) {
+				if (m->ref[b] == 0)
+					kv_list_remove(&m->fq, b);
+				m->ref[b]++;
+			}
+			kvc__tab_push(&q->tab[g], b == V1_NULL ? KVC_NULL : b,
+				      0);
+		}
+		if (admit)
+			m->sx[s].ncached[g] = m->nhit[g];
+	}
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* new blocks */
+		for (uint32_t i = 0; i < p.pop[g]; i++) {
+			int32_t b = kv_list_pop_front(&m->fq);
+
+			v1_evict(m, b);
+			m->ref[b] = 1;
+			kvc__tab_push(&q->tab[g], b, 0);
+		}
+	}
+	if (!m->caching)
+		return KV_OK;
+	ntc = (uint32_t)((uint64_t)q->ncomp + hcomp + nnew);
+	if (ntc > q->ntok)
+		ntc = q->ntok;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* cache_blocks */
+		uint32_t full = ntc / kvc__bs(k, g);
+		uint32_t *nc = &m->sx[s].ncached[g];
+
+		for (uint32_t i = *nc; i < full; i++) {
+			int32_t b = q->tab[g].id[i];
+
+			if (b != KVC_NULL)
+				v1_map_insert(m, g, m->sx[s].h[i], b);
+		}
+		if (*nc < full)
+			*nc = full;
+	}
+	return KV_OK;
+}
+
+/* ---- operations ------------------------------------------------------ */
+
+static kv_err
+v1_not_running(kvc *k, int32_t s, const char *op)
+{
+	return kvc__fail(k, KV_ESTATE, "%s needs a RUNNING sequence; this one "
+			 "is %s", op, kvc__seq(k, s)->state == KVC_WAITING ?
+			 "WAITING" : "not RUNNING");
+}
+
+/* R21. */
+static kv_err
+v1_can_allocate(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+	struct v1_plan p;
+	uint64_t total = 0;
+	uint32_t h;
+	kv_err e;
+
+	if (q->state != KVC_WAITING)
+		return kvc__fail(k, KV_ESTATE, "request is not "
+				 "WAITING");
+	if ((e = v1_find_hit(k, s, &h)) != KV_OK)
+		return e;
+	v1_plan(k, s, q->ntok - h, h, L, &p);
+	if (p.fits && !p.eref) {
+		*o = KVC_VERDICT_OK;
+		return KV_OK;
+	}
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
+		total += v1_cdiv(v1_need_tokens(k, (uint64_t)q->ntok + L),
+				 kvc__bs(k, g));
+	*o = total > k->cfg.gpu_blocks - 1 ? KVC_VERDICT_NEVER :
+	    KVC_VERDICT_LATER;
+	return KV_OK;
+}
+
+/* R22. */
+static kv_err
+v1_allocate(kvc *k, int32_t s, uint32_t n)
+{
+	struct kvc_seq *q = kvc__seq(k, s);
+	uint32_t h = 0, left;
+	kv_err e;
+
+	if (q->state == KVC_WAITING) {
+		if ((e = v1_find_hit(k, s, &h)) != KV_OK)
+			return e;
+		left = q->ntok - h;
+		if (n > 0 && n < left)
+			left = n;
+		e = v1_allocate_slots(k, s, left, h, 0, true);
+		if (e != KV_OK)
+			return e;
+		q->ncomp = h + left;
+		q->state = KVC_RUNNING;
+		return KV_OK;
+	}
+	if (q->state != KVC_RUNNING)
+		return v1_not_running(k, s, "allocate");
+	if (q->ncomp >= q->ntok)
+		return kvc__fail(k, KV_ESTATE, "prefill complete "
+				 "(C = T = %u); use append", q->ntok);
+	left = q->ntok - q->ncomp;
+	if (n > 0 && n < left)
+		left = n;
+	v1_hit_clear(k);
+	if ((e = v1_allocate_slots(k, s, left, 0, 0, false)) != KV_OK)
+		return e;
+	q->ncomp += left;
+	return KV_OK;
+}
+
+/* R23. */
+static kv_err
+v1_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok, uint32_t L,
+	  bool has_L)
+{
+	struct kvc_seq *q = kvc__seq(k, s);
+	uint32_t mml = k->cfg.max_model_len;
+	kv_err e;
+
+	if (ntok > mml || q->ntok > mml - ntok)
+		return kvc__fail(k, KV_EINVAL, "%u + %zu tokens is "
+				 "longer than max_model_len %u", q->ntok, ntok,
+				 mml);
+	if (q->state != KVC_RUNNING && has_L)
+		return kvc__fail(k, KV_EINVAL, "lookahead is only for "
+				 "a RUNNING sequence");
+	if ((e = kvc__tok_push(q, tok, ntok)) != KV_OK)
+		return kvc__fail(k, e, "out of memory");
+	if (q->state != KVC_RUNNING)
+		return KV_OK;
+	v1_hit_clear(k);
+	e = v1_allocate_slots(k, s, q->ntok - q->ncomp, 0, L, false);
+	if (e != KV_OK) {
+		q->ntok -= (uint32_t)ntok;
+		v1_hashes_trim(k, s);
+		return e;
+	}
+	q->ncomp = q->ntok;
+	return KV_OK;
+}
+
+/* R24. */
+static kv_err
+v1_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L, bool *o)
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+	struct v1_plan p;
+
+	if (q->state != KVC_RUNNING)
+		return v1_not_running(k, s, "can_append");
+	if (!has_n)
+		n = 1;
+	if (n == 0)
+		return kvc__fail(k, KV_EINVAL, "n must be at "
+				 "least 1 in vllm-v1");
+	if ((uint64_t)q->ntok + n > k->cfg.max_model_len)
+		return kvc__fail(k, KV_EINVAL, "%u + %u tokens is "
+				 "longer than max_model_len %u", q->ntok, n,
+				 k->cfg.max_model_len);
+	v1_hit_clear(k);
+	v1_plan(k, s, q->ntok + n - q->ncomp, 0, L, &p);
+	*o = p.fits && !p.eref;
+	return KV_OK;
+}
+
+/* R25: v1 moves C when tokens are scheduled; nothing to do. */
+static kv_err
+v1_computed(kvc *k, int32_t s, uint32_t n, bool has_n)
+{
+	(void)n;
+	(void)has_n;
+	if (kvc__seq(k, s)->state != KVC_RUNNING)
+		return v1_not_running(k, s, "computed");
+	return KV_OK;
+}
+
+static kv_err
+v1_fork(kvc *k, int32_t s, int32_t child)
+{
+	(void)s;
+	(void)child;
+	return kvc__fail(k, KV_ENOTSUP, "vLLM v1 has no fork (no "
+			 "beam search, no copy-on-write)");
+}
+
+static kv_err
+v1_no_swap(kvc *k)
+{
+	return kvc__fail(k, KV_ENOTSUP, "vLLM v1 has no swap (recompute "
+			 "preemption only, no CPU pool)");
+}
+
+static kv_err
+v1_can_swap_out(kvc *k, int32_t s, bool *o)
+{
+	(void)s;
+	(void)o;
+	return v1_no_swap(k);
+}
+
+static kv_err
+v1_swap_out(kvc *k, int32_t s)
+{
+	(void)s;
+	return v1_no_swap(k);
+}
+
+static kv_err
+v1_can_swap_in(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
+{
+	(void)s;
+	(void)L;
+	(void)o;
+	return v1_no_swap(k);
+}
+
+static kv_err
+v1_swap_in(kvc *k, int32_t s, uint32_t L)
+{
+	(void)s;
+	(void)L;
+	return v1_no_swap(k);
+}
+
+/*
+ * R26: KVCacheManager.free(), group by group, each table tail first.  The
+ * whole call is validated before anything moves (core-spec §8.3 item 6):
+ * an id out of range or already free would be PR #42615's double append.
+ */
+static kv_err
+v1_free_seq(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+	struct kvc_seq *q = kvc__seq(k, s);
+
+	if (q->state != KVC_RUNNING)
+		return kvc__fail(k, KV_ESTATE, "request holds no blocks");
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
+		for (uint32_t i = 0; i < q->tab[g].n; i++) {
+			int32_t b = q->tab[g].id[i];
+
+			if (b == KVC_NULL)
+				continue;
+			if (b <= V1_NULL || (uint32_t)b >= m->nblk ||
+			    m->ref[b] == 0 || kv_list_has(&m->fq, b))
+				return kvc__fail(k, KV_EREF, "block %d "
+						 "is not in use (double free)",
+						 b);
+		}
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		struct kvc_tab *t = &q->tab[g];
+
+		for (uint32_t i = t->n; i-- > 0;)
+			if (t->id[i] != KVC_NULL)
+				v1_unref(m, t->id[i]);
+		t->n = 0;
+	}
+	if ((uint32_t)s < m->capsx)
+		memset(m->sx[s].ncached, 0, sizeof(m->sx[s].ncached));
+	q->ncomp = 0;
+	q->state = KVC_WAITING;
+	return KV_OK;
+}
+
+/* R27. */
+static kv_err
+v1_cached(kvc *k, int32_t s, size_t *tokens)
+{
+	uint32_t h;
+	kv_err e = v1_find_hit(k, s, &h);
+
+	if (e == KV_OK)
+		*tokens = h;
+	return e;
+}
+
+static kv_err
+v1_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
+		 uint32_t need[KVC_MAX_GROUPS])
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+	struct v1_plan p;
+	uint32_t h = 0;
+	kv_err e;
+
+	if (q->state == KVC_WAITING) {
+		if ((e = v1_find_hit(k, s, &h)) != KV_OK)
+			return e;
+		v1_plan(k, s, q->ntok - h, h, L, &p);
+	} else if (q->state == KVC_RUNNING) {
+		v1_hit_clear(k);
+		v1_plan(k, s, q->ntok + n - q->ncomp, 0, L, &p);
+	} else {
+		return v1_not_running(k, s, "blocks_needed");
+	}
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
+		need[g] = p.pop[g] + p.evict[g];
+	return KV_OK;
+}
+
+static uint32_t
+v1_free_blocks(const kvc *k, uint32_t g)
+{
+	(void)g;
+	return v1_of(k)->fq.n;
+}
+
+static uint32_t
+v1_free_cpu(const kvc *k)
+{
+	(void)k;
+	return 0;
+}
+
+/* ---- audit ------------------------------------------------------------ */
+
+#define V1_BAD(n, ...)                                                      \
+	do {                                                                \
+		kvc__failbuf(why, whylen, KV_EINVAL, __VA_ARGS__);          \
+		return (n);                                                 \
+	} while (0)
+
+static int
+v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
+	     size_t whylen)
+{
+	const struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	const struct v1_sx *x = (uint32_t)s < m->capsx ? &m->sx[s] : NULL;
+	uint32_t bs0 = kvc__bs(k, 0);
+	uint64_t hash = KV_HASH_ROOT;
+
+	if (q->ntok > k->cfg.max_model_len)
+		V1_BAD(8, "seq %d: %u tokens, longer than max_model_len", s,
+		       q->ntok);
+	if (q->state == KVC_WAITING && q->ncomp != 0)
+		V1_BAD(8, "seq %d: WAITING with C = %u", s, q->ncomp);
+	if (q->state == KVC_RUNNING && (q->ncomp == 0 || q->ncomp > q->ntok))
+		V1_BAD(8, "seq %d: RUNNING with C = %u, T = %u", s, q->ncomp,
+		       q->ntok);
+	if (q->state != KVC_WAITING && q->state != KVC_RUNNING)
+		V1_BAD(8, "seq %d: state %u does not exist in vllm-v1", s,
+		       q->state);
+	if (x != NULL && m->caching) {
+		if (x->nh > q->ntok / bs0)
+			V1_BAD(9, "seq %d: %u hashes for %u tokens", s, x->nh,
+			       q->ntok);
+		for (uint32_t i = 0; i < x->nh; i++) {
+			hash = kv_hash_block(hash, q->tok + (size_t)i * bs0,
+					     bs0, 0);
+			if (x->h[i] != hash)
+				V1_BAD(9, "seq %d: stale hash cache at block "
+				       "%u", s, i);
+		}
+	}
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		const struct kvc_tab *t = &q->tab[g];
+		uint32_t bs = kvc__bs(k, g);
+		uint32_t nc = x != NULL ? x->ncached[g] : 0;
+		bool lead = true;
+
+		hash = KV_HASH_ROOT;
+		if (q->state == KVC_WAITING && (t->n != 0 || nc != 0))
+			V1_BAD(8, "seq %d: WAITING but holds %u blocks in %s",
+			       s, t->n, k->cfg.group[g].name);
+		if (q->state != KVC_RUNNING)
+			continue;
+		if (t->n < v1_cdiv(q->ncomp, bs) ||
+		    t->n > v1_cdiv(k->cfg.max_model_len, bs))
+			V1_BAD(5, "seq %d: %u blocks in %s for C = %u", s,
+			       t->n, k->cfg.group[g].name, q->ncomp);
+		if (nc > t->n)
+			V1_BAD(4, "seq %d: %u cached of %u blocks in %s", s,
+			       nc, t->n, k->cfg.group[g].name);
+		for (uint32_t i = 0; i < t->n; i++) {
+			int32_t b = t->id[i];
+
+			if (m->caching && i < q->ntok / bs0)
+				hash = kv_hash_block(hash,
+						     q->tok + (size_t)i * bs0,
+						     bs0, 0);
+			if (b == KVC_NULL) {
+				if (v1_kind(k, g) == KVC_FULL || !lead)
+					V1_BAD(5, "seq %d: null block inside "
+					       "%s at %u", s,
+					       k->cfg.group[g].name, i);
+				continue;
+			}
+			lead = false;
+			if (b <= V1_NULL || (uint32_t)b >= m->nblk)
+				V1_BAD(1, "seq %d: id %d out of range", s, b);
+			refs[b]++;
+			if (m->hkey[b] == 0) {
+				if (i < nc)
+					V1_BAD(4, "seq %d: cached slot %u of "
+					       "%s (block %d) has no hash", s,
+					       i, k->cfg.group[g].name, b);
+				continue;
+			}
+			if (m->hgrp[b] != g || i >= q->ntok / bs0 ||
+			    m->hkey[b] != hash)
+				V1_BAD(4, "seq %d: block %d at %s[%u] carries "
+				       "a stale hash", s, b,
+				       k->cfg.group[g].name, i);
+		}
+	}
+	return 0;
+}
+
+static int
+v1_audit_index(const kvc *k, char *why, size_t whylen)
+{
+	const struct v1 *m = v1_of(k);
+
+	for (uint32_t b = 0; b < m->nblk; b++)
+		if (m->hkey[b] != 0 && (!m->caching || b == V1_NULL ||
+					m->hgrp[b] >= k->cfg.ngroups))
+			V1_BAD(4, "block %u carries a hash it cannot have", b);
+	if (!m->caching)
+		return 0;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		const struct kv_hmap *mp = &m->map[g];
+		uint32_t hashed = 0, members = 0, rings = 0;
+
+		for (uint32_t b = 0; b < m->nblk; b++)
+			if (m->hkey[b] != 0 && m->hgrp[b] == g)
+				hashed++;
+		for (uint32_t i = 0; i <= mp->mask; i++) {
+			uint64_t key = mp->key[i];
+			int32_t head, b;
+			uint32_t steps = 0;
+
+			if (key == 0)
+				continue;
+			rings++;
+			head = mp->val[i];
+			if (head <= V1_NULL || (uint32_t)head >= m->nblk)
+				V1_BAD(4, "index of %s names id %d",
+				       k->cfg.group[g].name, head);
+			b = head;
+			do {
+				if (m->hkey[b] != key || m->hgrp[b] != g)
+					V1_BAD(4, "block %d is indexed under "
+					       "another hash", b);
+				if (m->dnext[b] < 0 ||
+				    (uint32_t)m->dnext[b] >= m->nblk ||
+				    m->dprev[m->dnext[b]] != b)
+					V1_BAD(4, "duplicate ring of block %d "
+					       "is broken", b);
+				if (++steps > m->nblk)
+					V1_BAD(4, "duplicate ring of block %d "
+					       "does not close", head);
+				members++;
+				b = m->dnext[b];
+			} while (b != head);
+		}
+		if (rings != mp->n || members != hashed)
+			V1_BAD(4, "index of %s: %u entries / %u rings, %u in "
+			       "rings, %u hashed blocks", k->cfg.group[g].name,
+			       mp->n, rings, members, hashed);
+	}
+	return 0;
+}
+
+static int
+v1_audit(const kvc *k, char *why, size_t whylen)
+{
+	const struct v1 *m = v1_of(k);
+	uint32_t *refs, used = 0;
+	int rc = 0;
+
+	if (kv_list_check(&m->fq) != 0)
+		V1_BAD(2, "free queue is broken (kv_list_check %d)",
+		       kv_list_check(&m->fq));
+	if (kv_list_has(&m->fq, V1_NULL))
+		V1_BAD(2, "the null block is in the free queue");
+	refs = calloc(m->nblk, sizeof(*refs));
+	if (refs == NULL)
+		V1_BAD(99, "audit: out of memory");
+	for (uint32_t s = 0; s < k->nseq && rc == 0; s++)
+		if (k->seq[s].state != KVC_DEAD)
+			rc = v1_audit_seq(k, (int32_t)s, refs, why, whylen);
+	for (uint32_t b = 1; b < m->nblk && rc == 0; b++) {
+		if (refs[b] != m->ref[b]) {
+			kvc__failbuf(why, whylen, KV_EINVAL, "block %u: "
+				     "refcount %u but %u table slots", b,
+				     m->ref[b], refs[b]);
+			rc = 1;
+		} else if ((m->ref[b] == 0) !=
+			   kv_list_has(&m->fq, (int32_t)b)) {
+			kvc__failbuf(why, whylen, KV_EINVAL, "block %u: "
+				     "refcount %u but %s the free queue", b,
+				     m->ref[b], m->ref[b] ? "in" : "not in");
+			rc = 2;
+		} else if (m->ref[b] > 0) {
+			used++;
+		}
+	}
+	free(refs);
+	if (rc != 0)
+		return rc;
+	if (used + m->fq.n != m->nblk - 1)
+		V1_BAD(3, "%u used + %u free != %u usable", used, m->fq.n,
+		       m->nblk - 1);
+	return v1_audit_index(k, why, whylen);
+}
+
+const struct kvc_ops kvc__v1_ops = {
+	.name = "vllm-v1",
+	.init = v1_init,
+	.release = v1_release,
+	.clone = v1_clone,
+	.check_config = v1_check_config,
+	.can_allocate = v1_can_allocate,
+	.allocate = v1_allocate,
+	.append = v1_append,
+	.can_append = v1_can_append,
+	.computed = v1_computed,
+	.fork = v1_fork,
+	.can_swap_out = v1_can_swap_out,
+	.swap_out = v1_swap_out,
+	.can_swap_in = v1_can_swap_in,
+	.swap_in = v1_swap_in,
+	.free_seq = v1_free_seq,
+	.cached = v1_cached,
+	.blocks_needed = v1_blocks_needed,
+	.free_blocks = v1_free_blocks,
+	.free_cpu = v1_free_cpu,
+	.audit = v1_audit,
+};
