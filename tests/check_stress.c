@@ -12,6 +12,11 @@
  *     (DESIGN.md "Decision/action consistency"): OK/yes => the action
  *     succeeds; success leaving the watermark free => not NEVER, and except
  *     in vllm-v0 (worst-case by design) not LATER/no either.
+ *     vllm-v0 reproduces its reference, which breaks the first rule in
+ *     known ways (can_allocate caps a sliding window's blocks that
+ *     allocate then takes in full; can_swap_out does not count unused
+ *     lookahead blocks): there the disagreements are counted and printed,
+ *     the catch kvsim exists to make, instead of failing the test.
  * At least 10^6 operations run in all (KVSIM_STRESS_OPS overrides).
  */
 #include "core/kvcore.h"
@@ -142,6 +147,7 @@ struct run {
 	kvc *k;
 	struct rng r;
 	uint64_t ops, fails, queries, trials_ok;
+	uint64_t ref_disagree;	/* vllm-v0: the reference's own */
 	char last[160];
 };
 
@@ -201,6 +207,10 @@ check_verdict(struct run *x, kvc_verdict v, bool ok, uint32_t left,
 {
 	uint32_t wm = (uint32_t)(x->u->wm * x->u->gpu);
 
+	if (v == KVC_VERDICT_OK && !ok && x->u->mode == KVC_VLLM_V0) {
+		x->ref_disagree++;
+		return;
+	}
 	ck_assert_msg(v != KVC_VERDICT_OK || ok,
 		      "%s op %llu (%s): OK but the action fails", x->u->name,
 		      (unsigned long long)x->ops, x->last);
@@ -219,6 +229,10 @@ check_verdict(struct run *x, kvc_verdict v, bool ok, uint32_t left,
 static void
 check_bool(struct run *x, bool yes, bool ok)
 {
+	if (yes && !ok && x->u->mode == KVC_VLLM_V0) {
+		x->ref_disagree++;
+		return;
+	}
 	ck_assert_msg(!yes || ok, "%s op %llu (%s): yes but the action fails",
 		      x->u->name, (unsigned long long)x->ops, x->last);
 	if (x->u->mode != KVC_VLLM_V0)
@@ -372,6 +386,13 @@ START_TEST(test_stress)
 		}
 	}
 	kvc_free(x.k);
+	if (u->mode == KVC_VLLM_V0)
+		printf("%s: %llu queries, %llu answered OK/yes where the "
+		       "reference's own action fails\n", u->name,
+		       (unsigned long long)x.queries,
+		       (unsigned long long)x.ref_disagree);
+	else
+		ck_assert_uint_eq(x.ref_disagree, 0);
 	/* The run must exercise both outcomes, or it proves little. */
 	ck_assert_msg(x.fails > 0 && x.fails < x.ops, "%s: %llu fails",
 		      u->name, (unsigned long long)x.fails);
