@@ -207,6 +207,84 @@ b_lookup(kvc_mode m, uint32_t pool, int reps, bool hit)
 	return r;
 }
 
+/*
+ * The lookup alone: `cached` on a 128-block prompt (plus one token) whose
+ * blocks are all cached (hit: the whole hash chain is walked) or whose first
+ * token differs (miss: the walk stops at the first block; reported per
+ * lookup).  vllm-v0 memoises the answer for a sequence in prefill, so there
+ * the hit is asked of a running, fully computed sequence, and the miss is
+ * not measured.
+ */
+static struct result
+b_cached(kvc_mode m, uint32_t pool, int reps, bool hit)
+{
+	kvc *k = make(m, pool, true, 0);
+	struct result r = { 0, 0, true };
+	int32_t a, q;
+	size_t n = 0, want = hit ? NB * BS : 0;
+	double t0;
+
+	fill(7);
+	must(kvc_seq_new(k, tok, NB * BS + 1, &a), "seq");
+	must(kvc_allocate(k, a, 0), "allocate");
+	kvc_computed(k, a, 0, false);
+	if (m == KVC_VLLM_V0) {
+		q = a;
+	} else {
+		must(kvc_free_seq(k, a), "free");
+		if (!hit)
+			tok[0] = 999999999u;
+		must(kvc_seq_new(k, tok, NB * BS + 1, &q), "seq");
+	}
+	nalloc = 0;
+	t0 = now_ns();
+	for (int i = 0; i < reps; i++)
+		kvc_cached(k, q, &n);
+	r.ns_per_block = (now_ns() - t0) / reps / (hit ? NB : 1);
+	r.allocs = nalloc;
+	if (n != want) {
+		fprintf(stderr, "bench: %s: cached %zu, want %zu\n",
+			kvc_mode_name(m), n, want);
+		r.ok = false;
+	}
+	kvc_free(k);
+	return r;
+}
+
+/* append a block's worth of tokens per call, up to 128 blocks */
+static struct result
+b_append_block(kvc_mode m, uint32_t pool, int reps)
+{
+	kvc *k = make(m, pool, false, 0);
+	struct result r = { 0, 0, true };
+	double total = 0;
+	int32_t s;
+
+	fill(1);
+	must(kvc_seq_new(k, tok, BS, &s), "seq");
+	for (int i = 0; i < reps + 1; i++) {
+		double t0;
+
+		must(kvc_allocate(k, s, 0), "allocate");
+		if (i == 1)
+			nalloc = 0;
+		t0 = now_ns();
+		for (uint32_t j = 1; j < NB; j++)
+			kvc_append(k, s, &tok[j * BS], BS, 0, false);
+		if (i > 0)
+			total += now_ns() - t0;
+		kvc_free_seq(k, s);
+		/* back to one block: a fresh sequence, outside the timing */
+		if (i < reps) {
+			must(kvc_seq_new(k, tok, BS, &s), "seq");
+		}
+	}
+	r.ns_per_block = total / reps / (NB - 1);
+	r.allocs = nalloc;
+	kvc_free(k);
+	return r;
+}
+
 /* fork a 128-block sequence, append one token to the child (CoW), free */
 static struct result
 b_fork_cow(kvc_mode m, uint32_t pool, int reps)
@@ -265,11 +343,14 @@ b_swap(kvc_mode m, uint32_t pool, int reps)
 	return r;
 }
 
+
 static void
-row(const char *bench, kvc_mode m, uint32_t pool, struct result r)
+row(const char *bench, const char *unit, kvc_mode m, uint32_t pool,
+    struct result r)
 {
-	printf("%-12s %-10s %8u %10.1f %8llu%s\n", bench, kvc_mode_name(m),
-	       pool, r.ns_per_block, r.allocs, r.ok ? "" : "  (check failed)");
+	printf("%-14s %-10s %8u %10.1f %-10s %8llu%s\n", bench,
+	       kvc_mode_name(m), pool, r.ns_per_block, unit, r.allocs,
+	       r.ok ? "" : "  (check failed)");
 }
 
 int
@@ -278,28 +359,41 @@ main(int argc, char **argv)
 	static const uint32_t pools[] = { 1024, 1u << 20 };
 	int reps = argc > 1 ? atoi(argv[1]) : 2000;
 
-	printf("%-12s %-10s %8s %10s %8s\n", "benchmark", "mode", "pool",
-	       "ns/block", "mallocs");
+	printf("# block_size %d, %d-block sequences; mallocs = heap "
+	       "allocations during the timed loop\n", BS, NB);
+	printf("%-14s %-10s %8s %10s %-10s %8s\n", "benchmark", "mode",
+	       "pool", "ns", "per", "mallocs");
 	for (int p = 0; p < 2; p++) {
 		uint32_t pool = pools[p];
 
 		for (int m = 0; m < 4; m++) {
 			kvc_mode mode = (kvc_mode)m;
+			struct result t;
 
-			row("alloc+free", mode, pool,
+			row("alloc+free", "block", mode, pool,
 			    b_alloc_free(mode, pool, reps));
-			row("append", mode, pool, b_append(mode, pool,
-							   reps / 20 + 1));
+			t = b_append(mode, pool, reps / 20 + 1);
+			row("append-token", "block", mode, pool, t);
+			t.ns_per_block /= BS;
+			row("append-token", "token", mode, pool, t);
+			row("append-block", "block", mode, pool,
+			    b_append_block(mode, pool, reps / 20 + 1));
 			if (mode != KVC_DEEPSPEED) {
-				row("lookup-hit", mode, pool,
+				row("lookup-hit", "block", mode, pool,
+				    b_cached(mode, pool, reps, true));
+				if (mode != KVC_VLLM_V0)
+					row("lookup-miss", "lookup", mode,
+					    pool, b_cached(mode, pool, reps,
+							   false));
+				row("admit-hit", "block", mode, pool,
 				    b_lookup(mode, pool, reps, true));
-				row("lookup-miss", mode, pool,
+				row("admit-miss", "block", mode, pool,
 				    b_lookup(mode, pool, reps, false));
 			}
 			if (mode == KVC_EXACT || mode == KVC_VLLM_V0) {
-				row("fork+cow", mode, pool,
+				row("fork+cow", "block", mode, pool,
 				    b_fork_cow(mode, pool, reps));
-				row("swap", mode, pool,
+				row("swap", "block", mode, pool,
 				    b_swap(mode, pool, reps));
 			}
 		}

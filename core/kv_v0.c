@@ -72,6 +72,7 @@ struct v0_blk {
 	uint8_t active;		/* tracker: block in use (prefix caching) */
 	uint8_t computed;	/* tracker: computed */
 	uint8_t in_ev;		/* in the evictor's free table */
+	uint32_t evpos;		/* its index in v0_pool.evm while in_ev */
 	uint8_t touched;	/* in _touched_blocks */
 };
 
@@ -89,6 +90,7 @@ struct v0_pool {
 	struct kv_list fl;	/* hashless free ids: LIFO via push/pop front */
 	struct kv_hmap map;	/* prefix caching: content hash -> id */
 	uint32_t nev;		/* evictor entries */
+	int32_t *evm;		/* the evictor's members, evm[0..nev) */
 	struct v0_hent *heap;
 	uint32_t nheap, capheap;
 	int32_t *touched;	/* ids promoted since the last mark */
@@ -153,6 +155,12 @@ struct v0 {
 	uint32_t capnfs;
 	struct v0_jrec *j;	/* undo journal of the running call */
 	uint32_t nj, capj;
+	/*
+	 * Set for a call that was shown not to fail once it starts mutating
+	 * (its ids come from the hashless free list, its memory is reserved):
+	 * it skips the journal, which is most of the cost of a call.
+	 */
+	bool nojournal;
 	int32_t *scratch;	/* audit: one counter per id */
 };
 
@@ -226,6 +234,8 @@ v0_hash_at(const struct v0 *m, const struct kvc_seq *q, uint64_t parent,
 static kv_err
 v0_jpush(struct v0 *m, const struct v0_jrec *r)
 {
+	if (m->nojournal)
+		return KV_OK;
 	if (m->nj == m->capj) {
 		uint32_t cap = m->capj ? 2 * m->capj : 256;
 		struct v0_jrec *j = realloc(m->j, cap * sizeof(*j));
@@ -288,6 +298,13 @@ v0_rollback(kvc *k, struct v0 *m)
 static kv_err
 v0_end(kvc *k, struct v0 *m, kv_err e)
 {
+	if (m->nojournal) {
+		m->nojournal = false;
+		if (e != KV_OK)
+			return kvc__fail(k, KV_EREF, "internal: a call taken "
+					 "as infallible failed: %s",
+					 kv_strerror(e));
+	}
 	if (e != KV_OK) {
 		v0_rollback(k, m);
 		k->npairs = 0;
@@ -449,6 +466,27 @@ v0_obj_new(kvc *k, struct v0 *m, int pi, uint64_t *out)
 	return v0_set_u32(m, &o->fresh, o->fresh + 1);
 }
 
+/* Room for `extra` more objects on the deque, so frees cannot fail. */
+static kv_err
+v0_obj_reserve(struct v0 *m, int pi, uint32_t extra)
+{
+	struct v0_opool *o = &m->obj[pi];
+	uint32_t cap = o->capstk ? o->capstk : 64;
+	int32_t *p;
+
+	if (m->pc || o->nstk + (uint64_t)extra <= o->capstk)
+		return KV_OK;
+	while (cap < o->nstk + (uint64_t)extra)
+		cap *= 2;
+	p = realloc(o->stk, cap * sizeof(*p));
+	if (p == NULL)
+		return KV_ENOMEM;
+	memset(p + o->capstk, 0, (cap - o->capstk) * sizeof(*p));
+	o->stk = p;
+	o->capstk = cap;
+	return KV_OK;
+}
+
 /* BlockPool.free_block: push an object id on the deque's left end. */
 static kv_err
 v0_obj_free(struct v0 *m, int pi, uint64_t id)
@@ -606,16 +644,19 @@ v0_heap_rebuild(struct v0 *m, int pi)
 	struct v0_pool *p = &m->pool[pi];
 	uint32_t n = 0;
 
-	for (uint32_t id = 0; id < p->n; id++) {
+	/*
+	 * Over the live entries only, as the reference walks its free table:
+	 * the order does not matter, the heap orders (time, -tokens, id).
+	 */
+	for (uint32_t i = 0; i < p->nev; i++) {
+		int32_t id = p->evm[i];
 		const struct v0_blk *b = &p->b[id];
 		struct v0_hent e;
 
-		if (!b->in_ev)
-			continue;
 		e.t = b->ev_time;
 		e.h = b->hash;
 		e.ntok = b->ev_ntok;
-		e.id = (int32_t)id;
+		e.id = id;
 		if (v0_hset(m, pi, n++, &e) != KV_OK)
 			return KV_ENOMEM;
 	}
@@ -672,6 +713,27 @@ v0_untrack_nojournal(struct v0_blk *b)
 	b->computed = 0;
 }
 
+/*
+ * Take id out of the evictor's member set (its heap entry goes stale).
+ * The caller has journaled b[id]; the last member moves into its place.
+ */
+static kv_err
+v0_ev_remove(struct v0 *m, int pi, int32_t id)
+{
+	struct v0_pool *p = &m->pool[pi];
+	uint32_t pos = p->b[id].evpos;
+	int32_t last = p->evm[p->nev - 1];
+
+	if (last != id) {
+		if (v0_jblk(m, pi, last) != KV_OK ||
+		    v0_set_i32(m, &p->evm[pos], last) != KV_OK)
+			return KV_ENOMEM;
+		p->b[last].evpos = pos;
+	}
+	p->b[id].in_ev = 0;
+	return v0_set_u32(m, &p->nev, p->nev - 1);
+}
+
 /* LRUEvictor.add, then its cleanup check. */
 static kv_err
 v0_evictor_add(struct v0 *m, int pi, int32_t id, uint32_t ntok)
@@ -685,7 +747,9 @@ v0_evictor_add(struct v0 *m, int pi, int32_t id, uint32_t ntok)
 	b->in_ev = 1;
 	b->ev_time = b->time;
 	b->ev_ntok = ntok;
-	if (v0_set_u32(m, &p->nev, p->nev + 1) != KV_OK)
+	b->evpos = p->nev;
+	if (v0_set_i32(m, &p->evm[p->nev], id) != KV_OK ||
+	    v0_set_u32(m, &p->nev, p->nev + 1) != KV_OK)
 		return KV_ENOMEM;
 	e.t = b->ev_time;
 	e.h = b->hash;
@@ -727,10 +791,9 @@ v0_evict(kvc *k, struct v0 *m, int pi, int32_t *out)
 		return kvc__fail(k, KV_EREF, "evicted block %d is not the "
 				 "cached block of its hash", e.id);
 	if (v0_jblk(m, pi, e.id) != KV_OK ||
-	    v0_set_u32(m, &p->nev, p->nev - 1) != KV_OK ||
+	    v0_ev_remove(m, pi, e.id) != KV_OK ||
 	    v0_map_del(m, pi, b->hash) != KV_OK)
 		return KV_ENOMEM;
-	b->in_ev = 0;
 	b->hash = 0;
 	*out = e.id;
 	return KV_OK;
@@ -781,8 +844,7 @@ v0_hit(struct v0 *m, int pi, int32_t id)
 	if (++b->ref == 1) {
 		if (b->in_ev) {
 			/* evictor.remove: the heap entry goes stale */
-			b->in_ev = 0;
-			if (v0_set_u32(m, &p->nev, p->nev - 1) != KV_OK)
+			if (v0_ev_remove(m, pi, id) != KV_OK)
 				return KV_ENOMEM;
 		}
 		return v0_track(m, pi, id, true);
@@ -1073,6 +1135,7 @@ v0_pool_release(struct v0_pool *p)
 	kv_hmap_release(&p->map);
 	free(p->heap);
 	free(p->touched);
+	free(p->evm);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -1083,7 +1146,8 @@ v0_pool_init(struct v0_pool *p, uint32_t n, bool pc)
 	p->n = n;
 	p->b = calloc(n ? n : 1, sizeof(*p->b));
 	p->touched = malloc((n ? n : 1) * sizeof(*p->touched));
-	if (p->b == NULL || p->touched == NULL)
+	p->evm = malloc((n ? n : 1) * sizeof(*p->evm));
+	if (p->b == NULL || p->touched == NULL || p->evm == NULL)
 		goto fail;
 	if (kv_list_init(&p->fl, n) != KV_OK)
 		goto fail;
@@ -1159,9 +1223,11 @@ v0_pool_copy(struct v0_pool *d, const struct v0_pool *s, bool pc)
 	d->ntouched = s->ntouched;
 	d->b = malloc(n * sizeof(*d->b));
 	d->touched = malloc(n * sizeof(*d->touched));
-	if (d->b == NULL || d->touched == NULL)
+	d->evm = malloc(n * sizeof(*d->evm));
+	if (d->b == NULL || d->touched == NULL || d->evm == NULL)
 		goto fail;
 	memcpy(d->b, s->b, s->n * sizeof(*d->b));
+	memcpy(d->evm, s->evm, s->nev * sizeof(*d->evm));
 	memcpy(d->touched, s->touched, s->ntouched * sizeof(*d->touched));
 	if (kv_list_copy(&d->fl, &s->fl) != KV_OK)
 		goto fail;
@@ -1354,6 +1420,8 @@ v0_allocate(kvc *k, int32_t s, uint32_t n)
 	    (e = v0_reserve_tab(k, r, kvc_cdiv(q->ntok, bs))) != KV_OK)
 		return e;
 	nfull = q->ntok / bs;
+	/* Every id from the hashless list: no eviction, nothing can fail. */
+	m->nojournal = m->pool[V0_GPU].fl.n >= kvc_cdiv(q->ntok, bs);
 	for (uint32_t i = 0; i < nfull; i++) {
 		if (m->pc)
 			h = v0_hash_at(m, q, h, i);
@@ -1614,6 +1682,16 @@ v0_free_seq(kvc *k, int32_t s)
 		return kvc__fail(k, KV_EREF, "free of a SWAPPED request with "
 				 "prefix caching (the reference stamps CPU ids "
 				 "in the GPU tracker: KeyError)");
+	if (!m->pc) {
+		uint32_t slots = 0;
+
+		V0_FOREACH(k, t, r)
+			slots += k->seq[t].tab[0].n;
+		if (v0_obj_reserve(m, pi, slots) != KV_OK)
+			return kvc__fail(k, KV_ENOMEM, "out of memory");
+	}
+	/* Past the checks above a free only releases: it cannot fail. */
+	m->nojournal = true;
 	V0_FOREACH(k, t, r) {
 		struct kvc_tab *tb = &k->seq[t].tab[0];
 
@@ -1855,6 +1933,16 @@ v0_audit_pool(const kvc *k, const struct v0 *m, int pi, char *why,
 			     "+ %u evictable != %u (evictor count %u)", dev,
 			     used, p->fl.n, nev, p->n, p->nev);
 		return 3;
+	}
+	for (uint32_t i = 0; i < p->nev; i++) {
+		int32_t id = p->evm[i];
+
+		if (id < 0 || (uint32_t)id >= p->n || !p->b[id].in_ev ||
+		    p->b[id].evpos != i) {
+			kvc__failbuf(why, len, KV_EINVAL, "%s evictor member "
+				     "set broken at %u", dev, i);
+			return 2;
+		}
 	}
 	/* 4: the index is a bijection with the hashed ids */
 	if (m->pc && p->map.n != nhash) {
