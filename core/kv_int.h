@@ -56,6 +56,13 @@ struct kvc_ops {
 	kv_err (*allocate)(kvc *k, int32_t s, uint32_t n);
 	kv_err (*append)(kvc *k, int32_t s, const uint32_t *tok, size_t ntok,
 			 uint32_t L, bool has_L);
+	/*
+	 * Optional: add tokens to a RUNNING sequence without slots (NULL:
+	 * kv_mgr.c pushes them onto q->tok).  ops->append must accept
+	 * ntok == 0: "reserve slots for the unseen tokens" (append_slots).
+	 */
+	kv_err (*add_tokens)(kvc *k, int32_t s, const uint32_t *tok,
+			     size_t ntok);
 	kv_err (*can_append)(kvc *k, int32_t s, uint32_t n, bool has_n,
 			     uint32_t L, bool *o);
 	kv_err (*computed)(kvc *k, int32_t s, uint32_t n, bool has_n);

@@ -565,6 +565,40 @@ kvc_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok,
 }
 
 kv_err
+kvc_add_tokens(kvc *k, int32_t s, const uint32_t *tok, size_t ntok)
+{
+	struct kvc_seq *q;
+	kv_err e;
+
+	if (ntok == 0 || tok == NULL) {
+		k->msg[0] = '\0';
+		return kvc__fail(k, KV_EINVAL, "add_tokens needs tokens");
+	}
+	e = kvc__enter(k, s);
+	if (e != KV_OK)
+		return e;
+	q = &k->seq[s];
+	if (q->state != KVC_RUNNING)
+		return k->ops->append(k, s, tok, ntok, 0, false);
+	if (k->ops->add_tokens != NULL)
+		return k->ops->add_tokens(k, s, tok, ntok);
+	if (k->cfg.mode != KVC_VLLM_V0 &&
+	    q->ntok + ntok > k->cfg.max_model_len)
+		return kvc__fail(k, KV_EINVAL, "%zu tokens is more than "
+				 "max_model_len %u", q->ntok + ntok,
+				 k->cfg.max_model_len);
+	if (kvc__tok_push(q, tok, ntok) != KV_OK)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	return KV_OK;
+}
+
+kv_err
+kvc_append_slots(kvc *k, int32_t s, uint32_t lookahead)
+{
+	KVC__OP(k->ops->append(k, s, NULL, 0, lookahead, lookahead > 0));
+}
+
+kv_err
 kvc_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t lookahead,
 	       bool *out)
 {

@@ -196,6 +196,19 @@ kv_err kvc_cached(kvc *k, int32_t s, size_t *tokens);
 
 const struct kvc_pair *kvc_pairs(const kvc *k, size_t *n);
 
+/*
+ * Scheduler primitives (kvsched.h builds on them).
+ * kvc_add_tokens(): add tokens to a sequence without reserving slots for
+ * them (a RUNNING sequence's new tokens become "unseen" until the next
+ * kvc_append_slots() or allocation; on any other sequence it is `append`).
+ * kvc_append_slots(): reserve slots for every unseen token of a RUNNING
+ * sequence plus `lookahead` (vLLM v0's append_slots; in vllm-v1 the
+ * equivalent is kvc_allocate(k, s, n) with the unseen count).  CoW pairs
+ * are left in kvc_pairs() as for append.
+ */
+kv_err kvc_add_tokens(kvc *k, int32_t s, const uint32_t *tok, size_t ntok);
+kv_err kvc_append_slots(kvc *k, int32_t s, uint32_t lookahead);
+
 /* Block table of sequence s in group g (device-relative, KVC_NULL). */
 const int32_t *kvc_table(const kvc *k, int32_t s, uint32_t g, size_t *n);
 

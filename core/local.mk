@@ -11,11 +11,18 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kv_v1.c \
 	%reldir%/kv_ds.c \
 	%reldir%/kv_ds.h \
-	%reldir%/kv_size.c
+	%reldir%/kv_size.c \
+	%reldir%/kv_sched.c \
+	%reldir%/kvs_v0.c \
+	%reldir%/kvs_v1.c \
+	%reldir%/kvs_sarathi.c \
+	%reldir%/kvs_fastgen.c \
+	%reldir%/kvs_kvsim.c
 %canon_reldir%_libkvcore_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
 
 kvcoreincludedir = $(includedir)/kvcore
-kvcoreinclude_HEADERS = %reldir%/kvcore.h %reldir%/kvsize.h
+kvcoreinclude_HEADERS = %reldir%/kvcore.h %reldir%/kvsize.h \
+	%reldir%/kvsched.h
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = %reldir%/kvcore.pc

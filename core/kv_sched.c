@@ -1,0 +1,796 @@
+/*
+ * kv_sched.c -- what every scheduler policy shares: requests, the three
+ * queues, the step record, the model-output half of a step, abort and the
+ * scheduler invariants.  The policies (kvs_*.c) only decide.
+ *
+ * Queues are plain arrays in order, head at index 0: a step touches each
+ * request a constant number of times, and insertion at the front or removal
+ * from the middle moves at most the queue (bounded by max_num_seqs for
+ * running; the waiting queue's front insertions are preemptions, rare).
+ *
+ * Cost of a step outside the policy: O(scheduled + preempted + finished).
+ * Memory grows only when a request or a step list outgrows its capacity.
+ */
+#include "kvsched.h"
+#include "kv_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct kvs_rq {
+	int32_t seq;
+	uint32_t prompt, max_output, generated;
+	uint32_t npreempt, recomputed;
+	int32_t priority;
+	uint8_t status;
+};
+
+struct kvs_qu {
+	kvs_req *a;
+	uint32_t n, cap;
+};
+
+struct kvs {
+	struct kvs_config cfg;
+	const struct kvs_policy *pol;
+	void *pstate;
+	kvc *k;
+	struct kvs_rq *rq;
+	uint32_t nrq, caprq, nunfinished;
+	struct kvs_qu q[3];
+	/* the step being scheduled / just completed */
+	struct kvs_step step;
+	bool pending;			/* scheduled, not completed */
+	struct kvs_sched *sched;
+	uint32_t nsched, capsched;
+	kvs_req *pre, *fin;
+	uint8_t *preswap;
+	uint32_t npre, cappre, nfin, capfin;
+	struct kvc_pair *pairs[3];
+	uint32_t npairs[3], cappairs[3];
+	char msg[256];
+};
+
+extern const struct kvs_policy kvs__v0_policy;
+extern const struct kvs_policy kvs__v1_policy;
+extern const struct kvs_policy kvs__sarathi_policy;
+extern const struct kvs_policy kvs__fastgen_policy;
+extern const struct kvs_policy kvs__kvsim_policy;
+
+static const struct kvs_policy *const kvs__builtin[] = {
+	&kvs__v0_policy, &kvs__v1_policy, &kvs__sarathi_policy,
+	&kvs__fastgen_policy, &kvs__kvsim_policy
+};
+
+const struct kvs_policy *
+kvs_builtin_policy(const char *name)
+{
+	for (size_t i = 0; i < sizeof(kvs__builtin) / sizeof(*kvs__builtin);
+	     i++)
+		if (strcmp(kvs__builtin[i]->name, name) == 0)
+			return kvs__builtin[i];
+	return NULL;
+}
+
+void
+kvs_config_init(struct kvs_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_num_seqs = KVS_UNSET;
+	c->max_num_batched_tokens = KVS_UNSET;
+	c->chunked_prefill = KVS_UNSET;
+	c->long_prefill_threshold = KVS_UNSET;
+	c->preemption = KVS_UNSET;
+	c->chunk_size = KVS_UNSET;
+	c->priority = KVS_UNSET;
+	c->lookahead = KVS_UNSET;
+}
+
+static kv_err
+kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static kv_err
+kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->msg, sizeof(s->msg), fmt, ap);
+	va_end(ap);
+	return e;
+}
+
+/* Grow *p (elements of size sz) to hold n; KV_ENOMEM leaves it as is. */
+static kv_err
+kvs__grow(void **p, uint32_t *cap, uint32_t n, size_t sz)
+{
+	uint32_t c;
+	void *q;
+
+	if (n <= *cap)
+		return KV_OK;
+	c = *cap ? *cap : 16;
+	while (c < n)
+		c *= 2;
+	q = realloc(*p, (size_t)c * sz);
+	if (q == NULL)
+		return KV_ENOMEM;
+	*p = q;
+	*cap = c;
+	return KV_OK;
+}
+
+kvs *
+kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
+	       const struct kvc_config *kc, kv_err *err, char *why,
+	       size_t whylen)
+{
+	struct kvc_config kcfg = *kc;
+	kvs *s = NULL;
+	kv_err e;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	if (p == NULL || p->abi != KVS_ABI || p->schedule == NULL ||
+	    p->name == NULL) {
+		e = kvc__failbuf(why, whylen, KV_ECONFIG, "policy: bad "
+				 "descriptor (ABI %u, kvsim speaks %u)",
+				 p ? p->abi : 0, KVS_ABI);
+		goto out;
+	}
+	if (kcfg.mode == KVC_EXACT)
+		kcfg.mode = p->mode;
+	if (kcfg.mode != p->mode) {
+		e = kvc__failbuf(why, whylen, KV_ECONFIG, "policy %s runs on "
+				 "allocator mode %s, not %s", p->name,
+				 kvc_mode_name(p->mode),
+				 kvc_mode_name(kcfg.mode));
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		e = KV_ENOMEM;
+		goto out;
+	}
+	s->cfg = *sc;
+	s->pol = p;
+	if (p->configure != NULL &&
+	    (e = p->configure(&s->cfg, &kcfg, why, whylen)) != KV_OK)
+		goto out_free;
+	s->k = kvc_new(&kcfg, &e, why, whylen);
+	if (s->k == NULL)
+		goto out_free;
+	if (p->init != NULL && (e = p->init(s, &s->pstate)) != KV_OK) {
+		kvc__failbuf(why, whylen, e, "policy %s: %s", p->name,
+			     s->msg[0] ? s->msg : kv_strerror(e));
+		goto out_free;
+	}
+	if (err != NULL)
+		*err = KV_OK;
+	return s;
+out_free:
+	kvs_free(s);
+	s = NULL;
+out:
+	if (err != NULL)
+		*err = e;
+	return s;
+}
+
+kvs *
+kvs_new(const struct kvs_config *sc, const struct kvc_config *kc,
+	kv_err *err, char *why, size_t whylen)
+{
+	const struct kvs_policy *p = kvs_builtin_policy(sc->policy);
+
+	if (p == NULL) {
+		if (err != NULL)
+			*err = KV_ECONFIG;
+		kvc__failbuf(why, whylen, KV_ECONFIG, "unknown policy '%s' "
+			     "(vllm-v0, vllm-v1, sarathi, deepspeed-fastgen, "
+			     "kvsim, or a plugin path)", sc->policy);
+		return NULL;
+	}
+	return kvs_new_policy(p, sc, kc, err, why, whylen);
+}
+
+void
+kvs_free(kvs *s)
+{
+	if (s == NULL)
+		return;
+	if (s->pol != NULL && s->pol->release != NULL && s->pstate != NULL)
+		s->pol->release(s->pstate);
+	kvc_free(s->k);
+	free(s->rq);
+	for (int i = 0; i < 3; i++) {
+		free(s->q[i].a);
+		free(s->pairs[i]);
+	}
+	free(s->sched);
+	free(s->pre);
+	free(s->preswap);
+	free(s->fin);
+	free(s);
+}
+
+kvc *
+kvs_kv(kvs *s)
+{
+	return s->k;
+}
+
+const struct kvs_config *
+kvs_config_of(const kvs *s)
+{
+	return &s->cfg;
+}
+
+const char *
+kvs_policy_name(const kvs *s)
+{
+	return s->pol->name;
+}
+
+const char *
+kvs_errmsg(const kvs *s)
+{
+	return s->msg;
+}
+
+static bool
+kvs__valid(const kvs *s, kvs_req r)
+{
+	return r >= 0 && (uint32_t)r < s->nrq;
+}
+
+/* ---- requests ------------------------------------------------------- */
+
+kv_err
+kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
+	int32_t priority, kvs_req *out)
+{
+	const struct kvc_config *kc = kvc_config_of(s->k);
+	struct kvs_rq *q;
+	int32_t seq;
+	kv_err e;
+
+	s->msg[0] = '\0';
+	if (ntok == 0 || tok == NULL)
+		return kvs__fail(s, KV_EINVAL, "a request needs a prompt");
+	if (ntok >= kc->max_model_len)
+		return kvs__fail(s, KV_EINVAL, "prompt of %zu tokens leaves "
+				 "no room for output (max_model_len %u)", ntok,
+				 kc->max_model_len);
+	if (max_output < 1)
+		return kvs__fail(s, KV_EINVAL, "output must be at least 1");
+	if (s->nrq == INT32_MAX)
+		return kvs__fail(s, KV_ENOMEM, "too many requests");
+	if (kvs__grow((void **)&s->rq, &s->caprq, s->nrq + 1,
+		      sizeof(*s->rq)) != KV_OK ||
+	    kvs__grow((void **)&s->q[KVS_Q_WAITING].a,
+		      &s->q[KVS_Q_WAITING].cap, s->q[KVS_Q_WAITING].n + 1,
+		      sizeof(kvs_req)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	e = kvc_seq_new(s->k, tok, ntok, &seq);
+	if (e != KV_OK)
+		return kvs__fail(s, e, "%s", kvc_errmsg(s->k));
+	q = &s->rq[s->nrq];
+	memset(q, 0, sizeof(*q));
+	q->seq = seq;
+	q->prompt = (uint32_t)ntok;
+	q->max_output = max_output;
+	q->priority = priority;
+	q->status = KVS_WAITING;
+	s->q[KVS_Q_WAITING].a[s->q[KVS_Q_WAITING].n++] = (kvs_req)s->nrq;
+	s->nunfinished++;
+	*out = (kvs_req)s->nrq++;
+	return KV_OK;
+}
+
+uint32_t
+kvs_nreqs(const kvs *s)
+{
+	return s->nrq;
+}
+
+uint32_t
+kvs_nunfinished(const kvs *s)
+{
+	return s->nunfinished;
+}
+
+kvs_status
+kvs_req_status(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? (kvs_status)s->rq[r].status : KVS_ABORTED;
+}
+
+int32_t
+kvs_req_seq(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].seq : -1;
+}
+
+uint32_t
+kvs_req_prompt_len(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].prompt : 0;
+}
+
+uint32_t
+kvs_req_max_output(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].max_output : 0;
+}
+
+uint32_t
+kvs_req_generated(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].generated : 0;
+}
+
+int32_t
+kvs_req_priority(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].priority : 0;
+}
+
+uint32_t
+kvs_req_preemptions(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].npreempt : 0;
+}
+
+uint32_t
+kvs_req_recomputed(const kvs *s, kvs_req r)
+{
+	return kvs__valid(s, r) ? s->rq[r].recomputed : 0;
+}
+
+void
+kvs_set_status(kvs *s, kvs_req r, kvs_status st)
+{
+	if (kvs__valid(s, r))
+		s->rq[r].status = (uint8_t)st;
+}
+
+/* ---- queues ------------------------------------------------------------ */
+
+uint32_t
+kvs_queue_len(const kvs *s, kvs_queue q)
+{
+	return (unsigned)q < 3 ? s->q[q].n : 0;
+}
+
+kvs_req
+kvs_queue_at(const kvs *s, kvs_queue q, uint32_t i)
+{
+	if ((unsigned)q >= 3 || i >= s->q[q].n)
+		return -1;
+	return s->q[q].a[i];
+}
+
+kv_err
+kvs_queue_insert(kvs *s, kvs_queue q, uint32_t i, kvs_req r)
+{
+	struct kvs_qu *u;
+
+	if ((unsigned)q >= 3 || !kvs__valid(s, r) || i > s->q[q].n)
+		return kvs__fail(s, KV_EINVAL, "queue insert out of range");
+	u = &s->q[q];
+	if (kvs__grow((void **)&u->a, &u->cap, u->n + 1, sizeof(kvs_req)) !=
+	    KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	memmove(u->a + i + 1, u->a + i, (u->n - i) * sizeof(kvs_req));
+	u->a[i] = r;
+	u->n++;
+	return KV_OK;
+}
+
+kvs_req
+kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i)
+{
+	struct kvs_qu *u;
+	kvs_req r;
+
+	if ((unsigned)q >= 3 || i >= s->q[q].n)
+		return -1;
+	u = &s->q[q];
+	r = u->a[i];
+	memmove(u->a + i, u->a + i + 1, (u->n - i - 1) * sizeof(kvs_req));
+	u->n--;
+	return r;
+}
+
+/* Position of r in queue q, or -1. */
+static int64_t
+kvs__find(const kvs *s, kvs_queue q, kvs_req r)
+{
+	for (uint32_t i = 0; i < s->q[q].n; i++)
+		if (s->q[q].a[i] == r)
+			return i;
+	return -1;
+}
+
+/* ---- the step record -------------------------------------------------- */
+
+static void
+kvs__publish(kvs *s)
+{
+	struct kvs_step *st = &s->step;
+	uint32_t tok = 0;
+
+	st->sched = s->sched;
+	st->nsched = s->nsched;
+	st->preempt = s->pre;
+	st->preempt_swap = s->preswap;
+	st->npreempt = s->npre;
+	st->finish = s->fin;
+	st->nfinish = s->nfin;
+	st->swap_out = s->pairs[KVS_SWAP_OUT];
+	st->nswap_out = s->npairs[KVS_SWAP_OUT];
+	st->swap_in = s->pairs[KVS_SWAP_IN];
+	st->nswap_in = s->npairs[KVS_SWAP_IN];
+	st->cow = s->pairs[KVS_COW];
+	st->ncow = s->npairs[KVS_COW];
+	for (uint32_t i = 0; i < s->nsched; i++)
+		tok += s->sched[i].ntokens;
+	st->batch_tokens = tok;
+}
+
+const struct kvs_step *
+kvs_current_step(const kvs *s)
+{
+	return &s->step;
+}
+
+kv_err
+kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
+{
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_EINVAL, "no such request");
+	if (kvs__grow((void **)&s->sched, &s->capsched, s->nsched + 1,
+		      sizeof(*s->sched)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	s->sched[s->nsched].req = r;
+	s->sched[s->nsched].ntokens = n;
+	s->nsched++;
+	s->rq[r].status = KVS_RUNNING;
+	kvs__publish(s);
+	return KV_OK;
+}
+
+static kv_err
+kvs__push_pre(kvs *s, kvs_req r, bool swapped)
+{
+	uint32_t cap = s->cappre;
+
+	if (kvs__grow((void **)&s->pre, &s->cappre, s->npre + 1,
+		      sizeof(*s->pre)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if (s->cappre != cap || s->preswap == NULL) {
+		uint8_t *p = realloc(s->preswap, s->cappre);
+
+		if (p == NULL)
+			return kvs__fail(s, KV_ENOMEM, "out of memory");
+		s->preswap = p;
+	}
+	s->pre[s->npre] = r;
+	s->preswap[s->npre] = swapped;
+	s->npre++;
+	s->rq[r].npreempt++;
+	kvs__publish(s);
+	return KV_OK;
+}
+
+kv_err
+kvs_emit_pairs(kvs *s, enum kvs_pairs which)
+{
+	size_t n;
+	const struct kvc_pair *p = kvc_pairs(s->k, &n);
+	uint32_t *np = &s->npairs[which];
+
+	if ((unsigned)which >= 3)
+		return kvs__fail(s, KV_EINVAL, "bad pair list");
+	if (kvs__grow((void **)&s->pairs[which], &s->cappairs[which],
+		      *np + (uint32_t)n, sizeof(*p)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	memcpy(s->pairs[which] + *np, p, n * sizeof(*p));
+	*np += (uint32_t)n;
+	kvs__publish(s);
+	return KV_OK;
+}
+
+kv_err
+kvs_preempt_recompute(kvs *s, kvs_req r)
+{
+	uint32_t c;
+	kv_err e;
+
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_EINVAL, "no such request");
+	c = (uint32_t)kvc_seq_computed(s->k, s->rq[r].seq);
+	/* reserve the record first: a preemption must not half-happen */
+	if (kvs__grow((void **)&s->pre, &s->cappre, s->npre + 1,
+		      sizeof(*s->pre)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	e = kvc_free_seq(s->k, s->rq[r].seq);
+	if (e != KV_OK)
+		return kvs__fail(s, e, "preempt: %s", kvc_errmsg(s->k));
+	s->rq[r].status = KVS_WAITING;
+	s->rq[r].recomputed += c;
+	return kvs__push_pre(s, r, false);
+}
+
+kv_err
+kvs_preempt_swap(kvs *s, kvs_req r)
+{
+	kv_err e;
+
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_EINVAL, "no such request");
+	e = kvc_swap_out(s->k, s->rq[r].seq);
+	if (e != KV_OK)
+		return kvs__fail(s, e, "swap out: %s", kvc_errmsg(s->k));
+	if ((e = kvs_emit_pairs(s, KVS_SWAP_OUT)) != KV_OK)
+		return e;
+	s->rq[r].status = KVS_SWAPPED;
+	return kvs__push_pre(s, r, true);
+}
+
+/* ---- a step ------------------------------------------------------------ */
+
+kv_err
+kvs_schedule(kvs *s, const struct kvs_step **out)
+{
+	kv_err e;
+
+	s->msg[0] = '\0';
+	if (s->pending)
+		return kvs__fail(s, KV_ESTATE, "the previous step has not "
+				 "been completed");
+	s->nsched = s->npre = s->nfin = 0;
+	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
+	s->step.number++;
+	kvs__publish(s);
+	kvc_set_time(s->k, (int64_t)s->step.number);
+	e = s->pol->schedule(s, s->pstate);
+	kvs__publish(s);
+	if (e != KV_OK) {
+		if (s->msg[0] == '\0')
+			kvs__fail(s, e, "policy %s: %s", s->pol->name,
+				  kvc_errmsg(s->k)[0] ? kvc_errmsg(s->k) :
+				  kv_strerror(e));
+		return e;
+	}
+	s->pending = true;
+	if (out != NULL)
+		*out = &s->step;
+	return KV_OK;
+}
+
+static kv_err
+kvs__push_fin(kvs *s, kvs_req r)
+{
+	if (kvs__grow((void **)&s->fin, &s->capfin, s->nfin + 1,
+		      sizeof(*s->fin)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	s->fin[s->nfin++] = r;
+	return KV_OK;
+}
+
+/* Finish r: free its blocks, take it out of running. */
+static kv_err
+kvs__finish(kvs *s, kvs_req r)
+{
+	int64_t at = kvs__find(s, KVS_Q_RUNNING, r);
+	kv_err e;
+
+	if ((e = kvs__push_fin(s, r)) != KV_OK)
+		return e;
+	e = kvc_free_seq(s->k, s->rq[r].seq);
+	if (e != KV_OK)
+		return kvs__fail(s, e, "finish: %s", kvc_errmsg(s->k));
+	if (at >= 0)
+		kvs_queue_remove(s, KVS_Q_RUNNING, (uint32_t)at);
+	s->rq[r].status = KVS_FINISHED;
+	s->nunfinished--;
+	return KV_OK;
+}
+
+/*
+ * The model output (docs/replay.md R53): in sched order, a request whose
+ * computed tokens reach its length samples one token; it finishes with its
+ * output length or at max_model_len, and is freed at once.  Computed counts
+ * were advanced when the tokens were scheduled (vllm-v1, exact, deepspeed).
+ */
+kv_err
+kvs_complete_default(kvs *s, const uint32_t *tokens)
+{
+	uint32_t mml = kvc_config_of(s->k)->max_model_len;
+
+	for (uint32_t i = 0; i < s->nsched; i++) {
+		kvs_req r = s->sched[i].req;
+		struct kvs_rq *q = &s->rq[r];
+		size_t T = kvc_seq_len(s->k, q->seq);
+		uint32_t t;
+		kv_err e;
+
+		if (q->status != KVS_RUNNING ||
+		    kvc_seq_computed(s->k, q->seq) != T)
+			continue;
+		t = tokens != NULL ? tokens[i] : 1000000u + (uint32_t)T;
+		e = kvc_add_tokens(s->k, q->seq, &t, 1);
+		if (e != KV_OK)
+			return kvs__fail(s, e, "output token: %s",
+					 kvc_errmsg(s->k));
+		q->generated++;
+		if (q->generated >= q->max_output || T + 1 >= mml) {
+			e = kvs__finish(s, r);
+			if (e != KV_OK)
+				return e;
+		}
+	}
+	return KV_OK;
+}
+
+kv_err
+kvs_complete(kvs *s, const uint32_t *tokens, const struct kvs_step **out)
+{
+	kv_err e;
+
+	s->msg[0] = '\0';
+	if (!s->pending)
+		return kvs__fail(s, KV_ESTATE, "no step to complete");
+	s->pending = false;
+	e = s->pol->complete != NULL ? s->pol->complete(s, s->pstate, tokens)
+				     : kvs_complete_default(s, tokens);
+	kvs__publish(s);
+	if (out != NULL)
+		*out = &s->step;
+	return e;
+}
+
+kv_err
+kvs_step(kvs *s, const struct kvs_step **out)
+{
+	kv_err e = kvs_schedule(s, NULL);
+
+	if (e != KV_OK)
+		return e;
+	return kvs_complete(s, NULL, out);
+}
+
+kv_err
+kvs_abort(kvs *s, kvs_req r)
+{
+	static const kvs_queue qof[] = {
+		[KVS_WAITING] = KVS_Q_WAITING,
+		[KVS_RUNNING] = KVS_Q_RUNNING,
+		[KVS_SWAPPED] = KVS_Q_SWAPPED,
+	};
+	struct kvs_rq *q;
+	int64_t at;
+	kv_err e;
+
+	s->msg[0] = '\0';
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_ENOENT, "no such request");
+	q = &s->rq[r];
+	if (q->status == KVS_FINISHED || q->status == KVS_ABORTED)
+		return kvs__fail(s, KV_ESTATE, "request already ended");
+	if (s->pending)
+		return kvs__fail(s, KV_ESTATE, "abort between a step's halves");
+	at = kvs__find(s, qof[q->status], r);
+	if (q->status != KVS_WAITING) {
+		e = kvc_free_seq(s->k, q->seq);
+		if (e != KV_OK)
+			return kvs__fail(s, e, "abort: %s", kvc_errmsg(s->k));
+	}
+	if (at >= 0)
+		kvs_queue_remove(s, qof[q->status], (uint32_t)at);
+	q->status = KVS_ABORTED;
+	s->nunfinished--;
+	return KV_OK;
+}
+
+/* ---- invariants ------------------------------------------------------- */
+
+int
+kvs_audit(const kvs *s, char *why, size_t whylen)
+{
+	static const kvs_status want[3] = {
+		KVS_WAITING, KVS_RUNNING, KVS_SWAPPED
+	};
+	static const kvc_state kvwant[3] = {
+		KVC_WAITING, KVC_RUNNING, KVC_SWAPPED
+	};
+	uint32_t seen = 0, unfinished = 0;
+	int rc = kvc_audit(s->k, why, whylen);
+	uint8_t *mark;
+
+	if (rc != 0)
+		return rc;
+	mark = calloc(s->nrq ? s->nrq : 1, 1);
+	if (mark == NULL) {
+		kvc__failbuf(why, whylen, KV_ENOMEM, "out of memory");
+		return 200;
+	}
+	for (int q = 0; q < 3; q++)
+		for (uint32_t i = 0; i < s->q[q].n; i++) {
+			kvs_req r = s->q[q].a[i];
+
+			if (!kvs__valid(s, r) || mark[r]) {
+				kvc__failbuf(why, whylen, KV_EINVAL, "request "
+					     "%d twice in the queues", r);
+				rc = 201;
+				goto out;
+			}
+			mark[r] = 1;
+			seen++;
+			if (s->rq[r].status != want[q] ||
+			    kvc_seq_state(s->k, s->rq[r].seq) != kvwant[q]) {
+				kvc__failbuf(why, whylen, KV_EINVAL, "request "
+					     "%d in queue %d has status %d, "
+					     "allocator state %d", r, q,
+					     s->rq[r].status,
+					     kvc_seq_state(s->k,
+							   s->rq[r].seq));
+				rc = 202;
+				goto out;
+			}
+			if (q == KVS_Q_WAITING &&
+			    kvc_seq_computed(s->k, s->rq[r].seq) != 0) {
+				kvc__failbuf(why, whylen, KV_EINVAL, "waiting "
+					     "request %d has computed tokens",
+					     r);
+				rc = 203;
+				goto out;
+			}
+		}
+	for (uint32_t r = 0; r < s->nrq; r++) {
+		bool live = s->rq[r].status != KVS_FINISHED &&
+			    s->rq[r].status != KVS_ABORTED;
+
+		unfinished += live;
+		if (live != (bool)mark[r]) {
+			kvc__failbuf(why, whylen, KV_EINVAL, "request %u "
+				     "(status %d) %s a queue", r,
+				     s->rq[r].status, live ? "missing from" :
+				     "still in");
+			rc = 204;
+			goto out;
+		}
+		if (!live && kvc_seq_state(s->k, s->rq[r].seq) != KVC_WAITING) {
+			kvc__failbuf(why, whylen, KV_EINVAL, "ended request "
+				     "%u still holds blocks", r);
+			rc = 205;
+			goto out;
+		}
+	}
+	if (unfinished != s->nunfinished || seen != unfinished) {
+		kvc__failbuf(why, whylen, KV_EINVAL, "unfinished count %u, "
+			     "queued %u, counted %u", s->nunfinished, seen,
+			     unfinished);
+		rc = 206;
+		goto out;
+	}
+	if (s->cfg.max_num_seqs > 0 &&
+	    s->q[KVS_Q_RUNNING].n > (uint64_t)s->cfg.max_num_seqs) {
+		kvc__failbuf(why, whylen, KV_EINVAL, "%u running requests, "
+			     "max_num_seqs %lld", s->q[KVS_Q_RUNNING].n,
+			     (long long)s->cfg.max_num_seqs);
+		rc = 207;
+		goto out;
+	}
+	/*
+	 * The token budget is the policy's to check: vLLM v0 does not
+	 * charge prefix-cached tokens, so a batch may exceed it there.
+	 */
+out:
+	free(mark);
+	return rc;
+}

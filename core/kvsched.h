@@ -1,0 +1,247 @@
+/*
+ * kvsched.h -- scheduler policies over libkvcore, and the plugin ABI.
+ *
+ * A kvs holds the requests, the three queues (waiting, running, swapped),
+ * one allocator handle (kvc) and a policy.  Each step has two halves:
+ *
+ *   kvs_schedule()  the policy decides the batch: which requests compute
+ *                   how many tokens, which are preempted (recompute or
+ *                   swap), and the block operations the executor performs
+ *                   (swap-out map, swap-in map, copy-on-write pairs).
+ *   kvs_complete()  the caller reports the model output: every scheduled
+ *                   request whose computed tokens reach its length gains
+ *                   one generated token; requests that reach their output
+ *                   length or max_model_len finish and are freed.
+ *
+ * The scheduler is pure: no clock, no I/O, no randomness.  Time, arrival
+ * order and costs belong to the caller (the simulator, or a replay script).
+ *
+ * Policies: "vllm-v0", "vllm-v1", "sarathi", "deepspeed-fastgen", "kvsim",
+ * or the path of a plugin (a shared object exporting kvs_policy_entry(),
+ * see the end of this file).  Each policy runs on an allocator mode:
+ * vllm-v0 -> KVC_VLLM_V0, vllm-v1 -> KVC_VLLM_V1, deepspeed-fastgen ->
+ * KVC_DEEPSPEED, the others -> KVC_EXACT (a plugin names its own).
+ *
+ * Normative semantics of vllm-v1 and vllm-v0 steps: docs/replay.md of the
+ * design folder, rules R48-R72 (mirrored in docs/scheduler.md).
+ *
+ * Errors: kv_err as in kvcore.h; misuse leaves the state unchanged and
+ * kvs_errmsg() says why.  All memory a step reports is owned by the kvs and
+ * valid until the next call that changes it.
+ */
+#ifndef KVSCHED_H
+#define KVSCHED_H
+
+#include "kvcore.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVS_ABI 1
+
+/* "Not given": the policy picks its reference's default. */
+#define KVS_UNSET (-1)
+
+typedef struct kvs kvs;
+typedef int32_t kvs_req;	/* request handle, 0.. in order of kvs_add() */
+
+typedef enum kvs_status {
+	KVS_WAITING = 0,	/* queued, no blocks (new or recompute-preempted) */
+	KVS_RUNNING,		/* GPU blocks */
+	KVS_SWAPPED,		/* CPU blocks (swap-preempted) */
+	KVS_FINISHED,		/* reached its output length or max_model_len */
+	KVS_ABORTED
+} kvs_status;
+
+typedef enum kvs_queue {
+	KVS_Q_WAITING = 0,
+	KVS_Q_RUNNING,
+	KVS_Q_SWAPPED
+} kvs_queue;
+
+/*
+ * Scheduler configuration.  Integer fields are KVS_UNSET unless given; the
+ * policy resolves defaults and rejects what its reference does not have
+ * (e.g. `chunk_size` for vllm-v1) with KV_ECONFIG and a message.
+ */
+struct kvs_config {
+	char policy[256];		/* name, or path to a plugin .so */
+	int64_t max_num_seqs;
+	int64_t max_num_batched_tokens;
+	int64_t chunked_prefill;	/* 0 off, 1 on */
+	int64_t long_prefill_threshold;
+	int64_t preemption;		/* 0 recompute, 1 swap */
+	int64_t chunk_size;		/* sarathi */
+	int64_t priority;		/* 0 fcfs, 1 priority */
+	int64_t lookahead;		/* slots per decode (speculative) */
+};
+
+void kvs_config_init(struct kvs_config *c);	/* every field unset */
+
+/* A scheduled request and the tokens it computes in this step. */
+struct kvs_sched {
+	kvs_req req;
+	uint32_t ntokens;
+};
+
+/*
+ * One step's decisions.  sched is in the scheduler's own order; preempt in
+ * preemption order (preempt_swap[i] says whether victim i was swapped);
+ * finish (filled by kvs_complete) in sched order.  Pairs are device-relative
+ * ids as kvcore.h's.
+ */
+struct kvs_step {
+	uint64_t number;		/* 1, 2, ... */
+	const struct kvs_sched *sched;
+	uint32_t nsched;
+	const kvs_req *preempt;
+	const uint8_t *preempt_swap;
+	uint32_t npreempt;
+	const kvs_req *finish;
+	uint32_t nfinish;
+	const struct kvc_pair *swap_out, *swap_in, *cow;
+	uint32_t nswap_out, nswap_in, ncow;
+	uint32_t batch_tokens;		/* sum of sched[].ntokens */
+};
+
+/*
+ * Create a scheduler with its own allocator.  kc is the allocator
+ * configuration; its mode must be the policy's (or KVC_EXACT left as the
+ * default, which is then replaced by the policy's mode).  Returns NULL with
+ * *err and a message in why on a bad configuration (including setup checks
+ * such as "one max_model_len request must fit").
+ */
+kvs *kvs_new(const struct kvs_config *sc, const struct kvc_config *kc,
+	     kv_err *err, char *why, size_t whylen);
+void kvs_free(kvs *s);
+
+kvc *kvs_kv(kvs *s);			/* the allocator (borrowed) */
+const struct kvs_config *kvs_config_of(const kvs *s);	/* resolved */
+const char *kvs_policy_name(const kvs *s);
+const char *kvs_errmsg(const kvs *s);
+
+/*
+ * Queue a request (tail of the waiting queue).  priority: lower first under
+ * the priority order.  Errors: a prompt of max_model_len tokens or more,
+ * max_output < 1.
+ */
+kv_err kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
+	       int32_t priority, kvs_req *out);
+
+/* First half of a step. */
+kv_err kvs_schedule(kvs *s, const struct kvs_step **out);
+
+/*
+ * Second half: apply the model output of the step just scheduled.  tokens,
+ * if not NULL, gives the generated token of each sched entry (by index;
+ * entries that generate nothing are ignored); NULL uses the deterministic
+ * token 1000000 + position.  Fills the step's finish list.
+ */
+kv_err kvs_complete(kvs *s, const uint32_t *tokens,
+		    const struct kvs_step **out);
+
+/* kvs_schedule() then kvs_complete(s, NULL, out). */
+kv_err kvs_step(kvs *s, const struct kvs_step **out);
+
+/* Abort an unfinished request: out of its queue, blocks freed. */
+kv_err kvs_abort(kvs *s, kvs_req r);
+
+/* Requests. */
+uint32_t kvs_nreqs(const kvs *s);
+uint32_t kvs_nunfinished(const kvs *s);
+kvs_status kvs_req_status(const kvs *s, kvs_req r);
+int32_t kvs_req_seq(const kvs *s, kvs_req r);	/* its kvc sequence */
+uint32_t kvs_req_prompt_len(const kvs *s, kvs_req r);
+uint32_t kvs_req_max_output(const kvs *s, kvs_req r);
+uint32_t kvs_req_generated(const kvs *s, kvs_req r);
+int32_t kvs_req_priority(const kvs *s, kvs_req r);
+uint32_t kvs_req_preemptions(const kvs *s, kvs_req r);
+uint32_t kvs_req_recomputed(const kvs *s, kvs_req r); /* tokens recomputed */
+
+/* Queues, for policies and observers. */
+uint32_t kvs_queue_len(const kvs *s, kvs_queue q);
+kvs_req kvs_queue_at(const kvs *s, kvs_queue q, uint32_t i);
+
+/*
+ * Invariants: kvc_audit(), every unfinished request in exactly one queue
+ * with the matching status, waiting requests hold no blocks and have no
+ * computed tokens, running ones hold blocks, running <= max_num_seqs, and
+ * the last step's batch within its token budget.  0 or the number of the
+ * first broken invariant, with a message.
+ */
+int kvs_audit(const kvs *s, char *why, size_t whylen);
+
+/* ---- the policy interface (built-in policies and plugins) ----------- */
+
+/*
+ * A policy decides one step by calling the helpers below on the kvs it is
+ * given.  It may keep state of its own (init's *state).  schedule() must
+ * leave the kvs consistent (kvs_audit() == 0) and must never let an
+ * admission answer disagree with its action: an allocation it was told
+ * fits must succeed.
+ */
+struct kvs_policy {
+	uint32_t abi;		/* KVS_ABI */
+	const char *name;
+	kvc_mode mode;		/* the allocator mode it runs on */
+	/* Resolve defaults into *c and validate it (and kc); KV_ECONFIG. */
+	kv_err (*configure)(struct kvs_config *c, const struct kvc_config *kc,
+			    char *why, size_t whylen);
+	kv_err (*init)(kvs *s, void **state);	/* optional */
+	void (*release)(void *state);		/* optional */
+	kv_err (*schedule)(kvs *s, void *state);
+	/*
+	 * Optional: the second half of a step (model output), when the
+	 * policy's reference processes it differently from the default
+	 * kvs_complete_default().
+	 */
+	kv_err (*complete)(kvs *s, void *state, const uint32_t *tokens);
+};
+
+/* A plugin exports this symbol (C linkage). */
+typedef const struct kvs_policy *(*kvs_policy_entry_fn)(void);
+#define KVS_POLICY_ENTRY "kvs_policy_entry"
+
+/* Helpers for policies.  All act within the step being scheduled. */
+
+/* Queue surgery: insert at index i (0 = front, len = back), remove at i. */
+kv_err kvs_queue_insert(kvs *s, kvs_queue q, uint32_t i, kvs_req r);
+kvs_req kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i);
+
+/* Record r as scheduled for n tokens this step (status RUNNING). */
+kv_err kvs_emit_sched(kvs *s, kvs_req r, uint32_t n);
+/*
+ * Preempt r: recompute frees its blocks (status WAITING, computed tokens
+ * counted as to be recomputed); swap moves them to the CPU (status
+ * SWAPPED, pairs appended to the step's swap_out list; KV_ENOSPC and no
+ * change when the CPU pool cannot take them).  Both record r in the step's
+ * preempt list.  Queue moves are the policy's.
+ */
+kv_err kvs_preempt_recompute(kvs *s, kvs_req r);
+kv_err kvs_preempt_swap(kvs *s, kvs_req r);
+/* Append the allocator's last pairs (kvc_pairs) to a step list. */
+enum kvs_pairs { KVS_SWAP_OUT, KVS_SWAP_IN, KVS_COW };
+kv_err kvs_emit_pairs(kvs *s, enum kvs_pairs which);
+
+/* Set a request's status (the queue moves are the policy's). */
+void kvs_set_status(kvs *s, kvs_req r, kvs_status st);
+
+/* The default second half of a step (see kvs_complete()). */
+kv_err kvs_complete_default(kvs *s, const uint32_t *tokens);
+
+/* Resolve a built-in policy by name (NULL if unknown). */
+const struct kvs_policy *kvs_builtin_policy(const char *name);
+
+/* kvs_new() with a given policy (a plugin's); checks p->abi. */
+kvs *kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
+		    const struct kvc_config *kc, kv_err *err, char *why,
+		    size_t whylen);
+
+/* The step being scheduled (for policies; valid during schedule()). */
+const struct kvs_step *kvs_current_step(const kvs *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVSCHED_H */
