@@ -374,6 +374,8 @@ kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
 {
 	kv_err e;
 
+	if (n == 0)
+		return KV_OK;	/* kvc_append_slots() passes no tokens */
 	if (n > UINT32_MAX - q->ntok)
 		return KV_EINVAL;
 	e = kvc__tok_reserve(q, q->ntok + (uint32_t)n);

@@ -447,6 +447,12 @@ kvs_current_step(const kvs *s)
 	return &s->step;
 }
 
+void *
+kvs_policy_state(const kvs *s, const struct kvs_policy *p)
+{
+	return s != NULL && p != NULL && s->pol == p ? s->pstate : NULL;
+}
+
 kv_err
 kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
 {

@@ -1,28 +1,473 @@
-/* Placeholder until the policy lands: kvs_new() refuses it. */
+/*
+ * kvs_v1.c -- policy "vllm-v1": vLLM v1's Scheduler.schedule()
+ * (vllm-project/vllm at 5e5a7eb16f12, vllm/v1/core/sched/scheduler.py) over
+ * the allocator in mode vllm-v1.  Normative: docs/replay.md R48-R58 of the
+ * design folder; our own words in docs/scheduler.md.
+ *
+ * One token budget B per step, no prefill or decode phase: every request
+ * advances its computed count C toward its length T.
+ *
+ *   running phase  for each running request in list order while the budget
+ *                  lasts: n = T - C, capped by long_prefill_threshold, the
+ *                  budget and min(P + N, max_model_len) - 1 - C; n = 0 skips
+ *                  it.  allocate_slots(n); while that fails, preempt the
+ *                  last running request (priority: the largest (priority,
+ *                  arrival), even one already scheduled this step, whose
+ *                  tokens go back to the budget), recompute-style, onto the
+ *                  front of the waiting queue; preempting the requester
+ *                  itself ends the phase.
+ *   waiting phase  only when nobody was preempted: admit from the head
+ *                  while the budget lasts and fewer than max_num_seqs run:
+ *                  prefix hit h, n = T - h (capped); without chunked prefill
+ *                  a request that does not fit the budget is set aside and
+ *                  the loop goes on; an allocation failure stops the phase.
+ *                  Set-aside requests return to the front in reverse order
+ *                  of skipping (vLLM's FCFSRequestQueue.prepend_requests
+ *                  before PR #32173 reversed them twice).
+ *
+ * The model output is kvs_complete_default(): it is update_from_output()
+ * for this configuration (R53).
+ *
+ * The waiting queue under sched_policy priority is kept sorted by
+ * (priority, arrival), arrival being the kvs_req number: vLLM's heap has no
+ * front, a "prepend" is an ordinary push, and (priority, arrival) is a total
+ * order here, so sorted order is the heap's pop order.
+ *
+ * lookahead L > 0 is our extension (the pinned reference runs without
+ * speculative decoding, R48): a running request whose n completes its
+ * tokens (a decode, or the last prefill chunk) reserves L more slots, as
+ * allocate_slots(num_lookahead_tokens=L) does; admissions reserve none, as
+ * vLLM's effective_lookahead_tokens is 0 for a request with C = 0.
+ *
+ * Cost per step: O(running + admitted + preempted) plus the queue moves of
+ * kv_sched.c; the priority victim search is O(running) per preemption.
+ * Scratch arrays grow with the running list and never shrink.
+ */
 #include "kvsched.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct v1s {
+	/* running-phase schedule, emitted when the phase ends */
+	struct kvs_sched *run;
+	uint32_t nrun, caprun;
+	/* requests set aside by the waiting phase, in skipping order */
+	kvs_req *skip;
+	uint32_t nskip, capskip;
+};
+
 static kv_err
-kvs__v1_configure(struct kvs_config *c, const struct kvc_config *kc,
-		    char *why, size_t whylen)
+v1s_fail(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static kv_err
+v1s_fail(char *why, size_t whylen, const char *fmt, ...)
 {
-	(void)c;
-	(void)kc;
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return KV_ECONFIG;
+}
+
+static int64_t
+v1s_default(int64_t v, int64_t d)
+{
+	return v == KVS_UNSET ? d : v;
+}
+
+/* R48 defaults, R48/R49 checks. */
+static kv_err
+v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
+	      size_t whylen)
+{
+	uint32_t ng = kc->ngroups ? kc->ngroups : 1;
+	uint64_t need = 0, mml = kc->max_model_len;
+
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
-	return KV_ENOTSUP;
+	if (c->chunk_size != KVS_UNSET)
+		return v1s_fail(why, whylen, "chunk_size: vllm-v1 has no fixed "
+				"chunk size (its chunks come from the token "
+				"budget and long_prefill_threshold)");
+	if (c->preemption == 1)
+		return v1s_fail(why, whylen, "preemption swap: vllm-v1 has no "
+				"swap, only recompute");
+	c->max_num_seqs = v1s_default(c->max_num_seqs, 128);
+	c->max_num_batched_tokens = v1s_default(c->max_num_batched_tokens,
+						2048);
+	c->chunked_prefill = v1s_default(c->chunked_prefill, 1);
+	c->long_prefill_threshold = v1s_default(c->long_prefill_threshold, 0);
+	c->preemption = 0;
+	c->priority = v1s_default(c->priority, 0);
+	c->lookahead = v1s_default(c->lookahead, 0);
+	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
+		return v1s_fail(why, whylen, "max_num_seqs must be between 1 "
+				"and %u", UINT32_MAX);
+	if (c->max_num_batched_tokens < 1 ||
+	    c->max_num_batched_tokens > UINT32_MAX)
+		return v1s_fail(why, whylen, "max_num_batched_tokens must be "
+				"between 1 and %u", UINT32_MAX);
+	if (c->chunked_prefill < 0 || c->chunked_prefill > 1 ||
+	    c->priority < 0 || c->priority > 1 ||
+	    c->long_prefill_threshold < 0 ||
+	    c->long_prefill_threshold > UINT32_MAX ||
+	    c->lookahead < 0 || c->lookahead > UINT32_MAX)
+		return v1s_fail(why, whylen, "scheduler option out of range");
+	/* SchedulerConfig.verify_max_model_len */
+	if (!c->chunked_prefill && (uint64_t)c->max_num_batched_tokens < mml)
+		return v1s_fail(why, whylen, "max_num_batched_tokens (%lld) is "
+				"smaller than max_model_len (%u) with chunked "
+				"prefill off: vLLM would reject every longer "
+				"sequence; raise max_num_batched_tokens or "
+				"lower max_model_len",
+				(long long)c->max_num_batched_tokens,
+				kc->max_model_len);
+	if (c->max_num_batched_tokens < c->max_num_seqs)
+		return v1s_fail(why, whylen, "max_num_batched_tokens (%lld) "
+				"must be greater than or equal to max_num_seqs "
+				"(%lld)", (long long)c->max_num_batched_tokens,
+				(long long)c->max_num_seqs);
+	if (kc->mode != KVC_VLLM_V1)
+		return v1s_fail(why, whylen, "policy vllm-v1 runs on allocator "
+				"mode vllm-v1, not %s",
+				kvc_mode_name(kc->mode));
+	/* check_enough_kv_cache_memory, in usable blocks (R49) */
+	for (uint32_t g = 0; g < ng; g++) {
+		const struct kvc_group_config *gc = &kc->group[g];
+		kvc_kind kind = kc->ngroups ? gc->kind : KVC_FULL;
+		uint64_t bs = kc->ngroups && gc->block_size ? gc->block_size :
+		    kc->block_size;
+		uint64_t t;
+
+		if (bs == 0)
+			return v1s_fail(why, whylen, "block_size must be at "
+					"least 1");
+		switch (kind) {
+		case KVC_FULL:
+			need += kvc_cdiv(mml, bs);
+			break;
+		case KVC_SLIDING:
+			t = (uint64_t)gc->window - 1 +
+			    (uint64_t)c->max_num_batched_tokens;
+			need += kvc_cdiv(t < mml ? t : mml, bs) + 1;
+			break;
+		default:
+			return v1s_fail(why, whylen, "group %s: kind=state is "
+					"not available with policy vllm-v1",
+					gc->name);
+		}
+	}
+	if (kc->gpu_blocks < 1 || need > (uint64_t)kc->gpu_blocks - 1)
+		return v1s_fail(why, whylen, "one request of max_model_len %u "
+				"tokens needs %llu blocks, but only %u are "
+				"usable (gpu_blocks %u less the null block); "
+				"raise gpu_blocks or lower max_model_len",
+				kc->max_model_len, (unsigned long long)need,
+				kc->gpu_blocks ? kc->gpu_blocks - 1 : 0,
+				kc->gpu_blocks);
+	return KV_OK;
 }
 
 static kv_err
-kvs__v1_schedule(kvs *s, void *state)
+v1s_init(kvs *s, void **state)
 {
 	(void)s;
-	(void)state;
-	return KV_ENOTSUP;
+	*state = calloc(1, sizeof(struct v1s));
+	return *state != NULL ? KV_OK : KV_ENOMEM;
+}
+
+static void
+v1s_release(void *state)
+{
+	struct v1s *v = state;
+
+	if (v == NULL)
+		return;
+	free(v->run);
+	free(v->skip);
+	free(v);
+}
+
+static kv_err
+v1s_grow(void **p, uint32_t *cap, uint32_t n, size_t sz)
+{
+	uint32_t c;
+	void *q;
+
+	if (n <= *cap)
+		return KV_OK;
+	c = *cap ? *cap : 16;
+	while (c < n)
+		c *= 2;
+	q = realloc(*p, (size_t)c * sz);
+	if (q == NULL)
+		return KV_ENOMEM;
+	*p = q;
+	*cap = c;
+	return KV_OK;
+}
+
+/* (priority, arrival) of a before that of b. */
+static bool
+v1s_before(const kvs *s, kvs_req a, kvs_req b)
+{
+	int32_t pa = kvs_req_priority(s, a), pb = kvs_req_priority(s, b);
+
+	return pa != pb ? pa < pb : a < b;
+}
+
+/* Put r back into the waiting queue: front (FCFS) or its sorted place. */
+static kv_err
+v1s_requeue(kvs *s, bool prio, kvs_req r)
+{
+	uint32_t i = 0, n = kvs_queue_len(s, KVS_Q_WAITING);
+
+	if (prio)
+		while (i < n && v1s_before(s, kvs_queue_at(s, KVS_Q_WAITING,
+							   i), r))
+			i++;
+	return kvs_queue_insert(s, KVS_Q_WAITING, i, r);
+}
+
+/*
+ * Sort the waiting queue by (priority, arrival): only new requests (added
+ * at the tail by kvs_add) are out of place, so insertion sort is linear in
+ * the queue plus the distance they move.
+ */
+static kv_err
+v1s_sort_waiting(kvs *s)
+{
+	uint32_t n = kvs_queue_len(s, KVS_Q_WAITING);
+
+	for (uint32_t i = 1; i < n; i++) {
+		kvs_req r = kvs_queue_at(s, KVS_Q_WAITING, i);
+		uint32_t j = i;
+
+		while (j > 0 && v1s_before(s, r, kvs_queue_at(s, KVS_Q_WAITING,
+							      j - 1)))
+			j--;
+		if (j != i) {
+			kvs_queue_remove(s, KVS_Q_WAITING, i);
+			if (kvs_queue_insert(s, KVS_Q_WAITING, j, r) != KV_OK)
+				return KV_ENOMEM;
+		}
+	}
+	return KV_OK;
+}
+
+/* Index of the running request with the largest (priority, arrival). */
+static uint32_t
+v1s_prio_victim(const kvs *s)
+{
+	uint32_t n = kvs_queue_len(s, KVS_Q_RUNNING), best = 0;
+
+	for (uint32_t i = 1; i < n; i++)
+		if (v1s_before(s, kvs_queue_at(s, KVS_Q_RUNNING, best),
+			       kvs_queue_at(s, KVS_Q_RUNNING, i)))
+			best = i;
+	return best;
+}
+
+/* allocate_slots(req, n, num_lookahead_tokens) for a RUNNING request. */
+static kv_err
+v1s_alloc_running(kvc *k, int32_t seq, uint32_t n, uint32_t L)
+{
+	if (L > 0 && (size_t)n == kvc_seq_len(k, seq) -
+	    kvc_seq_computed(k, seq))
+		return kvc_append_slots(k, seq, L);
+	return kvc_allocate(k, seq, n);
+}
+
+/*
+ * Preempt one victim for the running phase.  *i is the index of the
+ * request being scheduled; it moves down when a victim already scheduled
+ * this step (priority only) leaves the list in front of it.  *self says
+ * the victim was the requester.
+ */
+static kv_err
+v1s_preempt_one(kvs *s, struct v1s *v, bool prio, kvs_req req,
+		uint32_t *i, uint32_t *budget, bool *self)
+{
+	uint32_t at = prio ? v1s_prio_victim(s) :
+	    kvs_queue_len(s, KVS_Q_RUNNING) - 1;
+	kvs_req victim = kvs_queue_remove(s, KVS_Q_RUNNING, at);
+	kv_err e;
+
+	if (prio)
+		for (uint32_t j = 0; j < v->nrun; j++) {
+			if (v->run[j].req != victim)
+				continue;
+			*budget += v->run[j].ntokens;
+			memmove(v->run + j, v->run + j + 1,
+				(v->nrun - j - 1) * sizeof(*v->run));
+			v->nrun--;
+			(*i)--;
+			break;
+		}
+	if ((e = kvs_preempt_recompute(s, victim)) != KV_OK)
+		return e;
+	if ((e = v1s_requeue(s, prio, victim)) != KV_OK)
+		return e;
+	*self = victim == req;
+	return KV_OK;
+}
+
+static kv_err
+v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
+{
+	const struct kvs_config *c = kvs_config_of(s);
+	kvc *k = kvs_kv(s);
+	uint64_t mml = kvc_config_of(k)->max_model_len;
+	uint64_t H = (uint64_t)c->long_prefill_threshold;
+	uint32_t L = (uint32_t)c->lookahead;
+	bool prio = c->priority == 1;
+	uint32_t i = 0;
+	kv_err e;
+
+	v->nrun = 0;
+	while (i < kvs_queue_len(s, KVS_Q_RUNNING) && *budget > 0) {
+		kvs_req r = kvs_queue_at(s, KVS_Q_RUNNING, i);
+		int32_t seq = kvs_req_seq(s, r);
+		uint64_t T = kvc_seq_len(k, seq), C = kvc_seq_computed(k, seq);
+		uint64_t total = (uint64_t)kvs_req_prompt_len(s, r) +
+		    kvs_req_max_output(s, r);
+		int64_t n = (int64_t)(T - C), cap;
+		bool self = false;
+
+		if (H > 0 && (uint64_t)n > H)
+			n = (int64_t)H;
+		if (n > (int64_t)*budget)
+			n = *budget;
+		cap = (int64_t)(total < mml ? total : mml) - 1 - (int64_t)C;
+		if (n > cap)
+			n = cap;
+		if (n <= 0) {
+			i++;
+			continue;
+		}
+		while ((e = v1s_alloc_running(k, seq, (uint32_t)n, L)) !=
+		       KV_OK) {
+			if (e != KV_ENOSPC)
+				return e;
+			if ((e = v1s_preempt_one(s, v, prio, r, &i, budget,
+						 &self)) != KV_OK)
+				return e;
+			if (self)
+				break;
+		}
+		if (self)
+			break;
+		if ((e = v1s_grow((void **)&v->run, &v->caprun, v->nrun + 1,
+				  sizeof(*v->run))) != KV_OK)
+			return e;
+		v->run[v->nrun].req = r;
+		v->run[v->nrun].ntokens = (uint32_t)n;
+		v->nrun++;
+		*budget -= (uint32_t)n;
+		i++;
+	}
+	for (uint32_t j = 0; j < v->nrun; j++)
+		if ((e = kvs_emit_sched(s, v->run[j].req, v->run[j].ntokens)) !=
+		    KV_OK)
+			return e;
+	return KV_OK;
+}
+
+static kv_err
+v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
+{
+	const struct kvs_config *c = kvs_config_of(s);
+	kvc *k = kvs_kv(s);
+	uint64_t H = (uint64_t)c->long_prefill_threshold;
+	bool prio = c->priority == 1;
+	kv_err e = KV_OK;
+
+	v->nskip = 0;
+	while (kvs_queue_len(s, KVS_Q_WAITING) > 0 && budget > 0) {
+		kvs_req r;
+		int32_t seq;
+		size_t h;
+		uint64_t n;
+
+		if (kvs_queue_len(s, KVS_Q_RUNNING) >= c->max_num_seqs)
+			break;
+		r = kvs_queue_at(s, KVS_Q_WAITING, 0);
+		seq = kvs_req_seq(s, r);
+		if ((e = kvc_cached(k, seq, &h)) != KV_OK)
+			goto out;
+		n = kvc_seq_len(k, seq) - h;
+		if (H > 0 && n > H)
+			n = H;
+		if (!c->chunked_prefill && n > budget) {
+			if ((e = v1s_grow((void **)&v->skip, &v->capskip,
+					  v->nskip + 1, sizeof(*v->skip))) !=
+			    KV_OK)
+				goto out;
+			kvs_queue_remove(s, KVS_Q_WAITING, 0);
+			v->skip[v->nskip++] = r;
+			continue;
+		}
+		if (n > budget)
+			n = budget;
+		e = kvc_allocate(k, seq, (uint32_t)n);
+		if (e == KV_ENOSPC) {
+			e = KV_OK;
+			break;
+		}
+		if (e != KV_OK)
+			goto out;
+		if ((e = kvs_queue_insert(s, KVS_Q_RUNNING,
+					  kvs_queue_len(s, KVS_Q_RUNNING),
+					  r)) != KV_OK)
+			goto out;
+		kvs_queue_remove(s, KVS_Q_WAITING, 0);
+		if ((e = kvs_emit_sched(s, r, (uint32_t)n)) != KV_OK)
+			goto out;
+		budget -= (uint32_t)n;
+	}
+out:
+	/* prepend_requests(skipped): the last one skipped ends up first */
+	for (uint32_t j = 0; j < v->nskip; j++) {
+		kv_err e2 = v1s_requeue(s, prio, v->skip[j]);
+
+		if (e == KV_OK)
+			e = e2;
+	}
+	v->nskip = 0;
+	return e;
+}
+
+static kv_err
+v1s_schedule(kvs *s, void *state)
+{
+	struct v1s *v = state;
+	uint32_t budget = (uint32_t)kvs_config_of(s)->max_num_batched_tokens;
+	kv_err e;
+
+	if (kvs_config_of(s)->priority == 1 &&
+	    (e = v1s_sort_waiting(s)) != KV_OK)
+		return e;
+	if ((e = v1s_running_phase(s, v, &budget)) != KV_OK)
+		return e;
+	if (kvs_current_step(s)->npreempt > 0)
+		return KV_OK;
+	return v1s_waiting_phase(s, v, budget);
 }
 
 const struct kvs_policy kvs__v1_policy = {
 	.abi = KVS_ABI,
-	.name = "v1",
-	.configure = kvs__v1_configure,
-	.schedule = kvs__v1_schedule,
+	.name = "vllm-v1",
+	.mode = KVC_VLLM_V1,
+	.configure = v1s_configure,
+	.init = v1s_init,
+	.release = v1s_release,
+	.schedule = v1s_schedule,
+	.complete = NULL,
 };

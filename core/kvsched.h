@@ -241,6 +241,12 @@ kvs *kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
 /* The step being scheduled (for policies; valid during schedule()). */
 const struct kvs_step *kvs_current_step(const kvs *s);
 
+/*
+ * The state p->init() created for s, if s runs policy p; else NULL.  Lets a
+ * policy offer calls of its own beside the kvs_* API (kvspolicy.h).
+ */
+void *kvs_policy_state(const kvs *s, const struct kvs_policy *p);
+
 #ifdef __cplusplus
 }
 #endif

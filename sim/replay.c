@@ -8,6 +8,14 @@
  * that are lexical (DeepSpeed refuses `lookahead=`, R36).  All semantics
  * live in core/.
  *
+ * A `policy` line (docs/scheduler.md) adds scheduler setup keys, parsed
+ * into a struct kvs_config for any policy (the policy's configure() rejects
+ * what its reference lacks), and the first operation then creates a kvs
+ * whose allocator the queries use.  The requests belong to the scheduler:
+ * only `request`, `step`, `run`, `abort` and the queries `table`,
+ * `free_blocks`, `audit` are operations (R50); with --check every step is
+ * followed by kvs_audit().
+ *
  * --check (DESIGN.md "Decision/action consistency"): before answering a
  * query, the matching action is tried on a clone of the state.  OK/yes must
  * imply success; success that leaves the watermark free must imply a verdict
@@ -18,6 +26,7 @@
 #include "sim/replay.h"
 
 #include "core/kvcore.h"
+#include "core/kvsched.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -40,9 +49,16 @@ struct rp {
 	long line;
 	/* setup */
 	struct kvc_config cfg;
-	bool seen[16];
+	bool seen[32];
 	bool have_gpu, have_mode;
-	kvc *k;
+	kvc *k;			/* owned, or kvs_kv(s) with a policy */
+	/* scheduler (docs/scheduler.md): set up by `policy` */
+	struct kvs_config scfg;
+	const struct kvs_policy *pol;
+	void *plugin;		/* replay_load_policy() handle */
+	kvs *s;
+	const char **reqname;	/* by kvs_req, borrowed from ids */
+	uint32_t capreqname;
 	/* sequence names: open addressing, never deleted (R12) */
 	struct rp_id *ids;
 	uint32_t idmask, nids;
@@ -439,8 +455,15 @@ rp_new_name(struct rp *r, const char *name)
 
 static const char *const rp_setup_kw[] = {
 	"mode", "block_size", "gpu_blocks", "cpu_blocks", "watermark",
-	"prefix_caching", "max_model_len", "group", NULL
+	"prefix_caching", "max_model_len", "group",
+	/* scheduler keys (RP_SCHED_KW on) */
+	"policy", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill",
+	"long_prefill_threshold", "preemption", "chunk_size", "sched_policy",
+	"lookahead", NULL
 };
+
+#define RP_GROUP_KW 7
+#define RP_POLICY_KW 8
 
 static int
 rp_setup_index(const char *kw)
@@ -466,34 +489,153 @@ rp_valid_decimal(const char *s)
 	return true;
 }
 
+/* The allocator mode, and the watermark default that goes with it (R7). */
+static void
+rp_apply_mode(struct rp *r, kvc_mode m)
+{
+	r->cfg.mode = m;
+	if (!r->seen[4])
+		r->cfg.watermark = m == KVC_VLLM_V0 ? 0.01 : 0.0;
+}
+
+/*
+ * A policy named by a path (it contains '/') is a plugin, loaded by
+ * replay_load_policy() (sim/plugin.c).  Until that lands, this stub
+ * refuses every path; sim/plugin.c replaces both functions below (delete
+ * them here when it does).
+ */
+const struct kvs_policy *
+replay_load_policy(const char *path, void **handle, char *why, size_t whylen)
+{
+	(void)path;
+	*handle = NULL;
+	snprintf(why, whylen, "plugins not available in this build");
+	return NULL;
+}
+
+void
+replay_unload_policy(void *handle)
+{
+	(void)handle;
+}
+
+static int
+rp_onoff(struct rp *r, const struct rp_line *l, const char *on,
+	 const char *off, int64_t *out)
+{
+	if (strcmp(l->pos[0], on) == 0)
+		*out = 1;
+	else if (strcmp(l->pos[0], off) == 0)
+		*out = 0;
+	else
+		return rp_error(r, "%s: expected %s or %s, got '%s'", l->kw,
+				on, off, l->pos[0]);
+	return RP_OK;
+}
+
+/*
+ * Scheduler setup keys: parsed into a struct kvs_config, generic for every
+ * policy.  Values the policy does not have are its configure()'s to reject
+ * (with the first operation).  `policy` also fixes the allocator mode.
+ */
+static int
+rp_sched_setup(struct rp *r, int idx, struct rp_line *l)
+{
+	struct kvs_config *c = &r->scfg;
+	const char *v = l->pos[0];
+	uint32_t u;
+
+	switch (idx) {
+	case RP_POLICY_KW: {
+		const struct kvs_policy *p;
+		char why[256];
+
+		if (strlen(v) >= sizeof(c->policy))
+			return rp_error(r, "policy: name too long");
+		if (strchr(v, '/') != NULL) {
+			p = replay_load_policy(v, &r->plugin, why,
+					       sizeof(why));
+			if (p == NULL)
+				return rp_error(r, "policy: cannot load '%s': "
+						"%s", v, why);
+		} else {
+			p = kvs_builtin_policy(v);
+			if (p == NULL)
+				return rp_error(r, "unknown policy '%s' "
+						"(vllm-v0, vllm-v1, sarathi, "
+						"deepspeed-fastgen, kvsim, or "
+						"the path of a plugin)", v);
+		}
+		if (r->have_mode && r->cfg.mode != p->mode)
+			return rp_error(r, "policy %s runs on mode %s, but "
+					"the mode line says %s", v,
+					kvc_mode_name(p->mode),
+					kvc_mode_name(r->cfg.mode));
+		strcpy(c->policy, v);
+		r->pol = p;
+		rp_apply_mode(r, p->mode);
+		return RP_OK;
+	}
+	case RP_POLICY_KW + 3:
+		return rp_onoff(r, l, "on", "off", &c->chunked_prefill);
+	case RP_POLICY_KW + 5:
+		return rp_onoff(r, l, "swap", "recompute", &c->preemption);
+	case RP_POLICY_KW + 7:
+		return rp_onoff(r, l, "priority", "fcfs", &c->priority);
+	}
+	if (rp_u32(r, l->kw, v, &u))
+		return RP_BAD;
+	switch (idx) {
+	case RP_POLICY_KW + 1:
+		c->max_num_seqs = u;
+		break;
+	case RP_POLICY_KW + 2:
+		c->max_num_batched_tokens = u;
+		break;
+	case RP_POLICY_KW + 4:
+		c->long_prefill_threshold = u;
+		break;
+	case RP_POLICY_KW + 6:
+		c->chunk_size = u;
+		break;
+	case RP_POLICY_KW + 8:
+		c->lookahead = u;
+		break;
+	default:
+		return rp_error(r, "internal: bad setup keyword");
+	}
+	return RP_OK;
+}
+
 static int
 rp_setup(struct rp *r, int idx, struct rp_line *l)
 {
 	struct kvc_config *c = &r->cfg;
 	uint32_t v;
 
-	if (idx != 7) {
+	if (idx != RP_GROUP_KW) {
 		if (r->seen[idx])
 			return rp_error(r, "%s given twice", l->kw);
 		r->seen[idx] = true;
 		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
 			return RP_BAD;
 	}
+	if (idx >= RP_POLICY_KW)
+		return rp_sched_setup(r, idx, l);
 	switch (idx) {
 	case 0: {
 		kvc_mode m;
-		double wm = c->watermark;
-		bool wm_set = r->seen[4];
 
 		if (kvc_mode_parse(l->pos[0], &m) != 0)
 			return rp_error(r, "unknown mode '%s' (exact, "
 					"vllm-v0, vllm-v1, deepspeed)",
 					l->pos[0]);
-		c->mode = m;
-		if (!wm_set)
-			c->watermark = m == KVC_VLLM_V0 ? 0.01 : 0.0;
-		else
-			c->watermark = wm;
+		if (r->pol != NULL && r->pol->mode != m)
+			return rp_error(r, "mode %s conflicts with policy %s, "
+					"which runs on mode %s", l->pos[0],
+					r->pol->name,
+					kvc_mode_name(r->pol->mode));
+		rp_apply_mode(r, m);
 		r->have_mode = true;
 		return RP_OK;
 	}
@@ -538,7 +680,7 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 			return rp_error(r, "max_model_len must be at least 1");
 		c->max_model_len = v;
 		return RP_OK;
-	case 7: {
+	case RP_GROUP_KW: {
 		struct kvc_group_config *g;
 		const char *kind, *win, *bs;
 
@@ -608,6 +750,19 @@ rp_start(struct rp *r)
 	if (!r->have_gpu)
 		return rp_error(r, "gpu_blocks is required before the first "
 				"operation");
+	if (r->pol != NULL) {
+		r->s = kvs_new_policy(r->pol, &r->scfg, &r->cfg, &e, why,
+				      sizeof(why));
+		if (r->s == NULL)
+			return rp_error(r, "bad setup: %s", why[0] ? why :
+					kv_strerror(e));
+		r->k = kvs_kv(r->s);
+		return RP_OK;
+	}
+	for (int i = RP_POLICY_KW + 1; rp_setup_kw[i] != NULL; i++)
+		if (r->seen[i])
+			return rp_error(r, "%s needs a policy line (it sets up "
+					"a scheduler)", rp_setup_kw[i]);
 	r->k = kvc_new(&r->cfg, &e, why, sizeof(why));
 	if (r->k == NULL)
 		return rp_error(r, "bad setup: %s", why[0] ? why :
@@ -810,6 +965,60 @@ rp_check_bool(struct rp *r, const char *q, bool yes, bool ok)
 
 static const char *const rp_verdict_name[] = { "OK", "LATER", "NEVER" };
 
+/* `table NAME`: sequence s's block ids per group (R19). */
+static void
+rp_table(struct rp *r, const char *name, int32_t s)
+{
+	char *buf;
+	size_t cap = 64, len;
+
+	for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
+		size_t tn;
+
+		kvc_table(r->k, s, g, &tn);
+		cap += 16 * tn + KVC_NAME_MAX + 8;
+	}
+	buf = rp_xrealloc(NULL, cap + strlen(name));
+	len = (size_t)sprintf(buf, "table %s", name);
+	for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
+		size_t tn;
+		const int32_t *id = kvc_table(r->k, s, g, &tn);
+
+		len += (size_t)sprintf(buf + len, " %s=[",
+				       kvc_group_name(r->k, g));
+		for (size_t i = 0; i < tn; i++) {
+			if (i)
+				buf[len++] = ',';
+			if (id[i] == KVC_NULL)
+				buf[len++] = '-';
+			else
+				len += (size_t)sprintf(buf + len, "%d", id[i]);
+		}
+		buf[len++] = ']';
+		buf[len] = '\0';
+	}
+	rp_emit(r, "%s", buf);
+	free(buf);
+}
+
+/* `free_blocks` (R20). */
+static void
+rp_free_blocks(struct rp *r)
+{
+	char *buf;
+	size_t len;
+
+	buf = rp_xrealloc(NULL, 64 * (kvc_ngroups(r->k) + 2));
+	len = (size_t)sprintf(buf, "free_blocks");
+	for (uint32_t g = 0; g < kvc_ngroups(r->k); g++)
+		len += (size_t)sprintf(buf + len, " %s=%u",
+				       kvc_group_name(r->k, g),
+				       kvc_free_blocks(r->k, g));
+	sprintf(buf + len, " cpu=%u", kvc_free_cpu(r->k));
+	rp_emit(r, "%s", buf);
+	free(buf);
+}
+
 /* One operation line.  `text` is the line as written, for the history. */
 static int
 rp_op(struct rp *r, struct rp_line *l, const char *text)
@@ -823,6 +1032,10 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 
 	kvc_set_time(r->k, r->line);
 
+	if (strcmp(kw, "request") == 0 || strcmp(kw, "step") == 0 ||
+	    strcmp(kw, "run") == 0 || strcmp(kw, "abort") == 0)
+		return rp_error(r, "%s needs a policy line (scheduler "
+				"steps, docs/scheduler.md)", kw);
 	if (strcmp(kw, "seq") == 0) {
 		const char *t;
 
@@ -842,21 +1055,9 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 		return RP_OK;
 	}
 	if (strcmp(kw, "free_blocks") == 0) {
-		char *buf = NULL;
-		size_t cap = 0, len = 0;
-
 		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
 			return RP_BAD;
-		cap = 64 * (kvc_ngroups(r->k) + 2);
-		buf = rp_xrealloc(NULL, cap);
-		len = (size_t)sprintf(buf, "free_blocks");
-		for (uint32_t g = 0; g < kvc_ngroups(r->k); g++)
-			len += (size_t)sprintf(buf + len, " %s=%u",
-					       kvc_group_name(r->k, g),
-					       kvc_free_blocks(r->k, g));
-		sprintf(buf + len, " cpu=%u", kvc_free_cpu(r->k));
-		rp_emit(r, "%s", buf);
-		free(buf);
+		rp_free_blocks(r);
 		return RP_OK;
 	}
 	if (strcmp(kw, "audit") == 0) {
@@ -1080,40 +1281,10 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 		return RP_OK;
 	}
 	if (strcmp(kw, "table") == 0) {
-		char *buf;
-		size_t cap = 64, len;
-
 		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
 		    rp_seq(r, l, 0, &s))
 			return RP_BAD;
-		for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
-			size_t tn;
-
-			kvc_table(r->k, s, g, &tn);
-			cap += 16 * tn + KVC_NAME_MAX + 8;
-		}
-		buf = rp_xrealloc(NULL, cap + strlen(l->pos[0]));
-		len = (size_t)sprintf(buf, "table %s", l->pos[0]);
-		for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
-			size_t tn;
-			const int32_t *id = kvc_table(r->k, s, g, &tn);
-
-			len += (size_t)sprintf(buf + len, " %s=[",
-					       kvc_group_name(r->k, g));
-			for (size_t i = 0; i < tn; i++) {
-				if (i)
-					buf[len++] = ',';
-				if (id[i] == KVC_NULL)
-					buf[len++] = '-';
-				else
-					len += (size_t)sprintf(buf + len, "%d",
-							       id[i]);
-			}
-			buf[len++] = ']';
-			buf[len] = '\0';
-		}
-		rp_emit(r, "%s", buf);
-		free(buf);
+		rp_table(r, l->pos[0], s);
 		return RP_OK;
 	}
 	if (strcmp(kw, "cached") == 0) {
@@ -1128,6 +1299,257 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 		rp_emit(r, "cached %s %zu", l->pos[0], tokens);
 		return RP_OK;
 	}
+	return rp_error(r, "unknown keyword '%s'", kw);
+}
+
+/* ---- scheduler lines (docs/scheduler.md) ------------------------- */
+
+/* Resolve positional i to a declared request. */
+static int
+rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out)
+{
+	struct rp_id *id;
+
+	if (!rp_valid_seqid(l->pos[i]))
+		return rp_error(r, "bad request id '%s'", l->pos[i]);
+	id = rp_find(r, l->pos[i]);
+	if (id == NULL)
+		return rp_error(r, "%s: unknown request '%s'", l->kw,
+				l->pos[i]);
+	*out = id->seq;
+	return RP_OK;
+}
+
+/* A growing output line. */
+struct rp_buf {
+	char *p;
+	size_t len, cap;
+};
+
+static void
+rp_buf_add(struct rp_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+rp_buf_add(struct rp_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
+		      fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (b->p == NULL || b->len + (size_t)n >= b->cap) {
+		b->cap = 2 * (b->len + (size_t)n + 64);
+		b->p = rp_xrealloc(b->p, b->cap);
+		va_start(ap, fmt);
+		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+		va_end(ap);
+	}
+	b->len += (size_t)n;
+}
+
+static void
+rp_buf_pairs(struct rp_buf *b, const char *key, const struct kvc_pair *p,
+	     uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rp_buf_add(b, "%s%d>%d", i ? "," : key, p[i].src, p[i].dst);
+}
+
+static void
+rp_buf_reqs(struct rp *r, struct rp_buf *b, const char *key,
+	    const kvs_req *q, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		rp_buf_add(b, "%s%s", i ? "," : key, r->reqname[q[i]]);
+}
+
+/*
+ * `step K sched=ID:n,... preempt=... finish=... swap_out=... swap_in=...
+ * cow=...`, empty fields omitted (R54, R69).
+ */
+static void
+rp_step_line(struct rp *r, const struct kvs_step *st)
+{
+	struct rp_buf b = { 0 };
+
+	rp_buf_add(&b, "step %llu", (unsigned long long)st->number);
+	for (uint32_t i = 0; i < st->nsched; i++)
+		rp_buf_add(&b, "%s%s:%u", i ? "," : " sched=",
+			   r->reqname[st->sched[i].req], st->sched[i].ntokens);
+	rp_buf_reqs(r, &b, " preempt=", st->preempt, st->npreempt);
+	rp_buf_reqs(r, &b, " finish=", st->finish, st->nfinish);
+	rp_buf_pairs(&b, " swap_out=", st->swap_out, st->nswap_out);
+	rp_buf_pairs(&b, " swap_in=", st->swap_in, st->nswap_in);
+	rp_buf_pairs(&b, " cow=", st->cow, st->ncow);
+	rp_emit(r, "%s", b.p);
+	free(b.p);
+}
+
+/* One step, its line, and under --check the scheduler's invariants. */
+static int
+rp_one_step(struct rp *r, const struct kvs_step **out)
+{
+	char why[512];
+	kv_err e = kvs_step(r->s, out);
+
+	if (e != KV_OK)
+		return rp_error(r, "step: %s", kvs_errmsg(r->s)[0] ?
+				kvs_errmsg(r->s) : kv_strerror(e));
+	rp_step_line(r, *out);
+	if (r->o->check && kvs_audit(r->s, why, sizeof(why)) != 0)
+		return rp_disagree(r, "scheduler invariant broken after step "
+				   "%llu: %s",
+				   (unsigned long long)(*out)->number, why);
+	return RP_OK;
+}
+
+static int
+rp_sched_request(struct rp *r, const struct rp_line *l)
+{
+	const char *t = rp_opt(l, "tokens"), *o = rp_opt(l, "output");
+	const char *pr = rp_opt(l, "priority");
+	uint32_t n, p = 0;
+	kvs_req q;
+	kv_err e;
+
+	if (rp_npos(r, l, 1) ||
+	    rp_opts_allowed(r, l, "tokens output priority"))
+		return RP_BAD;
+	if (!rp_valid_seqid(l->pos[0]))
+		return rp_error(r, "bad request id '%s'", l->pos[0]);
+	if (rp_find(r, l->pos[0]) != NULL)
+		return rp_error(r, "request id '%s' already used", l->pos[0]);
+	if (t == NULL || o == NULL)
+		return rp_error(r, "request: tokens= and output= are required");
+	if (rp_tokens(r, t) || rp_u32(r, "output", o, &n))
+		return RP_BAD;
+	if (n < 1)
+		return rp_error(r, "request: output must be at least 1");
+	if (pr != NULL) {
+		if (kvs_config_of(r->s)->priority != 1)
+			return rp_error(r, "request: priority= needs "
+					"sched_policy priority");
+		if (rp_u32(r, "priority", pr, &p))
+			return RP_BAD;
+		if (p > INT32_MAX)
+			return rp_error(r, "priority: at most %d", INT32_MAX);
+	}
+	e = kvs_add(r->s, r->tok, r->ntok, n, (int32_t)p, &q);
+	if (e != KV_OK)
+		return rp_error(r, "request: %s", kvs_errmsg(r->s)[0] ?
+				kvs_errmsg(r->s) : kv_strerror(e));
+	rp_insert(r, l->pos[0], q);
+	if ((uint32_t)q >= r->capreqname) {
+		r->capreqname = 2 * (uint32_t)q + 16;
+		r->reqname = rp_xrealloc(r->reqname, r->capreqname *
+					 sizeof(*r->reqname));
+	}
+	r->reqname[q] = rp_find(r, l->pos[0])->name;
+	return RP_OK;
+}
+
+/* An operation line when a policy runs the requests (R50). */
+static int
+rp_sched_op(struct rp *r, struct rp_line *l, const char *text)
+{
+	const char *kw = l->kw;
+	const struct kvs_step *st;
+	kvs_req q;
+	int rc;
+
+	if (strcmp(kw, "request") == 0) {
+		if ((rc = rp_sched_request(r, l)) == RP_OK)
+			rp_hist_push(r, text);
+		return rc;
+	}
+	if (strcmp(kw, "step") == 0) {
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+		rp_hist_push(r, text);
+		return rp_one_step(r, &st);
+	}
+	if (strcmp(kw, "run") == 0) {
+		const char *v = rp_opt(l, "steps");
+		uint32_t max = 0;
+
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, "steps"))
+			return RP_BAD;
+		if (v != NULL) {
+			if (rp_u32(r, "steps", v, &max))
+				return RP_BAD;
+			if (max == 0)
+				return rp_error(r, "run: steps must be at "
+						"least 1");
+		}
+		rp_hist_push(r, text);
+		for (uint32_t i = 0; kvs_nunfinished(r->s) > 0 &&
+		     (max == 0 || i < max); i++) {
+			if ((rc = rp_one_step(r, &st)) != RP_OK)
+				return rc;
+			if (st->nsched == 0 && st->npreempt == 0 &&
+			    st->nfinish == 0 && kvs_nunfinished(r->s) > 0)
+				return rp_error(r, "run: step %llu made no "
+						"progress with %u requests "
+						"unfinished; it would repeat "
+						"forever",
+						(unsigned long long)st->number,
+						kvs_nunfinished(r->s));
+		}
+		return RP_OK;
+	}
+	if (strcmp(kw, "abort") == 0) {
+		kv_err e;
+
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+		    rp_req(r, l, 0, &q))
+			return RP_BAD;
+		e = kvs_abort(r->s, q);
+		if (e != KV_OK && e != KV_ESTATE)
+			return rp_error(r, "abort: %s", kvs_errmsg(r->s));
+		rp_emit(r, "abort %s %s", l->pos[0], e ? "fail" : "ok");
+		if (e == KV_OK)
+			rp_hist_push(r, text);
+		return RP_OK;
+	}
+	if (strcmp(kw, "table") == 0) {
+		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+		    rp_req(r, l, 0, &q))
+			return RP_BAD;
+		rp_table(r, l->pos[0], kvs_req_seq(r->s, q));
+		return RP_OK;
+	}
+	if (strcmp(kw, "free_blocks") == 0) {
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+		rp_free_blocks(r);
+		return RP_OK;
+	}
+	if (strcmp(kw, "audit") == 0) {
+		char why[512];
+
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+		if (kvs_audit(r->s, why, sizeof(why)) == 0)
+			rp_emit(r, "audit ok");
+		else
+			rp_emit(r, "audit FAIL %s", why);
+		return RP_OK;
+	}
+	if (strcmp(kw, "seq") == 0 || strcmp(kw, "allocate") == 0 ||
+	    strcmp(kw, "append") == 0 || strcmp(kw, "can_allocate") == 0 ||
+	    strcmp(kw, "can_append") == 0 || strcmp(kw, "computed") == 0 ||
+	    strcmp(kw, "fork") == 0 || strcmp(kw, "can_swap_out") == 0 ||
+	    strcmp(kw, "swap_out") == 0 || strcmp(kw, "can_swap_in") == 0 ||
+	    strcmp(kw, "swap_in") == 0 || strcmp(kw, "free") == 0 ||
+	    strcmp(kw, "cached") == 0)
+		return rp_error(r, "%s is not available with a policy: the "
+				"scheduler owns the requests (request, step, "
+				"run, abort, table, free_blocks, audit)", kw);
 	return rp_error(r, "unknown keyword '%s'", kw);
 }
 
@@ -1166,7 +1588,12 @@ rp_expect(struct rp *r, const struct rp_line *l)
 static void
 rp_release(struct rp *r)
 {
-	kvc_free(r->k);
+	if (r->s != NULL)
+		kvs_free(r->s);
+	else
+		kvc_free(r->k);
+	replay_unload_policy(r->plugin);
+	free(r->reqname);
 	if (r->ids != NULL)
 		for (uint32_t i = 0; i <= r->idmask; i++)
 			free(r->ids[i].name);
@@ -1198,6 +1625,7 @@ replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 	r.lastcap = 256;
 	r.last = rp_xrealloc(NULL, r.lastcap);
 	kvc_config_default(&r.cfg, KVC_EXACT);
+	kvs_config_init(&r.scfg);
 
 	while ((got = getline(&buf, &cap, in)) != -1) {
 		struct rp_line l;
@@ -1241,7 +1669,8 @@ replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 		ops_started = true;
 		if ((rc = rp_start(&r)) != RP_OK)
 			break;
-		if ((rc = rp_op(&r, &l, copy)) != RP_OK)
+		if ((rc = r.s != NULL ? rp_sched_op(&r, &l, copy) :
+			   rp_op(&r, &l, copy)) != RP_OK)
 			break;
 	}
 	if (rc == RP_OK && ferror(in))

@@ -2,8 +2,9 @@
  * replay.h -- `kvsim replay`: drive libkvcore from a script.
  *
  * The format is DESIGN.md "Replay scripts"; docs/replay.md fixes the meaning
- * of every line in every mode (R1-R47).  One result line per operation goes
- * to `out`; errors go to `err` as "FILE:LINE: message".
+ * of every line in every mode (R1-R47) and docs/scheduler.md the scheduler
+ * lines (R48-R72).  One result line per operation goes to `out`; errors go
+ * to `err` as "FILE:LINE: message".
  *
  * Exit status: 0 ok, 1 an `expect` failed or (with check) a decision
  * disagreed with its action, 2 a malformed script or misuse.  Output
@@ -13,6 +14,7 @@
 #define SIM_REPLAY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 struct replay_opts {
@@ -24,5 +26,16 @@ int replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 
 /* `kvsim replay [--check] FILE`; argv[0] is "replay". */
 int replay_main(int argc, char **argv);
+
+/*
+ * The plugin hook: a `policy` line naming a path (it contains '/') loads a
+ * user policy from a shared object (sim/plugin.c; kvsched.h's plugin ABI).
+ * Returns the policy, valid until replay_unload_policy(*handle), or NULL
+ * with a message in why[0..whylen).  replay_unload_policy(NULL) is a no-op.
+ */
+struct kvs_policy;
+const struct kvs_policy *replay_load_policy(const char *path, void **handle,
+					    char *why, size_t whylen);
+void replay_unload_policy(void *handle);
 
 #endif

@@ -53,3 +53,8 @@ check_PROGRAMS += %reldir%/check_stress
 %canon_reldir%_check_stress_LDADD = $(KV_TEST_LIBS)
 
 TESTS += $(check_PROGRAMS)
+
+check_PROGRAMS += %reldir%/check_sched_v1
+%canon_reldir%_check_sched_v1_SOURCES = %reldir%/check_sched_v1.c
+%canon_reldir%_check_sched_v1_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_sched_v1_LDADD = $(KV_TEST_LIBS)
