@@ -421,7 +421,6 @@ static void
 kvs__publish(kvs *s)
 {
 	struct kvs_step *st = &s->step;
-	uint32_t tok = 0;
 
 	st->sched = s->sched;
 	st->nsched = s->nsched;
@@ -436,9 +435,7 @@ kvs__publish(kvs *s)
 	st->nswap_in = s->npairs[KVS_SWAP_IN];
 	st->cow = s->pairs[KVS_COW];
 	st->ncow = s->npairs[KVS_COW];
-	for (uint32_t i = 0; i < s->nsched; i++)
-		tok += s->sched[i].ntokens;
-	st->batch_tokens = tok;
+	/* batch_tokens is kept by kvs_emit_sched(): publishing stays O(1). */
 }
 
 const struct kvs_step *
@@ -464,6 +461,7 @@ kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
 	s->sched[s->nsched].req = r;
 	s->sched[s->nsched].ntokens = n;
 	s->nsched++;
+	s->step.batch_tokens += n;
 	s->rq[r].status = KVS_RUNNING;
 	kvs__publish(s);
 	return KV_OK;
@@ -501,6 +499,8 @@ kvs_emit_pairs(kvs *s, enum kvs_pairs which)
 
 	if ((unsigned)which >= 3)
 		return kvs__fail(s, KV_EINVAL, "bad pair list");
+	if (n == 0)
+		return KV_OK;
 	if (kvs__grow((void **)&s->pairs[which], &s->cappairs[which],
 		      *np + (uint32_t)n, sizeof(*p)) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
@@ -559,6 +559,7 @@ kvs_schedule(kvs *s, const struct kvs_step **out)
 		return kvs__fail(s, KV_ESTATE, "the previous step has not "
 				 "been completed");
 	s->nsched = s->npre = s->nfin = 0;
+	s->step.batch_tokens = 0;
 	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
 	s->step.number++;
 	kvs__publish(s);
@@ -694,7 +695,7 @@ kvs_abort(kvs *s, kvs_req r)
 	if (q->status != KVS_WAITING) {
 		e = kvc_free_seq(s->k, q->seq);
 		if (e != KV_OK)
-			return kvs__fail(s, e, "abort: %s", kvc_errmsg(s->k));
+			return kvs__fail(s, e, "%s", kvc_errmsg(s->k));
 	}
 	if (at >= 0)
 		kvs_queue_remove(s, qof[q->status], (uint32_t)at);

@@ -329,6 +329,10 @@ v0_set_u32(struct v0 *m, uint32_t *p, uint32_t v)
 {
 	struct v0_jrec r = { .kind = J_U32 };
 
+	if (m->nojournal) {
+		*p = v;
+		return KV_OK;
+	}
 	r.u.cell.p = p;
 	r.u.cell.v = *p;
 	if (v0_jpush(m, &r) != KV_OK)
@@ -1451,6 +1455,30 @@ v0_allocate(kvc *k, int32_t s, uint32_t n)
 	return KV_OK;
 }
 
+/*
+ * Whether append_slots(s, L), its tokens already added, only writes into
+ * blocks the table holds and owns alone: no block to take, none to copy,
+ * none filling up to be promoted (prefix caching), no sliding window.  Such
+ * a call cannot fail, so it skips the journal (a decode's usual case).
+ */
+static bool
+v0_append_infallible(const kvc *k, const struct v0 *m, int32_t s, uint32_t L)
+{
+	const struct kvc_seq *q = &k->seq[s];
+	const struct kvc_tab *t = &q->tab[0];
+	uint32_t full = v0_nfs(m, s), bs = m->bs;
+
+	if (m->sw ||
+	    (uint64_t)t->n * bs - full < (uint64_t)(q->ntok - full) + L)
+		return false;
+	if (m->pc && q->ntok / bs > full / bs)
+		return false;
+	for (uint64_t i = full / bs; i * bs < q->ntok; i++)
+		if (m->pool[V0_GPU].b[t->id[i]].ref > 1)
+			return false;
+	return true;
+}
+
 static kv_err
 v0_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok, uint32_t L,
 	  bool has_L)
@@ -1470,8 +1498,10 @@ v0_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok, uint32_t L,
 	}
 	if ((e = v0_nfs_reserve(k, m)) != KV_OK)
 		return e;
-	if (kvc__tok_push(q, tok, ntok) != KV_OK)
+	/* ntok == 0: append_slots for the unseen tokens (kvc_append_slots) */
+	if (ntok > 0 && kvc__tok_push(q, tok, ntok) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	m->nojournal = v0_append_infallible(k, m, s, L);
 	e = v0_append_slots(k, m, s, L);
 	if (e != KV_OK) {
 		v0_end(k, m, e);

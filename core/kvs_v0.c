@@ -1,28 +1,726 @@
-/* Placeholder until the policy lands: kvs_new() refuses it. */
+/*
+ * kvs_v0.c -- policy "vllm-v0": vLLM v0's Scheduler (vllm-project/vllm at
+ * 72dd1595b466, vllm/core/scheduler.py) over the allocator in mode
+ * vllm-v0, and the engine's handling of a step's output.  Normative:
+ * docs/replay.md R59-R72 of the design folder.
+ *
+ * Three FIFO queues: waiting (new and recompute-preempted requests),
+ * running, swapped (swap-preempted).  A request in its prefill stage has
+ * u uncached and c prefix-cached new tokens (R62); only u is charged to
+ * the token budget B.  Two step shapes:
+ *
+ *   default  (_schedule_default, chunked prefill off) prefills from the
+ *            waiting head, only while swapped is empty, each a whole
+ *            sequence (all T tokens); only if none was admitted, one
+ *            decode per running request with preemption of the *last*
+ *            running request while can_append_slots fails; only if nobody
+ *            was preempted, swap-ins from the swapped head.  A step never
+ *            mixes prefills and decodes.
+ *   chunked  (_schedule_chunked_prefill) the running queue first, prefill
+ *            chunks and decodes alike, cut to the budget left; swap-ins
+ *            if nobody was preempted; then admissions, each chunked to the
+ *            budget left but allocating all T tokens.
+ *
+ * Preemption is recompute (free, back to the waiting front) or, with
+ * `preemption swap`, swap-out to the CPU pool.  Lookahead slots (R66): L
+ * per decode in can_append_slots, append_slots, can_swap_in and the
+ * post-swap append_slots, 0 for a sequence in its prefill stage.
+ *
+ * After the decisions (R67): the allocator clock is the step number (set
+ * by kvs_schedule), so every block a scheduled request touched carries
+ * time K, as access_all_blocks_in_seq(seq, K) makes it; then, in sched
+ * order, C += n and mark_blocks_as_computed (kvc_computed).  The model
+ * output is kvs_complete_default(): a request whose C reaches T samples
+ * token 1000000 + T, finishes with its output length or at max_model_len,
+ * and is freed at once, in sched order (R68).
+ *
+ * Where the reference raises (R72): a swap-out that can_swap_out refuses
+ * ("lack of CPU swap space") or that the allocator cannot do preempts by
+ * recompute instead; a cached-token count the reference cannot compute
+ * (R34) counts as 0; an admission or swap-in the allocator refuses with
+ * KV_EREF (a stale evictor entry, R34) waits like LATER, and such an
+ * append_slots preempts the request itself; an infeasible swap-in (NEVER,
+ * unreachable under R60) waits like LATER.
+ *
+ * Cost per step: O(running + swapped-in + admitted + preempted) plus the
+ * queue moves of kv_sched.c (the running queue is rebuilt once per step).
+ * Scratch arrays grow with the queues and never shrink.
+ */
 #include "kvsched.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A scheduled request and its token_chunk_size. */
+struct v0s_ent {
+	kvs_req r;
+	uint32_t n;
+};
+
+struct v0s_list {
+	struct v0s_ent *a;
+	uint32_t n, cap;
+};
+
+enum {
+	V0S_RUN,	/* snapshot of the running queue at the step start */
+	V0S_ADM,	/* admitted prefills */
+	V0S_RPF,	/* running-phase prefills (chunked) */
+	V0S_RDC,	/* running-phase decodes */
+	V0S_SPF,	/* swapped-in prefills (chunked) */
+	V0S_SDC,	/* swapped-in decodes */
+	V0S_VRC,	/* recompute victims, in preemption order */
+	V0S_VSW,	/* swap victims, in preemption order */
+	V0S_NLIST
+};
+
+struct v0s {
+	/* resolved configuration */
+	uint64_t B;		/* max_num_batched_tokens */
+	uint32_t S;		/* max_num_seqs */
+	uint32_t L;		/* lookahead slots per decode */
+	uint32_t bs;
+	bool chunked, swap, pc;
+	/* per request: 1 once its prefill completed (SequenceStage.DECODE) */
+	uint8_t *dec;
+	uint32_t capdec;
+	/* SchedulingBudget of the step being scheduled */
+	uint64_t tokens;
+	uint32_t seqs;
+	struct v0s_list l[V0S_NLIST];
+};
+
 static kv_err
-kvs__v0_configure(struct kvs_config *c, const struct kvc_config *kc,
-		    char *why, size_t whylen)
+v0s_cfail(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static kv_err
+v0s_cfail(char *why, size_t whylen, const char *fmt, ...)
 {
-	(void)c;
-	(void)kc;
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return KV_ECONFIG;
+}
+
+static int64_t
+v0s_default(int64_t v, int64_t d)
+{
+	return v == KVS_UNSET ? d : v;
+}
+
+static uint32_t
+v0s_block_size(const struct kvc_config *kc)
+{
+	if (kc->ngroups > 0 && kc->group[0].block_size != 0)
+		return kc->group[0].block_size;
+	return kc->block_size;
+}
+
+/* R59 defaults, R59/R60 checks. */
+static kv_err
+v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
+	      size_t whylen)
+{
+	uint64_t mml = kc->max_model_len, G = kc->gpu_blocks, wm, need, bs;
+
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
-	return KV_ENOTSUP;
+	if (kc->mode != KVC_VLLM_V0)
+		return v0s_cfail(why, whylen, "policy vllm-v0 runs on "
+				 "allocator mode vllm-v0, not %s",
+				 kvc_mode_name(kc->mode));
+	if (kc->ngroups > 1 ||
+	    (kc->ngroups == 1 && kc->group[0].kind != KVC_FULL))
+		return v0s_cfail(why, whylen, "policy vllm-v0 takes one KV "
+				 "cache group of kind=full (sliding windows "
+				 "and hybrid groups are outside its contract)");
+	if (c->chunk_size != KVS_UNSET)
+		return v0s_cfail(why, whylen, "chunk_size: vllm-v0 has no "
+				 "fixed chunk size (its chunks come from the "
+				 "token budget)");
+	if (c->long_prefill_threshold != KVS_UNSET)
+		return v0s_cfail(why, whylen, "long_prefill_threshold: vllm-v0 "
+				 "uses it only with concurrent partial "
+				 "prefills, fixed at one here");
+	if (c->priority == 1)
+		return v0s_cfail(why, whylen, "sched_policy priority is "
+				 "outside the contract of policy vllm-v0 "
+				 "(fcfs only)");
+	c->max_num_seqs = v0s_default(c->max_num_seqs, 128);
+	c->chunked_prefill = v0s_default(c->chunked_prefill, 0);
+	c->preemption = v0s_default(c->preemption, 0);
+	c->priority = v0s_default(c->priority, 0);
+	c->lookahead = v0s_default(c->lookahead, 0);
+	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
+		return v0s_cfail(why, whylen, "max_num_seqs must be between 1 "
+				 "and %u", UINT32_MAX);
+	if (c->chunked_prefill < 0 || c->chunked_prefill > 1 ||
+	    c->preemption < 0 || c->preemption > 1 || c->priority != 0 ||
+	    c->lookahead < 0 || c->lookahead > UINT32_MAX / 4)
+		return v0s_cfail(why, whylen, "scheduler option out of range");
+	if (c->max_num_batched_tokens == KVS_UNSET) {
+		/* SchedulerConfig.__post_init__ */
+		uint64_t b = c->chunked_prefill ? 2048 :
+		    (mml > 2048 ? mml : 2048);
+		uint64_t cap = (uint64_t)c->max_num_seqs * mml;
+
+		c->max_num_batched_tokens = (int64_t)(b < cap ? b : cap);
+	}
+	if (c->max_num_batched_tokens < 1 ||
+	    c->max_num_batched_tokens > UINT32_MAX)
+		return v0s_cfail(why, whylen, "max_num_batched_tokens must be "
+				 "between 1 and %u", UINT32_MAX);
+	/* SchedulerConfig._verify_args */
+	if (!c->chunked_prefill && (uint64_t)c->max_num_batched_tokens < mml)
+		return v0s_cfail(why, whylen, "max_num_batched_tokens (%lld) "
+				 "is smaller than max_model_len (%u) with "
+				 "chunked prefill off: vLLM would reject every "
+				 "longer sequence; raise "
+				 "max_num_batched_tokens or turn "
+				 "chunked_prefill on",
+				 (long long)c->max_num_batched_tokens,
+				 kc->max_model_len);
+	if (c->max_num_batched_tokens < c->max_num_seqs)
+		return v0s_cfail(why, whylen, "max_num_batched_tokens (%lld) "
+				 "must be greater than or equal to "
+				 "max_num_seqs (%lld)",
+				 (long long)c->max_num_batched_tokens,
+				 (long long)c->max_num_seqs);
+	if (c->preemption == 1 && kc->cpu_blocks == 0)
+		return v0s_cfail(why, whylen, "preemption swap needs "
+				 "cpu_blocks (the swap space)");
+	/* one request running alone always completes (R60) */
+	bs = v0s_block_size(kc);
+	if (bs == 0)
+		return v0s_cfail(why, whylen, "block_size must be at least 1");
+	wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
+	need = kvc_cdiv(mml + 2 * (uint64_t)c->lookahead, bs) + 2;
+	if (G < wm || G - wm < need)
+		return v0s_cfail(why, whylen, "one request of max_model_len %u "
+				 "tokens with lookahead %lld needs %llu blocks "
+				 "above the watermark (%llu of %u): raise "
+				 "gpu_blocks or lower max_model_len",
+				 kc->max_model_len, (long long)c->lookahead,
+				 (unsigned long long)need,
+				 (unsigned long long)wm, kc->gpu_blocks);
+	return KV_OK;
 }
 
 static kv_err
-kvs__v0_schedule(kvs *s, void *state)
+v0s_init(kvs *s, void **state)
 {
-	(void)s;
-	(void)state;
-	return KV_ENOTSUP;
+	const struct kvs_config *c = kvs_config_of(s);
+	const struct kvc_config *kc = kvc_config_of(kvs_kv(s));
+	struct v0s *v = calloc(1, sizeof(*v));
+
+	if (v == NULL)
+		return KV_ENOMEM;
+	v->B = (uint64_t)c->max_num_batched_tokens;
+	v->S = (uint32_t)c->max_num_seqs;
+	v->L = (uint32_t)c->lookahead;
+	v->chunked = c->chunked_prefill == 1;
+	v->swap = c->preemption == 1;
+	v->pc = kc->prefix_caching;
+	v->bs = kc->group[0].block_size ? kc->group[0].block_size :
+	    kc->block_size;
+	*state = v;
+	return KV_OK;
+}
+
+static void
+v0s_release(void *state)
+{
+	struct v0s *v = state;
+
+	if (v == NULL)
+		return;
+	for (int i = 0; i < V0S_NLIST; i++)
+		free(v->l[i].a);
+	free(v->dec);
+	free(v);
+}
+
+static kv_err
+v0s_reserve(struct v0s_list *l, uint64_t n)
+{
+	struct v0s_ent *a;
+	uint32_t c;
+
+	if (n <= l->cap)
+		return KV_OK;
+	if (n > UINT32_MAX / 2)
+		return KV_ENOMEM;
+	c = l->cap ? l->cap : 16;
+	while (c < n)
+		c *= 2;
+	a = realloc(l->a, (size_t)c * sizeof(*a));
+	if (a == NULL)
+		return KV_ENOMEM;
+	l->a = a;
+	l->cap = c;
+	return KV_OK;
+}
+
+/* Lists are reserved at the step start: a push cannot fail. */
+static void
+v0s_push(struct v0s_list *l, kvs_req r, uint32_t n)
+{
+	l->a[l->n].r = r;
+	l->a[l->n].n = n;
+	l->n++;
+}
+
+/* Reserve everything a step can need, before it changes anything. */
+static kv_err
+v0s_prepare(kvs *s, struct v0s *v)
+{
+	uint64_t nrun = kvs_queue_len(s, KVS_Q_RUNNING);
+	uint64_t nsw = kvs_queue_len(s, KVS_Q_SWAPPED);
+	uint64_t nwait = kvs_queue_len(s, KVS_Q_WAITING);
+	uint64_t nadm = nwait < v->S ? nwait : v->S;
+	uint64_t nsin = nsw < v->S ? nsw : v->S;
+	uint32_t nreq = kvs_nreqs(s);
+
+	if (nreq > v->capdec) {
+		uint32_t c = v->capdec ? v->capdec : 64;
+		uint8_t *d;
+
+		while (c < nreq)
+			c = c > UINT32_MAX / 2 ? UINT32_MAX : c * 2;
+		d = realloc(v->dec, c);
+		if (d == NULL)
+			return KV_ENOMEM;
+		memset(d + v->capdec, 0, c - v->capdec);
+		v->dec = d;
+		v->capdec = c;
+	}
+	if (v0s_reserve(&v->l[V0S_RUN], nrun) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_ADM], nadm) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_RPF], nrun) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_RDC], nrun) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_SPF], nsin) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_SDC], nsin) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_VRC], nrun) != KV_OK ||
+	    v0s_reserve(&v->l[V0S_VSW], nrun) != KV_OK)
+		return KV_ENOMEM;
+	for (int i = 0; i < V0S_NLIST; i++)
+		v->l[i].n = 0;
+	v->tokens = 0;
+	v->seqs = 0;
+	return KV_OK;
+}
+
+static bool
+v0s_prefill(const struct v0s *v, kvs_req r)
+{
+	return v->dec[r] == 0;
+}
+
+/* SchedulingBudget.can_schedule(num_new_tokens=u, num_new_seqs=1). */
+static bool
+v0s_fits(const struct v0s *v, uint32_t u)
+{
+	return v->tokens + u <= v->B && (uint64_t)v->seqs + 1 <= v->S;
+}
+
+/*
+ * _get_num_new_uncached_and_cached_tokens (R62): the uncached u and the
+ * cached c new tokens of r, u cut to the budget left when `chunk`.
+ */
+static void
+v0s_new_tokens(kvs *s, struct v0s *v, kvs_req r, bool chunk, uint32_t *u,
+	       uint32_t *c)
+{
+	kvc *k = kvs_kv(s);
+	int32_t q = kvs_req_seq(s, r);
+
+	*u = 1;
+	*c = 0;
+	if (v0s_prefill(v, r)) {
+		uint32_t T = (uint32_t)kvc_seq_len(k, q);
+		uint32_t C = (uint32_t)kvc_seq_computed(k, q);
+		size_t h = 0;
+
+		/*
+		 * get_num_cached_tokens, with its memo.  Where the
+		 * reference cannot count (R34) the hit counts as none.
+		 */
+		if (v->pc && kvc_cached(k, q, &h) != KV_OK)
+			h = 0;
+		*c = h > C ? (uint32_t)h - C : 0;
+		if (*c > T - C)
+			*c = T - C;
+		*u = T - C - *c;
+		if (*u == 0 && *c > 0) {
+			/* the last token is recomputed for its logits */
+			*u = 1;
+			(*c)--;
+		}
+	}
+	if (chunk) {
+		uint64_t left = v->B - v->tokens;
+
+		if (v->pc)
+			left = left / v->bs * v->bs;
+		if (*u > left)
+			*u = (uint32_t)left;
+	}
+}
+
+/* Report the allocator's last pairs, if any (most steps have none). */
+static kv_err
+v0s_pairs(kvs *s, enum kvs_pairs which)
+{
+	size_t n;
+
+	kvc_pairs(kvs_kv(s), &n);
+	return n > 0 ? kvs_emit_pairs(s, which) : KV_OK;
+}
+
+/*
+ * _preempt: swap the victim out (preemption swap) or free it for
+ * recompute.  A swap the CPU pool refuses is the reference's RuntimeError
+ * (R65, R72); we recompute that victim instead.
+ */
+static kv_err
+v0s_preempt(kvs *s, struct v0s *v, kvs_req r)
+{
+	kvc *k = kvs_kv(s);
+	kv_err e;
+
+	if (v->swap) {
+		bool ok = false;
+
+		e = kvc_can_swap_out(k, kvs_req_seq(s, r), &ok);
+		if (e != KV_OK)
+			return e;
+		if (ok) {
+			e = kvs_preempt_swap(s, r);
+			if (e == KV_OK)
+				v0s_push(&v->l[V0S_VSW], r, 0);
+			if (e != KV_ENOSPC && e != KV_EREF)
+				return e;
+		}
+	}
+	e = kvs_preempt_recompute(s, r);
+	if (e != KV_OK)
+		return e;
+	v->dec[r] = 0;
+	v0s_push(&v->l[V0S_VRC], r, 0);
+	return KV_OK;
+}
+
+/*
+ * _schedule_running: the running requests from the head of the snapshot.
+ * `*head`/`*tail` delimit the requests not yet reached (victims are taken
+ * from the tail).  Returns with *preempted set when anyone was preempted.
+ */
+static kv_err
+v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
+	    bool *preempted)
+{
+	struct v0s_list *run = &v->l[V0S_RUN];
+	kvc *k = kvs_kv(s);
+	kv_err e;
+
+	*preempted = false;
+	while (*head < *tail) {
+		kvs_req r = run->a[*head].r;
+		int32_t q = kvs_req_seq(s, r);
+		bool pre = v0s_prefill(v, r), ok = false, self = false;
+		bool counted = !v->chunked;	/* default: seqs pre-added */
+		uint32_t L = pre ? 0 : v->L, u, c;
+
+		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
+		if (u == 0)
+			break;	/* no budget left: the rest stay */
+		(*head)++;
+		for (;;) {
+			kvs_req victim;
+
+			e = kvc_can_append(k, q, 0, true, L, &ok);
+			if (e != KV_OK)
+				return e;
+			if (ok)
+				break;
+			if (counted) {
+				v->seqs--;	/* budget.subtract_num_seqs */
+				counted = false;
+			}
+			if (*head < *tail) {
+				victim = run->a[--*tail].r;
+			} else {
+				victim = r;
+				self = true;
+			}
+			*preempted = true;
+			if ((e = v0s_preempt(s, v, victim)) != KV_OK)
+				return e;
+			if (self)
+				break;
+		}
+		if (self)
+			break;
+		e = kvc_append_slots(k, q, L);
+		if (e == KV_EREF) {
+			/* the reference fails (R72): preempt it instead */
+			*preempted = true;
+			if ((e = v0s_preempt(s, v, r)) != KV_OK)
+				return e;
+			break;
+		}
+		if (e != KV_OK)
+			return e;
+		if ((e = v0s_pairs(s, KVS_COW)) != KV_OK)
+			return e;
+		if (pre)
+			v0s_push(&v->l[V0S_RPF], r, u);
+		else
+			v0s_push(&v->l[V0S_RDC], r, 1);
+		v->tokens += u;
+		if (v->chunked)
+			v->seqs++;
+	}
+	return KV_OK;
+}
+
+/* _schedule_swapped: swap-ins from the head of the swapped queue. */
+static kv_err
+v0s_swapped(kvs *s, struct v0s *v)
+{
+	kvc *k = kvs_kv(s);
+	kv_err e;
+
+	while (kvs_queue_len(s, KVS_Q_SWAPPED) > 0) {
+		kvs_req r = kvs_queue_at(s, KVS_Q_SWAPPED, 0);
+		int32_t q = kvs_req_seq(s, r);
+		bool pre = v0s_prefill(v, r);
+		uint32_t L = pre ? 0 : v->L, u, c;
+		kvc_verdict vd;
+
+		e = kvc_can_swap_in(k, q, L, &vd);
+		if (e != KV_OK)
+			return e;
+		if (vd != KVC_VERDICT_OK)
+			break;	/* LATER; NEVER is unreachable (R60) */
+		v0s_new_tokens(s, v, r, false, &u, &c);
+		if (u == 0 || !v0s_fits(v, u))
+			break;
+		/* swap_in, then append_slots(seq, L) (R29) */
+		e = kvc_swap_in(k, q, L);
+		if (e == KV_EREF)
+			break;	/* the reference fails (R72): wait */
+		if (e != KV_OK)
+			return e;
+		kvs_queue_remove(s, KVS_Q_SWAPPED, 0);
+		if ((e = v0s_pairs(s, KVS_SWAP_IN)) != KV_OK)
+			return e;
+		if (pre)
+			v0s_push(&v->l[V0S_SPF], r, u + c);
+		else
+			v0s_push(&v->l[V0S_SDC], r, 1);
+		v->tokens += u;
+		v->seqs++;
+	}
+	return KV_OK;
+}
+
+/* _schedule_prefills: admissions from the head of the waiting queue. */
+static kv_err
+v0s_prefills(kvs *s, struct v0s *v)
+{
+	kvc *k = kvs_kv(s);
+	kv_err e;
+
+	if (v->tokens >= v->B)
+		return KV_OK;
+	while (kvs_queue_len(s, KVS_Q_WAITING) > 0) {
+		kvs_req r = kvs_queue_at(s, KVS_Q_WAITING, 0);
+		int32_t q = kvs_req_seq(s, r);
+		uint32_t u, c;
+		kvc_verdict vd;
+
+		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
+		/*
+		 * The prompt limit (min(max_model_len, B) without chunking)
+		 * is never exceeded: T < max_model_len <= B (R60).
+		 */
+		e = kvc_can_allocate(k, q, 0, &vd);
+		if (e != KV_OK)
+			return e;
+		if (vd != KVC_VERDICT_OK)
+			break;	/* LATER; NEVER is unreachable (R60) */
+		if (v->tokens >= v->B)
+			break;
+		if (u == 0 || !v0s_fits(v, u))
+			break;
+		e = kvc_allocate(k, q, 0);	/* all T tokens */
+		if (e == KV_EREF)
+			break;	/* the reference fails (R72): wait */
+		if (e != KV_OK)
+			return e;
+		kvs_queue_remove(s, KVS_Q_WAITING, 0);
+		v0s_push(&v->l[V0S_ADM], r, u + c);
+		v->tokens += u;
+		v->seqs++;
+	}
+	return KV_OK;
+}
+
+/* Append the entries of list i to the running queue. */
+static kv_err
+v0s_run_extend(kvs *s, const struct v0s_list *l, bool finishing_first,
+	       bool finishing)
+{
+	kvc *k = kvs_kv(s);
+	kv_err e;
+
+	for (uint32_t i = 0; i < l->n; i++) {
+		if (finishing_first) {
+			int32_t q = kvs_req_seq(s, l->a[i].r);
+			bool fin = kvc_seq_len(k, q) - kvc_seq_computed(k, q) ==
+			    l->a[i].n;
+
+			if (fin != finishing)
+				continue;
+		}
+		e = kvs_queue_insert(s, KVS_Q_RUNNING,
+				     kvs_queue_len(s, KVS_Q_RUNNING),
+				     l->a[i].r);
+		if (e != KV_OK)
+			return e;
+	}
+	return KV_OK;
+}
+
+static kv_err
+v0s_emit(kvs *s, const struct v0s_list *l)
+{
+	kv_err e;
+
+	for (uint32_t i = 0; i < l->n; i++)
+		if ((e = kvs_emit_sched(s, l->a[i].r, l->a[i].n)) != KV_OK)
+			return e;
+	return KV_OK;
+}
+
+static kv_err
+v0s_schedule(kvs *s, void *state)
+{
+	struct v0s *v = state;
+	struct v0s_list *run = &v->l[V0S_RUN];
+	const struct kvs_step *st;
+	kvc *k = kvs_kv(s);
+	uint32_t head = 0, tail;
+	bool preempted = false;
+	kv_err e;
+
+	if ((e = v0s_prepare(s, v)) != KV_OK)
+		return e;
+	/* take the running queue out; it is rebuilt at the end (R63.4) */
+	for (uint32_t i = 0; i < kvs_queue_len(s, KVS_Q_RUNNING); i++)
+		v0s_push(run, kvs_queue_at(s, KVS_Q_RUNNING, i), 0);
+	while (kvs_queue_len(s, KVS_Q_RUNNING) > 0)
+		kvs_queue_remove(s, KVS_Q_RUNNING,
+				 kvs_queue_len(s, KVS_Q_RUNNING) - 1);
+	tail = run->n;
+
+	if (!v->chunked) {
+		/* _schedule_default (R63) */
+		v->seqs = run->n;
+		if (kvs_queue_len(s, KVS_Q_SWAPPED) == 0 &&
+		    (e = v0s_prefills(s, v)) != KV_OK)
+			return e;
+		if (v->l[V0S_ADM].n == 0) {
+			e = v0s_running(s, v, &head, &tail, &preempted);
+			if (e == KV_OK && !preempted)
+				e = v0s_swapped(s, v);
+			if (e != KV_OK)
+				return e;
+		}
+	} else {
+		/* _schedule_chunked_prefill (R64) */
+		e = v0s_running(s, v, &head, &tail, &preempted);
+		if (e == KV_OK && !preempted)
+			e = v0s_swapped(s, v);
+		if (e == KV_OK)
+			e = v0s_prefills(s, v);
+		if (e != KV_OK)
+			return e;
+	}
+
+	/* queues: recompute victims to the waiting front, one by one */
+	for (uint32_t i = 0; i < v->l[V0S_VRC].n; i++)
+		if ((e = kvs_queue_insert(s, KVS_Q_WAITING, 0,
+					  v->l[V0S_VRC].a[i].r)) != KV_OK)
+			return e;
+	for (uint32_t i = 0; i < v->l[V0S_VSW].n; i++)
+		if ((e = kvs_queue_insert(s, KVS_Q_SWAPPED,
+					  kvs_queue_len(s, KVS_Q_SWAPPED),
+					  v->l[V0S_VSW].a[i].r)) != KV_OK)
+			return e;
+	for (uint32_t i = head; i < tail; i++)
+		if ((e = kvs_queue_insert(s, KVS_Q_RUNNING,
+					  kvs_queue_len(s, KVS_Q_RUNNING),
+					  run->a[i].r)) != KV_OK)
+			return e;
+	if (!v->chunked) {
+		if ((e = v0s_run_extend(s, &v->l[V0S_ADM], false, 0)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_RDC], false, 0)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_SDC], false, 0)))
+			return e;
+		/* sched= : the admissions, or the decodes then swap-ins */
+		if ((e = v0s_emit(s, &v->l[V0S_ADM])) ||
+		    (e = v0s_emit(s, &v->l[V0S_RDC])) ||
+		    (e = v0s_emit(s, &v->l[V0S_SDC])))
+			return e;
+	} else {
+		if ((e = v0s_run_extend(s, &v->l[V0S_SDC], false, 0)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_SPF], false, 0)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_RDC], false, 0)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_RPF], true, true)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_RPF], true, false)) ||
+		    (e = v0s_run_extend(s, &v->l[V0S_ADM], false, 0)))
+			return e;
+		if ((e = v0s_emit(s, &v->l[V0S_ADM])) ||
+		    (e = v0s_emit(s, &v->l[V0S_RPF])) ||
+		    (e = v0s_emit(s, &v->l[V0S_SPF])) ||
+		    (e = v0s_emit(s, &v->l[V0S_RDC])) ||
+		    (e = v0s_emit(s, &v->l[V0S_SDC])))
+			return e;
+	}
+
+	/*
+	 * R67: blocks accessed at time K (the clock kvs_schedule set), then
+	 * C += n and mark_blocks_as_computed, in sched order.
+	 */
+	st = kvs_current_step(s);
+	for (uint32_t i = 0; i < st->nsched; i++) {
+		kvs_req r = st->sched[i].req;
+		int32_t q = kvs_req_seq(s, r);
+
+		e = kvc_computed(k, q, st->sched[i].ntokens, true);
+		if (e != KV_OK)
+			return e;
+		if (kvc_seq_computed(k, q) == kvc_seq_len(k, q))
+			v->dec[r] = 1;
+	}
+	return KV_OK;
 }
 
 const struct kvs_policy kvs__v0_policy = {
 	.abi = KVS_ABI,
-	.name = "v0",
-	.configure = kvs__v0_configure,
-	.schedule = kvs__v0_schedule,
+	.name = "vllm-v0",
+	.mode = KVC_VLLM_V0,
+	.configure = v0s_configure,
+	.init = v0s_init,
+	.release = v0s_release,
+	.schedule = v0s_schedule,
 };

@@ -58,3 +58,8 @@ check_PROGRAMS += %reldir%/check_sched_v1
 %canon_reldir%_check_sched_v1_SOURCES = %reldir%/check_sched_v1.c
 %canon_reldir%_check_sched_v1_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_sched_v1_LDADD = $(KV_TEST_LIBS)
+
+check_PROGRAMS += %reldir%/check_sched_v0
+%canon_reldir%_check_sched_v0_SOURCES = %reldir%/check_sched_v0.c
+%canon_reldir%_check_sched_v0_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_sched_v0_LDADD = $(KV_TEST_LIBS)
