@@ -7,6 +7,38 @@ EXTRA_PROGRAMS = %reldir%/bench_core
 	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 CLEANFILES += %reldir%/bench_core %reldir%/results.txt
 
-bench: %reldir%/bench_core
+bench: %reldir%/bench_core %reldir%/bench_wl %reldir%/bench_sched
 	%reldir%/bench_core | tee %reldir%/results.txt
+	%reldir%/bench_sched | tee %reldir%/results_sched.txt
+	KVSIM_TRACES=$${KVSIM_TRACES:-$(abs_top_srcdir)/../shared/traces} \
+	    %reldir%/bench_wl | tee %reldir%/results_wl.txt
 .PHONY: bench
+
+# workloads/ (issue 4): parse rate per format, generator throughput, peak
+# RSS of a stream tiled to 10^7 requests.
+EXTRA_PROGRAMS += %reldir%/bench_wl
+%canon_reldir%_bench_wl_SOURCES = %reldir%/bench_wl.c
+%canon_reldir%_bench_wl_CFLAGS = $(AM_CFLAGS) -O2
+%canon_reldir%_bench_wl_LDADD = workloads/libwl.la $(GSL_LIBS) $(YAML_LIBS)
+CLEANFILES += %reldir%/bench_wl %reldir%/results_wl.txt
+
+# Scheduler policies (issue 3): cost per decode-only step at batch 8 to
+# 1,024, ns per scheduled sequence (docs/BENCHMARKS.md, "Scheduler").
+EXTRA_PROGRAMS += %reldir%/bench_sched
+%canon_reldir%_bench_sched_SOURCES = %reldir%/bench_sched.c
+%canon_reldir%_bench_sched_CFLAGS = $(AM_CFLAGS) -O2
+%canon_reldir%_bench_sched_LDADD = core/libkvcore.la
+%canon_reldir%_bench_sched_LDFLAGS = $(AM_LDFLAGS) \
+	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+CLEANFILES += %reldir%/bench_sched %reldir%/results_sched.txt
+
+# `kvsim run` (issue 5): simulated requests per wall-second and max RSS on
+# the Azure conversation trace, whole and tiled to 10^4..10^6 requests
+# (docs/BENCHMARKS.md, "Simulation").  Needs the traces folder.
+EXTRA_DIST += %reldir%/bench_run.sh
+bench-run: sim/kvsim
+	KVSIM=sim/kvsim KVSIM_TRACES=$${KVSIM_TRACES:-$(abs_top_srcdir)/../shared/traces} \
+	    $(SHELL) $(srcdir)/%reldir%/bench_run.sh | tee %reldir%/results_run.txt
+bench: bench-run
+CLEANFILES += %reldir%/results_run.txt
+.PHONY: bench-run

@@ -628,7 +628,8 @@ kvc__ds_audit(const kvc *k, char *why, size_t whylen)
 				     q->ncomp, q->ntok);
 			return 5;
 		}
-		if (q->state != KVC_WAITING && q->state != KVC_RUNNING) {
+		if (q->state != KVC_WAITING && q->state != KVC_RUNNING &&
+		    q->state != KVC_DEAD) {	/* DEAD: kvc_seq_release */
 			kvc__failbuf(why, whylen, KV_EINVAL, "sequence %u: "
 				     "state %u", i, q->state);
 			return 5;

@@ -63,6 +63,8 @@ struct kvc_ops {
 	 */
 	kv_err (*add_tokens)(kvc *k, int32_t s, const uint32_t *tok,
 			     size_t ntok);
+	/* Optional: drop the mode's per-sequence memory (kvc_seq_release). */
+	void (*seq_release)(kvc *k, int32_t s);
 	kv_err (*can_append)(kvc *k, int32_t s, uint32_t n, bool has_n,
 			     uint32_t L, bool *o);
 	kv_err (*computed)(kvc *k, int32_t s, uint32_t n, bool has_n);

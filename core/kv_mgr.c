@@ -595,6 +595,43 @@ kvc_add_tokens(kvc *k, int32_t s, const uint32_t *tok, size_t ntok)
 }
 
 kv_err
+kvc_seq_release(kvc *k, int32_t s)
+{
+	kv_err e = kvc__enter(k, s);
+	int32_t t;
+
+	if (e != KV_OK)
+		return e;
+	for (t = k->seq[s].req; t >= 0; t = k->seq[t].next) {
+		const struct kvc_seq *q = &k->seq[t];
+
+		if (q->state != KVC_DEAD && q->state != KVC_WAITING)
+			return kvc__fail(k, KV_ESTATE, "release of a request "
+					 "that holds blocks");
+		for (uint32_t g = 0; g < k->cfg.ngroups; g++)
+			if (q->tab[g].n != 0)
+				return kvc__fail(k, KV_ESTATE, "release of a "
+						 "request that holds blocks");
+	}
+	for (t = k->seq[s].req; t >= 0; t = k->seq[t].next) {
+		struct kvc_seq *q = &k->seq[t];
+
+		if (k->ops->seq_release != NULL)
+			k->ops->seq_release(k, t);
+		free(q->tok);
+		q->tok = NULL;
+		q->ntok = q->captok = q->ncomp = 0;
+		for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++) {
+			free(q->tab[g].id);
+			free(q->tab[g].aux);
+			memset(&q->tab[g], 0, sizeof(q->tab[g]));
+		}
+		q->state = KVC_DEAD;
+	}
+	return KV_OK;
+}
+
+kv_err
 kvc_append_slots(kvc *k, int32_t s, uint32_t lookahead)
 {
 	KVC__OP(k->ops->append(k, s, NULL, 0, lookahead, lookahead > 0));

@@ -599,6 +599,8 @@ kvs__finish(kvs *s, kvs_req r)
 	if ((e = kvs__push_fin(s, r)) != KV_OK)
 		return e;
 	e = kvc_free_seq(s->k, s->rq[r].seq);
+	if (e == KV_OK)
+		e = kvc_seq_release(s->k, s->rq[r].seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "finish: %s", kvc_errmsg(s->k));
 	if (at >= 0)
@@ -699,6 +701,8 @@ kvs_abort(kvs *s, kvs_req r)
 	}
 	if (at >= 0)
 		kvs_queue_remove(s, qof[q->status], (uint32_t)at);
+	/* the request is over: keep no tokens for it */
+	(void)kvc_seq_release(s->k, q->seq);
 	q->status = KVS_ABORTED;
 	s->nunfinished--;
 	return KV_OK;
@@ -771,7 +775,7 @@ kvs_audit(const kvs *s, char *why, size_t whylen)
 			rc = 204;
 			goto out;
 		}
-		if (!live && kvc_seq_state(s->k, s->rq[r].seq) != KVC_WAITING) {
+		if (!live && kvc_seq_state(s->k, s->rq[r].seq) != KVC_DEAD) {
 			kvc__failbuf(why, whylen, KV_EINVAL, "ended request "
 				     "%u still holds blocks", r);
 			rc = 205;

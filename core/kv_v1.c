@@ -413,6 +413,18 @@ v1_hashes(kvc *k, int32_t s)
 	return KV_OK;
 }
 
+/* kvc_seq_release: the request is gone for good. */
+static void
+v1_seq_release(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+
+	if ((uint32_t)s >= m->capsx)
+		return;
+	free(m->sx[s].h);
+	memset(&m->sx[s], 0, sizeof(m->sx[s]));
+}
+
 /* Tokens were taken off s again: forget hashes of blocks no longer full. */
 static void
 v1_hashes_trim(kvc *k, int32_t s)
@@ -1343,6 +1355,7 @@ const struct kvc_ops kvc__v1_ops = {
 	.can_swap_in = v1_can_swap_in,
 	.swap_in = v1_swap_in,
 	.free_seq = v1_free_seq,
+	.seq_release = v1_seq_release,
 	.cached = v1_cached,
 	.blocks_needed = v1_blocks_needed,
 	.free_blocks = v1_free_blocks,

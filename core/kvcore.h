@@ -207,6 +207,14 @@ const struct kvc_pair *kvc_pairs(const kvc *k, size_t *n);
  * are left in kvc_pairs() as for append.
  */
 kv_err kvc_add_tokens(kvc *k, int32_t s, const uint32_t *tok, size_t ntok);
+
+/*
+ * Retire the request of s for good: it must hold no blocks (WAITING after a
+ * free, or never admitted).  Its tokens and tables are freed and all its
+ * sequences become DEAD, so a long simulation keeps no memory per finished
+ * request beyond a small fixed record.
+ */
+kv_err kvc_seq_release(kvc *k, int32_t s);
 kv_err kvc_append_slots(kvc *k, int32_t s, uint32_t lookahead);
 
 /* Block table of sequence s in group g (device-relative, KVC_NULL). */

@@ -1,28 +1,666 @@
-/* Placeholder until the policy lands: kvs_new() refuses it. */
-#include "kvsched.h"
+/*
+ * kvs_kvsim.c -- policy "kvsim": kvsim's own scheduler on the `exact`
+ * allocator.  docs/policies.md is the normative description; this is its
+ * summary.
+ *
+ * Goals: no preemption while the step still fits (exact counts, no
+ * worst-case heuristics); no admission that later forces the preemption of
+ * a half-computed prompt (the rest of every running prefill is reserved);
+ * when memory does run out, lose the least work (the victim and its mode,
+ * swap or recompute, come from a cost hook the caller may replace).
+ *
+ * Order of a step (queues kept sorted by (priority, arrival) -- arrival
+ * alone under fcfs -- so the head of each queue is the first to serve):
+ *   1. Running decodes, one token each plus `lookahead` slots.  A decode
+ *      that does not fit (exact need > free - reserved) preempts, one at a
+ *      time, the cheapest running request LATER in the order and not yet
+ *      scheduled in this step (ties: the latest), else itself.
+ *   2. Swapped requests resume, if nobody was preempted in this step: from
+ *      the head while the swap-in (unseen tokens + lookahead, shared
+ *      blocks once) fits free - reserved - watermark, the budget and
+ *      max_num_seqs.
+ *   3. Running prefills: their next chunk, min(T - C, budget left,
+ *      long_prefill_threshold); always fits (reserved).
+ *   4. Waiting requests, if nobody was preempted and none is swapped: from
+ *      the head while the blocks of the WHOLE prompt (prefix hits
+ *      claimed) fit free - reserved - watermark, fewer than max_num_seqs
+ *      run and the chunk (prompt minus its hit, capped by the budget and
+ *      the threshold) is not 0 (with chunked_prefill off: the whole rest
+ *      must fit the budget).  Hit tokens are never charged.
+ *
+ * Swap is offered only for a request past its prefill (one unseen token):
+ * exact swap-in computes every unseen token at once, which a chunked step
+ * budget cannot promise for the rest of a prompt.
+ *
+ * Cost per step: O(running) allocator calls plus O(running) per
+ * preemption (the victim search).  No allocation after init beyond the
+ * kvs's own lists.
+ */
+#include "kvspolicy.h"
 
-static kv_err
-kvs__kvsim_configure(struct kvs_config *c, const struct kvc_config *kc,
-		    char *why, size_t whylen)
+#include <stdlib.h>
+#include <string.h>
+
+#define KS_SEQS_DEFAULT 128
+#define KS_TOKENS_DEFAULT 2048
+
+/* What a step needs to know of a running request, read once. */
+struct ks_ri {
+	kvs_req r;
+	int32_t seq;
+	uint32_t T, C;
+	bool decode;
+};
+
+struct ks {
+	struct kvs_kvsim_cost cost;
+	uint32_t known;		/* requests already placed in waiting */
+	struct ks_ri *ri;	/* scratch parallel to running (grows) */
+	uint32_t cap;
+};
+
+extern const struct kvs_policy kvs__kvsim_policy;
+
+static int64_t
+ks_cost_default(void *ctx, const struct kvs_victim *v,
+		enum kvs_preempt_mode m)
 {
-	(void)c;
-	(void)kc;
-	if (why != NULL && whylen > 0)
-		why[0] = '\0';
-	return KV_ENOTSUP;
+	(void)ctx;
+	return m == KVS_PREEMPT_SWAP ? KVS_KVSIM_SWAP_TOKENS
+				     : (int64_t)v->computed;
+}
+
+void
+kvs_kvsim_cost_default(struct kvs_kvsim_cost *c)
+{
+	c->ctx = NULL;
+	c->cost = ks_cost_default;
+}
+
+kv_err
+kvs_kvsim_set_cost(kvs *s, const struct kvs_kvsim_cost *c)
+{
+	struct ks *ks = kvs_policy_state(s, &kvs__kvsim_policy);
+
+	if (ks == NULL || (c != NULL && c->cost == NULL))
+		return KV_EINVAL;
+	if (c == NULL)
+		kvs_kvsim_cost_default(&ks->cost);
+	else
+		ks->cost = *c;
+	return KV_OK;
 }
 
 static kv_err
-kvs__kvsim_schedule(kvs *s, void *state)
+ks_fail(char *why, size_t whylen, const char *msg)
 {
+	if (why != NULL && whylen > 0) {
+		strncpy(why, msg, whylen - 1);
+		why[whylen - 1] = '\0';
+	}
+	return KV_ECONFIG;
+}
+
+/* Blocks one max_model_len request holds at most, running alone. */
+static uint64_t
+ks_alone_blocks(const struct kvc_config *kc, uint64_t budget, uint64_t L)
+{
+	uint32_t ng = kc->ngroups ? kc->ngroups : 1;
+	uint64_t mml = kc->max_model_len ? kc->max_model_len : 8192, sum = 0;
+
+	for (uint32_t g = 0; g < ng; g++) {
+		uint32_t bs = kc->block_size ? kc->block_size : 16;
+		kvc_kind kind = kc->ngroups ? kc->group[g].kind : KVC_FULL;
+		uint64_t n = 0;
+
+		if (kc->ngroups && kc->group[g].block_size)
+			bs = kc->group[g].block_size;
+		switch (kind) {
+		case KVC_FULL:
+			n = kvc_cdiv(mml, bs);
+			break;
+		case KVC_SLIDING:
+			n = kvc_cdiv(kc->group[g].window + budget + L, bs) + 1;
+			if (n > kvc_cdiv(mml, bs))
+				n = kvc_cdiv(mml, bs);
+			break;
+		case KVC_STATE:
+			n = 1;
+			break;
+		}
+		sum += n;
+	}
+	return sum;
+}
+
+static kv_err
+ks_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
+	     size_t whylen)
+{
+	uint64_t G = kc->gpu_blocks, mml = kc->max_model_len ?
+		     kc->max_model_len : 8192;
+	uint64_t wm = (uint64_t)(kc->watermark * (double)G);
+
+	if (c->chunk_size != KVS_UNSET)
+		return ks_fail(why, whylen, "kvsim has no chunk_size (use "
+			       "max_num_batched_tokens and "
+			       "long_prefill_threshold)");
+	if (c->max_num_seqs == KVS_UNSET)
+		c->max_num_seqs = KS_SEQS_DEFAULT;
+	if (c->max_num_batched_tokens == KVS_UNSET)
+		c->max_num_batched_tokens = KS_TOKENS_DEFAULT;
+	if (c->chunked_prefill == KVS_UNSET)
+		c->chunked_prefill = 1;
+	if (c->long_prefill_threshold == KVS_UNSET)
+		c->long_prefill_threshold = 0;
+	if (c->priority == KVS_UNSET)
+		c->priority = 0;
+	if (c->lookahead == KVS_UNSET)
+		c->lookahead = 0;
+	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
+		return ks_fail(why, whylen, "max_num_seqs must be at least 1");
+	if (c->max_num_batched_tokens < c->max_num_seqs ||
+	    c->max_num_batched_tokens > UINT32_MAX)
+		return ks_fail(why, whylen, "max_num_batched_tokens must be "
+			       "at least max_num_seqs");
+	if (c->chunked_prefill == 0 &&
+	    (uint64_t)c->max_num_batched_tokens < mml)
+		return ks_fail(why, whylen, "with chunked_prefill off, "
+			       "max_num_batched_tokens must be at least "
+			       "max_model_len");
+	if (c->chunked_prefill == 0 && c->long_prefill_threshold > 0)
+		return ks_fail(why, whylen, "long_prefill_threshold cuts "
+			       "prefills into chunks: it needs chunked_prefill "
+			       "on");
+	if (c->long_prefill_threshold < 0 ||
+	    c->long_prefill_threshold > UINT32_MAX)
+		return ks_fail(why, whylen, "long_prefill_threshold out of "
+			       "range");
+	if (c->lookahead < 0 || c->lookahead > 65536)
+		return ks_fail(why, whylen, "lookahead out of range");
+	if (c->preemption == 1 && kc->cpu_blocks == 0)
+		return ks_fail(why, whylen, "preemption swap needs cpu_blocks");
+	if (ks_alone_blocks(kc, (uint64_t)c->max_num_batched_tokens,
+			    (uint64_t)c->lookahead) + wm > G)
+		return ks_fail(why, whylen, "one max_model_len request does "
+			       "not fit in gpu_blocks minus the watermark");
+	return KV_OK;
+}
+
+static kv_err
+ks_init(kvs *s, void **state)
+{
+	struct ks *ks = calloc(1, sizeof(*ks));
+
 	(void)s;
-	(void)state;
-	return KV_ENOTSUP;
+	if (ks == NULL)
+		return KV_ENOMEM;
+	kvs_kvsim_cost_default(&ks->cost);
+	*state = ks;
+	return KV_OK;
+}
+
+static void
+ks_release(void *state)
+{
+	struct ks *ks = state;
+
+	if (ks != NULL)
+		free(ks->ri);
+	free(ks);
+}
+
+/* ---- a step ------------------------------------------------------------ */
+
+struct ks_step {
+	kvs *s;
+	kvc *k;
+	struct ks *ks;
+	const struct kvs_config *c;
+	uint32_t L, budget, used, maxseqs, thr, nrun;
+	uint64_t reserved, wm;
+	bool preempted;
+};
+
+static inline uint64_t
+ks_free(const kvc *k)
+{
+	return kvc_free_blocks(k, 0);	/* exact: one pool, all groups */
+}
+
+static kv_err
+ks_need(kvc *k, int32_t seq, uint32_t L, uint64_t *out)
+{
+	uint32_t need[KVC_MAX_GROUPS], ng = kvc_ngroups(k);
+	uint64_t sum = 0;
+	kv_err e = kvc_blocks_needed(k, seq, 0, L, need);
+
+	if (e != KV_OK)
+		return e;
+	for (uint32_t g = 0; g < ng; g++)
+		sum += need[g];
+	*out = sum;
+	return KV_OK;
+}
+
+/*
+ * Read the running queue into the scratch.  A decode has one unseen token
+ * after a generated one; anything else with C < T is a prefill, whose rest
+ * is reserved.
+ */
+static kv_err
+ks_classify(struct ks_step *st)
+{
+	struct ks *ks = st->ks;
+	uint32_t n = kvs_queue_len(st->s, KVS_Q_RUNNING);
+	kv_err e;
+
+	if (n > ks->cap) {
+		uint32_t c = ks->cap ? ks->cap : 64;
+		struct ks_ri *p;
+
+		while (c < n)
+			c *= 2;
+		p = realloc(ks->ri, (size_t)c * sizeof(*p));
+		if (p == NULL)
+			return KV_ENOMEM;
+		ks->ri = p;
+		ks->cap = c;
+	}
+	st->nrun = n;
+	st->reserved = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct ks_ri *ri = &ks->ri[i];
+		uint64_t rest;
+
+		ri->r = kvs_queue_at(st->s, KVS_Q_RUNNING, i);
+		ri->seq = kvs_req_seq(st->s, ri->r);
+		ri->T = (uint32_t)kvc_seq_len(st->k, ri->seq);
+		ri->C = (uint32_t)kvc_seq_computed(st->k, ri->seq);
+		ri->decode = ri->T - ri->C == 1 &&
+			     kvs_req_generated(st->s, ri->r) > 0;
+		if (ri->decode || ri->C >= ri->T)
+			continue;
+		if ((e = ks_need(st->k, ri->seq, 0, &rest)) != KV_OK)
+			return e;
+		st->reserved += rest;
+	}
+	return KV_OK;
+}
+
+/* Scheduling order: (priority, arrival) under priority, else arrival. */
+static inline bool
+ks_before(const struct ks_step *st, kvs_req a, kvs_req b)
+{
+	if (st->c->priority == 1) {
+		int32_t pa = kvs_req_priority(st->s, a);
+		int32_t pb = kvs_req_priority(st->s, b);
+
+		if (pa != pb)
+			return pa < pb;
+	}
+	return a < b;
+}
+
+/* Insert r into queue q at its place in the order (after equals). */
+static kv_err
+ks_insert(struct ks_step *st, kvs_queue q, kvs_req r)
+{
+	uint32_t lo = 0, hi = kvs_queue_len(st->s, q);
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ks_before(st, r, kvs_queue_at(st->s, q, mid)))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return kvs_queue_insert(st->s, q, lo, r);
+}
+
+/*
+ * Arrivals since the last step sit at the tail of waiting (kvs_add()): under
+ * priority, move each into its place in the sorted part before it.
+ */
+static kv_err
+ks_admit_arrivals(struct ks_step *st)
+{
+	uint32_t n = kvs_queue_len(st->s, KVS_Q_WAITING), m = 0, base, t;
+	kv_err e;
+
+	if (st->c->priority == 1) {
+		while (m < n && (uint32_t)kvs_queue_at(st->s, KVS_Q_WAITING,
+						       n - 1 - m) >=
+		       st->ks->known)
+			m++;
+		base = n - m;
+		for (t = 0; t < m; t++) {
+			kvs_req r = kvs_queue_remove(st->s, KVS_Q_WAITING,
+						     base + t);
+			uint32_t lo = 0, hi = base + t;
+
+			while (lo < hi) {
+				uint32_t mid = lo + (hi - lo) / 2;
+
+				if (ks_before(st, r, kvs_queue_at(st->s,
+				    KVS_Q_WAITING, mid)))
+					hi = mid;
+				else
+					lo = mid + 1;
+			}
+			e = kvs_queue_insert(st->s, KVS_Q_WAITING, lo, r);
+			if (e != KV_OK)
+				return e;
+		}
+	}
+	st->ks->known = kvs_nreqs(st->s);
+	return KV_OK;
+}
+
+/* Describe running[j] as a preemption candidate. */
+static void
+ks_victim(struct ks_step *st, const struct ks_ri *ri, struct kvs_victim *v)
+{
+	uint32_t g, ng = kvc_ngroups(st->k);
+	bool ok = false;
+
+	memset(v, 0, sizeof(*v));
+	v->req = ri->r;
+	v->tokens = ri->T;
+	v->computed = ri->C;
+	for (g = 0; g < ng; g++) {
+		size_t n, i;
+		const int32_t *t = kvc_table(st->k, ri->seq, g, &n);
+
+		for (i = 0; i < n; i++)
+			v->gpu_blocks += t[i] != KVC_NULL;
+	}
+	if (st->c->preemption != 0 && ri->decode &&
+	    kvc_free_cpu(st->k) > 0 &&
+	    kvc_can_swap_out(st->k, ri->seq, &ok) == KV_OK)
+		v->can_swap = ok;
+}
+
+/* The mode v would be preempted in, and its cost. */
+static int64_t
+ks_price(struct ks_step *st, const struct kvs_victim *v,
+	 enum kvs_preempt_mode *mode)
+{
+	const struct kvs_kvsim_cost *h = &st->ks->cost;
+	int64_t rc, sc;
+
+	rc = h->cost(h->ctx, v, KVS_PREEMPT_RECOMPUTE);
+	if (rc < 0)
+		rc = 0;
+	*mode = KVS_PREEMPT_RECOMPUTE;
+	if (!v->can_swap)
+		return rc;
+	sc = h->cost(h->ctx, v, KVS_PREEMPT_SWAP);
+	if (sc < 0)
+		sc = 0;
+	if (st->c->preemption == 1 || sc < rc) {
+		*mode = KVS_PREEMPT_SWAP;
+		return sc;
+	}
+	return rc;
+}
+
+/* Preempt running[j] in mode m (into swapped or waiting, in order). */
+static kv_err
+ks_preempt(struct ks_step *st, uint32_t j, enum kvs_preempt_mode m)
+{
+	struct ks_ri *ri = &st->ks->ri[j];
+	kvs_req v = ri->r;
+	kv_err e;
+
+	if (!ri->decode && ri->C < ri->T) {
+		uint64_t rest;
+
+		if ((e = ks_need(st->k, ri->seq, 0, &rest)) != KV_OK)
+			return e;
+		st->reserved -= rest < st->reserved ? rest : st->reserved;
+	}
+	if (m == KVS_PREEMPT_SWAP)
+		e = kvs_preempt_swap(st->s, v);
+	else
+		e = kvs_preempt_recompute(st->s, v);
+	if (e != KV_OK)
+		return e;
+	(void)kvs_queue_remove(st->s, KVS_Q_RUNNING, j);
+	memmove(ri, ri + 1, (st->nrun - j - 1) * sizeof(*ri));
+	st->nrun--;
+	st->preempted = true;
+	return ks_insert(st, m == KVS_PREEMPT_SWAP ? KVS_Q_SWAPPED :
+			 KVS_Q_WAITING, v);
+}
+
+/*
+ * Make room for running[i]'s decode (need blocks).  Returns KV_OK with
+ * *self set when running[i] itself had to go.
+ */
+static kv_err
+ks_make_room(struct ks_step *st, uint32_t i, uint64_t need, bool *self)
+{
+	enum kvs_preempt_mode m, bm = KVS_PREEMPT_RECOMPUTE;
+	struct kvs_victim v;
+	kv_err e;
+
+	*self = false;
+	while (need + st->reserved > ks_free(st->k)) {
+		uint32_t best = i;
+		int64_t bc = INT64_MAX, c;
+
+		for (uint32_t j = st->nrun; j-- > i + 1;) {
+			ks_victim(st, &st->ks->ri[j], &v);
+			c = ks_price(st, &v, &m);
+			if (c < bc) {
+				bc = c;
+				best = j;
+				bm = m;
+			}
+		}
+		if (best == i) {
+			ks_victim(st, &st->ks->ri[i], &v);
+			(void)ks_price(st, &v, &bm);
+			*self = true;
+			return ks_preempt(st, i, bm);
+		}
+		if ((e = ks_preempt(st, best, bm)) != KV_OK)
+			return e;
+	}
+	return KV_OK;
+}
+
+static inline uint32_t
+ks_chunk(const struct ks_step *st, uint32_t left)
+{
+	uint32_t chunk = st->budget - st->used;
+
+	if (left < chunk)
+		chunk = left;
+	if (st->thr > 0 && st->thr < chunk)
+		chunk = st->thr;
+	return chunk;
+}
+
+/* Copy-on-write pairs of the last allocator call, if any. */
+static inline kv_err
+ks_cow(kvs *s, kvc *k)
+{
+	size_t n;
+
+	(void)kvc_pairs(k, &n);
+	return n > 0 ? kvs_emit_pairs(s, KVS_COW) : KV_OK;
+}
+
+static kv_err
+ks_schedule(kvs *s, void *state)
+{
+	const struct kvc_config *kc;
+	struct ks_step st;
+	uint32_t i, nprefill = 0;
+	kv_err e;
+
+	memset(&st, 0, sizeof(st));
+	st.s = s;
+	st.k = kvs_kv(s);
+	st.ks = state;
+	st.c = kvs_config_of(s);
+	kc = kvc_config_of(st.k);
+	st.L = (uint32_t)st.c->lookahead;
+	st.budget = (uint32_t)st.c->max_num_batched_tokens;
+	st.maxseqs = (uint32_t)st.c->max_num_seqs;
+	st.thr = (uint32_t)st.c->long_prefill_threshold;
+	st.wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
+	if ((e = ks_admit_arrivals(&st)) != KV_OK ||
+	    (e = ks_classify(&st)) != KV_OK)
+		return e;
+
+	/* 1. Running decodes. */
+	for (i = 0; i < st.nrun;) {
+		struct ks_ri *ri = &st.ks->ri[i];
+		uint64_t need;
+		bool self;
+
+		if (!ri->decode) {
+			nprefill += ri->C < ri->T;
+			i++;
+			continue;
+		}
+		if (st.reserved == 0) {
+			e = kvc_append_slots(st.k, ri->seq, st.L);
+			if (e == KV_OK)
+				goto scheduled;
+			if (e != KV_ENOSPC)
+				return e;
+		}
+		if ((e = ks_need(st.k, ri->seq, st.L, &need)) != KV_OK ||
+		    (e = ks_make_room(&st, i, need, &self)) != KV_OK)
+			return e;
+		if (self)
+			break;	/* nobody after it is left */
+		e = kvc_append_slots(st.k, ri->seq, st.L);
+		if (e == KV_ENOSPC)
+			return KV_EREF;	/* the check said it fits */
+		if (e != KV_OK)
+			return e;
+scheduled:
+		if ((e = ks_cow(s, st.k)) != KV_OK ||
+		    (e = kvs_emit_sched(s, ri->r, 1)) != KV_OK)
+			return e;
+		st.used++;
+		i++;
+	}
+
+	/* 2. Swapped requests resume first. */
+	while (!st.preempted && kvs_queue_len(s, KVS_Q_SWAPPED) > 0) {
+		kvs_req r = kvs_queue_at(s, KVS_Q_SWAPPED, 0);
+		int32_t q = kvs_req_seq(s, r);
+		uint32_t unseen = (uint32_t)(kvc_seq_len(st.k, q) -
+					     kvc_seq_computed(st.k, q));
+		uint64_t need;
+
+		if ((e = ks_need(st.k, q, st.L, &need)) != KV_OK)
+			return e;
+		if (need + st.reserved + st.wm > ks_free(st.k) ||
+		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs ||
+		    unseen == 0 || unseen > st.budget - st.used)
+			break;
+		e = kvc_swap_in(st.k, q, st.L);
+		if (e == KV_ENOSPC)
+			return KV_EREF;
+		if (e != KV_OK)
+			return e;
+		if ((e = kvs_emit_pairs(s, KVS_SWAP_IN)) != KV_OK)
+			return e;
+		(void)kvs_queue_remove(s, KVS_Q_SWAPPED, 0);
+		if ((e = ks_insert(&st, KVS_Q_RUNNING, r)) != KV_OK ||
+		    (e = kvs_emit_sched(s, r, unseen)) != KV_OK)
+			return e;
+		st.used += unseen;
+	}
+
+	/* 3. Running prefills: the next chunk of each (reserved).  The
+	 * scratch still describes them (steps 1-2 touch no prefill). */
+	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
+		struct ks_ri *ri = &st.ks->ri[i];
+		uint32_t chunk;
+
+		if (ri->decode || ri->C >= ri->T)
+			continue;
+		chunk = ks_chunk(&st, ri->T - ri->C);
+		if (chunk == 0)
+			break;
+		e = kvc_allocate(st.k, ri->seq, chunk);
+		if (e == KV_ENOSPC)
+			return KV_EREF;
+		if (e != KV_OK)
+			return e;
+		if ((e = kvs_emit_sched(s, ri->r, chunk)) != KV_OK)
+			return e;
+		st.used += chunk;
+	}
+
+	/* 4. New prefills, only on a step without preemption. */
+	if (st.preempted || kvs_queue_len(s, KVS_Q_SWAPPED) > 0 ||
+	    kvs_queue_len(s, KVS_Q_WAITING) == 0 || st.used >= st.budget)
+		return KV_OK;
+	st.reserved = 0;
+	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
+		struct ks_ri *ri = &st.ks->ri[i];
+		uint64_t rest;
+
+		if (ri->decode || kvc_seq_computed(st.k, ri->seq) >= ri->T)
+			continue;
+		if ((e = ks_need(st.k, ri->seq, 0, &rest)) != KV_OK)
+			return e;
+		st.reserved += rest;
+	}
+	while (kvs_queue_len(s, KVS_Q_WAITING) > 0 && st.used < st.budget) {
+		kvs_req r = kvs_queue_at(s, KVS_Q_WAITING, 0);
+		int32_t q = kvs_req_seq(s, r);
+		uint64_t need, rest;
+		uint32_t T, chunk;
+		size_t hit;
+
+		if ((e = ks_need(st.k, q, 0, &need)) != KV_OK)
+			return e;
+		if (need + st.reserved + st.wm > ks_free(st.k) ||
+		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs)
+			break;
+		if ((e = kvc_cached(st.k, q, &hit)) != KV_OK)
+			return e;
+		T = (uint32_t)kvc_seq_len(st.k, q);
+		chunk = ks_chunk(&st, T - (uint32_t)hit);
+		if (chunk == 0 || (st.c->chunked_prefill == 0 &&
+				   chunk < T - (uint32_t)hit))
+			break;
+		e = kvc_allocate(st.k, q, chunk);
+		if (e == KV_ENOSPC)
+			return KV_EREF;
+		if (e != KV_OK)
+			return e;
+		(void)kvs_queue_remove(s, KVS_Q_WAITING, 0);
+		if ((e = ks_insert(&st, KVS_Q_RUNNING, r)) != KV_OK ||
+		    (e = kvs_emit_sched(s, r, chunk)) != KV_OK)
+			return e;
+		st.used += chunk;
+		if (kvc_seq_computed(st.k, q) < T) {
+			if ((e = ks_need(st.k, q, 0, &rest)) != KV_OK)
+				return e;
+			st.reserved += rest;
+		}
+	}
+	return KV_OK;
 }
 
 const struct kvs_policy kvs__kvsim_policy = {
 	.abi = KVS_ABI,
 	.name = "kvsim",
-	.configure = kvs__kvsim_configure,
-	.schedule = kvs__kvsim_schedule,
+	.mode = KVC_EXACT,
+	.configure = ks_configure,
+	.init = ks_init,
+	.release = ks_release,
+	.schedule = ks_schedule,
 };

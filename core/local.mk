@@ -22,7 +22,7 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 
 kvcoreincludedir = $(includedir)/kvcore
 kvcoreinclude_HEADERS = %reldir%/kvcore.h %reldir%/kvsize.h \
-	%reldir%/kvsched.h
+	%reldir%/kvsched.h %reldir%/kvspolicy.h
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = %reldir%/kvcore.pc

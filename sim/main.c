@@ -8,7 +8,10 @@
 #include "config.h"
 
 #include "core/kvcore.h"
+#include "sim/catalog.h"
 #include "sim/replay.h"
+#include "sim/sizing.h"
+#include "sim/trace_stats.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -19,9 +22,18 @@ struct cmd {
 	const char *summary;
 };
 
+int run_main(int argc, char **argv);	/* cmd_run.c */
+
 static const struct cmd cmds[] = {
+	{ "run", run_main,
+	  "simulate serving a workload (the embedded default without a file)" },
 	{ "replay", replay_main,
 	  "run a replay script against the allocator core" },
+	{ "kv-size", kvsize_main,
+	  "vLLM's KV-cache sizing for a model on a GPU" },
+	{ "catalog", catalog_main, "list or show catalog models and GPUs" },
+	{ "trace-stats", trace_stats_main,
+	  "statistics of a request trace or workload" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -500,24 +500,8 @@ rp_apply_mode(struct rp *r, kvc_mode m)
 
 /*
  * A policy named by a path (it contains '/') is a plugin, loaded by
- * replay_load_policy() (sim/plugin.c).  Until that lands, this stub
- * refuses every path; sim/plugin.c replaces both functions below (delete
- * them here when it does).
+ * replay_load_policy() (sim/plugin.c).
  */
-const struct kvs_policy *
-replay_load_policy(const char *path, void **handle, char *why, size_t whylen)
-{
-	(void)path;
-	*handle = NULL;
-	snprintf(why, whylen, "plugins not available in this build");
-	return NULL;
-}
-
-void
-replay_unload_policy(void *handle)
-{
-	(void)handle;
-}
 
 static int
 rp_onoff(struct rp *r, const struct rp_line *l, const char *on,

@@ -63,3 +63,104 @@ check_PROGRAMS += %reldir%/check_sched_v0
 %canon_reldir%_check_sched_v0_SOURCES = %reldir%/check_sched_v0.c
 %canon_reldir%_check_sched_v0_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_sched_v0_LDADD = $(KV_TEST_LIBS)
+
+# workloads/ (issue 4): readers, transformations, config (check_wl),
+# generators checked statistically (check_wl_gen), the real traces of
+# ../shared/traces (check_wl_traces, wl_trace_stats.sh: exit 77 without
+# them; KVSIM_TRACES overrides the folder) and the trace-stats command line.
+AM_TESTS_ENVIRONMENT += \
+	KVSIM_TRACES=$${KVSIM_TRACES:-$(abs_top_srcdir)/../shared/traces}; \
+	export KVSIM_TRACES;
+WL_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GSL_CFLAGS) $(YAML_CFLAGS)
+WL_TEST_LIBS = workloads/libwl.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+
+check_PROGRAMS += %reldir%/check_wl
+%canon_reldir%_check_wl_SOURCES = %reldir%/check_wl.c
+%canon_reldir%_check_wl_CFLAGS = $(WL_TEST_CFLAGS)
+%canon_reldir%_check_wl_LDADD = $(WL_TEST_LIBS)
+
+check_PROGRAMS += %reldir%/check_wl_gen
+%canon_reldir%_check_wl_gen_SOURCES = %reldir%/check_wl_gen.c
+%canon_reldir%_check_wl_gen_CFLAGS = $(WL_TEST_CFLAGS)
+%canon_reldir%_check_wl_gen_LDADD = $(WL_TEST_LIBS)
+
+check_PROGRAMS += %reldir%/check_wl_traces
+%canon_reldir%_check_wl_traces_SOURCES = %reldir%/check_wl_traces.c
+%canon_reldir%_check_wl_traces_CFLAGS = $(WL_TEST_CFLAGS)
+%canon_reldir%_check_wl_traces_LDADD = $(WL_TEST_LIBS)
+
+TESTS += %reldir%/wl_cli.sh %reldir%/wl_trace_stats.sh
+EXTRA_DIST += %reldir%/wl_cli.sh %reldir%/wl_trace_stats.sh \
+	%reldir%/fixtures/wl
+
+# Catalogs and vLLM's KV sizing (issue 5 items 4-5): check_catalog (the
+# data/ catalogs, config.json, the sizing fixtures, seed bug 2) and the
+# kv-size / catalog command lines.  tests/catalog holds bad inputs.
+check_PROGRAMS += %reldir%/check_catalog
+%canon_reldir%_check_catalog_SOURCES = %reldir%/check_catalog.c
+%canon_reldir%_check_catalog_CFLAGS = $(KV_TEST_CFLAGS) $(YAML_CFLAGS)
+%canon_reldir%_check_catalog_LDADD = sim/libsimcat.la $(KV_TEST_LIBS) \
+	$(YAML_LIBS)
+TESTS += %reldir%/kvsize.sh
+EXTRA_DIST += %reldir%/kvsize.sh %reldir%/catalog
+
+# The cost model (issue 5 item 3): step, swap and recompute times.
+check_PROGRAMS += %reldir%/check_cost
+%canon_reldir%_check_cost_SOURCES = %reldir%/check_cost.c sim/cost.c \
+	sim/cost.h
+%canon_reldir%_check_cost_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_cost_LDADD = $(KV_TEST_LIBS)
+
+# Scheduler policies sarathi, deepspeed-fastgen and kvsim (issue 3): their
+# scenarios, the randomized invariant test of all five policies (>= 10^5
+# steps each; KVSIM_SCHED_STEPS overrides), and policy plugins: the example
+# of examples/plugin/ built as a libtool module, plus two broken builds of
+# it, loaded by `kvsim replay` (plugin.sh).  The modules override
+# AM_LIBTOOLFLAGS (--tag=disable-shared, Makefile.am): they are the only
+# shared objects of the build.
+check_PROGRAMS += %reldir%/check_sched_policies
+%canon_reldir%_check_sched_policies_SOURCES = %reldir%/check_sched_policies.c
+%canon_reldir%_check_sched_policies_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_sched_policies_LDADD = $(KV_TEST_LIBS)
+
+check_PROGRAMS += %reldir%/check_sched_stress
+%canon_reldir%_check_sched_stress_SOURCES = %reldir%/check_sched_stress.c
+%canon_reldir%_check_sched_stress_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_sched_stress_LDADD = $(KV_TEST_LIBS)
+
+KV_PLUGIN_LDFLAGS = -module -avoid-version -shared -rpath /nowhere \
+	$(AM_LDFLAGS)
+check_LTLIBRARIES += examples/plugin/libspf.la
+examples_plugin_libspf_la_SOURCES = examples/plugin/spf.c
+examples_plugin_libspf_la_CPPFLAGS = -I$(top_srcdir)/core
+examples_plugin_libspf_la_LIBTOOLFLAGS =
+examples_plugin_libspf_la_LDFLAGS = $(KV_PLUGIN_LDFLAGS)
+
+check_LTLIBRARIES += %reldir%/libplugin_noentry.la
+%canon_reldir%_libplugin_noentry_la_SOURCES = examples/plugin/spf.c
+%canon_reldir%_libplugin_noentry_la_CPPFLAGS = -I$(top_srcdir)/core \
+	-DSPF_NO_ENTRY
+%canon_reldir%_libplugin_noentry_la_LIBTOOLFLAGS =
+%canon_reldir%_libplugin_noentry_la_LDFLAGS = $(KV_PLUGIN_LDFLAGS)
+
+check_LTLIBRARIES += %reldir%/libplugin_badabi.la
+%canon_reldir%_libplugin_badabi_la_SOURCES = examples/plugin/spf.c
+%canon_reldir%_libplugin_badabi_la_CPPFLAGS = -I$(top_srcdir)/core \
+	-DSPF_WRONG_ABI
+%canon_reldir%_libplugin_badabi_la_LIBTOOLFLAGS =
+%canon_reldir%_libplugin_badabi_la_LDFLAGS = $(KV_PLUGIN_LDFLAGS)
+
+TESTS += %reldir%/plugin.sh
+EXTRA_DIST += %reldir%/plugin.sh
+
+# `kvsim run` (issue 5 items 1, 2, 6, 7): the event queue (check_engine) and
+# the end-to-end run (run.sh: the README's main-job command, determinism,
+# --out refusal, bad config keys/values, a hand-computed constant-cost
+# scenario, invariants of a full run; tests/run holds its inputs).
+check_PROGRAMS += %reldir%/check_engine
+%canon_reldir%_check_engine_SOURCES = %reldir%/check_engine.c sim/engine.c \
+	sim/engine.h
+%canon_reldir%_check_engine_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_engine_LDADD = $(KV_TEST_LIBS)
+TESTS += %reldir%/run.sh
+EXTRA_DIST += %reldir%/run.sh %reldir%/run

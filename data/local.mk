@@ -1,0 +1,7 @@
+# Model and GPU catalogs, installed to $(pkgdatadir) and distributed
+# (docs/catalog.md).  kvsim finds them at $KVSIM_DATADIR, else here.
+dist_pkgdata_DATA = %reldir%/models.yaml %reldir%/gpus.yaml
+# The embedded default of `kvsim run`: an excerpt of the Azure LLM
+# conversation trace, CC-BY-4.0 (data/TRACES.md has the attribution).
+dist_pkgdata_DATA += %reldir%/azure_llm_2023_conv_excerpt.csv \
+	%reldir%/LICENSE-AzurePublicDataset-CC-BY-4.0.txt %reldir%/TRACES.md

@@ -1,0 +1,334 @@
+/*
+ * rpt.c -- run metrics and CSV writers (rpt.h).
+ *
+ * Per request we keep four doubles (TTFT, TPOT, E2E, queueing delay) for
+ * the quantiles; everything else is a running sum.  10^6 requests cost
+ * 32 MB.  Rejected: a streaming quantile sketch (t-digest): approximate,
+ * and the exact answer fits in memory at the scales we target.
+ */
+#include "config.h"
+
+#include "reports/rpt.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { M_TTFT = 0, M_TPOT, M_E2E, M_QUEUE, M_N };
+
+static const char *const metric_name[M_N] = { "ttft", "tpot", "e2e",
+					      "queue" };
+
+struct vec {
+	double *v;
+	size_t n, cap;
+	bool sorted;
+	double sum;
+};
+
+struct rpt {
+	char run_id[128];
+	FILE *reqs, *ts;
+	struct vec m[M_N];
+	uint64_t completed, out_tokens, in_tokens;
+	int64_t itl_sum_ns, itl_max_ns;
+	uint64_t itl_n;
+};
+
+static int
+vec_push(struct vec *v, double x)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 1024;
+		double *p = realloc(v->v, cap * sizeof(*p));
+
+		if (p == NULL)
+			return -1;
+		v->v = p;
+		v->cap = cap;
+	}
+	v->v[v->n++] = x;
+	v->sum += x;
+	v->sorted = false;
+	return 0;
+}
+
+rpt *
+rpt_new(const char *run_id, FILE *reqs, FILE *ts)
+{
+	rpt *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	snprintf(r->run_id, sizeof(r->run_id), "%s", run_id ? run_id : "");
+	r->reqs = reqs;
+	r->ts = ts;
+	return r;
+}
+
+void
+rpt_free(rpt *r)
+{
+	if (r == NULL)
+		return;
+	for (int i = 0; i < M_N; i++)
+		free(r->m[i].v);
+	free(r);
+}
+
+void
+rpt_csv_field(FILE *f, const char *s)
+{
+	if (s == NULL)
+		s = "";
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Integer ns as seconds, exactly: "12.345678901". */
+static void
+put_s(FILE *f, int64_t ns)
+{
+	if (ns < 0) {
+		fputc('-', f);
+		ns = -ns;
+	}
+	fprintf(f, "%" PRId64 ".%09" PRId64, ns / 1000000000,
+		ns % 1000000000);
+}
+
+int
+rpt_begin(rpt *r)
+{
+	if (r->reqs != NULL)
+		fputs("run_id,request_id,replica,arrival_s,first_scheduled_s,"
+		      "first_token_s,finish_s,input_tokens,output_tokens,"
+		      "cached_prefix_tokens,ttft_s,tpot_s,e2e_s,queue_s,"
+		      "itl_mean_s,itl_max_s,preemptions,recomputed_tokens,"
+		      "swapped_out_blocks,swapped_out_bytes\n", r->reqs);
+	if (r->ts != NULL)
+		fputs("run_id,t_s,running,waiting,swapped,kv_blocks_used,"
+		      "kv_blocks_total,kv_usage,kv_frag_internal_tokens,"
+		      "prefix_hit_rate,prompt_tok_s,gen_tok_s,"
+		      "preemptions_cum\n", r->ts);
+	if ((r->reqs != NULL && ferror(r->reqs)) ||
+	    (r->ts != NULL && ferror(r->ts)))
+		return -1;
+	return 0;
+}
+
+int
+rpt_add_request(rpt *r, const struct rpt_req *q)
+{
+	int64_t ttft = q->first_token_ns - q->arrival_ns;
+	int64_t e2e = q->finish_ns - q->arrival_ns;
+	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
+	int64_t tpot_ns = 0;
+	int e;
+
+	if (q->output_tokens > 1)
+		tpot_ns = (q->finish_ns - q->first_token_ns) /
+			  (int64_t)(q->output_tokens - 1);
+	if ((e = vec_push(&r->m[M_TTFT], (double)ttft / 1e9)) != 0 ||
+	    (e = vec_push(&r->m[M_E2E], (double)e2e / 1e9)) != 0 ||
+	    (e = vec_push(&r->m[M_QUEUE], (double)queue / 1e9)) != 0)
+		return e;
+	if (q->output_tokens > 1 &&
+	    (e = vec_push(&r->m[M_TPOT], (double)tpot_ns / 1e9)) != 0)
+		return e;
+	r->completed++;
+	r->out_tokens += q->output_tokens;
+	r->in_tokens += q->input_tokens;
+	if (q->output_tokens > 1) {
+		r->itl_sum_ns += q->itl_sum_ns;
+		r->itl_n += q->output_tokens - 1;
+		if (q->itl_max_ns > r->itl_max_ns)
+			r->itl_max_ns = q->itl_max_ns;
+	}
+	if (r->reqs == NULL)
+		return 0;
+	rpt_csv_field(r->reqs, r->run_id);
+	fprintf(r->reqs, ",%" PRIu64 ",%" PRIu32 ",", q->id, q->replica);
+	put_s(r->reqs, q->arrival_ns);
+	fputc(',', r->reqs);
+	put_s(r->reqs, q->first_scheduled_ns);
+	fputc(',', r->reqs);
+	put_s(r->reqs, q->first_token_ns);
+	fputc(',', r->reqs);
+	put_s(r->reqs, q->finish_ns);
+	fprintf(r->reqs, ",%" PRIu32 ",%" PRIu32 ",%" PRIu32 ",",
+		q->input_tokens, q->output_tokens, q->cached_prefix_tokens);
+	put_s(r->reqs, ttft);
+	fputc(',', r->reqs);
+	if (q->output_tokens > 1)
+		put_s(r->reqs, tpot_ns);
+	fputc(',', r->reqs);
+	put_s(r->reqs, e2e);
+	fputc(',', r->reqs);
+	put_s(r->reqs, queue);
+	fputc(',', r->reqs);
+	if (q->output_tokens > 1)
+		put_s(r->reqs, q->itl_sum_ns / (int64_t)(q->output_tokens - 1));
+	fputc(',', r->reqs);
+	if (q->output_tokens > 1)
+		put_s(r->reqs, q->itl_max_ns);
+	fprintf(r->reqs, ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+		q->preemptions, q->recomputed_tokens, q->swapped_out_blocks,
+		q->swapped_out_bytes);
+	return ferror(r->reqs) ? -1 : 0;
+}
+
+int
+rpt_add_sample(rpt *r, const struct rpt_sample *s)
+{
+	double usage = s->kv_blocks_total
+		? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0.0;
+
+	if (r->ts == NULL)
+		return 0;
+	rpt_csv_field(r->ts, r->run_id);
+	fputc(',', r->ts);
+	put_s(r->ts, s->t_ns);
+	fprintf(r->ts,
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%.6f,%" PRIu64 ",%.6f,%.3f,%.3f,%" PRIu64 "\n",
+		s->running, s->waiting, s->swapped, s->kv_blocks_used,
+		s->kv_blocks_total, usage, s->kv_frag_internal_tokens,
+		s->prefix_hit_rate, s->prompt_tok_s, s->gen_tok_s,
+		s->preemptions_cum);
+	return ferror(r->ts) ? -1 : 0;
+}
+
+uint64_t
+rpt_completed(const rpt *r)
+{
+	return r->completed;
+}
+
+uint64_t
+rpt_output_tokens(const rpt *r)
+{
+	return r->out_tokens;
+}
+
+static int
+metric_index(const char *m)
+{
+	for (int i = 0; i < M_N; i++)
+		if (strcmp(m, metric_name[i]) == 0)
+			return i;
+	return -1;
+}
+
+double
+rpt_quantile(rpt *r, const char *metric, double p)
+{
+	int i = metric_index(metric);
+	struct vec *v;
+
+	if (i < 0)
+		return 0.0;
+	v = &r->m[i];
+	if (v->n == 0)
+		return 0.0;
+	if (!v->sorted) {
+		gsl_sort(v->v, 1, v->n);
+		v->sorted = true;
+	}
+	return gsl_stats_quantile_from_sorted_data(v->v, 1, v->n, p);
+}
+
+double
+rpt_mean(const rpt *r, const char *metric)
+{
+	int i = metric_index(metric);
+
+	if (i < 0 || r->m[i].n == 0)
+		return 0.0;
+	return r->m[i].sum / (double)r->m[i].n;
+}
+
+int
+rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
+{
+	double dur = (double)t->duration_ns / 1e9;
+	double hit = t->prompt_tokens_admitted
+		? (double)t->prefix_hit_tokens /
+		  (double)t->prompt_tokens_admitted : 0.0;
+
+	fputs("requests,completed,duration_s,throughput_req_s,"
+	      "throughput_out_tok_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,"
+	      "tpot_p99_s,e2e_p50_s,e2e_p99_s,preemptions,recomputed_tokens,"
+	      "swap_out_blocks,swap_in_blocks,kv_usage_mean,kv_usage_max,"
+	      "frag_internal_mean,prefix_hit_rate,num_gpu_blocks,events,"
+	      "sim_wall_s", f);
+	fputs(",run_id,model,gpu,tp,policy,block_size,replicas,router,seed,"
+	      "trace,rejected,input_tokens,output_tokens,kv_cache_tokens,"
+	      "max_concurrency,steps,cow_blocks,throughput_in_tok_s", f);
+	/* Beyond DESIGN.md's p50/p99: mean, p90, max, and the queueing
+	 * delay's p50/p99. */
+	for (int m = 0; m < M_N; m++)
+		fprintf(f, ",%s_mean_s,%s_p90_s,%s_max_s", metric_name[m],
+			metric_name[m], metric_name[m]);
+	fputs(",queue_p50_s,queue_p99_s", f);
+	fputs(",itl_mean_s,itl_max_s\n", f);
+
+	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
+	put_s(f, t->duration_ns);
+	fprintf(f, ",%.6f,%.6f,%.9f,%.9f,%.9f,%.9f,%.9f,%.9f",
+		dur > 0 ? (double)r->completed / dur : 0.0,
+		dur > 0 ? (double)r->out_tokens / dur : 0.0,
+		rpt_quantile(r, "ttft", 0.5), rpt_quantile(r, "ttft", 0.99),
+		rpt_quantile(r, "tpot", 0.5), rpt_quantile(r, "tpot", 0.99),
+		rpt_quantile(r, "e2e", 0.5), rpt_quantile(r, "e2e", 0.99));
+	fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%.6f,%.6f,%.6f,%.6f,%" PRIu64 ",%" PRIu64 ",%.3f",
+		t->preemptions, t->recomputed_tokens, t->swap_out_blocks,
+		t->swap_in_blocks, t->kv_usage_mean, t->kv_usage_max,
+		t->frag_internal_mean, hit, t->num_gpu_blocks, t->events,
+		t->sim_wall_s);
+	fputc(',', f);
+	rpt_csv_field(f, t->run_id);
+	fputc(',', f);
+	rpt_csv_field(f, t->model);
+	fputc(',', f);
+	rpt_csv_field(f, t->gpu);
+	fprintf(f, ",%" PRIu32 ",", t->tp);
+	rpt_csv_field(f, t->policy);
+	fprintf(f, ",%" PRIu32 ",%" PRIu32 ",", t->block_size, t->replicas);
+	rpt_csv_field(f, t->router);
+	fprintf(f, ",%" PRIu64 ",", t->seed);
+	rpt_csv_field(f, t->trace);
+	fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%.2f,%" PRIu64 ",%" PRIu64 ",%.6f",
+		t->rejected, r->in_tokens, r->out_tokens, t->kv_cache_tokens,
+		t->max_concurrency, t->steps, t->cow_blocks,
+		dur > 0 ? (double)r->in_tokens / dur : 0.0);
+	for (int m = 0; m < M_N; m++) {
+		struct vec *v = &r->m[m];
+		double p90 = rpt_quantile(r, metric_name[m], 0.9);
+
+		fprintf(f, ",%.9f,%.9f,%.9f", rpt_mean(r, metric_name[m]), p90,
+			v->n ? v->v[v->n - 1] : 0.0);
+	}
+	fprintf(f, ",%.9f,%.9f", rpt_quantile(r, "queue", 0.5),
+		rpt_quantile(r, "queue", 0.99));
+	fputc(',', f);
+	put_s(f, r->itl_n ? r->itl_sum_ns / (int64_t)r->itl_n : 0);
+	fputc(',', f);
+	put_s(f, r->itl_max_ns);
+	fputc('\n', f);
+	return ferror(f) ? -1 : 0;
+}

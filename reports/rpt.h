@@ -1,0 +1,115 @@
+/*
+ * rpt.h -- run metrics and the CSV reports of `kvsim run`.
+ *
+ * The simulator hands over one struct rpt_req per request as it finishes
+ * (milestones in integer ns) and one struct rpt_sample per timeseries
+ * interval; rpt writes requests.csv and timeseries.csv rows as they come
+ * (streaming: nothing per token is kept) and keeps only the per-request
+ * latencies it needs for quantiles (TTFT, TPOT, E2E, queueing delay: four
+ * doubles a request).  At the end rpt_summary_write() sorts them and takes
+ * the quantiles with GSL (gsl_stats_quantile_from_sorted_data: linear
+ * interpolation between order statistics, the same as numpy's default).
+ *
+ * Definitions (docs/ecosystem.md §5.1; docs/run.md):
+ *   TTFT  = first token - arrival
+ *   TPOT  = (finish - first token) / (output tokens - 1), requests with at
+ *           least two output tokens only
+ *   ITL   = the gap between consecutive output tokens (mean and max over
+ *           all gaps; not kept per token)
+ *   E2E   = finish - arrival
+ *   queue = first scheduled - arrival
+ *
+ * Number formatting is fixed ("%.9f" for seconds, exact for integer ns), so
+ * the same inputs give byte-identical files.  Errors: the int calls
+ * return 0, or -1 on a write error (ferror) or out of memory; nothing here
+ * prints or exits.
+ */
+#ifndef REPORTS_RPT_H
+#define REPORTS_RPT_H
+
+#include "core/kvcore.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* One finished request. */
+struct rpt_req {
+	uint64_t id;			/* workload request id */
+	uint32_t replica;
+	int64_t arrival_ns, first_scheduled_ns, first_token_ns, finish_ns;
+	uint32_t input_tokens, output_tokens;
+	uint32_t cached_prefix_tokens;	/* prefix-cache hit at first admission */
+	uint32_t preemptions;
+	uint64_t recomputed_tokens;
+	uint64_t swapped_out_blocks;
+	uint64_t swapped_out_bytes;
+	int64_t itl_sum_ns, itl_max_ns;	/* over output_tokens - 1 gaps */
+};
+
+/* One timeseries row: the state at t_ns and rates over the interval. */
+struct rpt_sample {
+	int64_t t_ns;
+	uint64_t running, waiting, swapped;
+	uint64_t kv_blocks_used, kv_blocks_total;
+	uint64_t kv_frag_internal_tokens;
+	double prefix_hit_rate;		/* cumulative */
+	double prompt_tok_s, gen_tok_s;	/* over the interval */
+	uint64_t preemptions_cum;
+};
+
+/* Run totals and settings the simulator fills for the summary. */
+struct rpt_totals {
+	const char *run_id, *model, *gpu, *policy, *router, *trace;
+	uint32_t tp, block_size, replicas;
+	uint64_t seed;
+	uint64_t requests;		/* arrived */
+	uint64_t rejected;		/* can never fit */
+	int64_t duration_ns;		/* first arrival .. last event */
+	uint64_t preemptions, recomputed_tokens;
+	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
+	double kv_usage_mean, kv_usage_max;	/* time-weighted mean */
+	double frag_internal_mean;	/* mean over steps, fraction of the
+					 * allocated slots left empty */
+	uint64_t prefix_hit_tokens, prompt_tokens_admitted;
+	uint64_t num_gpu_blocks, kv_cache_tokens;
+	double max_concurrency;
+	uint64_t steps, events;
+	double sim_wall_s;
+};
+
+typedef struct rpt rpt;
+
+/*
+ * A collector writing requests.csv rows to `reqs` and timeseries rows to
+ * `ts` (either may be NULL: not written).  The files stay the caller's.
+ * run_id is copied.  NULL on out of memory.
+ */
+rpt *rpt_new(const char *run_id, FILE *reqs, FILE *ts);
+void rpt_free(rpt *r);
+
+/* Write the two headers (once, before any row). */
+int rpt_begin(rpt *r);
+
+int rpt_add_request(rpt *r, const struct rpt_req *q);
+int rpt_add_sample(rpt *r, const struct rpt_sample *s);
+
+/* Completed requests so far, and their output tokens. */
+uint64_t rpt_completed(const rpt *r);
+uint64_t rpt_output_tokens(const rpt *r);
+
+/*
+ * Quantile p in [0, 1] of a metric ("ttft", "tpot", "e2e", "queue") over
+ * the requests so far; 0 when there are none.  Sorts the samples (cheap
+ * when called again).
+ */
+double rpt_quantile(rpt *r, const char *metric, double p);
+double rpt_mean(const rpt *r, const char *metric);
+
+/* summary.csv: header and one row.  The required columns of DESIGN.md come
+ * first, in its order; extra columns follow. */
+int rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f);
+
+/* A value in a CSV field: quoted if it holds a comma, quote or newline. */
+void rpt_csv_field(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,442 @@
+/*
+ * cmd_kvsize.c -- `kvsim kv-size`: vLLM's start-up KV sizing for a model on
+ * a GPU, printed as vLLM prints it.
+ *
+ * stdout gets the lines vLLM logs, in its order and format ("GPU KV cache
+ * size: 436,544 tokens", "Maximum concurrency for 131,072 tokens per
+ * request: 3.33x"); --verbose adds the memory breakdown and the KV cache
+ * groups.  When one max_model_len request cannot fit, vLLM's ValueError
+ * (with the largest max_model_len that would fit) goes to stderr and the
+ * exit status is 1.  Bad usage, unknown names and bad files exit 2.
+ */
+#include "config.h"
+
+#include "sim/catalog.h"
+#include "sim/sizing.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB 1073741824.0
+
+static void
+kvsize_usage(FILE *f)
+{
+	fprintf(f,
+"usage: kvsim kv-size --model ID|CONFIG.json --gpu ID [OPTIONS]\n"
+"\n"
+"Print the KV-cache sizing vLLM v1 does at start-up (num_gpu_blocks,\n"
+"\"GPU KV cache size\", \"Maximum concurrency\") for a model on a GPU,\n"
+"computed with the allocator's own block-aligned arithmetic.\n"
+"\n"
+"  -m, --model ID|FILE           catalog model (id or alias) or a Hugging\n"
+"                                Face config.json\n"
+"  -g, --gpu, --device ID        catalog GPU (id or alias)\n"
+"  -t, --tensor-parallel-size N  tensor parallel degree (default 1)\n"
+"      --gpu-memory-utilization F  fraction of GPU memory vLLM may use (0.9)\n"
+"      --block-size N            tokens per block (16; hybrids and MLA\n"
+"                                raise it)\n"
+"      --kv-cache-dtype T        auto, bfloat16, float16, fp8, fp8_e4m3,\n"
+"                                fp8_e5m2, fp8_inc, fp8_ds_mla (auto)\n"
+"      --dtype T                 auto, bfloat16, float16, float32 (auto)\n"
+"      --mamba-ssm-cache-dtype T auto, float32, bfloat16, float16 (auto)\n"
+"      --max-model-len N         tokens per request (the model's maximum)\n"
+"      --max-num-batched-tokens N  token budget per step (vllm serve: 8192 on\n"
+"                                GPUs with >= 70 GiB except A100, else 2048)\n"
+"      --max-num-seqs N          running requests (1024, or 256 likewise)\n"
+"      --enable-prefix-caching, --no-enable-prefix-caching\n"
+"                                (default: on, off for Mamba hybrids)\n"
+"      --kv-cache-memory-bytes SIZE  KV cache memory, skipping the estimate\n"
+"      --num-gpu-blocks-override N   use N blocks whatever the memory\n"
+"\n"
+"Measured values that replace kvsim's estimates (SIZE: 14.96GiB, 80GB or\n"
+"bytes):\n"
+"      --gpu-memory SIZE         total GPU memory (default: the catalog's)\n"
+"      --weights SIZE            model weights per GPU\n"
+"      --activation SIZE         PyTorch activation peak of the profiling run\n"
+"      --non-torch SIZE          non-torch memory (NCCL, CUDA runtime)\n"
+"      --cudagraph SIZE          CUDA graph memory counted before the KV\n"
+"                                cache\n"
+"\n"
+"      --datadir DIR             catalog directory (default $KVSIM_DATADIR or\n"
+"                                the installed one)\n"
+"  -v, --verbose                 also print the memory breakdown and groups\n"
+"  -h, --help                    this help\n"
+"\n"
+"Exit status: 0 the model starts, 1 one max-length request does not fit (as\n"
+"vLLM refuses to start), 2 bad usage or input.  Docs: docs/catalog.md.\n");
+}
+
+enum {
+	OPT_UTIL = 256, OPT_BS, OPT_KVDT, OPT_DTYPE, OPT_SSMDT, OPT_MML,
+	OPT_MNBT, OPT_MNS, OPT_PC, OPT_NOPC, OPT_KVMEM, OPT_OVERRIDE,
+	OPT_GPUMEM, OPT_WEIGHTS, OPT_ACT, OPT_NONTORCH, OPT_CUDAGRAPH,
+	OPT_DATADIR
+};
+
+static const struct option kvsize_opts[] = {
+	{ "model", required_argument, NULL, 'm' },
+	{ "gpu", required_argument, NULL, 'g' },
+	{ "device", required_argument, NULL, 'g' },
+	{ "tensor-parallel-size", required_argument, NULL, 't' },
+	{ "tp", required_argument, NULL, 't' },
+	{ "gpu-memory-utilization", required_argument, NULL, OPT_UTIL },
+	{ "block-size", required_argument, NULL, OPT_BS },
+	{ "kv-cache-dtype", required_argument, NULL, OPT_KVDT },
+	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "mamba-ssm-cache-dtype", required_argument, NULL, OPT_SSMDT },
+	{ "max-model-len", required_argument, NULL, OPT_MML },
+	{ "max-num-batched-tokens", required_argument, NULL, OPT_MNBT },
+	{ "max-num-seqs", required_argument, NULL, OPT_MNS },
+	{ "enable-prefix-caching", no_argument, NULL, OPT_PC },
+	{ "no-enable-prefix-caching", no_argument, NULL, OPT_NOPC },
+	{ "kv-cache-memory-bytes", required_argument, NULL, OPT_KVMEM },
+	{ "kv-cache-memory", required_argument, NULL, OPT_KVMEM },
+	{ "num-gpu-blocks-override", required_argument, NULL, OPT_OVERRIDE },
+	{ "gpu-memory", required_argument, NULL, OPT_GPUMEM },
+	{ "weights", required_argument, NULL, OPT_WEIGHTS },
+	{ "activation", required_argument, NULL, OPT_ACT },
+	{ "non-torch", required_argument, NULL, OPT_NONTORCH },
+	{ "cudagraph", required_argument, NULL, OPT_CUDAGRAPH },
+	{ "datadir", required_argument, NULL, OPT_DATADIR },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static bool
+kvsize_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' ||
+		    x > (max - (uint64_t)(*s - '0')) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(*s - '0');
+	}
+	*out = x;
+	return true;
+}
+
+static int
+kvsize_bad(const char *opt, const char *val, const char *want)
+{
+	fprintf(stderr, "kvsim kv-size: %s: bad value '%s' (%s)\n", opt, val,
+		want);
+	return 2;
+}
+
+static bool
+kvsize_copy(char *dst, size_t len, const char *src)
+{
+	if (strlen(src) >= len)
+		return false;
+	memcpy(dst, src, strlen(src) + 1);
+	return true;
+}
+
+/* A catalog name, or else a config.json path. */
+static int
+kvsize_model(const cat *c, const char *name, const struct cat_model **m,
+	     struct cat_model **owned)
+{
+	size_t n = strlen(name);
+	struct cat_err e;
+	kv_err rc;
+	FILE *f;
+
+	*owned = NULL;
+	if (!(n > 5 && strcmp(name + n - 5, ".json") == 0)) {
+		*m = cat_find_model(c, name);
+		if (*m != NULL)
+			return 0;
+		f = fopen(name, "r");
+		if (f == NULL) {
+			fprintf(stderr, "kvsim kv-size: unknown model '%s': "
+				"not in the catalog ('kvsim catalog list "
+				"models') and not a config.json file\n", name);
+			return 2;
+		}
+		fclose(f);
+	}
+	rc = cat_model_from_hf(owned, name, &e);
+	if (rc != KV_OK) {
+		fprintf(stderr, "kvsim kv-size: %s\n", e.msg);
+		return 2;
+	}
+	*m = *owned;
+	return 0;
+}
+
+static void
+kvsize_explain(const struct cat_model *m, const struct cat_gpu *g,
+	       const struct sz_result *r)
+{
+	char a[32], b[32];
+
+	sz_commas(a, sizeof(a), m->params);
+	printf("kvsim: model %s: %u layers", m->id, m->num_layers);
+	for (int k = CAT_MIX_FULL; k <= CAT_MIX_GDN; k++) {
+		uint32_t n = cat_model_count(m, (enum cat_mixer)k);
+
+		if (n > 0)
+			printf(", %u %s", n, cat_mixer_name((enum cat_mixer)k));
+	}
+	printf("; %s parameters\n", a);
+	printf("kvsim: gpu %s (%s), %.2f GiB; tensor parallel %u; "
+	       "max_num_batched_tokens %llu, max_num_seqs %u, prefix caching "
+	       "%s\n", g->id, g->name, (double)r->total_bytes / GIB, r->tp,
+	       (unsigned long long)r->max_num_batched_tokens, r->max_num_seqs,
+	       r->prefix_caching ? "on" : "off");
+	if (!r->kv_memory_given) {
+		printf("the current vLLM instance can use total_gpu_memory "
+		       "(%.2fGiB) x gpu_memory_utilization (%.2f) = "
+		       "%.2fGiB\n", (double)r->total_bytes / GIB,
+		       r->requested_bytes / (double)r->total_bytes,
+		       r->requested_bytes / GIB);
+		printf("model weights take %.2fGiB; non_torch_memory takes "
+		       "%.2fGiB; PyTorch activation peak memory takes %.2fGiB; "
+		       "the rest of the memory reserved for KV Cache is "
+		       "%.2fGiB.\n", (double)r->weights_bytes / GIB,
+		       (double)r->non_torch_bytes / GIB,
+		       (double)r->activation_bytes / GIB,
+		       (double)r->available_bytes / GIB);
+	}
+	sz_commas(a, sizeof(a), r->page_bytes ? r->page_bytes :
+		  r->attn_token_bytes * r->block_size);
+	printf("kvsim: block size %u; %s bytes per block per layer",
+	       r->block_size, a);
+	if (r->mamba_state_bytes > 0) {
+		sz_commas(b, sizeof(b), r->mamba_state_bytes);
+		printf("; state %s bytes per layer", b);
+	}
+	printf("\n");
+	if (!r->fits) {
+		sz_commas(a, sizeof(a), r->needed_bytes);
+		printf("kvsim: one %llu-token request needs %s bytes\n",
+		       (unsigned long long)r->max_model_len, a);
+		return;
+	}
+	sz_commas(a, sizeof(a), r->num_blocks);
+	printf("kvsim: %zu KV cache group%s of %u layers%s; num_gpu_blocks "
+	       "%s; %llu blocks per max-length request\n", r->ngroup,
+	       r->ngroup == 1 ? "" : "s", r->layers_per_group,
+	       r->padding_layers ? " (padded)" : "", a,
+	       (unsigned long long)r->blocks_per_request);
+}
+
+int
+kvsize_main(int argc, char **argv)
+{
+	struct sz_engine e;
+	struct sz_result *r;
+	const char *model = NULL, *gpu = NULL, *datadir = NULL;
+	const struct cat_model *m;
+	struct cat_model *owned = NULL;
+	const struct cat_gpu *g;
+	struct cat_err ce;
+	bool verbose = false;
+	char why[512];
+	cat *c;
+	int opt, rc = 0;
+
+	sz_engine_init(&e);
+	optind = 1;
+	opterr = 0;
+	for (;;) {
+		int li = -1;
+		uint64_t u;
+		int64_t *size = NULL;
+		const char *name;
+		char *end, lname[64];
+
+		opt = getopt_long(argc, argv, ":m:g:t:vh", kvsize_opts, &li);
+		if (opt == -1)
+			break;
+		if (li >= 0) {
+			snprintf(lname, sizeof(lname), "--%s",
+				 kvsize_opts[li].name);
+			name = lname;
+		} else {
+			name = optind > 0 && optind <= argc ?
+			       argv[optind - 1] : "?";
+		}
+
+		switch (opt) {
+		case 'm':
+			model = optarg;
+			break;
+		case 'g':
+			gpu = optarg;
+			break;
+		case 't':
+			if (!kvsize_uint(optarg, 1024, &u) || u == 0)
+				return kvsize_bad("--tensor-parallel-size",
+						  optarg, "1 to 1024");
+			e.tensor_parallel_size = (uint32_t)u;
+			break;
+		case OPT_UTIL:
+			errno = 0;
+			e.gpu_memory_utilization = strtod(optarg, &end);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    !(e.gpu_memory_utilization > 0 &&
+			      e.gpu_memory_utilization <= 1))
+				return kvsize_bad("--gpu-memory-utilization",
+						  optarg,
+						  "a fraction in (0, 1]");
+			break;
+		case OPT_BS:
+			if (!kvsize_uint(optarg, 1u << 20, &u) || u == 0)
+				return kvsize_bad("--block-size", optarg,
+						  "a positive integer");
+			e.block_size = (uint32_t)u;
+			break;
+		case OPT_KVDT:
+			if (!kvsize_copy(e.kv_cache_dtype,
+					 sizeof(e.kv_cache_dtype), optarg))
+				return kvsize_bad("--kv-cache-dtype", optarg,
+						  "a dtype name");
+			break;
+		case OPT_DTYPE:
+			if (!kvsize_copy(e.dtype, sizeof(e.dtype), optarg))
+				return kvsize_bad("--dtype", optarg,
+						  "a dtype name");
+			break;
+		case OPT_SSMDT:
+			if (!kvsize_copy(e.mamba_ssm_cache_dtype,
+					 sizeof(e.mamba_ssm_cache_dtype),
+					 optarg))
+				return kvsize_bad("--mamba-ssm-cache-dtype",
+						  optarg, "a dtype name");
+			break;
+		case OPT_MML:
+			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+				return kvsize_bad("--max-model-len", optarg,
+						  "a positive integer");
+			e.max_model_len = u;
+			break;
+		case OPT_MNBT:
+			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+				return kvsize_bad("--max-num-batched-tokens",
+						  optarg, "a positive integer");
+			e.max_num_batched_tokens = u;
+			break;
+		case OPT_MNS:
+			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+				return kvsize_bad("--max-num-seqs", optarg,
+						  "a positive integer");
+			e.max_num_seqs = (uint32_t)u;
+			break;
+		case OPT_PC:
+			e.enable_prefix_caching = 1;
+			break;
+		case OPT_NOPC:
+			e.enable_prefix_caching = 0;
+			break;
+		case OPT_OVERRIDE:
+			if (!kvsize_uint(optarg, INT64_MAX, &u))
+				return kvsize_bad("--num-gpu-blocks-override",
+						  optarg, "a block count");
+			e.num_gpu_blocks_override = (int64_t)u;
+			break;
+		case OPT_KVMEM:
+			size = &e.kv_cache_memory_bytes;
+			break;
+		case OPT_GPUMEM:
+			size = &e.gpu_memory_bytes;
+			break;
+		case OPT_WEIGHTS:
+			size = &e.weights_bytes;
+			break;
+		case OPT_ACT:
+			size = &e.activation_bytes;
+			break;
+		case OPT_NONTORCH:
+			size = &e.non_torch_bytes;
+			break;
+		case OPT_CUDAGRAPH:
+			size = &e.cudagraph_bytes;
+			break;
+		case OPT_DATADIR:
+			datadir = optarg;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			kvsize_usage(stdout);
+			return 0;
+		case ':':
+			fprintf(stderr, "kvsim kv-size: %s needs a value\n",
+				name);
+			return 2;
+		default:
+			fprintf(stderr, "kvsim kv-size: unknown option '%s'\n"
+				"Try 'kvsim kv-size --help'.\n", name);
+			return 2;
+		}
+		if (size != NULL) {
+			if (!cat_parse_bytes(optarg, &u) || u > INT64_MAX)
+				return kvsize_bad(name, optarg, "a size such "
+						  "as 53.29GiB, 80GB or bytes");
+			*size = (int64_t)u;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kvsim kv-size: unexpected argument '%s'\n",
+			argv[optind]);
+		return 2;
+	}
+	if (model == NULL || gpu == NULL) {
+		fprintf(stderr, "kvsim kv-size: --model and --gpu are "
+			"required\nTry 'kvsim kv-size --help'.\n");
+		return 2;
+	}
+	if (cat_load(&c, datadir, &ce) != KV_OK) {
+		fprintf(stderr, "kvsim kv-size: %s\n", ce.msg);
+		return 2;
+	}
+	g = cat_find_gpu(c, gpu);
+	if (g == NULL) {
+		fprintf(stderr, "kvsim kv-size: unknown GPU '%s' ('kvsim "
+			"catalog list gpus')\n", gpu);
+		cat_free(c);
+		return 2;
+	}
+	rc = kvsize_model(c, model, &m, &owned);
+	if (rc != 0) {
+		cat_free(c);
+		return rc;
+	}
+	r = malloc(sizeof(*r));
+	if (r == NULL) {
+		fputs("kvsim: out of memory\n", stderr);
+		cat_model_free(owned);
+		cat_free(c);
+		return 2;
+	}
+	if (sz_compute(m, g, &e, r, why, sizeof(why)) != KV_OK) {
+		fprintf(stderr, "kvsim kv-size: %s\n", why);
+		rc = 2;
+	} else {
+		for (size_t i = 0; i < r->nlog; i++)
+			printf("%s\n", r->log[i]);
+		if (verbose)
+			kvsize_explain(m, g, r);
+		fflush(stdout);
+		if (!r->fits) {
+			fprintf(stderr, "ValueError: %s\n", r->error);
+			rc = 1;
+		}
+	}
+	free(r);
+	cat_model_free(owned);
+	cat_free(c);
+	return rc;
+}

@@ -1,0 +1,1175 @@
+/*
+ * cost.c -- the cost model (cost.h; formulas and sources in
+ * docs/cost-model.md).
+ *
+ * Main invariant: a step's time is a function of the multiset of its
+ * (q, ctx) pairs only.  The per-sequence work is summed as integers first
+ * (tokens, query-key pairs, KV tokens touched), then turned into FLOPs and
+ * bytes once, so the order of the batch cannot change the result and the
+ * cost of a step is O(nseq * ngroups) integer operations plus O(ngroups)
+ * floating-point ones.
+ *
+ * No libm: the expert-coverage power is computed by squaring and the final
+ * rounding by hand, so nothing here depends on the C library's math.
+ */
+#include "config.h"
+
+#include "sim/cost.h"
+
+#include "core/kvsize.h"
+
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- defaults and their sources ----------------------------------------- */
+
+/*
+ * Each default is a number and the sentence that justifies it; the same
+ * sentences are in docs/cost-model.md §5 with the links.
+ */
+#define EFF_COMPUTE 0.65
+static const char SRC_EFF_COMPUTE[] =
+	"BLIS (inference-sim) hardware_config.json mfuPrefill 0.65 for H100 "
+	"and A100, fitted to vLLM; ceiling: bf16 GEMM 769-798 of 989 TFLOP/s "
+	"measured on the H200 (gpu-design.md §2)";
+
+#define EFF_MEMORY 0.72
+static const char SRC_EFF_MEMORY[] =
+	"BLIS (inference-sim) hardware_config.json BwEffConstant 0.72 for "
+	"H100 and A100, fitted to vLLM; a bare D2D copy reaches 0.9 on the "
+	"H200 (gpu-design.md §2)";
+
+#define EFF_INTERCONNECT 0.82
+static const char SRC_EFF_INTERCONNECT[] =
+	"NCCL ring reaches ~370 of the 450 GB/s NVLink4 line rate per "
+	"direction, ~20% protocol overhead (NCCL maintainer, "
+	"NVIDIA/nccl-tests#212)";
+
+#define ALLREDUCE_NS 20000.0
+static const char SRC_ALLREDUCE[] =
+	"20 us per all-reduce: BLIS (inference-sim) hardware_config.json "
+	"allReduceLatency for H100 and A100";
+
+#define CPU_STEP_NS 500000.0
+static const char SRC_CPU_STEP[] =
+	"500 us: BLIS (inference-sim) hardware_config.json TOverheadMicros; "
+	"vLLM's scheduler.schedule() takes 0.5-2 ms a step "
+	"(inference-sim#482: without it TTFT was under-predicted by 17-56%)";
+
+#define CPU_SEQ_NS 10000.0
+static const char SRC_CPU_SEQ[] =
+	"10 us per sequence: input preparation takes 1-5 ms a step "
+	"(inference-sim#482) for steps of 100-500 sequences, and grows with "
+	"sequences, not tokens (WukLab, 'Can Scheduling Overhead Dominate LLM "
+	"Inference Performance?', 2024)";
+
+#define CPU_TOKEN_NS 0.0
+static const char SRC_CPU_TOKEN[] =
+	"0: the overhead follows sequences, not tokens (WukLab 2024); "
+	"calibration may set one";
+
+/* PCIe efficiency of the DMA engines: 50 GB/s of the 64 GB/s a Gen5 x16
+ * link carries per direction (H100, S2), 25 of 32 on Gen4 (A100, S14). */
+#define DMA_EFF 0.78125
+/* the SM gather kernel: 45 GB/s of 64 (gpu-design.md §3 defaults, S2) */
+#define GATHER_EFF 0.703125
+
+#define DMA_ALPHA_NS 10000.0
+#define DMA_BETA_NS 5000.0
+#define GATHER_ALPHA_NS 6000.0
+#define GATHER_BETA_NS 50.0
+
+static const char SRC_DMA_ALPHA[] =
+	"10 us per call: gpu-design.md §3 DMA defaults (H100/H200, Gen5)";
+static const char SRC_DMA_BETA[] =
+	"5 us per chunk: cudaMemcpyAsync submission 5-7 us a call for small "
+	"chunks (gpu-design.md §2, S15)";
+static const char SRC_DMA_BW[] =
+	"host link x 0.78: ~50 GB/s one way on PCIe Gen5 (64 GB/s), vLLM "
+	"offloading blog (S2); ~25 GB/s on A100 Gen4 (S14)";
+static const char SRC_BATCH_BETA[] =
+	"5 us per chunk: unknown until measured, taken = DMA "
+	"(gpu-design.md §3)";
+static const char SRC_GATHER_ALPHA[] =
+	"6 us per call: one kernel launch, 4-6 us (gpu-design.md §2, S16)";
+static const char SRC_GATHER_BETA[] =
+	"0.05 us per chunk: gather kernel (gpu-design.md §3 defaults)";
+static const char SRC_GATHER_BW[] =
+	"host link x 0.70: gather kernel ~45 GB/s on Gen5 (gpu-design.md §3, "
+	"S2)";
+static const char SRC_STAGED_ALPHA[] =
+	"16 us: one gather kernel (6 us) plus one DMA call (10 us) "
+	"(gpu-design.md §3)";
+static const char SRC_PAGEABLE[] =
+	"pageable host memory: half the pinned bandwidth, staged by the "
+	"driver (gpu-design.md §2, S17-S19)";
+
+static const char SRC_NONE[] = "no host link in the GPU catalog entry";
+
+/*
+ * Mamba / linear-attention scan: per state element and token, the update
+ * h = a*h + b*x (about 4 FLOPs with the input product) and the read-out
+ * y = C*h (2): 6.  Our derivation; small next to the projections.
+ */
+#define SCAN_FLOPS_PER_ELEM 6.0
+
+/*
+ * MLA has two ways to attend (vllm/v1/attention/backends/mla/common.py):
+ * the absorbed, data-movement friendly "decode" path and the expanded,
+ * compute friendly "prefill" path, which first up-projects the context's
+ * latents.  vLLM picks by query length (reorder_batch_threshold: 1 in
+ * MLACommonMetadataBuilder, 128 for FlashMLA, "TODO: tune this"); we charge
+ * each sequence the cheaper of the two, which lands near that threshold
+ * (absorbed wins below q ~ 171 for DeepSeek-V3) and keeps the cost
+ * non-decreasing in q and ctx (a minimum of non-decreasing functions).
+ */
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static kv_err
+fail(kv_err rc, char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t
+sat_mul(uint64_t a, uint64_t b)
+{
+	if (a != 0 && b > UINT64_MAX / a)
+		return UINT64_MAX;
+	return a * b;
+}
+
+/* x^e by squaring (no libm). */
+static double
+ipow(double x, uint64_t e)
+{
+	double r = 1.0;
+
+	while (e > 0) {
+		if (e & 1)
+			r *= x;
+		x *= x;
+		e >>= 1;
+	}
+	return r;
+}
+
+/* Round a non-negative duration to int64 ns (half up), saturating. */
+static int64_t
+to_ns(double x)
+{
+	if (!(x > 0.0))
+		return 0;
+	if (x >= 9.2e18)
+		return INT64_MAX;
+	return (int64_t)(x + 0.5);
+}
+
+static double
+dmax(double a, double b)
+{
+	return a > b ? a : b;
+}
+
+/* sum of x for x = a..b (a <= b) */
+static uint64_t
+sum_range(uint64_t a, uint64_t b)
+{
+	uint64_t n = b - a + 1, s = a + b;
+
+	/* one of n, s is even */
+	return n % 2 == 0 ? sat_mul(n / 2, s) : sat_mul(n, s / 2);
+}
+
+/* Keys seen by the q tokens at positions c..c+q-1, causal, full. */
+static uint64_t
+pairs_full(uint64_t c, uint64_t q)
+{
+	return sum_range(c + 1, c + q);
+}
+
+/* ... with a window of w keys: sum of min(w, p + 1). */
+static uint64_t
+pairs_window(uint64_t c, uint64_t q, uint64_t w)
+{
+	uint64_t a = c + 1, b = c + q;
+
+	if (w == 0 || b <= w)
+		return sum_range(a, b);
+	if (a >= w)
+		return sat_mul(w, q);
+	return sat_add(sum_range(a, w), sat_mul(w, b - w));
+}
+
+/* chunked local attention: position p sees (p mod n) + 1 keys; the sum
+ * over p < x */
+static uint64_t
+chunk_prefix(uint64_t x, uint64_t n)
+{
+	uint64_t r = x % n;
+
+	return sat_add(sat_mul(x / n, n * (n + 1) / 2), r * (r + 1) / 2);
+}
+
+static uint64_t
+pairs_chunked(uint64_t c, uint64_t q, uint64_t n)
+{
+	if (n == 0)
+		return pairs_full(c, q);
+	return chunk_prefix(c + q, n) - chunk_prefix(c, n);
+}
+
+/* KV tokens of one layer a sequence touches: read (context and the new
+ * tokens) plus the new tokens written. */
+static uint64_t
+kv_tokens(const struct cost_group *g, uint64_t c, uint64_t q)
+{
+	uint64_t read = c + q;
+
+	switch ((enum cat_mixer)g->mixer) {
+	case CAT_MIX_SLIDING:
+		if (g->window > 0 && read > g->window - 1 + q)
+			read = g->window - 1 + q;
+		break;
+	case CAT_MIX_CHUNKED:
+		if (g->window > 0 && read > c % g->window + q)
+			read = c % g->window + q;
+		break;
+	default:
+		break;
+	}
+	return sat_add(read, q);
+}
+
+static bool
+is_attention(uint8_t k)
+{
+	return k == CAT_MIX_FULL || k == CAT_MIX_SLIDING ||
+	       k == CAT_MIX_CHUNKED || k == CAT_MIX_MLA;
+}
+
+static bool
+is_recurrent(uint8_t k)
+{
+	return k == CAT_MIX_MAMBA1 || k == CAT_MIX_MAMBA2 || k == CAT_MIX_GDN;
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const layout_names[COST_NLAYOUTS] = {
+	"fa-split", "fi-fused", "ds-interleaved", "cross-layer",
+};
+static const char *const copy_names[COST_NCOPIES] = {
+	"per-chunk", "batch", "gather", "staged",
+};
+static const char *const hostmem_names[COST_NHOSTMEMS] = {
+	"pinned", "pageable",
+};
+static const char *const dir_names[COST_NDIRS] = { "d2h", "h2d" };
+
+const char *
+cost_layout_name(enum cost_layout l)
+{
+	return (unsigned)l < COST_NLAYOUTS ? layout_names[l] : "?";
+}
+
+const char *
+cost_copy_name(enum cost_copy c)
+{
+	return (unsigned)c < COST_NCOPIES ? copy_names[c] : "?";
+}
+
+const char *
+cost_hostmem_name(enum cost_hostmem h)
+{
+	return (unsigned)h < COST_NHOSTMEMS ? hostmem_names[h] : "?";
+}
+
+const char *
+cost_dir_name(enum cost_dir d)
+{
+	return (unsigned)d < COST_NDIRS ? dir_names[d] : "?";
+}
+
+static bool
+parse_name(const char *s, const char *const *names, int n, int *out)
+{
+	if (s == NULL)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (strcasecmp(s, names[i]) == 0) {
+			*out = i;
+			return true;
+		}
+	return false;
+}
+
+bool
+cost_layout_parse(const char *s, enum cost_layout *out)
+{
+	int i;
+
+	if (!parse_name(s, layout_names, COST_NLAYOUTS, &i))
+		return false;
+	*out = (enum cost_layout)i;
+	return true;
+}
+
+bool
+cost_copy_parse(const char *s, enum cost_copy *out)
+{
+	int i;
+
+	if (!parse_name(s, copy_names, COST_NCOPIES, &i))
+		return false;
+	*out = (enum cost_copy)i;
+	return true;
+}
+
+bool
+cost_hostmem_parse(const char *s, enum cost_hostmem *out)
+{
+	int i;
+
+	if (!parse_name(s, hostmem_names, COST_NHOSTMEMS, &i))
+		return false;
+	*out = (enum cost_hostmem)i;
+	return true;
+}
+
+/* ---- configuration ------------------------------------------------------ */
+
+void
+cost_calib_init(struct cost_calib *c)
+{
+	memset(c, 0, sizeof(*c));
+}
+
+void
+cost_config_init(struct cost_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->tp = 1;
+	c->block_size = 16;
+	c->layout = COST_LAYOUT_FA_SPLIT;
+	c->copy = COST_COPY_PER_CHUNK;
+	c->hostmem = COST_HOST_PINNED;
+	c->calib = NULL;
+}
+
+/* dst = the override if set, else the default. */
+static void
+pick(struct cost_term *dst, const struct cost_term *over, double v,
+     const char *src)
+{
+	if (over != NULL && over->src != NULL) {
+		*dst = *over;
+	} else {
+		dst->v = v;
+		dst->src = src;
+	}
+}
+
+/* The copy defaults of gpu-design.md §3 for one (copy, hostmem). */
+static void
+copy_defaults(struct cost_copy_terms *t, enum cost_copy copy,
+	      enum cost_hostmem hm, double host_bw)
+{
+	double eff = copy == COST_COPY_GATHER ? GATHER_EFF : DMA_EFF;
+	double bw = host_bw * eff;
+
+	switch (copy) {
+	case COST_COPY_PER_CHUNK:
+	case COST_COPY_BATCH:
+		t->alpha_ns = (struct cost_term){ DMA_ALPHA_NS, SRC_DMA_ALPHA };
+		t->beta_ns = (struct cost_term){
+			DMA_BETA_NS, copy == COST_COPY_BATCH ? SRC_BATCH_BETA :
+				     SRC_DMA_BETA };
+		break;
+	case COST_COPY_GATHER:
+		t->alpha_ns = (struct cost_term){ GATHER_ALPHA_NS,
+						  SRC_GATHER_ALPHA };
+		t->beta_ns = (struct cost_term){ GATHER_BETA_NS,
+						 SRC_GATHER_BETA };
+		break;
+	default:
+		t->alpha_ns = (struct cost_term){
+			GATHER_ALPHA_NS + DMA_ALPHA_NS, SRC_STAGED_ALPHA };
+		t->beta_ns = (struct cost_term){ GATHER_BETA_NS,
+						 SRC_GATHER_BETA };
+		break;
+	}
+	if (!(bw > 0.0)) {
+		t->ns_per_byte = (struct cost_term){ 0.0, SRC_NONE };
+		return;
+	}
+	if (hm == COST_HOST_PAGEABLE)
+		bw /= 2.0;
+	t->ns_per_byte = (struct cost_term){
+		1e9 / bw, hm == COST_HOST_PAGEABLE ? SRC_PAGEABLE :
+			  copy == COST_COPY_GATHER ? SRC_GATHER_BW :
+						     SRC_DMA_BW };
+}
+
+static bool
+term_ok(const struct cost_term *t, bool positive)
+{
+	return positive ? t->v > 0.0 && t->v <= 1e18 :
+			  t->v >= 0.0 && t->v <= 1e18;
+}
+
+/* ---- building the model ------------------------------------------------- */
+
+static uint32_t
+div_at_least_one(uint32_t a, uint32_t tp)
+{
+	return a / tp > 0 ? a / tp : 1;
+}
+
+/* The dense FLOP/s the model's matmuls run at, and its dtype name. */
+static bool
+pick_flops(struct cost_model *cm, const struct cat_model *m,
+	   const struct cat_gpu *g)
+{
+	static const char *const name[CAT_NDTYPES] = {
+		"fp32", "bf16", "fp16", "fp8",
+	};
+	enum cat_dtype want = CAT_BF16;
+	enum cat_dtype order[3];
+	int gf;
+
+	if (strcmp(m->dtype, "float16") == 0 || strcmp(m->dtype, "fp16") == 0)
+		want = CAT_FP16;
+	else if (strcmp(m->dtype, "float32") == 0 ||
+		 strcmp(m->dtype, "fp32") == 0)
+		want = CAT_FP32;
+	if (m->weight_bytes == 1)	/* fp8 checkpoint: fp8 GEMMs */
+		want = CAT_FP8;
+	order[0] = want;
+	order[1] = CAT_BF16;
+	order[2] = CAT_FP16;
+	for (int i = 0; i < 3; i++) {
+		enum cat_dtype d = order[i];
+
+		if (g->flops[d] > 0.0) {
+			cm->peak_flops = g->flops[d];
+			cm->peak_flops_dtype = name[d];
+			gf = d == CAT_FP32 ? CAT_G_FLOPS_FP32 :
+			     d == CAT_BF16 ? CAT_G_FLOPS_BF16 :
+			     d == CAT_FP16 ? CAT_G_FLOPS_FP16 :
+					     CAT_G_FLOPS_FP8;
+			cm->peak_flops_src = g->src[gf];
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Activation elements moved per token by layer l: replicated on every
+ * rank (rep) and sharded by tensor parallelism (shard). */
+static void
+layer_activations(const struct cat_model *m, const struct cat_layer *l,
+		  double *rep, double *shard)
+{
+	const double h = m->hidden_size;
+	const struct cat_ssm *s = &m->ssm;
+	double q = (double)m->num_heads * m->head_dim;
+	double kv = (double)m->num_kv_heads * m->head_dim;
+	double up = m->mlp_gated ? 6.0 : 4.0;
+
+	switch ((enum cat_mixer)l->mixer) {
+	case CAT_MIX_NONE:
+		break;
+	case CAT_MIX_FULL:
+	case CAT_MIX_SLIDING:
+	case CAT_MIX_CHUNKED:
+		*rep += 5 * h;
+		*shard += q * (m->attn_output_gate ? 3 : 2) + 2 * kv;
+		break;
+	case CAT_MIX_MLA:
+		*rep += 5 * h + 2.0 * m->q_lora_rank + m->kv_lora_rank +
+			m->qk_rope_head_dim;
+		*shard += (double)m->num_heads *
+			  ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
+			   m->v_head_dim);
+		break;
+	case CAT_MIX_MAMBA1:
+		*rep += 5 * h;
+		*shard += 3.0 * s->d_inner;
+		break;
+	case CAT_MIX_MAMBA2:
+		*rep += 5 * h;
+		*shard += 3.0 * s->d_inner + 2.0 * s->n_groups * s->d_state;
+		break;
+	case CAT_MIX_GDN:
+		*rep += 5 * h;
+		*shard += 2.0 * s->key_heads * s->key_dim +
+			  3.0 * s->value_heads * s->value_dim;
+		break;
+	}
+	switch ((enum cat_ffn)l->ffn) {
+	case CAT_FFN_NONE:
+		break;
+	case CAT_FFN_DENSE:
+		*rep += 5 * h;
+		*shard += up * m->intermediate_size;
+		break;
+	case CAT_FFN_MOE:
+		*rep += 5 * h + m->num_experts +
+			2.0 * m->experts_per_tok * h;
+		*shard += up * m->experts_per_tok * m->moe_intermediate_size +
+			  up * m->shared_intermediate_size;
+		break;
+	}
+}
+
+static struct cost_group *
+group_for(struct cost_model *cm, uint8_t mixer, uint32_t window)
+{
+	for (size_t i = 0; i < cm->ngroups; i++)
+		if (cm->group[i].mixer == mixer &&
+		    cm->group[i].window == window)
+			return &cm->group[i];
+	if (cm->ngroups == COST_MAX_GROUPS)
+		return NULL;
+	cm->group[cm->ngroups] = (struct cost_group){
+		.mixer = mixer, .window = window,
+	};
+	return &cm->group[cm->ngroups++];
+}
+
+/* Per-layer, per-rank figures of a group's kind. */
+static kv_err
+group_figures(struct cost_model *cm, const struct cat_model *m,
+	      struct cost_group *g, char *why, size_t whylen)
+{
+	const uint32_t tp = cm->tp;
+	const struct cat_ssm *s = &m->ssm;
+	double nh = (double)m->num_heads / tp;
+	uint32_t vhd = m->v_head_dim ? m->v_head_dim : m->head_dim;
+	double st;
+
+	switch ((enum cat_mixer)g->mixer) {
+	case CAT_MIX_FULL:
+	case CAT_MIX_SLIDING:
+	case CAT_MIX_CHUNKED:
+		if (m->num_kv_heads == 0 || m->head_dim == 0)
+			return fail(KV_EINVAL, why, whylen,
+				    "attention layers need num_key_value_heads "
+				    "and head_dim");
+		g->token_bytes = (double)kvc_page_bytes(
+			div_at_least_one(m->num_kv_heads, tp), m->head_dim,
+			cm->kv_dtype_bytes, 1, false);
+		g->pair_flops = 2.0 * nh * ((double)m->head_dim + vhd);
+		break;
+	case CAT_MIX_MLA: {
+		double r = m->kv_lora_rank, rope = m->qk_rope_head_dim;
+		double nope = m->qk_nope_head_dim, v = m->v_head_dim;
+
+		if (m->kv_lora_rank == 0)
+			return fail(KV_EINVAL, why, whylen,
+				    "MLA layers need kv_lora_rank");
+		/* the latent is replicated on every rank */
+		g->token_bytes = (double)kvc_page_bytes(
+			1, m->kv_lora_rank + m->qk_rope_head_dim,
+			cm->kv_dtype_bytes, 1, true);
+		g->pair_flops = 2.0 * nh * (r + rope) + 2.0 * nh * r;
+		g->pair_flops_pf = 2.0 * nh * (nope + rope + v);
+		g->ctx_flops_pf = 2.0 * r * nh * (nope + v);
+		break;
+	}
+	case CAT_MIX_MAMBA1:
+		st = (double)kvc_mamba1_state_bytes(s->d_conv, s->d_inner,
+						    s->d_state,
+						    cm->dtype_bytes,
+						    cm->ssm_dtype_bytes);
+		g->state_bytes = st / tp;
+		g->state_flops = SCAN_FLOPS_PER_ELEM * s->d_inner *
+				 (double)s->d_state / tp;
+		break;
+	case CAT_MIX_MAMBA2:
+		st = (double)kvc_mamba2_state_bytes(s->d_conv, s->d_inner,
+						    s->n_groups, s->d_state,
+						    s->n_heads, s->head_dim,
+						    cm->dtype_bytes,
+						    cm->ssm_dtype_bytes);
+		g->state_bytes = st / tp;
+		g->state_flops = SCAN_FLOPS_PER_ELEM * s->n_heads *
+				 (double)s->head_dim * s->d_state / tp;
+		break;
+	case CAT_MIX_GDN:
+		st = (double)kvc_gdn_state_bytes(s->conv_kernel, s->key_heads,
+						 s->key_dim, s->value_heads,
+						 s->value_dim, cm->dtype_bytes,
+						 cm->ssm_dtype_bytes);
+		g->state_bytes = st / tp;
+		g->state_flops = SCAN_FLOPS_PER_ELEM * s->value_heads *
+				 (double)s->key_dim * s->value_dim / tp;
+		break;
+	case CAT_MIX_NONE:
+		break;
+	}
+	return KV_OK;
+}
+
+kv_err
+cost_model_init(struct cost_model *cm, const struct cat_model *m,
+		const struct cat_gpu *g, const struct cost_config *cfg,
+		char *why, size_t whylen)
+{
+	struct cost_config defcfg;
+	const struct cost_calib *cal;
+	uint64_t h, emb, head_emb, dec, per_expert, routed;
+	double rep = 0, shard = 0;
+	uint32_t up;
+	kv_err rc;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	if (cm == NULL || m == NULL || g == NULL)
+		return fail(KV_EINVAL, why, whylen, "no model or GPU");
+	if (cfg == NULL) {
+		cost_config_init(&defcfg);
+		cfg = &defcfg;
+	}
+	cal = cfg->calib;
+	memset(cm, 0, sizeof(*cm));
+	cm->model_id = m->id;
+	cm->gpu_id = g->id;
+	cm->tp = cfg->tp ? cfg->tp : 1;
+	cm->dtype_bytes = m->dtype_bytes ? m->dtype_bytes : 2;
+	cm->weight_bytes = m->weight_bytes ? m->weight_bytes : cm->dtype_bytes;
+	cm->kv_dtype_bytes = cfg->kv_dtype_bytes ? cfg->kv_dtype_bytes :
+						   cm->dtype_bytes;
+	cm->ssm_dtype_bytes = cfg->ssm_dtype_bytes ? cfg->ssm_dtype_bytes :
+						     cm->dtype_bytes;
+	cm->block_size = cfg->block_size ? cfg->block_size : 16;
+	if ((unsigned)cfg->layout >= COST_NLAYOUTS ||
+	    (unsigned)cfg->copy >= COST_NCOPIES ||
+	    (unsigned)cfg->hostmem >= COST_NHOSTMEMS)
+		return fail(KV_EINVAL, why, whylen,
+			    "bad KV layout, copy strategy or host memory");
+	cm->layout = cfg->layout;
+	cm->copy = cfg->copy;
+	cm->hostmem = cfg->hostmem;
+
+	if (m->num_layers == 0 || m->layer == NULL || m->hidden_size == 0)
+		return fail(KV_EINVAL, why, whylen,
+			    "model %s has no layers or hidden size",
+			    m->id ? m->id : "?");
+	if (m->num_heads > 0 && m->num_heads % cm->tp != 0)
+		return fail(KV_EINVAL, why, whylen,
+			    "Total number of attention heads (%u) must be "
+			    "divisible by tensor parallel size (%u).",
+			    m->num_heads, cm->tp);
+
+	/* the GPU */
+	if (!(g->hbm_bw > 0.0))
+		return fail(KV_EINVAL, why, whylen,
+			    "GPU %s has no memory bandwidth",
+			    g->id ? g->id : "?");
+	if (!pick_flops(cm, m, g))
+		return fail(KV_EINVAL, why, whylen,
+			    "GPU %s has no dense FLOP/s for %s",
+			    g->id ? g->id : "?", m->dtype);
+	cm->hbm_bw = g->hbm_bw;
+	cm->hbm_bw_src = g->src[CAT_G_HBM_BW];
+	cm->host_bw = g->host_bw;
+	cm->host_bw_src = g->src[CAT_G_HOST];
+	cm->unified_memory = g->unified_memory;
+	if (g->interconnect_bw > 0.0) {
+		cm->link_bw = g->interconnect_bw;
+		cm->link_bw_src = g->src[CAT_G_INTERCONNECT];
+	} else {
+		/* no NVLink: peers talk over PCIe */
+		cm->link_bw = g->host_bw;
+		cm->link_bw_src = g->src[CAT_G_HOST];
+	}
+	if (cm->tp > 1 && !(cm->link_bw > 0.0))
+		return fail(KV_EINVAL, why, whylen,
+			    "GPU %s has no GPU-to-GPU or host link for tensor "
+			    "parallel size %u", g->id ? g->id : "?", cm->tp);
+
+	/* linear layers: decoder-layer active parameters, routed experts,
+	 * LM head (the input embedding is a gather, not a read) */
+	h = m->hidden_size;
+	emb = (uint64_t)m->vocab_size * h;
+	head_emb = m->tie_word_embeddings ? emb : 2 * emb;
+	if (m->active_params <= head_emb + h)
+		return fail(KV_EINVAL, why, whylen,
+			    "model %s has no (or too small a) parameter count",
+			    m->id ? m->id : "?");
+	dec = m->active_params - head_emb - h;
+	up = m->mlp_gated ? 3 : 2;
+	per_expert = (uint64_t)up * h * m->moe_intermediate_size;
+	for (uint32_t i = 0; i < m->num_layers; i++)
+		cm->moe_layers += m->layer[i].ffn == CAT_FFN_MOE;
+	if (cm->moe_layers > 0 && (m->num_experts == 0 ||
+				   m->experts_per_tok == 0 ||
+				   m->experts_per_tok > m->num_experts))
+		return fail(KV_EINVAL, why, whylen,
+			    "MoE layers need num_experts >= experts_per_tok > "
+			    "0");
+	routed = (uint64_t)cm->moe_layers * m->experts_per_tok * per_expert;
+	if (routed > dec)
+		return fail(KV_EINVAL, why, whylen,
+			    "model %s: active parameters (%llu) smaller than "
+			    "its routed experts", m->id ? m->id : "?",
+			    (unsigned long long)m->active_params);
+	cm->num_experts = m->num_experts;
+	cm->experts_per_tok = m->experts_per_tok;
+	cm->weight_bytes_fixed = (double)(dec - routed + emb) *
+				 cm->weight_bytes / cm->tp;
+	cm->expert_bytes = (double)cm->moe_layers * per_expert *
+			   cm->weight_bytes / cm->tp;
+	cm->flops_token = 2.0 * (double)dec / cm->tp;
+	cm->flops_seq = 2.0 * (double)emb / cm->tp;
+
+	/* per layer: activations, groups, all-reduces, KV pages */
+	for (uint32_t i = 0; i < m->num_layers; i++) {
+		const struct cat_layer *l = &m->layer[i];
+		uint32_t w = l->mixer == CAT_MIX_SLIDING ||
+			     l->mixer == CAT_MIX_CHUNKED ? l->window : 0;
+		struct cost_group *gr;
+
+		layer_activations(m, l, &rep, &shard);
+		cm->allreduces += (l->mixer != CAT_MIX_NONE) +
+				  (l->ffn != CAT_FFN_NONE);
+		if (l->mixer == CAT_MIX_NONE)
+			continue;
+		if ((gr = group_for(cm, l->mixer, w)) == NULL)
+			return fail(KV_ENOTSUP, why, whylen,
+				    "model %s has more than %d kinds of layer",
+				    m->id ? m->id : "?", COST_MAX_GROUPS);
+		gr->nlayers++;
+		if (is_attention(l->mixer)) {
+			bool mla = l->mixer == CAT_MIX_MLA;
+
+			cm->paged_layers++;
+			cm->mla_layers += mla;
+			cm->block_bytes = sat_add(
+				cm->block_bytes,
+				mla ? kvc_page_bytes(1, m->kv_lora_rank +
+							     m->qk_rope_head_dim,
+						     cm->kv_dtype_bytes,
+						     cm->block_size, true) :
+				      kvc_page_bytes(
+					      div_at_least_one(m->num_kv_heads,
+							       cm->tp),
+					      m->head_dim, cm->kv_dtype_bytes,
+					      cm->block_size, false));
+		}
+	}
+	for (size_t i = 0; i < cm->ngroups; i++)
+		if ((rc = group_figures(cm, m, &cm->group[i], why, whylen)))
+			return rc;
+	/* embedding row, final norm, LM head input */
+	rep += 3.0 * (double)h;
+	cm->act_bytes_token = (rep + shard / cm->tp) * cm->dtype_bytes;
+	cm->allreduces += 1;	/* VocabParallelEmbedding */
+	cm->allreduce_token_bytes = (double)h * cm->dtype_bytes;
+
+	/* terms */
+	pick(&cm->eff_compute, cal ? &cal->eff_compute : NULL, EFF_COMPUTE,
+	     SRC_EFF_COMPUTE);
+	pick(&cm->eff_memory, cal ? &cal->eff_memory : NULL, EFF_MEMORY,
+	     SRC_EFF_MEMORY);
+	pick(&cm->eff_interconnect, cal ? &cal->eff_interconnect : NULL,
+	     EFF_INTERCONNECT, SRC_EFF_INTERCONNECT);
+	pick(&cm->allreduce_ns, cal ? &cal->allreduce_ns : NULL, ALLREDUCE_NS,
+	     SRC_ALLREDUCE);
+	pick(&cm->cpu_step_ns, cal ? &cal->cpu_step_ns : NULL, CPU_STEP_NS,
+	     SRC_CPU_STEP);
+	pick(&cm->cpu_seq_ns, cal ? &cal->cpu_seq_ns : NULL, CPU_SEQ_NS,
+	     SRC_CPU_SEQ);
+	pick(&cm->cpu_token_ns, cal ? &cal->cpu_token_ns : NULL, CPU_TOKEN_NS,
+	     SRC_CPU_TOKEN);
+	if (!term_ok(&cm->eff_compute, true) ||
+	    !term_ok(&cm->eff_memory, true) ||
+	    !term_ok(&cm->eff_interconnect, true) ||
+	    !term_ok(&cm->allreduce_ns, false) ||
+	    !term_ok(&cm->cpu_step_ns, false) ||
+	    !term_ok(&cm->cpu_seq_ns, false) ||
+	    !term_ok(&cm->cpu_token_ns, false))
+		return fail(KV_EINVAL, why, whylen,
+			    "calibration: efficiencies must be > 0 and times "
+			    ">= 0");
+	for (int d = 0; d < COST_NDIRS; d++)
+		for (int c = 0; c < COST_NCOPIES; c++)
+			for (int k = 0; k < COST_NHOSTMEMS; k++) {
+				struct cost_copy_terms def, *t;
+				const struct cost_copy_terms *o;
+
+				copy_defaults(&def, (enum cost_copy)c,
+					      (enum cost_hostmem)k,
+					      cm->host_bw);
+				t = &cm->copy_t[d][c][k];
+				o = cal ? &cal->copy[d][c][k] : NULL;
+				pick(&t->alpha_ns, o ? &o->alpha_ns : NULL,
+				     def.alpha_ns.v, def.alpha_ns.src);
+				pick(&t->beta_ns, o ? &o->beta_ns : NULL,
+				     def.beta_ns.v, def.beta_ns.src);
+				pick(&t->ns_per_byte,
+				     o ? &o->ns_per_byte : NULL,
+				     def.ns_per_byte.v, def.ns_per_byte.src);
+				if (!term_ok(&t->alpha_ns, false) ||
+				    !term_ok(&t->beta_ns, false) ||
+				    !term_ok(&t->ns_per_byte, false))
+					return fail(KV_EINVAL, why, whylen,
+						    "calibration: copy terms "
+						    "must be >= 0");
+			}
+	return KV_OK;
+}
+
+/* ---- a step ------------------------------------------------------------- */
+
+int64_t
+cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
+		  struct cost_breakdown *out)
+{
+	uint64_t pairs[COST_MAX_GROUPS] = { 0 };
+	uint64_t pairs_pf[COST_MAX_GROUPS] = { 0 };
+	uint64_t ctx_pf[COST_MAX_GROUPS] = { 0 };
+	uint64_t kvtok[COST_MAX_GROUPS] = { 0 };
+	struct cost_breakdown bd;
+	double pc, pm, tok, seqs;
+
+	memset(&bd, 0, sizeof(bd));
+	if (cm == NULL || b == NULL || (b->seq == NULL && b->nseq > 0)) {
+		if (out != NULL)
+			*out = bd;
+		return 0;
+	}
+	for (size_t i = 0; i < b->nseq; i++) {
+		uint64_t q = b->seq[i].q, c = b->seq[i].ctx;
+
+		if (q == 0)
+			continue;
+		bd.tokens = sat_add(bd.tokens, q);
+		bd.seqs++;
+		for (size_t k = 0; k < cm->ngroups; k++) {
+			const struct cost_group *g = &cm->group[k];
+
+			switch ((enum cat_mixer)g->mixer) {
+			case CAT_MIX_FULL:
+				pairs[k] = sat_add(pairs[k], pairs_full(c, q));
+				break;
+			case CAT_MIX_SLIDING:
+				pairs[k] = sat_add(pairs[k],
+						   pairs_window(c, q,
+								g->window));
+				break;
+			case CAT_MIX_CHUNKED:
+				pairs[k] = sat_add(pairs[k],
+						   pairs_chunked(c, q,
+								 g->window));
+				break;
+			case CAT_MIX_MLA: {
+				uint64_t p = pairs_full(c, q);
+
+				if ((double)p * g->pair_flops <=
+				    (double)p * g->pair_flops_pf +
+					    (double)c * g->ctx_flops_pf) {
+					pairs[k] = sat_add(pairs[k], p);
+				} else {
+					pairs_pf[k] = sat_add(pairs_pf[k], p);
+					ctx_pf[k] = sat_add(ctx_pf[k], c);
+				}
+				break;
+			}
+			default:
+				continue;	/* recurrent: per sequence */
+			}
+			kvtok[k] = sat_add(kvtok[k], kv_tokens(g, c, q));
+		}
+	}
+	if (bd.tokens == 0) {
+		if (out != NULL)
+			*out = bd;
+		return 0;
+	}
+	tok = (double)bd.tokens;
+	seqs = (double)bd.seqs;
+
+	/* linear layers: weights once, experts by expected coverage */
+	bd.lin_flops = tok * cm->flops_token + seqs * cm->flops_seq;
+	if (cm->moe_layers > 0) {
+		double e = cm->num_experts;
+
+		bd.experts = e * (1.0 - ipow(1.0 - cm->experts_per_tok / e,
+					     bd.tokens));
+	}
+	bd.lin_bytes = cm->weight_bytes_fixed + bd.experts * cm->expert_bytes +
+		       tok * cm->act_bytes_token;
+
+	/* attention and recurrent layers */
+	for (size_t k = 0; k < cm->ngroups; k++) {
+		const struct cost_group *g = &cm->group[k];
+		double nl = g->nlayers;
+
+		if (is_recurrent(g->mixer)) {
+			bd.rec_bytes += nl * 2.0 * g->state_bytes * seqs;
+			bd.rec_flops += nl * g->state_flops * tok;
+			continue;
+		}
+		bd.attn_flops += nl * ((double)pairs[k] * g->pair_flops +
+				       (double)pairs_pf[k] * g->pair_flops_pf +
+				       (double)ctx_pf[k] * g->ctx_flops_pf);
+		bd.attn_bytes += nl * g->token_bytes * (double)kvtok[k];
+	}
+
+	/* rooflines, in FLOP/ns and byte/ns */
+	pc = cm->peak_flops * cm->eff_compute.v / 1e9;
+	pm = cm->hbm_bw * cm->eff_memory.v / 1e9;
+	bd.lin_compute_ns = bd.lin_flops / pc;
+	bd.lin_memory_ns = bd.lin_bytes / pm;
+	bd.attn_compute_ns = bd.attn_flops / pc;
+	bd.attn_memory_ns = bd.attn_bytes / pm;
+	bd.rec_compute_ns = bd.rec_flops / pc;
+	bd.rec_memory_ns = bd.rec_bytes / pm;
+
+	if (cm->tp > 1) {
+		double p = cm->tp;
+		double bytes = 2.0 * (p - 1.0) / p * tok *
+			       cm->allreduce_token_bytes;
+		double link = cm->link_bw * cm->eff_interconnect.v / 1e9;
+
+		bd.allreduce_ns = cm->allreduces *
+				  (cm->allreduce_ns.v + bytes / link);
+	}
+	bd.gpu_ns = dmax(bd.lin_compute_ns, bd.lin_memory_ns) +
+		    dmax(bd.attn_compute_ns, bd.attn_memory_ns) +
+		    dmax(bd.rec_compute_ns, bd.rec_memory_ns) +
+		    bd.allreduce_ns;
+	bd.cpu_ns = cm->cpu_step_ns.v + cm->cpu_seq_ns.v * seqs +
+		    cm->cpu_token_ns.v * tok;
+	bd.total_ns = to_ns(bd.cpu_ns + bd.gpu_ns);
+	if (out != NULL)
+		*out = bd;
+	return bd.total_ns;
+}
+
+int64_t
+cost_step_ns(const struct cost_model *cm, const struct cost_batch *b)
+{
+	return cost_step_explain(cm, b, NULL);
+}
+
+int64_t
+cost_recompute_ns(const struct cost_model *cm, uint64_t n)
+{
+	struct cost_seq s = { .q = n, .ctx = 0 };
+	struct cost_batch b = { .seq = &s, .nseq = 1 };
+	struct cost_breakdown bd;
+
+	if (n == 0)
+		return 0;
+	cost_step_explain(cm, &b, &bd);
+	return to_ns(bd.gpu_ns);
+}
+
+/* ---- swaps -------------------------------------------------------------- */
+
+int64_t
+cost_copy_ns(const struct cost_model *cm, enum cost_dir dir,
+	     enum cost_copy copy, enum cost_hostmem hostmem, uint64_t calls,
+	     uint64_t chunks, uint64_t bytes)
+{
+	const struct cost_copy_terms *t;
+
+	if (cm == NULL || (unsigned)dir >= COST_NDIRS ||
+	    (unsigned)copy >= COST_NCOPIES ||
+	    (unsigned)hostmem >= COST_NHOSTMEMS)
+		return 0;
+	if (bytes == 0 && chunks == 0)
+		return 0;
+	t = &cm->copy_t[dir][copy][hostmem];
+	return to_ns(t->alpha_ns.v * (double)calls +
+		     t->beta_ns.v * (double)chunks +
+		     t->ns_per_byte.v * (double)bytes);
+}
+
+uint64_t
+cost_layout_chunks(const struct cost_model *cm, enum cost_layout layout)
+{
+	switch (layout) {
+	case COST_LAYOUT_FA_SPLIT:	/* K and V apart; an MLA latent is one */
+		return 2ull * (cm->paged_layers - cm->mla_layers) +
+		       cm->mla_layers;
+	case COST_LAYOUT_FI_FUSED:
+	case COST_LAYOUT_DS_INTERLEAVED:
+		return cm->paged_layers;
+	case COST_LAYOUT_CROSS_LAYER:
+		return cm->paged_layers > 0 ? 1 : 0;
+	default:
+		return 0;
+	}
+}
+
+uint64_t
+cost_swap_calls(const struct cost_model *cm, enum cost_layout layout,
+		enum cost_copy copy)
+{
+	/* vLLM V0 swap_blocks: one call per layer and per K/V tensor, each
+	 * a loop of cudaMemcpyAsync; everything else is one call a swap */
+	if (copy == COST_COPY_PER_CHUNK)
+		return cost_layout_chunks(cm, layout);
+	return 1;
+}
+
+int64_t
+cost_swap_ns(const struct cost_model *cm, enum cost_dir dir, uint64_t nblocks,
+	     enum cost_layout layout)
+{
+	if (cm == NULL || nblocks == 0 || cm->paged_layers == 0)
+		return 0;
+	if (cm->unified_memory)
+		return 0;
+	if (!(cm->host_bw > 0.0))
+		return -1;
+	return cost_copy_ns(cm, dir, cm->copy, cm->hostmem,
+			    cost_swap_calls(cm, layout, cm->copy),
+			    sat_mul(nblocks, cost_layout_chunks(cm, layout)),
+			    sat_mul(nblocks, cm->block_bytes));
+}
+
+/* ---- description -------------------------------------------------------- */
+
+static const char *
+src_or(const char *s)
+{
+	return s != NULL ? s : "GPU catalog entry";
+}
+
+static void
+term_line(FILE *f, const char *name, const struct cost_term *t,
+	  const char *unit)
+{
+	fprintf(f, "  %-22s %12.6g %-6s %s\n", name, t->v, unit, t->src);
+}
+
+void
+cost_describe(const struct cost_model *cm, FILE *f)
+{
+	static const char *const mixer_name[] = {
+		"none", "full", "sliding", "chunked", "mla", "mamba1",
+		"mamba2", "gdn",
+	};
+
+	char name[64];
+
+	if (cm == NULL || f == NULL)
+		return;
+	fprintf(f, "cost model: %s on %s, tensor parallel %u\n",
+		cm->model_id ? cm->model_id : "?",
+		cm->gpu_id ? cm->gpu_id : "?", cm->tp);
+	fprintf(f, "  dtype %u B, weights %u B/param, KV %u B, SSM state "
+		"%u B, block %u tokens, swaps: %s layout, %s copy, %s host "
+		"memory\n", cm->dtype_bytes, cm->weight_bytes,
+		cm->kv_dtype_bytes, cm->ssm_dtype_bytes, cm->block_size,
+		cost_layout_name(cm->layout), cost_copy_name(cm->copy),
+		cost_hostmem_name(cm->hostmem));
+	fprintf(f, "GPU (per rank)\n");
+	snprintf(name, sizeof(name), "dense %s compute", cm->peak_flops_dtype);
+	fprintf(f, "  %-22s %12.6g %-6s %s\n", name, cm->peak_flops / 1e12,
+		"TFLOP/s", src_or(cm->peak_flops_src));
+	fprintf(f, "  %-22s %12.6g %-6s %s\n", "HBM bandwidth",
+		cm->hbm_bw / 1e9, "GB/s", src_or(cm->hbm_bw_src));
+	fprintf(f, "  %-22s %12.6g %-6s %s\n", "GPU-GPU link",
+		cm->link_bw / 1e9, "GB/s", src_or(cm->link_bw_src));
+	fprintf(f, "  %-22s %12.6g %-6s %s\n", "host link",
+		cm->host_bw / 1e9, "GB/s", src_or(cm->host_bw_src));
+	fprintf(f, "efficiencies and overheads\n");
+	term_line(f, "eff.compute", &cm->eff_compute, "");
+	term_line(f, "eff.memory", &cm->eff_memory, "");
+	term_line(f, "eff.interconnect", &cm->eff_interconnect, "");
+	term_line(f, "allreduce latency", &cm->allreduce_ns, "ns");
+	term_line(f, "cpu per step", &cm->cpu_step_ns, "ns");
+	term_line(f, "cpu per sequence", &cm->cpu_seq_ns, "ns");
+	term_line(f, "cpu per token", &cm->cpu_token_ns, "ns");
+	fprintf(f, "linear layers (per rank; derived from the model)\n");
+	fprintf(f, "  %-22s %12.6g %-6s all but routed experts, LM head "
+		"included\n", "weights read a step", cm->weight_bytes_fixed /
+		1e9, "GB");
+	if (cm->moe_layers > 0)
+		fprintf(f, "  %-22s %12.6g %-6s one routed expert over %u "
+			"MoE layers; E[touched] = E(1-(1-k/E)^T), E %u, k "
+			"%u\n", "expert weights", cm->expert_bytes / 1e6,
+			"MB", cm->moe_layers, cm->num_experts,
+			cm->experts_per_tok);
+	fprintf(f, "  %-22s %12.6g %-6s 2 x decoder active params\n",
+		"FLOPs per token", cm->flops_token, "");
+	fprintf(f, "  %-22s %12.6g %-6s LM head, 2 x vocab x hidden\n",
+		"FLOPs per sequence", cm->flops_seq, "");
+	fprintf(f, "  %-22s %12.6g %-6s activations in and out of each "
+		"matmul\n", "bytes per token", cm->act_bytes_token, "B");
+	fprintf(f, "token mixers (per layer, per rank)\n");
+	for (size_t i = 0; i < cm->ngroups; i++) {
+		const struct cost_group *g = &cm->group[i];
+		const char *kind = g->mixer < sizeof(mixer_name) /
+						      sizeof(mixer_name[0]) ?
+					   mixer_name[g->mixer] : "?";
+
+		if (is_recurrent(g->mixer))
+			fprintf(f, "  %-8s x%-3u window %-7u state %.6g B a "
+				"sequence (read + written a step), scan "
+				"%.6g FLOPs a token\n", kind, g->nlayers,
+				g->window, g->state_bytes, g->state_flops);
+		else if (g->mixer == CAT_MIX_MLA)
+			fprintf(f, "  %-8s x%-3u latent %.6g B a token "
+				"(replicated), %.6g FLOPs a pair (decode), "
+				"%.6g a pair + %.6g a context token "
+				"(prefill)\n", kind, g->nlayers,
+				g->token_bytes, g->pair_flops,
+				g->pair_flops_pf, g->ctx_flops_pf);
+		else
+			fprintf(f, "  %-8s x%-3u window %-7u KV %.6g B a "
+				"token, %.6g FLOPs a query-key pair\n", kind,
+				g->nlayers, g->window, g->token_bytes,
+				g->pair_flops);
+	}
+	fprintf(f, "tensor parallel\n");
+	fprintf(f, "  %u all-reduces a step of %.6g B a token (ring: "
+		"2(p-1)/p of it on the link)\n", cm->allreduces,
+		cm->allreduce_token_bytes);
+	fprintf(f, "swaps: %llu B a block over %u paged layers; chunks a "
+		"block:", (unsigned long long)cm->block_bytes,
+		cm->paged_layers);
+	for (int l = 0; l < COST_NLAYOUTS; l++)
+		fprintf(f, " %s %llu", cost_layout_name((enum cost_layout)l),
+			(unsigned long long)cost_layout_chunks(
+				cm, (enum cost_layout)l));
+	fprintf(f, "\n");
+	for (int d = 0; d < COST_NDIRS; d++)
+		for (int c = 0; c < COST_NCOPIES; c++)
+			for (int k = 0; k < COST_NHOSTMEMS; k++) {
+				const struct cost_copy_terms *t =
+					&cm->copy_t[d][c][k];
+
+				snprintf(name, sizeof(name), "%s %s %s",
+					 cost_dir_name((enum cost_dir)d),
+					 cost_copy_name((enum cost_copy)c),
+					 cost_hostmem_name(
+						 (enum cost_hostmem)k));
+				fprintf(f, "  %s\n", name);
+				term_line(f, "  alpha", &t->alpha_ns, "ns");
+				term_line(f, "  beta", &t->beta_ns, "ns");
+				term_line(f, "  1/B", &t->ns_per_byte, "ns/B");
+			}
+}

@@ -1,0 +1,307 @@
+/*
+ * cost.h -- the cost model: how long one scheduler step, one swap and one
+ * recomputation take for a model on a GPU at a tensor-parallel degree.
+ *
+ * Everything here is a pure function of its arguments: no I/O (except
+ * cost_describe, which prints to the FILE * it is given), no global state,
+ * no allocation.  Results are integer nanoseconds (DESIGN.md: simulated
+ * time is int64 ns).  Inside, the terms are doubles summed in a fixed
+ * order; the per-sequence parts of a step are first summed as integers
+ * (tokens, query-key pairs), so a step's time does not depend on the order
+ * of its sequences, and the same inputs give the same nanoseconds on the
+ * same build (the code is C11 without -ffast-math and uses no libm).
+ *
+ * Step time (docs/cost-model.md has every formula with its source):
+ *
+ *   step = cpu + linear + attention + recurrent + allreduce
+ *   cpu       = cpu_step + cpu_seq * sequences + cpu_token * tokens
+ *   linear    = max(flops / (peak * eff_compute), bytes / (hbm * eff_mem))
+ *               weights read once a step (MoE: the experts the step's
+ *               tokens are expected to touch), 2 FLOPs per active
+ *               parameter per token, the LM head once per sequence
+ *   attention = the same max over QK^T and AV FLOPs (causal inside the
+ *               chunk) and the KV bytes each sequence reads by its context
+ *               (sliding window: at most W tokens; MLA: the latent)
+ *   recurrent = the same max over Mamba / linear-attention state bytes
+ *               (a fixed state per sequence) and their scan FLOPs
+ *   allreduce = tp > 1: per decoder block, latency + ring bytes
+ *               2 (tp - 1) / tp * tokens * hidden * dtype / (link * eff)
+ *
+ * Everything on the GPU is per rank: tensor parallelism divides weights,
+ * FLOPs and KV heads (never below one KV head; an MLA latent is replicated
+ * on every rank, as vLLM stores it).
+ *
+ * Swap time: T = alpha * calls + beta * chunks + bytes * ns_per_byte, with
+ * the chunk and call counts from the KV layout (docs/gpu-design.md §1, §3).
+ *
+ * Calibration: every constant is a struct cost_term, a value and the
+ * source it comes from.  struct cost_calib holds overrides (a calibration
+ * file fills them); a term left unset takes its default, whose source is
+ * printed by cost_describe.
+ *
+ * Alternatives rejected: a lookup table of profiled kernel times (Vidur)
+ * needs a GPU per model; a sum of compute and memory times double-counts
+ * overlapping work; one max over the whole step lets a memory-bound phase
+ * hide a compute-bound one (weights and long-prefill attention).
+ */
+#ifndef SIM_COST_H
+#define SIM_COST_H
+
+#include "sim/catalog.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- KV layouts and copies (docs/gpu-design.md §1, §3) ------------------ */
+
+enum cost_layout {
+	COST_LAYOUT_FA_SPLIT = 0,	/* vLLM FlashAttention [2, nb, bs, H, D]
+					 * per layer: K and V are separate
+					 * chunks, 2 per layer (MLA: 1) */
+	COST_LAYOUT_FI_FUSED,		/* vLLM FlashInfer [nb, 2, bs, H, D] per
+					 * layer: 1 chunk per layer */
+	COST_LAYOUT_DS_INTERLEAVED,	/* DeepSpeed (L, nb, bs, 2, H, D): 1
+					 * chunk per layer */
+	COST_LAYOUT_CROSS_LAYER,	/* vLLM >= 0.12 offloading connector:
+					 * one chunk holds every layer */
+	COST_NLAYOUTS
+};
+
+enum cost_dir { COST_D2H = 0, COST_H2D, COST_NDIRS };
+
+enum cost_copy {
+	COST_COPY_PER_CHUNK = 0,	/* one cudaMemcpyAsync per chunk, one
+					 * call per layer (and per K/V), as
+					 * vLLM V0 swap_blocks */
+	COST_COPY_BATCH,		/* cudaMemcpyBatchAsync: one call */
+	COST_COPY_GATHER,		/* SM gather kernel through mapped
+					 * pinned memory (LMCache) */
+	COST_COPY_STAGED,		/* gather into a device buffer, then
+					 * one DMA */
+	COST_NCOPIES
+};
+
+enum cost_hostmem { COST_HOST_PINNED = 0, COST_HOST_PAGEABLE, COST_NHOSTMEMS };
+
+/* ---- terms and calibration ---------------------------------------------- */
+
+/* A constant and where it comes from.  src NULL: not set (calibration). */
+struct cost_term {
+	double v;
+	const char *src;
+};
+
+struct cost_copy_terms {
+	struct cost_term alpha_ns;	/* per call */
+	struct cost_term beta_ns;	/* per contiguous chunk */
+	struct cost_term ns_per_byte;	/* 1/B */
+};
+
+/*
+ * Overrides.  Set a term by giving it a value and a source (the
+ * calibration file's "FILE:LINE" or a note); the source string is borrowed
+ * for as long as a model built from it is used.
+ */
+struct cost_calib {
+	struct cost_copy_terms copy[COST_NDIRS][COST_NCOPIES][COST_NHOSTMEMS];
+	struct cost_term eff_compute;	/* achieved / peak dense FLOP/s */
+	struct cost_term eff_memory;	/* achieved / peak HBM bandwidth */
+	struct cost_term eff_interconnect;	/* achieved / GPU link rate */
+	struct cost_term allreduce_ns;	/* latency of one all-reduce */
+	struct cost_term cpu_step_ns;	/* CPU overhead of every step */
+	struct cost_term cpu_seq_ns;	/* ... per scheduled sequence */
+	struct cost_term cpu_token_ns;	/* ... per scheduled token */
+};
+
+/* Every term unset. */
+void cost_calib_init(struct cost_calib *c);
+
+/* ---- configuration ------------------------------------------------------ */
+
+struct cost_config {
+	uint32_t tp;			/* tensor parallel size; 0: 1 */
+	uint32_t kv_dtype_bytes;	/* 0: the model's dtype */
+	uint32_t ssm_dtype_bytes;	/* SSM state; 0: the model's dtype */
+	uint32_t block_size;		/* tokens per KV block; 0: 16 */
+	enum cost_layout layout;	/* the layout swaps default to */
+	enum cost_copy copy;		/* how swaps copy */
+	enum cost_hostmem hostmem;	/* the host side of swaps */
+	const struct cost_calib *calib;	/* NULL: all defaults */
+};
+
+/* tp 1, dtypes from the model, block 16, FA split, per-chunk, pinned. */
+void cost_config_init(struct cost_config *c);
+
+/* ---- the model ---------------------------------------------------------- */
+
+#define COST_MAX_GROUPS 8	/* distinct (mixer, window) layer kinds */
+
+/*
+ * Layers that cost the same: one mixer kind and window.  All figures are
+ * per layer and per rank.
+ */
+struct cost_group {
+	uint8_t mixer;		/* enum cat_mixer */
+	uint32_t window;	/* SLIDING: window, CHUNKED: chunk, else 0 */
+	uint32_t nlayers;
+	double token_bytes;	/* attention: KV bytes of one token */
+	double pair_flops;	/* per query-key pair (MLA: absorbed path) */
+	double pair_flops_pf;	/* MLA prefill (expanded) path */
+	double ctx_flops_pf;	/* MLA prefill: up-projection per context
+				 * token */
+	double state_bytes;	/* recurrent: conv + SSM state, one seq */
+	double state_flops;	/* recurrent: scan FLOPs per token */
+};
+
+/*
+ * A resolved model.  Caller storage; it owns nothing (no release).  The
+ * fields are read by tests and by cost_describe; treat them as read-only.
+ * Strings are borrowed from the catalog entries and the calibration.
+ */
+struct cost_model {
+	const char *model_id, *gpu_id;
+	uint32_t tp, kv_dtype_bytes, ssm_dtype_bytes, dtype_bytes;
+	uint32_t weight_bytes, block_size;
+	enum cost_layout layout;
+	enum cost_copy copy;
+	enum cost_hostmem hostmem;
+
+	/* the GPU, per rank */
+	double peak_flops;		/* dense FLOP/s of the compute dtype */
+	const char *peak_flops_dtype, *peak_flops_src;
+	double hbm_bw, link_bw, host_bw;	/* bytes/s */
+	const char *hbm_bw_src, *link_bw_src, *host_bw_src;
+	bool unified_memory;
+
+	/* linear layers, per rank */
+	double weight_bytes_fixed;	/* read every step: all but the
+					 * routed experts, LM head included */
+	double expert_bytes;		/* one routed expert, all MoE layers */
+	double flops_token;		/* 2 * decoder active params / tp */
+	double flops_seq;		/* LM head: 2 * vocab * hidden / tp */
+	double act_bytes_token;		/* activations moved per token */
+	uint32_t num_experts, experts_per_tok, moe_layers;
+
+	/* attention and recurrent layers */
+	struct cost_group group[COST_MAX_GROUPS];
+	size_t ngroups;
+
+	/* tensor parallel */
+	uint32_t allreduces;		/* per step (blocks + embedding) */
+	double allreduce_token_bytes;	/* hidden * dtype */
+
+	/* swaps: one block, per rank */
+	uint64_t block_bytes;		/* every paged layer of one block */
+	uint32_t paged_layers, mla_layers;	/* layers with a KV page */
+
+	/* resolved terms */
+	struct cost_copy_terms copy_t[COST_NDIRS][COST_NCOPIES][COST_NHOSTMEMS];
+	struct cost_term eff_compute, eff_memory, eff_interconnect;
+	struct cost_term allreduce_ns, cpu_step_ns, cpu_seq_ns, cpu_token_ns;
+};
+
+/*
+ * Build a cost model.  KV_OK, or KV_EINVAL (why: the message) for a model
+ * without a parameter count or layers, a GPU without HBM bandwidth or dense
+ * FLOP/s, or a tensor-parallel size that does not divide the attention
+ * heads; KV_ENOTSUP for more than COST_MAX_GROUPS layer kinds.  On failure
+ * *cm is unspecified.  m and g are read, not kept (their id strings are
+ * borrowed).
+ */
+kv_err cost_model_init(struct cost_model *cm, const struct cat_model *m,
+		       const struct cat_gpu *g, const struct cost_config *cfg,
+		       char *why, size_t whylen);
+
+/* ---- a step ------------------------------------------------------------- */
+
+/*
+ * One scheduled sequence: q tokens computed this step (a prefill chunk, or
+ * 1 + lookahead for decode) after ctx tokens already in its KV cache.
+ */
+struct cost_seq {
+	uint64_t q;
+	uint64_t ctx;
+};
+
+struct cost_batch {
+	const struct cost_seq *seq;
+	size_t nseq;
+};
+
+/* What a step is made of (cost_step_explain).  Bytes and FLOPs per rank. */
+struct cost_breakdown {
+	uint64_t tokens, seqs;
+	double experts;			/* routed experts touched per layer */
+	double lin_flops, lin_bytes;
+	double attn_flops, attn_bytes;
+	double rec_flops, rec_bytes;
+	double lin_compute_ns, lin_memory_ns;
+	double attn_compute_ns, attn_memory_ns;
+	double rec_compute_ns, rec_memory_ns;
+	double allreduce_ns, cpu_ns, gpu_ns;
+	int64_t total_ns;		/* = cost_step_ns */
+};
+
+/*
+ * Time of one step, integer ns; 0 for a batch without tokens (sequences
+ * with q = 0 are skipped).  Non-decreasing in every q and ctx and in the
+ * number of sequences.  O(nseq * ngroups).
+ */
+int64_t cost_step_ns(const struct cost_model *cm, const struct cost_batch *b);
+
+/* cost_step_ns, with its parts in *out (may be NULL). */
+int64_t cost_step_explain(const struct cost_model *cm,
+			  const struct cost_batch *b,
+			  struct cost_breakdown *out);
+
+/*
+ * GPU time of recomputing n tokens of one sequence from scratch: the
+ * prefill step {q = n, ctx = 0} without the CPU term (the prefill work a
+ * swap saves).  0 for n = 0.
+ */
+int64_t cost_recompute_ns(const struct cost_model *cm, uint64_t n);
+
+/* ---- swaps -------------------------------------------------------------- */
+
+/*
+ * The copy formula: alpha * calls + beta * chunks + bytes * ns_per_byte,
+ * with the (dir, copy, hostmem) terms of cm.  0 when nothing moves.
+ */
+int64_t cost_copy_ns(const struct cost_model *cm, enum cost_dir dir,
+		     enum cost_copy copy, enum cost_hostmem hostmem,
+		     uint64_t calls, uint64_t chunks, uint64_t bytes);
+
+/* Contiguous chunks in one block, and calls per swap, for a layout. */
+uint64_t cost_layout_chunks(const struct cost_model *cm,
+			    enum cost_layout layout);
+uint64_t cost_swap_calls(const struct cost_model *cm, enum cost_layout layout,
+			 enum cost_copy copy);
+
+/*
+ * Moving nblocks KV blocks (every paged layer of each; recurrent state is
+ * not swapped) in direction dir with cm's copy strategy and host memory:
+ * cost_copy_ns(calls, nblocks * chunks, nblocks * block_bytes).  0 for
+ * nblocks = 0 and on unified memory (nothing moves: one pool); -1 when the
+ * GPU has no host link.
+ */
+int64_t cost_swap_ns(const struct cost_model *cm, enum cost_dir dir,
+		     uint64_t nblocks, enum cost_layout layout);
+
+/* ---- names and description ---------------------------------------------- */
+
+const char *cost_layout_name(enum cost_layout l);	/* "fa-split" */
+const char *cost_copy_name(enum cost_copy c);		/* "per-chunk" */
+const char *cost_hostmem_name(enum cost_hostmem h);	/* "pinned" */
+const char *cost_dir_name(enum cost_dir d);		/* "d2h" */
+
+/* Name -> enum; false if unknown. */
+bool cost_layout_parse(const char *s, enum cost_layout *out);
+bool cost_copy_parse(const char *s, enum cost_copy *out);
+bool cost_hostmem_parse(const char *s, enum cost_hostmem *out);
+
+/* Every term of cm with its value and source, one per line. */
+void cost_describe(const struct cost_model *cm, FILE *f);
+
+#endif

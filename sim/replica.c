@@ -1,0 +1,495 @@
+/*
+ * replica.c -- one replica: scheduler step, cost, milestones (replica.h).
+ */
+#include "config.h"
+
+#include "sim/replica.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* An unfinished request's milestones. */
+struct rq {
+	uint64_t id, out_key;
+	int64_t arrival, first_sched, first_tok, last_tok;
+	uint32_t prompt, output, gen, hit;
+	uint64_t swapped_blocks;
+	int64_t itl_sum, itl_max;
+	bool scheduled;
+};
+
+struct replica {
+	uint32_t index;
+	kvs *s;
+	const struct cost_model *cm;
+	int64_t step_ns;
+	uint32_t vocab, block_size, max_model_len;
+	uint64_t blocks_total;	/* usable GPU blocks (v1: less the null) */
+	bool check;
+	bool busy;
+	struct rq **byreq;	/* kvs_req -> record (NULL once finished) */
+	size_t nbyreq, capbyreq;
+	struct rq *freelist;	/* recycled records, linked through id */
+	uint32_t *tok;		/* prompt token scratch */
+	size_t captok;
+	struct cost_seq *seq;	/* batch scratch */
+	kvs_req *sreq;		/* the step's scheduled requests */
+	uint32_t *stok;		/* and their output tokens */
+	size_t capsched;
+	uint32_t nsched;
+	uint64_t outstanding;
+	struct replica_stats st;
+};
+
+replica *
+replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
+{
+	replica *rp = calloc(1, sizeof(*rp));
+	kv_err e;
+
+	if (rp == NULL) {
+		snprintf(why, whylen, "out of memory");
+		return NULL;
+	}
+	rp->s = kvs_new(cfg->sc, cfg->kc, &e, why, whylen);
+	if (rp->s == NULL) {
+		free(rp);
+		return NULL;
+	}
+	rp->index = cfg->index;
+	rp->cm = cfg->cm;
+	rp->step_ns = cfg->step_ns;
+	rp->vocab = cfg->vocab;
+	rp->check = cfg->check;
+	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
+	rp->max_model_len = kvc_config_of(kvs_kv(rp->s))->max_model_len;
+	rp->blocks_total = kvc_free_blocks(kvs_kv(rp->s), 0);
+	return rp;
+}
+
+void
+replica_free(replica *rp)
+{
+	struct rq *q;
+
+	if (rp == NULL)
+		return;
+	for (size_t i = 0; i < rp->nbyreq; i++)
+		free(rp->byreq[i]);
+	while ((q = rp->freelist) != NULL) {
+		rp->freelist = (struct rq *)(uintptr_t)q->id;
+		free(q);
+	}
+	free(rp->byreq);
+	free(rp->tok);
+	free(rp->seq);
+	free(rp->sreq);
+	free(rp->stok);
+	kvs_free(rp->s);
+	free(rp);
+}
+
+static struct rq *
+rq_get(replica *rp)
+{
+	struct rq *q = rp->freelist;
+
+	if (q != NULL)
+		rp->freelist = (struct rq *)(uintptr_t)q->id;
+	else
+		q = malloc(sizeof(*q));
+	if (q != NULL)
+		memset(q, 0, sizeof(*q));
+	return q;
+}
+
+static void
+rq_put(replica *rp, struct rq *q)
+{
+	q->id = (uint64_t)(uintptr_t)rp->freelist;
+	rp->freelist = q;
+}
+
+/* Close the KV-usage integral up to now and take the new level. */
+static void
+usage_mark(replica *rp, int64_t now)
+{
+	uint64_t used = rp->blocks_total - kvc_free_blocks(kvs_kv(rp->s), 0);
+	double u = rp->blocks_total ? (double)used / (double)rp->blocks_total
+				    : 0.0;
+
+	if (now > rp->st.usage_t)
+		rp->st.usage_area += rp->st.usage_now *
+				     (double)(now - rp->st.usage_t);
+	rp->st.usage_t = now;
+	rp->st.usage_now = u;
+	if (u > rp->st.usage_max)
+		rp->st.usage_max = u;
+}
+
+kv_err
+replica_add(replica *rp, const struct wl_request *r, bool *rejected,
+	    char *why, size_t whylen)
+{
+	struct rq *q;
+	kvs_req h;
+	kv_err e;
+
+	*rejected = false;
+	if (r->prompt_tokens >= rp->max_model_len) {
+		*rejected = true;
+		rp->st.rejected++;
+		return KV_OK;
+	}
+	if (r->prompt_tokens > rp->captok) {
+		size_t cap = r->prompt_tokens * 2u;
+		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
+
+		if (t == NULL)
+			goto nomem;
+		rp->tok = t;
+		rp->captok = cap;
+	}
+	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
+	if (rp->nbyreq == rp->capbyreq) {
+		size_t cap = rp->capbyreq ? rp->capbyreq * 2 : 1024;
+		struct rq **b = realloc(rp->byreq, cap * sizeof(*b));
+
+		if (b == NULL)
+			goto nomem;
+		rp->byreq = b;
+		rp->capbyreq = cap;
+	}
+	q = rq_get(rp);
+	if (q == NULL)
+		goto nomem;
+	e = kvs_add(rp->s, rp->tok, r->prompt_tokens, r->output_tokens,
+		    r->priority, &h);
+	if (e != KV_OK) {
+		rq_put(rp, q);
+		snprintf(why, whylen, "request %llu: %s",
+			 (unsigned long long)r->id, kvs_errmsg(rp->s));
+		return e;
+	}
+	assert((size_t)h == rp->nbyreq);
+	rp->byreq[rp->nbyreq++] = q;
+	q->id = r->id;
+	q->out_key = r->out_key;
+	q->arrival = r->arrival_ns;
+	q->prompt = r->prompt_tokens;
+	q->output = r->output_tokens;
+	rp->outstanding += (uint64_t)r->prompt_tokens + r->output_tokens;
+	rp->st.added++;
+	return KV_OK;
+nomem:
+	snprintf(why, whylen, "out of memory");
+	return KV_ENOMEM;
+}
+
+static kv_err
+audit(replica *rp, const char *when, char *why, size_t whylen)
+{
+	char msg[512];
+	int bad = kvs_audit(rp->s, msg, sizeof(msg));
+
+	if (bad == 0)
+		return KV_OK;
+	snprintf(why, whylen, "--check: replica %u, %s: invariant %d: %s",
+		 rp->index, when, bad, msg);
+	return KV_ESTATE;
+}
+
+static uint64_t
+frag_tokens(replica *rp, uint64_t *slots)
+{
+	kvc *k = kvs_kv(rp->s);
+	uint32_t n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
+	uint64_t frag = 0, all = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t seq = kvs_req_seq(rp->s,
+					  kvs_queue_at(rp->s, KVS_Q_RUNNING, i));
+		size_t nb = 0, len = kvc_seq_len(k, seq);
+		const int32_t *t = kvc_table(k, seq, 0, &nb);
+		uint64_t cap = (uint64_t)nb * rp->block_size;
+
+		(void)t;
+		all += cap;
+		if (cap > len)
+			frag += cap - len;
+	}
+	if (slots != NULL)
+		*slots = all;
+	return frag;
+}
+
+kv_err
+replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
+	      char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	kvc *k = kvs_kv(rp->s);
+	int64_t dt = 0;
+	kv_err e;
+
+	*dt_ns = 0;
+	*started = false;
+	assert(!rp->busy);
+	if (kvs_nunfinished(rp->s) == 0)
+		return KV_OK;
+	e = kvs_schedule(rp->s, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
+	    KV_OK)
+		return e;
+	if (st->nsched > rp->capsched) {
+		size_t cap = st->nsched * 2u;
+		struct cost_seq *s2 = realloc(rp->seq, cap * sizeof(*s2));
+		kvs_req *r2;
+		uint32_t *t2;
+
+		if (s2 == NULL)
+			goto nomem;
+		rp->seq = s2;
+		r2 = realloc(rp->sreq, cap * sizeof(*r2));
+		if (r2 == NULL)
+			goto nomem;
+		rp->sreq = r2;
+		t2 = realloc(rp->stok, cap * sizeof(*t2));
+		if (t2 == NULL)
+			goto nomem;
+		rp->stok = t2;
+		rp->capsched = cap;
+	}
+	rp->nsched = st->nsched;
+	for (uint32_t i = 0; i < st->nsched; i++) {
+		kvs_req h = st->sched[i].req;
+		struct rq *q = rp->byreq[h];
+		uint64_t comp = kvc_seq_computed(k, kvs_req_seq(rp->s, h));
+		uint64_t n = st->sched[i].ntokens;
+
+		rp->sreq[i] = h;
+		rp->seq[i].q = n;
+		rp->seq[i].ctx = comp >= n ? comp - n : 0;
+		if (!q->scheduled) {
+			q->scheduled = true;
+			q->first_sched = now;
+			q->hit = (uint32_t)rp->seq[i].ctx;
+			rp->st.prefix_hit_tokens += q->hit;
+			rp->st.prompt_tokens_admitted += q->prompt;
+		}
+		/* Prefill (first or recomputed) is prompt work. */
+		if (q->gen == 0 || n > 1)
+			rp->st.prompt_tokens_done += n;
+	}
+	for (uint32_t i = 0; i < st->npreempt; i++) {
+		kvs_req h = st->preempt[i];
+
+		rp->st.preemptions++;
+		if (st->preempt_swap[i]) {
+			size_t nb = 0;
+
+			(void)kvc_table(k, kvs_req_seq(rp->s, h), 0, &nb);
+			rp->byreq[h]->swapped_blocks += nb;
+		}
+	}
+	rp->st.swap_out_blocks += st->nswap_out;
+	rp->st.swap_in_blocks += st->nswap_in;
+	rp->st.cow_blocks += st->ncow;
+	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0) {
+		/* Nothing runnable: close the step and idle until the next
+		 * arrival or finish. */
+		e = kvs_complete(rp->s, NULL, &st);
+		if (e != KV_OK) {
+			snprintf(why, whylen, "replica %u: complete: %s",
+				 rp->index, kvs_errmsg(rp->s));
+			return e;
+		}
+		usage_mark(rp, now);
+		return KV_OK;
+	}
+	if (rp->step_ns > 0) {
+		dt = rp->step_ns;
+	} else {
+		struct cost_batch b = { rp->seq, st->nsched };
+		int64_t so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out,
+					  rp->cm->layout);
+		int64_t si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in,
+					  rp->cm->layout);
+
+		dt = cost_step_ns(rp->cm, &b);
+		dt += so > 0 ? so : 0;
+		dt += si > 0 ? si : 0;
+		if (st->ncow > 0 && rp->cm->hbm_bw > 0)
+			/* A device-to-device copy reads and writes each
+			 * block once. */
+			dt += (int64_t)(2.0 * (double)st->ncow *
+					(double)rp->cm->block_bytes /
+					rp->cm->hbm_bw * 1e9);
+	}
+	if (dt < 1)
+		dt = 1;	/* time always moves: no zero-length steps */
+	{
+		uint64_t slots = 0, frag = frag_tokens(rp, &slots);
+
+		if (slots > 0) {
+			rp->st.frag_sum += (double)frag / (double)slots;
+			rp->st.frag_steps++;
+		}
+	}
+	rp->st.steps++;
+	usage_mark(rp, now);
+	rp->busy = true;
+	*dt_ns = dt;
+	*started = true;
+	return KV_OK;
+nomem:
+	snprintf(why, whylen, "out of memory");
+	return KV_ENOMEM;
+}
+
+kv_err
+replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	kv_err e;
+	int rc;
+
+	assert(rp->busy);
+	rp->busy = false;
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		struct rq *q = rp->byreq[rp->sreq[i]];
+		struct wl_request w;
+
+		memset(&w, 0, sizeof(w));
+		w.out_key = q->out_key;
+		wl_output_tokens(&w, 0, q->gen, 1, rp->vocab, &rp->stok[i]);
+	}
+	e = kvs_complete(rp->s, rp->stok, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
+	    KV_OK)
+		return e;
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		kvs_req h = rp->sreq[i];
+		struct rq *q = rp->byreq[h];
+		uint32_t g = kvs_req_generated(rp->s, h);
+
+		if (g <= q->gen)
+			continue;
+		if (rp->check && g != q->gen + 1) {
+			snprintf(why, whylen, "--check: replica %u: request "
+				 "%llu gained %u tokens in one step",
+				 rp->index, (unsigned long long)q->id,
+				 g - q->gen);
+			return KV_ESTATE;
+		}
+		if (q->gen == 0) {
+			q->first_tok = now;
+		} else {
+			int64_t gap = now - q->last_tok;
+
+			q->itl_sum += gap;
+			if (gap > q->itl_max)
+				q->itl_max = gap;
+		}
+		rp->st.gen_tokens_done += g - q->gen;
+		q->gen = g;
+		q->last_tok = now;
+	}
+	for (uint32_t i = 0; i < st->nfinish; i++) {
+		kvs_req h = st->finish[i];
+		struct rq *q = rp->byreq[h];
+		struct rpt_req out;
+
+		memset(&out, 0, sizeof(out));
+		out.id = q->id;
+		out.replica = rp->index;
+		out.arrival_ns = q->arrival;
+		out.first_scheduled_ns = q->first_sched;
+		out.first_token_ns = q->first_tok;
+		out.finish_ns = now;
+		out.input_tokens = q->prompt;
+		out.output_tokens = q->gen;
+		out.cached_prefix_tokens = q->hit;
+		out.preemptions = kvs_req_preemptions(rp->s, h);
+		out.recomputed_tokens = kvs_req_recomputed(rp->s, h);
+		out.swapped_out_blocks = q->swapped_blocks;
+		out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
+					rp->cm->block_bytes : 0;
+		out.itl_sum_ns = q->itl_sum;
+		out.itl_max_ns = q->itl_max;
+		if (q->gen < q->output)
+			rp->st.truncated++;
+		rp->st.recomputed_tokens += out.recomputed_tokens;
+		rp->st.finished++;
+		rp->outstanding -= (uint64_t)q->prompt + q->output;
+		rc = rpt_add_request(rep, &out);
+		rp->byreq[h] = NULL;
+		rq_put(rp, q);
+		if (rc != 0) {
+			snprintf(why, whylen, "writing requests.csv failed");
+			return KV_ENOMEM;
+		}
+	}
+	usage_mark(rp, now);
+	return KV_OK;
+}
+
+bool
+replica_busy(const replica *rp)
+{
+	return rp->busy;
+}
+
+bool
+replica_has_work(const replica *rp)
+{
+	return kvs_nunfinished(rp->s) > 0;
+}
+
+uint64_t
+replica_outstanding(const replica *rp)
+{
+	return rp->outstanding;
+}
+
+uint32_t
+replica_block_size(const replica *rp)
+{
+	return rp->block_size;
+}
+
+const struct replica_stats *
+replica_stats(const replica *rp)
+{
+	return &rp->st;
+}
+
+void
+replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
+	      uint64_t *swapped, uint64_t *used, uint64_t *total,
+	      uint64_t *frag)
+{
+	*running = kvs_queue_len(rp->s, KVS_Q_RUNNING);
+	*waiting = kvs_queue_len(rp->s, KVS_Q_WAITING);
+	*swapped = kvs_queue_len(rp->s, KVS_Q_SWAPPED);
+	*total = rp->blocks_total;
+	*used = rp->blocks_total - kvc_free_blocks(kvs_kv(rp->s), 0);
+	*frag = frag_tokens((replica *)rp, NULL);
+}
+
+void
+replica_close(replica *rp, int64_t now)
+{
+	usage_mark(rp, now);
+}

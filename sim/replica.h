@@ -1,0 +1,95 @@
+/*
+ * replica.h -- one serving replica: a scheduler (kvsched.h) over its own
+ * allocator, driven by the event engine, timed by the cost model.
+ *
+ * A step has two halves, as in kvsched.h.  replica_begin() runs
+ * kvs_schedule() at the current time, records first-scheduled and
+ * prefix-hit milestones and preemptions, and returns the step's duration:
+ * the cost model's time for the batch (sim/cost.h) plus the swap-out,
+ * swap-in and copy-on-write copies the step asked for.  The caller queues
+ * STEP_DONE at now + duration; replica_end() then runs kvs_complete() with
+ * the workload's own output tokens (wl_output_tokens), stamps first-token
+ * and inter-token times, and hands every finished request to the report.
+ *
+ * Requests that can never run (prompt >= max_model_len) are rejected at
+ * replica_add() and counted, never queued (DESIGN.md "No silent caps").
+ *
+ * Memory: one record per unfinished request (freed at finish) plus a
+ * pointer per request ever added (kvs handles are dense).  Cost per step:
+ * O(batch + running) -- the running scan measures internal fragmentation.
+ */
+#ifndef SIM_REPLICA_H
+#define SIM_REPLICA_H
+
+#include "core/kvsched.h"
+#include "reports/rpt.h"
+#include "sim/cost.h"
+#include "workloads/wl.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Totals over a replica's life (summed over replicas by the caller). */
+struct replica_stats {
+	uint64_t added, rejected, finished, truncated;
+	uint64_t steps, preemptions, recomputed_tokens;
+	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
+	uint64_t prefix_hit_tokens, prompt_tokens_admitted;
+	uint64_t prompt_tokens_done, gen_tokens_done;	/* computed */
+	double usage_area;	/* sum of kv_usage * ns */
+	double usage_max;
+	double frag_sum;	/* sum over steps of the internal fraction */
+	uint64_t frag_steps;
+	int64_t usage_t;	/* last change */
+	double usage_now;
+};
+
+struct replica_cfg {
+	uint32_t index;
+	const struct kvs_config *sc;
+	const struct kvc_config *kc;
+	const struct cost_model *cm;	/* NULL with step_ns > 0 */
+	int64_t step_ns;		/* > 0: constant step time */
+	uint32_t vocab;
+	bool check;			/* kvs_audit after every half step */
+};
+
+typedef struct replica replica;
+
+/* NULL with a message in why on a bad configuration. */
+replica *replica_new(const struct replica_cfg *cfg, char *why,
+		     size_t whylen);
+void replica_free(replica *r);
+
+/*
+ * Queue a request that arrived at r->arrival_ns.  *rejected is set when
+ * it can never fit (counted, not queued).  KV_ENOMEM or a scheduler error.
+ */
+kv_err replica_add(replica *rp, const struct wl_request *r, bool *rejected,
+		   char *why, size_t whylen);
+
+/*
+ * Start a step at `now`.  *dt_ns: its duration (0 and *started false when
+ * there is nothing to run: the replica idles).  Errors come with why; a
+ * --check violation is KV_ESTATE.
+ */
+kv_err replica_begin(replica *rp, int64_t now, int64_t *dt_ns,
+		     bool *started, char *why, size_t whylen);
+
+/* End the step begun last, at `now`; finished requests go to rep. */
+kv_err replica_end(replica *rp, int64_t now, rpt *rep, char *why,
+		   size_t whylen);
+
+bool replica_busy(const replica *rp);
+bool replica_has_work(const replica *rp);	/* unfinished requests */
+uint64_t replica_outstanding(const replica *rp);	/* tokens to do */
+uint32_t replica_block_size(const replica *rp);
+const struct replica_stats *replica_stats(const replica *rp);
+/* Queue lengths and KV blocks, for the timeseries. */
+void replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
+		   uint64_t *swapped, uint64_t *used, uint64_t *total,
+		   uint64_t *frag_tokens);
+/* Close the usage integral at `now` (end of run). */
+void replica_close(replica *rp, int64_t now);
+
+#endif

@@ -1,0 +1,696 @@
+/*
+ * runcfg.c -- one run's configuration from YAML and --set (runcfg.h).
+ *
+ * Every scalar key goes through one setter, set_key(), whether it comes
+ * from the file or from --set, so both reject the same values with the
+ * same words; only the location differs ("FILE:LINE:COL" or "--set
+ * KEY=VALUE").  The workload: section is handed to wl_config_from_yaml; a
+ * --set workload.a.b=v override is turned into the YAML "{a: {b: v}}" and
+ * handed over the same way.
+ */
+#include "config.h"
+
+#include "sim/catalog.h"
+#include "sim/runcfg.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+void
+sim_config_init(struct sim_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->source, sizeof(c->source), "(embedded default)");
+	snprintf(c->model, sizeof(c->model), "meta-llama/Llama-3.1-8B");
+	snprintf(c->gpu, sizeof(c->gpu), "h100-sxm");
+	snprintf(c->policy, sizeof(c->policy), "vllm-v1");
+	c->replicas = 1;
+	c->router = SIM_ROUTE_RR;
+	c->seed = 0;
+	sz_engine_init(&c->eng);
+	c->chunked_prefill = -1;
+	c->preemption_mode = -1;
+	c->swap_space_gib = 4.0;
+	c->num_lookahead_slots = -1;
+	c->step_ns = 0;
+	c->timeseries_interval_s = 1.0;
+	c->heartbeat_interval_s = 600.0;
+	wl_config_init(&c->wl);
+	c->wl_trace_default = true;
+}
+
+void
+sim_config_release(struct sim_config *c)
+{
+	if (c == NULL)
+		return;
+	wl_config_release(&c->wl);
+}
+
+static const char *const router_names[] = { "round-robin",
+	"least-outstanding", "prefix-affinity" };
+
+const char *
+sim_router_name(enum sim_router r)
+{
+	return (unsigned)r < 3 ? router_names[r] : "?";
+}
+
+static kv_err
+fail(char *err, size_t errlen, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static kv_err
+fail(char *err, size_t errlen, const char *where, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	snprintf(err, errlen, "%s: ", where);
+	n = strlen(err);
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+	return KV_EINVAL;
+}
+
+static bool
+is_null_text(const char *v)
+{
+	return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+	       strcmp(v, "auto") == 0;
+}
+
+static bool
+parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (v[0] < '0' || v[0] > '9')
+		return false;
+	errno = 0;
+	x = strtoull(v, &end, 10);
+	if (errno != 0 || *end != '\0' || x < lo || x > hi)
+		return false;
+	*out = x;
+	return true;
+}
+
+static bool
+parse_dbl(const char *v, double lo, double hi, double *out)
+{
+	char *end;
+	double x;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno != 0 || end == v || *end != '\0' || !isfinite(x) ||
+	    x < lo || x > hi)
+		return false;
+	*out = x;
+	return true;
+}
+
+static int
+parse_bool(const char *v)
+{
+	if (strcmp(v, "true") == 0 || strcmp(v, "True") == 0 ||
+	    strcmp(v, "yes") == 0 || strcmp(v, "on") == 0)
+		return 1;
+	if (strcmp(v, "false") == 0 || strcmp(v, "False") == 0 ||
+	    strcmp(v, "no") == 0 || strcmp(v, "off") == 0)
+		return 0;
+	return -1;
+}
+
+static const char *const dtype_names[] = { "auto", "bfloat16", "float16",
+	"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", NULL };
+
+#define U32MAX 4294967295ull
+
+/* The scalar keys (docs/run.md). */
+static const char *const known_keys[] = {
+	"model", "gpu", "policy", "replicas", "router", "seed",
+	"engine.block_size", "engine.gpu_memory_utilization",
+	"engine.max_num_seqs", "engine.max_num_batched_tokens",
+	"engine.max_model_len", "engine.enable_prefix_caching",
+	"engine.enable_chunked_prefill", "engine.preemption_mode",
+	"engine.swap_space", "engine.num_lookahead_slots",
+	"engine.kv_cache_dtype", "engine.kv_cache_memory_bytes",
+	"engine.num_gpu_blocks_override", "engine.tensor_parallel_size",
+	"engine.dtype",
+	"cost.step_ns",
+	"output.timeseries_interval_s", "output.heartbeat_interval_s",
+	NULL
+};
+
+static kv_err
+set_key(struct sim_config *c, const char *key, const char *v,
+	const char *where, char *err, size_t errlen)
+{
+	uint64_t u;
+	double d;
+	int b;
+
+#define BAD(what) fail(err, errlen, where, "%s: %s, got '%s'", key, what, v)
+	if (strcmp(key, "model") == 0) {
+		if (v[0] == '\0')
+			return BAD("expected a catalog model or a config.json");
+		snprintf(c->model, sizeof(c->model), "%s", v);
+		snprintf(c->model_where, sizeof(c->model_where), "%s", where);
+	} else if (strcmp(key, "gpu") == 0) {
+		if (v[0] == '\0')
+			return BAD("expected a catalog GPU");
+		snprintf(c->gpu, sizeof(c->gpu), "%s", v);
+		snprintf(c->gpu_where, sizeof(c->gpu_where), "%s", where);
+	} else if (strcmp(key, "policy") == 0) {
+		if (v[0] == '\0')
+			return BAD("expected a policy name");
+		snprintf(c->policy, sizeof(c->policy), "%s", v);
+		snprintf(c->policy_where, sizeof(c->policy_where), "%s", where);
+	} else if (strcmp(key, "replicas") == 0) {
+		if (!parse_u64(v, 1, 4096, &u))
+			return BAD("expected an integer in [1, 4096]");
+		c->replicas = (uint32_t)u;
+	} else if (strcmp(key, "router") == 0) {
+		for (b = 0; b < 3; b++)
+			if (strcmp(v, router_names[b]) == 0)
+				break;
+		if (b == 3)
+			return BAD("expected round-robin, least-outstanding "
+				   "or prefix-affinity");
+		c->router = (enum sim_router)b;
+	} else if (strcmp(key, "seed") == 0) {
+		if (!parse_u64(v, 0, UINT64_MAX, &u))
+			return BAD("expected a non-negative integer");
+		c->seed = u;
+		c->wl.seed = u;
+	} else if (strcmp(key, "engine.block_size") == 0) {
+		if (is_null_text(v))
+			c->eng.block_size = 0;
+		else if (!parse_u64(v, 1, 65536, &u))
+			return BAD("expected an integer in [1, 65536]");
+		else
+			c->eng.block_size = (uint32_t)u;
+	} else if (strcmp(key, "engine.gpu_memory_utilization") == 0) {
+		if (!parse_dbl(v, 1e-9, 1.0, &d))
+			return BAD("expected a number in (0, 1]");
+		c->eng.gpu_memory_utilization = d;
+	} else if (strcmp(key, "engine.max_num_seqs") == 0) {
+		if (is_null_text(v))
+			c->eng.max_num_seqs = 0;
+		else if (!parse_u64(v, 1, U32MAX, &u))
+			return BAD("expected a positive integer");
+		else
+			c->eng.max_num_seqs = (uint32_t)u;
+	} else if (strcmp(key, "engine.max_num_batched_tokens") == 0) {
+		if (is_null_text(v))
+			c->eng.max_num_batched_tokens = 0;
+		else if (!parse_u64(v, 1, U32MAX, &u))
+			return BAD("expected a positive integer");
+		else
+			c->eng.max_num_batched_tokens = u;
+	} else if (strcmp(key, "engine.max_model_len") == 0) {
+		if (is_null_text(v))
+			c->eng.max_model_len = 0;
+		else if (!parse_u64(v, 1, U32MAX, &u))
+			return BAD("expected a positive integer");
+		else
+			c->eng.max_model_len = u;
+	} else if (strcmp(key, "engine.enable_prefix_caching") == 0) {
+		if (is_null_text(v))
+			c->eng.enable_prefix_caching = -1;
+		else if ((b = parse_bool(v)) < 0)
+			return BAD("expected true or false");
+		else
+			c->eng.enable_prefix_caching = b;
+	} else if (strcmp(key, "engine.enable_chunked_prefill") == 0) {
+		if (is_null_text(v))
+			c->chunked_prefill = -1;
+		else if ((b = parse_bool(v)) < 0)
+			return BAD("expected true or false");
+		else
+			c->chunked_prefill = b;
+	} else if (strcmp(key, "engine.preemption_mode") == 0) {
+		if (is_null_text(v))
+			c->preemption_mode = -1;
+		else if (strcmp(v, "recompute") == 0)
+			c->preemption_mode = 0;
+		else if (strcmp(v, "swap") == 0)
+			c->preemption_mode = 1;
+		else
+			return BAD("expected recompute or swap");
+	} else if (strcmp(key, "engine.swap_space") == 0) {
+		if (!parse_dbl(v, 0.0, 1e6, &d))
+			return BAD("expected GiB, a number >= 0");
+		c->swap_space_gib = d;
+	} else if (strcmp(key, "engine.num_lookahead_slots") == 0) {
+		if (is_null_text(v))
+			c->num_lookahead_slots = -1;
+		else if (!parse_u64(v, 0, 1024, &u))
+			return BAD("expected an integer in [0, 1024]");
+		else
+			c->num_lookahead_slots = (int64_t)u;
+	} else if (strcmp(key, "engine.kv_cache_dtype") == 0 ||
+		   strcmp(key, "engine.dtype") == 0) {
+		char *dst = strcmp(key, "engine.dtype") == 0
+			? c->eng.dtype : c->eng.kv_cache_dtype;
+		size_t i;
+
+		for (i = 0; dtype_names[i] != NULL; i++)
+			if (strcmp(v, dtype_names[i]) == 0)
+				break;
+		if (dtype_names[i] == NULL && cat_dtype_bytes(v) == 0)
+			return BAD("expected auto, bfloat16, float16, float32, "
+				   "fp8, fp8_e4m3, fp8_e5m2, fp8_inc or "
+				   "fp8_ds_mla");
+		snprintf(dst, sizeof(c->eng.dtype), "%s", v);
+	} else if (strcmp(key, "engine.kv_cache_memory_bytes") == 0) {
+		if (is_null_text(v))
+			c->eng.kv_cache_memory_bytes = SZ_UNSET;
+		else if (!cat_parse_bytes(v, &u) || u == 0 ||
+			 u > (uint64_t)INT64_MAX)
+			return BAD("expected a size (bytes, or 40GiB, 80GB)");
+		else
+			c->eng.kv_cache_memory_bytes = (int64_t)u;
+	} else if (strcmp(key, "engine.num_gpu_blocks_override") == 0) {
+		if (is_null_text(v))
+			c->eng.num_gpu_blocks_override = SZ_UNSET;
+		else if (!parse_u64(v, 1, U32MAX, &u))
+			return BAD("expected a positive integer");
+		else
+			c->eng.num_gpu_blocks_override = (int64_t)u;
+	} else if (strcmp(key, "engine.tensor_parallel_size") == 0) {
+		if (!parse_u64(v, 1, 1024, &u))
+			return BAD("expected an integer in [1, 1024]");
+		c->eng.tensor_parallel_size = (uint32_t)u;
+	} else if (strcmp(key, "cost.step_ns") == 0) {
+		if (!parse_u64(v, 0, (uint64_t)INT64_MAX / 4, &u))
+			return BAD("expected an integer >= 0 (0: the roofline "
+				   "model)");
+		c->step_ns = (int64_t)u;
+	} else if (strcmp(key, "output.timeseries_interval_s") == 0) {
+		if (!parse_dbl(v, 1e-6, 1e9, &d))
+			return BAD("expected a number of seconds > 0");
+		c->timeseries_interval_s = d;
+	} else if (strcmp(key, "output.heartbeat_interval_s") == 0) {
+		if (!parse_dbl(v, 1e-3, 1e12, &d))
+			return BAD("expected a number of seconds > 0");
+		c->heartbeat_interval_s = d;
+	} else {
+		return fail(err, errlen, where, "unknown key '%s'", key);
+	}
+#undef BAD
+	return KV_OK;
+}
+
+static bool
+section_known(const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; known_keys[i] != NULL; i++)
+		if (strncmp(known_keys[i], s, n) == 0 &&
+		    known_keys[i][n] == '.')
+			return true;
+	return false;
+}
+
+static void
+mark(char *buf, size_t len, const char *file, const yaml_node_t *n)
+{
+	snprintf(buf, len, "%s:%lu:%lu", file,
+		 (unsigned long)n->start_mark.line + 1,
+		 (unsigned long)n->start_mark.column + 1);
+}
+
+static kv_err
+wl_fail(char *err, size_t errlen, const struct wl_error *we)
+{
+	wl_error_format(we, err, errlen);
+	return KV_EINVAL;
+}
+
+static kv_err
+load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
+	 char *err, size_t errlen)
+{
+	yaml_node_t *root = yaml_document_get_root_node(doc);
+	char where[SIM_WHERE_LEN];
+
+	if (root == NULL)
+		return KV_OK;	/* an empty file: every default */
+	if (root->type != YAML_MAPPING_NODE) {
+		mark(where, sizeof(where), file, root);
+		return fail(err, errlen, where, "expected a mapping of keys");
+	}
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+	     p < root->data.mapping.pairs.top; p++) {
+		yaml_node_t *kn = yaml_document_get_node(doc, p->key);
+		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
+		const char *k;
+		kv_err e;
+
+		mark(where, sizeof(where), file, kn);
+		if (kn->type != YAML_SCALAR_NODE)
+			return fail(err, errlen, where, "expected a key");
+		k = (const char *)kn->data.scalar.value;
+		if (strcmp(k, "workload") == 0) {
+			struct wl_error we;
+			bool had = c->wl.trace != NULL;
+
+			wl_error_clear(&we);
+			if (wl_config_from_yaml(doc, vn, file, &c->wl, &we) !=
+			    WL_OK)
+				return wl_fail(err, errlen, &we);
+			/* A workload section that names its own source
+			 * replaces the bundled trace. */
+			if (c->wl.trace != NULL && !had)
+				c->wl_trace_default = false;
+			if (vn->type == YAML_MAPPING_NODE)
+				for (yaml_node_pair_t *q =
+				     vn->data.mapping.pairs.start;
+				     q < vn->data.mapping.pairs.top; q++) {
+					yaml_node_t *k2 = yaml_document_get_node(
+						doc, q->key);
+
+					if (k2->type == YAML_SCALAR_NODE &&
+					    (strcmp((char *)k2->data.scalar.value,
+						    "generator") == 0 ||
+					     strcmp((char *)k2->data.scalar.value,
+						    "trace") == 0))
+						c->wl_trace_default = false;
+				}
+			continue;
+		}
+		if (section_known(k)) {
+			if (vn->type != YAML_MAPPING_NODE) {
+				mark(where, sizeof(where), file, vn);
+				return fail(err, errlen, where,
+					    "%s: expected a mapping", k);
+			}
+			for (yaml_node_pair_t *q = vn->data.mapping.pairs.start;
+			     q < vn->data.mapping.pairs.top; q++) {
+				yaml_node_t *k2 = yaml_document_get_node(doc,
+									 q->key);
+				yaml_node_t *v2 = yaml_document_get_node(
+					doc, q->value);
+				char full[256];
+
+				mark(where, sizeof(where), file, k2);
+				if (k2->type != YAML_SCALAR_NODE)
+					return fail(err, errlen, where,
+						    "expected a key");
+				snprintf(full, sizeof(full), "%s.%s", k,
+					 (char *)k2->data.scalar.value);
+				mark(where, sizeof(where), file, v2);
+				if (v2->type != YAML_SCALAR_NODE) {
+					/* unknown key beats a bad value */
+					bool known = false;
+
+					for (size_t i = 0; known_keys[i]; i++)
+						if (strcmp(known_keys[i], full)
+						    == 0)
+							known = true;
+					if (!known)
+						mark(where, sizeof(where), file,
+						     k2);
+					return fail(err, errlen, where,
+						    known ? "%s: expected a "
+						    "scalar value" :
+						    "unknown key '%s'", full);
+				}
+				{
+					bool known = false;
+
+					for (size_t i = 0; known_keys[i]; i++)
+						if (strcmp(known_keys[i], full)
+						    == 0)
+							known = true;
+					if (!known) {
+						mark(where, sizeof(where), file,
+						     k2);
+						return fail(err, errlen, where,
+							    "unknown key '%s'",
+							    full);
+					}
+				}
+				e = set_key(c, full,
+					    (char *)v2->data.scalar.value,
+					    where, err, errlen);
+				if (e != KV_OK)
+					return e;
+			}
+			continue;
+		}
+		if (vn->type != YAML_SCALAR_NODE) {
+			bool known = false;
+
+			for (size_t i = 0; known_keys[i]; i++)
+				if (strcmp(known_keys[i], k) == 0)
+					known = true;
+			if (!known)
+				return fail(err, errlen, where,
+					    "unknown key '%s'", k);
+			mark(where, sizeof(where), file, vn);
+			return fail(err, errlen, where,
+				    "%s: expected a scalar value", k);
+		}
+		{
+			bool known = false;
+
+			for (size_t i = 0; known_keys[i]; i++)
+				if (strcmp(known_keys[i], k) == 0)
+					known = true;
+			if (!known)
+				return fail(err, errlen, where,
+					    "unknown key '%s'", k);
+		}
+		mark(where, sizeof(where), file, vn);
+		e = set_key(c, k, (char *)vn->data.scalar.value, where, err,
+			    errlen);
+		if (e != KV_OK)
+			return e;
+	}
+	return KV_OK;
+}
+
+static kv_err
+load_text(struct sim_config *c, FILE *in, const char *file, char *err,
+	  size_t errlen)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	kv_err e;
+
+	if (!yaml_parser_initialize(&parser)) {
+		snprintf(err, errlen, "%s: out of memory", file);
+		return KV_ENOMEM;
+	}
+	yaml_parser_set_input_file(&parser, in);
+	if (!yaml_parser_load(&parser, &doc)) {
+		snprintf(err, errlen, "%s:%lu:%lu: %s", file,
+			 (unsigned long)parser.problem_mark.line + 1,
+			 (unsigned long)parser.problem_mark.column + 1,
+			 parser.problem ? parser.problem : "bad YAML");
+		yaml_parser_delete(&parser);
+		return KV_EINVAL;
+	}
+	e = load_doc(c, &doc, file, err, errlen);
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return e;
+}
+
+kv_err
+sim_config_load(struct sim_config *c, const char *path, char *err,
+		size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	kv_err e;
+
+	if (f == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return KV_ENOENT;
+	}
+	snprintf(c->source, sizeof(c->source), "%s", path);
+	e = load_text(c, f, path, err, errlen);
+	fclose(f);
+	return e;
+}
+
+kv_err
+sim_config_set(struct sim_config *c, const char *assign, char *err,
+	       size_t errlen)
+{
+	const char *eq = strchr(assign, '=');
+	char where[SIM_WHERE_LEN], key[256];
+	size_t klen;
+
+	snprintf(where, sizeof(where), "--set %s", assign);
+	if (eq == NULL || eq == assign)
+		return fail(err, errlen, where, "expected KEY=VALUE");
+	klen = (size_t)(eq - assign);
+	if (klen >= sizeof(key))
+		return fail(err, errlen, where, "key too long");
+	memcpy(key, assign, klen);
+	key[klen] = '\0';
+	if (strncmp(key, "workload.", 9) == 0) {
+		/* "a.b.c=v" -> "{a: {b: {c: v}}}" through the YAML reader. */
+		char *text, *p;
+		size_t n = strlen(assign) * 2 + 64, depth = 0;
+		FILE *mf;
+		struct sim_config tmp;
+		kv_err e;
+
+		text = malloc(n);
+		if (text == NULL)
+			return KV_ENOMEM;
+		p = text;
+		p += sprintf(p, "{workload: {");
+		for (const char *s = key + 9; *s; s++) {
+			if (*s == '.') {
+				p += sprintf(p, ": {");
+				depth++;
+			} else
+				*p++ = *s;
+		}
+		p += sprintf(p, ": \"");
+		for (const char *s = eq + 1; *s; s++) {
+			if (*s == '"' || *s == '\\')
+				*p++ = '\\';
+			*p++ = *s;
+		}
+		*p++ = '"';
+		for (size_t i = 0; i < depth + 2; i++)
+			*p++ = '}';
+		*p = '\0';
+		mf = fmemopen(text, strlen(text), "r");
+		if (mf == NULL) {
+			free(text);
+			return KV_ENOMEM;
+		}
+		(void)tmp;
+		e = load_text(c, mf, where, err, errlen);
+		fclose(mf);
+		free(text);
+		return e;
+	}
+	{
+		bool known = false;
+
+		for (size_t i = 0; known_keys[i]; i++)
+			if (strcmp(known_keys[i], key) == 0)
+				known = true;
+		if (!known)
+			return fail(err, errlen, where, "unknown key '%s'",
+				    key);
+	}
+	return set_key(c, key, eq + 1, where, err, errlen);
+}
+
+kv_err
+sim_config_finish(struct sim_config *c, char *err, size_t errlen)
+{
+	if (c->wl_trace_default && c->wl.trace == NULL) {
+		char path[1024];
+
+		snprintf(path, sizeof(path), "%s/%s", cat_datadir(),
+			 SIM_DEFAULT_TRACE);
+		c->wl.trace = strdup(path);
+		if (c->wl.trace == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return KV_ENOMEM;
+		}
+		c->wl.format = WL_FMT_AZURE;
+	}
+	return KV_OK;
+}
+
+static void
+put_opt_u64(FILE *f, const char *k, uint64_t v, bool set)
+{
+	if (set)
+		fprintf(f, "  %s: %" PRIu64 "\n", k, v);
+	else
+		fprintf(f, "  %s: auto\n", k);
+}
+
+void
+sim_config_write(const struct sim_config *c, const struct sz_result *sr,
+		 FILE *f)
+{
+	const struct sz_engine *e = &c->eng;
+
+	fprintf(f, "# kvsim run: the resolved configuration (source: %s)\n",
+		c->source);
+	fprintf(f, "model: \"%s\"\ngpu: \"%s\"\npolicy: \"%s\"\n", c->model,
+		c->gpu, c->policy);
+	fprintf(f, "replicas: %" PRIu32 "\nrouter: %s\nseed: %" PRIu64 "\n",
+		c->replicas, sim_router_name(c->router), c->seed);
+	fprintf(f, "engine:\n");
+	put_opt_u64(f, "block_size", sr ? sr->block_size : e->block_size,
+		    sr != NULL || e->block_size != 0);
+	fprintf(f, "  gpu_memory_utilization: %.17g\n",
+		e->gpu_memory_utilization);
+	put_opt_u64(f, "max_num_seqs", sr ? sr->max_num_seqs : e->max_num_seqs,
+		    sr != NULL || e->max_num_seqs != 0);
+	put_opt_u64(f, "max_num_batched_tokens",
+		    sr ? sr->max_num_batched_tokens : e->max_num_batched_tokens,
+		    sr != NULL || e->max_num_batched_tokens != 0);
+	put_opt_u64(f, "max_model_len",
+		    sr ? sr->max_model_len : e->max_model_len,
+		    sr != NULL || e->max_model_len != 0);
+	if (sr != NULL)
+		fprintf(f, "  enable_prefix_caching: %s\n",
+			sr->prefix_caching ? "true" : "false");
+	else if (e->enable_prefix_caching < 0)
+		fprintf(f, "  enable_prefix_caching: auto\n");
+	else
+		fprintf(f, "  enable_prefix_caching: %s\n",
+			e->enable_prefix_caching ? "true" : "false");
+	fprintf(f, "  enable_chunked_prefill: %s\n",
+		c->chunked_prefill < 0 ? "auto"
+		: c->chunked_prefill ? "true" : "false");
+	fprintf(f, "  preemption_mode: %s\n",
+		c->preemption_mode < 0 ? "auto"
+		: c->preemption_mode ? "swap" : "recompute");
+	fprintf(f, "  swap_space: %.17g\n", c->swap_space_gib);
+	put_opt_u64(f, "num_lookahead_slots", (uint64_t)c->num_lookahead_slots,
+		    c->num_lookahead_slots >= 0);
+	fprintf(f, "  kv_cache_dtype: %s\n",
+		e->kv_cache_dtype[0] ? e->kv_cache_dtype : "auto");
+	fprintf(f, "  dtype: %s\n", e->dtype[0] ? e->dtype : "auto");
+	put_opt_u64(f, "kv_cache_memory_bytes",
+		    (uint64_t)e->kv_cache_memory_bytes,
+		    e->kv_cache_memory_bytes != SZ_UNSET);
+	put_opt_u64(f, "num_gpu_blocks_override",
+		    (uint64_t)e->num_gpu_blocks_override,
+		    e->num_gpu_blocks_override != SZ_UNSET);
+	fprintf(f, "  tensor_parallel_size: %" PRIu32 "\n",
+		sr ? sr->tp : e->tensor_parallel_size ?
+		e->tensor_parallel_size : 1);
+	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
+	fprintf(f, "output:\n  timeseries_interval_s: %.17g\n"
+		"  heartbeat_interval_s: %.17g\n", c->timeseries_interval_s,
+		c->heartbeat_interval_s);
+	fprintf(f, "workload:\n");
+	if (c->wl.trace != NULL) {
+		fprintf(f, "  trace: \"%s\"\n", c->wl.trace);
+		fprintf(f, "  format: %s\n", wl_format_name(c->wl.format));
+	} else {
+		fprintf(f, "  # generator: see the source configuration\n");
+	}
+	fprintf(f, "  seed: %" PRIu64 "\n", c->wl.seed);
+	fprintf(f, "  vocab_size: %" PRIu32 "\n", c->wl.vocab_size);
+	fprintf(f, "  time_scale: %.17g\n", c->wl.time_scale);
+	if (c->wl.target_rate > 0)
+		fprintf(f, "  target_rate: %.17g\n", c->wl.target_rate);
+	fprintf(f, "  max_requests: %" PRIu64 "\n", c->wl.max_requests);
+}

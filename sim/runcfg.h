@@ -1,0 +1,102 @@
+/*
+ * runcfg.h -- the configuration of one `kvsim run`: one YAML file (or the
+ * embedded default), then `--set key=value` overrides, then --seed.
+ *
+ * Shape (docs/run.md has every key, its default and meaning):
+ *
+ *   model: meta-llama/Llama-3.1-8B    # catalog id or alias, or config.json
+ *   gpu: h100-sxm                     # catalog id or alias
+ *   policy: vllm-v1                   # kvsched.h policies
+ *   replicas: 1
+ *   router: round-robin               # | least-outstanding | prefix-affinity
+ *   seed: 0
+ *   engine: {block_size: 16, ...}     # vLLM's names
+ *   cost: {step_ns: 0}                # 0: the roofline model of sim/cost.h
+ *   output: {timeseries_interval_s: 1.0, heartbeat_interval_s: 600}
+ *   workload: {...}                   # workloads/wl.h, wl_config_from_yaml
+ *
+ * Every key has a default; the workload defaults to the bundled excerpt of
+ * the Azure conversation trace.  Unknown keys and bad values are errors
+ * "FILE:LINE:COL: what" (for --set: "--set KEY=VALUE: what"); the caller
+ * exits 2.
+ */
+#ifndef SIM_RUNCFG_H
+#define SIM_RUNCFG_H
+
+#include "sim/sizing.h"
+#include "workloads/wl.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum sim_router {
+	SIM_ROUTE_RR = 0,		/* round-robin */
+	SIM_ROUTE_LEAST,		/* least outstanding tokens */
+	SIM_ROUTE_PREFIX		/* same leading block hash, same replica */
+};
+
+#define SIM_WHERE_LEN 600
+
+struct sim_config {
+	char source[512];		/* the file, or "(embedded default)" */
+	char model[512];
+	char model_where[SIM_WHERE_LEN];	/* "FILE:LINE:COL" of the value */
+	char gpu[128];
+	char gpu_where[SIM_WHERE_LEN];
+	char policy[256];
+	char policy_where[SIM_WHERE_LEN];
+	uint32_t replicas;		/* >= 1 */
+	enum sim_router router;
+	uint64_t seed;
+
+	/* engine: vLLM's names.  Sizing settings live in eng. */
+	struct sz_engine eng;
+	int chunked_prefill;		/* -1 policy default, 0, 1 */
+	int preemption_mode;		/* -1 policy default, 0 recompute,
+					 * 1 swap */
+	double swap_space_gib;		/* CPU swap space per GPU (4) */
+	int64_t num_lookahead_slots;	/* -1 policy default */
+
+	/* cost */
+	int64_t step_ns;		/* > 0: every step takes this long */
+
+	/* output */
+	double timeseries_interval_s;	/* simulated seconds (1.0) */
+	double heartbeat_interval_s;	/* simulated seconds (600) */
+
+	struct wl_config wl;
+	bool wl_trace_default;		/* the bundled excerpt */
+};
+
+/* Defaults (the embedded default run).  Release with sim_config_release. */
+void sim_config_init(struct sim_config *c);
+void sim_config_release(struct sim_config *c);
+
+/* The bundled trace excerpt's path (under cat_datadir()). */
+#define SIM_DEFAULT_TRACE "azure_llm_2023_conv_excerpt.csv"
+
+/*
+ * Read a YAML file over c.  KV_OK, or KV_EINVAL with "FILE:LINE:COL: what"
+ * in err, KV_ENOENT if it cannot be read.
+ */
+kv_err sim_config_load(struct sim_config *c, const char *path, char *err,
+		       size_t errlen);
+
+/* Apply one "a.b=c" override. */
+kv_err sim_config_set(struct sim_config *c, const char *assign, char *err,
+		      size_t errlen);
+
+/* Resolve the workload trace default (after all overrides). */
+kv_err sim_config_finish(struct sim_config *c, char *err, size_t errlen);
+
+const char *sim_router_name(enum sim_router r);
+
+/*
+ * Write the resolved configuration as YAML that sim_config_load reads
+ * back; sr (may be NULL) supplies the values the sizing resolved.
+ */
+void sim_config_write(const struct sim_config *c, const struct sz_result *sr,
+		      FILE *f);
+
+#endif

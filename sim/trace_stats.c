@@ -1,0 +1,495 @@
+/*
+ * trace_stats.c -- `kvsim trace-stats`: the statistics of a workload
+ * stream (a trace file, or whatever a YAML `workload:` section builds),
+ * with the definitions and the precision of ../shared/traces/README.md,
+ * so its tables can be checked line by line.  --csv prints one tidy row
+ * at full precision; --dump writes the stream itself as kvsim CSV.
+ */
+#include "config.h"
+
+#include "sim/trace_stats.h"
+#include "workloads/wl.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: kvsim trace-stats [OPTIONS] [FILE]\n\n"
+	    "Statistics of a request trace (or of the workload a config "
+	    "describes):\nrows, span, mean and 1-minute rates, input/output "
+	    "lengths, and for traces\nwith hash ids the prefix-reuse ratio "
+	    "under an infinite cache.\n\n"
+	    "  --format F        auto (default), azure, mooncake, burstgpt, "
+	    "splitwise,\n"
+	    "                    vidur, llmservingsim, kvsim\n"
+	    "  --config FILE     read the `workload:` section of a YAML file "
+	    "(FILE, if\n"
+	    "                    given, replaces its trace)\n"
+	    "  --on-error M      stop (default) or skip malformed rows\n"
+	    "  --order M         error (default), skip or sort out-of-order "
+	    "rows\n"
+	    "  --hash-block N    tokens per hash id (default 512)\n"
+	    "  --block-size N    also measure reuse of N-token blocks of "
+	    "token ids\n"
+	    "  --seed N          seed for generators and identities "
+	    "(default 0)\n"
+	    "  --max-requests N  first N requests only\n"
+	    "  --window S:E      only arrivals in [S, E) seconds (E may be "
+	    "empty)\n"
+	    "  --time-scale X    multiply arrival times by X\n"
+	    "  --target-rate R   scale arrival times to R requests/s\n"
+	    "  --tile K          repeat the stream K times\n"
+	    "  --csv             one CSV row at full precision\n"
+	    "  --dump            write the stream as kvsim CSV instead\n"
+	    "  -h, --help        this text\n\n"
+	    "Exit status: 0 ok, 2 bad usage or bad input "
+	    "(FILE:LINE:COL: message).\n");
+}
+
+/* Integer with thousands separators. */
+static const char *
+grp(uint64_t v, char *buf, size_t size)
+{
+	char tmp[32];
+	int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
+	size_t k = 0;
+
+	for (int i = 0; i < n && k + 1 < size; i++) {
+		if (i > 0 && (n - i) % 3 == 0 && k + 1 < size)
+			buf[k++] = ',';
+		buf[k++] = tmp[i];
+	}
+	buf[k] = '\0';
+	return buf;
+}
+
+/* A fixed-point number with `dec` decimals and grouped integer part. */
+static const char *
+grpf(double v, int dec, char *buf, size_t size)
+{
+	char tmp[64], ip[40];
+	char *dot;
+	uint64_t i;
+
+	snprintf(tmp, sizeof(tmp), "%.*f", dec, fabs(v));
+	dot = strchr(tmp, '.');
+	if (dot != NULL)
+		*dot = '\0';
+	i = strtoull(tmp, NULL, 10);
+	snprintf(buf, size, "%s%s%s%s", v < 0 ? "-" : "", grp(i, ip,
+	    sizeof(ip)), dot != NULL ? "." : "", dot != NULL ? dot + 1 : "");
+	return buf;
+}
+
+/* A median: an integer, or .5 when it falls between two values. */
+static const char *
+med(double v, char *buf, size_t size)
+{
+	return grpf(v, v == floor(v) ? 0 : 1, buf, size);
+}
+
+static void
+wallclock(int64_t ns, char *buf, size_t size)
+{
+	int64_t s = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) /
+	    1000000000);
+	int64_t frac = ns - s * 1000000000, days = s >= 0 ? s / 86400 :
+	    -((-s + 86399) / 86400), sod = s - days * 86400, y;
+	unsigned m, d;
+
+	/* days_from_civil's inverse, as in workloads/wl_parse.c. */
+	{
+		int64_t z = days + 719468, era;
+		unsigned doe, yoe, doy, mp;
+
+		era = (z >= 0 ? z : z - 146096) / 146097;
+		doe = (unsigned)(z - era * 146097);
+		yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+		doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+		mp = (5 * doy + 2) / 153;
+		d = doy - (153 * mp + 2) / 5 + 1;
+		m = mp < 10 ? mp + 3 : mp - 9;
+		y = (int64_t)yoe + era * 400 + (m <= 2);
+	}
+	if (frac % 100 == 0)
+		snprintf(buf, size, "%04" PRId64 "-%02u-%02u %02d:%02d:%02d.%07"
+		    PRId64, y, m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
+		    (int)(sod % 60), frac / 100);
+	else
+		snprintf(buf, size, "%04" PRId64 "-%02u-%02u %02d:%02d:%02d.%09"
+		    PRId64, y, m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
+		    (int)(sod % 60), frac);
+}
+
+static double
+pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+static void
+print_table(const char *file, const struct wl_info *inf,
+    const struct wl_summary *s)
+{
+	char a[64], b[64], c[64], d[64], e[64];
+
+	printf("file: %s\n", file);
+	printf("format: %s\n", inf->format);
+	printf("rows: %s\n", grp(s->rows, a, sizeof(a)));
+	if (s->rows == 0)
+		return;
+	if (inf->has_epoch) {
+		wallclock(inf->epoch_ns + s->first_ns, a, sizeof(a));
+		wallclock(inf->epoch_ns + s->last_ns, b, sizeof(b));
+		printf("first / last timestamp: %s / %s\n", a, b);
+	} else {
+		printf("first / last arrival: %s / %s s\n",
+		    grpf((double)s->first_ns / 1e9, 3, a, sizeof(a)),
+		    grpf((double)s->last_ns / 1e9, 3, b, sizeof(b)));
+	}
+	printf("span: %s s\n", grpf(s->span_s, 1, a, sizeof(a)));
+	printf("mean rate: %.2f req/s\n", s->mean_rate);
+	if (s->bins > 0)
+		printf("arrivals per 1-min bin: min / median / max: %s / %s / "
+		    "%s (%s bins, %s empty)\n", grp(s->bin_min, a, sizeof(a)),
+		    med(s->bin_median, b, sizeof(b)),
+		    grp(s->bin_max, c, sizeof(c)), grp(s->bins, d, sizeof(d)),
+		    grp(s->bins_empty, e, sizeof(e)));
+	else
+		printf("arrivals per 1-min bin: none (span under 60 s)\n");
+	printf("inter-arrival CV: %.3g\n", s->gap_cv);
+	printf("distinct timestamps: %s\n", grp(s->distinct_ts, a, sizeof(a)));
+	printf("input tokens: mean / median / p99 (min-max): %s / %s / %s "
+	    "(%s-", grpf(s->in.mean, 1, a, sizeof(a)),
+	    med(s->in.median, b, sizeof(b)), grp(s->in.p99, c, sizeof(c)),
+	    grp(s->in.min, d, sizeof(d)));
+	printf("%s)\n", grp(s->in.max, a, sizeof(a)));
+	printf("output tokens: mean / median / p99 (min-max): %s / %s / %s "
+	    "(%s-", grpf(s->out.mean, 1, a, sizeof(a)),
+	    med(s->out.median, b, sizeof(b)), grp(s->out.p99, c, sizeof(c)),
+	    grp(s->out.min, d, sizeof(d)));
+	printf("%s)\n", grp(s->out.max, a, sizeof(a)));
+	printf("offered load: %s input tok/s, %s output tok/s\n",
+	    grpf(s->in_tok_s, 0, a, sizeof(a)),
+	    grpf(s->out_tok_s, 1, b, sizeof(b)));
+	if (s->has_hash) {
+		printf("total / unique %" PRIu32 "-token blocks: %s / %s\n",
+		    s->hash_block, grp(s->seg_total, a, sizeof(a)),
+		    grp(s->seg_unique, b, sizeof(b)));
+		printf("prefix-reuse ratio (blocks): %.2f %%\n",
+		    pct(s->seg_matched, s->seg_total));
+		printf("prefix-reuse ratio (tokens): %.2f %%\n",
+		    pct(s->tok_matched, s->in.sum));
+		printf("requests that reuse >= 1 leading block: %s (%.1f %%)\n",
+		    grp(s->reuse_requests, a, sizeof(a)),
+		    pct(s->reuse_requests, s->rows));
+	}
+	if (s->block_tokens > 0)
+		printf("token-block reuse (%" PRIu32 "-token blocks): %s of %s "
+		    "blocks (%.2f %%), %.2f %% of input tokens\n",
+		    s->block_tokens, grp(s->blk_hit, a, sizeof(a)),
+		    grp(s->blk_total, b, sizeof(b)),
+		    pct(s->blk_hit, s->blk_total),
+		    pct(s->blk_hit * s->block_tokens, s->in.sum));
+}
+
+static void
+print_csv(const char *file, const struct wl_info *inf,
+    const struct wl_summary *s, const struct wl_counts *c)
+{
+	printf("file,format,rows,first_s,last_s,span_s,mean_rate_req_s,"
+	    "bins_1min,bins_empty,bin_min,bin_median,bin_max,gap_cv,"
+	    "distinct_timestamps,input_mean_tokens,input_median_tokens,"
+	    "input_p99_tokens,input_min_tokens,input_max_tokens,"
+	    "output_mean_tokens,output_median_tokens,output_p99_tokens,"
+	    "output_min_tokens,output_max_tokens,offered_input_tok_s,"
+	    "offered_output_tok_s,hash_block_tokens,hash_blocks_total,"
+	    "hash_blocks_unique,reuse_blocks_ratio,reuse_tokens_ratio,"
+	    "reuse_requests,block_tokens,token_blocks_total,"
+	    "token_blocks_hit,skipped,rejected\n");
+	printf("\"%s\",%s,%" PRIu64 ",%.9f,%.9f,%.9f,%.17g,%" PRIu64 ",%"
+	    PRIu64 ",%" PRIu64 ",%.17g,%" PRIu64 ",%.17g,%" PRIu64, file,
+	    inf->format, s->rows, (double)s->first_ns / 1e9,
+	    (double)s->last_ns / 1e9, s->span_s, s->mean_rate, s->bins,
+	    s->bins_empty, s->bin_min, s->bin_median, s->bin_max, s->gap_cv,
+	    s->distinct_ts);
+	printf(",%.17g,%.17g,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.17g,%.17g,%"
+	    PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.17g,%.17g", s->in.mean,
+	    s->in.median, s->in.p99, s->in.min, s->in.max, s->out.mean,
+	    s->out.median, s->out.p99, s->out.min, s->out.max, s->in_tok_s,
+	    s->out_tok_s);
+	printf(",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%.17g,%.17g,%" PRIu64
+	    ",%" PRIu32 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "\n",
+	    s->hash_block, s->seg_total, s->seg_unique,
+	    s->seg_total ? (double)s->seg_matched / (double)s->seg_total : 0,
+	    s->in.sum ? (double)s->tok_matched / (double)s->in.sum : 0,
+	    s->reuse_requests, s->block_tokens, s->blk_total, s->blk_hit,
+	    c->skipped, c->rej_zero + c->rej_huge + c->rej_order +
+	    c->rej_filter + c->rej_max_len);
+}
+
+static bool
+arg_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || *s == '\0' || *s == '-')
+		return false;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0')
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool
+arg_double(const char *s, double *out)
+{
+	char *end;
+
+	if (s == NULL || *s == '\0')
+		return false;
+	*out = strtod(s, &end);
+	return *end == '\0' && isfinite(*out);
+}
+
+static int
+bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kvsim trace-stats: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nRun 'kvsim trace-stats --help' for usage.\n");
+	return 2;
+}
+
+int
+trace_stats_main(int argc, char **argv)
+{
+	struct wl_config cfg;
+	struct wl_error err;
+	struct wl_request r;
+	struct wl_summary sum;
+	const char *file = NULL, *config = NULL, *fmt = NULL;
+	const char *on_error = NULL, *order = NULL;
+	uint64_t block = 0, hb = 0, seed = 0, maxreq = 0, tile = 0;
+	double ws = -1, we = -1, tscale = 0, trate = 0;
+	bool csv = false, dump = false, have_seed = false;
+	wl_stream *s = NULL;
+	wl_stats *st = NULL;
+	wl_err rc;
+	int status = 2;
+	char msg[1200];
+
+	wl_config_init(&cfg);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		const char *eq = NULL;
+		char name[32];
+
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			usage(stdout);
+			wl_config_release(&cfg);
+			return 0;
+		}
+		if (strcmp(a, "--csv") == 0) {
+			csv = true;
+			continue;
+		}
+		if (strcmp(a, "--dump") == 0) {
+			dump = true;
+			continue;
+		}
+		if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+			if (file != NULL) {
+				wl_config_release(&cfg);
+				return bad_usage("more than one FILE ('%s')",
+				    a);
+			}
+			file = a;
+			continue;
+		}
+		eq = strchr(a, '=');
+		snprintf(name, sizeof(name), "%.*s", eq != NULL ?
+		    (int)(eq - a) : (int)strlen(a), a);
+		if (eq != NULL)
+			v = eq + 1;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else {
+			wl_config_release(&cfg);
+			return bad_usage("option '%s' needs a value", a);
+		}
+		if (strcmp(name, "--format") == 0)
+			fmt = v;
+		else if (strcmp(name, "--config") == 0)
+			config = v;
+		else if (strcmp(name, "--on-error") == 0)
+			on_error = v;
+		else if (strcmp(name, "--order") == 0)
+			order = v;
+		else if (strcmp(name, "--block-size") == 0 &&
+		    arg_u64(v, &block) && block > 0 && block < (1u << 20))
+			;
+		else if (strcmp(name, "--hash-block") == 0 &&
+		    arg_u64(v, &hb) && hb > 0 && hb < (1u << 24))
+			;
+		else if (strcmp(name, "--seed") == 0 && arg_u64(v, &seed))
+			have_seed = true;
+		else if (strcmp(name, "--max-requests") == 0 &&
+		    arg_u64(v, &maxreq))
+			;
+		else if (strcmp(name, "--tile") == 0 && arg_u64(v, &tile) &&
+		    tile >= 1 && tile < (1u << 24))
+			;
+		else if (strcmp(name, "--time-scale") == 0 &&
+		    arg_double(v, &tscale) && tscale > 0)
+			;
+		else if (strcmp(name, "--target-rate") == 0 &&
+		    arg_double(v, &trate) && trate > 0)
+			;
+		else if (strcmp(name, "--window") == 0 && strchr(v, ':')) {
+			char lo[64];
+			const char *colon = strchr(v, ':');
+
+			snprintf(lo, sizeof(lo), "%.*s", (int)(colon - v), v);
+			if (!arg_double(lo[0] ? lo : "0", &ws) || ws < 0 ||
+			    (colon[1] != '\0' && (!arg_double(colon + 1, &we) ||
+			    we <= ws))) {
+				wl_config_release(&cfg);
+				return bad_usage("bad --window '%s' (want S:E "
+				    "seconds, 0 <= S < E)", v);
+			}
+		} else {
+			wl_config_release(&cfg);
+			return bad_usage("unknown option or bad value: "
+			    "'%s'", a);
+		}
+	}
+	if (config != NULL) {
+		rc = wl_config_load(config, &cfg, &err);
+		if (rc != WL_OK)
+			goto fail;
+	}
+	if (file != NULL) {
+		free(cfg.trace);
+		cfg.trace = strdup(file);
+		if (cfg.trace == NULL) {
+			fprintf(stderr, "kvsim trace-stats: out of memory\n");
+			goto out;
+		}
+	} else if (config == NULL) {
+		wl_config_release(&cfg);
+		return bad_usage("%s", "no FILE (and no --config)");
+	}
+	if (fmt != NULL && !wl_format_parse(fmt, &cfg.format)) {
+		wl_config_release(&cfg);
+		return bad_usage("unknown --format '%s'", fmt);
+	}
+	if (on_error != NULL) {
+		if (strcmp(on_error, "stop") == 0)
+			cfg.on_error = WL_ON_ERROR_STOP;
+		else if (strcmp(on_error, "skip") == 0)
+			cfg.on_error = WL_ON_ERROR_SKIP;
+		else {
+			wl_config_release(&cfg);
+			return bad_usage("unknown --on-error '%s'", on_error);
+		}
+	}
+	if (order != NULL) {
+		if (strcmp(order, "error") == 0)
+			cfg.order = WL_ORDER_ERROR;
+		else if (strcmp(order, "skip") == 0)
+			cfg.order = WL_ORDER_SKIP;
+		else if (strcmp(order, "sort") == 0)
+			cfg.order = WL_ORDER_SORT;
+		else {
+			wl_config_release(&cfg);
+			return bad_usage("unknown --order '%s'", order);
+		}
+	}
+	if (hb)
+		cfg.hash_block_tokens = (uint32_t)hb;
+	if (have_seed)
+		cfg.seed = seed;
+	if (maxreq)
+		cfg.max_requests = maxreq;
+	if (tile)
+		cfg.tile_copies = (uint32_t)tile;
+	if (tscale > 0)
+		cfg.time_scale = tscale;
+	if (trate > 0)
+		cfg.target_rate = trate;
+	if (ws >= 0) {
+		cfg.window_start_s = ws;
+		cfg.window_end_s = we > 0 ? we : 0;
+	}
+	rc = wl_open(&cfg, &s, &err);
+	if (rc != WL_OK)
+		goto fail;
+	if (dump) {
+		if (wl_write_kvsim_header(stdout) != WL_OK)
+			goto wfail;
+	} else {
+		st = wl_stats_new((uint32_t)block, cfg.vocab_size,
+		    wl_stream_info(s)->hash_block);
+		if (st == NULL) {
+			fprintf(stderr, "kvsim trace-stats: out of memory\n");
+			goto out;
+		}
+	}
+	while ((rc = wl_stream_next(s, &r)) == WL_OK) {
+		if (dump) {
+			if (wl_write_kvsim_row(stdout, &r) != WL_OK)
+				goto wfail;
+		} else if (wl_stats_add(st, &r) != WL_OK) {
+			fprintf(stderr, "kvsim trace-stats: out of memory\n");
+			goto out;
+		}
+	}
+	if (rc != WL_END) {
+		err = *wl_stream_error(s);
+		goto fail;
+	}
+	if (!dump) {
+		const struct wl_counts *c = wl_stream_counts(s);
+
+		wl_stats_summary(st, &sum);
+		if (csv)
+			print_csv(cfg.trace ? cfg.trace : "(generator)",
+			    wl_stream_info(s), &sum, c);
+		else
+			print_table(cfg.trace ? cfg.trace : "(generator)",
+			    wl_stream_info(s), &sum);
+		wl_counts_format(c, msg, sizeof(msg));
+		if (msg[0] != '\0' && !csv)
+			printf("not replayed: %s\n", msg);
+		if (c->skipped > 0) {
+			wl_error_format(&c->first_skip, msg, sizeof(msg));
+			fprintf(stderr, "kvsim trace-stats: first skipped row: "
+			    "%s\n", msg);
+		}
+	}
+	if (fflush(stdout) != 0)
+		goto wfail;
+	status = 0;
+	goto out;
+wfail:
+	fprintf(stderr, "kvsim trace-stats: write error on standard output\n");
+	status = 2;
+	goto out;
+fail:
+	wl_error_format(&err, msg, sizeof(msg));
+	fprintf(stderr, "%s\n", msg);
+	status = 2;
+out:
+	wl_stats_free(st);
+	wl_stream_free(s);
+	wl_config_release(&cfg);
+	return status;
+}

@@ -1,0 +1,930 @@
+/*
+ * check_wl.c -- workloads/: parsers, every trace reader on the committed
+ * fixtures (tests/fixtures/wl), bad input with its exact FILE:LINE:COL
+ * message, transformations, the YAML `workload:` section and the kvsim
+ * CSV round trip.  Generators: check_wl_gen.c; real traces:
+ * check_wl_traces.c.
+ */
+#include "config.h"
+
+#include "workloads/wl.h"
+#include "workloads/wl_int.h"
+
+#include <check.h>
+#include <inttypes.h>
+#include <yaml.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXR 64
+
+/* A request with its identity copied out of the stream's buffers. */
+struct req {
+	struct wl_request r;
+	struct wl_seg segs[16];
+	uint32_t toks[8];
+	bool has_toks;
+};
+
+static const char *
+fx(const char *name)
+{
+	static char path[4][1024];
+	static int k;
+	const char *top = getenv("top_srcdir");
+
+	k = (k + 1) % 4;
+	snprintf(path[k], sizeof(path[k]), "%s/tests/fixtures/wl/%s",
+	    top != NULL ? top : ".", name);
+	return path[k];
+}
+
+static void
+cfg_trace(struct wl_config *c, const char *name)
+{
+	wl_config_init(c);
+	c->trace = strdup(fx(name));
+	ck_assert_ptr_nonnull(c->trace);
+}
+
+/* Read up to MAXR requests; returns the final code. */
+static wl_err
+drain(const struct wl_config *c, struct req *out, size_t *n,
+    struct wl_counts *cnt, char *msg, size_t msgsize)
+{
+	wl_stream *s;
+	struct wl_error err;
+	wl_err rc;
+
+	*n = 0;
+	msg[0] = '\0';
+	rc = wl_open(c, &s, &err);
+	if (rc != WL_OK) {
+		wl_error_format(&err, msg, msgsize);
+		return rc;
+	}
+	for (;;) {
+		struct wl_request r;
+
+		rc = wl_stream_next(s, &r);
+		if (rc != WL_OK)
+			break;
+		ck_assert_uint_lt(*n, MAXR);
+		out[*n].r = r;
+		ck_assert_uint_le(r.nsegs, 16);
+		memcpy(out[*n].segs, r.segs, r.nsegs * sizeof(r.segs[0]));
+		out[*n].r.segs = out[*n].segs;
+		out[*n].has_toks = r.tokens != NULL;
+		if (r.tokens != NULL)
+			memcpy(out[*n].toks, r.tokens, (r.prompt_tokens < 8 ?
+			    r.prompt_tokens : 8) * sizeof(uint32_t));
+		out[*n].r.tokens = NULL;
+		(*n)++;
+	}
+	if (cnt != NULL)
+		*cnt = *wl_stream_counts(s);
+	if (rc != WL_END)
+		wl_error_format(wl_stream_error(s), msg, msgsize);
+	wl_stream_free(s);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- parse */
+
+START_TEST(test_parse_numbers)
+{
+	uint32_t u;
+	int64_t t;
+	struct wl_field f[8];
+	const char *line = "a,\"b,\"\"c\",,d";
+
+	ck_assert_int_eq(wl__parse_len("374", 3, &u), WL_NUM_OK);
+	ck_assert_uint_eq(u, 374);
+	ck_assert_int_eq(wl__parse_len("2147483647", 10, &u), WL_NUM_OK);
+	ck_assert_int_eq(wl__parse_len("2147483648", 10, &u), WL_NUM_HUGE);
+	ck_assert_int_eq(wl__parse_len("99999999999999999999999", 23, &u),
+	    WL_NUM_HUGE);
+	ck_assert_int_eq(wl__parse_len("-5", 2, &u), WL_NUM_NEG);
+	ck_assert_int_eq(wl__parse_len("5.0", 3, &u), WL_NUM_BAD);
+	ck_assert_int_eq(wl__parse_len("", 0, &u), WL_NUM_BAD);
+	ck_assert_int_eq(wl__parse_len("1,", 2, &u), WL_NUM_BAD);
+	/* Decimal text to ns, exactly, half up below 1 ns. */
+	ck_assert_int_eq(wl__parse_time("5.8926549999999995", 18,
+	    1000000000, &t), WL_NUM_OK);
+	ck_assert_int_eq(t, 5892655000LL);
+	ck_assert_int_eq(wl__parse_time("4.314579", 8, 1000000000, &t),
+	    WL_NUM_OK);
+	ck_assert_int_eq(t, 4314579000LL);
+	ck_assert_int_eq(wl__parse_time("0.0000000014", 12, 1000000000, &t),
+	    WL_NUM_OK);
+	ck_assert_int_eq(t, 1);
+	ck_assert_int_eq(wl__parse_time("3536999", 7, 1000000, &t),
+	    WL_NUM_OK);
+	ck_assert_int_eq(t, 3536999000000LL);
+	ck_assert_int_eq(wl__parse_time("1e1", 3, 1000000000, &t),
+	    WL_NUM_OK);
+	ck_assert_int_eq(t, 10000000000LL);
+	ck_assert_int_eq(wl__parse_time(".5", 2, 1000000000, &t), WL_NUM_OK);
+	ck_assert_int_eq(t, 500000000);
+	ck_assert_int_eq(wl__parse_time("-1", 2, 1, &t), WL_NUM_NEG);
+	ck_assert_int_eq(wl__parse_time("1.2.3", 5, 1, &t), WL_NUM_BAD);
+	ck_assert_int_eq(wl__parse_time("x", 1, 1, &t), WL_NUM_BAD);
+	ck_assert_int_eq(wl__parse_time("99999999999", 11, 1000000000, &t),
+	    WL_NUM_HUGE);
+	/* Calendar: 2023-11-16 is day 19677; leap days; round trips. */
+	ck_assert_int_eq(wl__days_from_civil(1970, 1, 1), 0);
+	ck_assert_int_eq(wl__days_from_civil(2023, 11, 16), 19677);
+	ck_assert_int_eq(wl__days_from_civil(2024, 3, 1) -
+	    wl__days_from_civil(2024, 2, 28), 2);
+	for (int64_t d = -800000; d < 800000; d += 997) {
+		int64_t y;
+		unsigned m, dd;
+
+		wl__civil_from_days(d, &y, &m, &dd);
+		ck_assert_int_eq(wl__days_from_civil(y, m, dd), d);
+	}
+	ck_assert(wl__parse_datetime("2023-11-16 18:15:46.6805900", 27, &t));
+	ck_assert_int_eq(t, (19677LL * 86400 + 18 * 3600 + 15 * 60 + 46) *
+	    1000000000LL + 680590000);
+	ck_assert(!wl__parse_datetime("2023-02-30 00:00:00", 19, &t));
+	ck_assert(!wl__parse_datetime("2023-11-16 24:00:00", 19, &t));
+	ck_assert(!wl__parse_datetime("2023-11-16 18:15:46.", 20, &t));
+	/* CSV with quotes. */
+	ck_assert_int_eq(wl__csv_split(line, strlen(line), f, 8), 4);
+	ck_assert_int_eq((int)f[1].n, 5);
+	ck_assert(strncmp(f[1].p, "b,\"\"c", 5) == 0);
+	ck_assert_uint_eq(f[1].col, 3);
+	ck_assert_uint_eq(f[2].n, 0);
+	ck_assert_uint_eq(f[3].col, 12);
+	ck_assert_int_eq(wl__csv_split("\"x", 2, f, 8), -1);
+}
+END_TEST
+
+/* -------------------------------------------------------------- readers */
+
+START_TEST(test_azure)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	size_t n;
+	char msg[1200];
+	wl_stream *s;
+	struct wl_error err;
+	static const int64_t at[] = { 0, 4314579000LL, 4314579000LL,
+		59319410100LL, 20653319409900LL, 20653319410000LL };
+	static const uint32_t in[] = { 374, 396, 879, 2, 14050, 91 };
+	static const uint32_t out[] = { 44, 109, 55, 7, 1000, 16 };
+
+	cfg_trace(&c, "azure.csv");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 6);	/* CRLF, last row without newline */
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(q[i].r.id, i);
+		ck_assert_int_eq(q[i].r.arrival_ns, at[i]);
+		ck_assert_uint_eq(q[i].r.prompt_tokens, in[i]);
+		ck_assert_uint_eq(q[i].r.output_tokens, out[i]);
+		ck_assert_uint_eq(q[i].r.n, 1);
+		ck_assert_uint_eq(q[i].r.nsegs, 1);
+		ck_assert_uint_eq(q[i].segs[0].len, in[i]);
+		ck_assert_uint_eq(q[i].r.src_line, i + 2);
+	}
+	/* Rows have distinct identities: no accidental prefix sharing. */
+	ck_assert_uint_ne(q[0].segs[0].key, q[1].segs[0].key);
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	ck_assert_str_eq(wl_stream_info(s)->format, "azure");
+	/* The wall clock of arrival 0 is known once a row has been read. */
+	ck_assert_int_eq(wl_stream_next(s, &q[0].r), WL_OK);
+	ck_assert(wl_stream_info(s)->has_epoch);
+	ck_assert_int_eq(wl_stream_info(s)->epoch_ns, (19677LL * 86400 +
+	    18 * 3600 + 15 * 60 + 46) * 1000000000LL + 680590000);
+	wl_stream_free(s);
+	wl_config_release(&c);
+}
+END_TEST
+
+static void
+same_requests(const struct req *a, size_t na, const struct req *b, size_t nb)
+{
+	ck_assert_uint_eq(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		ck_assert_int_eq(a[i].r.arrival_ns, b[i].r.arrival_ns);
+		ck_assert_uint_eq(a[i].r.prompt_tokens, b[i].r.prompt_tokens);
+		ck_assert_uint_eq(a[i].r.output_tokens, b[i].r.output_tokens);
+		ck_assert_uint_eq(a[i].r.out_key, b[i].r.out_key);
+		ck_assert_uint_eq(a[i].r.nsegs, b[i].r.nsegs);
+		for (uint32_t k = 0; k < a[i].r.nsegs; k++) {
+			ck_assert_uint_eq(a[i].segs[k].key, b[i].segs[k].key);
+			ck_assert_uint_eq(a[i].segs[k].len, b[i].segs[k].len);
+		}
+	}
+}
+
+START_TEST(test_mooncake_gzip)
+{
+	struct wl_config c;
+	struct req a[MAXR], b[MAXR];
+	size_t na, nb;
+	char msg[1200], want[1200];
+	wl_err rc;
+
+	cfg_trace(&c, "mooncake.jsonl");
+	ck_assert_int_eq(drain(&c, a, &na, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(na, 5);
+	wl_config_release(&c);
+	cfg_trace(&c, "mooncake.jsonl.gz");
+	rc = drain(&c, b, &nb, NULL, msg, sizeof(msg));
+	if (!wl_gzip_supported()) {
+		snprintf(want, sizeof(want), "%s: gzip-compressed input, and "
+		    "this kvsim was built without zlib; decompress it first "
+		    "(gzip -dc)", c.trace);
+		ck_assert_int_eq(rc, WL_EGZIP);
+		ck_assert_str_eq(msg, want);
+		wl_config_release(&c);
+		return;
+	}
+	ck_assert_int_eq(rc, WL_END);
+	same_requests(a, na, b, nb);
+	wl_config_release(&c);
+	/* Truncated and corrupt gzip are refused, never read short. */
+	cfg_trace(&c, "truncated.jsonl.gz");
+	ck_assert_int_eq(drain(&c, b, &nb, NULL, msg, sizeof(msg)),
+	    WL_EPARSE);
+	snprintf(want, sizeof(want), "%s: truncated gzip stream", c.trace);
+	ck_assert_str_eq(msg, want);
+	wl_config_release(&c);
+	cfg_trace(&c, "corrupt.jsonl.gz");
+	rc = drain(&c, b, &nb, NULL, msg, sizeof(msg));
+	ck_assert(rc == WL_EPARSE);
+	ck_assert_msg(strstr(msg, "gzip data is corrupt") != NULL, "%s", msg);
+	wl_config_release(&c);
+}
+END_TEST
+
+/* Shared hash ids give shared leading token ids at any block size. */
+START_TEST(test_mooncake_mapping)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	size_t n;
+	char msg[1200];
+	uint32_t *t0 = malloc(2049 * sizeof(uint32_t));
+	uint32_t *t1 = malloc(2049 * sizeof(uint32_t));
+	uint32_t *t4 = malloc(2049 * sizeof(uint32_t));
+	bool differ = false;
+
+	cfg_trace(&c, "mooncake.jsonl");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(q[2].r.arrival_ns, 3000000000LL);	/* ms */
+	ck_assert_int_eq(q[4].r.arrival_ns, 6001000000LL);
+	/* 1200 tokens in ids [0,1,2]: 512 + 512 + 176. */
+	ck_assert_uint_eq(q[0].r.nsegs, 3);
+	ck_assert_uint_eq(q[0].segs[0].len, 512);
+	ck_assert_uint_eq(q[0].segs[2].len, 176);
+	ck_assert_uint_eq(q[1].segs[2].len, 76);
+	ck_assert_uint_eq(q[0].segs[0].key, q[1].segs[0].key);
+	ck_assert_uint_ne(q[0].segs[2].key, q[1].segs[2].key);
+	wl_request_tokens(&q[0].r, 0, 1200, 32000, t0);
+	wl_request_tokens(&q[1].r, 0, 1100, 32000, t1);
+	wl_request_tokens(&q[4].r, 0, 2049, 32000, t4);
+	ck_assert(memcmp(t0, t1, 1024 * sizeof(uint32_t)) == 0);
+	for (int i = 1024; i < 1100; i++)
+		differ |= t0[i] != t1[i];
+	ck_assert(differ);
+	/* r4 = [0,1,3,5,6]: shares r1's 1,100 tokens, block 3 included. */
+	ck_assert(memcmp(t1, t4, 1100 * sizeof(uint32_t)) == 0);
+	/* Token ids stay in the vocabulary; a tail range is consistent. */
+	for (int i = 0; i < 2049; i++)
+		ck_assert_uint_lt(t4[i], 32000);
+	wl_request_tokens(&q[4].r, 1500, 10, 32000, t1);
+	ck_assert(memcmp(t1, t4 + 1500, 10 * sizeof(uint32_t)) == 0);
+	wl_config_release(&c);
+	free(t0);
+	free(t1);
+	free(t4);
+}
+END_TEST
+
+START_TEST(test_formats)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	struct wl_counts cnt;
+	size_t n;
+	char msg[1200];
+
+	/* BurstGPT: seconds, a failed (0-token) response rejected, quotes. */
+	cfg_trace(&c, "burstgpt.csv");
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(cnt.rows, 4);
+	ck_assert_uint_eq(cnt.rej_zero, 1);
+	ck_assert_int_eq(q[0].r.arrival_ns, 5000000000LL);
+	ck_assert_int_eq(q[2].r.arrival_ns, 118000000000LL);
+	ck_assert_uint_eq(q[1].r.prompt_tokens, 1087);
+	ck_assert_uint_eq(q[2].r.output_tokens, 40);
+	wl_config_release(&c);
+	/* BurstGPT with session ids. */
+	cfg_trace(&c, "burstgpt3.csv");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_ne(q[0].r.session, 0);
+	ck_assert_uint_eq(q[0].r.session, q[1].r.session);
+	ck_assert_uint_ne(q[0].r.session, q[2].r.session);
+	ck_assert_int_eq(q[0].r.arrival_ns, 250000000);
+	wl_config_release(&c);
+	/* splitwise-sim: batch_size is n. */
+	cfg_trace(&c, "splitwise.csv");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(q[2].r.arrival_ns, 4000000001LL);
+	ck_assert_uint_eq(q[2].r.n, 2);
+	ck_assert_uint_eq(q[0].r.prompt_tokens, 4096);
+	ck_assert_uint_eq(q[0].r.output_tokens, 32);
+	wl_config_release(&c);
+	/* Vidur: float seconds to exact ns. */
+	cfg_trace(&c, "vidur.csv");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_int_eq(q[2].r.arrival_ns, 5892655000LL);
+	ck_assert_int_eq(q[3].r.arrival_ns, 10000000000LL);
+	wl_config_release(&c);
+	/* LLMServingSim: token ids when present. */
+	cfg_trace(&c, "llmss.jsonl");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert(q[0].has_toks && q[1].has_toks && !q[2].has_toks);
+	ck_assert_uint_eq(q[0].toks[3], 4);
+	ck_assert_uint_eq(q[1].toks[2], 7);
+	ck_assert_int_eq(q[2].r.arrival_ns, 2000);
+	ck_assert_uint_eq(q[2].r.prompt_tokens, 600);
+	wl_config_release(&c);
+	/* kvsim CSV: every optional column, comments, blank lines. */
+	cfg_trace(&c, "kvsim.csv");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(q[0].r.arrival_ns, 500000000);
+	ck_assert_int_eq(q[0].r.priority, 1);
+	ck_assert_uint_eq(q[0].r.n, 2);
+	ck_assert_uint_eq(q[1].r.session, 7);
+	ck_assert_uint_eq(q[1].r.turn, 1);
+	ck_assert_int_eq(q[1].r.priority, -1);
+	ck_assert_uint_eq(q[1].r.nsegs, 3);
+	ck_assert_uint_eq(q[1].segs[0].key, 11);
+	ck_assert_uint_eq(q[1].segs[2].len, 400);
+	ck_assert_uint_eq(q[2].r.nsegs, 3);
+	ck_assert_uint_eq(q[2].segs[2].len, 76);
+	wl_config_release(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------ bad input */
+
+struct bad_case {
+	const char *file;
+	enum wl_format fmt;
+	wl_err rc;
+	const char *msg;	/* after "PATH" */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "bad/empty.csv", WL_FMT_AUTO, WL_EPARSE, ": empty file" },
+	{ "bad/blank.csv", WL_FMT_AUTO, WL_EPARSE, ": empty file" },
+	{ "bad/header_only.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":2:1: no requests in the trace" },
+	{ "bad/azure_bad_time.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":3:1: TIMESTAMP: expected YYYY-MM-DD HH:MM:SS[.fffffff], found "
+	  "'2023-13-16 18:15:50.9951690'" },
+	{ "bad/azure_negative.csv", WL_FMT_AZURE, WL_EPARSE,
+	  ":3:29: ContextTokens is negative: '-5'" },
+	{ "bad/azure_fields.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":3:32: expected 3 fields, found 2" },
+	{ "bad/azure_unsorted.csv", WL_FMT_AUTO, WL_EORDER,
+	  ":4:1: timestamp 1.000000000 s is earlier than the previous row's "
+	  "4.000000000 s (set order: sort or order: skip)" },
+	{ "bad/vidur_negative.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":3:1: arrived_at is negative: '-1.5'" },
+	{ "bad/mooncake_bad.jsonl", WL_FMT_AUTO, WL_EPARSE,
+	  ":2:53: missing key \"output_length\"" },
+	{ "bad/unknown.txt", WL_FMT_AUTO, WL_EFORMAT,
+	  ":1:1: cannot detect the trace format from 'hello,world'; set "
+	  "format: (azure, mooncake, burstgpt, splitwise, vidur, "
+	  "llmservingsim, kvsim)" },
+	{ "bad/llmss_agentic.jsonl", WL_FMT_AUTO, WL_EPARSE,
+	  ":1:60: agentic sessions (sub_requests) are not supported; "
+	  "flatten them into one request per line" },
+	{ "azure.csv", WL_FMT_MOONCAKE, WL_EFORMAT,
+	  ":1:1: not mooncake format: expected a JSON object per line, found "
+	  "'TIMESTAMP,ContextTokens,GeneratedTokens'" },
+	{ "mooncake.jsonl", WL_FMT_AZURE, WL_EFORMAT,
+	  ":1:1: not azure format: the header lacks column 'TIMESTAMP' "
+	  "(header: '{\"timestamp\": 0, \"input_length\": 1200, \"')" },
+	{ "vidur.csv", WL_FMT_KVSIM, WL_EFORMAT,
+	  ":1:1: kvsim trace: unknown column 'arrived_at'" },
+	{ "bad/no_such_file.csv", WL_FMT_AUTO, WL_EIO,
+	  ": cannot open: No such file or directory" },
+};
+
+START_TEST(test_bad_input)
+{
+	const struct bad_case *b = &bad_cases[_i];
+	struct wl_config c;
+	struct req q[MAXR];
+	size_t n;
+	char msg[1200], want[1200];
+
+	cfg_trace(&c, b->file);
+	c.format = b->fmt;
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), b->rc);
+	snprintf(want, sizeof(want), "%s%s", c.trace, b->msg);
+	ck_assert_str_eq(msg, want);
+	wl_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_skip_and_reject)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	struct wl_counts cnt;
+	size_t n;
+	char msg[1200], want[1200];
+
+	/* on_error: skip -- counted, the first one kept for the report. */
+	cfg_trace(&c, "bad/mooncake_bad.jsonl");
+	c.on_error = WL_ON_ERROR_SKIP;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(cnt.rows, 6);
+	ck_assert_uint_eq(cnt.skipped, 4);
+	ck_assert_uint_eq(q[1].r.output_tokens, 2);
+	wl_error_format(&cnt.first_skip, msg, sizeof(msg));
+	snprintf(want, sizeof(want), "%s:2:53: missing key \"output_length\"",
+	    c.trace);
+	ck_assert_str_eq(msg, want);
+	wl_config_release(&c);
+	/* Every kind of malformed row is skippable; the good one is read. */
+	cfg_trace(&c, "bad/azure_fields.csv");
+	c.on_error = WL_ON_ERROR_SKIP;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(cnt.skipped, 3);
+	wl_config_release(&c);
+	/* Zero and >= 2^31 lengths: rejected and counted, never truncated. */
+	cfg_trace(&c, "bad/azure_lengths.csv");
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(cnt.rej_zero, 1);
+	ck_assert_uint_eq(cnt.rej_huge, 2);
+	ck_assert_uint_eq(q[1].r.prompt_tokens, 2147483647u);
+	wl_counts_format(&cnt, msg, sizeof(msg));
+	ck_assert_str_eq(msg, "rejected: zero length 1, rejected: length "
+	    ">= 2^31 2");
+	wl_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_order)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	struct wl_counts cnt;
+	size_t n;
+	char msg[1200], want[1200];
+
+	cfg_trace(&c, "bad/azure_unsorted.csv");
+	c.order = WL_ORDER_SKIP;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(cnt.rej_order, 1);
+	ck_assert_uint_eq(q[2].r.prompt_tokens, 40);
+	c.order = WL_ORDER_SORT;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(cnt.sorted, 2);
+	ck_assert_uint_eq(q[0].r.prompt_tokens, 10);
+	ck_assert_uint_eq(q[1].r.prompt_tokens, 30);
+	ck_assert_uint_eq(q[2].r.prompt_tokens, 20);
+	ck_assert_uint_eq(q[3].r.prompt_tokens, 40);
+	ck_assert_int_eq(q[1].r.arrival_ns, 1000000000);
+	/* A window too small to repair the order is an error. */
+	c.sort_window = 1;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_EORDER);
+	snprintf(want, sizeof(want), "%s:4: timestamp 1.000000000 s is more "
+	    "than sort_window=1 rows out of order (previous 4.000000000 s); "
+	    "raise sort_window", c.trace);
+	ck_assert_str_eq(msg, want);
+	wl_config_release(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------- transformations */
+
+START_TEST(test_transforms)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	struct wl_counts cnt;
+	size_t n;
+	char msg[1200];
+	uint32_t a[600], b[600];
+
+	/* window [4 s, 60 s): three rows, shifted to start at 0. */
+	cfg_trace(&c, "azure.csv");
+	c.window_start_s = 4;
+	c.window_end_s = 60;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(cnt.outside_window, 1);
+	ck_assert_int_eq(q[0].r.arrival_ns, 314579000);
+	ck_assert_int_eq(q[2].r.arrival_ns, 55319410100LL);
+	/* first N */
+	c.window_start_s = c.window_end_s = 0;
+	c.max_requests = 2;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 2);
+	/* filters count what they drop; caps are explicit and counted. */
+	c.max_requests = 0;
+	c.min_prompt = 10;
+	c.max_output = 500;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_uint_eq(cnt.rej_filter, 2);
+	c.min_prompt = 0;
+	c.max_output = 0;
+	c.max_model_len = 1000;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(cnt.rej_max_len, 1);
+	c.cap_prompt = 900;
+	c.cap_output = 100;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_uint_eq(cnt.capped, 2);
+	ck_assert_uint_eq(cnt.rej_max_len, 0);
+	ck_assert_uint_eq(q[4].r.prompt_tokens, 900);
+	ck_assert_uint_eq(q[4].segs[0].len, 900);
+	ck_assert_uint_eq(q[4].r.output_tokens, 100);
+	/* time scale */
+	c.cap_prompt = c.cap_output = 0;
+	c.max_model_len = 0;
+	c.time_scale = 0.5;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_int_eq(q[1].r.arrival_ns, 2157289500LL);
+	wl_config_release(&c);
+
+	/* A capped prompt keeps its leading identity. */
+	cfg_trace(&c, "mooncake.jsonl");
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	wl_request_tokens(&q[0].r, 0, 600, 1000, a);
+	c.cap_prompt = 600;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(q[0].r.nsegs, 2);
+	ck_assert_uint_eq(q[0].segs[1].len, 88);
+	wl_request_tokens(&q[0].r, 0, 600, 1000, b);
+	ck_assert(memcmp(a, b, sizeof(a)) == 0);
+	wl_config_release(&c);
+
+	/* target_rate: rows / span becomes the target. */
+	cfg_trace(&c, "vidur.csv");
+	c.target_rate = 0.8;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_int_eq(q[3].r.arrival_ns, 5000000000LL);
+	ck_assert_double_eq_tol(4.0 / ((double)q[3].r.arrival_ns / 1e9), 0.8,
+	    1e-9);
+	ck_assert_uint_eq(cnt.rows, 4);	/* the pre-pass is not counted */
+	wl_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_tile)
+{
+	struct wl_config c;
+	struct req q[MAXR], one[MAXR];
+	struct wl_counts cnt;
+	size_t n, n1;
+	char msg[1200];
+	/* span 6.001 s over 5 rows: period = span + span / 4. */
+	const int64_t period = 6001000000LL + 6001000000LL / 4;
+
+	cfg_trace(&c, "mooncake.jsonl");
+	ck_assert_int_eq(drain(&c, one, &n1, NULL, msg, sizeof(msg)), WL_END);
+	c.tile_copies = 3;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 15);
+	ck_assert_uint_eq(cnt.rows, 15);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(q[i].r.id, i);
+		ck_assert_int_eq(q[i].r.arrival_ns, one[i % 5].r.arrival_ns +
+		    (int64_t)(i / 5) * period);
+		ck_assert_uint_eq(q[i].r.prompt_tokens,
+		    one[i % 5].r.prompt_tokens);
+		if (i > 0)
+			ck_assert_int_ge(q[i].r.arrival_ns,
+			    q[i - 1].r.arrival_ns);
+	}
+	/* Copies get their own identities unless asked to share. */
+	ck_assert_uint_eq(q[0].segs[0].key, one[0].segs[0].key);
+	ck_assert_uint_ne(q[5].segs[0].key, one[0].segs[0].key);
+	ck_assert_uint_ne(q[10].segs[0].key, q[5].segs[0].key);
+	ck_assert_uint_eq(q[5].segs[0].key, q[6].segs[0].key);
+	c.tile_share = true;
+	c.tile_period_s = 10;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(q[5].segs[0].key, one[0].segs[0].key);
+	ck_assert_int_eq(q[14].r.arrival_ns, 20000000000LL + 6001000000LL);
+	/* A period shorter than a copy would break the order. */
+	c.tile_period_s = 1;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)),
+	    WL_ECONFIG);
+	ck_assert_str_eq(msg, "tile.period_s (1.000000000 s) is shorter than "
+	    "the span of one copy");
+	wl_config_release(&c);
+}
+END_TEST
+
+/* ----------------------------------------------------------------- YAML */
+
+START_TEST(test_yaml_trace)
+{
+	struct wl_config c;
+	struct wl_error err;
+	char want[1200];
+
+	wl_config_init(&c);
+	ck_assert_int_eq(wl_config_load(fx("yaml/trace.yaml"), &c, &err),
+	    WL_OK);
+	snprintf(want, sizeof(want), "%s/../mooncake.jsonl",
+	    fx("yaml"));
+	ck_assert_str_eq(c.trace, want);
+	ck_assert_int_eq(c.format, WL_FMT_MOONCAKE);
+	ck_assert_int_eq(c.on_error, WL_ON_ERROR_SKIP);
+	ck_assert_int_eq(c.order, WL_ORDER_SORT);
+	ck_assert_uint_eq(c.sort_window, 128);
+	ck_assert_uint_eq(c.seed, 42);
+	ck_assert_uint_eq(c.vocab_size, 128256);
+	ck_assert_double_eq(c.time_scale, 0.5);
+	ck_assert_double_eq(c.window_end_s, 0);
+	ck_assert_uint_eq(c.max_requests, 100);
+	ck_assert_uint_eq(c.max_model_len, 8192);
+	ck_assert_uint_eq(c.max_prompt, 100000);
+	ck_assert_uint_eq(c.max_total, 200000);
+	ck_assert_uint_eq(c.cap_output, 2048);
+	ck_assert_uint_eq(c.tile_copies, 2);
+	ck_assert(!c.tile_share);
+	wl_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_yaml_generator)
+{
+	struct wl_config c, d;
+	struct wl_error err;
+	const struct wl_gen_config *g;
+
+	wl_config_init(&c);
+	ck_assert_int_eq(wl_config_load(fx("yaml/gen.yaml"), &c, &err),
+	    WL_OK);
+	g = &c.gen;
+	ck_assert_ptr_null(c.trace);
+	ck_assert_uint_eq(c.seed, 3);
+	ck_assert_uint_eq(g->requests, 500);
+	ck_assert_int_eq(g->arrival.kind, WL_ARR_GAMMA);
+	ck_assert_double_eq(g->arrival.cv, 2.5);
+	ck_assert_int_eq(g->prompt.kind, WL_DIST_LOGNORMAL);
+	ck_assert_double_eq_tol(g->prompt.sigma, sqrt(log(1 + 1.44)), 1e-12);
+	ck_assert_int_eq(g->prompt.min, 16);
+	ck_assert_int_eq(g->output.kind, WL_DIST_ZIPF);
+	ck_assert_int_eq(g->n.kind, WL_DIST_EMPIRICAL);
+	ck_assert_uint_eq(g->n.nvalues, 3);
+	ck_assert_double_eq(g->n.weights[2], 0.05);
+	ck_assert_uint_eq(g->systems, 4);
+	ck_assert_int_eq(g->system_len.kind, WL_DIST_NORMAL);
+	ck_assert_double_eq(g->system_fraction, 0.9);
+	ck_assert_int_eq(g->turns.max, 4);
+	ck_assert_uint_eq(g->max_context, 32768);
+	/* A deep copy survives the original. */
+	ck_assert_int_eq(wl_config_copy(&d, &c), WL_OK);
+	wl_config_release(&c);
+	ck_assert_double_eq(d.gen.n.values[2], 4);
+	wl_config_release(&d);
+	/* No `workload:` key: the whole document is the section. */
+	wl_config_init(&c);
+	ck_assert_int_eq(wl_config_load(fx("yaml/schedule.yaml"), &c, &err),
+	    WL_OK);
+	ck_assert_int_eq(c.gen.arrival.kind, WL_ARR_SCHEDULE);
+	ck_assert_uint_eq(c.gen.arrival.nsegs, 3);
+	ck_assert_double_eq(c.gen.arrival.segs[2].rate, 8);
+	ck_assert_int_eq(c.gen.prompt.kind, WL_DIST_FIXED);
+	ck_assert_double_eq(c.gen.prompt.value, 128);
+	wl_config_release(&c);
+}
+END_TEST
+
+/* Apply a YAML text to c, as the run config's --set overrides do. */
+static wl_err
+apply_yaml(const char *text, struct wl_config *c, struct wl_error *err)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	wl_err rc;
+
+	ck_assert(yaml_parser_initialize(&parser));
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
+	    strlen(text));
+	ck_assert(yaml_parser_load(&parser, &doc));
+	rc = wl_config_from_yaml(&doc, yaml_document_get_root_node(&doc),
+	    "--set", c, err);
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return rc;
+}
+
+/* A mapping without `dist` updates the distribution in place. */
+START_TEST(test_yaml_override)
+{
+	struct wl_config c;
+	struct wl_error err;
+	double cv;
+
+	wl_config_init(&c);
+	ck_assert_int_eq(wl_config_load(fx("yaml/gen.yaml"), &c, &err),
+	    WL_OK);
+	ck_assert_int_eq(apply_yaml("{generator: {prompt: {mean: 900}, "
+	    "n: {values: [1, 8]}, arrival: {rate: 9}}, max_requests: 7}", &c,
+	    &err), WL_OK);
+	ck_assert_int_eq(c.gen.prompt.kind, WL_DIST_LOGNORMAL);
+	ck_assert_double_eq_tol(exp(c.gen.prompt.mu + c.gen.prompt.sigma *
+	    c.gen.prompt.sigma / 2), 900, 1e-9);
+	cv = sqrt(expm1(c.gen.prompt.sigma * c.gen.prompt.sigma));
+	ck_assert_double_eq_tol(cv, 1.2, 1e-12);
+	ck_assert_int_eq(c.gen.prompt.min, 16);
+	ck_assert_uint_eq(c.gen.n.nvalues, 2);
+	ck_assert_ptr_null(c.gen.n.weights);
+	ck_assert_int_eq(c.gen.arrival.kind, WL_ARR_GAMMA);
+	ck_assert_double_eq(c.gen.arrival.rate, 9);
+	ck_assert_uint_eq(c.max_requests, 7);
+	ck_assert_uint_eq(c.gen.requests, 500);
+	/* Errors name the override's position. */
+	ck_assert_int_eq(apply_yaml("{generator: {output: {s: -1}}}", &c,
+	    &err), WL_ECONFIG);
+	ck_assert_str_eq(err.file, "--set");
+	ck_assert_str_eq(err.what, "s: must be >= 0, found -1");
+	wl_config_release(&c);
+}
+END_TEST
+
+static const struct {
+	const char *file, *msg;
+} yaml_bad[] = {
+	{ "yaml/bad_key.yaml", ":3:3: unknown key 'generatr' in workload" },
+	{ "yaml/bad_dist.yaml",
+	  ":3:13: prompt: normal needs mean and sd" },
+	{ "yaml/bad_enum.yaml",
+	  ":2:10: order: expected one of error, skip, sort, found 'shuffle'" },
+	{ "yaml/bad_cv.yaml", ":3:44: cv: must be >= 0, found -1" },
+	{ "yaml/bad_type.yaml", ":2:15: time_scale: expected a number" },
+	{ "yaml/bad_syntax.yaml",
+	  ":3:1: found unexpected end of stream" },
+	{ "yaml/none.yaml", ": cannot open: No such file or directory" },
+};
+
+START_TEST(test_yaml_bad)
+{
+	struct wl_config c;
+	struct wl_error err;
+	char msg[1200], want[1200];
+
+	wl_config_init(&c);
+	ck_assert_int_ne(wl_config_load(fx(yaml_bad[_i].file), &c, &err),
+	    WL_OK);
+	wl_error_format(&err, msg, sizeof(msg));
+	snprintf(want, sizeof(want), "%s%s", fx(yaml_bad[_i].file),
+	    yaml_bad[_i].msg);
+	ck_assert_str_eq(msg, want);
+	wl_config_release(&c);
+}
+END_TEST
+
+START_TEST(test_config_check)
+{
+	struct wl_config c;
+	struct wl_error err;
+	wl_stream *s;
+
+	wl_config_init(&c);
+	c.gen.requests = 0;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_ECONFIG);
+	ck_assert_str_eq(err.what, "workload.generator never ends: set "
+	    "generator.requests or generator.duration_s");
+	c.gen.requests = 10;
+	c.gen.arrival.rate = 0;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_ECONFIG);
+	c.gen.arrival.rate = 1;
+	c.gen.prompt.kind = WL_DIST_NORMAL;
+	c.gen.prompt.mean = -1000;
+	c.gen.prompt.sd = 1;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_ECONFIG);
+	ck_assert_str_eq(err.what, "generator.prompt: bounds [1, 2147483647] "
+	    "keep under 1% of the distribution");
+	wl_config_release(&c);
+}
+END_TEST
+
+/* --------------------------------------------------- kvsim CSV round trip */
+
+START_TEST(test_roundtrip)
+{
+	struct wl_config c;
+	struct wl_error err;
+	wl_stream *s;
+	struct wl_request r;
+	char *buf1 = NULL, *buf2 = NULL;
+	size_t len1 = 0, len2 = 0;
+	FILE *f;
+	char tmp[] = "/tmp/check_wl.XXXXXX";
+	int fd;
+
+	wl_config_init(&c);
+	ck_assert_int_eq(wl_config_load(fx("yaml/gen.yaml"), &c, &err),
+	    WL_OK);
+	f = open_memstream(&buf1, &len1);
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	ck_assert_int_eq(wl_write_kvsim_header(f), WL_OK);
+	while (wl_stream_next(s, &r) == WL_OK)
+		ck_assert_int_eq(wl_write_kvsim_row(f, &r), WL_OK);
+	ck_assert_uint_eq(wl_stream_counts(s)->emitted, 500);
+	wl_stream_free(s);
+	fclose(f);
+	wl_config_release(&c);
+	/* Read it back as a trace and write it again: the same bytes. */
+	fd = mkstemp(tmp);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_uint_eq(fwrite(buf1, 1, len1, f), len1);
+	fclose(f);
+	wl_config_init(&c);
+	c.trace = strdup(tmp);
+	f = open_memstream(&buf2, &len2);
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	ck_assert_str_eq(wl_stream_info(s)->format, "kvsim");
+	ck_assert_int_eq(wl_write_kvsim_header(f), WL_OK);
+	while (wl_stream_next(s, &r) == WL_OK)
+		ck_assert_int_eq(wl_write_kvsim_row(f, &r), WL_OK);
+	wl_stream_free(s);
+	fclose(f);
+	remove(tmp);
+	ck_assert_uint_eq(len1, len2);
+	ck_assert(memcmp(buf1, buf2, len1) == 0);
+	free(buf1);
+	free(buf2);
+	wl_config_release(&c);
+}
+END_TEST
+
+static Suite *
+wl_suite(void)
+{
+	Suite *s = suite_create("workloads");
+	TCase *tc = tcase_create("readers");
+
+	tcase_add_test(tc, test_parse_numbers);
+	tcase_add_test(tc, test_azure);
+	tcase_add_test(tc, test_mooncake_gzip);
+	tcase_add_test(tc, test_mooncake_mapping);
+	tcase_add_test(tc, test_formats);
+	tcase_add_loop_test(tc, test_bad_input, 0,
+	    sizeof(bad_cases) / sizeof(bad_cases[0]));
+	tcase_add_test(tc, test_skip_and_reject);
+	tcase_add_test(tc, test_order);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("transforms");
+	tcase_add_test(tc, test_transforms);
+	tcase_add_test(tc, test_tile);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("config");
+	tcase_add_test(tc, test_yaml_trace);
+	tcase_add_test(tc, test_yaml_generator);
+	tcase_add_test(tc, test_yaml_override);
+	tcase_add_loop_test(tc, test_yaml_bad, 0,
+	    sizeof(yaml_bad) / sizeof(yaml_bad[0]));
+	tcase_add_test(tc, test_config_check);
+	tcase_add_test(tc, test_roundtrip);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(wl_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

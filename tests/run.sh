@@ -1,0 +1,162 @@
+#!/bin/sh
+# run.sh -- `kvsim run` end to end (docs/run.md):
+#  1. README.md's main-job command ends in `./sim/kvsim run`; that run (the
+#     embedded default) succeeds and writes the three CSVs and config.yaml;
+#  2. same seed => byte-identical CSVs (summary.csv except sim_wall_s);
+#  3. --out is refused when it exists (exit 2, files untouched), --force
+#     overwrites;
+#  4. bad config keys and values exit 2 with FILE:LINE:COL and leave no
+#     output directory;
+#  5. tests/run/tiny.yaml: a constant 10 ms step, two requests 5 ms apart
+#     (7 events: 2 arrivals, 1 wake, 4 step ends),
+#     every timestamp computed by hand (tests/run/tiny.expected):
+#       r0 arrives 5 ms, prefill step [5,15] -> token 1 at 15; r1 arrives
+#       10 ms, waits for the step boundary at 15; step [15,25] decodes r0
+#       (token 2) and prefills r1 (token 1); [25,35] r0 token 3 (done),
+#       r1 token 2; [35,45] r1 token 3 (done);
+#  6. invariants of full runs under --check (plenty of memory; a tiny KV
+#     cache that forces recompute preemptions; vllm-v0 with swap; two
+#     replicas per router): request conservation, each request once,
+#     causality arrival <= first scheduled <= first token <= finish,
+#     e2e >= ttft, and preemption counts that match the summary.
+set -u
+: "${KVSIM:=../sim/kvsim}"
+: "${top_srcdir:=..}"
+D=$top_srcdir/tests/run
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-run.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# column N of a CSV header named NAME
+col() { head -1 "$1" | tr ',' '\n' | grep -nx "$2" | cut -d: -f1; }
+# value of column NAME in row 2 of summary.csv
+sval() { c=$(col "$1" "$2"); sed -n 2p "$1" | cut -d, -f"$c"; }
+
+# 1. README's main-job command.
+main=$(grep -F './configure && make' "$top_srcdir/README.md" | grep -v ' check$' | head -1)
+case $main in
+*'&& ./sim/kvsim run') ;;
+*) bad "README main-job command does not end in ./sim/kvsim run: $main" ;;
+esac
+mkdir "$T/cwd"
+(cd "$T/cwd" && "$KVSIM" run >"$T/main.out" 2>"$T/main.err") ||
+	{ bad "kvsim run (embedded default) failed"; cat "$T/main.err"; }
+out=$(ls -d "$T"/cwd/kvsim-out/* 2>/dev/null | head -1)
+for f in requests.csv timeseries.csv summary.csv config.yaml; do
+	[ -s "$out/$f" ] || bad "default run wrote no $f"
+done
+grep -q '^GPU KV cache size: [0-9,]* tokens$' "$T/main.out" ||
+	bad "no 'GPU KV cache size' startup line"
+grep -q '^Maximum concurrency for [0-9,]* tokens per request: [0-9.]*x$' \
+	"$T/main.out" || bad "no 'Maximum concurrency' startup line"
+grep -q '^  ttft ' "$T/main.out" || bad "no summary table"
+[ "$(sval "$out/summary.csv" requests)" = 2000 ] ||
+	bad "default run: requests != 2000"
+ls "$out"/.*.tmp.* >/dev/null 2>&1 && bad "temporary files left behind"
+
+# 2. Determinism.
+"$KVSIM" run -q --seed 7 --out "$T/a" || bad "run a"
+"$KVSIM" run -q --seed 7 --out "$T/b" || bad "run b"
+for f in requests.csv timeseries.csv config.yaml; do
+	cmp -s "$T/a/$f" "$T/b/$f" || bad "$f differs for the same seed"
+done
+w=$(col "$T/a/summary.csv" sim_wall_s)
+cut -d, -f"$w" --complement "$T/a/summary.csv" >"$T/sa"
+cut -d, -f"$w" --complement "$T/b/summary.csv" >"$T/sb"
+cmp -s "$T/sa" "$T/sb" || bad "summary.csv differs for the same seed"
+for c in requests completed duration_s throughput_req_s throughput_out_tok_s \
+    ttft_p50_s ttft_p99_s tpot_p50_s tpot_p99_s e2e_p50_s e2e_p99_s \
+    preemptions recomputed_tokens swap_out_blocks swap_in_blocks \
+    kv_usage_mean kv_usage_max frag_internal_mean prefix_hit_rate \
+    num_gpu_blocks events sim_wall_s; do
+	[ -n "$(col "$T/a/summary.csv" $c)" ] || bad "summary.csv lacks $c"
+done
+
+# 3. --out refuses to overwrite.
+cp "$T/a/summary.csv" "$T/keep"
+"$KVSIM" run -q --out "$T/a" 2>"$T/err"
+[ $? -eq 2 ] || bad "--out over an existing directory: not exit 2"
+grep -q 'refusing to overwrite' "$T/err" || bad "no refusal message"
+cmp -s "$T/a/summary.csv" "$T/keep" || bad "refused run changed the files"
+"$KVSIM" run -q --force --seed 7 --out "$T/a" || bad "--force failed"
+
+# 4. Bad configuration: FILE:LINE:COL and exit 2, no output.
+expect_bad() { # file-or-args expected-regex
+	pat=$1; shift
+	"$KVSIM" run -q --out "$T/bad" "$@" >/dev/null 2>"$T/err"
+	rc=$?
+	[ $rc -eq 2 ] || bad "$*: exit $rc, not 2"
+	grep -Eq "$pat" "$T/err" || { bad "$*: message"; cat "$T/err"; }
+	[ -e "$T/bad" ] && { bad "$*: left $T/bad"; rm -rf "$T/bad"; }
+}
+expect_bad "bad_key.yaml:4:3: unknown key 'engine.blok_size'" "$D/bad_key.yaml"
+expect_bad "bad_value.yaml:3:17: engine.max_num_seqs: expected" "$D/bad_value.yaml"
+expect_bad "bad_top.yaml:2:1: unknown key 'polcy'" "$D/bad_top.yaml"
+expect_bad "bad_workload.yaml:3:3: " "$D/bad_workload.yaml"
+expect_bad "bad_model.yaml:2:8: model: unknown model 'no-such-model'" "$D/bad_model.yaml"
+expect_bad "bad_yaml.yaml:[0-9]+:[0-9]+: " "$D/bad_yaml.yaml"
+expect_bad "^--set engine.block_size=x: engine.block_size: expected" --set engine.block_size=x
+expect_bad "unknown key 'engine.nope'" --set engine.nope=1
+expect_bad "^--set router=random: router: expected" --set router=random
+
+# 5. The hand-computed scenario.
+"$KVSIM" run -q "$D/tiny.yaml" --out "$T/tiny" || bad "tiny run"
+cut -d, -f2-16 "$T/tiny/requests.csv" >"$T/tiny.got"
+cmp -s "$T/tiny.got" "$D/tiny.expected" ||
+	{ bad "tiny scenario timestamps"; diff "$D/tiny.expected" "$T/tiny.got"; }
+[ "$(sval "$T/tiny/summary.csv" duration_s)" = 0.040000000 ] ||
+	bad "tiny duration_s"
+[ "$(sval "$T/tiny/summary.csv" events)" = 7 ] || bad "tiny events"
+
+# 6. Invariants of full runs.
+invariants() { # dir label
+	s=$1/summary.csv r=$1/requests.csv
+	n=$(sval "$s" requests) c=$(sval "$s" completed) j=$(sval "$s" rejected)
+	[ $((c + j)) -eq "$n" ] || bad "$2: completed $c + rejected $j != $n"
+	rows=$(($(wc -l <"$r") - 1))
+	[ "$rows" -eq "$c" ] || bad "$2: $rows rows for $c completed"
+	dup=$(tail -n +2 "$r" | cut -d, -f2 | sort | uniq -d | head -1)
+	[ -z "$dup" ] || bad "$2: request $dup reported twice"
+	p=$(tail -n +2 "$r" | awk -F, '{ s += $17 } END { print s + 0 }')
+	[ "$p" -eq "$(sval "$s" preemptions)" ] ||
+		bad "$2: per-request preemptions $p != summary"
+	rc=$(tail -n +2 "$r" | awk -F, '{ s += $18 } END { print s + 0 }')
+	[ "$rc" -eq "$(sval "$s" recomputed_tokens)" ] ||
+		bad "$2: per-request recomputed tokens != summary"
+	tail -n +2 "$r" | awk -F, -v L="$2" '
+		$4 + 0 < $4 + 0 { next }
+		!($4 <= $5 && $5 <= $6 && $6 <= $7) {
+			print "FAIL: " L ": request " $2 " not causal"; bad = 1 }
+		$13 + 0 < $11 + 0 { print "FAIL: " L ": e2e < ttft"; bad = 1 }
+		$9 < 1 { print "FAIL: " L ": no output"; bad = 1 }
+		END { exit bad }' || fail=1
+}
+# --check audits the whole allocator after every half step (O(pool) each),
+# so the audited runs are small; the full default run goes unaudited.
+"$KVSIM" run -q --out "$T/full" || bad "full run"
+invariants "$T/full" default
+"$KVSIM" run -q --check --out "$T/tight" --set workload.max_requests=60 \
+	--set engine.num_gpu_blocks_override=150 \
+	--set engine.max_model_len=2048 || bad "tight --check run"
+invariants "$T/tight" tight
+[ "$(sval "$T/tight/summary.csv" preemptions)" -gt 0 ] ||
+	bad "tight: no preemptions"
+[ "$(sval "$T/tight/summary.csv" rejected)" -gt 0 ] ||
+	bad "tight: no prompt >= max_model_len rejected"
+"$KVSIM" run -q --check --out "$T/swap" --set policy=vllm-v0 \
+	--set engine.preemption_mode=swap --set workload.max_requests=60 \
+	--set engine.num_gpu_blocks_override=150 \
+	--set engine.max_model_len=2048 || bad "swap --check run"
+invariants "$T/swap" swap
+[ "$(sval "$T/swap/summary.csv" swap_out_blocks)" -gt 0 ] ||
+	bad "swap: nothing swapped out"
+for router in round-robin least-outstanding prefix-affinity; do
+	"$KVSIM" run -q --out "$T/r-$router" --set replicas=2 \
+		--set router=$router --set workload.max_requests=400 ||
+		bad "two replicas, $router"
+	invariants "$T/r-$router" "$router"
+	reps=$(tail -n +2 "$T/r-$router/requests.csv" | cut -d, -f3 | sort -u | wc -l)
+	[ "$reps" -eq 2 ] || bad "$router: used $reps replicas"
+done
+exit $fail

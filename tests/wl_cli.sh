@@ -1,0 +1,113 @@
+#!/bin/sh
+# kvsim trace-stats on the committed fixtures: the table, --csv, --dump,
+# and bad input: FILE:LINE:COL messages on stderr with exit status 2.
+: "${KVSIM:?}" "${top_srcdir:?}"
+fx=$top_srcdir/tests/fixtures/wl
+fail=0
+t=${TMPDIR:-/tmp}/kvsim-wl-cli.$$
+trap 'rm -f "$t" "$t.err" "$t.csv"' EXIT
+ok() { echo "ok: $*"; }
+no() { echo "FAIL: $*"; fail=1; }
+
+"$KVSIM" trace-stats --help >"$t" 2>"$t.err" &&
+    grep -q '^usage: kvsim trace-stats' "$t" && [ ! -s "$t.err" ] &&
+    ok "--help" || no "--help"
+"$KVSIM" --help | grep -q 'trace-stats' && ok "listed in kvsim --help" ||
+    no "listed in kvsim --help"
+
+# The table, line by line.
+"$KVSIM" trace-stats "$fx/mooncake.jsonl" >"$t" 2>"$t.err"
+cat >"$t.csv" <<EOT
+file: $fx/mooncake.jsonl
+format: mooncake
+rows: 5
+first / last arrival: 0.000 / 6.001 s
+span: 6.0 s
+mean rate: 0.83 req/s
+arrivals per 1-min bin: none (span under 60 s)
+inter-arrival CV: 1.15
+distinct timestamps: 3
+input tokens: mean / median / p99 (min-max): 992.2 / 1,100 / 2,049 (100-2,049)
+output tokens: mean / median / p99 (min-max): 67.2 / 10 / 300 (1-300)
+offered load: 827 input tok/s, 56.0 output tok/s
+total / unique 512-token blocks: 13 / 7
+prefix-reuse ratio (blocks): 46.15 %
+prefix-reuse ratio (tokens): 61.92 %
+requests that reuse >= 1 leading block: 3 (60.0 %)
+EOT
+if cmp -s "$t" "$t.csv" && [ ! -s "$t.err" ]; then
+	ok "mooncake table"
+else
+	no "mooncake table"; diff "$t.csv" "$t"; cat "$t.err"
+fi
+# Azure: wall-clock first/last, 1-minute bins, rejected rows reported.
+"$KVSIM" trace-stats "$fx/azure.csv" >"$t" 2>"$t.err"
+grep -qx 'first / last timestamp: 2023-11-16 18:15:46.6805900 / 2023-11-17 00:00:00.0000000' "$t" &&
+    grep -qx 'arrivals per 1-min bin: min / median / max: 0 / 0 / 4 (344 bins, 343 empty)' "$t" &&
+    ok "azure table" || { no "azure table"; cat "$t" "$t.err"; }
+"$KVSIM" trace-stats "$fx/burstgpt.csv" >"$t" 2>"$t.err"
+grep -qx 'not replayed: rejected: zero length 1' "$t" &&
+    ok "rejections reported" || { no "rejections reported"; cat "$t"; }
+# --csv: one header, one row.
+"$KVSIM" trace-stats --csv "$fx/vidur.csv" >"$t" 2>"$t.err"
+[ "$(wc -l <"$t")" -eq 2 ] && head -1 "$t" | grep -q '^file,format,rows,' &&
+    sed -n 2p "$t" | grep -q ',vidur,4,0.000000000,10.000000000,' &&
+    ok "--csv" || { no "--csv"; cat "$t"; }
+# --dump writes kvsim CSV that reads back to the same bytes.
+"$KVSIM" trace-stats --dump "$fx/kvsim.csv" >"$t.csv" &&
+    "$KVSIM" trace-stats --dump "$t.csv" >"$t" && cmp -s "$t" "$t.csv" &&
+    ok "--dump round trip" || no "--dump round trip"
+# A generator from a YAML file, with a transformation.
+"$KVSIM" trace-stats --config "$fx/yaml/gen.yaml" --max-requests 100 \
+    --block-size 16 >"$t" 2>"$t.err" &&
+    grep -qx 'rows: 100' "$t" && grep -qx 'format: generator' "$t" &&
+    grep -q '^token-block reuse (16-token blocks): ' "$t" &&
+    ok "--config generator" || { no "--config generator"; cat "$t" "$t.err"; }
+
+# Bad input: the exact message, nothing on stdout, exit status 2.
+bad() {
+	want=$1; shift
+	"$KVSIM" trace-stats "$@" >"$t" 2>"$t.err"; rc=$?
+	if [ $rc = 2 ] && [ ! -s "$t" ] && [ "$(cat "$t.err")" = "$want" ]; then
+		ok "bad: $want"
+	else
+		no "bad (rc $rc): $*"; echo "want: $want"; echo "got:"; cat "$t.err"
+	fi
+}
+bad "$fx/bad/empty.csv: empty file" "$fx/bad/empty.csv"
+bad "$fx/bad/azure_negative.csv:3:29: ContextTokens is negative: '-5'" \
+    "$fx/bad/azure_negative.csv"
+bad "$fx/bad/azure_fields.csv:3:32: expected 3 fields, found 2" \
+    "$fx/bad/azure_fields.csv"
+bad "$fx/bad/mooncake_bad.jsonl:2:53: missing key \"output_length\"" \
+    "$fx/bad/mooncake_bad.jsonl"
+bad "$fx/bad/azure_unsorted.csv:4:1: timestamp 1.000000000 s is earlier than the previous row's 4.000000000 s (set order: sort or order: skip)" \
+    "$fx/bad/azure_unsorted.csv"
+bad "$fx/azure.csv:1:1: not mooncake format: expected a JSON object per line, found 'TIMESTAMP,ContextTokens,GeneratedTokens'" \
+    --format mooncake "$fx/azure.csv"
+bad "$fx/yaml/bad_key.yaml:3:3: unknown key 'generatr' in workload" \
+    --config "$fx/yaml/bad_key.yaml"
+if "$KVSIM" trace-stats "$fx/mooncake.jsonl.gz" >/dev/null 2>&1; then
+	bad "$fx/truncated.jsonl.gz: truncated gzip stream" \
+	    "$fx/truncated.jsonl.gz"
+else
+	bad "$fx/mooncake.jsonl.gz: gzip-compressed input, and this kvsim was built without zlib; decompress it first (gzip -dc)" \
+	    "$fx/mooncake.jsonl.gz"
+fi
+# on_error skip: counted, reported, the first one named on stderr.
+"$KVSIM" trace-stats --on-error skip "$fx/bad/mooncake_bad.jsonl" \
+    >"$t" 2>"$t.err"; rc=$?
+[ $rc = 0 ] && grep -qx 'rows: 2' "$t" &&
+    grep -qx 'not replayed: malformed rows skipped 4' "$t" &&
+    grep -qx "kvsim trace-stats: first skipped row: $fx/bad/mooncake_bad.jsonl:2:53: missing key \"output_length\"" "$t.err" &&
+    ok "--on-error skip" || { no "--on-error skip"; cat "$t" "$t.err"; }
+# Usage errors.
+for args in "" "--frob x" "--format nope $fx/azure.csv" \
+    "--block-size 0 $fx/azure.csv" "--window 5:1 $fx/azure.csv" \
+    "$fx/azure.csv $fx/vidur.csv"; do
+	# shellcheck disable=SC2086
+	"$KVSIM" trace-stats $args >"$t" 2>"$t.err"; rc=$?
+	[ $rc = 2 ] && [ ! -s "$t" ] && grep -q 'trace-stats' "$t.err" &&
+	    ok "usage: '$args'" || no "usage: '$args' (rc $rc)"
+done
+exit $fail

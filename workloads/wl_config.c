@@ -1,0 +1,1083 @@
+/*
+ * wl_config.c -- the workload configuration: defaults, checks, copies, and
+ * the YAML `workload:` section (keys and defaults: docs/workloads.md).
+ *
+ * The YAML reader is strict: an unknown key, a value of the wrong type or
+ * out of range is an error carrying the node's FILE:LINE:COL, so a typo
+ * never silently falls back to a default.
+ */
+#include "config.h"
+
+#include "workloads/wl_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#define LEN_MAX ((int64_t)INT32_MAX)
+
+static void
+dist_fixed(struct wl_dist *d, double v, int64_t min, int64_t max)
+{
+	memset(d, 0, sizeof(*d));
+	d->kind = WL_DIST_FIXED;
+	d->value = v;
+	d->min = min;
+	d->max = max;
+	d->s = 1.0;
+}
+
+void
+wl_config_init(struct wl_config *c)
+{
+	struct wl_gen_config *g = &c->gen;
+
+	memset(c, 0, sizeof(*c));
+	c->format = WL_FMT_AUTO;
+	c->on_error = WL_ON_ERROR_STOP;
+	c->order = WL_ORDER_ERROR;
+	c->sort_window = 4096;
+	c->hash_block_tokens = 512;
+	c->seed = 0;
+	c->vocab_size = 32000;
+	c->time_scale = 1.0;
+	c->tile_copies = 1;
+	g->requests = 1000;
+	g->arrival.kind = WL_ARR_POISSON;
+	g->arrival.rate = 1.0;
+	g->arrival.cv = 1.0;
+	g->arrival.on_s = 10.0;
+	g->arrival.off_s = 10.0;
+	dist_fixed(&g->prompt, 512, 1, LEN_MAX);
+	dist_fixed(&g->output, 128, 1, LEN_MAX);
+	dist_fixed(&g->priority, 0, INT32_MIN, INT32_MAX);
+	dist_fixed(&g->n, 1, 1, 65536);
+	g->lengths_format = WL_FMT_AUTO;
+	g->system_zipf_s = 1.0;
+	dist_fixed(&g->system_len, 256, 1, LEN_MAX);
+	g->system_fraction = 1.0;
+	dist_fixed(&g->turns, 1, 1, 1 << 20);
+	g->think_s = 5.0;
+}
+
+static void
+dist_release(struct wl_dist *d)
+{
+	free(d->values);
+	free(d->weights);
+	d->values = d->weights = NULL;
+	d->nvalues = 0;
+}
+
+void
+wl_config_release(struct wl_config *c)
+{
+	struct wl_gen_config *g = &c->gen;
+
+	free(c->trace);
+	c->trace = NULL;
+	free(g->lengths_trace);
+	g->lengths_trace = NULL;
+	free(g->arrival.segs);
+	g->arrival.segs = NULL;
+	g->arrival.nsegs = 0;
+	dist_release(&g->prompt);
+	dist_release(&g->output);
+	dist_release(&g->priority);
+	dist_release(&g->n);
+	dist_release(&g->system_len);
+	dist_release(&g->turns);
+}
+
+static bool
+dup_array(double **dst, const double *src, size_t n)
+{
+	*dst = NULL;
+	if (src == NULL || n == 0)
+		return true;
+	*dst = malloc(n * sizeof(**dst));
+	if (*dst == NULL)
+		return false;
+	memcpy(*dst, src, n * sizeof(**dst));
+	return true;
+}
+
+static bool
+dist_copy(struct wl_dist *d, const struct wl_dist *s)
+{
+	*d = *s;
+	d->values = d->weights = NULL;
+	return dup_array(&d->values, s->values, s->nvalues) &&
+	    dup_array(&d->weights, s->weights, s->nvalues);
+}
+
+static bool
+dup_str(char **dst, const char *src)
+{
+	*dst = NULL;
+	if (src == NULL)
+		return true;
+	*dst = strdup(src);
+	return *dst != NULL;
+}
+
+wl_err
+wl_config_copy(struct wl_config *d, const struct wl_config *s)
+{
+	const struct wl_gen_config *sg = &s->gen;
+	struct wl_gen_config *dg = &d->gen;
+	bool ok;
+
+	*d = *s;
+	d->trace = NULL;
+	dg->lengths_trace = NULL;
+	dg->arrival.segs = NULL;
+	dg->prompt.values = dg->prompt.weights = NULL;
+	dg->output.values = dg->output.weights = NULL;
+	dg->priority.values = dg->priority.weights = NULL;
+	dg->n.values = dg->n.weights = NULL;
+	dg->system_len.values = dg->system_len.weights = NULL;
+	dg->turns.values = dg->turns.weights = NULL;
+	ok = dup_str(&d->trace, s->trace) &&
+	    dup_str(&dg->lengths_trace, sg->lengths_trace) &&
+	    dist_copy(&dg->prompt, &sg->prompt) &&
+	    dist_copy(&dg->output, &sg->output) &&
+	    dist_copy(&dg->priority, &sg->priority) &&
+	    dist_copy(&dg->n, &sg->n) &&
+	    dist_copy(&dg->system_len, &sg->system_len) &&
+	    dist_copy(&dg->turns, &sg->turns);
+	if (ok && sg->arrival.segs != NULL && sg->arrival.nsegs > 0) {
+		dg->arrival.segs = malloc(sg->arrival.nsegs *
+		    sizeof(*dg->arrival.segs));
+		ok = dg->arrival.segs != NULL;
+		if (ok)
+			memcpy(dg->arrival.segs, sg->arrival.segs,
+			    sg->arrival.nsegs * sizeof(*dg->arrival.segs));
+	}
+	if (!ok) {
+		wl_config_release(d);
+		return WL_ENOMEM;
+	}
+	return WL_OK;
+}
+
+static wl_err
+cfail(struct wl_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static wl_err
+cfail(struct wl_error *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL) {
+		wl_error_clear(err);
+		va_start(ap, fmt);
+		vsnprintf(err->what, sizeof(err->what), fmt, ap);
+		va_end(ap);
+	}
+	return WL_ECONFIG;
+}
+
+wl_err wl__config_check(const struct wl_config *c, struct wl_error *err);
+
+wl_err
+wl__config_check(const struct wl_config *c, struct wl_error *err)
+{
+	const struct wl_gen_config *g = &c->gen;
+	const struct wl_arrival *a = &g->arrival;
+
+	if (c->vocab_size < 1)
+		return cfail(err, "workload.vocab_size must be >= 1");
+	if (c->hash_block_tokens < 1)
+		return cfail(err, "workload.hash_block_tokens must be >= 1");
+	if (c->sort_window < 1)
+		return cfail(err, "workload.sort_window must be >= 1");
+	if (!(c->time_scale > 0) || !isfinite(c->time_scale))
+		return cfail(err, "workload.time_scale must be > 0");
+	if (!(c->target_rate >= 0) || !isfinite(c->target_rate))
+		return cfail(err, "workload.target_rate must be >= 0");
+	if (!(c->window_start_s >= 0) || !(c->window_end_s >= 0) ||
+	    (c->window_end_s > 0 && c->window_end_s <= c->window_start_s))
+		return cfail(err, "workload.window: need 0 <= start_s < end_s");
+	if (c->tile_copies < 1)
+		return cfail(err, "workload.tile.copies must be >= 1");
+	if (!(c->tile_period_s >= 0))
+		return cfail(err, "workload.tile.period_s must be >= 0");
+	if (c->trace != NULL && strcmp(c->trace, "-") == 0 &&
+	    (c->tile_copies > 1 || c->target_rate > 0))
+		return cfail(err, "workload: tiling and target_rate read the "
+		    "trace more than once; standard input cannot be reread");
+	if (c->trace != NULL)
+		return WL_OK;
+	switch (a->kind) {
+	case WL_ARR_GAMMA:
+		if (!(a->cv > 0) || !isfinite(a->cv))
+			return cfail(err, "workload.generator.arrival.cv must "
+			    "be > 0");
+		/* FALLTHROUGH */
+	case WL_ARR_POISSON:
+	case WL_ARR_CONSTANT:
+		if (!(a->rate > 0) || !isfinite(a->rate))
+			return cfail(err, "workload.generator.arrival.rate "
+			    "must be > 0");
+		break;
+	case WL_ARR_ONOFF:
+		if (!(a->rate > 0) || !isfinite(a->rate) ||
+		    !(a->off_rate >= 0) || !isfinite(a->off_rate) ||
+		    !(a->on_s > 0) || !(a->off_s >= 0))
+			return cfail(err, "workload.generator.arrival: onoff "
+			    "needs rate > 0, on_s > 0, off_s >= 0, "
+			    "off_rate >= 0");
+		break;
+	case WL_ARR_SCHEDULE: {
+		bool any = false;
+
+		if (a->nsegs == 0)
+			return cfail(err, "workload.generator.arrival: "
+			    "schedule needs segments");
+		for (size_t i = 0; i < a->nsegs; i++) {
+			if (!(a->segs[i].duration_s > 0) ||
+			    !isfinite(a->segs[i].duration_s) ||
+			    !(a->segs[i].rate >= 0) ||
+			    !isfinite(a->segs[i].rate))
+				return cfail(err, "workload.generator.arrival."
+				    "segments[%zu]: need duration_s > 0 and "
+				    "rate >= 0", i);
+			any |= a->segs[i].rate > 0;
+		}
+		if (!any)
+			return cfail(err, "workload.generator.arrival: every "
+			    "segment has rate 0");
+		break;
+	}
+	}
+	if (g->requests == 0 && !(g->duration_s > 0) &&
+	    c->max_requests == 0 && !(a->kind == WL_ARR_SCHEDULE &&
+	    !a->repeat))
+		return cfail(err, "workload.generator never ends: set "
+		    "generator.requests or generator.duration_s");
+	if (!(g->duration_s >= 0) || !(g->think_s >= 0) ||
+	    !(g->system_fraction >= 0 && g->system_fraction <= 1) ||
+	    !(g->system_zipf_s >= 0))
+		return cfail(err, "workload.generator: duration_s, think_s "
+		    ">= 0; prefix.fraction in [0, 1]; prefix.zipf_s >= 0");
+	return WL_OK;
+}
+
+/* YAML ----------------------------------------------------------------- */
+
+struct ycx {
+	yaml_document_t *doc;
+	const char *file;
+	struct wl_error *err;
+	char dir[512];		/* directory of file, "" for none */
+};
+
+static wl_err
+yfail(struct ycx *x, const yaml_node_t *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static wl_err
+yfail(struct ycx *x, const yaml_node_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	struct wl_error *e = x->err;
+
+	if (e == NULL)
+		return WL_ECONFIG;
+	wl_error_clear(e);
+	snprintf(e->file, sizeof(e->file), "%s", x->file ? x->file : "");
+	if (n != NULL) {
+		e->line = n->start_mark.line + 1;
+		e->col = (uint32_t)n->start_mark.column + 1;
+	}
+	va_start(ap, fmt);
+	vsnprintf(e->what, sizeof(e->what), fmt, ap);
+	va_end(ap);
+	return WL_ECONFIG;
+}
+
+static const char *
+sval(const yaml_node_t *n)
+{
+	return n->type == YAML_SCALAR_NODE ?
+	    (const char *)n->data.scalar.value : NULL;
+}
+
+static bool
+is_null(const yaml_node_t *n)
+{
+	const char *s = sval(n);
+
+	return s != NULL && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    (s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+	    strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0);
+}
+
+static wl_err
+y_double(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
+    double *out)
+{
+	const char *s = sval(n);
+	char *end;
+	double v;
+
+	if (s == NULL || is_null(n))
+		return yfail(x, n, "%s: expected a number", key);
+	if (strcmp(s, ".inf") == 0 || strcmp(s, "inf") == 0 ||
+	    strcmp(s, ".Inf") == 0)
+		v = INFINITY;
+	else {
+		errno = 0;
+		v = strtod(s, &end);
+		if (*s == '\0' || *end != '\0' || errno == ERANGE ||
+		    isnan(v))
+			return yfail(x, n, "%s: expected a number, found '%s'",
+			    key, s);
+	}
+	if (v < lo)
+		return yfail(x, n, "%s: must be >= %g, found %s", key, lo, s);
+	*out = v;
+	return WL_OK;
+}
+
+static wl_err
+y_finite(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
+    double *out)
+{
+	wl_err rc = y_double(x, n, key, lo, out);
+
+	if (rc == WL_OK && !isfinite(*out))
+		return yfail(x, n, "%s: must be finite", key);
+	return rc;
+}
+
+static wl_err
+y_i64(struct ycx *x, const yaml_node_t *n, const char *key, int64_t lo,
+    int64_t hi, int64_t *out)
+{
+	const char *s = sval(n);
+	int64_t v;
+
+	if (s == NULL || is_null(n) ||
+	    wl__parse_i64(s, strlen(s), &v) != WL_NUM_OK) {
+		double d;
+		char *end;
+
+		/* Also take integral numbers written like 1e6. */
+		if (s == NULL || is_null(n))
+			return yfail(x, n, "%s: expected an integer", key);
+		d = strtod(s, &end);
+		if (*s == '\0' || *end != '\0' || d != floor(d) ||
+		    fabs(d) > 9e15)
+			return yfail(x, n, "%s: expected an integer, found "
+			    "'%s'", key, s);
+		v = (int64_t)d;
+	}
+	if (v < lo || v > hi)
+		return yfail(x, n, "%s: must be in [%lld, %lld], found %s",
+		    key, (long long)lo, (long long)hi, s);
+	*out = v;
+	return WL_OK;
+}
+
+static wl_err
+y_u64(struct ycx *x, const yaml_node_t *n, const char *key, uint64_t *out)
+{
+	int64_t v;
+	wl_err rc = y_i64(x, n, key, 0, INT64_MAX, &v);
+
+	if (rc == WL_OK)
+		*out = (uint64_t)v;
+	return rc;
+}
+
+static wl_err
+y_u32(struct ycx *x, const yaml_node_t *n, const char *key, uint32_t lo,
+    uint32_t *out)
+{
+	int64_t v;
+	wl_err rc = y_i64(x, n, key, lo, UINT32_MAX, &v);
+
+	if (rc == WL_OK)
+		*out = (uint32_t)v;
+	return rc;
+}
+
+static wl_err
+y_bool(struct ycx *x, const yaml_node_t *n, const char *key, bool *out)
+{
+	const char *s = sval(n);
+
+	if (s != NULL && (strcmp(s, "true") == 0 || strcmp(s, "yes") == 0 ||
+	    strcmp(s, "on") == 0 || strcmp(s, "True") == 0)) {
+		*out = true;
+		return WL_OK;
+	}
+	if (s != NULL && (strcmp(s, "false") == 0 || strcmp(s, "no") == 0 ||
+	    strcmp(s, "off") == 0 || strcmp(s, "False") == 0)) {
+		*out = false;
+		return WL_OK;
+	}
+	return yfail(x, n, "%s: expected true or false", key);
+}
+
+/* A file path, resolved against the config file's directory. */
+static wl_err
+y_path(struct ycx *x, const yaml_node_t *n, const char *key, char **out)
+{
+	const char *s = sval(n);
+	size_t need;
+
+	if (s == NULL || is_null(n) || s[0] == '\0')
+		return yfail(x, n, "%s: expected a file name", key);
+	free(*out);
+	if (s[0] == '/' || strcmp(s, "-") == 0 || x->dir[0] == '\0') {
+		*out = strdup(s);
+	} else {
+		need = strlen(x->dir) + strlen(s) + 2;
+		*out = malloc(need);
+		if (*out != NULL)
+			snprintf(*out, need, "%s/%s", x->dir, s);
+	}
+	if (*out == NULL)
+		return yfail(x, n, "out of memory");
+	return WL_OK;
+}
+
+static wl_err
+y_choice(struct ycx *x, const yaml_node_t *n, const char *key,
+    const char *const *names, int *out)
+{
+	const char *s = sval(n);
+	char all[256] = "";
+
+	for (int i = 0; names[i] != NULL; i++) {
+		if (s != NULL && strcmp(s, names[i]) == 0) {
+			*out = i;
+			return WL_OK;
+		}
+		snprintf(all + strlen(all), sizeof(all) - strlen(all), "%s%s",
+		    i ? ", " : "", names[i]);
+	}
+	return yfail(x, n, "%s: expected one of %s, found '%s'", key, all,
+	    s != NULL ? s : "(not a scalar)");
+}
+
+static wl_err
+y_map(struct ycx *x, const yaml_node_t *n, const char *key)
+{
+	if (n == NULL || n->type != YAML_MAPPING_NODE)
+		return yfail(x, n, "%s: expected a mapping", key);
+	return WL_OK;
+}
+
+#define Y_EACH(x, map, kn, vn) \
+	for (yaml_node_pair_t *y_p_ = (map)->data.mapping.pairs.start; \
+	    y_p_ < (map)->data.mapping.pairs.top && \
+	    ((kn) = yaml_document_get_node((x)->doc, y_p_->key)) != NULL && \
+	    ((vn) = yaml_document_get_node((x)->doc, y_p_->value)) != NULL; \
+	    y_p_++)
+
+static wl_err
+y_unknown(struct ycx *x, const yaml_node_t *kn, const char *where)
+{
+	return yfail(x, kn, "unknown key '%s' in %s", sval(kn) ? sval(kn) :
+	    "(not a scalar)", where);
+}
+
+static wl_err
+y_list(struct ycx *x, const yaml_node_t *n, const char *key, double **out,
+    size_t *count)
+{
+	size_t k = 0;
+	wl_err rc;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return yfail(x, n, "%s: expected a list of numbers", key);
+	free(*out);
+	*out = NULL;
+	*count = (size_t)(n->data.sequence.items.top -
+	    n->data.sequence.items.start);
+	if (*count == 0)
+		return yfail(x, n, "%s: empty list", key);
+	*out = malloc(*count * sizeof(**out));
+	if (*out == NULL)
+		return yfail(x, n, "out of memory");
+	for (yaml_node_item_t *it = n->data.sequence.items.start;
+	    it < n->data.sequence.items.top; it++, k++) {
+		yaml_node_t *e = yaml_document_get_node(x->doc, *it);
+
+		rc = y_finite(x, e, key, -HUGE_VAL, &(*out)[k]);
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+static const char *const dist_names[] = { "fixed", "uniform", "normal",
+	"lognormal", "zipf", "empirical", NULL };
+
+/*
+ * A distribution: a number (fixed) or a mapping.  A mapping without `dist`
+ * updates the distribution in place (so `--set workload.generator.prompt.
+ * mean=900` keeps a lognormal's cv); parameters it does not name keep
+ * their values when the kind is unchanged.
+ */
+static wl_err
+y_dist(struct ycx *x, const yaml_node_t *n, const char *key,
+    struct wl_dist *d)
+{
+	yaml_node_t *kn, *vn;
+	double mean = NAN, sd = NAN, cv = NAN, mu = NAN, sigma = NAN;
+	size_t nw = 0;
+	bool have_values = false, have_weights = false;
+	char what[200];
+	wl_err rc;
+	int kind = -1;
+	enum wl_dist_kind prev = d->kind;
+
+	if (n->type == YAML_SCALAR_NODE) {
+		double v;
+
+		rc = y_finite(x, n, key, -HUGE_VAL, &v);
+		if (rc != WL_OK)
+			return rc;
+		dist_release(d);
+		d->kind = WL_DIST_FIXED;
+		d->value = v;
+		if (!wl__dist_check(d, what, sizeof(what)))
+			return yfail(x, n, "%s: %s", key, what);
+		return WL_OK;
+	}
+	rc = y_map(x, n, key);
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(x, n, kn, vn) {
+		const char *k = sval(kn);
+
+		if (k == NULL)
+			return y_unknown(x, kn, key);
+		if (strcmp(k, "dist") == 0)
+			rc = y_choice(x, vn, "dist", dist_names, &kind);
+		else if (strcmp(k, "value") == 0)
+			rc = y_finite(x, vn, k, -HUGE_VAL, &d->value);
+		else if (strcmp(k, "min") == 0)
+			rc = y_i64(x, vn, k, d->min, d->max, &d->min);
+		else if (strcmp(k, "max") == 0)
+			rc = y_i64(x, vn, k, INT64_MIN, d->max, &d->max);
+		else if (strcmp(k, "mean") == 0)
+			rc = y_finite(x, vn, k, -HUGE_VAL, &mean);
+		else if (strcmp(k, "sd") == 0)
+			rc = y_finite(x, vn, k, 0, &sd);
+		else if (strcmp(k, "cv") == 0)
+			rc = y_finite(x, vn, k, 0, &cv);
+		else if (strcmp(k, "mu") == 0)
+			rc = y_finite(x, vn, k, -HUGE_VAL, &mu);
+		else if (strcmp(k, "sigma") == 0)
+			rc = y_finite(x, vn, k, 0, &sigma);
+		else if (strcmp(k, "s") == 0)
+			rc = y_finite(x, vn, k, 0, &d->s);
+		else if (strcmp(k, "values") == 0) {
+			rc = y_list(x, vn, k, &d->values, &d->nvalues);
+			have_values = true;
+		} else if (strcmp(k, "weights") == 0) {
+			rc = y_list(x, vn, k, &d->weights, &nw);
+			have_weights = true;
+		} else
+			return y_unknown(x, kn, key);
+		if (rc != WL_OK)
+			return rc;
+	}
+	d->kind = kind < 0 ? prev : (enum wl_dist_kind)kind;
+	switch (d->kind) {
+	case WL_DIST_NORMAL:
+		if (prev == WL_DIST_NORMAL) {
+			mean = isnan(mean) ? d->mean : mean;
+			sd = isnan(sd) ? d->sd : sd;
+		}
+		if (isnan(mean) || isnan(sd))
+			return yfail(x, n, "%s: normal needs mean and sd", key);
+		d->mean = mean;
+		d->sd = sd;
+		break;
+	case WL_DIST_LOGNORMAL:
+		if (!isnan(mu) || !isnan(sigma)) {
+			if (prev == WL_DIST_LOGNORMAL) {
+				mu = isnan(mu) ? d->mu : mu;
+				sigma = isnan(sigma) ? d->sigma : sigma;
+			}
+			if (isnan(mu) || isnan(sigma))
+				return yfail(x, n, "%s: lognormal needs both "
+				    "mu and sigma", key);
+			d->mu = mu;
+			d->sigma = sigma;
+			break;
+		}
+		if (isnan(cv) && !isnan(sd) && mean > 0)
+			cv = sd / mean;
+		if (prev == WL_DIST_LOGNORMAL) {
+			double s2 = d->sigma * d->sigma;
+
+			mean = isnan(mean) ? exp(d->mu + s2 / 2) : mean;
+			cv = isnan(cv) ? sqrt(expm1(s2)) : cv;
+		}
+		if (isnan(mean) || isnan(cv) || !(mean > 0))
+			return yfail(x, n, "%s: lognormal needs mu and sigma, or "
+			    "mean and cv (or sd)", key);
+		d->sigma = sqrt(log1p(cv * cv));
+		d->mu = log(mean) - d->sigma * d->sigma / 2;
+		break;
+	case WL_DIST_EMPIRICAL:
+		if (have_values && !have_weights) {
+			free(d->weights);
+			d->weights = NULL;
+		}
+		if (have_weights && nw != d->nvalues)
+			return yfail(x, n, "%s: %zu weights for %zu values",
+			    key, nw, d->nvalues);
+		break;
+	default:
+		break;
+	}
+	if (!wl__dist_check(d, what, sizeof(what)))
+		return yfail(x, n, "%s: %s", key, what);
+	return WL_OK;
+}
+
+static const char *const arrival_names[] = { "poisson", "gamma",
+	"constant", "onoff", "schedule", NULL };
+
+static wl_err
+y_segments(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
+{
+	size_t k = 0;
+	wl_err rc;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return yfail(x, n, "segments: expected a list of "
+		    "{duration_s, rate}");
+	free(a->segs);
+	a->nsegs = (size_t)(n->data.sequence.items.top -
+	    n->data.sequence.items.start);
+	a->segs = calloc(a->nsegs ? a->nsegs : 1, sizeof(*a->segs));
+	if (a->segs == NULL)
+		return yfail(x, n, "out of memory");
+	for (yaml_node_item_t *it = n->data.sequence.items.start;
+	    it < n->data.sequence.items.top; it++, k++) {
+		yaml_node_t *e = yaml_document_get_node(x->doc, *it), *kn, *vn;
+		bool hd = false, hr = false;
+
+		rc = y_map(x, e, "segments[]");
+		if (rc != WL_OK)
+			return rc;
+		Y_EACH(x, e, kn, vn) {
+			const char *key = sval(kn);
+
+			if (key != NULL && strcmp(key, "duration_s") == 0) {
+				rc = y_finite(x, vn, key, 0,
+				    &a->segs[k].duration_s);
+				hd = true;
+			} else if (key != NULL && strcmp(key, "rate") == 0) {
+				rc = y_finite(x, vn, key, 0, &a->segs[k].rate);
+				hr = true;
+			} else {
+				return y_unknown(x, kn, "segments[]");
+			}
+			if (rc != WL_OK)
+				return rc;
+		}
+		if (!hd || !hr || !(a->segs[k].duration_s > 0))
+			return yfail(x, e, "segments[]: need duration_s > 0 "
+			    "and rate");
+	}
+	return WL_OK;
+}
+
+static wl_err
+y_arrival(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
+{
+	yaml_node_t *kn, *vn;
+	wl_err rc = y_map(x, n, "arrival");
+	int kind = (int)a->kind;
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(x, n, kn, vn) {
+		const char *k = sval(kn);
+
+		if (k == NULL)
+			return y_unknown(x, kn, "arrival");
+		if (strcmp(k, "process") == 0)
+			rc = y_choice(x, vn, k, arrival_names, &kind);
+		else if (strcmp(k, "rate") == 0)
+			rc = y_finite(x, vn, k, 0, &a->rate);
+		else if (strcmp(k, "cv") == 0)
+			rc = y_finite(x, vn, k, 0, &a->cv);
+		else if (strcmp(k, "on_s") == 0)
+			rc = y_finite(x, vn, k, 0, &a->on_s);
+		else if (strcmp(k, "off_s") == 0)
+			rc = y_finite(x, vn, k, 0, &a->off_s);
+		else if (strcmp(k, "off_rate") == 0)
+			rc = y_finite(x, vn, k, 0, &a->off_rate);
+		else if (strcmp(k, "segments") == 0)
+			rc = y_segments(x, vn, a);
+		else if (strcmp(k, "repeat") == 0)
+			rc = y_bool(x, vn, k, &a->repeat);
+		else
+			return y_unknown(x, kn, "arrival");
+		if (rc != WL_OK)
+			return rc;
+	}
+	a->kind = (enum wl_arrival_kind)kind;
+	if ((a->kind == WL_ARR_POISSON || a->kind == WL_ARR_GAMMA ||
+	    a->kind == WL_ARR_CONSTANT || a->kind == WL_ARR_ONOFF) &&
+	    !(a->rate > 0))
+		return yfail(x, n, "arrival: rate must be > 0");
+	if (a->kind == WL_ARR_GAMMA && !(a->cv > 0))
+		return yfail(x, n, "arrival: gamma needs cv > 0");
+	if (a->kind == WL_ARR_SCHEDULE && a->nsegs == 0)
+		return yfail(x, n, "arrival: schedule needs segments");
+	return WL_OK;
+}
+
+static wl_err
+y_generator(struct ycx *x, const yaml_node_t *n, struct wl_gen_config *g)
+{
+	yaml_node_t *kn, *vn, *k2, *v2;
+	wl_err rc = y_map(x, n, "generator");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(x, n, kn, vn) {
+		const char *k = sval(kn);
+
+		if (k == NULL)
+			return y_unknown(x, kn, "generator");
+		if (strcmp(k, "requests") == 0)
+			rc = y_u64(x, vn, k, &g->requests);
+		else if (strcmp(k, "duration_s") == 0)
+			rc = y_finite(x, vn, k, 0, &g->duration_s);
+		else if (strcmp(k, "arrival") == 0)
+			rc = y_arrival(x, vn, &g->arrival);
+		else if (strcmp(k, "prompt") == 0)
+			rc = y_dist(x, vn, k, &g->prompt);
+		else if (strcmp(k, "output") == 0)
+			rc = y_dist(x, vn, k, &g->output);
+		else if (strcmp(k, "priority") == 0)
+			rc = y_dist(x, vn, k, &g->priority);
+		else if (strcmp(k, "n") == 0)
+			rc = y_dist(x, vn, k, &g->n);
+		else if (strcmp(k, "lengths_from") == 0) {
+			rc = y_map(x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(x, vn, k2, v2) {
+				const char *s = sval(k2);
+
+				if (s != NULL && strcmp(s, "trace") == 0)
+					rc = y_path(x, v2, s,
+					    &g->lengths_trace);
+				else if (s != NULL &&
+				    strcmp(s, "format") == 0) {
+					if (sval(v2) == NULL ||
+					    !wl_format_parse(sval(v2),
+					    &g->lengths_format))
+						return yfail(x, v2, "format: "
+						    "unknown trace format");
+				} else
+					return y_unknown(x, k2, "lengths_from");
+				if (rc != WL_OK)
+					return rc;
+			}
+			if (g->lengths_trace == NULL)
+				return yfail(x, vn,
+				    "lengths_from: needs trace");
+		} else if (strcmp(k, "prefix") == 0) {
+			rc = y_map(x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(x, vn, k2, v2) {
+				const char *s = sval(k2);
+
+				if (s != NULL && strcmp(s, "systems") == 0)
+					rc = y_u32(x, v2, s, 0, &g->systems);
+				else if (s != NULL && strcmp(s, "zipf_s") == 0)
+					rc = y_finite(x, v2, s, 0,
+					    &g->system_zipf_s);
+				else if (s != NULL && strcmp(s, "length") == 0)
+					rc = y_dist(x, v2, s, &g->system_len);
+				else if (s != NULL &&
+				    strcmp(s, "fraction") == 0) {
+					rc = y_finite(x, v2, s, 0,
+					    &g->system_fraction);
+					if (rc == WL_OK &&
+					    g->system_fraction > 1)
+						rc = yfail(x, v2, "fraction: "
+						    "must be in [0, 1]");
+				} else
+					return y_unknown(x, k2, "prefix");
+				if (rc != WL_OK)
+					return rc;
+			}
+		} else if (strcmp(k, "sessions") == 0) {
+			rc = y_map(x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(x, vn, k2, v2) {
+				const char *s = sval(k2);
+
+				if (s != NULL && strcmp(s, "turns") == 0)
+					rc = y_dist(x, v2, s, &g->turns);
+				else if (s != NULL && strcmp(s, "think_s") == 0)
+					rc = y_finite(x, v2, s, 0, &g->think_s);
+				else if (s != NULL &&
+				    strcmp(s, "max_context") == 0)
+					rc = y_u64(x, v2, s, &g->max_context);
+				else
+					return y_unknown(x, k2, "sessions");
+				if (rc != WL_OK)
+					return rc;
+			}
+		} else
+			return y_unknown(x, kn, "generator");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+static const char *const on_error_names[] = { "stop", "skip", NULL };
+static const char *const order_names[] = { "error", "skip", "sort", NULL };
+
+wl_err
+wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
+    const char *file, struct wl_config *c, struct wl_error *err)
+{
+	struct ycx x;
+	yaml_node_t *kn, *vn, *k2, *v2;
+	wl_err rc;
+	const char *slash;
+
+	memset(&x, 0, sizeof(x));
+	x.doc = doc;
+	x.file = file;
+	x.err = err;
+	if (file != NULL && (slash = strrchr(file, '/')) != NULL) {
+		size_t n = (size_t)(slash - file);
+
+		if (n == 0)
+			snprintf(x.dir, sizeof(x.dir), "/");
+		else if (n < sizeof(x.dir))
+			snprintf(x.dir, sizeof(x.dir), "%.*s", (int)n, file);
+	}
+	rc = y_map(&x, node, "workload");
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(&x, node, kn, vn) {
+		const char *k = sval(kn);
+		int v;
+
+		if (k == NULL)
+			return y_unknown(&x, kn, "workload");
+		if (strcmp(k, "trace") == 0) {
+			if (is_null(vn)) {
+				free(c->trace);
+				c->trace = NULL;
+				rc = WL_OK;
+			} else
+				rc = y_path(&x, vn, k, &c->trace);
+		} else if (strcmp(k, "format") == 0) {
+			if (sval(vn) == NULL ||
+			    !wl_format_parse(sval(vn), &c->format))
+				return yfail(&x, vn, "format: expected one of "
+				    "auto, azure, mooncake, burstgpt, "
+				    "splitwise, vidur, llmservingsim, kvsim");
+			rc = WL_OK;
+		} else if (strcmp(k, "on_error") == 0) {
+			rc = y_choice(&x, vn, k, on_error_names, &v);
+			c->on_error = (enum wl_on_error)v;
+		} else if (strcmp(k, "order") == 0) {
+			rc = y_choice(&x, vn, k, order_names, &v);
+			c->order = (enum wl_order)v;
+		} else if (strcmp(k, "sort_window") == 0)
+			rc = y_u32(&x, vn, k, 1, &c->sort_window);
+		else if (strcmp(k, "hash_block_tokens") == 0)
+			rc = y_u32(&x, vn, k, 1, &c->hash_block_tokens);
+		else if (strcmp(k, "seed") == 0)
+			rc = y_u64(&x, vn, k, &c->seed);
+		else if (strcmp(k, "vocab_size") == 0)
+			rc = y_u32(&x, vn, k, 1, &c->vocab_size);
+		else if (strcmp(k, "time_scale") == 0) {
+			rc = y_finite(&x, vn, k, 0, &c->time_scale);
+			if (rc == WL_OK && !(c->time_scale > 0))
+				rc = yfail(&x, vn, "time_scale: must be > 0");
+		} else if (strcmp(k, "target_rate") == 0)
+			rc = y_finite(&x, vn, k, 0, &c->target_rate);
+		else if (strcmp(k, "max_requests") == 0)
+			rc = y_u64(&x, vn, k, &c->max_requests);
+		else if (strcmp(k, "max_model_len") == 0)
+			rc = y_u64(&x, vn, k, &c->max_model_len);
+		else if (strcmp(k, "window") == 0) {
+			rc = y_map(&x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(&x, vn, k2, v2) {
+				const char *s = sval(k2);
+				double e;
+
+				if (s != NULL && strcmp(s, "start_s") == 0)
+					rc = y_finite(&x, v2, s, 0,
+					    &c->window_start_s);
+				else if (s != NULL && strcmp(s, "end_s") == 0) {
+					rc = y_double(&x, v2, s, 0, &e);
+					c->window_end_s = isfinite(e) ? e : 0;
+				} else
+					return y_unknown(&x, k2, "window");
+				if (rc != WL_OK)
+					return rc;
+			}
+			if (c->window_end_s > 0 &&
+			    c->window_end_s <= c->window_start_s)
+				return yfail(&x, vn, "window: end_s must be "
+				    "greater than start_s");
+		} else if (strcmp(k, "filter") == 0) {
+			rc = y_map(&x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(&x, vn, k2, v2) {
+				const char *s = sval(k2);
+				uint64_t *dst = NULL;
+
+				if (s == NULL)
+					dst = NULL;
+				else if (strcmp(s, "min_prompt_tokens") == 0)
+					dst = &c->min_prompt;
+				else if (strcmp(s, "max_prompt_tokens") == 0)
+					dst = &c->max_prompt;
+				else if (strcmp(s, "min_output_tokens") == 0)
+					dst = &c->min_output;
+				else if (strcmp(s, "max_output_tokens") == 0)
+					dst = &c->max_output;
+				else if (strcmp(s, "max_total_tokens") == 0)
+					dst = &c->max_total;
+				if (dst == NULL)
+					return y_unknown(&x, k2, "filter");
+				rc = y_u64(&x, v2, s, dst);
+				if (rc != WL_OK)
+					return rc;
+			}
+		} else if (strcmp(k, "cap") == 0) {
+			rc = y_map(&x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(&x, vn, k2, v2) {
+				const char *s = sval(k2);
+
+				if (s != NULL &&
+				    strcmp(s, "prompt_tokens") == 0)
+					rc = y_u64(&x, v2, s, &c->cap_prompt);
+				else if (s != NULL &&
+				    strcmp(s, "output_tokens") == 0)
+					rc = y_u64(&x, v2, s, &c->cap_output);
+				else
+					return y_unknown(&x, k2, "cap");
+				if (rc != WL_OK)
+					return rc;
+			}
+		} else if (strcmp(k, "tile") == 0) {
+			rc = y_map(&x, vn, k);
+			if (rc != WL_OK)
+				return rc;
+			Y_EACH(&x, vn, k2, v2) {
+				const char *s = sval(k2);
+
+				if (s != NULL && strcmp(s, "copies") == 0)
+					rc = y_u32(&x, v2, s, 1,
+					    &c->tile_copies);
+				else if (s != NULL &&
+				    strcmp(s, "period_s") == 0)
+					rc = y_finite(&x, v2, s, 0,
+					    &c->tile_period_s);
+				else if (s != NULL &&
+				    strcmp(s, "share_prefixes") == 0)
+					rc = y_bool(&x, v2, s, &c->tile_share);
+				else
+					return y_unknown(&x, k2, "tile");
+				if (rc != WL_OK)
+					return rc;
+			}
+		} else if (strcmp(k, "generator") == 0)
+			rc = y_generator(&x, vn, &c->gen);
+		else
+			return y_unknown(&x, kn, "workload");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+wl_err
+wl_config_load(const char *path, struct wl_config *c, struct wl_error *err)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root, *node;
+	FILE *f;
+	wl_err rc;
+
+	f = fopen(path, "rb");
+	if (f == NULL) {
+		wl__error_set(err, path, 0, 0, "cannot open: %s",
+		    strerror(errno));
+		return WL_EIO;
+	}
+	if (!yaml_parser_initialize(&parser)) {
+		fclose(f);
+		wl__error_set(err, path, 0, 0, "out of memory");
+		return WL_ENOMEM;
+	}
+	yaml_parser_set_input_file(&parser, f);
+	if (!yaml_parser_load(&parser, &doc)) {
+		wl__error_set(err, path, parser.problem_mark.line + 1,
+		    (uint32_t)parser.problem_mark.column + 1, "%s",
+		    parser.problem != NULL ? parser.problem :
+		    "YAML syntax error");
+		yaml_parser_delete(&parser);
+		fclose(f);
+		return WL_ECONFIG;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (root == NULL) {
+		wl__error_set(err, path, 0, 0, "empty YAML document");
+		rc = WL_ECONFIG;
+		goto out;
+	}
+	node = root;
+	if (root->type == YAML_MAPPING_NODE) {
+		yaml_node_pair_t *pr;
+
+		for (pr = root->data.mapping.pairs.start;
+		    pr < root->data.mapping.pairs.top; pr++) {
+			yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
+
+			if (k != NULL && k->type == YAML_SCALAR_NODE &&
+			    strcmp((const char *)k->data.scalar.value,
+			    "workload") == 0) {
+				node = yaml_document_get_node(&doc, pr->value);
+				break;
+			}
+		}
+	}
+	rc = wl_config_from_yaml(&doc, node, path, c, err);
+out:
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	fclose(f);
+	return rc;
+}

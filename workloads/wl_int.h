@@ -1,0 +1,243 @@
+/*
+ * wl_int.h -- internals shared by the files of workloads/.
+ *
+ * A wl_stream is a pipeline: one struct wl_stream owns the counts, the
+ * error and the info that every stage writes, and the top stage.  Stages
+ * pull from the stage below them; a stage that fails fills p->err and
+ * returns the code, and every stage above passes it up unchanged.
+ */
+#ifndef KVSIM_WL_INT_H
+#define KVSIM_WL_INT_H
+
+#include "workloads/wl.h"
+
+#include <gsl/gsl_rng.h>
+
+struct wl_stage;
+
+struct wl_stage_ops {
+	wl_err (*next)(struct wl_stage *st, struct wl_request *r);
+	void (*free)(struct wl_stage *st);
+};
+
+struct wl_stage {
+	const struct wl_stage_ops *ops;
+	struct wl_stream *p;
+};
+
+struct wl_stream {
+	struct wl_config cfg;	/* private copy: tiling reopens the source */
+	struct wl_stage *top;
+	struct wl_counts cnt;
+	struct wl_error err;
+	struct wl_info info;
+	uint64_t next_id;
+	double scale;		/* time_scale, or the one target_rate implies */
+	wl_err last_rc;		/* WL_END or the error, once top is gone */
+};
+
+static inline wl_err
+wl__stage_next(struct wl_stage *st, struct wl_request *r)
+{
+	return st->ops->next(st, r);
+}
+
+static inline void
+wl__stage_free(struct wl_stage *st)
+{
+	if (st != NULL)
+		st->ops->free(st);
+}
+
+/* wl_err.c: fill an error; printf-style `what`. */
+void wl__error_set(struct wl_error *e, const char *file, uint64_t line,
+    uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+wl_err wl__fail(struct wl_stream *p, wl_err code, const char *file,
+    uint64_t line, uint32_t col, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* wl_io.c: buffered line reader over a plain or gzip file. ------------- */
+
+struct wl_gz;
+
+struct wl_lines {
+	char name[512];
+	int fd;
+	bool own_fd;
+	bool eof;		/* no more raw input */
+	bool gz;		/* input is gzip */
+	struct wl_gz *z;
+	unsigned char *raw;	/* compressed input (gz only) */
+	size_t raw_len, raw_pos, raw_cap;
+	char *buf;		/* decompressed text */
+	size_t cap, start, end, scan;
+	uint64_t line;		/* number of the last line returned */
+	uint64_t bytes;		/* text bytes consumed */
+};
+
+/* path "-" is standard input.  err gets FILE-only messages. */
+wl_err wl__lines_open(struct wl_lines *lr, const char *path,
+    struct wl_error *err);
+/*
+ * Next line without its terminator (LF or CRLF; a last line without one is
+ * returned too).  *line points into the reader's buffer until the next
+ * call.  WL_END at the end of input.
+ */
+wl_err wl__lines_next(struct wl_lines *lr, const char **line, size_t *len,
+    struct wl_error *err);
+void wl__lines_close(struct wl_lines *lr);
+
+/* wl_gz.c / wl_gz_none.c ------------------------------------------------ */
+
+bool wl__gz_available(void);
+struct wl_gz *wl__gz_new(void);
+/*
+ * Inflate from *in (advanced) into out; *produced bytes written.  Handles
+ * concatenated members.  WL_EPARSE with `what` on corrupt data.
+ */
+wl_err wl__gz_inflate(struct wl_gz *z, const unsigned char **in,
+    size_t *in_len, char *out, size_t out_cap, size_t *produced,
+    char *what, size_t what_size);
+/* true if the last member ended cleanly (no truncated stream). */
+bool wl__gz_complete(const struct wl_gz *z);
+void wl__gz_free(struct wl_gz *z);
+
+/* wl_parse.c: numbers and fields. -------------------------------------- */
+
+#define WL_ISDIGIT(c) ((unsigned)((c) - '0') < 10u)
+
+enum wl_num {
+	WL_NUM_OK,
+	WL_NUM_BAD,		/* not a number of the expected form */
+	WL_NUM_NEG,		/* negative */
+	WL_NUM_HUGE		/* does not fit (lengths: >= 2^31) */
+};
+
+/* Non-negative integer length: digits only; HUGE when >= 2^31. */
+enum wl_num wl__parse_len(const char *p, size_t n, uint32_t *out);
+/* Signed 64-bit integer. */
+enum wl_num wl__parse_i64(const char *p, size_t n, int64_t *out);
+/* Unsigned 64-bit integer. */
+enum wl_num wl__parse_u64(const char *p, size_t n, uint64_t *out);
+/*
+ * A non-negative decimal time in a unit of unit_ns nanoseconds (1e9 for
+ * seconds, 1e6 for ms, 1 for ns) to ns.  Exact for plain decimals (rounded
+ * half up below 1 ns); exponents are accepted (via strtod).
+ */
+enum wl_num wl__parse_time(const char *p, size_t n, int64_t unit_ns,
+    int64_t *out);
+/* A finite double. */
+enum wl_num wl__parse_double(const char *p, size_t n, double *out);
+/* "YYYY-MM-DD HH:MM:SS[.f...]" to ns since 1970-01-01 (no time zone). */
+bool wl__parse_datetime(const char *p, size_t n, int64_t *out);
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+int64_t wl__days_from_civil(int64_t y, unsigned m, unsigned d);
+/* Inverse of the above, for printing. */
+void wl__civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d);
+
+/* CSV: split one line into fields (RFC 4180 quotes; "" inside quotes). */
+struct wl_field {
+	const char *p;		/* content (quotes stripped) */
+	size_t n;
+	uint32_t col;		/* 1-based column of the field's first byte */
+	bool quoted;		/* had quotes (content may hold "" pairs) */
+};
+
+/* Returns the number of fields (up to max); -1 on an unterminated quote. */
+int wl__csv_split(const char *line, size_t len, struct wl_field *f, int max);
+
+/* wl_json.c: a small JSON cursor for one-object-per-line files. -------- */
+
+struct wl_jcur {
+	const char *line, *p, *end;
+	const char *what;	/* error text when a call returns false */
+	const char *at;		/* error position */
+};
+
+void wl__j_init(struct wl_jcur *j, const char *line, size_t len);
+void wl__j_ws(struct wl_jcur *j);
+bool wl__j_peek(struct wl_jcur *j, char c);	/* skips ws first */
+bool wl__j_expect(struct wl_jcur *j, char c);
+/* A string's raw content (escapes kept) into [*s, *s + *n). */
+bool wl__j_string(struct wl_jcur *j, const char **s, size_t *n);
+/* The raw text of a number. */
+bool wl__j_number(struct wl_jcur *j, const char **s, size_t *n);
+/* Skip any value. */
+bool wl__j_skip(struct wl_jcur *j);
+static inline uint32_t
+wl__j_col(const struct wl_jcur *j, const char *at)
+{
+	return (uint32_t)(at - j->line) + 1;
+}
+
+/* Growable arrays. ------------------------------------------------------ */
+
+bool wl__grow(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* Hash set of 64-bit keys (open addressing). ---------------------------- */
+
+struct wl_hset {
+	uint64_t *slot;
+	size_t cap, n;
+	bool has_zero;
+};
+
+bool wl__hset_init(struct wl_hset *h);
+/* true if present; inserts when `insert`.  false + errno on no memory. */
+int wl__hset_has(struct wl_hset *h, uint64_t k, bool insert);
+void wl__hset_release(struct wl_hset *h);
+
+/* Stages (wl_trace.c, wl_xform.c, wl_gen.c). ---------------------------- */
+
+/* Key namespaces for wl_mix. */
+enum {
+	WL_NS_ROW = 0x524f57,	/* rows of traces without identity */
+	WL_NS_HASH = 0x48415348,	/* trace hash ids */
+	WL_NS_OUT = 0x4f5554,	/* outputs */
+	WL_NS_SYS = 0x535953,	/* system prompts */
+	WL_NS_USER = 0x55534552,	/* user turns */
+	WL_NS_TOK = 0x544f4b,	/* explicit token lists */
+	WL_NS_SESS = 0x53455353,	/* session ids from strings */
+	WL_NS_COPY = 0x434f5059,	/* tile copies */
+	WL_NS_RNG = 0x524e47	/* RNG streams */
+};
+
+wl_err wl__trace_open(struct wl_stream *p, const struct wl_config *c,
+    const char *path, enum wl_format fmt, struct wl_stage **out);
+wl_err wl__gen_open(struct wl_stream *p, const struct wl_config *c,
+    struct wl_stage **out);
+
+wl_err wl__sort_open(struct wl_stream *p, struct wl_stage *in,
+    uint32_t window, struct wl_stage **out);
+wl_err wl__window_open(struct wl_stream *p, struct wl_stage *in,
+    int64_t t0, int64_t t1, struct wl_stage **out);
+wl_err wl__filter_open(struct wl_stream *p, struct wl_stage *in,
+    const struct wl_config *c, struct wl_stage **out);
+wl_err wl__head_open(struct wl_stream *p, struct wl_stage *in, uint64_t n,
+    struct wl_stage **out);
+wl_err wl__scale_open(struct wl_stream *p, struct wl_stage *in,
+    double scale, struct wl_stage **out);
+/* Open the source chain (source .. scale) for tile copy `copy`. */
+wl_err wl__chain_open(struct wl_stream *p, struct wl_stage **out);
+wl_err wl__tile_open(struct wl_stream *p, struct wl_stage *first,
+    struct wl_stage **out);
+
+/* A seeded RNG for stream `stream` of run seed `seed` (mt19937). */
+gsl_rng *wl__rng_new(uint64_t seed, uint64_t stream);
+
+/* Sample an integer distribution (wl_dist.c).  Tables in `ds`. */
+struct wl_sampler {
+	const struct wl_dist *d;
+	void *table;		/* gsl_ran_discrete_t for zipf/empirical */
+	int64_t base;		/* value of table index 0 */
+};
+
+wl_err wl__sampler_init(struct wl_sampler *s, const struct wl_dist *d,
+    char *what, size_t what_size);
+int64_t wl__sample(struct wl_sampler *s, gsl_rng *r);
+void wl__sampler_release(struct wl_sampler *s);
+/* Check a distribution's parameters; false with `what` filled. */
+bool wl__dist_check(const struct wl_dist *d, char *what, size_t size);
+
+#endif /* KVSIM_WL_INT_H */

@@ -1,0 +1,337 @@
+/*
+ * wl_parse.c -- numbers, times and CSV fields, without strtol/sscanf on
+ * the hot path (fields are not NUL-terminated and parsing is most of a
+ * reader's cost).
+ *
+ * Times are converted to integer nanoseconds exactly from their decimal
+ * text: "5.8926549999999995" s is 5,892,655,000 ns (half up at the 10th
+ * fractional digit), never a double rounded twice.
+ */
+#include "config.h"
+
+#include "workloads/wl_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+trim(const char **p, size_t *n)
+{
+	while (*n > 0 && (**p == ' ' || **p == '\t')) {
+		(*p)++;
+		(*n)--;
+	}
+	while (*n > 0 && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
+		(*n)--;
+}
+
+enum wl_num
+wl__parse_u64(const char *p, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	trim(&p, &n);
+	if (n > 0 && *p == '+') {
+		p++;
+		n--;
+	}
+	if (n > 0 && *p == '-')
+		return WL_NUM_NEG;
+	if (n == 0)
+		return WL_NUM_BAD;
+	for (size_t i = 0; i < n; i++) {
+		unsigned d = (unsigned char)p[i] - '0';
+
+		if (d > 9)
+			return WL_NUM_BAD;
+		/* 19 digits cannot overflow; check only beyond that. */
+		if (i >= 19 && v > (UINT64_MAX - d) / 10)
+			return WL_NUM_HUGE;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return WL_NUM_OK;
+}
+
+enum wl_num
+wl__parse_i64(const char *p, size_t n, int64_t *out)
+{
+	bool neg = false;
+	uint64_t v;
+	enum wl_num rc;
+
+	trim(&p, &n);
+	if (n > 0 && *p == '-') {
+		neg = true;
+		p++;
+		n--;
+		if (n > 0 && (*p == '-' || *p == '+'))
+			return WL_NUM_BAD;
+	}
+	rc = wl__parse_u64(p, n, &v);
+	if (rc != WL_NUM_OK)
+		return rc;
+	if (v > (uint64_t)INT64_MAX + (neg ? 1 : 0))
+		return WL_NUM_HUGE;
+	*out = neg ? (int64_t)(0 - v) : (int64_t)v;
+	return WL_NUM_OK;
+}
+
+enum wl_num
+wl__parse_len(const char *p, size_t n, uint32_t *out)
+{
+	uint64_t v;
+	enum wl_num rc;
+
+	trim(&p, &n);
+	if (n > 0 && *p == '-') {
+		/* "-" followed by digits is a negative number; else junk. */
+		if (n > 1 && WL_ISDIGIT(p[1]) &&
+		    wl__parse_u64(p + 1, n - 1, &v) != WL_NUM_BAD)
+			return WL_NUM_NEG;
+		return WL_NUM_BAD;
+	}
+	rc = wl__parse_u64(p, n, &v);
+	if (rc != WL_NUM_OK)
+		return rc;
+	if (v >= (uint64_t)1 << 31)
+		return WL_NUM_HUGE;
+	*out = (uint32_t)v;
+	return WL_NUM_OK;
+}
+
+enum wl_num
+wl__parse_double(const char *p, size_t n, double *out)
+{
+	char tmp[64];
+	char *end;
+	double v;
+
+	trim(&p, &n);
+	if (n == 0 || n >= sizeof(tmp))
+		return WL_NUM_BAD;
+	memcpy(tmp, p, n);
+	tmp[n] = '\0';
+	v = strtod(tmp, &end);
+	if (*end != '\0' || !isfinite(v))
+		return WL_NUM_BAD;
+	*out = v;
+	return WL_NUM_OK;
+}
+
+enum wl_num
+wl__parse_time(const char *p, size_t n, int64_t unit_ns, int64_t *out)
+{
+	uint64_t ip = 0, fp = 0, scale = 1;
+	unsigned udig = 0;
+	size_t i = 0;
+	bool any = false, round_up = false;
+
+	trim(&p, &n);
+	if (n > 0 && *p == '-') {
+		double v;
+
+		if (wl__parse_double(p, n, &v) == WL_NUM_OK)
+			return v == 0 ? WL_NUM_BAD : WL_NUM_NEG;
+		return WL_NUM_BAD;
+	}
+	for (int64_t u = unit_ns; u > 1; u /= 10)
+		udig++;
+	for (; i < n && WL_ISDIGIT(p[i]); i++) {
+		if (ip > UINT64_MAX / 10 - 10)
+			return WL_NUM_HUGE;
+		ip = ip * 10 + (unsigned)(p[i] - '0');
+		any = true;
+	}
+	if (i < n && p[i] == '.') {
+		unsigned k = 0;
+
+		for (i++; i < n && WL_ISDIGIT(p[i]); i++, k++) {
+			any = true;
+			if (k < udig) {
+				fp = fp * 10 + (unsigned)(p[i] - '0');
+				scale *= 10;
+			} else if (k == udig) {
+				round_up = p[i] >= '5';
+			}
+		}
+	}
+	if (!any)
+		return WL_NUM_BAD;
+	if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+		double v;
+
+		if (wl__parse_double(p, n, &v) != WL_NUM_OK)
+			return WL_NUM_BAD;
+		v *= (double)unit_ns;
+		if (v < 0)
+			return WL_NUM_NEG;
+		if (v >= 9.2e18)
+			return WL_NUM_HUGE;
+		*out = (int64_t)llround(v);
+		return WL_NUM_OK;
+	}
+	if (i != n)
+		return WL_NUM_BAD;
+	if (ip > (uint64_t)INT64_MAX / (uint64_t)unit_ns - 1)
+		return WL_NUM_HUGE;
+	/* fp has `scale` as its denominator, scale <= 10^udig. */
+	{
+		uint64_t frac_ns = fp * ((uint64_t)unit_ns / scale);
+
+		*out = (int64_t)(ip * (uint64_t)unit_ns + frac_ns +
+		    (round_up ? 1 : 0));
+	}
+	return WL_NUM_OK;
+}
+
+int64_t
+wl__days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	/* Howard Hinnant's algorithm, proleptic Gregorian calendar. */
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+void
+wl__civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+	int64_t era;
+	unsigned doe, yoe, doy, mp;
+
+	z += 719468;
+	era = (z >= 0 ? z : z - 146096) / 146097;
+	doe = (unsigned)(z - era * 146097);
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	*d = doy - (153 * mp + 2) / 5 + 1;
+	*m = mp < 10 ? mp + 3 : mp - 9;
+	*y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static bool
+digits(const char *p, int n, unsigned *out)
+{
+	unsigned v = 0;
+
+	for (int i = 0; i < n; i++) {
+		unsigned d = (unsigned char)p[i] - '0';
+
+		if (d > 9)
+			return false;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return true;
+}
+
+bool
+wl__parse_datetime(const char *p, size_t n, int64_t *out)
+{
+	unsigned y, mo, d, h, mi, s;
+	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30,
+		31, 30, 31 };
+	int64_t ns = 0;
+
+	trim(&p, &n);
+	if (n < 19 || p[4] != '-' || p[7] != '-' ||
+	    (p[10] != ' ' && p[10] != 'T') || p[13] != ':' || p[16] != ':')
+		return false;
+	if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) ||
+	    !digits(p + 8, 2, &d) || !digits(p + 11, 2, &h) ||
+	    !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s))
+		return false;
+	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
+	    mi > 59 || s > 60)
+		return false;
+	if (n > 19) {
+		int64_t f;
+
+		if (p[19] != '.' || n == 20)
+			return false;
+		if (wl__parse_time(p + 19, n - 19, 1000000000, &f) !=
+		    WL_NUM_OK)
+			return false;
+		ns = f;
+	}
+	*out = (wl__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
+	    s) * 1000000000LL + ns;
+	return true;
+}
+
+int
+wl__csv_split(const char *line, size_t len, struct wl_field *f, int max)
+{
+	const char *p = line, *end = line + len;
+	int k = 0;
+
+	if (memchr(line, '"', len) == NULL) {
+		/* Fast path: no quotes anywhere. */
+		for (;;) {
+			const char *c = memchr(p, ',', (size_t)(end - p));
+			const char *stop = c != NULL ? c : end;
+
+			if (k < max) {
+				f[k].p = p;
+				f[k].n = (size_t)(stop - p);
+				f[k].col = (uint32_t)(p - line) + 1;
+				f[k].quoted = false;
+			}
+			k++;
+			if (c == NULL)
+				return k;
+			p = c + 1;
+		}
+	}
+	for (;;) {
+		const char *start = p;
+
+		if (p < end && *p == '"') {
+			const char *q = p + 1;
+
+			for (;;) {
+				q = memchr(q, '"', (size_t)(end - q));
+				if (q == NULL)
+					return -1;
+				if (q + 1 < end && q[1] == '"') {
+					q += 2;
+					continue;
+				}
+				break;
+			}
+			if (k < max) {
+				f[k].p = p + 1;
+				f[k].n = (size_t)(q - p - 1);
+				f[k].col = (uint32_t)(start - line) + 1;
+				f[k].quoted = true;
+			}
+			p = q + 1;
+			/* Skip junk between the closing quote and ','. */
+			while (p < end && *p != ',')
+				p++;
+		} else {
+			const char *c = memchr(p, ',', (size_t)(end - p));
+
+			p = c != NULL ? c : end;
+			if (k < max) {
+				f[k].p = start;
+				f[k].n = (size_t)(p - start);
+				f[k].col = (uint32_t)(start - line) + 1;
+				f[k].quoted = false;
+			}
+		}
+		k++;
+		if (p >= end)
+			return k;
+		p++;	/* the comma */
+	}
+}

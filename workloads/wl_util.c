@@ -1,0 +1,178 @@
+/*
+ * wl_util.c -- growable arrays, a 64-bit hash set, key mixing, token ids.
+ *
+ * Token ids are a pure function of (segment key, position): the finaliser
+ * of splitmix64 applied twice, mapped onto [0, vocab) by a multiply-shift
+ * (no modulo bias worth the name at vocab < 2^32).  Rejected: a real
+ * tokenizer (no text exists) and a per-run table (memory grows with the
+ * trace).
+ */
+#include "config.h"
+
+#include "workloads/wl_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool
+wl__grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *n;
+
+	if (need <= *cap)
+		return true;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / elem)
+			return false;
+		ncap *= 2;
+	}
+	n = realloc(*arr, ncap * elem);
+	if (n == NULL)
+		return false;
+	*arr = n;
+	*cap = ncap;
+	return true;
+}
+
+uint64_t
+wl_mix(uint64_t a, uint64_t b)
+{
+	uint64_t z = a + 0x9e3779b97f4a7c15ULL * (b + 1);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	/* A second round decorrelates nearby (a, b) pairs. */
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+uint32_t
+wl_token(uint64_t key, uint64_t pos, uint32_t vocab)
+{
+	uint64_t h = wl_mix(key, pos);
+
+	return (uint32_t)(((h >> 32) * (uint64_t)vocab) >> 32);
+}
+
+void
+wl_request_tokens(const struct wl_request *r, uint32_t from, uint32_t count,
+    uint32_t vocab, uint32_t *out)
+{
+	uint32_t end = from + count;
+	uint32_t base = 0;
+
+	if (r->tokens != NULL) {
+		if (count > 0)
+			memcpy(out, r->tokens + from,
+			    (size_t)count * sizeof(*out));
+		return;
+	}
+	for (uint32_t i = 0; i < r->nsegs && from < end; i++) {
+		uint32_t len = r->segs[i].len;
+		uint64_t key = r->segs[i].key;
+
+		if (from < base + len) {
+			uint32_t stop = end < base + len ? end : base + len;
+
+			for (uint32_t t = from; t < stop; t++)
+				*out++ = wl_token(key, t - base, vocab);
+			from = stop;
+		}
+		base += len;
+	}
+}
+
+void
+wl_output_tokens(const struct wl_request *r, uint32_t sample, uint32_t from,
+    uint32_t count, uint32_t vocab, uint32_t *out)
+{
+	uint64_t key = sample == 0 ? r->out_key : wl_mix(r->out_key, sample);
+
+	for (uint32_t i = 0; i < count; i++)
+		out[i] = wl_token(key, (uint64_t)from + i, vocab);
+}
+
+/* Hash set: linear probing, power-of-two capacity, load <= 1/2. */
+
+static size_t
+hset_slot(uint64_t k, size_t mask)
+{
+	return (size_t)(wl_mix(k, 0) & mask);
+}
+
+bool
+wl__hset_init(struct wl_hset *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->cap = 1024;
+	h->slot = calloc(h->cap, sizeof(*h->slot));
+	return h->slot != NULL;
+}
+
+static bool
+hset_rehash(struct wl_hset *h)
+{
+	size_t ncap = h->cap * 2;
+	uint64_t *ns = calloc(ncap, sizeof(*ns));
+
+	if (ns == NULL)
+		return false;
+	for (size_t i = 0; i < h->cap; i++) {
+		uint64_t k = h->slot[i];
+		size_t j;
+
+		if (k == 0)
+			continue;
+		for (j = hset_slot(k, ncap - 1); ns[j] != 0;
+		    j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = k;
+	}
+	free(h->slot);
+	h->slot = ns;
+	h->cap = ncap;
+	return true;
+}
+
+int
+wl__hset_has(struct wl_hset *h, uint64_t k, bool insert)
+{
+	size_t j;
+
+	if (k == 0) {
+		/* 0 marks empty slots; keep it aside. */
+		if (h->has_zero)
+			return 1;
+		if (insert) {
+			h->has_zero = true;
+			h->n++;
+		}
+		return 0;
+	}
+	for (j = hset_slot(k, h->cap - 1); h->slot[j] != 0;
+	    j = (j + 1) & (h->cap - 1))
+		if (h->slot[j] == k)
+			return 1;
+	if (!insert)
+		return 0;
+	h->slot[j] = k;
+	h->n++;
+	if (h->n * 2 > h->cap && !hset_rehash(h)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
+void
+wl__hset_release(struct wl_hset *h)
+{
+	free(h->slot);
+	memset(h, 0, sizeof(*h));
+}
