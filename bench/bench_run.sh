@@ -8,7 +8,7 @@
 set -u
 : "${KVSIM:=sim/kvsim}"
 : "${KVSIM_TRACES:=../shared/traces}"
-tr=$KVSIM_TRACES/azure_llm_2023_conv.csv
+tr=$(cd "$KVSIM_TRACES" 2>/dev/null && pwd)/azure_llm_2023_conv.csv
 [ -r "$tr" ] || { echo "bench_run: no $tr (set KVSIM_TRACES)"; exit 0; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT

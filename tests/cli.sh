@@ -33,6 +33,17 @@ printf 'gpu_blocks 4\nseq A tokens=1\nallocate B\n' |
     "$KVSIM" replay - >"$t" 2>"$t.err"; rc=$?
 [ $rc = 2 ] && grep -q '^<stdin>:3: ' "$t.err" && ok "stdin error" ||
     no "stdin error"
+# A trace path given with --set resolves against the current directory.
+d=${TMPDIR:-/tmp}/kvsim-cli-run.$$
+if (cd "$top_srcdir" && "$KVSIM" run -q --out "$d" \
+    --set workload.trace=tests/fixtures/wl/azure.csv \
+    --set workload.format=azure) >"$t" 2>"$t.err" &&
+    [ -s "$d/summary.csv" ]; then
+	ok "run --set workload.trace=RELATIVE"
+else
+	no "run --set workload.trace=RELATIVE"; cat "$t.err"
+fi
+rm -rf "$d"
 for f in "$top_srcdir"/examples/*.kvr; do
 	"$KVSIM" replay --check "$f" >"$t" 2>"$t.err" &&
 	    ok "example ${f##*/}" || { no "example ${f##*/}"; cat "$t.err"; }

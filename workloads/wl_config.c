@@ -868,7 +868,12 @@ wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
 	x.doc = doc;
 	x.file = file;
 	x.err = err;
-	if (file != NULL && (slash = strrchr(file, '/')) != NULL) {
+	/*
+	 * Paths resolve against the config file's directory; values given on
+	 * the command line ("--set KEY=VALUE", no file) against the current one.
+	 */
+	if (file != NULL && strncmp(file, "--", 2) != 0 &&
+	    (slash = strrchr(file, '/')) != NULL) {
 		size_t n = (size_t)(slash - file);
 
 		if (n == 0)
