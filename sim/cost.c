@@ -119,8 +119,9 @@ static const char SRC_NONE[] = "no host link in the GPU catalog entry";
  * the absorbed, data-movement friendly "decode" path and the expanded,
  * compute friendly "prefill" path, which first up-projects the context's
  * latents.  vLLM picks by query length (reorder_batch_threshold: 1 in
- * MLACommonMetadataBuilder, 128 for FlashMLA, a value marked untuned there); we charge
- * each sequence the cheaper of the two, which lands near that threshold
+ * MLACommonMetadataBuilder, 128 for FlashMLA, a value marked untuned
+ * there); we charge each sequence the cheaper of the two, which lands near
+ * that threshold
  * (absorbed wins below q ~ 171 for DeepSeek-V3) and keeps the cost
  * non-decreasing in q and ctx (a minimum of non-decreasing functions).
  */
