@@ -23,7 +23,9 @@
 
 #include "core/kvsched.h"
 #include "reports/rpt.h"
+#include "sim/calib.h"
 #include "sim/catalog.h"
+#include "sim/plugin.h"
 #include "sim/runcfg.h"
 #include "sim/cost.h"
 #include "sim/engine.h"
@@ -207,7 +209,9 @@ struct run {
 	const struct cat_model *model;
 	const struct cat_gpu *gpu;
 	struct sz_result sr;
-	struct cost_model cm;
+	struct cost_calib calib;	/* cost.calibration (owns sources) */
+	struct cost_model cm;		/* borrows calib's sources */
+	void *plugin;			/* a plugin policy's handle */
 	struct kvs_config sc;
 	struct kvc_config kc;
 	replica **rp;
@@ -503,13 +507,39 @@ setup(struct run *R)
 			"list)\n", gw, R->cfg.gpu);
 		return 2;
 	}
-	pol = kvs_builtin_policy(R->cfg.policy);
-	if (pol == NULL) {
+	/* A value with a '/' is a plugin's path (sim/plugin.h), as in
+	 * `kvsim replay`; dlopen takes it relative to the current
+	 * directory. */
+	if (strchr(R->cfg.policy, '/') != NULL) {
+		pol = sim_plugin_load(R->cfg.policy, &R->plugin, why,
+				      sizeof(why));
+		if (pol == NULL) {
+			fprintf(stderr, "%s: policy: cannot load '%s': %s\n",
+				R->cfg.policy_where[0] ? R->cfg.policy_where
+						       : R->cfg.source,
+				R->cfg.policy, why);
+			return 2;
+		}
+	} else if ((pol = kvs_builtin_policy(R->cfg.policy)) == NULL) {
 		fprintf(stderr, "%s: policy: unknown policy '%s' (vllm-v0, "
-			"vllm-v1, sarathi, deepspeed-fastgen, kvsim)\n",
+			"vllm-v1, sarathi, deepspeed-fastgen, kvsim, or the "
+			"path of a plugin)\n",
 			R->cfg.policy_where[0] ? R->cfg.policy_where
 					       : R->cfg.source, R->cfg.policy);
 		return 2;
+	}
+	if (R->cfg.calibration[0] != '\0') {
+		char cerr[1400];
+		kv_err e = cost_calib_load(R->cfg.calibration, &R->calib,
+					   cerr, sizeof(cerr));
+
+		if (e == KV_ENOENT)
+			fprintf(stderr, "%s: cost.calibration: %s\n",
+				R->cfg.calibration_where, cerr);
+		else if (e != KV_OK)
+			fprintf(stderr, "%s\n", cerr);
+		if (e != KV_OK)
+			return 2;
 	}
 	if (sz_compute(R->model, R->gpu, &R->cfg.eng, &R->sr, why,
 		       sizeof(why)) != KV_OK) {
@@ -529,6 +559,7 @@ setup(struct run *R)
 	cc.block_size = R->sr.block_size;
 	cc.kv_dtype_bytes = R->sr.kv_dtype_bytes;
 	cc.ssm_dtype_bytes = R->sr.ssm_dtype_bytes;
+	cc.calib = &R->calib;	/* every term unset without a file */
 	if (cost_model_init(&R->cm, R->model, R->gpu, &cc, why,
 			    sizeof(why)) != KV_OK) {
 		fprintf(stderr, "kvsim run: cost model: %s\n", why);
@@ -596,7 +627,7 @@ setup(struct run *R)
 	for (uint32_t i = 0; i < R->nrp; i++) {
 		struct replica_cfg rc = {
 			.index = i, .sc = &R->sc, .kc = &R->kc, .cm = &R->cm,
-			.step_ns = R->cfg.step_ns,
+			.step_ns = R->cfg.step_ns, .policy = pol,
 			.vocab = R->cfg.wl.vocab_size, .check = R->check,
 		};
 
@@ -633,6 +664,9 @@ teardown(struct run *R)
 	cat_model_free(R->hf);
 	cat_free(R->cat);
 	sim_config_release(&R->cfg);
+	cost_calib_release(&R->calib);
+	/* last: the replicas' schedulers ran the plugin's code */
+	sim_plugin_unload(R->plugin);
 }
 
 static double
@@ -717,6 +751,7 @@ run_main(int argc, char **argv)
 		return 1;
 	}
 	sim_config_init(&R->cfg);
+	cost_calib_init(&R->calib);
 	sim_evq_init(&R->q);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "s:o:fqh", lo, NULL)) != -1) {

@@ -36,7 +36,7 @@
  *
  * Calibration: every constant is a struct cost_term, a value and the
  * source it comes from.  struct cost_calib holds overrides (a calibration
- * file fills them); a term left unset takes its default, whose source is
+ * file fills them: sim/calib.h); a term left unset takes its default, whose source is
  * printed by cost_describe.
  *
  * Alternatives rejected: a lookup table of profiled kernel times (Vidur)

@@ -12,6 +12,7 @@ bin_PROGRAMS += %reldir%/kvsim
 	%reldir%/cmd_kvsize.c \
 	%reldir%/cost.c \
 	%reldir%/cost.h \
+	%reldir%/calib.c %reldir%/calib.h \
 	%reldir%/engine.c %reldir%/engine.h \
 	%reldir%/replica.c %reldir%/replica.h \
 	%reldir%/runcfg.c %reldir%/runcfg.h \

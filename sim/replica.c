@@ -52,7 +52,10 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 		snprintf(why, whylen, "out of memory");
 		return NULL;
 	}
-	rp->s = kvs_new(cfg->sc, cfg->kc, &e, why, whylen);
+	rp->s = cfg->policy != NULL
+		? kvs_new_policy(cfg->policy, cfg->sc, cfg->kc, &e, why,
+				 whylen)
+		: kvs_new(cfg->sc, cfg->kc, &e, why, whylen);
 	if (rp->s == NULL) {
 		free(rp);
 		return NULL;

@@ -48,6 +48,8 @@ struct replica_cfg {
 	uint32_t index;
 	const struct kvs_config *sc;
 	const struct kvc_config *kc;
+	const struct kvs_policy *policy;	/* NULL: sc->policy by name;
+						 * else this one (a plugin's) */
 	const struct cost_model *cm;	/* NULL with step_ns > 0 */
 	int64_t step_ns;		/* > 0: constant step time */
 	uint32_t vocab;

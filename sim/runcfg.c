@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 void
@@ -145,14 +146,45 @@ static const char *const known_keys[] = {
 	"engine.kv_cache_dtype", "engine.kv_cache_memory_bytes",
 	"engine.num_gpu_blocks_override", "engine.tensor_parallel_size",
 	"engine.dtype",
-	"cost.step_ns",
+	"cost.step_ns", "cost.calibration",
 	"output.timeseries_interval_s", "output.heartbeat_interval_s",
 	NULL
 };
 
+/*
+ * dst = path, taken relative to the directory of the file `file` (NULL:
+ * the current directory), then made absolute so that the resolved
+ * config.yaml names the same file wherever it is read.  false if too long.
+ */
+static bool
+resolve_path(char *dst, size_t len, const char *path, const char *file)
+{
+	char cwd[4096];
+	const char *slash = file != NULL ? strrchr(file, '/') : NULL;
+	int dirlen = slash != NULL ? (int)(slash - file) : 0;
+	int n;
+
+	if (path[0] == '/') {
+		n = snprintf(dst, len, "%s", path);
+		return n >= 0 && (size_t)n < len;
+	}
+	if (slash != NULL && file[0] == '/') {
+		n = snprintf(dst, len, "%.*s/%s", dirlen, file, path);
+		return n >= 0 && (size_t)n < len;
+	}
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		return false;
+	if (slash != NULL)
+		n = snprintf(dst, len, "%s/%.*s/%s", cwd, dirlen, file, path);
+	else
+		n = snprintf(dst, len, "%s/%s", cwd, path);
+	return n >= 0 && (size_t)n < len;
+}
+
+/* file: the configuration file the value comes from (NULL: --set). */
 static kv_err
 set_key(struct sim_config *c, const char *key, const char *v,
-	const char *where, char *err, size_t errlen)
+	const char *where, const char *file, char *err, size_t errlen)
 {
 	uint64_t u;
 	double d;
@@ -295,6 +327,16 @@ set_key(struct sim_config *c, const char *key, const char *v,
 			return BAD("expected an integer >= 0 (0: the roofline "
 				   "model)");
 		c->step_ns = (int64_t)u;
+	} else if (strcmp(key, "cost.calibration") == 0) {
+		if (is_null_text(v) || strcmp(v, "none") == 0) {
+			c->calibration[0] = '\0';
+		} else if (!resolve_path(c->calibration,
+					 sizeof(c->calibration), v, file)) {
+			c->calibration[0] = '\0';
+			return BAD("path too long");
+		}
+		snprintf(c->calibration_where, sizeof(c->calibration_where),
+			 "%s", where);
 	} else if (strcmp(key, "output.timeseries_interval_s") == 0) {
 		if (!parse_dbl(v, 1e-6, 1e9, &d))
 			return BAD("expected a number of seconds > 0");
@@ -443,7 +485,7 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 				}
 				e = set_key(c, full,
 					    (char *)v2->data.scalar.value,
-					    where, err, errlen);
+					    where, file, err, errlen);
 				if (e != KV_OK)
 					return e;
 			}
@@ -473,8 +515,8 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 					    "unknown key '%s'", k);
 		}
 		mark(where, sizeof(where), file, vn);
-		e = set_key(c, k, (char *)vn->data.scalar.value, where, err,
-			    errlen);
+		e = set_key(c, k, (char *)vn->data.scalar.value, where, file,
+			    err, errlen);
 		if (e != KV_OK)
 			return e;
 	}
@@ -592,7 +634,7 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 			return fail(err, errlen, where, "unknown key '%s'",
 				    key);
 	}
-	return set_key(c, key, eq + 1, where, err, errlen);
+	return set_key(c, key, eq + 1, where, NULL, err, errlen);
 }
 
 kv_err
@@ -677,6 +719,8 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		sr ? sr->tp : e->tensor_parallel_size ?
 		e->tensor_parallel_size : 1);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
+	if (c->calibration[0] != '\0')
+		fprintf(f, "  calibration: \"%s\"\n", c->calibration);
 	fprintf(f, "output:\n  timeseries_interval_s: %.17g\n"
 		"  heartbeat_interval_s: %.17g\n", c->timeseries_interval_s,
 		c->heartbeat_interval_s);

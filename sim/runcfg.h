@@ -6,12 +6,15 @@
  *
  *   model: meta-llama/Llama-3.1-8B    # catalog id or alias, or config.json
  *   gpu: h100-sxm                     # catalog id or alias
- *   policy: vllm-v1                   # kvsched.h policies
+ *   policy: vllm-v1                   # kvsched.h policies, or a plugin
+ *                                     # path (has a '/'; sim/plugin.h)
  *   replicas: 1
  *   router: round-robin               # | least-outstanding | prefix-affinity
  *   seed: 0
  *   engine: {block_size: 16, ...}     # vLLM's names
  *   cost: {step_ns: 0}                # 0: the roofline model of sim/cost.h
+ *   cost: {calibration: calib.yaml}   # overrides of its terms (calib.h),
+ *                                     # relative to this file's directory
  *   output: {timeseries_interval_s: 1.0, heartbeat_interval_s: 600}
  *   workload: {...}                   # workloads/wl.h, wl_config_from_yaml
  *
@@ -60,6 +63,9 @@ struct sim_config {
 
 	/* cost */
 	int64_t step_ns;		/* > 0: every step takes this long */
+	char calibration[1024];		/* a calibration file (sim/calib.h),
+					 * absolute; "" none */
+	char calibration_where[SIM_WHERE_LEN];
 
 	/* output */
 	double timeseries_interval_s;	/* simulated seconds (1.0) */

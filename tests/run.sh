@@ -18,7 +18,13 @@
 #     cache that forces recompute preemptions; vllm-v0 with swap; two
 #     replicas per router): request conservation, each request once,
 #     causality arrival <= first scheduled <= first token <= finish,
-#     e2e >= ttft, and preemption counts that match the summary.
+#     e2e >= ttft, and preemption counts that match the summary;
+#  7. cost.calibration (docs/cost-model.md "Calibration file"):
+#     tests/run/calib_run.yaml names tests/run/calib.yaml relative to its
+#     own directory; its 50 ms CPU overhead a step makes duration_s at
+#     least 50 ms a step (the same run without it is shorter), config.yaml
+#     records the file; a bad key or value in a calibration file, or a
+#     missing one, is exit 2 with FILE:LINE:COL and no output.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -159,4 +165,29 @@ for router in round-robin least-outstanding prefix-affinity; do
 	reps=$(tail -n +2 "$T/r-$router/requests.csv" | cut -d, -f3 | sort -u | wc -l)
 	[ "$reps" -eq 2 ] || bad "$router: used $reps replicas"
 done
+
+# 7. Calibration file.
+"$KVSIM" run -q "$D/calib_run.yaml" --out "$T/cal" || bad "calibrated run"
+"$KVSIM" run -q "$D/calib_run.yaml" --set cost.calibration=none \
+	--out "$T/nocal" || bad "uncalibrated run"
+dc=$(sval "$T/cal/summary.csv" duration_s)
+sc=$(sval "$T/cal/summary.csv" steps)
+dn=$(sval "$T/nocal/summary.csv" duration_s)
+awk -v d="$dc" -v s="$sc" 'BEGIN { exit !(s > 0 && d >= 0.05 * s) }' ||
+	bad "calibrated run: duration_s $dc < 50 ms x $sc steps"
+awk -v c="$dc" -v n="$dn" 'BEGIN { exit !(c > n) }' ||
+	bad "calibration did not lengthen the run ($dc vs $dn)"
+[ "$(sval "$T/cal/summary.csv" completed)" = 4 ] ||
+	bad "calibrated run: completed"
+grep -q '^  calibration: ".*/tests/run/calib.yaml"$' "$T/cal/config.yaml" ||
+	bad "config.yaml does not record the calibration file"
+grep -q 'calibration' "$T/nocal/config.yaml" &&
+	bad "config.yaml records a calibration it did not use"
+expect_bad "bad_calib.yaml:9:16: copy.h2d.batch.pinned: unknown term 'alpha'" \
+	"$D/bad_calib_run.yaml"
+printf 'cpu_seq_ns: 2000\neff_memory: {value: 1.5, source: x}\n' >"$T/c.yaml"
+expect_bad "c.yaml:2:21: eff_memory: an efficiency must be in \\(0, 1\\]" \
+	--set cost.calibration="$T/c.yaml"
+expect_bad "^--set cost.calibration=.*: cost.calibration: .*no-such.yaml: " \
+	--set cost.calibration="$T/no-such.yaml"
 exit $fail

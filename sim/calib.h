@@ -1,0 +1,50 @@
+/*
+ * calib.h -- read a calibration file into a struct cost_calib (cost.h).
+ *
+ * A calibration file is YAML (docs/cost-model.md "Calibration file"): keys
+ * named after the cost terms, each a number or {value: X, source: "..."}:
+ *
+ *   cpu_step_ns: {value: 1.2e6, source: "nsys, vLLM 0.11 on H100"}
+ *   eff_compute: 0.7
+ *   copy:
+ *     d2h:
+ *       per-chunk:
+ *         pinned: {alpha_ns: 9000, beta_ns: 4800, ns_per_byte: 0.021}
+ *
+ * Every term it sets gets the source "SOURCE (FILE:LINE)", or "FILE:LINE"
+ * without one, so cost_describe says where each number came from.  Terms
+ * the file does not name (or names with null) stay unset: the model keeps
+ * its default.
+ *
+ * Unknown keys, a value that is not a number, an efficiency outside (0, 1]
+ * and a time outside [0, 1e12] ns are errors "FILE:LINE:COL: what" at the offending key
+ * or value (the caller exits 2); the whole file is checked before anything
+ * is kept.
+ *
+ * Why a separate file from runcfg.c: the same loader serves any command
+ * that builds a cost model, and it uses sim/ydoc.h (positions on every
+ * node) like the catalogs whose defaults it overrides.
+ */
+#ifndef SIM_CALIB_H
+#define SIM_CALIB_H
+
+#include "sim/cost.h"
+
+#include <stddef.h>
+
+/*
+ * Read the file at path into *c (initialised here: terms not in the file
+ * are left unset).  The source strings of the terms it sets are heap
+ * copies owned by *c until cost_calib_release(c); a cost model built from
+ * *c borrows them.  KV_OK; KV_EINVAL with "FILE:LINE:COL: what" in err;
+ * KV_ENOENT ("PATH: strerror") if the file cannot be read; KV_ENOMEM.  On
+ * failure *c has every term unset and owns nothing.
+ */
+kv_err cost_calib_load(const char *path, struct cost_calib *c, char *err,
+		       size_t errlen);
+
+/* Free the sources cost_calib_load set and unset every term.  Only for a
+ * struct cost_calib filled by cost_calib_load (or cost_calib_init). */
+void cost_calib_release(struct cost_calib *c);
+
+#endif
