@@ -88,6 +88,8 @@ struct kvc {
 	void *ms;		/* the mode's state */
 	struct kvc_seq *seq;
 	uint32_t nseq, capseq;
+	int32_t *spare;		/* released sequence slots, reused by seq_new */
+	uint32_t nspare, capspare;
 	struct kvc_pair *pairs;
 	uint32_t npairs, cappairs;
 	int64_t now;		/* kvc_set_time() */

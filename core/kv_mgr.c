@@ -216,6 +216,7 @@ kvc_free(kvc *k)
 	for (uint32_t i = 0; i < k->nseq; i++)
 		kvc__seq_release(&k->seq[i]);
 	free(k->seq);
+	free(k->spare);
 	free(k->pairs);
 	free(k);
 }
@@ -272,6 +273,12 @@ kvc_clone(const kvc *k)
 		d->nseq = i + 1;
 		if (kvc__seq_copy(&d->seq[i], &k->seq[i]) != KV_OK)
 			goto fail;
+	}
+	if (k->nspare > 0) {
+		d->spare = kvc__dup(k->spare, k->nspare * sizeof(*k->spare));
+		if (d->spare == NULL)
+			goto fail;
+		d->nspare = d->capspare = k->nspare;
 	}
 	if (k->ops->clone(d, k) != KV_OK)
 		goto fail;
@@ -470,14 +477,32 @@ kvc_seq_new(kvc *k, const uint32_t *tok, size_t n, int32_t *out)
 		return kvc__fail(k, KV_EINVAL,
 				 "sequence of %zu tokens is longer than "
 				 "max_model_len %u", n, k->cfg.max_model_len);
-	e = kvc__seq_alloc(k, &s);
-	if (e != KV_OK)
-		return e;
-	q = &k->seq[s];
+	if (k->nspare > 0) {
+		/* a released slot: DEAD, no memory, detached (kvc_seq_release) */
+		s = k->spare[--k->nspare];
+		q = &k->seq[s];
+		memset(q, 0, sizeof(*q));
+		q->req = s;
+		q->next = -1;
+		q->memo = -1;
+		q->state = KVC_WAITING;
+		q->prefill = 1;
+	} else {
+		e = kvc__seq_alloc(k, &s);
+		if (e != KV_OK)
+			return e;
+		q = &k->seq[s];
+	}
 	e = kvc__tok_push(q, tok, n);
 	if (e != KV_OK) {
-		k->nseq--;
 		free(q->tok);
+		q->tok = NULL;
+		if ((uint32_t)s + 1 == k->nseq) {
+			k->nseq--;
+		} else {
+			q->state = KVC_DEAD;	/* back to the spare slots */
+			k->spare[k->nspare++] = s;
+		}
 		return kvc__fail(k, e, "out of memory");
 	}
 	*out = s;
@@ -613,8 +638,27 @@ kvc_seq_release(kvc *k, int32_t s)
 				return kvc__fail(k, KV_ESTATE, "release of a "
 						 "request that holds blocks");
 	}
-	for (t = k->seq[s].req; t >= 0; t = k->seq[t].next) {
+	{
+		uint32_t n = 0;
+
+		for (t = k->seq[s].req; t >= 0; t = k->seq[t].next)
+			n++;
+		if (k->nspare + n > k->capspare) {
+			uint32_t cap = k->capspare ? k->capspare : 64;
+			int32_t *p;
+
+			while (cap < k->nspare + n)
+				cap *= 2;
+			p = realloc(k->spare, cap * sizeof(*p));
+			if (p == NULL)
+				return kvc__fail(k, KV_ENOMEM, "out of memory");
+			k->spare = p;
+			k->capspare = cap;
+		}
+	}
+	for (t = k->seq[s].req; t >= 0;) {
 		struct kvc_seq *q = &k->seq[t];
+		int32_t next = q->next;
 
 		if (k->ops->seq_release != NULL)
 			k->ops->seq_release(k, t);
@@ -627,6 +671,10 @@ kvc_seq_release(kvc *k, int32_t s)
 			memset(&q->tab[g], 0, sizeof(q->tab[g]));
 		}
 		q->state = KVC_DEAD;
+		q->req = t;		/* detached: the slot stands alone */
+		q->next = -1;
+		k->spare[k->nspare++] = t;
+		t = next;
 	}
 	return KV_OK;
 }

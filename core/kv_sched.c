@@ -603,6 +603,7 @@ kvs__finish(kvs *s, kvs_req r)
 		e = kvc_seq_release(s->k, s->rq[r].seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "finish: %s", kvc_errmsg(s->k));
+	s->rq[r].seq = -1;	/* its slot may serve a new request */
 	if (at >= 0)
 		kvs_queue_remove(s, KVS_Q_RUNNING, (uint32_t)at);
 	s->rq[r].status = KVS_FINISHED;
@@ -702,7 +703,8 @@ kvs_abort(kvs *s, kvs_req r)
 	if (at >= 0)
 		kvs_queue_remove(s, qof[q->status], (uint32_t)at);
 	/* the request is over: keep no tokens for it */
-	(void)kvc_seq_release(s->k, q->seq);
+	if (kvc_seq_release(s->k, q->seq) == KV_OK)
+		q->seq = -1;
 	q->status = KVS_ABORTED;
 	s->nunfinished--;
 	return KV_OK;

@@ -216,6 +216,50 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+/* kvc_seq_release: no blocks required, memory dropped, slot reused. */
+START_TEST(test_seq_release_reuse)
+{
+	struct kvc_config c;
+	uint32_t tok[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+	char why[256];
+	int32_t a, b, d;
+	size_t n;
+	kvc *k;
+
+	kvc_config_default(&c, (kvc_mode)_i);
+	c.block_size = 4;
+	c.gpu_blocks = 8;
+	k = kvc_new(&c, NULL, why, sizeof(why));
+	ck_assert_msg(k != NULL, "%s", why);
+	ck_assert_int_eq(kvc_seq_new(k, tok, 10, &a), KV_OK);
+	ck_assert_int_eq(kvc_seq_new(k, tok, 3, &d), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);
+	/* holding blocks: refused, nothing changes */
+	ck_assert_int_eq(kvc_seq_release(k, a), KV_ESTATE);
+	ck_assert_int_eq(kvc_seq_state(k, a), KVC_RUNNING);
+	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+	ck_assert_int_eq(kvc_free_seq(k, a), KV_OK);
+	ck_assert_int_eq(kvc_seq_release(k, a), KV_OK);
+	ck_assert_int_eq(kvc_seq_state(k, a), KVC_DEAD);
+	ck_assert_uint_eq(kvc_seq_len(k, a), 0);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_ENOENT);
+	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+	/* the next sequence takes the released slot, fresh */
+	ck_assert_int_eq(kvc_seq_new(k, tok + 2, 5, &b), KV_OK);
+	ck_assert_int_eq(b, a);
+	ck_assert_uint_eq(kvc_nseqs(k), 2);
+	ck_assert_int_eq(kvc_seq_state(k, b), KVC_WAITING);
+	ck_assert_uint_eq(kvc_seq_len(k, b), 5);
+	ck_assert_uint_eq(kvc_seq_computed(k, b), 0);
+	kvc_table(k, b, 0, &n);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, d, 0), KV_OK);
+	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+	kvc_free(k);
+}
+END_TEST
+
 static Suite *
 core_suite(void)
 {
@@ -232,6 +276,7 @@ core_suite(void)
 	tcase_add_loop_test(tc, test_bad_config, 0,
 			    sizeof(bad_configs) / sizeof(bad_configs[0]));
 	tcase_add_test(tc, test_defaults);
+	tcase_add_loop_test(tc, test_seq_release_reuse, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
