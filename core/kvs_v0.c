@@ -47,8 +47,8 @@
  * Scratch arrays grow with the queues and never shrink.
  */
 #include "kvsched.h"
+#include "kv_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,23 +92,6 @@ struct v0s {
 	struct v0s_list l[V0S_NLIST];
 };
 
-static kv_err
-v0s_cfail(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static kv_err
-v0s_cfail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && whylen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return KV_ECONFIG;
-}
-
 static int64_t
 v0s_default(int64_t v, int64_t d)
 {
@@ -133,24 +116,29 @@ v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
 	if (kc->mode != KVC_VLLM_V0)
-		return v0s_cfail(why, whylen, "policy vllm-v0 runs on "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "policy vllm-v0 runs on "
 				 "allocator mode vllm-v0, not %s",
 				 kvc_mode_name(kc->mode));
 	if (kc->ngroups > 1 ||
 	    (kc->ngroups == 1 && kc->group[0].kind != KVC_FULL))
-		return v0s_cfail(why, whylen, "policy vllm-v0 takes one KV "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "policy vllm-v0 takes one KV "
 				 "cache group of kind=full (sliding windows "
 				 "and hybrid groups are outside its contract)");
 	if (c->chunk_size != KVS_UNSET)
-		return v0s_cfail(why, whylen, "chunk_size: vllm-v0 has no "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "chunk_size: vllm-v0 has no "
 				 "fixed chunk size (its chunks come from the "
 				 "token budget)");
 	if (c->long_prefill_threshold != KVS_UNSET)
-		return v0s_cfail(why, whylen, "long_prefill_threshold: vllm-v0 "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "long_prefill_threshold: vllm-v0 "
 				 "uses it only with concurrent partial "
 				 "prefills, fixed at one here");
 	if (c->priority == 1)
-		return v0s_cfail(why, whylen, "sched_policy priority is "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "sched_policy priority is "
 				 "outside the contract of policy vllm-v0 "
 				 "(fcfs only)");
 	c->max_num_seqs = v0s_default(c->max_num_seqs, 128);
@@ -159,12 +147,14 @@ v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	c->priority = v0s_default(c->priority, 0);
 	c->lookahead = v0s_default(c->lookahead, 0);
 	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
-		return v0s_cfail(why, whylen, "max_num_seqs must be between 1 "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "max_num_seqs must be between 1 "
 				 "and %u", UINT32_MAX);
 	if (c->chunked_prefill < 0 || c->chunked_prefill > 1 ||
 	    c->preemption < 0 || c->preemption > 1 || c->priority != 0 ||
 	    c->lookahead < 0 || c->lookahead > UINT32_MAX / 4)
-		return v0s_cfail(why, whylen, "scheduler option out of range");
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+					    "scheduler option out of range");
 	if (c->max_num_batched_tokens == KVS_UNSET) {
 		/* SchedulerConfig.__post_init__ */
 		uint64_t b = c->chunked_prefill ? 2048 :
@@ -175,11 +165,13 @@ v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	}
 	if (c->max_num_batched_tokens < 1 ||
 	    c->max_num_batched_tokens > UINT32_MAX)
-		return v0s_cfail(why, whylen, "max_num_batched_tokens must be "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "max_num_batched_tokens must be "
 				 "between 1 and %u", UINT32_MAX);
 	/* SchedulerConfig._verify_args */
 	if (!c->chunked_prefill && (uint64_t)c->max_num_batched_tokens < mml)
-		return v0s_cfail(why, whylen, "max_num_batched_tokens (%lld) "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "max_num_batched_tokens (%lld) "
 				 "is smaller than max_model_len (%u) with "
 				 "chunked prefill off: vLLM would reject every "
 				 "longer sequence; raise "
@@ -188,22 +180,26 @@ v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 				 (long long)c->max_num_batched_tokens,
 				 kc->max_model_len);
 	if (c->max_num_batched_tokens < c->max_num_seqs)
-		return v0s_cfail(why, whylen, "max_num_batched_tokens (%lld) "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "max_num_batched_tokens (%lld) "
 				 "must be greater than or equal to "
 				 "max_num_seqs (%lld)",
 				 (long long)c->max_num_batched_tokens,
 				 (long long)c->max_num_seqs);
 	if (c->preemption == 1 && kc->cpu_blocks == 0)
-		return v0s_cfail(why, whylen, "preemption swap needs "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "preemption swap needs "
 				 "cpu_blocks (the swap space)");
 	/* one request running alone always completes (R60) */
 	bs = v0s_block_size(kc);
 	if (bs == 0)
-		return v0s_cfail(why, whylen, "block_size must be at least 1");
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+					    "block_size must be at least 1");
 	wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
 	need = kvc_cdiv(mml + 2 * (uint64_t)c->lookahead, bs) + 2;
 	if (G < wm || G - wm < need)
-		return v0s_cfail(why, whylen, "one request of max_model_len %u "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "one request of max_model_len %u "
 				 "tokens with lookahead %lld needs %llu blocks "
 				 "above the watermark (%llu of %u): raise "
 				 "gpu_blocks or lower max_model_len",

@@ -44,8 +44,8 @@
  * Scratch arrays grow with the running list and never shrink.
  */
 #include "kvsched.h"
+#include "kv_int.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,23 +58,6 @@ struct v1s {
 	kvs_req *skip;
 	uint32_t nskip, capskip;
 };
-
-static kv_err
-v1s_fail(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static kv_err
-v1s_fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && whylen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return KV_ECONFIG;
-}
 
 static int64_t
 v1s_default(int64_t v, int64_t d)
@@ -93,11 +76,13 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	if (why != NULL && whylen > 0)
 		why[0] = '\0';
 	if (c->chunk_size != KVS_UNSET)
-		return v1s_fail(why, whylen, "chunk_size: vllm-v1 has no fixed "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"chunk_size: vllm-v1 has no fixed "
 				"chunk size (its chunks come from the token "
 				"budget and long_prefill_threshold)");
 	if (c->preemption == 1)
-		return v1s_fail(why, whylen, "preemption swap: vllm-v1 has no "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"preemption swap: vllm-v1 has no "
 				"swap, only recompute");
 	c->max_num_seqs = v1s_default(c->max_num_seqs, 128);
 	c->max_num_batched_tokens = v1s_default(c->max_num_batched_tokens,
@@ -108,21 +93,25 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	c->priority = v1s_default(c->priority, 0);
 	c->lookahead = v1s_default(c->lookahead, 0);
 	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
-		return v1s_fail(why, whylen, "max_num_seqs must be between 1 "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"max_num_seqs must be between 1 "
 				"and %u", UINT32_MAX);
 	if (c->max_num_batched_tokens < 1 ||
 	    c->max_num_batched_tokens > UINT32_MAX)
-		return v1s_fail(why, whylen, "max_num_batched_tokens must be "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"max_num_batched_tokens must be "
 				"between 1 and %u", UINT32_MAX);
 	if (c->chunked_prefill < 0 || c->chunked_prefill > 1 ||
 	    c->priority < 0 || c->priority > 1 ||
 	    c->long_prefill_threshold < 0 ||
 	    c->long_prefill_threshold > UINT32_MAX ||
 	    c->lookahead < 0 || c->lookahead > UINT32_MAX)
-		return v1s_fail(why, whylen, "scheduler option out of range");
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+					    "scheduler option out of range");
 	/* SchedulerConfig.verify_max_model_len */
 	if (!c->chunked_prefill && (uint64_t)c->max_num_batched_tokens < mml)
-		return v1s_fail(why, whylen, "max_num_batched_tokens (%lld) is "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"max_num_batched_tokens (%lld) is "
 				"smaller than max_model_len (%u) with chunked "
 				"prefill off: vLLM would reject every longer "
 				"sequence; raise max_num_batched_tokens or "
@@ -130,12 +119,14 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 				(long long)c->max_num_batched_tokens,
 				kc->max_model_len);
 	if (c->max_num_batched_tokens < c->max_num_seqs)
-		return v1s_fail(why, whylen, "max_num_batched_tokens (%lld) "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"max_num_batched_tokens (%lld) "
 				"must be greater than or equal to max_num_seqs "
 				"(%lld)", (long long)c->max_num_batched_tokens,
 				(long long)c->max_num_seqs);
 	if (kc->mode != KVC_VLLM_V1)
-		return v1s_fail(why, whylen, "policy vllm-v1 runs on allocator "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"policy vllm-v1 runs on allocator "
 				"mode vllm-v1, not %s",
 				kvc_mode_name(kc->mode));
 	/* check_enough_kv_cache_memory, in usable blocks (R49) */
@@ -147,7 +138,8 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 		uint64_t t;
 
 		if (bs == 0)
-			return v1s_fail(why, whylen, "block_size must be at "
+			return kvc__failbuf(why, whylen, KV_ECONFIG,
+					"block_size must be at "
 					"least 1");
 		switch (kind) {
 		case KVC_FULL:
@@ -159,13 +151,15 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 			need += kvc_cdiv(t < mml ? t : mml, bs) + 1;
 			break;
 		default:
-			return v1s_fail(why, whylen, "group %s: kind=state is "
+			return kvc__failbuf(why, whylen, KV_ECONFIG,
+					"group %s: kind=state is "
 					"not available with policy vllm-v1",
 					gc->name);
 		}
 	}
 	if (kc->gpu_blocks < 1 || need > (uint64_t)kc->gpu_blocks - 1)
-		return v1s_fail(why, whylen, "one request of max_model_len %u "
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				"one request of max_model_len %u "
 				"tokens needs %llu blocks, but only %u are "
 				"usable (gpu_blocks %u less the null block); "
 				"raise gpu_blocks or lower max_model_len",
