@@ -37,6 +37,7 @@
  * kvs's own lists.
  */
 #include "kvspolicy.h"
+#include "kvs_exact.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,18 +46,11 @@
 #define KS_TOKENS_DEFAULT 2048
 
 /* What a step needs to know of a running request, read once. */
-struct ks_ri {
-	kvs_req r;
-	int32_t seq;
-	uint32_t T, C;
-	bool decode;
-};
 
 struct ks {
 	struct kvs_kvsim_cost cost;
 	uint32_t known;		/* requests already placed in waiting */
-	struct ks_ri *ri;	/* scratch parallel to running (grows) */
-	uint32_t cap;
+	struct kvs_xview v;	/* scratch parallel to running (grows) */
 };
 
 extern const struct kvs_policy kvs__kvsim_policy;
@@ -91,47 +85,7 @@ kvs_kvsim_set_cost(kvs *s, const struct kvs_kvsim_cost *c)
 	return KV_OK;
 }
 
-static kv_err
-ks_fail(char *why, size_t whylen, const char *msg)
-{
-	if (why != NULL && whylen > 0) {
-		strncpy(why, msg, whylen - 1);
-		why[whylen - 1] = '\0';
-	}
-	return KV_ECONFIG;
-}
 
-/* Blocks one max_model_len request holds at most, running alone. */
-static uint64_t
-ks_alone_blocks(const struct kvc_config *kc, uint64_t budget, uint64_t L)
-{
-	uint32_t ng = kc->ngroups ? kc->ngroups : 1;
-	uint64_t mml = kc->max_model_len ? kc->max_model_len : 8192, sum = 0;
-
-	for (uint32_t g = 0; g < ng; g++) {
-		uint32_t bs = kc->block_size ? kc->block_size : 16;
-		kvc_kind kind = kc->ngroups ? kc->group[g].kind : KVC_FULL;
-		uint64_t n = 0;
-
-		if (kc->ngroups && kc->group[g].block_size)
-			bs = kc->group[g].block_size;
-		switch (kind) {
-		case KVC_FULL:
-			n = kvc_cdiv(mml, bs);
-			break;
-		case KVC_SLIDING:
-			n = kvc_cdiv(kc->group[g].window + budget + L, bs) + 1;
-			if (n > kvc_cdiv(mml, bs))
-				n = kvc_cdiv(mml, bs);
-			break;
-		case KVC_STATE:
-			n = 1;
-			break;
-		}
-		sum += n;
-	}
-	return sum;
-}
 
 static kv_err
 ks_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
@@ -142,7 +96,7 @@ ks_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	uint64_t wm = (uint64_t)(kc->watermark * (double)G);
 
 	if (c->chunk_size != KVS_UNSET)
-		return ks_fail(why, whylen, "kvsim has no chunk_size (use "
+		return kvs__xfail(why, whylen, "kvsim has no chunk_size (use "
 			       "max_num_batched_tokens and "
 			       "long_prefill_threshold)");
 	if (c->max_num_seqs == KVS_UNSET)
@@ -158,31 +112,33 @@ ks_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	if (c->lookahead == KVS_UNSET)
 		c->lookahead = 0;
 	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
-		return ks_fail(why, whylen, "max_num_seqs must be at least 1");
+		return kvs__xfail(why, whylen,
+				  "max_num_seqs must be at least 1");
 	if (c->max_num_batched_tokens < c->max_num_seqs ||
 	    c->max_num_batched_tokens > UINT32_MAX)
-		return ks_fail(why, whylen, "max_num_batched_tokens must be "
+		return kvs__xfail(why, whylen, "max_num_batched_tokens must be "
 			       "at least max_num_seqs");
 	if (c->chunked_prefill == 0 &&
 	    (uint64_t)c->max_num_batched_tokens < mml)
-		return ks_fail(why, whylen, "with chunked_prefill off, "
+		return kvs__xfail(why, whylen, "with chunked_prefill off, "
 			       "max_num_batched_tokens must be at least "
 			       "max_model_len");
 	if (c->chunked_prefill == 0 && c->long_prefill_threshold > 0)
-		return ks_fail(why, whylen, "long_prefill_threshold cuts "
+		return kvs__xfail(why, whylen, "long_prefill_threshold cuts "
 			       "prefills into chunks: it needs chunked_prefill "
 			       "on");
 	if (c->long_prefill_threshold < 0 ||
 	    c->long_prefill_threshold > UINT32_MAX)
-		return ks_fail(why, whylen, "long_prefill_threshold out of "
+		return kvs__xfail(why, whylen, "long_prefill_threshold out of "
 			       "range");
 	if (c->lookahead < 0 || c->lookahead > 65536)
-		return ks_fail(why, whylen, "lookahead out of range");
+		return kvs__xfail(why, whylen, "lookahead out of range");
 	if (c->preemption == 1 && kc->cpu_blocks == 0)
-		return ks_fail(why, whylen, "preemption swap needs cpu_blocks");
-	if (ks_alone_blocks(kc, (uint64_t)c->max_num_batched_tokens,
+		return kvs__xfail(why, whylen,
+				  "preemption swap needs cpu_blocks");
+	if (kvs__xalone_blocks(kc, (uint64_t)c->max_num_batched_tokens,
 			    (uint64_t)c->lookahead) + wm > G)
-		return ks_fail(why, whylen, "one max_model_len request does "
+		return kvs__xfail(why, whylen, "one max_model_len request does "
 			       "not fit in gpu_blocks minus the watermark");
 	return KV_OK;
 }
@@ -206,7 +162,7 @@ ks_release(void *state)
 	struct ks *ks = state;
 
 	if (ks != NULL)
-		free(ks->ri);
+		kvs__xview_release(&ks->v);
 	free(ks);
 }
 
@@ -222,73 +178,21 @@ struct ks_step {
 	bool preempted;
 };
 
-static inline uint64_t
-ks_free(const kvc *k)
-{
-	return kvc_free_blocks(k, 0);	/* exact: one pool, all groups */
-}
 
-static kv_err
-ks_need(kvc *k, int32_t seq, uint32_t L, uint64_t *out)
-{
-	uint32_t need[KVC_MAX_GROUPS], ng = kvc_ngroups(k);
-	uint64_t sum = 0;
-	kv_err e = kvc_blocks_needed(k, seq, 0, L, need);
 
-	if (e != KV_OK)
-		return e;
-	for (uint32_t g = 0; g < ng; g++)
-		sum += need[g];
-	*out = sum;
-	return KV_OK;
-}
 
-/*
- * Read the running queue into the scratch.  A decode has one unseen token
- * after a generated one; anything else with C < T is a prefill, whose rest
- * is reserved.
- */
+/* Scheduling order: (priority, arrival) under priority, else arrival. */
+/* Read the running queue; the rest of every prefill is reserved. */
 static kv_err
 ks_classify(struct ks_step *st)
 {
-	struct ks *ks = st->ks;
-	uint32_t n = kvs_queue_len(st->s, KVS_Q_RUNNING);
-	kv_err e;
+	kv_err e = kvs__xview_read(st->s, &st->ks->v);
 
-	if (n > ks->cap) {
-		uint32_t c = ks->cap ? ks->cap : 64;
-		struct ks_ri *p;
-
-		while (c < n)
-			c *= 2;
-		p = realloc(ks->ri, (size_t)c * sizeof(*p));
-		if (p == NULL)
-			return KV_ENOMEM;
-		ks->ri = p;
-		ks->cap = c;
-	}
-	st->nrun = n;
-	st->reserved = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct ks_ri *ri = &ks->ri[i];
-		uint64_t rest;
-
-		ri->r = kvs_queue_at(st->s, KVS_Q_RUNNING, i);
-		ri->seq = kvs_req_seq(st->s, ri->r);
-		ri->T = (uint32_t)kvc_seq_len(st->k, ri->seq);
-		ri->C = (uint32_t)kvc_seq_computed(st->k, ri->seq);
-		ri->decode = ri->T - ri->C == 1 &&
-			     kvs_req_generated(st->s, ri->r) > 0;
-		if (ri->decode || ri->C >= ri->T)
-			continue;
-		if ((e = ks_need(st->k, ri->seq, 0, &rest)) != KV_OK)
-			return e;
-		st->reserved += rest;
-	}
-	return KV_OK;
+	st->nrun = st->ks->v.n;
+	st->reserved = st->ks->v.reserved;
+	return e;
 }
 
-/* Scheduling order: (priority, arrival) under priority, else arrival. */
 static inline bool
 ks_before(const struct ks_step *st, kvs_req a, kvs_req b)
 {
@@ -360,7 +264,7 @@ ks_admit_arrivals(struct ks_step *st)
 
 /* Describe running[j] as a preemption candidate. */
 static void
-ks_victim(struct ks_step *st, const struct ks_ri *ri, struct kvs_victim *v)
+ks_victim(struct ks_step *st, const struct kvs_xri *ri, struct kvs_victim *v)
 {
 	uint32_t g, ng = kvc_ngroups(st->k);
 	bool ok = false;
@@ -410,14 +314,14 @@ ks_price(struct ks_step *st, const struct kvs_victim *v,
 static kv_err
 ks_preempt(struct ks_step *st, uint32_t j, enum kvs_preempt_mode m)
 {
-	struct ks_ri *ri = &st->ks->ri[j];
+	struct kvs_xri *ri = &st->ks->v.ri[j];
 	kvs_req v = ri->r;
 	kv_err e;
 
 	if (!ri->decode && ri->C < ri->T) {
 		uint64_t rest;
 
-		if ((e = ks_need(st->k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st->k, ri->seq, 0, &rest)) != KV_OK)
 			return e;
 		st->reserved -= rest < st->reserved ? rest : st->reserved;
 	}
@@ -447,12 +351,12 @@ ks_make_room(struct ks_step *st, uint32_t i, uint64_t need, bool *self)
 	kv_err e;
 
 	*self = false;
-	while (need + st->reserved > ks_free(st->k)) {
+	while (need + st->reserved > kvs__xfree(st->k)) {
 		uint32_t best = i;
 		int64_t bc = INT64_MAX, c;
 
 		for (uint32_t j = st->nrun; j-- > i + 1;) {
-			ks_victim(st, &st->ks->ri[j], &v);
+			ks_victim(st, &st->ks->v.ri[j], &v);
 			c = ks_price(st, &v, &m);
 			if (c < bc) {
 				bc = c;
@@ -461,7 +365,7 @@ ks_make_room(struct ks_step *st, uint32_t i, uint64_t need, bool *self)
 			}
 		}
 		if (best == i) {
-			ks_victim(st, &st->ks->ri[i], &v);
+			ks_victim(st, &st->ks->v.ri[i], &v);
 			(void)ks_price(st, &v, &bm);
 			*self = true;
 			return ks_preempt(st, i, bm);
@@ -484,15 +388,6 @@ ks_chunk(const struct ks_step *st, uint32_t left)
 	return chunk;
 }
 
-/* Copy-on-write pairs of the last allocator call, if any. */
-static inline kv_err
-ks_cow(kvs *s, kvc *k)
-{
-	size_t n;
-
-	(void)kvc_pairs(k, &n);
-	return n > 0 ? kvs_emit_pairs(s, KVS_COW) : KV_OK;
-}
 
 static kv_err
 ks_schedule(kvs *s, void *state)
@@ -519,7 +414,7 @@ ks_schedule(kvs *s, void *state)
 
 	/* 1. Running decodes. */
 	for (i = 0; i < st.nrun;) {
-		struct ks_ri *ri = &st.ks->ri[i];
+		struct kvs_xri *ri = &st.ks->v.ri[i];
 		uint64_t need;
 		bool self;
 
@@ -535,7 +430,7 @@ ks_schedule(kvs *s, void *state)
 			if (e != KV_ENOSPC)
 				return e;
 		}
-		if ((e = ks_need(st.k, ri->seq, st.L, &need)) != KV_OK ||
+		if ((e = kvs__xneed(st.k, ri->seq, st.L, &need)) != KV_OK ||
 		    (e = ks_make_room(&st, i, need, &self)) != KV_OK)
 			return e;
 		if (self)
@@ -546,7 +441,7 @@ ks_schedule(kvs *s, void *state)
 		if (e != KV_OK)
 			return e;
 scheduled:
-		if ((e = ks_cow(s, st.k)) != KV_OK ||
+		if ((e = kvs__xcow(s, st.k)) != KV_OK ||
 		    (e = kvs_emit_sched(s, ri->r, 1)) != KV_OK)
 			return e;
 		st.used++;
@@ -561,9 +456,9 @@ scheduled:
 					     kvc_seq_computed(st.k, q));
 		uint64_t need;
 
-		if ((e = ks_need(st.k, q, st.L, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, q, st.L, &need)) != KV_OK)
 			return e;
-		if (need + st.reserved + st.wm > ks_free(st.k) ||
+		if (need + st.reserved + st.wm > kvs__xfree(st.k) ||
 		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs ||
 		    unseen == 0 || unseen > st.budget - st.used)
 			break;
@@ -584,7 +479,7 @@ scheduled:
 	/* 3. Running prefills: the next chunk of each (reserved).  The
 	 * scratch still describes them (steps 1-2 touch no prefill). */
 	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct ks_ri *ri = &st.ks->ri[i];
+		struct kvs_xri *ri = &st.ks->v.ri[i];
 		uint32_t chunk;
 
 		if (ri->decode || ri->C >= ri->T)
@@ -608,12 +503,12 @@ scheduled:
 		return KV_OK;
 	st.reserved = 0;
 	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct ks_ri *ri = &st.ks->ri[i];
+		struct kvs_xri *ri = &st.ks->v.ri[i];
 		uint64_t rest;
 
 		if (ri->decode || kvc_seq_computed(st.k, ri->seq) >= ri->T)
 			continue;
-		if ((e = ks_need(st.k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st.k, ri->seq, 0, &rest)) != KV_OK)
 			return e;
 		st.reserved += rest;
 	}
@@ -624,9 +519,9 @@ scheduled:
 		uint32_t T, chunk;
 		size_t hit;
 
-		if ((e = ks_need(st.k, q, 0, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, q, 0, &need)) != KV_OK)
 			return e;
-		if (need + st.reserved + st.wm > ks_free(st.k) ||
+		if (need + st.reserved + st.wm > kvs__xfree(st.k) ||
 		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs)
 			break;
 		if ((e = kvc_cached(st.k, q, &hit)) != KV_OK)
@@ -647,7 +542,7 @@ scheduled:
 			return e;
 		st.used += chunk;
 		if (kvc_seq_computed(st.k, q) < T) {
-			if ((e = ks_need(st.k, q, 0, &rest)) != KV_OK)
+			if ((e = kvs__xneed(st.k, q, 0, &rest)) != KV_OK)
 				return e;
 			st.reserved += rest;
 		}

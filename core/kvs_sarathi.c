@@ -32,6 +32,7 @@
  * victim with O(queue) array shifts (rare).  No allocation after init.
  */
 #include "kvsched.h"
+#include "kvs_exact.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,53 +40,7 @@
 #define SARATHI_CHUNK_DEFAULT 512	/* SarathiSchedulerConfig.chunk_size */
 #define SARATHI_SEQS_DEFAULT 128	/* max_num_seqs */
 
-static kv_err
-sar_fail(char *why, size_t whylen, const char *msg)
-{
-	if (why != NULL && whylen > 0) {
-		strncpy(why, msg, whylen - 1);
-		why[whylen - 1] = '\0';
-	}
-	return KV_ECONFIG;
-}
 
-/*
- * Blocks one request of max_model_len tokens holds at most while it runs
- * alone (exact mode: full groups cdiv(mml, bs); sliding groups the window
- * plus one chunk; a state group one block).  Shared with docs/policies.md
- * "setup checks".
- */
-static uint64_t
-sar_alone_blocks(const struct kvc_config *kc, uint64_t budget, uint64_t L)
-{
-	uint32_t ng = kc->ngroups ? kc->ngroups : 1;
-	uint64_t mml = kc->max_model_len ? kc->max_model_len : 8192, sum = 0;
-
-	for (uint32_t g = 0; g < ng; g++) {
-		uint32_t bs = kc->block_size ? kc->block_size : 16;
-		kvc_kind kind = kc->ngroups ? kc->group[g].kind : KVC_FULL;
-		uint64_t n = 0, w;
-
-		if (kc->ngroups && kc->group[g].block_size)
-			bs = kc->group[g].block_size;
-		switch (kind) {
-		case KVC_FULL:
-			n = kvc_cdiv(mml, bs);
-			break;
-		case KVC_SLIDING:
-			w = kc->group[g].window;
-			n = kvc_cdiv(w + budget + L, bs) + 1;
-			if (n > kvc_cdiv(mml, bs))
-				n = kvc_cdiv(mml, bs);
-			break;
-		case KVC_STATE:
-			n = 1;
-			break;
-		}
-		sum += n;
-	}
-	return sum;
-}
 
 static kv_err
 sar_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
@@ -94,17 +49,17 @@ sar_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	uint64_t wm, G;
 
 	if (c->chunked_prefill == 0)
-		return sar_fail(why, whylen, "sarathi always chunks prefills "
+		return kvs__xfail(why, whylen, "sarathi always chunks prefills "
 				"(chunked_prefill off is not supported)");
 	if (c->long_prefill_threshold != KVS_UNSET)
-		return sar_fail(why, whylen, "sarathi has no "
+		return kvs__xfail(why, whylen, "sarathi has no "
 				"long_prefill_threshold (its chunk_size "
 				"bounds every prefill)");
 	if (c->preemption == 1)
-		return sar_fail(why, whylen, "sarathi preempts by recompute "
+		return kvs__xfail(why, whylen, "sarathi preempts by recompute "
 				"only (preemption swap is not supported)");
 	if (c->priority == 1)
-		return sar_fail(why, whylen, "sarathi schedules fcfs only");
+		return kvs__xfail(why, whylen, "sarathi schedules fcfs only");
 	if (c->chunk_size == KVS_UNSET)
 		c->chunk_size = c->max_num_batched_tokens != KVS_UNSET ?
 				c->max_num_batched_tokens :
@@ -112,32 +67,33 @@ sar_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	if (c->max_num_batched_tokens == KVS_UNSET)
 		c->max_num_batched_tokens = c->chunk_size;
 	if (c->chunk_size < 1 || c->chunk_size > UINT32_MAX)
-		return sar_fail(why, whylen, "chunk_size must be at least 1");
+		return kvs__xfail(why, whylen, "chunk_size must be at least 1");
 	if (c->max_num_batched_tokens != c->chunk_size)
-		return sar_fail(why, whylen, "sarathi's token budget is its "
+		return kvs__xfail(why, whylen, "sarathi's token budget is its "
 				"chunk_size: max_num_batched_tokens, if given, "
 				"must equal it");
 	if (c->max_num_seqs == KVS_UNSET)
 		c->max_num_seqs = SARATHI_SEQS_DEFAULT;
 	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
-		return sar_fail(why, whylen, "max_num_seqs must be at least 1");
+		return kvs__xfail(why, whylen,
+				  "max_num_seqs must be at least 1");
 	if (c->chunk_size < c->max_num_seqs)
-		return sar_fail(why, whylen, "chunk_size must be at least "
+		return kvs__xfail(why, whylen, "chunk_size must be at least "
 				"max_num_seqs (every running decode must fit "
 				"in one step)");
 	if (c->lookahead == KVS_UNSET)
 		c->lookahead = 0;
 	if (c->lookahead < 0 || c->lookahead > 65536)
-		return sar_fail(why, whylen, "lookahead out of range");
+		return kvs__xfail(why, whylen, "lookahead out of range");
 	c->chunked_prefill = 1;
 	c->preemption = 0;
 	c->priority = 0;
 	c->long_prefill_threshold = 0;
 	G = kc->gpu_blocks;
 	wm = (uint64_t)(kc->watermark * (double)G);
-	if (sar_alone_blocks(kc, (uint64_t)c->chunk_size,
+	if (kvs__xalone_blocks(kc, (uint64_t)c->chunk_size,
 			     (uint64_t)c->lookahead) + wm > G)
-		return sar_fail(why, whylen, "one max_model_len request does "
+		return kvs__xfail(why, whylen, "one max_model_len request does "
 				"not fit in gpu_blocks minus the watermark");
 	return KV_OK;
 }
@@ -145,18 +101,11 @@ sar_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 /* ---- per-step helpers ---------------------------------------------- */
 
 /* What a step needs to know of a running request, read once. */
-struct sar_ri {
-	kvs_req r;
-	int32_t seq;
-	uint32_t T, C;
-	bool decode;
-};
 
 /* Policy state: scratch parallel to the running queue (grows, never
  * shrinks: no allocation in a steady state). */
 struct sar {
-	struct sar_ri *ri;
-	uint32_t cap;
+	struct kvs_xview v;
 };
 
 struct sar_step {
@@ -167,6 +116,17 @@ struct sar_step {
 	uint64_t reserved;	/* blocks the running prefills still need */
 	uint64_t wm;
 };
+
+/* Read the running queue; the rest of every prefill is reserved. */
+static kv_err
+sar_classify(struct sar_step *st)
+{
+	kv_err e = kvs__xview_read(st->s, &st->sa->v);
+
+	st->nrun = st->sa->v.n;
+	st->reserved = st->sa->v.reserved;
+	return e;
+}
 
 static kv_err
 sar_init(kvs *s, void **state)
@@ -182,78 +142,12 @@ sar_release(void *state)
 	struct sar *sa = state;
 
 	if (sa != NULL)
-		free(sa->ri);
+		kvs__xview_release(&sa->v);
 	free(sa);
 }
 
-static inline uint64_t
-sar_free(const kvc *k)
-{
-	return kvc_free_blocks(k, 0);	/* exact: one pool, all groups */
-}
 
-/* Blocks (all groups) the allocator would take now; see kvcore.h. */
-static kv_err
-sar_need(kvc *k, int32_t seq, uint32_t L, uint64_t *out)
-{
-	uint32_t need[KVC_MAX_GROUPS];
-	uint32_t ng = kvc_ngroups(k);
-	uint64_t sum = 0;
-	kv_err e;
 
-	e = kvc_blocks_needed(k, seq, 0, L, need);
-	if (e != KV_OK)
-		return e;
-	for (uint32_t g = 0; g < ng; g++)
-		sum += need[g];
-	*out = sum;
-	return KV_OK;
-}
-
-/*
- * Read the running queue into the scratch.  A decode has one unseen token
- * after a generated one; anything else with C < T is a prefill.  The rest
- * of every prefill is reserved.
- */
-static kv_err
-sar_classify(struct sar_step *st)
-{
-	struct sar *sa = st->sa;
-	uint32_t n = kvs_queue_len(st->s, KVS_Q_RUNNING);
-	kv_err e;
-
-	if (n > sa->cap) {
-		uint32_t c = sa->cap ? sa->cap : 64;
-		struct sar_ri *p;
-
-		while (c < n)
-			c *= 2;
-		p = realloc(sa->ri, (size_t)c * sizeof(*p));
-		if (p == NULL)
-			return KV_ENOMEM;
-		sa->ri = p;
-		sa->cap = c;
-	}
-	st->nrun = n;
-	st->reserved = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct sar_ri *ri = &sa->ri[i];
-		uint64_t rest;
-
-		ri->r = kvs_queue_at(st->s, KVS_Q_RUNNING, i);
-		ri->seq = kvs_req_seq(st->s, ri->r);
-		ri->T = (uint32_t)kvc_seq_len(st->k, ri->seq);
-		ri->C = (uint32_t)kvc_seq_computed(st->k, ri->seq);
-		ri->decode = ri->T - ri->C == 1 &&
-			     kvs_req_generated(st->s, ri->r) > 0;
-		if (ri->decode || ri->C >= ri->T)
-			continue;
-		if ((e = sar_need(st->k, ri->seq, 0, &rest)) != KV_OK)
-			return e;
-		st->reserved += rest;
-	}
-	return KV_OK;
-}
 
 /* Insert r into running keeping arrival (request id) order. */
 static kv_err
@@ -270,14 +164,14 @@ sar_run_insert(kvs *s, kvs_req r)
 static kv_err
 sar_preempt(struct sar_step *st, uint32_t j)
 {
-	struct sar_ri *ri = &st->sa->ri[j];
+	struct kvs_xri *ri = &st->sa->v.ri[j];
 	kvs_req v = ri->r;
 	kv_err e;
 
 	if (!ri->decode && ri->C < ri->T) {
 		uint64_t rest;
 
-		if ((e = sar_need(st->k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st->k, ri->seq, 0, &rest)) != KV_OK)
 			return e;
 		st->reserved -= rest < st->reserved ? rest : st->reserved;
 	}
@@ -289,15 +183,6 @@ sar_preempt(struct sar_step *st, uint32_t j)
 	return kvs_queue_insert(st->s, KVS_Q_WAITING, 0, v);
 }
 
-/* Copy-on-write pairs of the last allocator call, if any. */
-static inline kv_err
-sar_cow(kvs *s, kvc *k)
-{
-	size_t n;
-
-	(void)kvc_pairs(k, &n);
-	return n > 0 ? kvs_emit_pairs(s, KVS_COW) : KV_OK;
-}
 
 static kv_err
 sar_schedule(kvs *s, void *state)
@@ -322,7 +207,7 @@ sar_schedule(kvs *s, void *state)
 
 	/* 1. Decodes, in running order; prefills are deferred to 2. */
 	for (i = 0; i < st.nrun;) {
-		struct sar_ri *ri = &st.sa->ri[i];
+		struct kvs_xri *ri = &st.sa->v.ri[i];
 		bool self = false;
 		uint64_t need;
 
@@ -339,9 +224,9 @@ sar_schedule(kvs *s, void *state)
 			if (e != KV_ENOSPC)
 				return e;
 		}
-		if ((e = sar_need(st.k, ri->seq, st.L, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, ri->seq, st.L, &need)) != KV_OK)
 			return e;
-		while (need + st.reserved > sar_free(st.k)) {
+		while (need + st.reserved > kvs__xfree(st.k)) {
 			if (st.nrun - 1 == i) {
 				self = true;
 				break;
@@ -360,7 +245,7 @@ sar_schedule(kvs *s, void *state)
 		if (e != KV_OK)
 			return e;
 scheduled:
-		if ((e = sar_cow(s, st.k)) != KV_OK ||
+		if ((e = kvs__xcow(s, st.k)) != KV_OK ||
 		    (e = kvs_emit_sched(s, ri->r, 1)) != KV_OK)
 			return e;
 		st.used++;
@@ -369,7 +254,7 @@ scheduled:
 
 	/* 2. Running prefills: the next chunk of each (reserved). */
 	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct sar_ri *ri = &st.sa->ri[i];
+		struct kvs_xri *ri = &st.sa->v.ri[i];
 		uint32_t chunk = st.budget - st.used;
 
 		if (ri->decode || ri->C >= ri->T)
@@ -395,13 +280,13 @@ scheduled:
 		return KV_OK;
 	st.reserved = 0;
 	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct sar_ri *ri = &st.sa->ri[i];
+		struct kvs_xri *ri = &st.sa->v.ri[i];
 		uint64_t rest;
 
 		if (ri->decode ||
 		    kvc_seq_computed(st.k, ri->seq) >= ri->T)
 			continue;
-		if ((e = sar_need(st.k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st.k, ri->seq, 0, &rest)) != KV_OK)
 			return e;
 		st.reserved += rest;
 	}
@@ -412,9 +297,9 @@ scheduled:
 		size_t hit;
 		uint32_t chunk, T;
 
-		if ((e = sar_need(st.k, q, 0, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, q, 0, &need)) != KV_OK)
 			return e;
-		if (need + st.reserved + st.wm > sar_free(st.k))
+		if (need + st.reserved + st.wm > kvs__xfree(st.k))
 			break;
 		if (kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs)
 			break;
@@ -437,7 +322,7 @@ scheduled:
 			return e;
 		st.used += chunk;
 		if (kvc_seq_computed(st.k, q) < T) {
-			if ((e = sar_need(st.k, q, 0, &rest)) != KV_OK)
+			if ((e = kvs__xneed(st.k, q, 0, &rest)) != KV_OK)
 				return e;
 			st.reserved += rest;
 		}

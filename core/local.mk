@@ -15,6 +15,8 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kv_sched.c \
 	%reldir%/kvs_v0.c \
 	%reldir%/kvs_v1.c \
+	%reldir%/kvs_exact.h \
+	%reldir%/kvs_exact.c \
 	%reldir%/kvs_sarathi.c \
 	%reldir%/kvs_fastgen.c \
 	%reldir%/kvs_kvsim.c

@@ -1,0 +1,60 @@
+/*
+ * kvs_exact.h -- what the policies on exact accounting (sarathi, kvsim)
+ * share: blocks a request needs now, the blocks one max_model_len request
+ * holds running alone (their setup check), and a view of the running queue
+ * that tells decodes from prefills and counts the blocks the running
+ * prefills still need (their reservation).  Internal to libkvcore.
+ */
+#ifndef KVS_EXACT_H
+#define KVS_EXACT_H
+
+#include "kvsched.h"
+
+/* One running request as a step sees it. */
+struct kvs_xri {
+	kvs_req r;
+	int32_t seq;
+	uint32_t T, C;
+	bool decode;	/* one unseen token after a generated one */
+};
+
+/*
+ * The running queue in order, in a scratch array that grows and never
+ * shrinks (no allocation in a steady state).  reserved = blocks the
+ * running prefills still need for the rest of their prompts.
+ */
+struct kvs_xview {
+	struct kvs_xri *ri;
+	uint32_t n, cap;
+	uint64_t reserved;
+};
+
+/* Copy msg into why and return KV_ECONFIG. */
+kv_err kvs__xfail(char *why, size_t whylen, const char *msg);
+
+/* Blocks (all groups, one pool) the allocator would take for seq now. */
+kv_err kvs__xneed(kvc *k, int32_t seq, uint32_t L, uint64_t *out);
+
+/*
+ * Blocks one request of max_model_len tokens holds at most while it runs
+ * alone: full groups cdiv(mml, bs); sliding groups the window plus one
+ * chunk of `budget` tokens and L lookahead slots; a state group one block.
+ */
+uint64_t kvs__xalone_blocks(const struct kvc_config *kc, uint64_t budget,
+			    uint64_t L);
+
+/* Read the running queue of s into v. */
+kv_err kvs__xview_read(kvs *s, struct kvs_xview *v);
+void kvs__xview_release(struct kvs_xview *v);
+
+/* Copy-on-write pairs of the last allocator call, if any, to the step. */
+kv_err kvs__xcow(kvs *s, kvc *k);
+
+/* Free blocks of the one pool every group shares in exact mode. */
+static inline uint64_t
+kvs__xfree(const kvc *k)
+{
+	return kvc_free_blocks(k, 0);
+}
+
+#endif /* KVS_EXACT_H */
