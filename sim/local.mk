@@ -16,6 +16,9 @@ bin_PROGRAMS += %reldir%/kvsim
 	%reldir%/engine.c %reldir%/engine.h \
 	%reldir%/replica.c %reldir%/replica.h \
 	%reldir%/runcfg.c %reldir%/runcfg.h \
+	%reldir%/run.c %reldir%/run.h \
+	%reldir%/ctrace.c %reldir%/ctrace.h \
+	%reldir%/outdir.c %reldir%/outdir.h \
 	%reldir%/cmd_run.c
 %canon_reldir%_kvsim_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
 # Policy plugins (sim/plugin.c) call kvs_* and kvc_* from the executable.

@@ -28,6 +28,11 @@ struct replica {
 	uint64_t blocks_total;	/* usable GPU blocks (v1: less the null) */
 	bool check;
 	bool busy;
+	const struct sim_observer *obs;
+	ctrace *ct;
+	uint32_t *start;	/* the step's first computed position per
+				 * scheduled request (observer) */
+	int64_t step_t0, step_dt;
 	struct rq **byreq;	/* kvs_req -> record (NULL once finished) */
 	size_t nbyreq, capbyreq;
 	struct rq *freelist;	/* recycled records, linked through id */
@@ -65,9 +70,16 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->step_ns = cfg->step_ns;
 	rp->vocab = cfg->vocab;
 	rp->check = cfg->check;
+	rp->obs = cfg->obs;
+	rp->ct = cfg->ct;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
 	rp->max_model_len = kvc_config_of(kvs_kv(rp->s))->max_model_len;
 	rp->blocks_total = kvc_free_blocks(kvs_kv(rp->s), 0);
+	rp->st.ngroups = kvc_ngroups(kvs_kv(rp->s));
+	for (uint32_t g = 0; g < rp->st.ngroups; g++)
+		rp->st.group_blocks[g] = kvc_free_blocks(kvs_kv(rp->s), g);
+	if (rp->ct != NULL)
+		ctrace_replica(rp->ct, rp->index, kvs_policy_name(rp->s));
 	return rp;
 }
 
@@ -89,6 +101,7 @@ replica_free(replica *rp)
 	free(rp->seq);
 	free(rp->sreq);
 	free(rp->stok);
+	free(rp->start);
 	kvs_free(rp->s);
 	free(rp);
 }
@@ -118,17 +131,27 @@ rq_put(replica *rp, struct rq *q)
 static void
 usage_mark(replica *rp, int64_t now)
 {
-	uint64_t used = rp->blocks_total - kvc_free_blocks(kvs_kv(rp->s), 0);
+	const kvc *k = kvs_kv(rp->s);
+	uint64_t used = rp->blocks_total - kvc_free_blocks(k, 0);
 	double u = rp->blocks_total ? (double)used / (double)rp->blocks_total
 				    : 0.0;
+	double dt = now > rp->st.usage_t ? (double)(now - rp->st.usage_t) : 0;
 
-	if (now > rp->st.usage_t)
-		rp->st.usage_area += rp->st.usage_now *
-				     (double)(now - rp->st.usage_t);
+	rp->st.usage_area += rp->st.usage_now * dt;
 	rp->st.usage_t = now;
 	rp->st.usage_now = u;
 	if (u > rp->st.usage_max)
 		rp->st.usage_max = u;
+	for (uint32_t g = 0; g < rp->st.ngroups; g++) {
+		uint64_t nb = rp->st.group_blocks[g];
+		double gu = nb ? (double)(nb - kvc_free_blocks(k, g)) /
+			    (double)nb : 0.0;
+
+		rp->st.group_area[g] += rp->st.group_now[g] * dt;
+		rp->st.group_now[g] = gu;
+		if (gu > rp->st.group_max[g])
+			rp->st.group_max[g] = gu;
+	}
 }
 
 kv_err
@@ -267,6 +290,10 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		if (t2 == NULL)
 			goto nomem;
 		rp->stok = t2;
+		t2 = realloc(rp->start, cap * sizeof(*t2));
+		if (t2 == NULL)
+			goto nomem;
+		rp->start = t2;
 		rp->capsched = cap;
 	}
 	rp->nsched = st->nsched;
@@ -279,6 +306,7 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		rp->sreq[i] = h;
 		rp->seq[i].q = n;
 		rp->seq[i].ctx = comp >= n ? comp - n : 0;
+		rp->start[i] = (uint32_t)rp->seq[i].ctx;
 		if (!q->scheduled) {
 			q->scheduled = true;
 			q->first_sched = now;
@@ -304,15 +332,28 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	rp->st.swap_out_blocks += st->nswap_out;
 	rp->st.swap_in_blocks += st->nswap_in;
 	rp->st.cow_blocks += st->ncow;
+	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
+	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
+			       now, why, whylen) != 0)
+		return KV_ESTATE;
 	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0) {
 		/* Nothing runnable: close the step and idle until the next
 		 * arrival or finish. */
+		rp->nsched = 0;
+		if (rp->obs != NULL && rp->obs->computed != NULL &&
+		    rp->obs->computed(rp->obs->ctx, rp->index, rp->s, st,
+				      rp->start, now, why, whylen) != 0)
+			return KV_ESTATE;
 		e = kvs_complete(rp->s, NULL, &st);
 		if (e != KV_OK) {
 			snprintf(why, whylen, "replica %u: complete: %s",
 				 rp->index, kvs_errmsg(rp->s));
 			return e;
 		}
+		if (rp->obs != NULL && rp->obs->completed != NULL &&
+		    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now,
+				       why, whylen) != 0)
+			return KV_ESTATE;
 		usage_mark(rp, now);
 		return KV_OK;
 	}
@@ -347,6 +388,16 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	}
 	rp->st.steps++;
 	usage_mark(rp, now);
+	if (rp->ct != NULL) {
+		struct ctrace_step cs = {
+			.number = st->number, .nsched = st->nsched,
+			.tokens = st->batch_tokens, .npreempt = st->npreempt,
+			.nswap_out = st->nswap_out, .nswap_in = st->nswap_in,
+			.ncow = st->ncow,
+		};
+
+		ctrace_step(rp->ct, rp->index, now, dt, &cs);
+	}
 	rp->busy = true;
 	*dt_ns = dt;
 	*started = true;
@@ -373,6 +424,11 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		w.out_key = q->out_key;
 		wl_output_tokens(&w, 0, q->gen, 1, rp->vocab, &rp->stok[i]);
 	}
+	if (rp->obs != NULL && rp->obs->computed != NULL &&
+	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
+			      kvs_current_step(rp->s), rp->start, now, why,
+			      whylen) != 0)
+		return KV_ESTATE;
 	e = kvs_complete(rp->s, rp->stok, &st);
 	if (e != KV_OK) {
 		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
@@ -382,6 +438,10 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
 	    KV_OK)
 		return e;
+	if (rp->obs != NULL && rp->obs->completed != NULL &&
+	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
+			       whylen) != 0)
+		return KV_ESTATE;
 	for (uint32_t i = 0; i < rp->nsched; i++) {
 		kvs_req h = rp->sreq[i];
 		struct rq *q = rp->byreq[h];
@@ -404,6 +464,7 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 			q->itl_sum += gap;
 			if (gap > q->itl_max)
 				q->itl_max = gap;
+			rpt_add_itl(rep, gap);
 		}
 		rp->st.gen_tokens_done += g - q->gen;
 		q->gen = g;
@@ -437,6 +498,8 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		rp->st.finished++;
 		rp->outstanding -= (uint64_t)q->prompt + q->output;
 		rc = rpt_add_request(rep, &out);
+		if (rp->ct != NULL)
+			ctrace_request(rp->ct, &out);
 		rp->byreq[h] = NULL;
 		rq_put(rp, q);
 		if (rc != 0) {
@@ -495,4 +558,42 @@ void
 replica_close(replica *rp, int64_t now)
 {
 	usage_mark(rp, now);
+}
+
+void
+replica_late(const replica *rp, int64_t now, int64_t ttft_ns, int64_t e2e_ns,
+	     uint64_t *late_ttft, uint64_t *late_e2e)
+{
+	static const kvs_queue qs[] = { KVS_Q_WAITING, KVS_Q_RUNNING,
+					KVS_Q_SWAPPED };
+
+	*late_ttft = *late_e2e = 0;
+	for (size_t j = 0; j < sizeof(qs) / sizeof(qs[0]); j++) {
+		uint32_t n = kvs_queue_len(rp->s, qs[j]);
+
+		for (uint32_t i = 0; i < n; i++) {
+			const struct rq *q =
+				rp->byreq[kvs_queue_at(rp->s, qs[j], i)];
+			int64_t waited = now - q->arrival;
+
+			if (ttft_ns > 0 && q->gen == 0 && waited > ttft_ns)
+				(*late_ttft)++;
+			if (e2e_ns > 0 && waited > e2e_ns)
+				(*late_e2e)++;
+		}
+	}
+}
+
+void
+replica_set_ctrace(replica *rp, ctrace *ct)
+{
+	rp->ct = ct;
+	if (ct != NULL)
+		ctrace_replica(ct, rp->index, kvs_policy_name(rp->s));
+}
+
+kvs *
+replica_kvs(replica *rp)
+{
+	return rp->s;
 }

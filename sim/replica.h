@@ -24,6 +24,8 @@
 #include "core/kvsched.h"
 #include "reports/rpt.h"
 #include "sim/cost.h"
+#include "sim/ctrace.h"
+#include "sim/run.h"
 #include "workloads/wl.h"
 
 #include <stdbool.h>
@@ -42,6 +44,11 @@ struct replica_stats {
 	uint64_t frag_steps;
 	int64_t usage_t;	/* last change */
 	double usage_now;
+	/* per KV cache group (hybrid models): blocks, usage mean and max */
+	uint32_t ngroups;
+	uint64_t group_blocks[KVC_MAX_GROUPS];
+	double group_area[KVC_MAX_GROUPS], group_max[KVC_MAX_GROUPS];
+	double group_now[KVC_MAX_GROUPS];
 };
 
 struct replica_cfg {
@@ -54,6 +61,8 @@ struct replica_cfg {
 	int64_t step_ns;		/* > 0: constant step time */
 	uint32_t vocab;
 	bool check;			/* kvs_audit after every half step */
+	const struct sim_observer *obs;	/* or NULL */
+	ctrace *ct;			/* or NULL */
 };
 
 typedef struct replica replica;
@@ -93,5 +102,16 @@ void replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
 		   uint64_t *frag_tokens);
 /* Close the usage integral at `now` (end of run). */
 void replica_close(replica *rp, int64_t now);
+
+/*
+ * Unfinished requests that have waited longer than ttft_ns for their first
+ * token (*late_ttft) and longer than e2e_ns in all (*late_e2e) at `now`;
+ * a limit <= 0 is not counted.  O(unfinished).
+ */
+void replica_late(const replica *rp, int64_t now, int64_t ttft_ns,
+		  int64_t e2e_ns, uint64_t *late_ttft, uint64_t *late_e2e);
+
+void replica_set_ctrace(replica *rp, ctrace *ct);
+kvs *replica_kvs(replica *rp);
 
 #endif

@@ -148,6 +148,7 @@ static const char *const known_keys[] = {
 	"engine.dtype",
 	"cost.step_ns", "cost.calibration",
 	"output.timeseries_interval_s", "output.heartbeat_interval_s",
+	"slo.ttft_s", "slo.tpot_s", "slo.e2e_s",
 	NULL
 };
 
@@ -345,6 +346,21 @@ set_key(struct sim_config *c, const char *key, const char *v,
 		if (!parse_dbl(v, 1e-3, 1e12, &d))
 			return BAD("expected a number of seconds > 0");
 		c->heartbeat_interval_s = d;
+	} else if (strncmp(key, "slo.", 4) == 0) {
+		double *dst = strcmp(key, "slo.ttft_s") == 0 ? &c->slo_ttft_s
+			: strcmp(key, "slo.tpot_s") == 0 ? &c->slo_tpot_s
+			: strcmp(key, "slo.e2e_s") == 0 ? &c->slo_e2e_s : NULL;
+
+		if (dst == NULL)
+			return fail(err, errlen, where, "unknown key '%s'",
+				    key);
+		if (is_null_text(v) || strcmp(v, "none") == 0)
+			*dst = 0;
+		else if (!parse_dbl(v, 1e-9, 1e12, &d))
+			return BAD("expected a number of seconds > 0 (or "
+				   "none)");
+		else
+			*dst = d;
 	} else {
 		return fail(err, errlen, where, "unknown key '%s'", key);
 	}
@@ -403,6 +419,10 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 		if (kn->type != YAML_SCALAR_NODE)
 			return fail(err, errlen, where, "expected a key");
 		k = (const char *)kn->data.scalar.value;
+		/* A sweep file's grid is kvsim sweep's (docs/sweep.md): the
+		 * rest of the file is the base run, which is what run runs. */
+		if (strcmp(k, "sweep") == 0)
+			continue;
 		if (strcmp(k, "workload") == 0) {
 			struct wl_error we;
 			bool had = c->wl.trace != NULL;
@@ -724,6 +744,15 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	fprintf(f, "output:\n  timeseries_interval_s: %.17g\n"
 		"  heartbeat_interval_s: %.17g\n", c->timeseries_interval_s,
 		c->heartbeat_interval_s);
+	if (c->slo_ttft_s > 0 || c->slo_tpot_s > 0 || c->slo_e2e_s > 0) {
+		fprintf(f, "slo:\n");
+		if (c->slo_ttft_s > 0)
+			fprintf(f, "  ttft_s: %.17g\n", c->slo_ttft_s);
+		if (c->slo_tpot_s > 0)
+			fprintf(f, "  tpot_s: %.17g\n", c->slo_tpot_s);
+		if (c->slo_e2e_s > 0)
+			fprintf(f, "  e2e_s: %.17g\n", c->slo_e2e_s);
+	}
 	fprintf(f, "workload:\n");
 	if (c->wl.trace != NULL) {
 		fprintf(f, "  trace: \"%s\"\n", c->wl.trace);

@@ -16,6 +16,7 @@
  *   cost: {calibration: calib.yaml}   # overrides of its terms (calib.h),
  *                                     # relative to this file's directory
  *   output: {timeseries_interval_s: 1.0, heartbeat_interval_s: 600}
+ *   slo: {ttft_s: 2.0, tpot_s: 0.1, e2e_s: 60}  # goodput thresholds
  *   workload: {...}                   # workloads/wl.h, wl_config_from_yaml
  *
  * Every key has a default; the workload defaults to the bundled excerpt of
@@ -70,6 +71,9 @@ struct sim_config {
 	/* output */
 	double timeseries_interval_s;	/* simulated seconds (1.0) */
 	double heartbeat_interval_s;	/* simulated seconds (600) */
+
+	/* slo: per-request thresholds for goodput (0: none) */
+	double slo_ttft_s, slo_tpot_s, slo_e2e_s;
 
 	struct wl_config wl;
 	bool wl_trace_default;		/* the bundled excerpt */

@@ -1,0 +1,153 @@
+/*
+ * outdir.c -- atomic output directories (outdir.h).
+ */
+#include "config.h"
+
+#include "sim/outdir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int
+outdir_mkdir_p(const char *path)
+{
+	char buf[1024];
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static bool
+dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = true;
+
+	if (d == NULL)
+		return true;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			empty = false;
+	closedir(d);
+	return empty;
+}
+
+int
+outdir_open(struct outdir *o, const char *prog, const char *dir, bool force,
+	    const char *const *names, size_t n)
+{
+	struct stat sb;
+
+	memset(o, 0, sizeof(*o));
+	o->prog = prog;
+	if (n > OUTDIR_MAX || strlen(dir) >= sizeof(o->dir)) {
+		fprintf(stderr, "%s: --out %s: name too long\n", prog, dir);
+		return 2;
+	}
+	snprintf(o->dir, sizeof(o->dir), "%s", dir);
+	if (stat(dir, &sb) == 0) {
+		if (!S_ISDIR(sb.st_mode)) {
+			fprintf(stderr, "%s: --out %s: not a directory\n",
+				prog, dir);
+			return 2;
+		}
+		if (!force && !dir_empty(dir)) {
+			fprintf(stderr, "%s: --out %s exists and is not "
+				"empty; refusing to overwrite it (use --force)\n",
+				prog, dir);
+			return 2;
+		}
+	} else {
+		if (outdir_mkdir_p(dir) != 0) {
+			fprintf(stderr, "%s: --out %s: %s\n", prog, dir,
+				strerror(errno));
+			return 2;
+		}
+		o->created = true;
+	}
+	o->n = n;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(o->fin[i], sizeof(o->fin[i]), "%s/%s", dir, names[i]);
+		snprintf(o->tmp[i], sizeof(o->tmp[i]), "%s/.%s.tmp.%ld", dir,
+			 names[i], (long)getpid());
+		o->f[i] = fopen(o->tmp[i], "w");
+		if (o->f[i] == NULL) {
+			fprintf(stderr, "%s: %s: %s\n", prog, o->tmp[i],
+				strerror(errno));
+			return 2;
+		}
+	}
+	return 0;
+}
+
+void
+outdir_abort(struct outdir *o)
+{
+	for (size_t i = 0; i < o->n; i++) {
+		if (o->f[i] != NULL)
+			fclose(o->f[i]);
+		o->f[i] = NULL;
+		if (o->tmp[i][0])
+			unlink(o->tmp[i]);
+	}
+	if (o->created)
+		rmdir(o->dir);
+	o->n = 0;
+}
+
+int
+outdir_commit(struct outdir *o)
+{
+	for (size_t i = 0; i < o->n; i++) {
+		FILE *f = o->f[i];
+
+		o->f[i] = NULL;
+		if (fclose(f) != 0) {
+			fprintf(stderr, "%s: %s: %s\n", o->prog, o->tmp[i],
+				strerror(errno));
+			outdir_abort(o);
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < o->n; i++)
+		if (rename(o->tmp[i], o->fin[i]) != 0) {
+			fprintf(stderr, "%s: %s: %s\n", o->prog, o->fin[i],
+				strerror(errno));
+			outdir_abort(o);
+			return 1;
+		}
+	o->n = 0;
+	return 0;
+}
+
+void
+outdir_default(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[64];
+
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	snprintf(buf, len, "kvsim-out/%s", stamp);
+	for (int k = 2; k < 1000 && access(buf, F_OK) == 0; k++)
+		snprintf(buf, len, "kvsim-out/%s-%d", stamp, k);
+}

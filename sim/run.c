@@ -1,0 +1,825 @@
+/*
+ * run.c -- one simulation run as a library call (run.h).
+ *
+ * config -> catalogs -> vLLM's KV sizing (startup lines) -> cost model ->
+ * replicas (scheduler + allocator each) -> the event loop -> rows for the
+ * report (reports/rpt.h) and totals.
+ *
+ * The loop (DESIGN.md "Data flow of one run"): the workload is streamed;
+ * exactly one ARRIVAL event is pending at a time (the next request), so
+ * memory does not grow with the trace.  An arrival is routed to a replica
+ * and wakes it (a WAKE event queued behind any arrival at the same instant,
+ * so simultaneous arrivals share a batch); a replica that finishes a step
+ * starts the next one at once (continuous batching) until it has nothing
+ * to run.  Events are ordered by (time, insertion number): same config and
+ * seed, same bytes.
+ */
+#include "config.h"
+
+#include "sim/run.h"
+
+#include "core/kvsched.h"
+#include "reports/rpt.h"
+#include "sim/calib.h"
+#include "sim/catalog.h"
+#include "sim/cost.h"
+#include "sim/ctrace.h"
+#include "sim/engine.h"
+#include "sim/plugin.h"
+#include "sim/replica.h"
+#include "sim/runcfg.h"
+#include "sim/sizing.h"
+#include "workloads/wl.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sim_run {
+	struct sim_config cfg;
+	struct sim_run_opts o;
+	cat *cat;
+	struct cat_model *hf;		/* a config.json model (owned) */
+	const struct cat_model *model;
+	const struct cat_gpu *gpu;
+	struct sz_result sr;
+	struct cost_calib calib;	/* cost.calibration (owns sources) */
+	struct cost_model cm;		/* borrows calib's sources */
+	void *plugin;			/* a plugin policy's handle */
+	struct kvs_config sc;
+	struct kvc_config kc;
+	replica **rp;
+	uint32_t nrp;
+	bool *wake;
+	wl_stream *ws;
+	struct sim_evq q;
+	rpt *rep;
+	ctrace *ct;
+	uint64_t rr;			/* round-robin counter */
+	uint64_t arrived;
+	bool tty;
+	bool saturated;
+	char run_id[32];
+	double w0;
+	struct rpt_totals t;
+};
+
+static void
+rfail(const sim_run *R, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", R->o.prog ? R->o.prog : "kvsim");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t
+fnv1a(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static uint32_t
+route(sim_run *R, const struct wl_request *r)
+{
+	uint32_t best = 0;
+
+	if (R->nrp == 1)
+		return 0;
+	if (R->cfg.router == SIM_ROUTE_RR)
+		return (uint32_t)(R->rr++ % R->nrp);
+	if (R->cfg.router == SIM_ROUTE_PREFIX &&
+	    r->prompt_tokens >= R->sr.block_size) {
+		uint32_t bs = R->sr.block_size, tok[64], done = 0;
+		uint64_t h = 0x9e3779b97f4a7c15ull;
+
+		/* Hash the leading block (in chunks, no allocation). */
+		while (done < bs) {
+			uint32_t n = bs - done < 64 ? bs - done : 64;
+
+			wl_request_tokens(r, done, n, R->cfg.wl.vocab_size,
+					  tok);
+			for (uint32_t i = 0; i < n; i++)
+				h = wl_mix(h, tok[i]);
+			done += n;
+		}
+		return (uint32_t)(h % R->nrp);
+	}
+	/* least outstanding tokens (also prefix-affinity's fallback) */
+	for (uint32_t i = 1; i < R->nrp; i++)
+		if (replica_outstanding(R->rp[i]) <
+		    replica_outstanding(R->rp[best]))
+			best = i;
+	return best;
+}
+
+static void
+sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
+       double interval_s)
+{
+	struct rpt_sample s;
+	uint64_t pt = 0, gt = 0, hit = 0, adm = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.t_ns = t;
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		uint64_t a, b, c, d, e, f;
+		const struct replica_stats *st = replica_stats(R->rp[i]);
+
+		replica_state(R->rp[i], &a, &b, &c, &d, &e, &f);
+		s.running += a;
+		s.waiting += b;
+		s.swapped += c;
+		s.kv_blocks_used += d;
+		s.kv_blocks_total += e;
+		s.kv_frag_internal_tokens += f;
+		s.preemptions_cum += st->preemptions;
+		pt += st->prompt_tokens_done;
+		gt += st->gen_tokens_done;
+		hit += st->prefix_hit_tokens;
+		adm += st->prompt_tokens_admitted;
+	}
+	s.prefix_hit_rate = adm ? (double)hit / (double)adm : 0.0;
+	s.prompt_tok_s = (double)(pt - *last_prompt) / interval_s;
+	s.gen_tok_s = (double)(gt - *last_gen) / interval_s;
+	*last_prompt = pt;
+	*last_gen = gt;
+	(void)rpt_add_sample(R->rep, &s);
+}
+
+static int
+start_step(sim_run *R, uint32_t i, int64_t now)
+{
+	char why[1024];
+	int64_t dt;
+	bool started;
+	kv_err e;
+
+	e = replica_begin(R->rp[i], now, &dt, &started, why, sizeof(why));
+	if (e != KV_OK) {
+		rfail(R, "%s\n", why);
+		return 1;
+	}
+	if (started && sim_evq_push(&R->q, now + dt, SIM_EV_STEP_DONE, i,
+				    NULL) != KV_OK) {
+		rfail(R, "out of memory\n");
+		return 1;
+	}
+	return 0;
+}
+
+static int
+next_arrival(sim_run *R, struct wl_request *cur, bool *have)
+{
+	wl_err we = wl_stream_next(R->ws, cur);
+	char buf[1200];
+
+	*have = false;
+	if (we == WL_END)
+		return 0;
+	if (we != WL_OK) {
+		wl_error_format(wl_stream_error(R->ws), buf, sizeof(buf));
+		rfail(R, "%s\n", buf);
+		return 2;
+	}
+	if (sim_evq_push(&R->q, cur->arrival_ns, SIM_EV_ARRIVAL, 0, NULL) !=
+	    KV_OK) {
+		rfail(R, "request %" PRIu64 " arrives at "
+			"%" PRId64 " ns, before the clock\n", cur->id,
+			cur->arrival_ns);
+		return 2;
+	}
+	*have = true;
+	return 0;
+}
+
+/*
+ * The early stop of run.h: enough requests certainly over the SLO that its
+ * quantile is over it whatever the rest do.
+ */
+static bool
+stop_now(sim_run *R, int64_t now)
+{
+	const struct sim_stop *s = &R->o.stop;
+	uint64_t n = s->n_max, need;
+	int64_t ttft = (int64_t)(s->ttft_s * 1e9), e2e = (int64_t)(s->e2e_s * 1e9);
+	uint64_t late_ttft = 0, late_e2e = 0;
+
+	if (n == 0)
+		return false;
+	need = n - (uint64_t)((double)s->p * (double)(n - 1));
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		uint64_t a = 0, b = 0;
+
+		replica_late(R->rp[i], now, ttft, e2e, &a, &b);
+		late_ttft += a;
+		late_e2e += b;
+	}
+	if (ttft > 0)
+		late_ttft += rpt_count_over(R->rep, "ttft", s->ttft_s);
+	if (e2e > 0)
+		late_e2e += rpt_count_over(R->rep, "e2e", s->e2e_s);
+	return (ttft > 0 && late_ttft >= need) || (e2e > 0 && late_e2e >= need);
+}
+
+static int
+loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
+{
+	struct wl_request cur;
+	struct sim_ev ev;
+	bool have;
+	int rc;
+	int64_t ts_ns = (int64_t)(R->cfg.timeseries_interval_s * 1e9);
+	int64_t hb_ns = (int64_t)(R->cfg.heartbeat_interval_s * 1e9);
+	int64_t next_ts = 0, next_hb = hb_ns;
+	uint64_t lp = 0, lg = 0;
+
+	if (ts_ns < 1)
+		ts_ns = 1;
+	if (hb_ns < 1)
+		hb_ns = 1;
+	if ((rc = next_arrival(R, &cur, &have)) != 0)
+		return rc;
+	*t_first = have ? cur.arrival_ns : 0;
+	*t_last = *t_first;
+	next_ts = *t_first + ts_ns;
+	next_hb = *t_first + hb_ns;
+	while (sim_evq_pop(&R->q, &ev)) {
+		int64_t now = ev.t;
+
+		while (next_ts <= now) {
+			sample(R, next_ts, &lp, &lg,
+			       R->cfg.timeseries_interval_s);
+			next_ts += ts_ns;
+			if (R->o.stop.p > 0 && stop_now(R, now)) {
+				R->saturated = true;
+				return 0;
+			}
+			if (R->tty && R->o.progress)
+				fprintf(stderr, "\r[kvsim run] t=%.0fs "
+					"arrived=%" PRIu64 " done=%" PRIu64
+					"   ", (double)(next_ts - *t_first) /
+					1e9, R->arrived,
+					rpt_completed(R->rep));
+		}
+		while (next_hb <= now) {
+			if (!R->tty && R->o.progress)
+				rfail(R, "t=%.0fs "
+					"arrived=%" PRIu64 " completed=%"
+					PRIu64 "\n",
+					(double)(next_hb - *t_first) / 1e9,
+					R->arrived, rpt_completed(R->rep));
+			next_hb += hb_ns;
+		}
+		(*events)++;
+		*t_last = now;
+		if (R->o.check && sim_evq_check(&R->q) != 0) {
+			rfail(R, "--check: event queue "
+				"invariant %d broken\n", sim_evq_check(&R->q));
+			return 1;
+		}
+		switch (ev.kind) {
+		case SIM_EV_ARRIVAL: {
+			uint32_t i = route(R, &cur);
+			bool rej;
+			char why[1024];
+
+			R->arrived++;
+			if (replica_add(R->rp[i], &cur, &rej, why,
+					sizeof(why)) != KV_OK) {
+				rfail(R, "%s\n", why);
+				return 1;
+			}
+			if (!rej && !replica_busy(R->rp[i]) && !R->wake[i]) {
+				R->wake[i] = true;
+				if (sim_evq_push(&R->q, now, SIM_EV_WAKE, i,
+						 NULL) != KV_OK)
+					return 1;
+			}
+			if ((rc = next_arrival(R, &cur, &have)) != 0)
+				return rc;
+			break;
+		}
+		case SIM_EV_WAKE:
+			R->wake[ev.arg] = false;
+			if (!replica_busy(R->rp[ev.arg]) &&
+			    (rc = start_step(R, ev.arg, now)) != 0)
+				return rc;
+			break;
+		case SIM_EV_STEP_DONE: {
+			char why[1024];
+
+			if (replica_end(R->rp[ev.arg], now, R->rep, why,
+					sizeof(why)) != KV_OK) {
+				rfail(R, "%s\n", why);
+				return 1;
+			}
+			if ((rc = start_step(R, ev.arg, now)) != 0)
+				return rc;
+			break;
+		}
+		default:
+			return 1;
+		}
+	}
+	/* The last interval, closed at the end of the run. */
+	if (next_ts - ts_ns < *t_last)
+		sample(R, *t_last, &lp, &lg,
+		       (double)(*t_last - (next_ts - ts_ns)) / 1e9);
+	if (R->tty && R->o.progress)
+		fputc('\n', stderr);
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		replica_close(R->rp[i], *t_last);
+		if (replica_has_work(R->rp[i])) {
+			rfail(R, "replica %u stalled with "
+				"unfinished requests\n", i);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int
+setup(sim_run *R)
+{
+	char why[1024];
+	struct cat_err ce;
+	struct cost_config cc;
+	const struct kvs_policy *pol;
+	struct stat sb;
+	size_t len = strlen(R->cfg.model);
+	const char *mw = R->cfg.model_where[0] ? R->cfg.model_where
+					       : R->cfg.source;
+	const char *gw = R->cfg.gpu_where[0] ? R->cfg.gpu_where
+					     : R->cfg.source;
+
+	if (cat_load(&R->cat, NULL, &ce) != KV_OK) {
+		rfail(R, "%s\n", ce.msg);
+		return 2;
+	}
+	R->model = cat_find_model(R->cat, R->cfg.model);
+	if (R->model == NULL && stat(R->cfg.model, &sb) == 0 &&
+	    len > 5 && strcmp(R->cfg.model + len - 5, ".json") == 0) {
+		if (cat_model_from_hf(&R->hf, R->cfg.model, &ce) != KV_OK) {
+			rfail(R, "%s\n", ce.msg);
+			return 2;
+		}
+		R->model = R->hf;
+	}
+	if (R->model == NULL) {
+		fprintf(stderr, "%s: model: unknown model '%s' (kvsim catalog "
+			"list)\n", mw, R->cfg.model);
+		return 2;
+	}
+	R->gpu = cat_find_gpu(R->cat, R->cfg.gpu);
+	if (R->gpu == NULL) {
+		fprintf(stderr, "%s: gpu: unknown GPU '%s' (kvsim catalog "
+			"list)\n", gw, R->cfg.gpu);
+		return 2;
+	}
+	/* A value with a '/' is a plugin's path (sim/plugin.h), as in
+	 * `kvsim replay`; dlopen takes it relative to the current
+	 * directory. */
+	if (strchr(R->cfg.policy, '/') != NULL) {
+		pol = sim_plugin_load(R->cfg.policy, &R->plugin, why,
+				      sizeof(why));
+		if (pol == NULL) {
+			fprintf(stderr, "%s: policy: cannot load '%s': %s\n",
+				R->cfg.policy_where[0] ? R->cfg.policy_where
+						       : R->cfg.source,
+				R->cfg.policy, why);
+			return 2;
+		}
+	} else if ((pol = kvs_builtin_policy(R->cfg.policy)) == NULL) {
+		fprintf(stderr, "%s: policy: unknown policy '%s' (vllm-v0, "
+			"vllm-v1, sarathi, deepspeed-fastgen, kvsim, or the "
+			"path of a plugin)\n",
+			R->cfg.policy_where[0] ? R->cfg.policy_where
+					       : R->cfg.source, R->cfg.policy);
+		return 2;
+	}
+	if (R->cfg.calibration[0] != '\0') {
+		char cerr[1400];
+		kv_err e = cost_calib_load(R->cfg.calibration, &R->calib,
+					   cerr, sizeof(cerr));
+
+		if (e == KV_ENOENT)
+			fprintf(stderr, "%s: cost.calibration: %s\n",
+				R->cfg.calibration_where, cerr);
+		else if (e != KV_OK)
+			fprintf(stderr, "%s\n", cerr);
+		if (e != KV_OK)
+			return 2;
+	}
+	if (sz_compute(R->model, R->gpu, &R->cfg.eng, &R->sr, why,
+		       sizeof(why)) != KV_OK) {
+		rfail(R, "%s: %s\n", R->cfg.source, why);
+		return 2;
+	}
+	if (!R->o.quiet)
+		for (size_t i = 0; i < R->sr.nlog; i++)
+			printf("%s\n", R->sr.log[i]);
+	fflush(stdout);
+	if (!R->sr.fits) {
+		rfail(R, "%s\n", R->sr.error);
+		return 2;
+	}
+	cost_config_init(&cc);
+	cc.tp = R->sr.tp;
+	cc.block_size = R->sr.block_size;
+	cc.kv_dtype_bytes = R->sr.kv_dtype_bytes;
+	cc.ssm_dtype_bytes = R->sr.ssm_dtype_bytes;
+	cc.calib = &R->calib;	/* every term unset without a file */
+	if (cost_model_init(&R->cm, R->model, R->gpu, &cc, why,
+			    sizeof(why)) != KV_OK) {
+		rfail(R, "cost model: %s\n", why);
+		return 2;
+	}
+
+	kvc_config_default(&R->kc, pol->mode);
+	R->kc.block_size = R->sr.block_size;
+	R->kc.gpu_blocks = (uint32_t)R->sr.num_blocks;
+	R->kc.prefix_caching = R->sr.prefix_caching;
+	R->kc.max_model_len = (uint32_t)R->sr.max_model_len;
+	/* vLLM v1 has no CPU swap pool; the others get swap_space GiB. */
+	if (R->cm.block_bytes > 0 && pol->mode != KVC_VLLM_V1)
+		R->kc.cpu_blocks = (uint32_t)(R->cfg.swap_space_gib *
+					      1073741824.0 /
+					      (double)R->cm.block_bytes);
+	if (R->sr.ngroup > 1 || (R->sr.ngroup == 1 &&
+				 R->sr.group[0].kind != KVC_SPEC_FULL)) {
+		uint32_t ng = 0;
+
+		for (size_t g = 0; g < R->sr.ngroup && ng < KVC_MAX_GROUPS;
+		     g++) {
+			const struct kvc_spec *sp = &R->sr.group[g];
+			struct kvc_group_config *gc = &R->kc.group[ng];
+
+			memset(gc, 0, sizeof(*gc));
+			snprintf(gc->name, sizeof(gc->name), "g%zu", g);
+			gc->block_size = sp->block_size;
+			if (sp->kind == KVC_SPEC_FULL)
+				gc->kind = KVC_FULL;
+			else if (sp->kind == KVC_SPEC_SLIDING) {
+				gc->kind = KVC_SLIDING;
+				gc->window = sp->window;
+			} else if (sp->kind == KVC_SPEC_STATE)
+				gc->kind = KVC_STATE;
+			else {
+				rfail(R, "model %s: KV cache "
+					"group kind %d is not simulated yet\n",
+					R->model->id, (int)sp->kind);
+				return 2;
+			}
+			ng++;
+		}
+		R->kc.ngroups = ng;
+	}
+
+	kvs_config_init(&R->sc);
+	snprintf(R->sc.policy, sizeof(R->sc.policy), "%s", R->cfg.policy);
+	R->sc.max_num_seqs = R->sr.max_num_seqs;
+	R->sc.max_num_batched_tokens = (int64_t)R->sr.max_num_batched_tokens;
+	if (R->cfg.chunked_prefill >= 0)
+		R->sc.chunked_prefill = R->cfg.chunked_prefill;
+	if (R->cfg.preemption_mode >= 0)
+		R->sc.preemption = R->cfg.preemption_mode;
+	if (R->cfg.num_lookahead_slots >= 0)
+		R->sc.lookahead = R->cfg.num_lookahead_slots;
+
+	R->nrp = R->cfg.replicas;
+	R->rp = calloc(R->nrp, sizeof(*R->rp));
+	R->wake = calloc(R->nrp, sizeof(*R->wake));
+	if (R->rp == NULL || R->wake == NULL) {
+		rfail(R, "out of memory\n");
+		return 1;
+	}
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		struct replica_cfg rc = {
+			.index = i, .sc = &R->sc, .kc = &R->kc, .cm = &R->cm,
+			.step_ns = R->cfg.step_ns, .policy = pol,
+			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
+			.obs = R->o.obs, .ct = R->ct,
+		};
+
+		R->rp[i] = replica_new(&rc, why, sizeof(why));
+		if (R->rp[i] == NULL) {
+			fprintf(stderr, "%s: engine: %s\n", R->cfg.source, why);
+			return 2;
+		}
+	}
+	{
+		struct wl_error we;
+		char buf[1200];
+
+		wl_error_clear(&we);
+		if (wl_open(&R->cfg.wl, &R->ws, &we) != WL_OK) {
+			wl_error_format(&we, buf, sizeof(buf));
+			rfail(R, "%s\n", buf);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static void
+teardown(sim_run *R)
+{
+	for (uint32_t i = 0; R->rp != NULL && i < R->nrp; i++)
+		replica_free(R->rp[i]);
+	free(R->rp);
+	free(R->wake);
+	wl_stream_free(R->ws);
+	sim_evq_release(&R->q);
+	rpt_free(R->rep);
+	if (R->ct != NULL)
+		(void)ctrace_end(R->ct);
+	cat_model_free(R->hf);
+	cat_free(R->cat);
+	sim_config_release(&R->cfg);
+	cost_calib_release(&R->calib);
+	/* last: the replicas' schedulers ran the plugin's code */
+	sim_plugin_unload(R->plugin);
+}
+
+
+static double
+wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int
+sim_run_open(sim_run **out, const struct sim_config *cfg,
+	     const struct sim_run_opts *o)
+{
+	sim_run *R = calloc(1, sizeof(*R));
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *mf;
+	int rc;
+
+	*out = R;
+	if (R == NULL) {
+		fprintf(stderr, "%s: out of memory\n", o->prog);
+		return 1;
+	}
+	R->w0 = wall_now();
+	R->o = *o;
+	R->cfg = *cfg;
+	/* The copy owns its own workload allocations. */
+	if (wl_config_copy(&R->cfg.wl, &cfg->wl) != WL_OK) {
+		memset(&R->cfg.wl, 0, sizeof(R->cfg.wl));
+		rfail(R, "out of memory\n");
+		return 1;
+	}
+	cost_calib_init(&R->calib);
+	sim_evq_init(&R->q);
+	R->tty = isatty(STDERR_FILENO);
+	if ((rc = setup(R)) != 0)
+		return rc;
+	/* The run id: a digest of the resolved configuration. */
+	mf = open_memstream(&buf, &n);
+	if (mf == NULL) {
+		rfail(R, "out of memory\n");
+		return 1;
+	}
+	sim_config_write(&R->cfg, &R->sr, mf);
+	fclose(mf);
+	snprintf(R->run_id, sizeof(R->run_id), "%012" PRIx64,
+		 (uint64_t)(fnv1a(buf, n) & 0xffffffffffffull));
+	free(buf);
+	R->rep = rpt_new(R->run_id, NULL, NULL);
+	if (R->rep == NULL) {
+		rfail(R, "out of memory\n");
+		return 1;
+	}
+	return 0;
+}
+
+void
+sim_run_outputs(sim_run *R, FILE *requests, FILE *timeseries,
+		FILE *chrome_trace)
+{
+	rpt_set_files(R->rep, requests, timeseries);
+	if (chrome_trace != NULL && R->ct == NULL) {
+		R->ct = ctrace_new(chrome_trace, R->run_id);
+		for (uint32_t i = 0; i < R->nrp; i++)
+			replica_set_ctrace(R->rp[i], R->ct);
+	}
+}
+
+static void
+totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
+{
+	struct rpt_totals *t = &R->t;
+	double fsum = 0, area = 0;
+	uint64_t fsteps = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->run_id = R->run_id;
+	t->model = R->model->id;
+	t->gpu = R->gpu->id;
+	t->policy = R->cfg.policy;
+	t->router = sim_router_name(R->cfg.router);
+	t->trace = R->cfg.wl_trace_default ? SIM_DEFAULT_TRACE
+		   : R->cfg.wl.trace ? R->cfg.wl.trace : "(generator)";
+	t->tp = R->sr.tp;
+	t->block_size = R->sr.block_size;
+	t->replicas = R->nrp;
+	t->seed = R->cfg.seed;
+	t->requests = R->arrived;
+	t->duration_ns = t_last - t_first;
+	t->num_gpu_blocks = R->sr.num_blocks;
+	t->kv_cache_tokens = R->sr.cache_tokens;
+	t->max_concurrency = R->sr.max_concurrency;
+	t->events = events;
+	t->block_bytes = R->cm.block_bytes;
+	t->slo_ttft_s = R->cfg.slo_ttft_s;
+	t->slo_tpot_s = R->cfg.slo_tpot_s;
+	t->slo_e2e_s = R->cfg.slo_e2e_s;
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		const struct replica_stats *s = replica_stats(R->rp[i]);
+
+		t->rejected += s->rejected;
+		t->preemptions += s->preemptions;
+		t->recomputed_tokens += s->recomputed_tokens;
+		t->swap_out_blocks += s->swap_out_blocks;
+		t->swap_in_blocks += s->swap_in_blocks;
+		t->cow_blocks += s->cow_blocks;
+		t->prefix_hit_tokens += s->prefix_hit_tokens;
+		t->prompt_tokens_admitted += s->prompt_tokens_admitted;
+		t->steps += s->steps;
+		fsum += s->frag_sum;
+		fsteps += s->frag_steps;
+		area += s->usage_area;
+		if (s->usage_max > t->kv_usage_max)
+			t->kv_usage_max = s->usage_max;
+	}
+	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
+	t->kv_usage_mean = t->duration_ns > 0
+		? area / (double)t->duration_ns / (double)R->nrp : 0.0;
+	t->sim_wall_s = wall_now() - R->w0;
+}
+
+int
+sim_run_exec(sim_run *R)
+{
+	int64_t t_first = 0, t_last = 0;
+	uint64_t events = 0;
+	int rc;
+
+	rpt_set_slo(R->rep, R->cfg.slo_ttft_s, R->cfg.slo_tpot_s,
+		    R->cfg.slo_e2e_s);
+	if (rpt_begin(R->rep) != 0) {
+		rfail(R, "writing the report failed\n");
+		return 1;
+	}
+	rc = loop(R, &t_first, &t_last, &events);
+	if (rc != 0)
+		return rc;
+	if (R->saturated)
+		for (uint32_t i = 0; i < R->nrp; i++)
+			replica_close(R->rp[i], t_last);
+	totals(R, t_first, t_last, events);
+	R->t.stopped = R->saturated;
+	if (R->ct != NULL) {
+		int e = ctrace_end(R->ct);
+
+		R->ct = NULL;
+		if (e != 0) {
+			rfail(R, "writing the trace failed\n");
+			return 1;
+		}
+	}
+	return 0;
+}
+
+bool
+sim_run_stopped(const sim_run *R)
+{
+	return R->saturated;
+}
+
+const struct rpt_totals *
+sim_run_totals(const sim_run *R)
+{
+	return &R->t;
+}
+
+rpt *
+sim_run_report(sim_run *R)
+{
+	return R->rep;
+}
+
+const struct sz_result *
+sim_run_sizing(const sim_run *R)
+{
+	return &R->sr;
+}
+
+const struct sim_config *
+sim_run_config(const sim_run *R)
+{
+	return &R->cfg;
+}
+
+const char *
+sim_run_model(const sim_run *R)
+{
+	return R->model->id;
+}
+
+const char *
+sim_run_gpu(const sim_run *R)
+{
+	return R->gpu->id;
+}
+
+static const char *
+group_kind(enum kvc_spec_kind k)
+{
+	switch (k) {
+	case KVC_SPEC_FULL:
+		return "full";
+	case KVC_SPEC_SLIDING:
+		return "sliding";
+	case KVC_SPEC_STATE:
+		return "state";
+	default:
+		return "other";
+	}
+}
+
+int
+sim_run_groups_write(const sim_run *R, FILE *f)
+{
+	const struct rpt_totals *t = &R->t;
+	uint32_t ng = R->nrp ? replica_stats(R->rp[0])->ngroups : 0;
+
+	fputs("run_id,group,kind,block_size,window_tokens,blocks,"
+	      "kv_usage_mean,kv_usage_max\n", f);
+	for (uint32_t g = 0; g < ng; g++) {
+		uint64_t blocks = 0;
+		double area = 0, mx = 0;
+		enum kvc_spec_kind kind = g < R->sr.ngroup
+			? R->sr.group[g].kind : KVC_SPEC_FULL;
+		uint32_t bs = g < R->sr.ngroup ? R->sr.group[g].block_size
+			      : R->sr.block_size;
+		uint64_t win = g < R->sr.ngroup &&
+			       kind == KVC_SPEC_SLIDING
+			       ? R->sr.group[g].window : 0;
+
+		for (uint32_t i = 0; i < R->nrp; i++) {
+			const struct replica_stats *s = replica_stats(R->rp[i]);
+
+			blocks += s->group_blocks[g];
+			area += s->group_area[g];
+			if (s->group_max[g] > mx)
+				mx = s->group_max[g];
+		}
+		fprintf(f, "%s,%" PRIu32 ",%s,%" PRIu32 ",%" PRIu64 ",%" PRIu64
+			",%.6f,%.6f\n", R->run_id, g, group_kind(kind), bs, win,
+			blocks, t->duration_ns > 0 ? area /
+			(double)t->duration_ns / (double)R->nrp : 0.0, mx);
+	}
+	return ferror(f) ? -1 : 0;
+}
+
+const char *
+sim_run_id(const sim_run *R)
+{
+	return R->run_id;
+}
+
+uint32_t
+sim_run_nreplicas(const sim_run *R)
+{
+	return R->nrp;
+}
+
+void
+sim_run_close(sim_run *R)
+{
+	if (R == NULL)
+		return;
+	teardown(R);
+	free(R);
+}

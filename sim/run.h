@@ -1,0 +1,127 @@
+/*
+ * run.h -- one simulation run as a library call: what `kvsim run` does
+ * between reading its configuration and writing its reports, reusable by
+ * `kvsim capacity` (many runs in one process), `kvsim validate` (a run
+ * with a device backend watching every block operation) and the tests.
+ *
+ *   sim_run *R;
+ *   int rc = sim_run_open(&R, &cfg, &opts);     0, 1 or 2 (message printed)
+ *   if (rc == 0) rc = sim_run_exec(R);          the event loop
+ *   ... sim_run_totals(R), sim_run_report(R) ...
+ *   sim_run_close(R);
+ *
+ * Errors are printed on stderr by the calls themselves ("kvsim run: ..."
+ * or "FILE:LINE:COL: ..."), prefixed with opts.prog, and returned as the
+ * exit status the command should use: 1 the run could not finish (or an
+ * observer or --check failed), 2 bad input.
+ */
+#ifndef SIM_RUN_H
+#define SIM_RUN_H
+
+#include "core/kvsched.h"
+#include "reports/rpt.h"
+#include "sim/runcfg.h"
+#include "sim/sizing.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * Watches the block operations of every step of every replica (a device
+ * backend in `kvsim validate`).  Each hook may be NULL; a hook returning
+ * non-zero stops the run with its message in why (exit 1).
+ *
+ * scheduled: right after kvs_schedule() of a step that runs.  The
+ *   allocator (kvs_kv(s)) holds the step's block tables; st has the batch
+ *   (sched[i].ntokens tokens computed for request sched[i].req, starting at
+ *   position start[i]), the preemptions, and the swap-out, swap-in and
+ *   copy-on-write pairs, which the engine performs before the forward
+ *   pass in that order (swap-out, swap-in, CoW).
+ * computed: the forward pass is over (the step's time has elapsed), just
+ *   before kvs_complete().  The positions start[i] .. start[i]+ntokens-1
+ *   of each scheduled request now hold KV data.  Requests whose last
+ *   output token this is are still allocated here.
+ * completed: after kvs_complete(); st->finish lists the requests that
+ *   finished (their blocks are already freed).
+ */
+struct sim_observer {
+	void *ctx;
+	int (*scheduled)(void *ctx, uint32_t replica, kvs *s,
+			 const struct kvs_step *st, const uint32_t *start,
+			 int64_t now, char *why, size_t whylen);
+	int (*computed)(void *ctx, uint32_t replica, kvs *s,
+			const struct kvs_step *st, const uint32_t *start,
+			int64_t now, char *why, size_t whylen);
+	int (*completed)(void *ctx, uint32_t replica, kvs *s,
+			 const struct kvs_step *st, int64_t now, char *why,
+			 size_t whylen);
+};
+
+/*
+ * Stop a run early once an SLO on a latency quantile is certainly missed
+ * (`kvsim capacity`): with at most n_max requests completing, the
+ * p-quantile (linear interpolation between order statistics, as
+ * rpt_quantile) exceeds T as soon as n_max - floor(p (n_max - 1))
+ * requests are known to exceed T -- finished ones, and unfinished ones
+ * that have waited longer than T for their first token (TTFT) or their
+ * end (E2E).  Checked at every timeseries interval.  p = 0: off.
+ */
+struct sim_stop {
+	double p;
+	double ttft_s, e2e_s;		/* 0: not watched */
+	uint64_t n_max;
+};
+
+struct sim_run_opts {
+	const char *prog;		/* message prefix, "kvsim run" */
+	bool check;			/* audits after every half step */
+	bool quiet;			/* no startup lines */
+	bool progress;			/* progress/heartbeat on stderr */
+	const struct sim_observer *obs;	/* or NULL */
+	struct sim_stop stop;
+};
+
+typedef struct sim_run sim_run;
+
+/*
+ * Resolve the configuration (catalogs, sizing, cost model, replicas,
+ * workload).  cfg is copied (the caller keeps its own).  Prints vLLM's
+ * startup lines unless quiet.  On failure *out may still be set: close it.
+ */
+int sim_run_open(sim_run **out, const struct sim_config *cfg,
+		 const struct sim_run_opts *o);
+
+/*
+ * Where the rows go, before exec (each may be NULL: not written):
+ * requests.csv and timeseries.csv rows, and a Chrome trace-event JSON of
+ * every step and request (sim/ctrace.h).  The files stay the caller's.
+ */
+void sim_run_outputs(sim_run *R, FILE *requests, FILE *timeseries,
+		     FILE *chrome_trace);
+
+/* Run the event loop to the end of the workload (or an early stop). */
+int sim_run_exec(sim_run *R);
+
+/* The run stopped early: its SLO (opts.stop) is certainly missed. */
+bool sim_run_stopped(const sim_run *R);
+
+/* After exec: totals (sim_wall_s is the open..exec wall time). */
+const struct rpt_totals *sim_run_totals(const sim_run *R);
+rpt *sim_run_report(sim_run *R);
+const struct sz_result *sim_run_sizing(const sim_run *R);
+const struct sim_config *sim_run_config(const sim_run *R);
+const char *sim_run_id(const sim_run *R);	/* 12 hex digits */
+const char *sim_run_model(const sim_run *R);	/* catalog ids */
+const char *sim_run_gpu(const sim_run *R);
+uint32_t sim_run_nreplicas(const sim_run *R);
+
+/*
+ * groups.csv: one row per KV cache group (one for a plain model): kind,
+ * block size, window, blocks, usage mean (time-weighted) and max.
+ */
+int sim_run_groups_write(const sim_run *R, FILE *f);
+
+void sim_run_close(sim_run *R);
+
+#endif
