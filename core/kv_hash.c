@@ -5,9 +5,13 @@
  * on every platform (vLLM v0 used Python's seeded hash(), which is not), so
  * that two runs with one seed give byte-identical results.  The chain
  * h_i = H(h_{i-1}, tokens of block i, extra) is a 64-bit multiply-xorshift
- * mix over 32-bit tokens (the finaliser of SplitMix64, applied per word).
- * Not cryptographic: a mode that must rule out collisions compares tokens
- * on a hit.
+ * mix (the finaliser of SplitMix64) applied once per pair of 32-bit tokens:
+ * a pair packs into one 64-bit word without loss, so each round stays
+ * injective in its input, and the token count enters the last round, so
+ * an odd tail cannot alias a pair.  One round per token cost twice as much
+ * (prompt hashing was the largest single item of a trace replay).  Not
+ * cryptographic: a mode that must rule out collisions compares tokens on a
+ * hit.
  *
  * kv_hmap is open addressing with linear probing and backward-shift
  * deletion, so lookups never wade through tombstones; it is sized once for
@@ -33,8 +37,12 @@ uint64_t
 kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n, uint64_t extra)
 {
 	uint64_t h = kv__mix(parent ^ 0x243f6a8885a308d3ull);
+	size_t i;
 
-	for (size_t i = 0; i < n; i++)
+	for (i = 0; i + 1 < n; i += 2)
+		h = kv__mix(h + (tok[i] | (uint64_t)tok[i + 1] << 32) +
+			    0x9e3779b97f4a7c15ull);
+	if (i < n)
 		h = kv__mix(h + tok[i] + 0x9e3779b97f4a7c15ull);
 	h = kv__mix(h ^ (extra + (uint64_t)n * 0x13198a2e03707344ull));
 	return h ? h : 1;
@@ -100,15 +108,38 @@ kv__slot(const struct kv_hmap *m, uint64_t key)
 	return (uint32_t)(kv__mix(key) & m->mask);
 }
 
-int32_t
-kv_hmap_get(const struct kv_hmap *m, uint64_t key)
+int32_t *
+kv_hmap_find(const struct kv_hmap *m, uint64_t key)
 {
 	for (uint32_t i = kv__slot(m, key);; i = (i + 1) & m->mask) {
 		if (m->key[i] == key)
-			return m->val[i];
+			return &m->val[i];
 		if (m->key[i] == 0)
-			return -1;
+			return NULL;
 	}
+}
+
+int32_t
+kv_hmap_get(const struct kv_hmap *m, uint64_t key)
+{
+	const int32_t *v = kv_hmap_find(m, key);
+
+	return v != NULL ? *v : -1;
+}
+
+int32_t *
+kv_hmap_upsert(struct kv_hmap *m, uint64_t key, bool *found)
+{
+	uint32_t i = kv__slot(m, key);
+
+	while (m->key[i] != 0 && m->key[i] != key)
+		i = (i + 1) & m->mask;
+	*found = m->key[i] != 0;
+	if (!*found) {
+		m->key[i] = key;
+		m->n++;
+	}
+	return &m->val[i];
 }
 
 void

@@ -192,6 +192,10 @@ void kv_hmap_release(struct kv_hmap *m);
 kv_err kv_hmap_copy(struct kv_hmap *dst, const struct kv_hmap *src);
 /* Value of key, or -1. */
 int32_t kv_hmap_get(const struct kv_hmap *m, uint64_t key);
+/* Where key's value lives (writable), or NULL: one probe for get+put. */
+int32_t *kv_hmap_find(const struct kv_hmap *m, uint64_t key);
+/* The same, entering key when absent (*found false, value unset). */
+int32_t *kv_hmap_upsert(struct kv_hmap *m, uint64_t key, bool *found);
 /* Insert or overwrite. */
 void kv_hmap_put(struct kv_hmap *m, uint64_t key, int32_t val);
 /* Remove key if present; returns whether it was. */

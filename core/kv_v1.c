@@ -72,6 +72,7 @@
 #include <string.h>
 
 #define V1_NULL 0		/* the null block's id in the pool */
+#define V1_NOSHIFT 0xff		/* a block size that is no power of two */
 
 /* Per sequence, mode-private. */
 struct v1_sx {
@@ -103,6 +104,8 @@ struct v1 {
 	bool caching;
 	bool hybrid;		/* HybridKVCacheCoordinator */
 	uint32_t fullmask, othermask;	/* groups by kind, hybrid only */
+	uint32_t slidemask;	/* sliding-window groups (skipped blocks) */
+	uint8_t bshift[KVC_MAX_GROUPS];	/* log2 block size, or V1_NOSHIFT */
 	struct v1_sx *sx;
 	uint32_t capsx;
 	/* scratch for the hit of the request being planned (0 = null) */
@@ -127,6 +130,23 @@ static inline kvc_kind
 v1_kind(const kvc *k, uint32_t g)
 {
 	return k->cfg.group[g].kind;
+}
+
+/*
+ * n / bs and cdiv(n, bs) for group g: a shift for the usual power-of-two
+ * block sizes (a division per decode step was measurable), else a divide.
+ */
+static inline uint64_t
+v1_div(const kvc *k, const struct v1 *m, uint32_t g, uint64_t n)
+{
+	return m->bshift[g] != V1_NOSHIFT ? n >> m->bshift[g] :
+	    n / kvc__bs(k, g);
+}
+
+static inline uint32_t
+v1_cdiv_g(const kvc *k, const struct v1 *m, uint32_t g, uint64_t n)
+{
+	return (uint32_t)v1_div(k, m, g, n + kvc__bs(k, g) - 1);
 }
 
 /* ---- configuration -------------------------------------------------- */
@@ -257,12 +277,20 @@ v1_coordinator(const kvc *k, struct v1 *m)
 {
 	m->caching = k->cfg.prefix_caching;
 	m->hybrid = m->caching && k->cfg.ngroups > 1;
-	m->fullmask = m->othermask = 0;
+	m->fullmask = m->othermask = m->slidemask = 0;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		uint32_t bs = kvc__bs(k, g);
+
 		if (v1_kind(k, g) == KVC_FULL)
 			m->fullmask |= 1u << g;
 		else
 			m->othermask |= 1u << g;
+		if (v1_kind(k, g) == KVC_SLIDING)
+			m->slidemask |= 1u << g;
+		m->bshift[g] = V1_NOSHIFT;
+		for (uint8_t sh = 0; sh < 32; sh++)
+			if (bs == 1u << sh)
+				m->bshift[g] = sh;
 	}
 }
 
@@ -351,16 +379,22 @@ out_free:
 
 /* ---- per-sequence state: hash cache --------------------------------- */
 
+static kv_err v1_sx_grow(kvc *k, int32_t s);
+
 /* Make sure sequence s has its mode-private record. */
-static kv_err
+static inline kv_err
 v1_sx_reserve(kvc *k, int32_t s)
+{
+	return (uint32_t)s < v1_of(k)->capsx ? KV_OK : v1_sx_grow(k, s);
+}
+
+static kv_err
+v1_sx_grow(kvc *k, int32_t s)
 {
 	struct v1 *m = v1_of(k);
 	uint32_t cap;
 	struct v1_sx *p;
 
-	if ((uint32_t)s < m->capsx)
-		return KV_OK;
 	cap = m->capsx ? m->capsx : 16;
 	while (cap <= (uint32_t)s)
 		cap *= 2;
@@ -392,7 +426,9 @@ v1_hashes(kvc *k, int32_t s)
 	if ((e = v1_sx_reserve(k, s)) != KV_OK)
 		return e;
 	x = &m->sx[s];
-	want = q->ntok / bs;
+	want = (uint32_t)v1_div(k, m, 0, q->ntok);
+	if (want <= x->nh)
+		return KV_OK;	/* the common case: nothing new is full */
 	if (want > x->caph) {
 		uint32_t cap = x->caph ? x->caph : 8;
 		uint64_t *h;
@@ -451,15 +487,17 @@ v1_map_get(const struct v1 *m, uint32_t g, uint64_t h)
 static void
 v1_map_insert(struct v1 *m, uint32_t g, uint64_t h, int32_t b)
 {
-	int32_t head = kv_hmap_get(&m->map[g], h), tail;
+	bool found;
+	int32_t *slot = kv_hmap_upsert(&m->map[g], h, &found), head, tail;
 
 	m->hkey[b] = h;
 	m->hgrp[b] = (uint8_t)g;
-	if (head < 0) {
-		kv_hmap_put(&m->map[g], h, b);
+	if (!found) {
+		*slot = b;
 		m->dnext[b] = m->dprev[b] = b;
 		return;
 	}
+	head = *slot;
 	tail = m->dprev[head];
 	m->dnext[tail] = b;
 	m->dprev[b] = tail;
@@ -473,18 +511,18 @@ v1_evict(struct v1 *m, int32_t b)
 {
 	uint64_t h = m->hkey[b];
 	uint32_t g = m->hgrp[b];
-	int32_t head;
+	int32_t *head;
 
 	if (h == 0)
 		return;
-	head = kv_hmap_get(&m->map[g], h);
 	if (m->dnext[b] == b) {
 		kv_hmap_del(&m->map[g], h);
 	} else {
 		m->dnext[m->dprev[b]] = m->dnext[b];
 		m->dprev[m->dnext[b]] = m->dprev[b];
-		if (head == b)
-			kv_hmap_put(&m->map[g], h, m->dnext[b]);
+		head = kv_hmap_find(&m->map[g], h);
+		if (head != NULL && *head == b)
+			*head = m->dnext[b];
 	}
 	m->hkey[b] = 0;
 	m->hgrp[b] = 0;
@@ -746,22 +784,26 @@ v1_plan(const kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp, uint32_t L,
 	const struct kvc_seq *q = kvc__seq(k, s);
 	uint64_t free_after;
 
-	memset(p, 0, sizeof(*p));
-	p->skipfree = v1_skip_count(k, s);
+	/* Only groups < ngroups are filled; no reader looks further. */
+	p->sum = 0;
+	p->take = 0;
+	p->skipfree = m->slidemask ? v1_skip_count(k, s) : 0;
 	p->need = v1_need_tokens(k, (uint64_t)q->ncomp + hcomp + nnew + L);
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
-		int64_t req = v1_cdiv(p->need, kvc__bs(k, g));
+		int64_t req = v1_cdiv_g(k, m, g, p->need);
 		int64_t sn = req - m->nhit[g] - q->tab[g].n;
+		uint32_t ev = 0;
 
 		for (uint32_t i = 0; i < m->nhit[g]; i++) {
 			int32_t b = m->hit[g][i];
 
 			if (b != V1_NULL && m->ref[b] == 0)
-				p->evict[g]++;
+				ev++;
 		}
+		p->evict[g] = ev;
 		p->pop[g] = sn > 0 ? (uint32_t)sn : 0;
-		p->sum += sn + p->evict[g];
-		p->take += (uint64_t)p->pop[g] + p->evict[g];
+		p->sum += sn + ev;
+		p->take += (uint64_t)p->pop[g] + ev;
 	}
 	free_after = (uint64_t)m->fq.n + p->skipfree;
 	p->fits = p->sum <= (int64_t)free_after;
@@ -778,6 +820,8 @@ v1_reserve(kvc *k, int32_t s, const struct v1_plan *p)
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		uint64_t n = (uint64_t)q->tab[g].n + m->nhit[g] + p->pop[g];
 
+		if (n <= q->tab[g].cap)
+			continue;
 		if (n > UINT32_MAX ||
 		    kvc__tab_reserve(&q->tab[g], (uint32_t)n) != KV_OK)
 			return kvc__fail(k, KV_ENOMEM, "out of memory");
@@ -811,7 +855,8 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	if ((e = v1_reserve(k, s, &p)) != KV_OK)
 		return e;
 	/* From here on the reference's own order (R22, R23). */
-	v1_skip_apply(k, s);
+	if (m->slidemask)
+		v1_skip_apply(k, s);
 	if (!p.fits)
 		return kvc__fail(k, KV_ENOSPC, "needs %lld blocks for %u "
 				 "tokens, %u free", (long long)p.sum, p.need,
@@ -823,6 +868,8 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 				 (long long)p.sum, (unsigned long long)p.take,
 				 m->fq.n);
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* touch */
+		struct kvc_tab *t = &q->tab[g];
+
 		for (uint32_t i = 0; i < m->nhit[g]; i++) {
 			int32_t b = m->hit[g][i];
 
@@ -831,19 +878,23 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 					kv_list_remove(&m->fq, b);
 				m->ref[b]++;
 			}
-			kvc__tab_push(&q->tab[g], b == V1_NULL ? KVC_NULL : b,
-				      0);
+			/* v1_reserve made the room */
+			t->id[t->n] = b == V1_NULL ? KVC_NULL : b;
+			t->aux[t->n++] = 0;
 		}
 		if (admit)
 			m->sx[s].ncached[g] = m->nhit[g];
 	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* new blocks */
+		struct kvc_tab *t = &q->tab[g];
+
 		for (uint32_t i = 0; i < p.pop[g]; i++) {
 			int32_t b = kv_list_pop_front(&m->fq);
 
 			v1_evict(m, b);
 			m->ref[b] = 1;
-			kvc__tab_push(&q->tab[g], b, 0);
+			t->id[t->n] = b;
+			t->aux[t->n++] = 0;
 		}
 	}
 	if (!m->caching)
@@ -852,7 +903,7 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	if (ntc > q->ntok)
 		ntc = q->ntok;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* cache_blocks */
-		uint32_t full = ntc / kvc__bs(k, g);
+		uint32_t full = (uint32_t)v1_div(k, m, g, ntc);
 		uint32_t *nc = &m->sx[s].ncached[g];
 
 		for (uint32_t i = *nc; i < full; i++) {
