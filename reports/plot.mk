@@ -1,0 +1,9 @@
+# Plots (issue 6 item 5): reports/plot.c writes gnuplot scripts, their data,
+# PNG/SVG images and index.html from result folders; sim/cmd_plot.c is
+# `kvsim plot`.  Both are linked into kvsim (plot.c uses only libc and
+# POSIX, and runs gnuplot when it is on PATH).  tests/plot.sh renders when
+# gnuplot is installed (Debian: gnuplot-nox) and skips that part otherwise;
+# tests/plot holds its inputs.
+sim_kvsim_SOURCES += %reldir%/plot.c %reldir%/plot.h sim/cmd_plot.c
+TESTS += tests/plot.sh
+EXTRA_DIST += tests/plot.sh tests/plot

@@ -1,0 +1,325 @@
+#!/bin/sh
+# plot.sh -- `kvsim plot` (docs/plot.md, reports/plot.h).
+#
+# Part 1 needs no gnuplot (scripts only, --no-run or a PATH without it):
+#  1. one run: a script per plot, the CDF data, index.html; stdout is the
+#     index's path and nothing else;
+#  2. the scripts, data and index are byte-identical when made again;
+#  3. the CDF data is the run's own: sorted, from requests.csv's minimum to
+#     its maximum, ending at fraction 1, and thinned to ~2,000 points;
+#  4. two runs overlay: one curve each, labelled by policy (the folder's
+#     name added when two runs share a policy); their folders' timeseries
+#     are read by a relative path; the default output is DIR1/plots;
+#  5. capacity, sweep and compare results (tests/plot/*): the aggregated
+#     data a hand computation gives;
+#  6. bad input exits 2 with FILE:LINE and writes nothing: an extra field,
+#     a bad number, an unterminated quote, a missing column, a missing
+#     folder, a folder without results, bad options;
+#  7. no gnuplot on PATH: the scripts and index, a note, exit 0; a gnuplot
+#     that fails: exit 2, no image and no temporary file left.
+# Part 2 renders (exit 77 when gnuplot is not installed; Debian package
+# gnuplot-nox):
+#  8. every image is a valid PNG (signature, IHDR with a nonzero size) or
+#     SVG (XML declaration, <svg ... </svg>); index.html references every
+#     image and every file it references exists; --format png makes PNGs
+#     only; rendered output is still byte-identical where it is ours.
+set -u
+: "${KVSIM:=../sim/kvsim}"
+: "${top_srcdir:=..}"
+FIX=$top_srcdir/tests/plot
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-plot.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+PLOTS1="ttft_cdf tpot_cdf e2e_cdf queue_cdf kv_usage throughput"
+
+"$KVSIM" run --out "$T/a" --quiet || { echo "FAIL: kvsim run"; exit 1; }
+"$KVSIM" run --out "$T/b" --quiet --set policy=sarathi ||
+	{ echo "FAIL: kvsim run sarathi"; exit 1; }
+cp -r "$T/a" "$T/a.pristine"
+
+# plot ARGS... -> $out (stdout), $err (stderr), $rc
+plot() {
+	"$KVSIM" plot "$@" >"$T/out" 2>"$T/err"
+	rc=$?
+	out=$(cat "$T/out")
+	err=$(cat "$T/err")
+}
+# each file named on stdin exists in $1
+exists_all() {
+	while read -r f; do
+		[ -e "$1/$f" ] || bad "$1: index.html references missing $f"
+	done
+}
+refs() { grep -o '\(src\|href\)="[^"]*"' "$1" | sed 's/^[a-z]*="//; s/"$//'; }
+
+# ---- 1. one run, scripts only --------------------------------------------
+cp -r "$T/a.pristine" "$T/one"
+plot "$T/one" --no-run
+[ $rc = 0 ] || bad "--no-run: exit $rc: $err"
+[ "$out" = "$T/one/index.html" ] || bad "--no-run: stdout is '$out'"
+[ -z "$err" ] || bad "--no-run: stderr: $err"
+for p in $PLOTS1; do
+	[ -s "$T/one/$p.gp" ] || bad "no $p.gp"
+	grep -q "^	set output '$p\.'\.f\.suffix\$" "$T/one/$p.gp" ||
+		bad "$p.gp does not write $p.FORMAT"
+done
+for p in ttft_cdf tpot_cdf e2e_cdf queue_cdf; do
+	[ -s "$T/one/$p.dat" ] || bad "no $p.dat"
+done
+grep -q "^data = 'timeseries.csv'\$" "$T/one/kv_usage.gp" ||
+	bad "kv_usage.gp does not read timeseries.csv"
+grep -q "column('kv_usage')" "$T/one/kv_usage.gp" &&
+	grep -q "column('swapped')" "$T/one/kv_usage.gp" &&
+	grep -q "axes x1y2" "$T/one/kv_usage.gp" ||
+	bad "kv_usage.gp: usage and counts on two axes by column name"
+ls "$T/one" | grep -q '\.png$\|\.svg$' && bad "--no-run rendered images"
+[ -s "$T/one/index.html" ] || bad "no index.html"
+refs "$T/one/index.html" | exists_all "$T/one"
+for p in $PLOTS1; do
+	refs "$T/one/index.html" | grep -qx "$p.gp" ||
+		bad "index.html does not link $p.gp"
+done
+grep -q '<td>ttft_p99_s</td><td>' "$T/one/index.html" ||
+	bad "index.html has no summary table"
+grep -q '<img' "$T/one/index.html" && bad "--no-run index shows images"
+[ -n "$(find "$T/one" -name '*.tmp.*')" ] && bad "temporary files left"
+
+# ---- 2. byte-identical when made again -------------------------------------
+mkdir "$T/save"
+cp "$T"/one/*.gp "$T"/one/*.dat "$T/one/index.html" "$T/save/"
+plot "$T/one" --no-run
+for f in "$T"/save/*; do
+	cmp -s "$f" "$T/one/${f##*/}" || bad "${f##*/} differs when made again"
+done
+
+# ---- 3. the CDF data ------------------------------------------------------
+c=$(head -1 "$T/one/requests.csv" | tr ',' '\n' | grep -nx ttft_s | cut -d: -f1)
+min=$(tail -n +2 "$T/one/requests.csv" | cut -d, -f"$c" | sort -g | head -1)
+max=$(tail -n +2 "$T/one/requests.csv" | cut -d, -f"$c" | sort -g | tail -1)
+d=$T/one/ttft_cdf.dat
+[ "$(head -1 "$d")" = "ttft_s,fraction" ] || bad "ttft_cdf.dat header"
+[ "$(sed -n 2p "$d")" = "$min,0.000000" ] || bad "ttft_cdf.dat starts $(sed -n 2p "$d"), min $min"
+[ "$(tail -1 "$d")" = "$max,1.000000" ] || bad "ttft_cdf.dat ends $(tail -1 "$d"), max $max"
+tail -n +2 "$d" | awk -F, 'NR > 1 && ($1 < v || $2 < f) { bad = 1 }
+	{ v = $1; f = $2 } END { exit bad }' || bad "ttft_cdf.dat is not sorted"
+n=$(wc -l <"$d")
+[ "$n" -gt 500 ] && [ "$n" -le 2002 ] || bad "ttft_cdf.dat has $n lines"
+
+# ---- 4. two runs overlaid ---------------------------------------------------
+cp -r "$T/a.pristine" "$T/two"
+plot "$T/two" "$T/b" --no-run
+[ $rc = 0 ] || bad "two runs: exit $rc: $err"
+[ "$out" = "$T/two/plots/index.html" ] || bad "two runs: stdout '$out'"
+g=$T/two/plots/ttft_cdf.gp
+grep -q "'ttft_cdf_1.dat' using 1:2 with lines lw 2 title 'vllm-v1'" "$g" &&
+	grep -q "'ttft_cdf_2.dat' using 1:2 with lines lw 2 title 'sarathi'" "$g" ||
+	bad "ttft_cdf.gp does not overlay both runs"
+[ -s "$T/two/plots/ttft_cdf_1.dat" ] && [ -s "$T/two/plots/ttft_cdf_2.dat" ] ||
+	bad "overlay data files missing"
+cmp -s "$T/two/plots/ttft_cdf_1.dat" "$T/one/ttft_cdf.dat" ||
+	bad "run 1's CDF differs when overlaid"
+grep -q "^data = '\.\./\.\./b/timeseries.csv'\$" "$T/two/plots/kv_usage_2.gp" &&
+	grep -q "^data = '\.\./timeseries.csv'\$" "$T/two/plots/kv_usage_1.gp" ||
+	bad "per-run plots do not read their timeseries by a relative path"
+cp -r "$T/a.pristine" "$T/same"
+plot "$T/one" "$T/same" --out "$T/ov" --no-run
+[ $rc = 0 ] && [ "$out" = "$T/ov/index.html" ] || bad "--out: exit $rc '$out'"
+grep -q "title 'vllm-v1 (one)'" "$T/ov/ttft_cdf.gp" &&
+	grep -q "title 'vllm-v1 (same)'" "$T/ov/ttft_cdf.gp" ||
+	bad "two runs of one policy are not told apart"
+
+# ---- 5. capacity, sweep, compare -------------------------------------------
+for x in capacity sweep compare; do
+	cp -r "$FIX/$x" "$T/$x"
+	plot "$T/$x" --no-run
+	[ $rc = 0 ] || bad "$x: exit $rc: $err"
+	refs "$T/$x/index.html" | exists_all "$T/$x"
+done
+k=$T/capacity/capacity_knee.dat
+[ "$(head -1 "$k")" = "series,label,qps,ttft_p99_s_mean,ttft_p99_s_min,ttft_p99_s_max,points,meets_slo_fraction" ] ||
+	bad "capacity_knee.dat header: $(head -1 "$k")"
+# qps 6: p99 1.9 and 2.6 over two seeds, one meets the SLO; qps 8 is
+# saturated (no finite p99) and left out
+grep -qx '1,h100-8b,6,2.25,1.9,2.6,2,0.500000' "$k" &&
+	grep -qx '2,a100-8b,3,1,0.9,1.1,2,1.000000' "$k" &&
+	! grep -q ',8,' "$k" && [ "$(wc -l <"$k")" = 7 ] ||
+	bad "capacity_knee.dat: $(cat "$k")"
+grep -q "title 'SLO: ttft_s p99 <= 2 s'" "$T/capacity/capacity_knee.gp" ||
+	bad "capacity_knee.gp has no SLO line"
+grep -q 'set logscale y' "$T/capacity/capacity_knee.gp" || bad "knee: no log y"
+grep -qx 'h100-sxm,5.6,5.2,6.1' "$T/capacity/capacity_gpu.dat" &&
+	grep -qx 'a100-sxm  80GB,3.4,3.1,3.6' "$T/capacity/capacity_gpu.dat" ||
+	bad "capacity_gpu.dat: $(cat "$T/capacity/capacity_gpu.dat")"
+grep -q '<td>a100-sxm, 80GB</td>' "$T/capacity/index.html" ||
+	bad "index.html has no capacity.csv table"
+s=$T/sweep/sweep_ttft.dat
+grep -qx '2,policy=sarathi,8,1,0.9,1.1,2' "$s" &&
+	grep -qx '1,policy=vllm-v1,2,0.11,0.11,0.11,1' "$s" &&
+	[ "$(wc -l <"$s")" = 7 ] || bad "sweep_ttft.dat: $(cat "$s")"
+grep -q "title 'policy=sarathi'" "$T/sweep/sweep_ttft.gp" || bad "sweep titles"
+m=$T/compare/compare_delta.dat
+[ "$(cat "$m")" = "label,delta_pct,verdict,rgb
+ttft_p99_s,17.845,regression,12582912
+tpot_p99_s,-7.291,improvement,2785066
+e2e_p99_s,0.415,ok,4880560" ] || bad "compare_delta.dat: $(cat "$m")"
+
+# ---- 6. bad input -------------------------------------------------------
+# badcase NAME FILE EXPECTED-MESSAGE (FILE already broken in $T/NAME)
+badcase() {
+	plot "$T/$1"
+	[ $rc = 2 ] || bad "$1: exit $rc, expected 2"
+	case $err in
+	*"$3"*) ;;
+	*) bad "$1: stderr '$err', expected '$3'" ;;
+	esac
+	[ -z "$out" ] || bad "$1: stdout '$out'"
+	ls "$T/$1" 2>/dev/null | grep -q '\.gp$\|\.dat$\|index.html' &&
+		bad "$1: bad input left output"
+}
+cp -r "$T/a.pristine" "$T/extra"
+sed -i '5s/$/,1/' "$T/extra/requests.csv"
+badcase extra requests.csv "extra/requests.csv:5: 21 fields, the header has 20"
+cp -r "$T/a.pristine" "$T/num"
+c=$(head -1 "$T/num/timeseries.csv" | tr ',' '\n' | grep -nx kv_usage | cut -d: -f1)
+awk -F, -v OFS=, -v c="$c" 'NR == 7 { $c = "abc" } { print }' \
+	"$T/a.pristine/timeseries.csv" >"$T/num/timeseries.csv"
+badcase num timeseries.csv "num/timeseries.csv:7: column 'kv_usage': 'abc' is not a finite number"
+cp -r "$T/a.pristine" "$T/quote"
+printf 'requests,policy\n1,"vllm-v1\n' >"$T/quote/summary.csv"
+badcase quote summary.csv "quote/summary.csv:2: unterminated quoted field"
+cp -r "$T/a.pristine" "$T/nocol"
+sed -i '1s/,kv_usage,/,kv_use,/' "$T/nocol/timeseries.csv"
+badcase nocol timeseries.csv "nocol/timeseries.csv:1: no column 'kv_usage'"
+mkdir "$T/capbad" && cp "$FIX/capacity/capacity.csv" "$T/capbad/"
+sed 's/^a100-8b,3,1,/a100-8b,x3,1,/' "$FIX/capacity/capacity_points.csv" \
+	>"$T/capbad/capacity_points.csv"
+badcase capbad capacity_points.csv "capbad/capacity_points.csv:12: column 'qps': 'x3' is not a finite number"
+mkdir "$T/empty"
+badcase empty - "empty: no kvsim results"
+badcase missing - "missing: No such file or directory"
+plot
+[ $rc = 2 ] || bad "no folder: exit $rc"
+for o in "--format gif" "--format png," "--bogus" "--out"; do
+	# shellcheck disable=SC2086
+	plot "$T/one" $o
+	[ $rc = 2 ] || bad "plot $o: exit $rc"
+done
+plot --help
+[ $rc = 0 ] && case $out in usage:*) true ;; *) false ;; esac ||
+	bad "--help: exit $rc"
+
+# ---- 7. without gnuplot, and with a failing one -----------------------------
+mkdir "$T/nobin" "$T/fakebin"
+cp -r "$T/a.pristine" "$T/nogp"
+PATH=$T/nobin "$KVSIM" plot "$T/nogp" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 0 ] || bad "no gnuplot: exit $rc: $(cat "$T/err")"
+[ "$(cat "$T/out")" = "$T/nogp/index.html" ] || bad "no gnuplot: stdout $(cat "$T/out")"
+grep -q 'note: gnuplot not found on PATH' "$T/err" ||
+	bad "no gnuplot: no note: $(cat "$T/err")"
+[ "$(wc -l <"$T/err")" = 1 ] || bad "no gnuplot: more than one line on stderr"
+for p in $PLOTS1; do [ -s "$T/nogp/$p.gp" ] || bad "no gnuplot: no $p.gp"; done
+ls "$T/nogp" | grep -q '\.png$\|\.svg$' && bad "no gnuplot: images?"
+refs "$T/nogp/index.html" | exists_all "$T/nogp"
+printf '#!/bin/sh\necho "fake gnuplot fails" >&2\nexit 3\n' >"$T/fakebin/gnuplot"
+chmod +x "$T/fakebin/gnuplot"
+cp -r "$T/a.pristine" "$T/failgp"
+PATH=$T/fakebin "$KVSIM" plot "$T/failgp" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 2 ] || bad "failing gnuplot: exit $rc"
+grep -q 'gnuplot failed (exit status 3)' "$T/err" ||
+	bad "failing gnuplot: stderr $(cat "$T/err")"
+ls -a "$T/failgp" | grep -q '\.png\|\.svg\|\.tmp\.' &&
+	bad "failing gnuplot left images or temporary files"
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+	[ $fail = 0 ] || exit 1
+	echo "SKIP: gnuplot is not installed (Debian: gnuplot-nox); images not checked"
+	exit 77
+fi
+
+# ---- 8. rendering ------------------------------------------------------
+# png_ok FILE: signature, then an IHDR chunk with nonzero width and height
+png_ok() {
+	h=$(od -A n -t x1 -N 24 "$1" | tr -d ' \n')
+	case $h in
+	89504e470d0a1a0a0000000d49484452*) ;;
+	*) return 1 ;;
+	esac
+	w=$(printf %s "$h" | cut -c33-40)
+	ht=$(printf %s "$h" | cut -c41-48)
+	[ "$w" != 00000000 ] && [ "$ht" != 00000000 ]
+}
+svg_ok() {
+	head -1 "$1" | grep -q '^<?xml ' && grep -q '<svg' "$1" &&
+		tail -c 20 "$1" | grep -q '</svg>'
+}
+# check_dir DIR FORMATS: every plot of DIR (its .gp files) has valid images
+# in FORMATS, index.html shows them all, and all it references exists
+check_dir() {
+	n=0
+	for g in "$1"/*.gp; do
+		p=${g%.gp}
+		for f in $2; do
+			[ -s "$p.$f" ] || { bad "no ${p##*/}.$f"; continue; }
+			"${f}_ok" "$p.$f" || bad "${p##*/}.$f is not a valid $f"
+			refs "$1/index.html" | grep -qx "${p##*/}.$f" ||
+				bad "index.html does not reference ${p##*/}.$f"
+		done
+		n=$((n + 1))
+	done
+	[ $n -gt 0 ] || bad "$1: no plots"
+	refs "$1/index.html" | exists_all "$1"
+	for i in "$1"/*.png "$1"/*.svg; do
+		[ -e "$i" ] || continue
+		refs "$1/index.html" | grep -qx "${i##*/}" ||
+			bad "index.html does not reference ${i##*/}"
+	done
+	[ -n "$(find "$1" -name '*.tmp.*')" ] && bad "$1: temporary files left"
+	return 0
+}
+cp -r "$T/a.pristine" "$T/r"
+plot "$T/r" --title 'kvsim test'
+[ $rc = 0 ] || bad "render: exit $rc: $err"
+[ "$out" = "$T/r/index.html" ] || bad "render: stdout '$out'"
+check_dir "$T/r" "png svg"
+for p in $PLOTS1; do
+	[ -s "$T/r/$p.png" ] || bad "render: no $p.png"
+done
+grep -q "^set title 'kvsim test: TTFT CDF'\$" "$T/r/ttft_cdf.gp" ||
+	bad "--title is not in the plot titles"
+grep -q '<h1>kvsim test</h1>' "$T/r/index.html" || bad "--title is not the index's"
+mkdir "$T/save2"
+cp "$T"/r/*.gp "$T"/r/*.dat "$T/r/index.html" "$T/save2/"
+plot "$T/r" --title 'kvsim test'
+for f in "$T"/save2/*; do
+	cmp -s "$f" "$T/r/${f##*/}" || bad "${f##*/} differs when rendered again"
+done
+for f in "$T"/save/*.dat; do
+	cmp -s "$f" "$T/r/${f##*/}" || bad "${f##*/}: rendering changed the data"
+done
+# a script reruns by hand, in its folder
+(cd "$T/r" && gnuplot -e "formats='svg'" ttft_cdf.gp) 2>"$T/err" ||
+	bad "gnuplot ttft_cdf.gp by hand: $(cat "$T/err")"
+
+plot "$T/two" "$T/b"
+[ $rc = 0 ] || bad "render two runs: exit $rc: $err"
+check_dir "$T/two/plots" "png svg"
+grep -q '>vllm-v1<' "$T/two/plots/ttft_cdf.svg" &&
+	grep -q '>sarathi<' "$T/two/plots/ttft_cdf.svg" ||
+	bad "the overlaid CDF's legend does not name both runs"
+
+for x in capacity sweep compare; do
+	plot "$T/$x"
+	[ $rc = 0 ] || bad "render $x: exit $rc: $err"
+	check_dir "$T/$x" "png svg"
+done
+
+cp -r "$T/a.pristine" "$T/png"
+plot "$T/png" --format png
+[ $rc = 0 ] || bad "--format png: exit $rc: $err"
+check_dir "$T/png" png
+ls "$T/png" | grep -q '\.svg$' && bad "--format png made SVGs"
+exit $fail
