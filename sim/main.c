@@ -23,6 +23,7 @@ struct cmd {
 };
 
 int run_main(int argc, char **argv);	/* cmd_run.c */
+int plot_main(int argc, char **argv);	/* cmd_plot.c */
 
 static const struct cmd cmds[] = {
 	{ "run", run_main,
@@ -34,6 +35,8 @@ static const struct cmd cmds[] = {
 	{ "catalog", catalog_main, "list or show catalog models and GPUs" },
 	{ "trace-stats", trace_stats_main,
 	  "statistics of a request trace or workload" },
+	{ "plot", plot_main,
+	  "gnuplot scripts, images and an HTML index from results" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
