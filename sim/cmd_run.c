@@ -122,14 +122,16 @@ run_main(int argc, char **argv)
 	const char **sets;
 	size_t nsets = 0;
 	const char *seed = NULL;
-	bool force = false, ctrace = false, have_file = false;
+	const char *file = NULL;
+	char seedset[128];
+	bool force = false, ctrace = false;
 	int c, rc = 0;
 	struct rpt_totals t;
 
 	memset(&od, 0, sizeof(od));
 	memset(&ro, 0, sizeof(ro));
 	ro.prog = "kvsim run";
-	sets = calloc((size_t)argc + 1, sizeof(*sets));
+	sets = calloc((size_t)argc + 2, sizeof(*sets));
 	if (sets == NULL) {
 		fprintf(stderr, "kvsim run: out of memory\n");
 		return 1;
@@ -174,38 +176,21 @@ run_main(int argc, char **argv)
 			sets[nsets++] = argv[i];
 			continue;
 		}
-		if (have_file) {
+		if (file != NULL) {
 			fprintf(stderr, "kvsim run: more than one config "
 				"file\n");
 			rc = 2;
 			goto done;
 		}
-		have_file = true;
-		if (sim_config_load(&cfg, argv[i], err, sizeof(err)) !=
-		    KV_OK) {
-			fprintf(stderr, "%s\n", err);
-			rc = 2;
-			goto done;
-		}
+		file = argv[i];
 	}
-	for (size_t i = 0; i < nsets; i++)
-		if (sim_config_set(&cfg, sets[i], err, sizeof(err)) != KV_OK) {
-			fprintf(stderr, "%s\n", err);
-			rc = 2;
-			goto done;
-		}
 	if (seed != NULL) {
-		char a[128];
-
-		snprintf(a, sizeof(a), "seed=%s", seed);
-		if (sim_config_set(&cfg, a, err, sizeof(err)) != KV_OK) {
-			fprintf(stderr, "%s\n", err);
-			rc = 2;
-			goto done;
-		}
+		snprintf(seedset, sizeof(seedset), "seed=%s", seed);
+		sets[nsets++] = seedset;
 	}
-	if (sim_config_finish(&cfg, err, sizeof(err)) != KV_OK) {
-		fprintf(stderr, "kvsim run: %s\n", err);
+	if (sim_config_from_args(&cfg, file, sets, nsets, err, sizeof(err)) !=
+	    KV_OK) {
+		fprintf(stderr, "%s\n", err);
 		rc = 2;
 		goto done;
 	}

@@ -19,7 +19,8 @@ bin_PROGRAMS += %reldir%/kvsim
 	%reldir%/run.c %reldir%/run.h \
 	%reldir%/ctrace.c %reldir%/ctrace.h \
 	%reldir%/outdir.c %reldir%/outdir.h \
-	%reldir%/cmd_run.c
+	%reldir%/cmd_run.c \
+	%reldir%/cmd_capacity.c
 %canon_reldir%_kvsim_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
 # Policy plugins (sim/plugin.c) call kvs_* and kvc_* from the executable.
 %canon_reldir%_kvsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic

@@ -23,11 +23,14 @@ struct cmd {
 };
 
 int run_main(int argc, char **argv);	/* cmd_run.c */
+int capacity_main(int argc, char **argv);	/* cmd_capacity.c */
 int plot_main(int argc, char **argv);	/* cmd_plot.c */
 
 static const struct cmd cmds[] = {
 	{ "run", run_main,
 	  "simulate serving a workload (the embedded default without a file)" },
+	{ "capacity", capacity_main,
+	  "the highest request rate meeting SLOs, and static KV capacity" },
 	{ "replay", replay_main,
 	  "run a replay script against the allocator core" },
 	{ "kv-size", kvsize_main,

@@ -64,6 +64,7 @@ struct sim_run {
 	uint64_t arrived;
 	bool tty;
 	bool saturated;
+	uint64_t max_running;
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
@@ -153,6 +154,10 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		adm += st->prompt_tokens_admitted;
 	}
 	s.prefix_hit_rate = adm ? (double)hit / (double)adm : 0.0;
+	if (s.running > R->max_running)
+		R->max_running = s.running;
+	if (R->ct != NULL)
+		ctrace_counters(R->ct, t, &s);
 	s.prompt_tok_s = (double)(pt - *last_prompt) / interval_s;
 	s.gen_tok_s = (double)(gt - *last_gen) / interval_s;
 	*last_prompt = pt;
@@ -699,6 +704,7 @@ sim_run_exec(sim_run *R)
 			replica_close(R->rp[i], t_last);
 	totals(R, t_first, t_last, events);
 	R->t.stopped = R->saturated;
+	R->t.max_running = R->max_running;
 	if (R->ct != NULL) {
 		int e = ctrace_end(R->ct);
 

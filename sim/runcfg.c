@@ -675,6 +675,23 @@ sim_config_finish(struct sim_config *c, char *err, size_t errlen)
 	return KV_OK;
 }
 
+kv_err
+sim_config_from_args(struct sim_config *c, const char *file,
+		     const char *const *sets, size_t n, char *err,
+		     size_t errlen)
+{
+	kv_err e;
+
+	sim_config_init(c);
+	if (file != NULL &&
+	    (e = sim_config_load(c, file, err, errlen)) != KV_OK)
+		return e;
+	for (size_t i = 0; i < n; i++)
+		if ((e = sim_config_set(c, sets[i], err, errlen)) != KV_OK)
+			return e;
+	return sim_config_finish(c, err, errlen);
+}
+
 static void
 put_opt_u64(FILE *f, const char *k, uint64_t v, bool set)
 {

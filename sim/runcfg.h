@@ -97,6 +97,16 @@ kv_err sim_config_load(struct sim_config *c, const char *path, char *err,
 kv_err sim_config_set(struct sim_config *c, const char *assign, char *err,
 		      size_t errlen);
 
+/*
+ * The usual sequence in one call: init c, load file (NULL: the embedded
+ * default), apply sets[0..n) in order, finish.  On failure the message is
+ * in err ("FILE:LINE:COL: ..." or "--set ...: ...", ready to print) and c
+ * must still be released.
+ */
+kv_err sim_config_from_args(struct sim_config *c, const char *file,
+			    const char *const *sets, size_t n, char *err,
+			    size_t errlen);
+
 /* Resolve the workload trace default (after all overrides). */
 kv_err sim_config_finish(struct sim_config *c, char *err, size_t errlen);
 

@@ -164,3 +164,14 @@ check_PROGRAMS += %reldir%/check_engine
 %canon_reldir%_check_engine_LDADD = $(KV_TEST_LIBS)
 TESTS += %reldir%/run.sh
 EXTRA_DIST += %reldir%/run.sh %reldir%/run
+
+# reports/ (issue 6): quantiles against GSL and by hand, the ITL
+# histogram's bound, goodput, the SLO syntax, the capacity search on
+# synthetic thresholds; `kvsim capacity` end to end on a hand-sized system.
+check_PROGRAMS += %reldir%/check_reports
+%canon_reldir%_check_reports_SOURCES = %reldir%/check_reports.c
+%canon_reldir%_check_reports_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS)
+%canon_reldir%_check_reports_LDADD = reports/librpt.la $(GSL_LIBS) \
+	$(CHECK_LIBS)
+TESTS += %reldir%/capacity.sh
+EXTRA_DIST += %reldir%/capacity.sh %reldir%/capacity

@@ -1,0 +1,986 @@
+/*
+ * cmd_capacity.c -- `kvsim capacity`: static and dynamic capacity of one
+ * or more configurations under SLOs (docs/capacity.md).
+ *
+ * Static: vLLM's sizing of the configuration (KV tokens, blocks, maximum
+ * concurrency at max_model_len) and the concurrency at the workload's own
+ * length mix -- the mean over its requests of the blocks each needs, per
+ * KV cache group, from one pass over the stream.
+ *
+ * Dynamic: for each seed, reports/capacity.h's search over the arrival
+ * rate (workload.target_rate), each evaluation a full simulation
+ * (sim/run.h) judged on every --slo; a run whose TTFT or E2E quantile is
+ * certainly over its limit stops early (run.h "sim_stop").  Seeds run in
+ * parallel in child processes (--jobs), their results read back through
+ * pipes in seed order, so the output does not depend on the scheduling.
+ *
+ * Writes capacity.csv (a row per configuration), capacity_points.csv
+ * (every simulation) and capacity_groups.csv (static figures per group)
+ * atomically in --out.  Exit: 0, 1 when a configuration meets its SLOs at
+ * no rate >= --qps-min, 2 bad usage or input.
+ */
+#include "config.h"
+
+#include "core/kvsize.h"
+#include "reports/capacity.h"
+#include "reports/rpt.h"
+#include "sim/outdir.h"
+#include "sim/run.h"
+#include "sim/runcfg.h"
+#include "sim/sizing.h"
+#include "workloads/wl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int capacity_main(int argc, char **argv);
+
+#define MAX_SLO 8
+#define MAX_SEEDS 64
+#define MAX_ACROSS 64
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: kvsim capacity [CONFIG.yaml]... --slo METRIC:STAT<=SECONDS...\n"
+"                      [--set KEY=VALUE]... [--across KEY=V1,V2,...]\n"
+"                      [--seeds N] [--jobs K] [--qps-start Q] [--qps-min Q]\n"
+"                      [--qps-max Q] [--tolerance F] [--max-sims N]\n"
+"                      [--no-early-stop] [--out DIR] [--force] [--quiet]\n"
+"\n"
+"The highest request rate at which each configuration meets every SLO,\n"
+"found by bracketing and bisection on workload.target_rate, per seed,\n"
+"and its static KV capacity (tokens, blocks, concurrency).\n"
+"\n"
+"  --slo S             e.g. ttft_s:p99<=2.0, tpot_s:p99<=0.1; metrics\n"
+"                      ttft_s tpot_s itl_s e2e_s queue_s, statistics p50 p90\n"
+"                      p95 p99 p999 mean max; repeatable (all must hold)\n"
+"  -s, --set KEY=VALUE override a key of every configuration\n"
+"  --across KEY=V,...  one configuration per value (e.g. gpu=a100-80g,h200)\n"
+"  --seeds N           seeds 0..N-1 (default 3): one search each\n"
+"  -j, --jobs K        searches run in parallel (default: online CPUs)\n"
+"  --qps-start Q       first rate tried (default: the workload's own)\n"
+"  --qps-min Q         below this, no capacity (default 0.01)\n"
+"  --qps-max Q         not searched above (default 10000)\n"
+"  --tolerance F       stop when the bracket is within F of its top (0.05)\n"
+"  --max-sims N        simulations per search at most (default 40)\n"
+"  --no-early-stop     run every simulation to its end\n"
+"  -o, --out DIR       reports (default kvsim-out/<time>)\n"
+"  -f, --force         write into an existing --out\n"
+"  -q, --quiet         no startup lines or table\n"
+"\n"
+"Writes capacity.csv, capacity_points.csv and capacity_groups.csv.\n"
+"Exit status: 0 ok, 1 an SLO is missed at every rate, 2 bad usage or input.\n");
+}
+
+/* One simulation's verdict, as the children send it back. */
+struct point {
+	uint32_t config, seed;
+	double qps;
+	double val[MAX_SLO];		/* each SLO's statistic */
+	double ttft_p50, ttft_p99, tpot_p99, e2e_p99, queue_p99;
+	double throughput, goodput, kv_usage_max;
+	uint64_t completed, rejected, preemptions, max_running;
+	uint8_t met, stopped;
+};
+
+/* A search's outcome. */
+struct seedres {
+	struct cap_search_result r;
+	uint32_t npoints;
+};
+
+struct cap {
+	/* options */
+	struct cap_slo slo[MAX_SLO];
+	size_t nslo;
+	uint32_t seeds, jobs;
+	struct cap_search_opts so;
+	bool qps_start_given, early_stop, quiet;
+	/* the configuration being searched */
+	struct sim_config cfg;
+	uint32_t config;
+	uint64_t nreq;			/* the workload's requests */
+	/* points of one search (in a child or inline) */
+	struct point *pts;
+	size_t npts, cappts;
+	uint32_t seed;
+};
+
+static int
+push_point(struct cap *C, const struct point *p)
+{
+	if (C->npts == C->cappts) {
+		size_t cap = C->cappts ? C->cappts * 2 : 64;
+		struct point *n = realloc(C->pts, cap * sizeof(*n));
+
+		if (n == NULL)
+			return -1;
+		C->pts = n;
+		C->cappts = cap;
+	}
+	C->pts[C->npts++] = *p;
+	return 0;
+}
+
+static double
+stat_of(rpt *rep, const struct cap_slo *s)
+{
+	if (s->p < 0)
+		return strcmp(s->metric, "itl") == 0
+			? rpt_quantile(rep, "itl", 0.5) /* no ITL mean kept */
+			: rpt_mean(rep, s->metric);
+	return rpt_quantile(rep, s->metric, s->p);
+}
+
+/* cap_eval_fn: one simulation at qps. */
+static int
+eval(void *ctx, double qps, bool *met)
+{
+	struct cap *C = ctx;
+	struct sim_config c = C->cfg;	/* shallow: sim_run_open copies */
+	struct sim_run_opts o;
+	struct point p;
+	sim_run *R = NULL;
+	rpt *rep;
+	const struct rpt_totals *t;
+	double dur;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.prog = "kvsim capacity";
+	o.quiet = true;
+	c.seed = C->seed;
+	c.wl.seed = C->seed;
+	c.wl.target_rate = qps;
+	if (C->early_stop) {
+		for (size_t i = 0; i < C->nslo; i++) {
+			const struct cap_slo *s = &C->slo[i];
+
+			if (s->p < 0)
+				continue;
+			/* one watched quantile per metric: the strictest */
+			if (strcmp(s->metric, "ttft") == 0 &&
+			    (o.stop.ttft_s == 0 || s->limit_s < o.stop.ttft_s)) {
+				o.stop.ttft_s = s->limit_s;
+				o.stop.p = s->p;
+			} else if (strcmp(s->metric, "e2e") == 0 &&
+				   o.stop.ttft_s == 0 &&
+				   (o.stop.e2e_s == 0 ||
+				    s->limit_s < o.stop.e2e_s)) {
+				o.stop.e2e_s = s->limit_s;
+				o.stop.p = s->p;
+			}
+		}
+		o.stop.n_max = C->nreq;
+	}
+	rc = sim_run_open(&R, &c, &o);
+	if (rc == 0)
+		rc = sim_run_exec(R);
+	if (rc != 0) {
+		sim_run_close(R);
+		return rc;
+	}
+	rep = sim_run_report(R);
+	t = sim_run_totals(R);
+	memset(&p, 0, sizeof(p));
+	p.config = C->config;
+	p.seed = C->seed;
+	p.qps = qps;
+	p.stopped = t->stopped;
+	p.met = !t->stopped;
+	for (size_t i = 0; i < C->nslo; i++) {
+		p.val[i] = stat_of(rep, &C->slo[i]);
+		if (!(p.val[i] <= C->slo[i].limit_s))
+			p.met = 0;
+	}
+	if (rpt_completed(rep) == 0)
+		p.met = 0;
+	p.ttft_p50 = rpt_quantile(rep, "ttft", 0.5);
+	p.ttft_p99 = rpt_quantile(rep, "ttft", 0.99);
+	p.tpot_p99 = rpt_quantile(rep, "tpot", 0.99);
+	p.e2e_p99 = rpt_quantile(rep, "e2e", 0.99);
+	p.queue_p99 = rpt_quantile(rep, "queue", 0.99);
+	dur = (double)t->duration_ns / 1e9;
+	p.throughput = dur > 0 ? (double)rpt_completed(rep) / dur : 0;
+	p.goodput = dur > 0 ? (double)rpt_good(rep) / dur : 0;
+	p.kv_usage_max = t->kv_usage_max;
+	p.completed = rpt_completed(rep);
+	p.rejected = t->rejected;
+	p.preemptions = t->preemptions;
+	p.max_running = t->max_running;
+	sim_run_close(R);
+	*met = p.met;
+	if (push_point(C, &p) != 0) {
+		fprintf(stderr, "kvsim capacity: out of memory\n");
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- seeds in child processes ------------------------------------------ */
+
+static int
+write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int
+read_all(int fd, void *buf, size_t n)
+{
+	char *p = buf;
+
+	while (n > 0) {
+		ssize_t r = read(fd, p, n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* One search; its points are appended to C->pts. */
+static int
+search_seed(struct cap *C, uint32_t seed, struct seedres *out)
+{
+	size_t first = C->npts;
+	int rc;
+
+	C->seed = seed;
+	rc = cap_search(&C->so, eval, C, &out->r);
+	out->npoints = (uint32_t)(C->npts - first);
+	return rc;
+}
+
+struct child {
+	pid_t pid;
+	int fd;
+	uint32_t seed;
+};
+
+/* Collect a child's result: seedres, then its points. */
+static int
+reap(struct cap *C, struct child *ch, struct seedres *res)
+{
+	int st, rc = 0;
+	int32_t status;
+
+	if (read_all(ch->fd, &status, sizeof(status)) != 0)
+		rc = 1;
+	else if (status != 0)
+		rc = status;
+	else if (read_all(ch->fd, res, sizeof(*res)) != 0)
+		rc = 1;
+	for (uint32_t i = 0; rc == 0 && i < res->npoints; i++) {
+		struct point p;
+
+		if (read_all(ch->fd, &p, sizeof(p)) != 0 ||
+		    push_point(C, &p) != 0)
+			rc = 1;
+	}
+	close(ch->fd);
+	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (rc == 0 && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+		rc = 1;
+	return rc;
+}
+
+static int
+spawn(struct cap *C, uint32_t seed, struct child *ch)
+{
+	int fds[2];
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	if (pipe(fds) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		struct seedres r;
+		int32_t status;
+
+		close(fds[0]);
+		C->npts = 0;
+		memset(&r, 0, sizeof(r));
+		status = search_seed(C, seed, &r);
+		if (write_all(fds[1], &status, sizeof(status)) != 0 ||
+		    (status == 0 &&
+		     (write_all(fds[1], &r, sizeof(r)) != 0 ||
+		      write_all(fds[1], C->pts, C->npts * sizeof(*C->pts)) !=
+		      0)))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	ch->pid = pid;
+	ch->fd = fds[0];
+	ch->seed = seed;
+	return 0;
+}
+
+/* Every seed's search, results in seed order in res[]. */
+static int
+search_all(struct cap *C, struct seedres *res)
+{
+	struct child ch[MAX_SEEDS];
+	uint32_t next = 0, done = 0, nrun = 0;
+	int rc = 0;
+
+	if (C->jobs <= 1 || C->seeds == 1) {
+		for (uint32_t s = 0; s < C->seeds && rc == 0; s++)
+			rc = search_seed(C, s, &res[s]);
+		return rc;
+	}
+	/* Children finish in any order; take them back in seed order so
+	 * that the points come out the same every time. */
+	while (done < C->seeds) {
+		while (rc == 0 && nrun < C->jobs && next < C->seeds) {
+			if (spawn(C, next, &ch[next]) != 0) {
+				fprintf(stderr, "kvsim capacity: fork: %s\n",
+					strerror(errno));
+				rc = 1;
+				break;
+			}
+			next++;
+			nrun++;
+		}
+		if (done == next)
+			break;
+		{
+			int e = reap(C, &ch[done], &res[done]);
+
+			if (e != 0 && rc == 0)
+				rc = e;
+		}
+		done++;
+		nrun--;
+	}
+	return rc;
+}
+
+/* ---- static capacity ----------------------------------------------------- */
+
+struct mix {
+	uint64_t nreq;
+	double span_s;
+	double mean_tokens;		/* prompt + output */
+	double mean_blocks;		/* over every group */
+	double group_blocks[SZ_MAX_GROUPS];
+};
+
+static int
+workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
+	     struct mix *m)
+{
+	struct wl_config wc;
+	struct wl_error we;
+	wl_stream *ws = NULL;
+	struct wl_request r;
+	wl_err e;
+	double tok = 0, blk = 0, gb[SZ_MAX_GROUPS] = { 0 };
+	int64_t t0 = 0, t1 = 0;
+	char buf[1200];
+
+	memset(m, 0, sizeof(*m));
+	wl_error_clear(&we);
+	if (wl_config_copy(&wc, &cfg->wl) != WL_OK) {
+		fprintf(stderr, "kvsim capacity: out of memory\n");
+		return 1;
+	}
+	wc.target_rate = 0;
+	if (wl_open(&wc, &ws, &we) != WL_OK) {
+		wl_error_format(&we, buf, sizeof(buf));
+		fprintf(stderr, "kvsim capacity: %s\n", buf);
+		wl_config_release(&wc);
+		return 2;
+	}
+	while ((e = wl_stream_next(ws, &r)) == WL_OK) {
+		uint64_t len = (uint64_t)r.prompt_tokens + r.output_tokens;
+		struct kvc_limits lim = sr->lim;
+
+		if (m->nreq == 0)
+			t0 = r.arrival_ns;
+		t1 = r.arrival_ns;
+		m->nreq++;
+		if (len > sr->max_model_len)
+			len = sr->max_model_len;
+		lim.max_model_len = len;
+		tok += (double)len;
+		blk += (double)kvc_blocks_per_request(sr->group, sr->ngroup,
+						      &lim);
+		for (size_t g = 0; g < sr->ngroup; g++)
+			gb[g] += (double)kvc_worst_blocks(&sr->group[g], &lim);
+	}
+	if (e != WL_END) {
+		wl_error_format(wl_stream_error(ws), buf, sizeof(buf));
+		fprintf(stderr, "kvsim capacity: %s\n", buf);
+		wl_stream_free(ws);
+		wl_config_release(&wc);
+		return 2;
+	}
+	wl_stream_free(ws);
+	wl_config_release(&wc);
+	if (m->nreq == 0) {
+		fprintf(stderr, "kvsim capacity: the workload has no "
+			"requests\n");
+		return 2;
+	}
+	m->span_s = (double)(t1 - t0) / 1e9;
+	m->mean_tokens = tok / (double)m->nreq;
+	m->mean_blocks = blk / (double)m->nreq;
+	for (size_t g = 0; g < sr->ngroup; g++)
+		m->group_blocks[g] = gb[g] / (double)m->nreq;
+	return 0;
+}
+
+static const char *
+kind_name(enum kvc_spec_kind k)
+{
+	static const char *const names[] = { "full", "sliding", "chunked",
+		"state", "cross" };
+
+	return (size_t)k < sizeof(names) / sizeof(names[0]) ? names[k]
+							     : "other";
+}
+
+/* ---- driver ----------------------------------------------------------- */
+
+static int
+cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+put_cfg_cols(FILE *f, uint32_t id, const char *source, const char *across,
+	     const struct sim_config *c, const struct sz_result *sr,
+	     const char *model, const char *gpu)
+{
+	fprintf(f, "%" PRIu32 ",", id);
+	rpt_csv_field(f, source);
+	fputc(',', f);
+	rpt_csv_field(f, across);
+	fputc(',', f);
+	rpt_csv_field(f, model);
+	fputc(',', f);
+	rpt_csv_field(f, gpu);
+	fprintf(f, ",%" PRIu32 ",", sr->tp);
+	rpt_csv_field(f, c->policy);
+	fprintf(f, ",%" PRIu32 ",", sr->block_size);
+	rpt_csv_field(f, c->eng.kv_cache_dtype[0] ? c->eng.kv_cache_dtype
+						 : "auto");
+	fprintf(f, ",%.6g,%" PRIu64 ",", c->eng.gpu_memory_utilization,
+		sr->max_model_len);
+	rpt_csv_field(f, c->wl.trace ? c->wl.trace : "(generator)");
+}
+
+struct cfgsrc {
+	const char *file;		/* NULL: the embedded default */
+	char across[256];		/* "KEY=VALUE" or "" */
+};
+
+int
+capacity_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "slo", required_argument, NULL, 'L' },
+		{ "set", required_argument, NULL, 's' },
+		{ "across", required_argument, NULL, 'A' },
+		{ "seeds", required_argument, NULL, 'N' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "qps-start", required_argument, NULL, 'Q' },
+		{ "qps-min", required_argument, NULL, 'm' },
+		{ "qps-max", required_argument, NULL, 'M' },
+		{ "tolerance", required_argument, NULL, 't' },
+		{ "max-sims", required_argument, NULL, 'x' },
+		{ "no-early-stop", no_argument, NULL, 'E' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	static const char *const names[] = { "capacity.csv",
+		"capacity_points.csv", "capacity_groups.csv" };
+	struct cap C;
+	struct outdir od;
+	const char **sets = NULL, **files = NULL;
+	size_t nsets = 0, nfiles = 0, ncfg = 0;
+	char across_key[128] = "", *across_vals = NULL;
+	const char *across_list[MAX_ACROSS];
+	size_t nacross = 0;
+	struct cfgsrc *srcs = NULL;
+	char outdir[1024] = "", why[1400];
+	bool force = false, any_none = false;
+	int c, rc = 0;
+	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	struct timespec w0, w1;
+
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	memset(&C, 0, sizeof(C));
+	memset(&od, 0, sizeof(od));
+	C.seeds = 3;
+	C.jobs = jobs > 0 ? (uint32_t)jobs : 1;
+	C.so.qps_min = 0.01;
+	C.so.qps_max = 10000;
+	C.so.tol = 0.05;
+	C.so.max_sims = 40;
+	C.early_stop = true;
+	sets = calloc((size_t)argc + 1, sizeof(*sets));
+	files = calloc((size_t)argc + 1, sizeof(*files));
+	if (sets == NULL || files == NULL) {
+		fprintf(stderr, "kvsim capacity: out of memory\n");
+		rc = 1;
+		goto done;
+	}
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:j:o:fqh", lo, NULL)) != -1) {
+		char *end = NULL;
+		double d;
+		unsigned long u;
+
+		switch (c) {
+		case 'L':
+			if (C.nslo == MAX_SLO) {
+				fprintf(stderr, "kvsim capacity: at most %d "
+					"--slo\n", MAX_SLO);
+				rc = 2;
+				goto done;
+			}
+			if (cap_slo_parse(optarg, &C.slo[C.nslo], why,
+					  sizeof(why)) != 0) {
+				fprintf(stderr, "kvsim capacity: %s\n", why);
+				rc = 2;
+				goto done;
+			}
+			C.nslo++;
+			break;
+		case 's':
+			sets[nsets++] = optarg;
+			break;
+		case 'A': {
+			const char *eq = strchr(optarg, '=');
+			char *tok, *save = NULL;
+
+			if (eq == NULL || eq == optarg || across_vals != NULL ||
+			    (size_t)(eq - optarg) >= sizeof(across_key)) {
+				fprintf(stderr, "kvsim capacity: --across "
+					"KEY=V1,V2,... (once)\n");
+				rc = 2;
+				goto done;
+			}
+			snprintf(across_key, sizeof(across_key), "%.*s",
+				 (int)(eq - optarg), optarg);
+			across_vals = strdup(eq + 1);
+			if (across_vals == NULL) {
+				rc = 1;
+				goto done;
+			}
+			for (tok = strtok_r(across_vals, ",", &save);
+			     tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+				if (nacross == MAX_ACROSS) {
+					fprintf(stderr, "kvsim capacity: "
+						"--across: at most %d values\n",
+						MAX_ACROSS);
+					rc = 2;
+					goto done;
+				}
+				across_list[nacross++] = tok;
+			}
+			if (nacross == 0) {
+				fprintf(stderr, "kvsim capacity: --across "
+					"%s: no values\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
+		}
+		case 'N':
+		case 'j':
+		case 'x':
+			errno = 0;
+			u = strtoul(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    u < 1 || (c == 'N' && u > MAX_SEEDS) ||
+			    u > 100000) {
+				fprintf(stderr, "kvsim capacity: --%s %s: "
+					"expected an integer in 1..%d\n",
+					c == 'N' ? "seeds" : c == 'j' ? "jobs"
+					: "max-sims", optarg,
+					c == 'N' ? MAX_SEEDS : 100000);
+				rc = 2;
+				goto done;
+			}
+			if (c == 'N')
+				C.seeds = (uint32_t)u;
+			else if (c == 'j')
+				C.jobs = (uint32_t)u;
+			else
+				C.so.max_sims = (uint32_t)u;
+			break;
+		case 'Q':
+		case 'm':
+		case 'M':
+		case 't':
+			errno = 0;
+			d = strtod(optarg, &end);
+			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+			    !(d > 0) || !isfinite(d) ||
+			    (c == 't' && d >= 1)) {
+				fprintf(stderr, "kvsim capacity: bad value "
+					"'%s' for --%s\n", optarg,
+					c == 'Q' ? "qps-start" : c == 'm' ?
+					"qps-min" : c == 'M' ? "qps-max"
+					: "tolerance (0 < F < 1)");
+				rc = 2;
+				goto done;
+			}
+			if (c == 'Q') {
+				C.so.qps_start = d;
+				C.qps_start_given = true;
+			} else if (c == 'm')
+				C.so.qps_min = d;
+			else if (c == 'M')
+				C.so.qps_max = d;
+			else
+				C.so.tol = d;
+			break;
+		case 'E':
+			C.early_stop = false;
+			break;
+		case 'o':
+			snprintf(outdir, sizeof(outdir), "%s", optarg);
+			break;
+		case 'f':
+			force = true;
+			break;
+		case 'q':
+			C.quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			goto done;
+		default:
+			usage(stderr);
+			rc = 2;
+			goto done;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (strchr(argv[i], '=') != NULL)
+			sets[nsets++] = argv[i];
+		else
+			files[nfiles++] = argv[i];
+	}
+	if (C.nslo == 0) {
+		fprintf(stderr, "kvsim capacity: give at least one --slo, e.g. "
+			"--slo ttft_s:p99<=2.0\n");
+		rc = 2;
+		goto done;
+	}
+	if (C.so.qps_min > C.so.qps_max) {
+		fprintf(stderr, "kvsim capacity: --qps-min is above "
+			"--qps-max\n");
+		rc = 2;
+		goto done;
+	}
+	ncfg = (nfiles ? nfiles : 1) * (nacross ? nacross : 1);
+	srcs = calloc(ncfg, sizeof(*srcs));
+	if (srcs == NULL) {
+		rc = 1;
+		goto done;
+	}
+	for (size_t i = 0; i < ncfg; i++) {
+		size_t a = nacross ? i % nacross : 0;
+
+		srcs[i].file = nfiles ? files[nacross ? i / nacross : i] : NULL;
+		if (nacross)
+			snprintf(srcs[i].across, sizeof(srcs[i].across),
+				 "%s=%s", across_key, across_list[a]);
+	}
+	/* Every configuration is read (and rejected) before anything runs. */
+	{
+		struct sim_config *all = calloc(ncfg, sizeof(*all));
+		struct seedres *res = calloc(MAX_SEEDS, sizeof(*res));
+		FILE *fc, *fp, *fg;
+		char slotxt[512] = "";
+
+		if (all == NULL || res == NULL) {
+			free(all);
+			free(res);
+			rc = 1;
+			goto done;
+		}
+		for (size_t i = 0; i < ncfg && rc == 0; i++) {
+			/* --across comes after every --set */
+			sets[nsets] = srcs[i].across;
+			if (sim_config_from_args(&all[i], srcs[i].file, sets,
+						 nsets + (srcs[i].across[0] !=
+							  '\0'), why,
+						 sizeof(why)) != KV_OK) {
+				fprintf(stderr, "%s\n", why);
+				rc = 2;
+			}
+		}
+		for (size_t i = 0; i < C.nslo; i++) {
+			char one[96];
+
+			cap_slo_format(&C.slo[i], one, sizeof(one));
+			snprintf(slotxt + strlen(slotxt),
+				 sizeof(slotxt) - strlen(slotxt), "%s%s",
+				 i ? ";" : "", one);
+		}
+		if (rc == 0) {
+			if (outdir[0] == '\0')
+				outdir_default(outdir, sizeof(outdir));
+			rc = outdir_open(&od, "kvsim capacity", outdir, force,
+					 names, 3);
+		}
+		if (rc != 0)
+			goto cfgdone;
+		fc = od.f[0];
+		fp = od.f[1];
+		fg = od.f[2];
+		fputs("config_id,config,across,model,gpu,tp,policy,block_size,"
+		      "kv_cache_dtype,gpu_memory_utilization,max_model_len,"
+		      "trace,requests,trace_rate_req_s,num_gpu_blocks,"
+		      "kv_cache_tokens,max_concurrency,mean_request_tokens,"
+		      "mean_request_blocks,max_concurrency_trace_mix,slo,seeds,"
+		      "max_qps_under_slo,max_qps_min,max_qps_max,"
+		      "max_qps_per_seed,min_fail_qps,"
+		      "max_concurrency_under_slo,goodput_at_max_req_s,"
+		      "search_iterations,simulations,stopped_early,capped,"
+		      "met_at_no_rate\n", fc);
+		fputs("config_id,seed,qps,meets_slo,stopped_early,completed,"
+		      "rejected,throughput_req_s,goodput_req_s,ttft_p50_s,"
+		      "ttft_p99_s,tpot_p99_s,e2e_p99_s,queue_p99_s,"
+		      "kv_usage_max,preemptions,max_running", fp);
+		for (size_t i = 0; i < C.nslo; i++) {
+			fprintf(fp, ",slo%zu_value_s", i + 1);
+		}
+		fputc('\n', fp);
+		fputs("config_id,group,kind,block_size,blocks,"
+		      "blocks_per_request_max_len,blocks_per_request_mean,"
+		      "concurrency_max_len,concurrency_trace_mix\n", fg);
+		for (size_t i = 0; i < ncfg && rc == 0; i++) {
+			struct sim_run_opts o;
+			sim_run *R = NULL;
+			const struct sz_result *sr;
+			struct mix mx;
+			double q[MAX_SEEDS];
+			uint32_t sims = 0, stopped = 0, iters = 0;
+			bool capped = false, none = false;
+			const char *src = srcs[i].file ? srcs[i].file
+					  : "(embedded default)";
+			const struct point *best = NULL;
+
+			memset(&o, 0, sizeof(o));
+			o.prog = "kvsim capacity";
+			o.quiet = C.quiet;
+			if (!C.quiet)
+				printf("== configuration %zu: %s%s%s\n", i,
+				       src, srcs[i].across[0] ? " " : "",
+				       srcs[i].across);
+			fflush(stdout);
+			/* sizing (vLLM's startup lines), then the mix */
+			rc = sim_run_open(&R, &all[i], &o);
+			if (rc != 0) {
+				sim_run_close(R);
+				break;
+			}
+			sr = sim_run_sizing(R);
+			rc = workload_mix(&all[i], sr, &mx);
+			if (rc != 0) {
+				sim_run_close(R);
+				break;
+			}
+			C.cfg = all[i];
+			C.config = (uint32_t)i;
+			C.nreq = mx.nreq;
+			C.npts = 0;
+			if (!C.qps_start_given)
+				C.so.qps_start = mx.span_s > 0
+					? (double)mx.nreq / mx.span_s : 1.0;
+			rc = search_all(&C, res);
+			if (rc != 0) {
+				sim_run_close(R);
+				break;
+			}
+			for (uint32_t s = 0; s < C.seeds; s++) {
+				q[s] = res[s].r.max_qps;
+				sims += res[s].r.sims;
+				if (res[s].r.sims > iters)
+					iters = res[s].r.sims;
+				capped |= res[s].r.capped;
+				none |= res[s].r.none;
+			}
+			for (size_t k = 0; k < C.npts; k++) {
+				const struct point *p = &C.pts[k];
+
+				stopped += p->stopped;
+				fprintf(fp, "%" PRIu32 ",%" PRIu32 ",%.17g,%d,%d,%"
+					PRIu64 ",%" PRIu64 ",%.6f,%.6f,%.9f,%.9f,"
+					"%.9f,%.9f,%.9f,%.6f,%" PRIu64 ",%"
+					PRIu64, p->config, p->seed, p->qps,
+					p->met, p->stopped, p->completed,
+					p->rejected, p->throughput, p->goodput,
+					p->ttft_p50, p->ttft_p99, p->tpot_p99,
+					p->e2e_p99, p->queue_p99,
+					p->kv_usage_max, p->preemptions,
+					p->max_running);
+				for (size_t j = 0; j < C.nslo; j++)
+					fprintf(fp, ",%.9f", p->val[j]);
+				fputc('\n', fp);
+				/* the point behind the median seed's answer */
+				if (p->met && p->seed == C.seeds / 2 &&
+				    p->qps == res[C.seeds / 2].r.max_qps)
+					best = p;
+			}
+			put_cfg_cols(fc, (uint32_t)i, src, srcs[i].across,
+				     &all[i], sr, sim_run_model(R),
+				     sim_run_gpu(R));
+			{
+				double med, mn, mxq;
+				double tmp[MAX_SEEDS];
+
+				memcpy(tmp, q, C.seeds * sizeof(double));
+				qsort(tmp, C.seeds, sizeof(double), cmp_dbl);
+				mn = tmp[0];
+				mxq = tmp[C.seeds - 1];
+				med = C.seeds % 2 ? tmp[C.seeds / 2]
+				      : (tmp[C.seeds / 2 - 1] +
+					 tmp[C.seeds / 2]) / 2;
+				fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu64 ",%"
+					PRIu64 ",%.2f,%.1f,%.2f,%.2f,",
+					mx.nreq, mx.span_s > 0 ?
+					(double)mx.nreq / mx.span_s : 0.0,
+					sr->num_blocks, sr->cache_tokens,
+					sr->max_concurrency, mx.mean_tokens,
+					mx.mean_blocks, mx.mean_blocks > 0 ?
+					(double)sr->num_blocks / mx.mean_blocks
+					: 0.0);
+				rpt_csv_field(fc, slotxt);
+				fprintf(fc, ",%" PRIu32 ",%.6g,%.6g,%.6g,",
+					C.seeds, med, mn, mxq);
+				for (uint32_t s = 0; s < C.seeds; s++)
+					fprintf(fc, "%s%.6g", s ? ";" : "",
+						q[s]);
+				fprintf(fc, ",%.6g,%" PRIu64 ",%.6f,%" PRIu32
+					",%" PRIu32 ",%" PRIu32 ",%d,%d\n",
+					res[C.seeds / 2].r.min_fail_qps,
+					best ? best->max_running : 0,
+					best ? best->goodput : 0.0, iters,
+					sims, stopped, capped, none);
+				for (size_t g = 0; g < sr->ngroup; g++) {
+					const struct kvc_spec *sp =
+						&sr->group[g];
+					uint64_t w = kvc_worst_blocks(sp,
+								      &sr->lim);
+
+					fprintf(fg, "%zu,%zu,%s,%" PRIu32 ",%"
+						PRIu64 ",%" PRIu64 ",%.2f,%.2f,"
+						"%.2f\n", i, g,
+						kind_name(sp->kind),
+						sp->block_size, sr->num_blocks,
+						w, mx.group_blocks[g], w ?
+						(double)sr->num_blocks /
+						(double)w : 0.0,
+						mx.group_blocks[g] > 0 ?
+						(double)sr->num_blocks /
+						mx.group_blocks[g] : 0.0);
+				}
+				if (!C.quiet) {
+					printf("static: %" PRIu64 " KV tokens, %"
+					       PRIu64 " blocks, max concurrency "
+					       "%.2fx at %" PRIu64 " tokens, "
+					       "%.2fx at the workload's mix "
+					       "(mean %.0f tokens)\n",
+					       sr->cache_tokens, sr->num_blocks,
+					       sr->max_concurrency,
+					       sr->max_model_len,
+					       mx.mean_blocks > 0 ?
+					       (double)sr->num_blocks /
+					       mx.mean_blocks : 0.0,
+					       mx.mean_tokens);
+					printf("dynamic: %s -> max %.4g req/s "
+					       "(seeds %.4g..%.4g; workload "
+					       "%.4g req/s), %" PRIu32
+					       " simulations (%" PRIu32
+					       " stopped early)%s\n", slotxt,
+					       med, mn, mxq,
+					       mx.span_s > 0 ? (double)mx.nreq /
+					       mx.span_s : 0.0, sims, stopped,
+					       capped ? ", capped at --qps-max"
+					       : none ? ", missed even at "
+					       "--qps-min" : "");
+				}
+			}
+			any_none |= none;
+			sim_run_close(R);
+		}
+		if (rc == 0 && (ferror(fc) || ferror(fp) || ferror(fg))) {
+			fprintf(stderr, "kvsim capacity: write error\n");
+			rc = 1;
+		}
+		if (rc == 0)
+			rc = outdir_commit(&od);
+		else
+			outdir_abort(&od);
+cfgdone:
+		for (size_t i = 0; i < ncfg; i++)
+			sim_config_release(&all[i]);
+		free(all);
+		free(res);
+	}
+	if (rc == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &w1);
+		if (!C.quiet)
+			printf("reports: %s (%.2f s)\n", outdir,
+			       (double)(w1.tv_sec - w0.tv_sec) +
+			       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
+		if (any_none)
+			rc = 1;
+	}
+done:
+	free(C.pts);
+	free(srcs);
+	free(across_vals);
+	free(sets);
+	free(files);
+	return rc;
+}

@@ -1,0 +1,311 @@
+/*
+ * check_reports.c -- the metrics of reports/rpt.h and the capacity search
+ * of reports/capacity.h.
+ *
+ * Quantiles: on known data the values are worked out by hand (linear
+ * interpolation between order statistics: the p-quantile of x[0..n) sorted
+ * is x[h] + (h - floor h)(x[h+1] - x[h]) with h = p (n - 1)) and checked
+ * against GSL computed independently here.  The ITL histogram is checked
+ * against the exact quantiles of the same gaps: within its 1/256 bound.
+ * The search is run against synthetic models whose threshold is known.
+ */
+#include "reports/capacity.h"
+#include "reports/rpt.h"
+
+#include <check.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A request with a given TTFT, E2E and queueing delay (ns), 10 tokens. */
+static void
+add(rpt *r, uint64_t id, int64_t ttft, int64_t e2e, int64_t queue)
+{
+	struct rpt_req q;
+
+	memset(&q, 0, sizeof(q));
+	q.id = id;
+	q.arrival_ns = 1000;
+	q.first_scheduled_ns = 1000 + queue;
+	q.first_token_ns = 1000 + ttft;
+	q.finish_ns = 1000 + e2e;
+	q.input_tokens = 5;
+	q.output_tokens = 10;
+	ck_assert_int_eq(rpt_add_request(r, &q), 0);
+}
+
+START_TEST(test_quantiles_known)
+{
+	rpt *r = rpt_new("t", NULL, NULL);
+
+	ck_assert_ptr_nonnull(r);
+	/* TTFT 1..100 s, in a shuffled order (i * 37 mod 100 visits all). */
+	for (int i = 0; i < 100; i++) {
+		int64_t v = (int64_t)((i * 37) % 100 + 1) * 1000000000;
+
+		add(r, (uint64_t)i, v, v + 9000000000, v / 2);
+	}
+	/* h = 0.99 * 99 = 98.01: x[98] = 99, x[99] = 100 -> 99.01 */
+	ck_assert_double_eq_tol(rpt_quantile(r, "ttft", 0.99), 99.01, 1e-9);
+	/* h = 49.5: (50 + 51) / 2 */
+	ck_assert_double_eq_tol(rpt_quantile(r, "ttft", 0.5), 50.5, 1e-9);
+	ck_assert_double_eq_tol(rpt_quantile(r, "ttft", 0.0), 1.0, 1e-12);
+	ck_assert_double_eq_tol(rpt_quantile(r, "ttft", 1.0), 100.0, 1e-12);
+	/* p99.9: h = 98.901 -> 99.901 */
+	ck_assert_double_eq_tol(rpt_quantile(r, "ttft", 0.999), 99.901,
+				1e-9);
+	ck_assert_double_eq_tol(rpt_mean(r, "ttft"), 50.5, 1e-9);
+	/* E2E is TTFT + 9 s; TPOT = 9 s / 9 gaps = 1 s for everyone */
+	ck_assert_double_eq_tol(rpt_quantile(r, "e2e", 0.99), 108.01, 1e-9);
+	ck_assert_double_eq_tol(rpt_quantile(r, "tpot", 0.9), 1.0, 1e-12);
+	ck_assert_double_eq_tol(rpt_quantile(r, "queue", 0.5), 25.25, 1e-9);
+	/* counting over a threshold, then kept up to date */
+	ck_assert_uint_eq(rpt_count_over(r, "ttft", 90.0), 10);
+	add(r, 100, 95000000000, 96000000000, 0);
+	ck_assert_uint_eq(rpt_count_over(r, "ttft", 90.0), 11);
+	ck_assert_uint_eq(rpt_count_over(r, "ttft", 99.5), 1);
+	rpt_free(r);
+}
+END_TEST
+
+START_TEST(test_quantiles_match_gsl)
+{
+	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+	rpt *r = rpt_new("t", NULL, NULL);
+	size_t n = 5001;
+	double *x = malloc(n * sizeof(*x));
+	static const double ps[] = { 0.5, 0.9, 0.95, 0.99, 0.999 };
+
+	gsl_rng_set(g, 42);
+	for (size_t i = 0; i < n; i++) {
+		/* log-normal-ish TTFTs in whole ns */
+		int64_t v = (int64_t)(exp(gsl_rng_uniform(g) * 8) * 1e6);
+
+		x[i] = (double)v / 1e9;
+		add(r, i, v, v + 1, 0);
+	}
+	gsl_sort(x, 1, n);
+	for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++)
+		ck_assert_double_eq_tol(rpt_quantile(r, "ttft", ps[k]),
+			gsl_stats_quantile_from_sorted_data(x, 1, n, ps[k]),
+			1e-12);
+	free(x);
+	rpt_free(r);
+	gsl_rng_free(g);
+}
+END_TEST
+
+START_TEST(test_itl_histogram_bound)
+{
+	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+	rpt *r = rpt_new("t", NULL, NULL);
+	size_t n = 200000;
+	double *x = malloc(n * sizeof(*x));
+	static const double ps[] = { 0.01, 0.5, 0.9, 0.95, 0.99, 0.999 };
+
+	gsl_rng_set(g, 7);
+	for (size_t i = 0; i < n; i++) {
+		/* gaps from 100 ns to ~3 s, spread over the buckets */
+		int64_t v = (int64_t)(100.0 * exp(gsl_rng_uniform(g) * 17));
+
+		x[i] = (double)v;
+		rpt_add_itl(r, v);
+	}
+	gsl_sort(x, 1, n);
+	for (size_t k = 0; k < sizeof(ps) / sizeof(ps[0]); k++) {
+		double exact = gsl_stats_quantile_from_sorted_data(x, 1, n,
+								    ps[k]);
+		double got = rpt_quantile(r, "itl", ps[k]) * 1e9;
+
+		ck_assert_msg(fabs(got - exact) <= exact / 256.0 + 1e-9,
+			      "p%g: %.3f vs exact %.3f", ps[k], got, exact);
+	}
+	/* exact below 256 ns; every bucket's value lies inside it */
+	for (int64_t v = 0; v < 256; v++)
+		ck_assert_double_eq(rpt_itl_value(rpt_itl_bucket(v)),
+				    (double)v);
+	for (int64_t v = 256; v < 5000000; v = v * 3 / 2 + 7) {
+		size_t b = rpt_itl_bucket(v);
+
+		ck_assert_msg(fabs(rpt_itl_value(b) - (double)v) <=
+			      (double)v / 256.0, "gap %lld", (long long)v);
+		ck_assert_uint_ge(rpt_itl_bucket(v + 1), b);
+	}
+	ck_assert_uint_gt(rpt_itl_bucket(INT64_MAX), rpt_itl_bucket(1LL << 40));
+	free(x);
+	rpt_free(r);
+	gsl_rng_free(g);
+}
+END_TEST
+
+START_TEST(test_goodput)
+{
+	rpt *r = rpt_new("t", NULL, NULL);
+
+	/* TTFT <= 2 s and E2E <= 10 s: requests 0 and 1 meet both, 2 misses
+	 * TTFT, 3 misses E2E */
+	rpt_set_slo(r, 2.0, 0, 10.0);
+	add(r, 0, 1000000000, 5000000000, 0);
+	add(r, 1, 2000000000, 10000000000, 0);
+	add(r, 2, 2000000001, 3000000000, 0);
+	add(r, 3, 1000000000, 10000000001, 0);
+	ck_assert_uint_eq(rpt_good(r), 2);
+	ck_assert_uint_eq(rpt_completed(r), 4);
+	rpt_free(r);
+}
+END_TEST
+
+START_TEST(test_slo_parse)
+{
+	struct cap_slo s;
+	char why[256], buf[128];
+	static const char *const bad[] = { "ttft", "ttft_s:p99", "ttft_s<=2",
+		"foo_s:p99<=2", "ttft_s:q99<=2", "ttft_s:p99<=0",
+		"ttft_s:p99<=-1", "ttft_s:p99<=x", "ttft_s:p99<=", "ttft_s:<=1",
+		"ttft_s:p0<=1", "ttft_s:p99x<=1", NULL };
+
+	ck_assert_int_eq(cap_slo_parse("ttft_s:p99<=2.0", &s, why,
+				       sizeof(why)), 0);
+	ck_assert_str_eq(s.metric, "ttft");
+	ck_assert_double_eq_tol(s.p, 0.99, 1e-15);
+	ck_assert_double_eq(s.limit_s, 2.0);
+	cap_slo_format(&s, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "ttft_s:p99<=2");
+	ck_assert_int_eq(cap_slo_parse("tpot_s:p999<=0.05", &s, why,
+				       sizeof(why)), 0);
+	ck_assert_double_eq_tol(s.p, 0.999, 1e-15);
+	ck_assert_int_eq(cap_slo_parse("e2e:p50<=30", &s, why, sizeof(why)),
+			 0);
+	ck_assert_double_eq_tol(s.p, 0.5, 1e-15);
+	ck_assert_int_eq(cap_slo_parse("queue_s:mean<=1", &s, why,
+				       sizeof(why)), 0);
+	ck_assert(s.p < 0);
+	ck_assert_int_eq(cap_slo_parse("itl_s:max<=1", &s, why, sizeof(why)),
+			 0);
+	ck_assert_double_eq(s.p, 1.0);
+	for (size_t i = 0; bad[i] != NULL; i++) {
+		why[0] = '\0';
+		ck_assert_msg(cap_slo_parse(bad[i], &s, why, sizeof(why)) != 0,
+			      "accepted %s", bad[i]);
+		ck_assert_msg(strstr(why, "--slo") != NULL, "%s: %s", bad[i],
+			      why);
+	}
+}
+END_TEST
+
+/* A synthetic system: the SLO holds exactly up to `threshold` req/s. */
+struct synth {
+	double threshold;
+	unsigned calls;
+	double last;
+	int fail_at;		/* return this status on that call (0: never) */
+};
+
+static int
+synth_eval(void *ctx, double qps, bool *met)
+{
+	struct synth *s = ctx;
+
+	s->calls++;
+	s->last = qps;
+	if (s->fail_at && (int)s->calls == s->fail_at)
+		return 3;
+	*met = qps <= s->threshold;
+	return 0;
+}
+
+START_TEST(test_search_finds_threshold)
+{
+	static const double thr[] = { 7.3, 0.031, 123.456, 1.0, 999.0 };
+	static const double starts[] = { 1.0, 50.0, 0.5 };
+
+	for (size_t i = 0; i < sizeof(thr) / sizeof(thr[0]); i++)
+		for (size_t j = 0; j < sizeof(starts) / sizeof(starts[0]);
+		     j++) {
+			struct synth s = { thr[i], 0, 0, 0 };
+			struct cap_search_opts o = { starts[j], 0.01, 10000,
+						     0.01, 100 };
+			struct cap_search_result r;
+
+			ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r),
+					 0);
+			ck_assert(!r.capped && !r.none);
+			/* met, and within the tolerance under the truth */
+			ck_assert(r.max_qps <= thr[i]);
+			ck_assert_msg(r.max_qps >= thr[i] * (1 - 0.01),
+				      "thr %g start %g: got %g", thr[i],
+				      starts[j], r.max_qps);
+			ck_assert(r.min_fail_qps > thr[i]);
+			ck_assert(r.min_fail_qps - r.max_qps <=
+				  0.01 * r.min_fail_qps);
+			ck_assert_uint_eq(r.sims, s.calls);
+			/* bracketing is logarithmic, bisection too */
+			ck_assert_uint_le(r.sims, 30);
+		}
+}
+END_TEST
+
+START_TEST(test_search_edges)
+{
+	struct synth s = { 1e9, 0, 0, 0 };
+	struct cap_search_opts o = { 1.0, 0.01, 100, 0.05, 100 };
+	struct cap_search_result r;
+
+	/* never misses: capped at qps_max, which was simulated */
+	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 0);
+	ck_assert(r.capped);
+	ck_assert_double_eq(r.max_qps, 100);
+	ck_assert_double_eq(s.last, 100);
+	/* never meets: none, after trying qps_min */
+	s = (struct synth){ 0.001, 0, 0, 0 };
+	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 0);
+	ck_assert(r.none);
+	ck_assert_double_eq(r.max_qps, 0);
+	ck_assert_double_eq(s.last, 0.01);
+	/* the simulation budget bounds the work */
+	s = (struct synth){ 7.3, 0, 0, 0 };
+	o.max_sims = 4;
+	o.tol = 1e-9;
+	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 0);
+	ck_assert_uint_eq(r.sims, 4);
+	ck_assert(r.max_qps <= 7.3 && r.max_qps > 0);
+	/* an evaluation error stops the search with its status */
+	s = (struct synth){ 7.3, 0, 0, 2 };
+	o.max_sims = 100;
+	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 3);
+	ck_assert_uint_eq(s.calls, 2);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+	Suite *s = suite_create("reports");
+	TCase *tc = tcase_create("all");
+
+	tcase_add_test(tc, test_quantiles_known);
+	tcase_add_test(tc, test_quantiles_match_gsl);
+	tcase_add_test(tc, test_itl_histogram_bound);
+	tcase_add_test(tc, test_goodput);
+	tcase_add_test(tc, test_slo_parse);
+	tcase_add_test(tc, test_search_finds_threshold);
+	tcase_add_test(tc, test_search_edges);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
