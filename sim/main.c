@@ -24,11 +24,17 @@ struct cmd {
 
 int run_main(int argc, char **argv);	/* cmd_run.c */
 int capacity_main(int argc, char **argv);	/* cmd_capacity.c */
+int sweep_main(int argc, char **argv);	/* cmd_sweep.c */
+int compare_main(int argc, char **argv);	/* cmd_compare.c */
 int plot_main(int argc, char **argv);	/* cmd_plot.c */
 
 static const struct cmd cmds[] = {
 	{ "run", run_main,
 	  "simulate serving a workload (the embedded default without a file)" },
+	{ "sweep", sweep_main,
+	  "run a grid of configurations (sweep.csv), in parallel" },
+	{ "compare", compare_main,
+	  "compare two results (or a suite): exit 1 on a regression" },
 	{ "capacity", capacity_main,
 	  "the highest request rate meeting SLOs, and static KV capacity" },
 	{ "replay", replay_main,

@@ -1,0 +1,618 @@
+/*
+ * sweep.c -- sweep grids, the child-process pool and sweep.csv (sweep.h).
+ *
+ * Why child processes and not threads: a point is a whole `kvsim run`
+ * (catalogs, plugins, a workload stream, its own output directory and exit
+ * status), and a run that crashes or is killed must not take its siblings
+ * down.  A process per point also makes a point reproducible by hand: its
+ * command line is the sweep's, with the point's --set assignments.
+ *
+ * The pool blocks SIGINT, SIGTERM and SIGCHLD while it runs and takes them
+ * with sigtimedwait(), so no handler and no global flag are needed; the
+ * children get the caller's mask back before exec.
+ */
+#include "config.h"
+
+#include "reports/rpt.h"
+#include "reports/sweep.h"
+#include "reports/sweep_csv.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct axis {
+	char *key;
+	char **val;
+	size_t nval, cap;
+};
+
+struct sweep {
+	struct axis *ax;
+	size_t nax, cap;
+};
+
+sweep *
+sweep_new(void)
+{
+	return calloc(1, sizeof(sweep));
+}
+
+void
+sweep_free(sweep *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t a = 0; a < s->nax; a++) {
+		for (size_t v = 0; v < s->ax[a].nval; v++)
+			free(s->ax[a].val[v]);
+		free(s->ax[a].val);
+		free(s->ax[a].key);
+	}
+	free(s->ax);
+	free(s);
+}
+
+kv_err
+sweep_add_axis(sweep *s, const char *key)
+{
+	struct axis *ax;
+
+	for (size_t a = 0; a < s->nax; a++)
+		if (strcmp(s->ax[a].key, key) == 0)
+			return KV_EINVAL;
+	if (s->nax == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+
+		if ((ax = realloc(s->ax, cap * sizeof(*ax))) == NULL)
+			return KV_ENOMEM;
+		s->ax = ax;
+		s->cap = cap;
+	}
+	ax = &s->ax[s->nax];
+	memset(ax, 0, sizeof(*ax));
+	if ((ax->key = strdup(key)) == NULL)
+		return KV_ENOMEM;
+	s->nax++;
+	return KV_OK;
+}
+
+kv_err
+sweep_add_value(sweep *s, const char *value)
+{
+	struct axis *ax;
+
+	if (s->nax == 0)
+		return KV_EINVAL;
+	ax = &s->ax[s->nax - 1];
+	for (size_t v = 0; v < ax->nval; v++)
+		if (strcmp(ax->val[v], value) == 0)
+			return KV_EINVAL;
+	if (ax->nval == ax->cap) {
+		size_t cap = ax->cap ? ax->cap * 2 : 8;
+		char **p = realloc(ax->val, cap * sizeof(*p));
+
+		if (p == NULL)
+			return KV_ENOMEM;
+		ax->val = p;
+		ax->cap = cap;
+	}
+	if ((ax->val[ax->nval] = strdup(value)) == NULL)
+		return KV_ENOMEM;
+	ax->nval++;
+	return KV_OK;
+}
+
+size_t
+sweep_naxes(const sweep *s)
+{
+	return s->nax;
+}
+
+const char *
+sweep_axis_key(const sweep *s, size_t axis)
+{
+	return axis < s->nax ? s->ax[axis].key : NULL;
+}
+
+size_t
+sweep_npoints(const sweep *s)
+{
+	size_t n = s->nax ? 1 : 0;
+
+	for (size_t a = 0; a < s->nax; a++) {
+		if (s->ax[a].nval == 0)
+			return 0;
+		if (n > SWEEP_MAX_POINTS / s->ax[a].nval)
+			return SIZE_MAX;
+		n *= s->ax[a].nval;
+	}
+	return n;
+}
+
+const char *
+sweep_value(const sweep *s, size_t point, size_t axis)
+{
+	size_t stride = 1;
+
+	if (axis >= s->nax)
+		return NULL;
+	for (size_t a = axis + 1; a < s->nax; a++)
+		stride *= s->ax[a].nval;
+	return s->ax[axis].val[(point / stride) % s->ax[axis].nval];
+}
+
+static uint64_t
+fnv1a(uint64_t h, const char *p)
+{
+	for (; *p; p++) {
+		h ^= (unsigned char)*p;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+void
+sweep_point_id(const sweep *s, size_t point, char id[SWEEP_ID_LEN])
+{
+	uint64_t h = 1469598103934665603ull;
+	const char *last = NULL;
+
+	/* The assignments in key order: a selection sort over the few axes,
+	 * no allocation. */
+	for (size_t k = 0; k < s->nax; k++) {
+		size_t best = s->nax;
+
+		for (size_t a = 0; a < s->nax; a++)
+			if ((last == NULL || strcmp(s->ax[a].key, last) > 0) &&
+			    (best == s->nax ||
+			     strcmp(s->ax[a].key, s->ax[best].key) < 0))
+				best = a;
+		last = s->ax[best].key;
+		h = fnv1a(h, last);
+		h = fnv1a(h, "=");
+		h = fnv1a(h, sweep_value(s, point, best));
+		h = fnv1a(h, "\n");
+	}
+	snprintf(id, SWEEP_ID_LEN, "%012" PRIx64,
+		 (uint64_t)(h & 0xffffffffffffull));
+}
+
+struct idx {
+	char id[SWEEP_ID_LEN];
+	size_t point;
+};
+
+static int
+idx_cmp(const void *a, const void *b)
+{
+	const struct idx *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+
+	if (c != 0)
+		return c;
+	return x->point < y->point ? -1 : x->point > y->point;
+}
+
+bool
+sweep_ids_unique(const sweep *s, size_t *a, size_t *b)
+{
+	size_t n = sweep_npoints(s);
+	struct idx *v;
+	bool ok = true;
+
+	if (n == 0 || n == SIZE_MAX || (v = calloc(n, sizeof(*v))) == NULL)
+		return true;	/* nothing to compare (caller checks n) */
+	for (size_t i = 0; i < n; i++) {
+		sweep_point_id(s, i, v[i].id);
+		v[i].point = i;
+	}
+	qsort(v, n, sizeof(*v), idx_cmp);
+	for (size_t i = 1; i < n && ok; i++)
+		if (strcmp(v[i - 1].id, v[i].id) == 0) {
+			*a = v[i - 1].point;
+			*b = v[i].point;
+			ok = false;
+		}
+	free(v);
+	return ok;
+}
+
+bool
+sweep_point_dir(const sweep *s, const char *dir, size_t point, char *buf,
+		size_t len)
+{
+	char id[SWEEP_ID_LEN];
+	int n;
+
+	sweep_point_id(s, point, id);
+	n = snprintf(buf, len, "%s/points/%s", dir, id);
+	return n >= 0 && (size_t)n < len;
+}
+
+bool
+sweep_run_complete(const char *rundir)
+{
+	char path[4096], err[256];
+	struct sweep_csv t;
+	bool ok;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/summary.csv", rundir) >=
+	    sizeof(path))
+		return false;
+	if (sweep_csv_read(&t, path, err, sizeof(err)) != KV_OK)
+		return false;
+	ok = t.nrow == 1 && t.terminated;
+	sweep_csv_release(&t);
+	return ok;
+}
+
+int
+sweep_mkdirs(const char *path)
+{
+	char buf[4096];
+
+	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+FILE *
+sweep_create(const char *path, char *tmp, size_t tmplen)
+{
+	const char *slash = strrchr(path, '/');
+	int n;
+
+	if (slash != NULL)
+		n = snprintf(tmp, tmplen, "%.*s/.%s.tmp.%ld",
+			     (int)(slash - path), path, slash + 1,
+			     (long)getpid());
+	else
+		n = snprintf(tmp, tmplen, ".%s.tmp.%ld", path, (long)getpid());
+	if (n < 0 || (size_t)n >= tmplen) {
+		errno = ENAMETOOLONG;
+		return NULL;
+	}
+	return fopen(tmp, "w");
+}
+
+void
+sweep_abandon(FILE *f, const char *tmp)
+{
+	if (f != NULL)
+		fclose(f);
+	unlink(tmp);
+}
+
+int
+sweep_commit(FILE *f, const char *tmp, const char *path)
+{
+	bool bad = ferror(f) != 0;
+
+	if (fclose(f) != 0 || bad) {
+		unlink(tmp);
+		return -1;
+	}
+	if (rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- sweep.csv ------------------------------------------------------------ */
+
+static bool
+is_axis(const sweep *s, const char *name)
+{
+	for (size_t a = 0; a < s->nax; a++)
+		if (strcmp(s->ax[a].key, name) == 0)
+			return true;
+	return false;
+}
+
+kv_err
+sweep_merge(const sweep *s, const char *dir, size_t *missing, char *err,
+	    size_t errlen)
+{
+	size_t np = sweep_npoints(s);
+	char pdir[4096], path[4200], first[4200], out[4200], tmp[4300];
+	struct sweep_csv head, t;
+	FILE *f;
+	kv_err e = KV_OK;
+
+	*missing = 0;
+	for (size_t i = 0; i < np; i++)
+		if (!sweep_point_dir(s, dir, i, pdir, sizeof(pdir)) ||
+		    !sweep_run_complete(pdir))
+			(*missing)++;
+	if (*missing > 0 || np == 0 || np == SIZE_MAX)
+		return KV_ENOENT;
+	snprintf(out, sizeof(out), "%s/sweep.csv", dir);
+	if ((f = sweep_create(out, tmp, sizeof(tmp))) == NULL) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		return KV_EINVAL;
+	}
+	memset(&head, 0, sizeof(head));
+	for (size_t i = 0; i < np && e == KV_OK; i++) {
+		char id[SWEEP_ID_LEN];
+		struct sweep_csv *cur = i == 0 ? &head : &t;
+
+		sweep_point_id(s, i, id);
+		sweep_point_dir(s, dir, i, pdir, sizeof(pdir));
+		snprintf(path, sizeof(path), "%s/summary.csv", pdir);
+		if ((e = sweep_csv_read(cur, path, err, errlen)) != KV_OK)
+			break;
+		if (i == 0) {
+			snprintf(first, sizeof(first), "%s", path);
+			fputs("point_id,point_index", f);
+			for (size_t a = 0; a < s->nax; a++) {
+				fputc(',', f);
+				rpt_csv_field(f, s->ax[a].key);
+			}
+			for (size_t c = 0; c < head.ncol; c++) {
+				if (is_axis(s, head.head[c]))
+					continue;
+				fputc(',', f);
+				rpt_csv_field(f, head.head[c]);
+			}
+			fputc('\n', f);
+		} else {
+			bool same = t.ncol == head.ncol;
+
+			for (size_t c = 0; same && c < t.ncol; c++)
+				same = strcmp(t.head[c], head.head[c]) == 0;
+			if (!same) {
+				snprintf(err, errlen, "%s: its columns differ "
+					 "from those of %s", path, first);
+				e = KV_EINVAL;
+				sweep_csv_release(&t);
+				break;
+			}
+		}
+		fprintf(f, "%s,%zu", id, i);
+		for (size_t a = 0; a < s->nax; a++) {
+			fputc(',', f);
+			rpt_csv_field(f, sweep_value(s, i, a));
+		}
+		for (size_t c = 0; c < head.ncol; c++) {
+			if (is_axis(s, head.head[c]))
+				continue;
+			fputc(',', f);
+			rpt_csv_field(f, cur->row[0][c]);
+		}
+		fputc('\n', f);
+		if (i > 0)
+			sweep_csv_release(&t);
+	}
+	sweep_csv_release(&head);
+	if (e != KV_OK) {
+		sweep_abandon(f, tmp);
+		return e;
+	}
+	if (sweep_commit(f, tmp, out) != 0) {
+		snprintf(err, errlen, "%s: %s", out, strerror(errno));
+		return KV_EINVAL;
+	}
+	return KV_OK;
+}
+
+/* ---- the pool ---------------------------------------------------------- */
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Remove ".NAME.tmp.PID" files a killed child left in dir. */
+static void
+remove_temporaries(const char *dir, pid_t pid)
+{
+	char suffix[64], path[4600];
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	size_t ls;
+
+	if (d == NULL)
+		return;
+	snprintf(suffix, sizeof(suffix), ".tmp.%ld", (long)pid);
+	ls = strlen(suffix);
+	while ((e = readdir(d)) != NULL) {
+		size_t n = strlen(e->d_name);
+
+		if (e->d_name[0] == '.' && n > ls &&
+		    strcmp(e->d_name + n - ls, suffix) == 0) {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	}
+	closedir(d);
+}
+
+/* The first line of a failed job's stderr.txt, for the progress line. */
+static void
+first_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (f == NULL)
+		return;
+	if (fgets(buf, (int)len, f) != NULL)
+		buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+static pid_t
+start(struct sweep_job *j, const sigset_t *mask, char *err, size_t errlen)
+{
+	char path[4200];
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/stderr.txt", j->dir);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		int nul = open("/dev/null", O_WRONLY);
+
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		if (fd >= 0) {
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+		if (nul >= 0) {
+			dup2(nul, STDOUT_FILENO);
+			close(nul);
+		}
+		execv(j->argv[0], j->argv);
+		fprintf(stderr, "cannot run %s: %s\n", j->argv[0],
+			strerror(errno));
+		_exit(127);
+	}
+	return pid;
+}
+
+static void
+finish(struct sweep_job *j, pid_t pid, int st, double t0, size_t done,
+       size_t n, bool stopping, const char *who, FILE *log)
+{
+	char path[4200], line[512];
+
+	j->status = WIFEXITED(st) ? WEXITSTATUS(st)
+		  : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
+	j->wall_s = now_s() - t0;
+	snprintf(path, sizeof(path), "%s/stderr.txt", j->dir);
+	if (j->status == 0) {
+		unlink(path);
+	} else {
+		remove_temporaries(j->dir, pid);
+		if (stopping && WIFSIGNALED(st))
+			unlink(path);	/* we stopped it: nothing to read */
+	}
+	if (log == NULL)
+		return;
+	if (j->status == 0) {
+		fprintf(log, "%s: [%zu/%zu] %s ok (%.3f s)\n", who, done, n,
+			j->id, j->wall_s);
+	} else if (stopping && WIFSIGNALED(st)) {
+		fprintf(log, "%s: [%zu/%zu] %s stopped\n", who, done, n,
+			j->id);
+	} else {
+		first_line(path, line, sizeof(line));
+		fprintf(log, "%s: [%zu/%zu] %s FAILED (exit %d): %s\n"
+			"%s:   its standard error: %s\n", who, done, n, j->id,
+			j->status, line[0] ? line : "(no message)", who, path);
+	}
+	fflush(log);
+}
+
+int
+sweep_exec(struct sweep_job *job, size_t n, unsigned par, const char *who,
+	   FILE *log, char *err, size_t errlen)
+{
+	sigset_t set, old;
+	pid_t *pid;
+	double *t0;
+	size_t next = 0, running = 0, done = 0;
+	bool stopping = false;
+	int rc = 0;
+
+	if (par == 0)
+		par = 1;
+	for (size_t i = 0; i < n; i++)
+		job[i].status = -1;
+	pid = calloc(n ? n : 1, sizeof(*pid));
+	t0 = calloc(n ? n : 1, sizeof(*t0));
+	if (pid == NULL || t0 == NULL) {
+		free(pid);
+		free(t0);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	for (;;) {
+		struct timespec to = { 0, 50 * 1000 * 1000 };
+		bool reaped = false;
+		int sig;
+
+		while (!stopping && running < par && next < n) {
+			t0[next] = now_s();
+			pid[next] = start(&job[next], &old, err, errlen);
+			if (pid[next] < 0) {
+				rc = -1;
+				stopping = true;
+				break;
+			}
+			next++;
+			running++;
+		}
+		if (stopping && rc == -1)
+			for (size_t i = 0; i < next; i++)
+				if (pid[i] > 0 && job[i].status < 0)
+					kill(pid[i], SIGTERM);
+		if (running == 0)
+			break;
+		for (size_t i = 0; i < next; i++) {
+			int st;
+
+			if (pid[i] <= 0 || job[i].status >= 0 ||
+			    waitpid(pid[i], &st, WNOHANG) != pid[i])
+				continue;
+			running--;
+			finish(&job[i], pid[i], st, t0[i], ++done, n, stopping,
+			       who, log);
+			reaped = true;
+		}
+		if (reaped)
+			continue;
+		sig = sigtimedwait(&set, NULL, &to);
+		if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
+			stopping = true;
+			rc = 1;
+			if (log != NULL)
+				fprintf(log, "%s: interrupted; stopping %zu "
+					"running job%s\n", who, running,
+					running == 1 ? "" : "s");
+			for (size_t i = 0; i < next; i++)
+				if (job[i].status < 0)
+					kill(pid[i], SIGTERM);
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	free(pid);
+	free(t0);
+	return rc;
+}

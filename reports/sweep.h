@@ -1,0 +1,119 @@
+/*
+ * sweep.h -- a grid of runs: the cross product of swept keys, each point
+ * with a stable id, run as child processes K at a time, merged into one
+ * sweep.csv (docs/sweep.md).
+ *
+ * Points.  Axes are kept in the order they were added; point i takes value
+ * (i / stride[a]) % nval[a] of axis a, the first axis varying slowest (the
+ * nested loops one would write).  A point's id is a digest of its
+ * assignments, not of its index: 12 hex digits of FNV-1a over the
+ * "key=value\n" lines sorted by key.  Adding a value to an axis, or
+ * reordering the axes, renumbers indices but keeps every other point's id
+ * and so its directory, which is what lets --resume and --shard work on a
+ * grid that grows.  Adding an axis changes every id (every point gained
+ * an assignment).
+ *
+ * Layout of a sweep directory DIR:
+ *   DIR/points/ID/        one `kvsim run --out` directory per point
+ *   DIR/points/ID/stderr.txt   a failed point's standard error
+ *   DIR/sweep.csv         written only when every point is complete
+ *
+ * A point is complete when DIR/points/ID/summary.csv is a well-formed table
+ * of one row ending in a newline (kvsim run renames it into place whole).
+ *
+ * Errors: kv_err codes with a message in the caller's buffer; nothing here
+ * exits.  sweep_exec() prints one progress line a finished job to `log`.
+ */
+#ifndef REPORTS_SWEEP_H
+#define REPORTS_SWEEP_H
+
+#include "core/kvcore.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define SWEEP_ID_LEN 13			/* 12 hex digits and a NUL */
+#define SWEEP_MAX_POINTS 1000000u
+
+typedef struct sweep sweep;
+
+sweep *sweep_new(void);
+void sweep_free(sweep *s);
+
+/* A new axis (KV_EINVAL: the key is already swept) and a value of the
+ * last axis added (KV_EINVAL: a repeated value).  Strings are copied. */
+kv_err sweep_add_axis(sweep *s, const char *key);
+kv_err sweep_add_value(sweep *s, const char *value);
+
+size_t sweep_naxes(const sweep *s);
+const char *sweep_axis_key(const sweep *s, size_t axis);
+
+/* The product of the axis sizes; 0 without axes; SIZE_MAX when it exceeds
+ * SWEEP_MAX_POINTS. */
+size_t sweep_npoints(const sweep *s);
+const char *sweep_value(const sweep *s, size_t point, size_t axis);
+void sweep_point_id(const sweep *s, size_t point, char id[SWEEP_ID_LEN]);
+
+/* false when two points share an id (*a < *b): a digest collision. */
+bool sweep_ids_unique(const sweep *s, size_t *a, size_t *b);
+
+/* "DIR/points/ID" into buf; false if it does not fit. */
+bool sweep_point_dir(const sweep *s, const char *dir, size_t point,
+		     char *buf, size_t len);
+
+/* The run directory holds a complete summary.csv. */
+bool sweep_run_complete(const char *rundir);
+
+/*
+ * Write DIR/sweep.csv: point_id, point_index, one column per swept key
+ * (named by the key, the value as given), then the points' summary.csv
+ * columns (less any named like a swept key), one row a point in index
+ * order.  Written to a temporary name and renamed.  KV_OK; KV_ENOENT when
+ * points are not complete (*missing of them; nothing written);
+ * KV_EINVAL when summaries disagree on their columns or are malformed
+ * (err); KV_ENOMEM.
+ */
+kv_err sweep_merge(const sweep *s, const char *dir, size_t *missing,
+		   char *err, size_t errlen);
+
+/* ---- child processes ---------------------------------------------------- */
+
+struct sweep_job {
+	char *const *argv;	/* argv[0]: the program's path; NULL-ended */
+	const char *dir;	/* an existing directory: stderr.txt lands
+				 * here, kept only when the job fails */
+	const char *id;		/* its name in progress lines */
+	int status;		/* out: exit status, 128 + signal number, or
+				 * -1 when it never ran */
+	double wall_s;		/* out */
+};
+
+/*
+ * Run the jobs in order, at most `par` at a time; the children's standard
+ * output goes to /dev/null.  SIGINT and SIGTERM stop the launching, send
+ * SIGTERM to the running jobs, wait for them and remove the temporary
+ * files they left (".NAME.tmp.PID" in their directory).  `who` names the
+ * command in the progress lines written to `log` (NULL: none).
+ * Returns 0 when every job ran (check each status), 1 when interrupted,
+ * -1 when a child could not be started (err set).
+ */
+int sweep_exec(struct sweep_job *job, size_t n, unsigned par,
+	       const char *who, FILE *log, char *err, size_t errlen);
+
+/* ---- atomic files -------------------------------------------------------- */
+
+/*
+ * Open a temporary file beside `path` (".NAME.tmp.PID"); tmp receives its
+ * name.  sweep_commit() closes it and renames it over `path` (0 ok, -1 on
+ * a write error: the temporary is removed); sweep_abandon() closes and
+ * removes it.
+ */
+FILE *sweep_create(const char *path, char *tmp, size_t tmplen);
+int sweep_commit(FILE *f, const char *tmp, const char *path);
+void sweep_abandon(FILE *f, const char *tmp);
+
+/* mkdir -p; 0 or -1 (errno). */
+int sweep_mkdirs(const char *path);
+
+#endif

@@ -1,0 +1,12 @@
+# reports/ (issue 6 items 3-4): `kvsim sweep` (grids of runs as child
+# processes, sweep.csv) and `kvsim compare` (regression verdicts with
+# Welch's t-test, compare.csv), built into the kvsim program.
+sim_kvsim_SOURCES += \
+	reports/sweep.c reports/sweep.h \
+	reports/sweep_csv.c reports/sweep_csv.h \
+	reports/compare.c reports/compare.h \
+	sim/cmd_sweep.c sim/cmd_compare.c
+sim_kvsim_CFLAGS += $(GSL_CFLAGS)
+
+TESTS += tests/sweep.sh tests/compare.sh
+EXTRA_DIST += tests/sweep.sh tests/compare.sh tests/sweep tests/compare

@@ -1,0 +1,967 @@
+/*
+ * cmd_compare.c -- `kvsim compare BASE CAND` and `kvsim compare --suite`.
+ *
+ * BASE and CAND are result directories (a run's summary.csv or a sweep's
+ * sweep.csv); reports/compare.h reads them, groups a sweep's rows by
+ * configuration (the swept keys other than the seed) and judges every
+ * metric of every configuration found on both sides.  A suite file names
+ * run configurations, seeds, and the overrides that make the baseline and
+ * the candidate; its runs are child `kvsim run`s (reports/sweep.h's pool)
+ * under --out, and each configuration is compared as a group.
+ *
+ * Exit: 0 no regression; 1 a regression (or a suite run failed); 2 bad
+ * usage or input.
+ */
+#include "config.h"
+
+#include "reports/compare.h"
+#include "reports/sweep.h"
+#include "sim/runcfg.h"
+#include "sim/ydoc.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int compare_main(int argc, char **argv);
+/* cmd_sweep.c: a --set error message less its "--set KEY=VALUE: " */
+const char *sweep_set_message(const char *msg, const char *assign);
+
+static void
+compare_usage(FILE *f)
+{
+	fprintf(f,
+"usage: kvsim compare BASE CAND [--fail-on METRIC:THRESHOLD]... [--alpha A]\n"
+"                     [--no-defaults] [--out FILE|DIR] [--quiet]\n"
+"       kvsim compare --suite SUITE.yaml [--out DIR] [--jobs K] [--resume]\n"
+"                     [--force] [--fail-on ...] [--alpha A] [--quiet]\n"
+"\n"
+"Compare a candidate's results with a baseline's, metric by metric, and\n"
+"exit 1 on a regression.  BASE and CAND are `kvsim run` directories\n"
+"(summary.csv) or `kvsim sweep` directories (sweep.csv: the seeds of each\n"
+"configuration are pooled and tested with Welch's t-test).\n"
+"\n"
+"  --fail-on M:T      threshold for metric M (a summary.csv column, or\n"
+"                     NAME_s:QUANTILE): +5%% fails when the candidate is more\n"
+"                     than 5%% higher, -2%% when more than 2%% lower, +0 on any\n"
+"                     increase, off never; repeatable; replaces M's default\n"
+"  --no-defaults      only the --fail-on metrics have thresholds\n"
+"  --alpha A          significance level of the t-test (default 0.05)\n"
+"  -o, --out PATH     compare.csv, or a directory for it (default: beside\n"
+"                     CAND; with --suite, the suite's result directory)\n"
+"  --suite FILE       run the suite's configurations for both sides first\n"
+"  -j, --jobs K       suite runs at once (default: the online CPUs)\n"
+"  -r, --resume       suite: keep runs already complete\n"
+"  -f, --force        suite: run everything again\n"
+"  -q, --quiet        no table, only the verdict line\n"
+"  -h, --help         this help\n"
+"\n"
+"docs/compare.md lists the metrics, their default thresholds and the test.\n"
+"Exit status: 0 no regression, 1 a regression, 2 bad usage or input.\n");
+}
+
+struct opts {
+	struct cmp_threshold *th;	/* the user's --fail-on */
+	size_t nth;
+	bool no_defaults, quiet, resume, force;
+	double alpha;
+	long jobs;
+	const char *out;
+};
+
+/* The thresholds in report order: defaults (less those overridden), then
+ * the user's others; with --no-defaults the user's alone. */
+static struct cmp_threshold *
+thresholds(const struct opts *o, size_t *n)
+{
+	const struct cmp_threshold *d;
+	size_t nd = cmp_default_thresholds(&d), k = 0;
+	struct cmp_threshold *t = calloc(nd + o->nth + 1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	for (size_t i = 0; i < nd && !o->no_defaults; i++) {
+		t[k] = d[i];
+		for (size_t j = 0; j < o->nth; j++)
+			if (strcmp(o->th[j].metric, d[i].metric) == 0)
+				t[k] = o->th[j];
+		k++;
+	}
+	for (size_t j = 0; j < o->nth; j++) {
+		bool seen = false;
+
+		for (size_t i = 0; i < k; i++)
+			seen = seen || strcmp(t[i].metric, o->th[j].metric) == 0;
+		if (!seen)
+			t[k++] = o->th[j];
+	}
+	*n = k;
+	return t;
+}
+
+/* Where compare.csv goes: PATH if it ends in .csv, else PATH/compare.csv
+ * (the directory is created). */
+static int
+out_path(const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n >= 4 && strcmp(path + n - 4, ".csv") == 0) {
+		snprintf(buf, len, "%s", path);
+		return 0;
+	}
+	if (sweep_mkdirs(path) != 0) {
+		fprintf(stderr, "kvsim compare: --out %s: %s\n", path,
+			strerror(errno));
+		return 2;
+	}
+	snprintf(buf, len, "%s/compare.csv", path);
+	return 0;
+}
+
+/* "sweep: 2 configurations, 3 seeds each" */
+static void
+describe(const cmp_side *s, char *buf, size_t len)
+{
+	size_t lo = SIZE_MAX, hi = 0, ng = cmp_side_ngroups(s);
+
+	for (size_t g = 0; g < ng; g++) {
+		size_t n = cmp_side_group_size(s, g);
+
+		lo = n < lo ? n : lo;
+		hi = n > hi ? n : hi;
+	}
+	if (lo == hi)
+		snprintf(buf, len, "%s: %zu configuration%s, %zu seed%s each",
+			 cmp_side_kind(s), ng, ng == 1 ? "" : "s", lo,
+			 lo == 1 ? "" : "s");
+	else
+		snprintf(buf, len, "%s: %zu configurations, %zu to %zu seeds "
+			 "each", cmp_side_kind(s), ng, lo, hi);
+}
+
+/*
+ * Judge every metric of every configuration on both sides; write
+ * compare.csv at `csv` and print the table.  Returns the exit status.
+ */
+static int
+compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
+	      const char *cname, const struct opts *o, const char *csv)
+{
+	size_t nth, npair = 0, nrow = 0, nreg = 0, cap = 0;
+	struct cmp_threshold *th = thresholds(o, &nth);
+	struct cmp_row *row = NULL;
+	size_t *pb = NULL, *pc = NULL;
+	char **label = NULL, tmp[4400];
+	double *vb = NULL, *vc = NULL;
+	size_t maxn = 1;
+	FILE *f;
+	int rc = 0;
+
+	if (th == NULL)
+		goto oom;
+	/* A metric the user named must exist; a default one may be absent
+	 * (its rows are left out). */
+	for (size_t j = 0; j < o->nth; j++)
+		if (!cmp_side_has(b, o->th[j].metric) ||
+		    !cmp_side_has(c, o->th[j].metric)) {
+			fprintf(stderr, "kvsim compare: --fail-on %s: no "
+				"column '%s' in %s\n", o->th[j].metric,
+				o->th[j].metric, cmp_side_has(b,
+				o->th[j].metric) ? cname : bname);
+			rc = 2;
+			goto out;
+		}
+	/* Pair the configurations. */
+	cap = cmp_side_ngroups(b) + 1;
+	pb = calloc(cap, sizeof(*pb));
+	pc = calloc(cap, sizeof(*pc));
+	label = calloc(cap, sizeof(*label));
+	if (pb == NULL || pc == NULL || label == NULL)
+		goto oom;
+	if (cmp_side_ngroups(b) == 1 && cmp_side_ngroups(c) == 1) {
+		const char *lb = cmp_side_group(b, 0);
+		const char *lc = cmp_side_group(c, 0);
+		size_t n = strlen(lb) + strlen(lc) + 8;
+
+		if ((label[0] = malloc(n)) == NULL)
+			goto oom;
+		if (strcmp(lb, lc) == 0)
+			snprintf(label[0], n, "%s", lb);
+		else
+			snprintf(label[0], n, "%s vs %s", lb[0] ? lb : "-",
+				 lc[0] ? lc : "-");
+		npair = 1;
+	} else {
+		if (strcmp(cmp_side_keys(b), cmp_side_keys(c)) != 0) {
+			fprintf(stderr, "kvsim compare: %s varies (%s) and %s "
+				"varies (%s): their configurations cannot be "
+				"matched\n", bname, cmp_side_keys(b)[0] ?
+				cmp_side_keys(b) : "seed only", cname,
+				cmp_side_keys(c)[0] ? cmp_side_keys(c)
+				: "seed only");
+			rc = 2;
+			goto out;
+		}
+		for (size_t g = 0; g < cmp_side_ngroups(b); g++) {
+			size_t h;
+
+			for (h = 0; h < cmp_side_ngroups(c); h++)
+				if (strcmp(cmp_side_group(b, g),
+					   cmp_side_group(c, h)) == 0)
+					break;
+			if (h == cmp_side_ngroups(c)) {
+				fprintf(stderr, "kvsim compare: %s: only in "
+					"%s, not compared\n",
+					cmp_side_group(b, g), bname);
+				continue;
+			}
+			pb[npair] = g;
+			pc[npair] = h;
+			if ((label[npair] = strdup(cmp_side_group(b, g))) ==
+			    NULL)
+				goto oom;
+			npair++;
+		}
+		for (size_t h = 0; h < cmp_side_ngroups(c); h++) {
+			bool seen = false;
+
+			for (size_t k = 0; k < npair; k++)
+				seen = seen || pc[k] == h;
+			if (!seen)
+				fprintf(stderr, "kvsim compare: %s: only in "
+					"%s, not compared\n",
+					cmp_side_group(c, h), cname);
+		}
+		if (npair == 0) {
+			fprintf(stderr, "kvsim compare: %s and %s have no "
+				"configuration in common\n", bname, cname);
+			rc = 2;
+			goto out;
+		}
+	}
+	for (size_t g = 0; g < cmp_side_ngroups(b); g++)
+		maxn = cmp_side_group_size(b, g) > maxn
+		     ? cmp_side_group_size(b, g) : maxn;
+	for (size_t g = 0; g < cmp_side_ngroups(c); g++)
+		maxn = cmp_side_group_size(c, g) > maxn
+		     ? cmp_side_group_size(c, g) : maxn;
+	vb = calloc(maxn, sizeof(*vb));
+	vc = calloc(maxn, sizeof(*vc));
+	row = calloc(npair * nth + 1, sizeof(*row));
+	if (vb == NULL || vc == NULL || row == NULL)
+		goto oom;
+	for (size_t k = 0; k < npair; k++)
+		for (size_t i = 0; i < nth; i++) {
+			size_t nb = cmp_side_values(b, pb[k], th[i].metric, vb);
+			size_t nc = cmp_side_values(c, pc[k], th[i].metric, vc);
+
+			if (nb == 0 || nc == 0)
+				continue;	/* absent or empty (tpot) */
+			row[nrow].config = label[k];
+			snprintf(row[nrow].metric, sizeof(row[nrow].metric),
+				 "%s", th[i].metric);
+			cmp_judge(vb, nb, vc, nc, &th[i], o->alpha,
+				  &row[nrow]);
+			if (row[nrow].verdict == CMP_REGRESSION)
+				nreg++;
+			nrow++;
+		}
+
+	if ((f = sweep_create(csv, tmp, sizeof(tmp))) == NULL) {
+		fprintf(stderr, "kvsim compare: %s: %s\n", csv,
+			strerror(errno));
+		rc = 2;
+		goto out;
+	}
+	if (cmp_write_csv(f, row, nrow) != 0 ||
+	    sweep_commit(f, tmp, csv) != 0) {
+		fprintf(stderr, "kvsim compare: %s: %s\n", csv,
+			strerror(errno));
+		rc = 2;
+		goto out;
+	}
+	if (!o->quiet) {
+		char db[128], dc[128];
+
+		describe(b, db, sizeof(db));
+		describe(c, dc, sizeof(dc));
+		printf("kvsim compare\n");
+		printf("  baseline   %s (%s)\n", bname, db);
+		printf("  candidate  %s (%s)\n", cname, dc);
+		printf("  test       Welch's t-test on per-seed values that the "
+		       "change exceeds the\n             threshold, alpha %g "
+		       "(none with one seed a side)\n", o->alpha);
+		cmp_print_table(stdout, row, nrow);
+		printf("\n");
+	}
+	if (nreg > 0) {
+		size_t shown = 0;
+
+		printf("kvsim compare: %zu regression%s:", nreg,
+		       nreg == 1 ? "" : "s");
+		for (size_t i = 0; i < nrow && shown < 6; i++)
+			if (row[i].verdict == CMP_REGRESSION)
+				printf("%s %s%s%s%s", shown++ ? "," : "",
+				       row[i].metric,
+				       row[i].config[0] ? " (" : "",
+				       row[i].config,
+				       row[i].config[0] ? ")" : "");
+		printf("%s; %s\n", nreg > shown ? ", ..." : "", csv);
+		rc = 1;
+	} else {
+		printf("kvsim compare: no regression (%zu metric%s compared); "
+		       "%s\n", nrow, nrow == 1 ? "" : "s", csv);
+	}
+	goto out;
+oom:
+	fprintf(stderr, "kvsim compare: out of memory\n");
+	rc = 2;
+out:
+	for (size_t k = 0; label != NULL && k < cap; k++)
+		free(label[k]);
+	free(label);
+	free(pb);
+	free(pc);
+	free(vb);
+	free(vc);
+	free(row);
+	free(th);
+	return rc;
+}
+
+/* ---- suite mode -------------------------------------------------------- */
+
+struct assign {
+	char *text;		/* "key=value" */
+	char where[SIM_WHERE_LEN];	/* FILE:LINE:COL of the value */
+};
+
+struct suite {
+	char **config;		/* paths as run takes them */
+	char **name;		/* result names, unique */
+	char (*cwhere)[SIM_WHERE_LEN];
+	size_t nconfig;
+	char **seed;
+	size_t nseed;
+	struct assign *side[3];	/* common, baseline, candidate */
+	size_t nside[3];
+};
+
+static void
+suite_release(struct suite *s)
+{
+	for (size_t i = 0; i < s->nconfig; i++) {
+		free(s->config[i]);
+		free(s->name[i]);
+	}
+	for (size_t i = 0; i < s->nseed; i++)
+		free(s->seed[i]);
+	for (int k = 0; k < 3; k++) {
+		for (size_t i = 0; i < s->nside[k]; i++)
+			free(s->side[k][i].text);
+		free(s->side[k]);
+	}
+	free(s->config);
+	free(s->name);
+	free(s->cwhere);
+	free(s->seed);
+}
+
+/* Flatten a mapping of overrides (dotted keys, or nested mappings) into
+ * "a.b=v" assignments.  0, or 2 with the message printed. */
+static int
+flatten(const char *file, const struct yd_node *m, const char *prefix,
+	struct assign **a, size_t *n)
+{
+	if (m->type != YD_MAP) {
+		fprintf(stderr, "%s:%lu:%lu: %s: expected a mapping of keys "
+			"to values\n", file, m->line, m->col, prefix);
+		return 2;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const struct yd_node *k = yd_key(m, i), *v = yd_val(m, i);
+		size_t len = strlen(prefix) + strlen(k->str) + 2;
+		char *key = malloc(len);
+		int rc = 0;
+
+		if (key == NULL)
+			return 2;
+		snprintf(key, len, "%s%s%s", prefix, prefix[0] ? "." : "",
+			 k->str);
+		if (v->type == YD_MAP && strcmp(key, "set") != 0) {
+			rc = flatten(file, v, key, a, n);
+		} else if (v->type != YD_SCALAR) {
+			fprintf(stderr, "%s:%lu:%lu: %s: expected a scalar "
+				"value\n", file, v->line, v->col, key);
+			rc = 2;
+		} else {
+			struct assign *p = realloc(*a, (*n + 1) * sizeof(*p));
+			size_t tl = strlen(key) + strlen(v->str) + 2;
+
+			if (p == NULL || (p[*n].text = malloc(tl)) == NULL) {
+				if (p != NULL)
+					*a = p;
+				free(key);
+				return 2;
+			}
+			*a = p;
+			snprintf(p[*n].text, tl, "%s=%s", key, v->str);
+			snprintf(p[*n].where, sizeof(p[*n].where),
+				 "%s:%lu:%lu", file, v->line, v->col);
+			(*n)++;
+		}
+		free(key);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static const char *const side_key[3] = { "set", "baseline", "candidate" };
+
+/* Each configuration loads, and takes the overrides of both sides. */
+static int
+suite_check(const struct suite *s)
+{
+	char err[1400];
+
+	for (size_t i = 0; i < s->nconfig; i++)
+		for (int side = 1; side < 3; side++) {
+			struct sim_config c;
+			int rc = 0;
+
+			sim_config_init(&c);
+			if (sim_config_load(&c, s->config[i], err,
+					    sizeof(err)) != KV_OK) {
+				fprintf(stderr, "%s: %s\n", s->cwhere[i], err);
+				rc = 2;
+			}
+			/* the common overrides, then this side's */
+			for (int x = 0; x < 2 && rc == 0; x++) {
+				int k = x == 0 ? 0 : side;
+
+				for (size_t j = 0; j < s->nside[k] && rc == 0;
+				     j++) {
+					const struct assign *a = &s->side[k][j];
+
+					if (sim_config_set(&c, a->text, err,
+							   sizeof(err)) ==
+					    KV_OK)
+						continue;
+					fprintf(stderr, "%s: %s\n", a->where,
+						sweep_set_message(err,
+								  a->text));
+					rc = 2;
+				}
+			}
+			if (rc == 0 && sim_config_finish(&c, err, sizeof(err))
+			    != KV_OK) {
+				fprintf(stderr, "%s: %s\n", s->config[i], err);
+				rc = 2;
+			}
+			sim_config_release(&c);
+			if (rc != 0)
+				return rc;
+		}
+	return 0;
+}
+
+static char *
+dup_path(const char *suite, const char *p)
+{
+	const char *slash = strrchr(suite, '/');
+	size_t n;
+	char *r;
+
+	if (p[0] == '/' || slash == NULL)
+		return strdup(p);
+	n = (size_t)(slash - suite) + strlen(p) + 2;
+	if ((r = malloc(n)) != NULL)
+		snprintf(r, n, "%.*s/%s", (int)(slash - suite), suite, p);
+	return r;
+}
+
+/* The name of a configuration's results: its file name less .yaml,
+ * made unique with -2, -3 ... */
+static char *
+result_name(const struct suite *s, const char *path)
+{
+	const char *b = strrchr(path, '/');
+	const char *dot;
+	char buf[256];
+	size_t n;
+
+	b = b != NULL ? b + 1 : path;
+	dot = strrchr(b, '.');
+	n = dot != NULL && dot != b ? (size_t)(dot - b) : strlen(b);
+	snprintf(buf, sizeof(buf), "%.*s", (int)(n < 200 ? n : 200), b);
+	for (int k = 2;; k++) {
+		bool seen = false;
+
+		for (size_t i = 0; i < s->nconfig; i++)
+			seen = seen || (s->name[i] != NULL &&
+					strcmp(s->name[i], buf) == 0);
+		if (!seen)
+			return strdup(buf);
+		snprintf(buf, sizeof(buf), "%.*s-%d",
+			 (int)(n < 200 ? n : 200), b, k);
+	}
+}
+
+static int
+suite_load(const char *file, struct suite *s)
+{
+	struct yd_doc d;
+	const struct yd_node *cf, *sd, *r;
+	char err[1400];
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (yd_load_path(&d, file, err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	r = d.root;
+	if (r == NULL || r->type != YD_MAP) {
+		fprintf(stderr, "%s:1:1: expected a mapping with configs, "
+			"seeds, baseline and candidate\n", file);
+		rc = 2;
+		goto out;
+	}
+	for (size_t i = 0; i < r->n; i++) {
+		const struct yd_node *k = yd_key(r, i);
+		static const char *const known[] = { "configs", "seeds",
+			"set", "baseline", "candidate" };
+		bool ok = false;
+
+		for (size_t j = 0; j < 5; j++)
+			ok = ok || strcmp(k->str, known[j]) == 0;
+		if (!ok) {
+			fprintf(stderr, "%s:%lu:%lu: unknown key '%s' "
+				"(configs, seeds, set, baseline, candidate)\n",
+				file, k->line, k->col, k->str);
+			rc = 2;
+			goto out;
+		}
+	}
+	cf = yd_get(r, "configs");
+	if (cf == NULL || cf->type != YD_SEQ || cf->n == 0) {
+		fprintf(stderr, "%s:%lu:%lu: configs: expected a non-empty "
+			"list of run configuration files\n", file,
+			cf ? cf->line : 1, cf ? cf->col : 1);
+		rc = 2;
+		goto out;
+	}
+	s->config = calloc(cf->n, sizeof(*s->config));
+	s->name = calloc(cf->n, sizeof(*s->name));
+	s->cwhere = calloc(cf->n, sizeof(*s->cwhere));
+	if (s->config == NULL || s->name == NULL || s->cwhere == NULL) {
+		rc = 2;
+		goto out;
+	}
+	for (size_t i = 0; i < cf->n; i++) {
+		const struct yd_node *x = cf->kid[i];
+		struct stat sb;
+
+		if (x->type != YD_SCALAR || x->str[0] == '\0') {
+			fprintf(stderr, "%s:%lu:%lu: configs: expected a file "
+				"name\n", file, x->line, x->col);
+			rc = 2;
+			goto out;
+		}
+		snprintf(s->cwhere[i], sizeof(s->cwhere[i]), "%s:%lu:%lu",
+			 file, x->line, x->col);
+		s->config[i] = dup_path(file, x->str);
+		if (s->config[i] == NULL) {
+			rc = 2;
+			goto out;
+		}
+		s->name[i] = result_name(s, s->config[i]);
+		s->nconfig++;
+		if (s->name[i] == NULL) {
+			rc = 2;
+			goto out;
+		}
+		if (stat(s->config[i], &sb) != 0) {
+			fprintf(stderr, "%s: configs: %s: %s\n", s->cwhere[i],
+				s->config[i], strerror(errno));
+			rc = 2;
+			goto out;
+		}
+	}
+	sd = yd_get(r, "seeds");
+	if (sd != NULL && (sd->type != YD_SEQ || sd->n == 0)) {
+		fprintf(stderr, "%s:%lu:%lu: seeds: expected a non-empty list "
+			"of seeds\n", file, sd->line, sd->col);
+		rc = 2;
+		goto out;
+	}
+	s->seed = calloc(sd != NULL ? sd->n : 1, sizeof(*s->seed));
+	if (s->seed == NULL) {
+		rc = 2;
+		goto out;
+	}
+	for (size_t i = 0; i < (sd != NULL ? sd->n : 1); i++) {
+		const struct yd_node *x = sd != NULL ? sd->kid[i] : NULL;
+		const char *v = x != NULL ? x->str : "0";
+		char *end;
+
+		errno = 0;
+		if (x != NULL && (x->type != YD_SCALAR || v[0] < '0' ||
+				  v[0] > '9' || (strtoull(v, &end, 10),
+						 errno != 0 || *end != '\0'))) {
+			fprintf(stderr, "%s:%lu:%lu: seeds: expected a "
+				"non-negative integer\n", file, x->line,
+				x->col);
+			rc = 2;
+			goto out;
+		}
+		for (size_t j = 0; j < s->nseed; j++)
+			if (strcmp(s->seed[j], v) == 0) {
+				fprintf(stderr, "%s:%lu:%lu: seeds: %s twice\n",
+					file, x->line, x->col, v);
+				rc = 2;
+				goto out;
+			}
+		if ((s->seed[s->nseed] = strdup(v)) == NULL) {
+			rc = 2;
+			goto out;
+		}
+		s->nseed++;
+	}
+	for (int k = 0; k < 3; k++) {
+		const struct yd_node *m = yd_get(r, side_key[k]);
+
+		if (m == NULL && k > 0) {
+			fprintf(stderr, "%s:1:1: no `%s:` mapping of overrides "
+				"(e.g. %s: {policy: vllm-v1})\n", file,
+				side_key[k], side_key[k]);
+			rc = 2;
+			goto out;
+		}
+		if (m != NULL && (rc = flatten(file, m, "", &s->side[k],
+					       &s->nside[k])) != 0)
+			goto out;
+	}
+	rc = suite_check(s);
+out:
+	yd_release(&d);
+	return rc;
+}
+
+static int
+suite_main(const char *file, const struct opts *o)
+{
+	struct suite s;
+	char exe[PATH_MAX], err[1400], dir[4096], csv[4400];
+	const char *out = o->out != NULL ? o->out : "kvsim-out/suite";
+	struct sweep_job *job = NULL;
+	char ***argvs = NULL, **dirs = NULL;
+	size_t nrun = 0, total, nfail = 0, nskip = 0, k = 0;
+	cmp_side *b = NULL, *c = NULL;
+	ssize_t el;
+	int rc;
+
+	if ((rc = suite_load(file, &s)) != 0) {
+		suite_release(&s);
+		return rc;
+	}
+	total = s.nconfig * 2 * s.nseed;
+	job = calloc(total, sizeof(*job));
+	argvs = calloc(total, sizeof(*argvs));
+	dirs = calloc(total, sizeof(*dirs));
+	if (job == NULL || argvs == NULL || dirs == NULL)
+		goto oom;
+	el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (el <= 0 || (size_t)el >= sizeof(exe) - 1) {
+		fprintf(stderr, "kvsim compare: cannot find the kvsim "
+			"executable (/proc/self/exe)\n");
+		rc = 1;
+		goto done;
+	}
+	exe[el] = '\0';
+	/* Every directory is checked before anything runs. */
+	for (size_t i = 0; i < s.nconfig; i++)
+		for (int side = 1; side < 3; side++)
+			for (size_t j = 0; j < s.nseed; j++, k++) {
+				snprintf(dir, sizeof(dir), "%s/%s/%s/seed-%s",
+					 out, s.name[i], side_key[side],
+					 s.seed[j]);
+				if ((dirs[k] = strdup(dir)) == NULL)
+					goto oom;
+				if (access(dir, F_OK) == 0 && !o->force &&
+				    !(o->resume && sweep_run_complete(dir))) {
+					fprintf(stderr, "kvsim compare: %s "
+						"exists; use --resume to keep "
+						"complete runs or --force to "
+						"run them again\n", dir);
+					rc = 2;
+					goto done;
+				}
+			}
+	k = 0;
+	for (size_t i = 0; i < s.nconfig; i++)
+		for (int side = 1; side < 3; side++)
+			for (size_t j = 0; j < s.nseed; j++, k++) {
+				size_t na = 0, m = 0;
+				char **a;
+
+				if (o->resume && !o->force &&
+				    sweep_run_complete(dirs[k])) {
+					nskip++;
+					continue;
+				}
+				if (sweep_mkdirs(dirs[k]) != 0) {
+					fprintf(stderr, "kvsim compare: %s: "
+						"%s\n", dirs[k],
+						strerror(errno));
+					rc = 2;
+					goto done;
+				}
+				na = 10 + 2 * (s.nside[0] + s.nside[side]);
+				if ((a = calloc(na, sizeof(*a))) == NULL)
+					goto oom;
+				argvs[k] = a;
+				a[m++] = exe;
+				a[m++] = "run";
+				a[m++] = s.config[i];
+				a[m++] = "--quiet";
+				a[m++] = "--force";
+				a[m++] = "--out";
+				a[m++] = dirs[k];
+				a[m++] = "--seed";
+				a[m++] = s.seed[j];
+				for (size_t x = 0; x < s.nside[0]; x++) {
+					a[m++] = "--set";
+					a[m++] = s.side[0][x].text;
+				}
+				for (size_t x = 0; x < s.nside[side]; x++) {
+					a[m++] = "--set";
+					a[m++] = s.side[side][x].text;
+				}
+				job[nrun].argv = a;
+				job[nrun].dir = dirs[k];
+				job[nrun].id = dirs[k];
+				nrun++;
+			}
+	if (!o->quiet)
+		fprintf(stderr, "kvsim compare: suite %s: %zu configuration%s x "
+			"%zu seed%s x 2 sides: %zu run%s to do, %zu complete "
+			"already, in %s\n", file, s.nconfig,
+			s.nconfig == 1 ? "" : "s", s.nseed,
+			s.nseed == 1 ? "" : "s", nrun, nrun == 1 ? "" : "s",
+			nskip, out);
+	rc = sweep_exec(job, nrun, (unsigned)o->jobs, "kvsim compare",
+			o->quiet ? NULL : stderr, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, "kvsim compare: %s\n", err);
+		rc = 1;
+		goto done;
+	}
+	for (size_t i = 0; i < nrun; i++)
+		nfail += job[i].status != 0;
+	if (rc == 1 || nfail > 0) {
+		fprintf(stderr, "kvsim compare: %s; nothing compared\n",
+			rc == 1 ? "interrupted" : "a suite run failed");
+		rc = 1;
+		goto done;
+	}
+	b = cmp_side_new();
+	c = cmp_side_new();
+	if (b == NULL || c == NULL)
+		goto oom;
+	k = 0;
+	for (size_t i = 0; i < s.nconfig; i++)
+		for (int side = 1; side < 3; side++)
+			for (size_t j = 0; j < s.nseed; j++, k++)
+				if (cmp_side_add_run(side == 1 ? b : c,
+						     s.name[i], dirs[k], err,
+						     sizeof(err)) != KV_OK) {
+					fprintf(stderr, "kvsim compare: %s\n",
+						err);
+					rc = 1;
+					goto done;
+				}
+	if (o->out != NULL && strlen(o->out) >= 4 &&
+	    strcmp(o->out + strlen(o->out) - 4, ".csv") == 0)
+		snprintf(csv, sizeof(csv), "%s", o->out);
+	else if ((rc = out_path(out, csv, sizeof(csv))) != 0)
+		goto done;
+	rc = compare_sides(b, c, "baseline", "candidate", o, csv);
+	goto done;
+oom:
+	fprintf(stderr, "kvsim compare: out of memory\n");
+	rc = 2;
+done:
+	for (size_t i = 0; i < total; i++) {
+		if (argvs != NULL)
+			free(argvs[i]);
+		if (dirs != NULL)
+			free(dirs[i]);
+	}
+	free(argvs);
+	free(dirs);
+	free(job);
+	cmp_side_free(b);
+	cmp_side_free(c);
+	suite_release(&s);
+	return rc;
+}
+
+int
+compare_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "fail-on", required_argument, NULL, 'F' },
+		{ "no-defaults", no_argument, NULL, 'N' },
+		{ "alpha", required_argument, NULL, 'a' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "suite", required_argument, NULL, 'S' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "resume", no_argument, NULL, 'r' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct opts o;
+	const char *suite = NULL;
+	char err[1400], csv[4400];
+	cmp_side *b = NULL, *c = NULL;
+	int ch, rc = 0;
+
+	memset(&o, 0, sizeof(o));
+	o.alpha = 0.05;
+	o.jobs = sysconf(_SC_NPROCESSORS_ONLN);
+	if (o.jobs < 1)
+		o.jobs = 1;
+	o.th = calloc((size_t)argc + 1, sizeof(*o.th));
+	if (o.th == NULL)
+		return 2;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "o:j:rfqh", lo, NULL)) != -1) {
+		char *end;
+
+		switch (ch) {
+		case 'F':
+			if (cmp_threshold_parse(optarg, &o.th[o.nth], err,
+						sizeof(err)) != KV_OK) {
+				fprintf(stderr, "kvsim compare: %s\n", err);
+				rc = 2;
+				goto done;
+			}
+			o.nth++;
+			break;
+		case 'N':
+			o.no_defaults = true;
+			break;
+		case 'a':
+			errno = 0;
+			o.alpha = strtod(optarg, &end);
+			if (errno || *end || !(o.alpha > 0 && o.alpha < 1)) {
+				fprintf(stderr, "kvsim compare: --alpha %s: "
+					"expected a number in (0, 1)\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
+		case 'o':
+			o.out = optarg;
+			break;
+		case 'S':
+			suite = optarg;
+			break;
+		case 'j':
+			errno = 0;
+			o.jobs = strtol(optarg, &end, 10);
+			if (errno || *end || o.jobs < 1 || o.jobs > 4096) {
+				fprintf(stderr, "kvsim compare: --jobs %s: "
+					"expected an integer in [1, 4096]\n",
+					optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
+		case 'r':
+			o.resume = true;
+			break;
+		case 'f':
+			o.force = true;
+			break;
+		case 'q':
+			o.quiet = true;
+			break;
+		case 'h':
+			compare_usage(stdout);
+			goto done;
+		default:
+			compare_usage(stderr);
+			rc = 2;
+			goto done;
+		}
+	}
+	if (suite != NULL) {
+		if (optind != argc) {
+			fprintf(stderr, "kvsim compare: --suite takes no BASE "
+				"or CAND\n");
+			rc = 2;
+			goto done;
+		}
+		rc = suite_main(suite, &o);
+		goto done;
+	}
+	if (optind != argc - 2) {
+		fprintf(stderr, "kvsim compare: expected BASE and CAND (or "
+			"--suite FILE)\n");
+		compare_usage(stderr);
+		rc = 2;
+		goto done;
+	}
+	if (o.resume || o.force) {
+		fprintf(stderr, "kvsim compare: --resume and --force are for "
+			"--suite\n");
+		rc = 2;
+		goto done;
+	}
+	b = cmp_side_new();
+	c = cmp_side_new();
+	if (b == NULL || c == NULL) {
+		rc = 2;
+		goto done;
+	}
+	if (cmp_side_load(b, argv[optind], err, sizeof(err)) != KV_OK ||
+	    cmp_side_load(c, argv[optind + 1], err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "kvsim compare: %s\n", err);
+		rc = 2;
+		goto done;
+	}
+	if (o.out != NULL) {
+		if ((rc = out_path(o.out, csv, sizeof(csv))) != 0)
+			goto done;
+	} else {
+		struct stat sb;
+		const char *cand = argv[optind + 1];
+		const char *slash = strrchr(cand, '/');
+
+		if (stat(cand, &sb) == 0 && S_ISDIR(sb.st_mode))
+			snprintf(csv, sizeof(csv), "%s/compare.csv", cand);
+		else if (slash != NULL)
+			snprintf(csv, sizeof(csv), "%.*s/compare.csv",
+				 (int)(slash - cand), cand);
+		else
+			snprintf(csv, sizeof(csv), "compare.csv");
+	}
+	rc = compare_sides(b, c, argv[optind], argv[optind + 1], &o, csv);
+done:
+	cmp_side_free(b);
+	cmp_side_free(c);
+	free(o.th);
+	return rc;
+}

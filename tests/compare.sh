@@ -1,0 +1,158 @@
+#!/bin/sh
+# compare.sh -- `kvsim compare` end to end (docs/compare.md):
+#  1. two identical runs: exit 0, compare.csv with its header and one row
+#     per default metric, every verdict ok, written beside CAND by default;
+#  2. a run made worse on purpose (a 70-block KV cache: preemptions) with
+#     --fail-on preemptions:+0: exit 1, the preemptions row a regression
+#     with threshold +0; the other way round: improvements (exit 0 when
+#     only preemptions are judged: its TPOT p50 is higher, batches grow);
+#     --no-defaults keeps only the named metric; the issue's spelling
+#     ttft_s:p99:+5% is ttft_p99_s;
+#  3. seeds: run.yaml over seeds 0-3 against seeds 4-7 (noise only): exit
+#     0, Welch's test on four seeds a side, and a difference beyond a
+#     threshold called not-significant; against seeds 0-3 with a 100-block
+#     cache: regressions with p < 0.05;
+#  4. Welch's t-test against hand-computed values (tests/compare/welch_*:
+#     1,2,3,4 against 2,4,6,8: t = sqrt 3, df = 4.41, two-sided p =
+#     0.151581; beyond a 20% margin p = 0.231801); alpha decides;
+#  5. suite mode: tests/compare/suite.yaml (a 70-block candidate) exits 1
+#     with the regression under its configuration's name; suite_same.yaml
+#     (two configurations, identical sides) exits 0; a bad override is
+#     exit 2 at its FILE:LINE:COL with nothing run;
+#  6. bad usage: a threshold without a direction, an unknown metric, a
+#     directory without results, --alpha out of range: exit 2; no
+#     temporary file is ever left.
+set -u
+: "${KVSIM:=../sim/kvsim}"
+: "${top_srcdir:=..}"
+D=$top_srcdir/tests/compare
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-compare.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+# field NAME of the compare.csv row for METRIC: row FILE METRIC NAME
+row() {
+	c=$(head -1 "$1" | tr ',' '\n' | grep -nx "$3" | cut -d: -f1)
+	awk -F, -v m="$2" '$2 == m' "$1" | cut -d, -f"$c"
+}
+
+"$KVSIM" run -q "$D/run.yaml" --out "$T/r1" || bad "run r1"
+"$KVSIM" run -q "$D/run.yaml" --out "$T/r2" || bad "run r2"
+"$KVSIM" run -q "$D/run.yaml" --set engine.num_gpu_blocks_override=70 \
+	--out "$T/worse" || bad "run worse"
+
+# 1. Identical runs.
+"$KVSIM" compare "$T/r1" "$T/r2" >"$T/same.out" || bad "identical runs: exit $?"
+C=$T/r2/compare.csv
+[ -f "$C" ] || bad "no compare.csv beside CAND"
+[ "$(head -1 "$C")" = "config,metric,baseline,candidate,delta,delta_pct,threshold,test,p_value,verdict,n_baseline,n_candidate" ] ||
+	bad "compare.csv header: $(head -1 "$C")"
+[ "$(sed 1d "$C" | wc -l)" = 15 ] || bad "not 15 metric rows"
+[ "$(sed 1d "$C" | cut -d, -f10 | sort -u)" = ok ] ||
+	bad "identical runs: verdicts $(sed 1d "$C" | cut -d, -f10 | sort -u | tr '\n' ' ')"
+grep -q '^  ttft_p99_s ' "$T/same.out" || bad "no table"
+grep -q 'no regression' "$T/same.out" || bad "no verdict line"
+
+# 2. A worse candidate.
+"$KVSIM" compare "$T/r1" "$T/worse" --fail-on preemptions:+0 \
+	--out "$T/w.csv" >"$T/worse.out"
+[ $? = 1 ] || bad "worse run: not exit 1"
+[ "$(row "$T/w.csv" preemptions verdict)" = regression ] ||
+	bad "preemptions: $(row "$T/w.csv" preemptions verdict)"
+[ "$(row "$T/w.csv" preemptions threshold)" = +0 ] ||
+	bad "preemptions threshold: $(row "$T/w.csv" preemptions threshold)"
+[ "$(row "$T/w.csv" preemptions baseline)" = 0 ] ||
+	bad "the baseline has preemptions"
+[ "$(row "$T/w.csv" throughput_req_s verdict)" = regression ] ||
+	bad "throughput_req_s: $(row "$T/w.csv" throughput_req_s verdict)"
+grep -q '^  preemptions .* regression' "$T/worse.out" ||
+	bad "the table does not show preemptions' regression"
+grep -q '^kvsim compare: [0-9]* regressions: ttft_p50_s' "$T/worse.out" ||
+	bad "verdict line: $(tail -1 "$T/worse.out")"
+"$KVSIM" compare "$T/worse" "$T/r1" --out "$T/b.csv" >/dev/null
+for m in preemptions ttft_p99_s throughput_req_s; do
+	[ "$(row "$T/b.csv" $m verdict)" = improvement ] ||
+		bad "better candidate: $m $(row "$T/b.csv" $m verdict)"
+done
+"$KVSIM" compare "$T/worse" "$T/r1" --no-defaults --fail-on preemptions:+0 \
+	--out "$T/b1.csv" >/dev/null || bad "fewer preemptions: exit $?"
+"$KVSIM" compare "$T/r1" "$T/worse" --no-defaults \
+	--fail-on preemptions:+0 --out "$T/only.csv" >/dev/null
+[ $? = 1 ] || bad "--no-defaults: not exit 1"
+[ "$(sed 1d "$T/only.csv" | cut -d, -f2)" = preemptions ] ||
+	bad "--no-defaults: rows $(sed 1d "$T/only.csv" | cut -d, -f2 | tr '\n' ' ')"
+"$KVSIM" compare "$T/r1" "$T/worse" --no-defaults \
+	--fail-on ttft_s:p99:+5% --out "$T/q.csv" >/dev/null
+[ "$(sed 1d "$T/q.csv" | cut -d, -f2,7,10)" = "ttft_p99_s,+5%,regression" ] ||
+	bad "ttft_s:p99:+5%: $(sed 1d "$T/q.csv" | cut -d, -f2,7,10)"
+"$KVSIM" compare "$T/r1" "$T/worse" --fail-on preemptions:off \
+	--fail-on ttft_p99_s:off --out "$T/off.csv" >/dev/null
+[ "$(row "$T/off.csv" preemptions verdict),$(row "$T/off.csv" preemptions threshold)" = ok,none ] ||
+	bad "preemptions:off still judged"
+
+# 3. Seeds.
+for s in a b c; do
+	"$KVSIM" sweep -q "$D/seeds_$s.yaml" --out "$T/s$s" || bad "sweep $s"
+done
+"$KVSIM" compare "$T/sa" "$T/sb" --out "$T/ab.csv" >"$T/ab.out" ||
+	bad "noise alone: exit $?"
+[ "$(sed 1d "$T/ab.csv" | cut -d, -f8,11,12 | sort -u)" = "welch-t,4,4" ] ||
+	bad "seeds: not Welch on 4 + 4 seeds"
+grep -q ',not-significant,' "$T/ab.csv" ||
+	bad "noise: no difference beyond a threshold was found not significant"
+grep -q ',regression,' "$T/ab.csv" && bad "noise called a regression"
+"$KVSIM" compare "$T/sa" "$T/sc" --out "$T/ac.csv" >/dev/null
+[ $? = 1 ] || bad "seeds with a small KV cache: not exit 1"
+[ "$(row "$T/ac.csv" ttft_p99_s verdict)" = regression ] ||
+	bad "seeds: ttft_p99_s $(row "$T/ac.csv" ttft_p99_s verdict)"
+awk "BEGIN { exit !($(row "$T/ac.csv" ttft_p99_s p_value) < 0.05) }" ||
+	bad "seeds: ttft_p99_s p = $(row "$T/ac.csv" ttft_p99_s p_value)"
+
+# 4. Welch's t-test by hand.
+W="$D/welch_base $D/welch_cand --no-defaults"
+"$KVSIM" compare $W --fail-on ttft_p99_s:+0 --out "$T/w0.csv" >/dev/null ||
+	bad "welch +0: exit $?"
+[ "$(sed 1d "$T/w0.csv")" = ",ttft_p99_s,2.5,5,2.5,100.0000,+0,welch-t,0.151581,not-significant,4,4" ] ||
+	bad "welch +0: $(sed 1d "$T/w0.csv")"
+"$KVSIM" compare $W --fail-on ttft_p99_s:+20% --out "$T/w20.csv" >/dev/null
+[ "$(row "$T/w20.csv" ttft_p99_s p_value)" = 0.231801 ] ||
+	bad "welch +20%: p $(row "$T/w20.csv" ttft_p99_s p_value)"
+"$KVSIM" compare $W --fail-on ttft_p99_s:+0 --alpha 0.2 \
+	--out "$T/wa.csv" >/dev/null
+[ $? = 1 ] || bad "welch +0 at alpha 0.2: not a regression"
+"$KVSIM" compare $W --fail-on ttft_p99_s:+150% --alpha 0.2 \
+	--out "$T/wb.csv" >/dev/null || bad "welch within +150%: exit $?"
+[ "$(row "$T/wb.csv" ttft_p99_s verdict)" = ok ] || bad "within +150% not ok"
+
+# 5. Suites.
+"$KVSIM" compare -q --suite "$D/suite.yaml" --out "$T/suite" >"$T/suite.out"
+[ $? = 1 ] || bad "suite: not exit 1"
+[ "$(ls -d "$T"/suite/run/baseline/seed-* "$T"/suite/run/candidate/seed-* | wc -l)" = 6 ] ||
+	bad "suite: not 3 seeds x 2 sides"
+[ "$(awk -F, '$1 == "run" && $2 == "preemptions"' "$T/suite/compare.csv" | cut -d, -f10,11,12)" = "regression,3,3" ] ||
+	bad "suite: preemptions row $(grep preemptions "$T/suite/compare.csv")"
+"$KVSIM" compare -q --suite "$D/suite_same.yaml" --out "$T/same" >/dev/null ||
+	bad "suite with identical sides: exit $?"
+[ "$(sed 1d "$T/same/compare.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" = "run seeds_b " ] ||
+	bad "suite configurations: $(sed 1d "$T/same/compare.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')"
+"$KVSIM" compare --suite "$D/bad_suite.yaml" --out "$T/badsuite" 2>"$T/bs.err"
+[ $? = 2 ] || bad "bad suite: not exit 2"
+loc=$(sed -n '1s/.*expect: //p' "$D/bad_suite.yaml")
+grep -q "^$D/bad_suite.yaml:$loc: " "$T/bs.err" ||
+	bad "bad suite: not at $loc: $(head -1 "$T/bs.err")"
+[ -e "$T/badsuite" ] && bad "bad suite: ran something"
+
+# 6. Bad usage.
+for args in "--fail-on ttft_p99_s:5%" "--fail-on nosuch_s:+1%" \
+    "--fail-on ttft_p99_s" "--alpha 2" "--fail-on ttft_p99_s:+x%"; do
+	"$KVSIM" compare "$T/r1" "$T/r2" $args --out "$T/u.csv" 2>/dev/null >&2
+	[ $? = 2 ] || bad "compare $args: not exit 2"
+done
+"$KVSIM" compare "$T/r1" "$T/nothing" 2>/dev/null
+[ $? = 2 ] || bad "a missing CAND: not exit 2"
+mkdir "$T/empty"
+"$KVSIM" compare "$T/r1" "$T/empty" 2>/dev/null
+[ $? = 2 ] || bad "a directory without results: not exit 2"
+find "$T" -name '.*.tmp.*' | grep -q . && bad "temporary files left"
+
+exit $fail
