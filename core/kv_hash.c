@@ -4,18 +4,24 @@
  * Prefix caching needs a content hash that is the same in every process and
  * on every platform (vLLM v0 used Python's seeded hash(), which is not), so
  * that two runs with one seed give byte-identical results.  The chain
- * h_i = H(h_{i-1}, tokens of block i, extra) is a 64-bit multiply-xorshift
- * mix (the finaliser of SplitMix64) applied once per pair of 32-bit tokens:
- * a pair packs into one 64-bit word without loss, so each round stays
- * injective in its input, and the token count enters the last round, so
- * an odd tail cannot alias a pair.  One round per token cost twice as much
- * (prompt hashing was the largest single item of a trace replay).  Not
- * cryptographic: a mode that must rule out collisions compares tokens on a
- * hit.
+ * h_i = H(h_{i-1}, tokens of block i, extra) is 64-bit.  Tokens go in
+ * two at a time (a pair packs into one word without loss) through a
+ * multiply-rotate-multiply round that is a bijection of the running state
+ * for a given word and of the word for a given state; the block's token
+ * count and `extra` then enter a full avalanche (the finaliser of
+ * SplitMix64), so an odd tail cannot alias a pair and every output bit
+ * depends on every input bit.  The state's dependency chain per pair is one
+ * add, one rotate and one multiply: prompt hashing, the largest single item
+ * of a trace replay with the finaliser run per token, costs a third of
+ * that.  Not cryptographic: a mode that must rule out collisions compares
+ * tokens on a hit.
  *
  * kv_hmap is open addressing with linear probing and backward-shift
  * deletion, so lookups never wade through tombstones; it is sized once for
- * the number of blocks that can be cached and never grows.
+ * the number of blocks that can be cached and never grows.  Its keys are
+ * block hashes, already uniform, so the home slot is one multiply (a
+ * structured key set still spreads: the product's high half mixes all of
+ * the key's low bits).
  */
 #include "kv_int.h"
 
@@ -33,17 +39,25 @@ kv__mix(uint64_t x)
 	return x;
 }
 
+/* One word into the state: both multipliers odd, so each step inverts. */
+static inline uint64_t
+kv__round(uint64_t h, uint64_t w)
+{
+	h += w * 0x9e3779b97f4a7c15ull;
+	h = h << 31 | h >> 33;
+	return h * 0xbf58476d1ce4e5b9ull;
+}
+
 uint64_t
 kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n, uint64_t extra)
 {
-	uint64_t h = kv__mix(parent ^ 0x243f6a8885a308d3ull);
+	uint64_t h = parent ^ 0x243f6a8885a308d3ull;
 	size_t i;
 
 	for (i = 0; i + 1 < n; i += 2)
-		h = kv__mix(h + (tok[i] | (uint64_t)tok[i + 1] << 32) +
-			    0x9e3779b97f4a7c15ull);
+		h = kv__round(h, tok[i] | (uint64_t)tok[i + 1] << 32);
 	if (i < n)
-		h = kv__mix(h + tok[i] + 0x9e3779b97f4a7c15ull);
+		h = kv__round(h, tok[i]);
 	h = kv__mix(h ^ (extra + (uint64_t)n * 0x13198a2e03707344ull));
 	return h ? h : 1;
 }
@@ -105,7 +119,8 @@ kv_hmap_copy(struct kv_hmap *dst, const struct kv_hmap *src)
 static inline uint32_t
 kv__slot(const struct kv_hmap *m, uint64_t key)
 {
-	return (uint32_t)(kv__mix(key) & m->mask);
+	return (uint32_t)((key ^ key >> 32) * 0x94d049bb133111ebull >> 32) &
+	    m->mask;
 }
 
 int32_t *

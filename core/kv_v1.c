@@ -830,6 +830,37 @@ v1_reserve(kvc *k, int32_t s, const struct v1_plan *p)
 }
 
 /*
+ * Would allocate_slots(s, nnew, 0, no hits, L) change nothing?  The usual
+ * decode step: the blocks s holds cover C + nnew + L, no block of s fills
+ * (none to hash or to cache), nothing to skip.  Then the plan is "pop 0,
+ * evict 0, sum <= 0 <= free", and the full path would only confirm it.
+ */
+static bool
+v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
+	uint32_t L)
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+	uint32_t need, ntc;
+
+	if (m->slidemask || (uint32_t)s >= m->capsx)
+		return false;
+	need = v1_need_tokens(k, (uint64_t)q->ncomp + nnew + L);
+	ntc = (uint32_t)((uint64_t)q->ncomp + nnew);
+	if (ntc > q->ntok)
+		ntc = q->ntok;
+	if (m->caching && v1_div(k, m, 0, q->ntok) > m->sx[s].nh)
+		return false;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		if (m->nhit[g] != 0 ||
+		    v1_cdiv_g(k, m, g, need) > q->tab[g].n)
+			return false;
+		if (m->caching && v1_div(k, m, g, ntc) > m->sx[s].ncached[g])
+			return false;
+	}
+	return true;
+}
+
+/*
  * allocate_slots(): on success s holds the slots and its full blocks up
  * to C + hcomp + nnew tokens are cached; the caller moves C.  `admit` is
  * true for a WAITING request (save_new_computed_blocks).
@@ -847,6 +878,8 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	if (nnew == 0)
 		return kvc__fail(k, KV_EINVAL, "allocate_slots needs at least "
 				 "one new token");
+	if (!admit && hcomp == 0 && v1_noop(k, m, s, nnew, L))
+		return KV_OK;
 	if ((e = v1_sx_reserve(k, s)) != KV_OK)
 		return e;
 	if (m->caching && (e = v1_hashes(k, s)) != KV_OK)

@@ -150,6 +150,9 @@ sat_add(uint64_t a, uint64_t b)
 static uint64_t
 sat_mul(uint64_t a, uint64_t b)
 {
+	/* Both below 2^32 cannot overflow: no divide on the per-step path. */
+	if ((a | b) >> 32 == 0)
+		return a * b;
 	if (a != 0 && b > UINT64_MAX / a)
 		return UINT64_MAX;
 	return a * b;
@@ -848,10 +851,10 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 	uint64_t pairs_pf[COST_MAX_GROUPS] = { 0 };
 	uint64_t ctx_pf[COST_MAX_GROUPS] = { 0 };
 	uint64_t kvtok[COST_MAX_GROUPS] = { 0 };
-	struct cost_breakdown bd;
+	static const struct cost_breakdown zero;
+	struct cost_breakdown bd = zero;
 	double pc, pm, tok, seqs;
 
-	memset(&bd, 0, sizeof(bd));
 	if (cm == NULL || b == NULL || (b->seq == NULL && b->nseq > 0)) {
 		if (out != NULL)
 			*out = bd;
