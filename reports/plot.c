@@ -156,6 +156,8 @@ dat_label(struct buf *b, const char *s)
 {
 	for (; *s; s++) {
 		char ch = *s;
+		if ((ch == ',' || ch == ';') && s[1] == ' ')
+			continue;	/* "a, b" -> "a b" */
 		if (ch == ',' || ch == ';')
 			ch = ' ';
 		else if (ch == '"')
@@ -486,6 +488,27 @@ static const char *
 cell(const struct table *t, size_t row, int col)
 {
 	return t->cell[row * t->ncol + (size_t)col];
+}
+
+/* Whether two rows share a value of a column. */
+static bool
+column_repeats(const struct table *t, int col)
+{
+	for (size_t r = 0; r < t->nrow; r++)
+		for (size_t q = 0; q < r; q++)
+			if (strcmp(cell(t, r, col), cell(t, q, col)) == 0)
+				return true;
+	return false;
+}
+
+/* Whether a column holds more than one value. */
+static bool
+column_varies(const struct table *t, int col)
+{
+	for (size_t r = 1; r < t->nrow; r++)
+		if (strcmp(cell(t, r, col), cell(t, 0, col)) != 0)
+			return true;
+	return false;
 }
 
 /* Read dir/name whole into t; t->path == NULL when the file is absent. */
@@ -1266,29 +1289,133 @@ out:
 	return rc;
 }
 
-/* The SLO line of capacity.csv, when its metric is a TTFT. */
+/* Whether an SLO statistic is the p99 the knee plots. */
+static bool
+is_p99(const char *stat)
+{
+	return strcmp(stat, "p99") == 0 || strcmp(stat, "0.99") == 0;
+}
+
+static void
+slo_clause(struct buf *b, const char *what, double x)
+{
+	struct buf title = { 0 };
+	buf_printf(&title, "SLO: %s <= %.9g s", what, x);
+	buf_printf(b, "%.9g with lines dt 2 lw 2 lc rgb '#c00000' title ", x);
+	gp_str(b, title.oom ? "SLO" : title.p);
+	buf_release(&title);
+}
+
+/*
+ * The p99 TTFT SLO of capacity.csv as a plot clause: from its `slo`
+ * column ("ttft_s:p99<=2;tpot_s:p99<=0.1", kvsim capacity's), else from
+ * slo_metric, slo_quantile and slo_value_s.  Nothing when there is none.
+ */
 static void
 slo_line(const struct table *t, struct buf *b)
 {
+	int sc = col_of(t->hdr, t->ncol, "slo");
 	int m = col_of(t->hdr, t->ncol, "slo_metric");
 	int v = col_of(t->hdr, t->ncol, "slo_value_s");
 	int q = col_of(t->hdr, t->ncol, "slo_quantile");
 
-	if (m < 0 || v < 0)
-		return;
 	for (size_t r = 0; r < t->nrow; r++) {
 		char *end;
-		double x = strtod(cell(t, r, v), &end);
-		if (!contains_ci(cell(t, r, m), "ttft") || *end ||
-		    end == cell(t, r, v) || !(x > 0) || !isfinite(x))
+		double x;
+		if (sc >= 0) {
+			const char *it = cell(t, r, sc);
+			while (*it) {
+				size_t n = strcspn(it, ";");
+				char one[128], stat[32];
+				snprintf(one, sizeof(one), "%.*s", (int)n, it);
+				char *colon = strchr(one, ':');
+				char *le = strstr(one, "<=");
+				if (colon && le && le > colon &&
+				    contains_ci(one, "ttft")) {
+					snprintf(stat, sizeof(stat), "%.*s",
+						 (int)(le - colon - 1),
+						 colon + 1);
+					x = strtod(le + 2, &end);
+					if (is_p99(stat) && end != le + 2 &&
+					    !*end && x > 0 && isfinite(x)) {
+						*le = '\0';
+						*colon = ' ';
+						slo_clause(b, one, x);
+						return;
+					}
+				}
+				it += n + (it[n] == ';');
+			}
+		}
+		if (m < 0 || v < 0)
 			continue;
-		struct buf title = { 0 };
-		buf_printf(&title, "SLO: %s %s <= %.9g s", cell(t, r, m),
-			   q >= 0 ? cell(t, r, q) : "", x);
-		buf_printf(b, "%.9g with lines dt 2 lw 2 lc rgb '#c00000' "
-			   "title ", x);
-		gp_str(b, title.oom ? "SLO" : title.p);
-		buf_release(&title);
+		x = strtod(cell(t, r, v), &end);
+		if (!contains_ci(cell(t, r, m), "ttft") || *end ||
+		    end == cell(t, r, v) || !(x > 0) || !isfinite(x) ||
+		    (q >= 0 && !is_p99(cell(t, r, q))))
+			continue;
+		char what[160];
+		snprintf(what, sizeof(what), "%s p99", cell(t, r, m));
+		slo_clause(b, what, x);
+		return;
+	}
+}
+
+/*
+ * The values of row `row` in the columns named in keys[] that vary over
+ * the table, ", "-separated, into b (with "NAME=" when names is set).
+ */
+static void
+varying(const struct table *t, size_t row, const char *const *keys,
+	size_t nkeys, bool names, struct buf *b)
+{
+	size_t n0 = b->n;
+	for (size_t k = 0; k < nkeys; k++) {
+		int c = col_of(t->hdr, t->ncol, keys[k]);
+		if (c < 0 || !column_varies(t, c))
+			continue;
+		if (b->n > n0)
+			buf_puts(b, ", ");
+		if (names)
+			buf_printf(b, "%s=", keys[k]);
+		buf_puts(b, cell(t, row, c));
+	}
+}
+
+/* Columns that tell capacity configurations apart, for labels. */
+static const char *const cap_keys[] = {
+	"model", "gpu", "tp", "policy", "block_size",
+	"kv_cache_dtype", "gpu_memory_utilization", "max_model_len", "trace",
+};
+#define NCAP_KEYS (sizeof(cap_keys) / sizeof(cap_keys[0]))
+
+/* What makes row r of capacity.csv differ from the others: its --across
+ * assignment, else the values of cap_keys[] that vary. */
+static void
+cap_describe(const struct table *t, size_t r, struct buf *b)
+{
+	int a = col_of(t->hdr, t->ncol, "across");
+	if (a >= 0 && *cell(t, r, a) && column_varies(t, a))
+		buf_puts(b, cell(t, r, a));
+	else
+		varying(t, r, cap_keys, NCAP_KEYS, false, b);
+}
+
+/* A knee series' label: the config_id, and what capacity.csv says makes
+ * that configuration differ from the others. */
+static void
+knee_label(const struct table *cap, const char *id, struct buf *b)
+{
+	buf_puts(b, id);
+	int c = cap->path ? col_of(cap->hdr, cap->ncol, "config_id") : -1;
+	for (size_t r = 0; c >= 0 && r < cap->nrow; r++) {
+		if (strcmp(cell(cap, r, c), id) != 0)
+			continue;
+		struct buf v = { 0 };
+		cap_describe(cap, r, &v);
+		if (v.n && !v.oom)
+			buf_printf(b, ": %s", v.p);
+		buf_release(&v);
 		return;
 	}
 }
@@ -1326,7 +1453,10 @@ plot_knee(struct ctx *c, size_t i)
 			goto out;
 		if (!(y > 0))
 			continue;
-		size_t k = series_of(&s, cell(t, r, cid));
+		struct buf l = { 0 };
+		knee_label(&c->runs[i].cap, cell(t, r, cid), &l);
+		size_t k = l.oom ? SIZE_MAX : series_of(&s, l.p);
+		buf_release(&l);
 		if (k == SIZE_MAX || !series_add(&s, k, x, y, (int)ok)) {
 			rc = oom(c);
 			goto out;
@@ -1349,6 +1479,28 @@ static const char *const rate_cols[] = {
 	"workload.rate", "request_rate", "arrival_rate",
 };
 
+/* The rate column of a sweep that varies: one of rate_cols[], else a
+ * swept key whose last part is `rate`, `target_rate` or `qps` (e.g.
+ * workload.generator.arrival.rate); -1 if none. */
+static int
+rate_col(const struct table *t)
+{
+	int c;
+	for (size_t k = 0; k < sizeof(rate_cols) / sizeof(rate_cols[0]); k++)
+		if ((c = col_of(t->hdr, t->ncol, rate_cols[k])) >= 0 &&
+		    column_varies(t, c))
+			return c;
+	for (size_t k = 0; k < t->ncol; k++) {
+		const char *last = strrchr(t->hdr[k], '.');
+		if (last && (strcmp(last, ".rate") == 0 ||
+			     strcmp(last, ".target_rate") == 0 ||
+			     strcmp(last, ".qps") == 0) &&
+		    column_varies(t, (int)k))
+			return (int)k;
+	}
+	return -1;
+}
+
 /* Whether a sweep column is a configuration key (not a metric or id). */
 static bool
 sweep_key(const char *name)
@@ -1369,15 +1521,6 @@ sweep_key(const char *name)
 	return false;
 }
 
-static bool
-column_varies(const struct table *t, int col)
-{
-	for (size_t r = 1; r < t->nrow; r++)
-		if (strcmp(cell(t, r, col), cell(t, 0, col)) != 0)
-			return true;
-	return false;
-}
-
 static int
 plot_sweep(struct ctx *c, size_t i)
 {
@@ -1387,13 +1530,7 @@ plot_sweep(struct ctx *c, size_t i)
 
 	if (!t->path || (cy = col_of(t->hdr, t->ncol, "ttft_p99_s")) < 0)
 		return PLOT_OK;
-	for (size_t k = 0; k < sizeof(rate_cols) / sizeof(rate_cols[0]); k++)
-		if ((rate = col_of(t->hdr, t->ncol, rate_cols[k])) >= 0 &&
-		    column_varies(t, rate))
-			break;
-		else
-			rate = -1;
-	if (rate < 0)
+	if ((rate = rate_col(t)) < 0)
 		return PLOT_OK;
 	for (size_t r = 0; r < t->nrow; r++) {
 		char *end;
@@ -1451,11 +1588,7 @@ plot_capacity(struct ctx *c, size_t i)
 	chi = col_of(t->hdr, t->ncol, "max_qps_max");
 	cid = col_of(t->hdr, t->ncol, "config_id");
 	bool bars = clo >= 0 && chi >= 0;
-	bool repeat = false;
-	for (size_t r = 0; r < t->nrow; r++)
-		for (size_t q = 0; q < r; q++)
-			if (strcmp(cell(t, r, cg), cell(t, q, cg)) == 0)
-				repeat = true;
+	bool repeat = column_repeats(t, cg);
 	if (!(p = add_run_plot(c, i, "capacity_gpu",
 			       "Capacity per GPU: max request rate under the "
 			       "SLO")))
@@ -1480,11 +1613,17 @@ plot_capacity(struct ctx *c, size_t i)
 		ymax = fmax(ymax, fmax(v[0], v[2]));
 		dat_label(&d, cell(t, r, cg));
 		if (repeat) {
-			buf_puts(&d, " ");
-			if (cid >= 0)
-				dat_label(&d, cell(t, r, cid));
-			else
-				buf_printf(&d, "#%zu", r + 1);
+			/* several rows of one GPU: say what differs */
+			struct buf l = { 0 };
+			cap_describe(t, r, &l);
+			if (!l.n && cid >= 0)
+				buf_puts(&l, cell(t, r, cid));
+			if (!l.n)
+				buf_printf(&l, "#%zu", r + 1);
+			buf_puts(&d, " (");
+			dat_label(&d, l.oom ? "" : l.p);
+			buf_puts(&d, ")");
+			buf_release(&l);
 		}
 		buf_printf(&d, ",%.9g,%.9g,%.9g\n", v[0], v[1], v[2]);
 	}
@@ -1526,7 +1665,11 @@ plot_compare(struct ctx *c, size_t i)
 	if ((rc = need_col(c, t->path, t->hdr, t->ncol, "metric", &cm)) ||
 	    (rc = need_col(c, t->path, t->hdr, t->ncol, "delta_pct", &cd)))
 		return rc;
-	ct = col_of(t->hdr, t->ncol, "trace");
+	/* the group a metric belongs to: kvsim compare's `config`, or a
+	 * trace suite's `trace`, when there are several */
+	ct = col_of(t->hdr, t->ncol, "config");
+	if (ct < 0 || !column_varies(t, ct))
+		ct = col_of(t->hdr, t->ncol, "trace");
 	cv = col_of(t->hdr, t->ncol, "verdict");
 	bool traces = ct >= 0 && column_varies(t, ct);
 	if (!(p = add_run_plot(c, i, "compare_delta",
@@ -1538,8 +1681,10 @@ plot_compare(struct ctx *c, size_t i)
 	for (size_t r = 0; r < t->nrow; r++) {
 		double x;
 		const char *v = cv >= 0 ? cell(t, r, cv) : "";
-		if (*cell(t, r, cd) == '\0')
-			continue;	/* no delta (e.g. a zero baseline) */
+		const char *ds = cell(t, r, cd);
+		/* no delta (a zero baseline), or an infinite one: no bar */
+		if (*ds == '\0' || contains_ci(ds, "inf"))
+			continue;
 		if ((rc = num(c, t->path, t->line[r], "delta_pct",
 			      cell(t, r, cd), &x)))
 			goto out;

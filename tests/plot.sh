@@ -37,6 +37,10 @@ PLOTS1="ttft_cdf tpot_cdf e2e_cdf queue_cdf kv_usage throughput"
 "$KVSIM" run --out "$T/a" --quiet || { echo "FAIL: kvsim run"; exit 1; }
 "$KVSIM" run --out "$T/b" --quiet --set policy=sarathi ||
 	{ echo "FAIL: kvsim run sarathi"; exit 1; }
+# only the run's own results (kvsim run may plot them itself)
+for d in "$T/a" "$T/b"; do
+	rm -f "$d"/*.gp "$d"/*.dat "$d"/*.png "$d"/*.svg "$d/index.html"
+done
 cp -r "$T/a" "$T/a.pristine"
 
 # plot ARGS... -> $out (stdout), $err (stderr), $rc
@@ -140,17 +144,19 @@ done
 k=$T/capacity/capacity_knee.dat
 [ "$(head -1 "$k")" = "series,label,qps,ttft_p99_s_mean,ttft_p99_s_min,ttft_p99_s_max,points,meets_slo_fraction" ] ||
 	bad "capacity_knee.dat header: $(head -1 "$k")"
-# qps 6: p99 1.9 and 2.6 over two seeds, one meets the SLO; qps 8 is
-# saturated (no finite p99) and left out
-grep -qx '1,h100-8b,6,2.25,1.9,2.6,2,0.500000' "$k" &&
-	grep -qx '2,a100-8b,3,1,0.9,1.1,2,1.000000' "$k" &&
+# configuration 0 at qps 6: p99 1.9 and 2.6 over two seeds, one meets
+# the SLO; qps 8 is saturated (no finite p99) and left out; labels say
+# what differs (capacity.csv's `across`); the SLO line is capacity.csv's
+# p99 TTFT
+grep -qx '1,0: gpu=h100-sxm,6,2.25,1.9,2.6,2,0.500000' "$k" &&
+	grep -qx '2,1: gpu=a100-sxm 80GB,3,1,0.9,1.1,2,1.000000' "$k" &&
 	! grep -q ',8,' "$k" && [ "$(wc -l <"$k")" = 7 ] ||
 	bad "capacity_knee.dat: $(cat "$k")"
 grep -q "title 'SLO: ttft_s p99 <= 2 s'" "$T/capacity/capacity_knee.gp" ||
 	bad "capacity_knee.gp has no SLO line"
 grep -q 'set logscale y' "$T/capacity/capacity_knee.gp" || bad "knee: no log y"
 grep -qx 'h100-sxm,5.6,5.2,6.1' "$T/capacity/capacity_gpu.dat" &&
-	grep -qx 'a100-sxm  80GB,3.4,3.1,3.6' "$T/capacity/capacity_gpu.dat" ||
+	grep -qx 'a100-sxm 80GB,3.4,3.1,3.6' "$T/capacity/capacity_gpu.dat" ||
 	bad "capacity_gpu.dat: $(cat "$T/capacity/capacity_gpu.dat")"
 grep -q '<td>a100-sxm, 80GB</td>' "$T/capacity/index.html" ||
 	bad "index.html has no capacity.csv table"
@@ -159,11 +165,14 @@ grep -qx '2,policy=sarathi,8,1,0.9,1.1,2' "$s" &&
 	grep -qx '1,policy=vllm-v1,2,0.11,0.11,0.11,1' "$s" &&
 	[ "$(wc -l <"$s")" = 7 ] || bad "sweep_ttft.dat: $(cat "$s")"
 grep -q "title 'policy=sarathi'" "$T/sweep/sweep_ttft.gp" || bad "sweep titles"
+# compare: bars labelled config:metric (two configurations), red for a
+# regression, green for an improvement; no bar for an empty or infinite
+# delta_pct
 m=$T/compare/compare_delta.dat
 [ "$(cat "$m")" = "label,delta_pct,verdict,rgb
-ttft_p99_s,17.845,regression,12582912
-tpot_p99_s,-7.291,improvement,2785066
-e2e_p99_s,0.415,ok,4880560" ] || bad "compare_delta.dat: $(cat "$m")"
+conv:ttft_p99_s,17.845,regression,12582912
+conv:tpot_p99_s,-7.291,improvement,2785066
+code:ttft_p99_s,0.5,not-significant,4880560" ] || bad "compare_delta.dat: $(cat "$m")"
 
 # ---- 6. bad input -------------------------------------------------------
 # badcase NAME FILE EXPECTED-MESSAGE (FILE already broken in $T/NAME)
@@ -193,7 +202,7 @@ cp -r "$T/a.pristine" "$T/nocol"
 sed -i '1s/,kv_usage,/,kv_use,/' "$T/nocol/timeseries.csv"
 badcase nocol timeseries.csv "nocol/timeseries.csv:1: no column 'kv_usage'"
 mkdir "$T/capbad" && cp "$FIX/capacity/capacity.csv" "$T/capbad/"
-sed 's/^a100-8b,3,1,/a100-8b,x3,1,/' "$FIX/capacity/capacity_points.csv" \
+sed 's/^1,1,3,/1,1,x3,/' "$FIX/capacity/capacity_points.csv" \
 	>"$T/capbad/capacity_points.csv"
 badcase capbad capacity_points.csv "capbad/capacity_points.csv:12: column 'qps': 'x3' is not a finite number"
 mkdir "$T/empty"
