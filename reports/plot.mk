@@ -7,3 +7,7 @@
 sim_kvsim_SOURCES += %reldir%/plot.c %reldir%/plot.h sim/cmd_plot.c
 TESTS += tests/plot.sh
 EXTRA_DIST += tests/plot.sh tests/plot
+# tests/plot is a folder of inputs.  Without this rule, make's built-in
+# `.sh:` suffix rule makes a copy of tests/plot.sh named tests/plot in the
+# build tree, and `make dist` ships that copy instead of the folder.
+tests/plot: ;
