@@ -11,46 +11,11 @@
  * Cost of a step outside the policy: O(scheduled + preempted + finished).
  * Memory grows only when a request or a step list outgrows its capacity.
  */
-#include "kvsched.h"
-#include "kv_int.h"
+#include "kvs_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct kvs_rq {
-	int32_t seq;
-	uint32_t prompt, max_output, generated;
-	uint32_t npreempt, recomputed;
-	int32_t priority;
-	uint8_t status;
-};
-
-struct kvs_qu {
-	kvs_req *a;
-	uint32_t n, cap;
-};
-
-struct kvs {
-	struct kvs_config cfg;
-	const struct kvs_policy *pol;
-	void *pstate;
-	kvc *k;
-	struct kvs_rq *rq;
-	uint32_t nrq, caprq, nunfinished;
-	struct kvs_qu q[3];
-	/* the step being scheduled / just completed */
-	struct kvs_step step;
-	bool pending;			/* scheduled, not completed */
-	struct kvs_sched *sched;
-	uint32_t nsched, capsched;
-	kvs_req *pre, *fin;
-	uint8_t *preswap;
-	uint32_t npre, cappre, nfin, capfin;
-	struct kvc_pair *pairs[3];
-	uint32_t npairs[3], cappairs[3];
-	char msg[256];
-};
 
 extern const struct kvs_policy kvs__v0_policy;
 extern const struct kvs_policy kvs__v1_policy;
@@ -463,7 +428,9 @@ kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
 	s->nsched++;
 	s->step.batch_tokens += n;
 	s->rq[r].status = KVS_RUNNING;
-	kvs__publish(s);
+	/* kvs__publish(), narrowed to the two fields this changes */
+	s->step.sched = s->sched;
+	s->step.nsched = s->nsched;
 	return KV_OK;
 }
 
@@ -625,12 +592,17 @@ kvs_complete_default(kvs *s, const uint32_t *tokens)
 	for (uint32_t i = 0; i < s->nsched; i++) {
 		kvs_req r = s->sched[i].req;
 		struct kvs_rq *q = &s->rq[r];
-		size_t T = kvc_seq_len(s->k, q->seq);
+		size_t T = 0, C = 0;
 		uint32_t t;
 		kv_err e;
 
-		if (q->status != KVS_RUNNING ||
-		    kvc_seq_computed(s->k, q->seq) != T)
+		if (q->status != KVS_RUNNING)
+			continue;
+		if (q->seq >= 0 && (uint32_t)q->seq < s->k->nseq) {
+			T = kvc__seq(s->k, q->seq)->ntok;
+			C = kvc__seq(s->k, q->seq)->ncomp;
+		}
+		if (C != T)
 			continue;
 		t = tokens != NULL ? tokens[i] : 1000000u + (uint32_t)T;
 		e = kvc_add_tokens(s->k, q->seq, &t, 1);

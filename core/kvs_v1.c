@@ -43,8 +43,7 @@
  * kv_sched.c; the priority victim search is O(running) per preemption.
  * Scratch arrays grow with the running list and never shrink.
  */
-#include "kvsched.h"
-#include "kv_int.h"
+#include "kvs_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,12 +325,13 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 	kv_err e;
 
 	v->nrun = 0;
-	while (i < kvs_queue_len(s, KVS_Q_RUNNING) && *budget > 0) {
-		kvs_req r = kvs_queue_at(s, KVS_Q_RUNNING, i);
-		int32_t seq = kvs_req_seq(s, r);
-		uint64_t T = kvc_seq_len(k, seq), C = kvc_seq_computed(k, seq);
-		uint64_t total = (uint64_t)kvs_req_prompt_len(s, r) +
-		    kvs_req_max_output(s, r);
+	while (i < kvs__qlen(s, KVS_Q_RUNNING) && *budget > 0) {
+		kvs_req r = kvs__qat(s, KVS_Q_RUNNING, i);
+		const struct kvs_rq *rq = kvs__rq(s, r);
+		int32_t seq = rq->seq;	/* running: a live sequence */
+		uint64_t T = kvc__seq(k, seq)->ntok;
+		uint64_t C = kvc__seq(k, seq)->ncomp;
+		uint64_t total = (uint64_t)rq->prompt + rq->max_output;
 		int64_t n = (int64_t)(T - C), cap;
 		bool self = false;
 

@@ -1,0 +1,71 @@
+/*
+ * kvs_int.h -- the scheduler's state, shared by kv_sched.c and the built-in
+ * policies (kvs_*.c).  Not installed: a plugin sees only kvsched.h.
+ *
+ * The built-in policies read requests and queues through the inline
+ * helpers below instead of the exported accessors: the running phase of a
+ * step touches every running request, and a checked function call per
+ * field was a measurable part of a replay.  The helpers check nothing;
+ * callers pass handles they hold (a request of a queue, a live sequence).
+ */
+#ifndef KVS_INT_H
+#define KVS_INT_H
+
+#include "kvsched.h"
+#include "kv_int.h"
+
+struct kvs_rq {
+	int32_t seq;
+	uint32_t prompt, max_output, generated;
+	uint32_t npreempt, recomputed;
+	int32_t priority;
+	uint8_t status;
+};
+
+struct kvs_qu {
+	kvs_req *a;
+	uint32_t n, cap;
+};
+
+struct kvs {
+	struct kvs_config cfg;
+	const struct kvs_policy *pol;
+	void *pstate;
+	kvc *k;
+	struct kvs_rq *rq;
+	uint32_t nrq, caprq, nunfinished;
+	struct kvs_qu q[3];
+	/* the step being scheduled / just completed */
+	struct kvs_step step;
+	bool pending;			/* scheduled, not completed */
+	struct kvs_sched *sched;
+	uint32_t nsched, capsched;
+	kvs_req *pre, *fin;
+	uint8_t *preswap;
+	uint32_t npre, cappre, nfin, capfin;
+	struct kvc_pair *pairs[3];
+	uint32_t npairs[3], cappairs[3];
+	char msg[256];
+};
+
+/* Request r (a valid handle). */
+static inline struct kvs_rq *
+kvs__rq(const kvs *s, kvs_req r)
+{
+	return &s->rq[r];
+}
+
+static inline uint32_t
+kvs__qlen(const kvs *s, kvs_queue q)
+{
+	return s->q[q].n;
+}
+
+/* Entry i < kvs__qlen(s, q) of queue q. */
+static inline kvs_req
+kvs__qat(const kvs *s, kvs_queue q, uint32_t i)
+{
+	return s->q[q].a[i];
+}
+
+#endif /* KVS_INT_H */
