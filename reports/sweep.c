@@ -25,7 +25,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,28 +253,6 @@ sweep_run_complete(const char *rundir)
 	ok = t.nrow == 1 && t.terminated;
 	sweep_csv_release(&t);
 	return ok;
-}
-
-int
-sweep_mkdirs(const char *path)
-{
-	char buf[4096];
-
-	if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-		return -1;
-	return 0;
 }
 
 FILE *

@@ -113,7 +113,4 @@ FILE *sweep_create(const char *path, char *tmp, size_t tmplen);
 int sweep_commit(FILE *f, const char *tmp, const char *path);
 void sweep_abandon(FILE *f, const char *tmp);
 
-/* mkdir -p; 0 or -1 (errno). */
-int sweep_mkdirs(const char *path);
-
 #endif

@@ -16,6 +16,7 @@
 
 #include "reports/compare.h"
 #include "reports/sweep.h"
+#include "sim/outdir.h"
 #include "sim/runcfg.h"
 #include "sim/ydoc.h"
 
@@ -116,7 +117,7 @@ out_path(const char *path, char *buf, size_t len)
 		snprintf(buf, len, "%s", path);
 		return 0;
 	}
-	if (sweep_mkdirs(path) != 0) {
+	if (outdir_mkdir_p(path) != 0) {
 		fprintf(stderr, "kvsim compare: --out %s: %s\n", path,
 			strerror(errno));
 		return 2;
@@ -718,7 +719,7 @@ suite_main(const char *file, const struct opts *o)
 					nskip++;
 					continue;
 				}
-				if (sweep_mkdirs(dirs[k]) != 0) {
+				if (outdir_mkdir_p(dirs[k]) != 0) {
 					fprintf(stderr, "kvsim compare: %s: "
 						"%s\n", dirs[k],
 						strerror(errno));

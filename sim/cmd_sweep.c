@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include "reports/sweep.h"
+#include "sim/outdir.h"
 #include "sim/runcfg.h"
 #include "sim/ydoc.h"
 
@@ -279,13 +280,13 @@ points_free(struct point *p, size_t n)
 	free(p);
 }
 
-/* argv of one point: EXE run FILE -q -f --out DIR --set K=V ... */
+/* argv of one point: EXE run FILE -q --no-plot -f --out DIR --set K=V ... */
 static char **
 point_argv(const sweep *s, size_t i, const char *exe, const char *file,
 	   const char *pdir)
 {
 	size_t na = sweep_naxes(s), k = 0;
-	char **a = calloc(8 + 2 * na, sizeof(*a));
+	char **a = calloc(9 + 2 * na, sizeof(*a));
 
 	if (a == NULL)
 		return NULL;
@@ -293,6 +294,7 @@ point_argv(const sweep *s, size_t i, const char *exe, const char *file,
 	a[k++] = strdup("run");
 	a[k++] = strdup(file);
 	a[k++] = strdup("--quiet");
+	a[k++] = strdup("--no-plot");
 	a[k++] = strdup("--force");
 	a[k++] = strdup("--out");
 	a[k++] = strdup(pdir);
@@ -519,7 +521,7 @@ sweep_main(int argc, char **argv)
 			nskip++;
 			continue;
 		}
-		if (sweep_mkdirs(p->dir) != 0) {
+		if (outdir_mkdir_p(p->dir) != 0) {
 			fprintf(stderr, "kvsim sweep: %s: %s\n", p->dir,
 				strerror(errno));
 			rc = 2;
