@@ -1254,12 +1254,13 @@ series_write(struct series *s, struct buf *d, struct buf *cmd,
 static int
 plot_series(struct ctx *c, size_t i, struct series *s, const char *name,
 	    const char *heading, const char *xcol, const char *xlabel,
-	    const char *okcol, const char *extra)
+	    const char *okcol, const char *extra, double extra_y)
 {
 	struct buf d = { 0 }, cmd = { 0 }, gp = { 0 };
 	char file[96];
 	struct plot *p;
 	int rc;
+	double x0, x1, y0, y1;
 
 	if (!(p = add_run_plot(c, i, name, heading)))
 		return oom(c);
@@ -1274,10 +1275,25 @@ plot_series(struct ctx *c, size_t i, struct series *s, const char *name,
 	if ((rc = write_file(c, file, &d)) != PLOT_OK)
 		goto out;
 	plot_file(p, file);
+	/* explicit ranges: gnuplot warns about a range of one value */
+	x0 = x1 = s->pt[0].x;
+	y0 = y1 = s->pt[0].y;
+	for (size_t k = 1; k < s->npt; k++) {
+		x0 = fmin(x0, s->pt[k].x);
+		x1 = fmax(x1, s->pt[k].x);
+		y0 = fmin(y0, s->pt[k].y);
+		y1 = fmax(y1, s->pt[k].y);
+	}
+	if (extra_y > 0) {
+		y0 = fmin(y0, extra_y);
+		y1 = fmax(y1, extra_y);
+	}
+	double pad = x1 > x0 ? 0.05 * (x1 - x0) : x0 != 0 ? 0.1 * fabs(x0) : 1;
 	gp_begin(c, &gp, p);
 	buf_printf(&gp, "set logscale y\nset xlabel '%s'\n"
 		   "set ylabel 'p99 TTFT (s)'\nset key top left\n"
-		   "set offsets graph 0.02, graph 0.02, 0, 0\n", xlabel);
+		   "set xrange [%.9g:%.9g]\nset yrange [%.9g:%.9g]\n", xlabel,
+		   x0 - pad, x1 + pad, y0 / 1.5, y1 * 1.5);
 	gp_end(&gp, p, cmd.oom ? "" : cmd.p);
 	if (cmd.oom)
 		gp.oom = true;
@@ -1296,7 +1312,7 @@ is_p99(const char *stat)
 	return strcmp(stat, "p99") == 0 || strcmp(stat, "0.99") == 0;
 }
 
-static void
+static double
 slo_clause(struct buf *b, const char *what, double x)
 {
 	struct buf title = { 0 };
@@ -1304,14 +1320,16 @@ slo_clause(struct buf *b, const char *what, double x)
 	buf_printf(b, "%.9g with lines dt 2 lw 2 lc rgb '#c00000' title ", x);
 	gp_str(b, title.oom ? "SLO" : title.p);
 	buf_release(&title);
+	return x;
 }
 
 /*
  * The p99 TTFT SLO of capacity.csv as a plot clause: from its `slo`
  * column ("ttft_s:p99<=2;tpot_s:p99<=0.1", kvsim capacity's), else from
- * slo_metric, slo_quantile and slo_value_s.  Nothing when there is none.
+ * slo_metric, slo_quantile and slo_value_s.  Returns its value, 0 (and
+ * nothing written) when there is none.
  */
-static void
+static double
 slo_line(const struct table *t, struct buf *b)
 {
 	int sc = col_of(t->hdr, t->ncol, "slo");
@@ -1340,8 +1358,7 @@ slo_line(const struct table *t, struct buf *b)
 					    !*end && x > 0 && isfinite(x)) {
 						*le = '\0';
 						*colon = ' ';
-						slo_clause(b, one, x);
-						return;
+						return slo_clause(b, one, x);
 					}
 				}
 				it += n + (it[n] == ';');
@@ -1356,9 +1373,9 @@ slo_line(const struct table *t, struct buf *b)
 			continue;
 		char what[160];
 		snprintf(what, sizeof(what), "%s p99", cell(t, r, m));
-		slo_clause(b, what, x);
-		return;
+		return slo_clause(b, what, x);
 	}
+	return 0;
 }
 
 /*
@@ -1462,11 +1479,12 @@ plot_knee(struct ctx *c, size_t i)
 			goto out;
 		}
 	}
-	if (c->runs[i].cap.path)
-		slo_line(&c->runs[i].cap, &slo);
+	double slo_s = c->runs[i].cap.path ? slo_line(&c->runs[i].cap, &slo)
+		       : 0;
 	rc = plot_series(c, i, &s, "capacity_knee", "Capacity knee: p99 TTFT "
 			 "vs offered load", "qps", "offered load (requests/s)",
-			 "meets_slo_fraction", slo.n && !slo.oom ? slo.p : NULL);
+			 "meets_slo_fraction", slo.n && !slo.oom ? slo.p : NULL,
+			 slo_s);
 out:
 	series_release(&s);
 	buf_release(&slo);
@@ -1563,7 +1581,7 @@ plot_sweep(struct ctx *c, size_t i)
 		}
 	}
 	rc = plot_series(c, i, &s, "sweep_ttft", "Sweep: p99 TTFT vs rate",
-			 t->hdr[rate], t->hdr[rate], NULL, NULL);
+			 t->hdr[rate], t->hdr[rate], NULL, NULL, 0);
 out:
 	series_release(&s);
 	return rc;

@@ -6,7 +6,8 @@
 #     index's path and nothing else;
 #  2. the scripts, data and index are byte-identical when made again;
 #  3. the CDF data is the run's own: sorted, from requests.csv's minimum to
-#     its maximum, ending at fraction 1, and thinned to ~2,000 points;
+#     its maximum, ending at fraction 1, and thinned to ~2,000 points; CRLF
+#     line ends and quoted fields do not change it;
 #  4. two runs overlay: one curve each, labelled by policy (the folder's
 #     name added when two runs share a policy); their folders' timeseries
 #     are read by a relative path; the default output is DIR1/plots;
@@ -21,7 +22,8 @@
 # gnuplot-nox):
 #  8. every image is a valid PNG (signature, IHDR with a nonzero size) or
 #     SVG (XML declaration, <svg ... </svg>); index.html references every
-#     image and every file it references exists; --format png makes PNGs
+#     image and every file it references exists; gnuplot says nothing, even
+#     on tiny inputs; a script reruns by hand; --format png makes PNGs
 #     only; rendered output is still byte-identical where it is ours.
 set -u
 : "${KVSIM:=../sim/kvsim}"
@@ -110,6 +112,16 @@ tail -n +2 "$d" | awk -F, 'NR > 1 && ($1 < v || $2 < f) { bad = 1 }
 	{ v = $1; f = $2 } END { exit bad }' || bad "ttft_cdf.dat is not sorted"
 n=$(wc -l <"$d")
 [ "$n" -gt 500 ] && [ "$n" -le 2002 ] || bad "ttft_cdf.dat has $n lines"
+
+# RFC 4180 as written by others: CRLF line ends, quoted fields holding a
+# comma, a doubled quote and a line break give the same CDF
+mkdir "$T/crlf"
+awk -F, -v OFS=, 'NR == 2 { $1 = "\"id, \"\"x\"\"\nnext\"" } { printf "%s\r\n", $0 }' \
+	"$T/a.pristine/requests.csv" >"$T/crlf/requests.csv"
+plot "$T/crlf" --no-run
+[ $rc = 0 ] || bad "CRLF and quoted fields: exit $rc: $err"
+cmp -s "$T/crlf/ttft_cdf.dat" "$T/one/ttft_cdf.dat" ||
+	bad "CRLF and quoted fields: another CDF"
 
 # ---- 4. two runs overlaid ---------------------------------------------------
 cp -r "$T/a.pristine" "$T/two"
@@ -292,6 +304,7 @@ check_dir() {
 cp -r "$T/a.pristine" "$T/r"
 plot "$T/r" --title 'kvsim test'
 [ $rc = 0 ] || bad "render: exit $rc: $err"
+[ -z "$err" ] || bad "render: gnuplot said: $err"
 [ "$out" = "$T/r/index.html" ] || bad "render: stdout '$out'"
 check_dir "$T/r" "png svg"
 for p in $PLOTS1; do
@@ -320,9 +333,19 @@ grep -q '>vllm-v1<' "$T/two/plots/ttft_cdf.svg" &&
 	grep -q '>sarathi<' "$T/two/plots/ttft_cdf.svg" ||
 	bad "the overlaid CDF's legend does not name both runs"
 
-for x in capacity sweep compare; do
+# tiny inputs (one request, one interval, one point, equal values) render
+# without a gnuplot warning about an empty range
+mkdir "$T/tiny1" "$T/tiny2"
+head -2 "$T/a.pristine/requests.csv" >"$T/tiny1/requests.csv"
+head -2 "$T/a.pristine/timeseries.csv" >"$T/tiny1/timeseries.csv"
+printf 'config_id,qps,ttft_p99_s\n0,2,0.5\n' >"$T/tiny2/capacity_points.csv"
+printf 'metric,delta_pct\nx,0\ny,0\n' >"$T/tiny2/compare.csv"
+printf 'point_id,workload.target_rate,ttft_p99_s\np0,1,0.5\np1,2,0.5\n' \
+	>"$T/tiny2/sweep.csv"
+for x in capacity sweep compare tiny1 tiny2; do
 	plot "$T/$x"
 	[ $rc = 0 ] || bad "render $x: exit $rc: $err"
+	[ -z "$err" ] || bad "render $x: gnuplot said: $err"
 	check_dir "$T/$x" "png svg"
 done
 
