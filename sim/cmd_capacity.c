@@ -23,6 +23,7 @@
 
 #include "core/kvsize.h"
 #include "reports/capacity.h"
+#include "reports/plot.h"
 #include "reports/rpt.h"
 #include "sim/outdir.h"
 #include "sim/run.h"
@@ -42,6 +43,7 @@
 #include <unistd.h>
 
 int capacity_main(int argc, char **argv);
+void auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 
 #define MAX_SLO 8
 #define MAX_SEEDS 64
@@ -77,6 +79,7 @@ usage(FILE *f)
 "  -o, --out DIR       reports (default kvsim-out/<time>)\n"
 "  -f, --force         write into an existing --out\n"
 "  -q, --quiet         no startup lines or table\n"
+"      --no-plot       no plots (made when gnuplot is installed)\n"
 "\n"
 "Writes capacity.csv, capacity_points.csv and capacity_groups.csv.\n"
 "Exit status: 0 ok, 1 an SLO is missed at every rate, 2 bad usage or input.\n");
@@ -532,6 +535,7 @@ capacity_main(int argc, char **argv)
 		{ "out", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-plot", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -546,7 +550,7 @@ capacity_main(int argc, char **argv)
 	size_t nacross = 0;
 	struct cfgsrc *srcs = NULL;
 	char outdir[1024] = "", why[1400];
-	bool force = false, any_none = false;
+	bool force = false, any_none = false, no_plot = false;
 	int c, rc = 0;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	struct timespec w0, w1;
@@ -691,6 +695,9 @@ capacity_main(int argc, char **argv)
 			break;
 		case 'q':
 			C.quiet = true;
+			break;
+		case 'P':
+			no_plot = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -973,6 +980,8 @@ cfgdone:
 			printf("reports: %s (%.2f s)\n", outdir,
 			       (double)(w1.tv_sec - w0.tv_sec) +
 			       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
+		if (!no_plot)
+			auto_plot("kvsim capacity", outdir, C.quiet);
 		if (any_none)
 			rc = 1;
 	}

@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include "reports/plot.h"
 #include "reports/rpt.h"
 #include "sim/outdir.h"
 #include "sim/run.h"
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 int run_main(int argc, char **argv);
+void auto_plot(const char *prog, const char *dir, bool quiet);
 
 static void
 run_usage(FILE *f)
@@ -47,6 +49,7 @@ run_usage(FILE *f)
 "  -f, --force          write into an existing --out\n"
 "      --check          audit the scheduler and allocator after every step\n"
 "  -q, --quiet          no startup lines, table or progress\n"
+"      --no-plot        no plots (made when gnuplot is installed)\n"
 "      --chrome-trace   also write trace.json (Chrome trace events: open it\n"
 "                       in ui.perfetto.dev)\n"
 "  -h, --help           this help\n"
@@ -95,6 +98,28 @@ print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
 	printf("%-28s %.3f s\n", "wall time", t->sim_wall_s);
 }
 
+/*
+ * Plots beside the reports when gnuplot is installed (docs/plot.md); a
+ * plot that fails is a warning: the reports are complete either way.
+ */
+void
+auto_plot(const char *prog, const char *dir, bool quiet)
+{
+	struct plot_opts po;
+	char why[1400];
+	const char *dirs[1] = { dir };
+	int st;
+
+	if (!plot_have_gnuplot())
+		return;
+	memset(&po, 0, sizeof(po));
+	st = plot_dir(dirs, 1, &po, why, sizeof(why));
+	if (st != PLOT_OK)
+		fprintf(stderr, "%s: warning: plots: %s\n", prog, why);
+	else if (!quiet)
+		printf("%-28s %s/index.html\n", "plots", dir);
+}
+
 enum { F_REQ, F_TS, F_SUM, F_CFG, F_GRP, F_TRACE };
 
 static const char *const out_names[] = { "requests.csv", "timeseries.csv",
@@ -111,6 +136,7 @@ run_main(int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "chrome-trace", no_argument, NULL, 'T' },
+		{ "no-plot", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -124,7 +150,7 @@ run_main(int argc, char **argv)
 	const char *seed = NULL;
 	const char *file = NULL;
 	char seedset[128];
-	bool force = false, ctrace = false;
+	bool force = false, ctrace = false, no_plot = false;
 	int c, rc = 0;
 	struct rpt_totals t;
 
@@ -160,6 +186,9 @@ run_main(int argc, char **argv)
 			break;
 		case 'T':
 			ctrace = true;
+			break;
+		case 'P':
+			no_plot = true;
 			break;
 		case 'h':
 			run_usage(stdout);
@@ -235,6 +264,8 @@ run_main(int argc, char **argv)
 		goto done;
 	if (!ro.quiet)
 		print_table(outdir, sim_run_report(R), &t);
+	if (!no_plot)
+		auto_plot("kvsim run", outdir, ro.quiet);
 done:
 	sim_run_close(R);
 	sim_config_release(&cfg);
