@@ -7,6 +7,13 @@
 sim_kvsim_SOURCES += %reldir%/plot.c %reldir%/plot.h sim/cmd_plot.c
 TESTS += tests/plot.sh
 EXTRA_DIST += tests/plot.sh tests/plot
+
+# check_plot: plot.h's contract without gnuplot (statuses, messages, the
+# PATH lookup, CDF data by hand).
+check_PROGRAMS += tests/check_plot
+tests_check_plot_SOURCES = tests/check_plot.c %reldir%/plot.c %reldir%/plot.h
+tests_check_plot_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_check_plot_LDADD = $(CHECK_LIBS)
 # tests/plot is a folder of inputs.  Without this rule, make's built-in
 # `.sh:` suffix rule makes a copy of tests/plot.sh named tests/plot in the
 # build tree, and `make dist` ships that copy instead of the folder.
