@@ -1539,6 +1539,97 @@ sweep_key(const char *name)
 	return false;
 }
 
+/*
+ * A bar chart of the n rows of d (CSV: label, value, ..., rgb) as plot p,
+ * values in [lo, hi] (lo <= 0 <= hi).  No rows: no plot.
+ */
+static int
+bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
+     size_t n, const char *ylabel, double lo, double hi)
+{
+	struct buf gp = { 0 };
+	int rc;
+
+	if (!n) {
+		c->nplots--;
+		return PLOT_OK;
+	}
+	if (!(hi > lo)) {
+		lo = -1;
+		hi = 1;
+	}
+	if ((rc = write_file(c, file, d)) != PLOT_OK)
+		return rc;
+	plot_file(p, file);
+	gp_begin(c, &gp, p);
+	buf_puts(&gp, "set ylabel ");
+	gp_str(&gp, ylabel);
+	buf_printf(&gp, "\nset xrange [-0.6:%.1f]\nset yrange [%.9g:%.9g]\n"
+		   "set xzeroaxis lt -1\nset style fill solid 0.7 border -1\n"
+		   "set boxwidth 0.7\nset xtics rotate by -45\n",
+		   (double)n - 0.4, lo < 0 ? lo - 0.1 * (hi - lo) : lo,
+		   hi + 0.1 * (hi - lo));
+	char cmd[256];
+	snprintf(cmd, sizeof(cmd), "'%s' using 0:2:(column('rgb')):xtic(1) "
+		 "with boxes lc rgb variable notitle", file);
+	gp_end(&gp, p, cmd);
+	return finish_plot(c, p, &gp);
+}
+
+/* What sets row r of a sweep apart: KEY=VALUE of the swept keys that
+ * vary, but column `skip`. */
+static void
+sweep_label(const struct table *t, size_t r, int skip, struct buf *l)
+{
+	for (size_t k = 0; k < t->ncol; k++) {
+		if ((int)k == skip || !sweep_key(t->hdr[k]) ||
+		    !column_varies(t, (int)k))
+			continue;
+		buf_printf(l, "%s%s=%s", l->n ? ", " : "", t->hdr[k],
+			   cell(t, r, (int)k));
+	}
+}
+
+/* A sweep whose rate does not vary: p99 TTFT per point, as bars. */
+static int
+plot_sweep_bars(struct ctx *c, size_t i, int cy)
+{
+	const struct table *t = &c->runs[i].sweep;
+	struct buf d = { 0 };
+	struct plot *p;
+	int cid = col_of(t->hdr, t->ncol, "point_id"), rc = PLOT_OK;
+	double hi = 0;
+	size_t n = 0;
+	char file[96];
+
+	if (!(p = add_run_plot(c, i, "sweep_ttft", "Sweep: p99 TTFT per "
+			       "point")))
+		return oom(c);
+	snprintf(file, sizeof(file), "%s.dat", p->name);
+	buf_puts(&d, "label,ttft_p99_s,rgb\n");
+	for (size_t r = 0; r < t->nrow; r++) {
+		double y;
+		const char *ys = cell(t, r, cy);
+		if (*ys == '\0' || contains_ci(ys, "inf"))
+			continue;
+		if ((rc = num(c, t->path, t->line[r], "ttft_p99_s", ys, &y)))
+			goto out;
+		struct buf l = { 0 };
+		sweep_label(t, r, -1, &l);
+		if (!l.n)
+			buf_puts(&l, cid >= 0 ? cell(t, r, cid) : "point");
+		dat_label(&d, l.oom ? "" : l.p);
+		buf_release(&l);
+		buf_printf(&d, ",%.9g,%ld\n", y, 0x4a78b0L);
+		hi = fmax(hi, y);
+		n++;
+	}
+	rc = bars(c, p, file, &d, n, "p99 TTFT (s)", 0, hi);
+out:
+	buf_release(&d);
+	return rc;
+}
+
 static int
 plot_sweep(struct ctx *c, size_t i)
 {
@@ -1549,7 +1640,7 @@ plot_sweep(struct ctx *c, size_t i)
 	if (!t->path || (cy = col_of(t->hdr, t->ncol, "ttft_p99_s")) < 0)
 		return PLOT_OK;
 	if ((rate = rate_col(t)) < 0)
-		return PLOT_OK;
+		return plot_sweep_bars(c, i, cy);
 	for (size_t r = 0; r < t->nrow; r++) {
 		char *end;
 		double x = strtod(cell(t, r, rate), &end), y;
@@ -1565,13 +1656,7 @@ plot_sweep(struct ctx *c, size_t i)
 		if (!(y > 0))
 			continue;
 		struct buf l = { 0 };
-		for (size_t k = 0; k < t->ncol; k++) {
-			if ((int)k == rate || !sweep_key(t->hdr[k]) ||
-			    !column_varies(t, (int)k))
-				continue;
-			buf_printf(&l, "%s%s=%s", l.n ? ", " : "", t->hdr[k],
-				   cell(t, r, (int)k));
-		}
+		sweep_label(t, r, rate, &l);
 		size_t ser = l.oom ? SIZE_MAX :
 			series_of(&s, l.n ? l.p : "all points");
 		buf_release(&l);
@@ -1672,7 +1757,7 @@ static int
 plot_compare(struct ctx *c, size_t i)
 {
 	const struct table *t = &c->runs[i].cmp;
-	struct buf d = { 0 }, gp = { 0 };
+	struct buf d = { 0 };
 	struct plot *p;
 	int cm, cd, ct, cv, rc;
 	double lo = 0, hi = 0;
@@ -1725,32 +1810,9 @@ plot_compare(struct ctx *c, size_t i)
 		hi = fmax(hi, x);
 		n++;
 	}
-	if (!n) {
-		c->nplots--;
-		goto out;
-	}
-	if (!(hi > lo)) {
-		lo = -1;
-		hi = 1;
-	}
-	if ((rc = write_file(c, file, &d)) != PLOT_OK)
-		goto out;
-	plot_file(p, file);
-	gp_begin(c, &gp, p);
-	buf_printf(&gp, "set ylabel 'candidate vs baseline (%%)'\n"
-		   "set xrange [-0.6:%.1f]\nset yrange [%.9g:%.9g]\n"
-		   "set xzeroaxis lt -1\nset style fill solid 0.7 border -1\n"
-		   "set boxwidth 0.7\nset xtics rotate by -45\n",
-		   (double)n - 0.4, lo - 0.1 * (hi - lo),
-		   hi + 0.1 * (hi - lo));
-	char cmd[256];
-	snprintf(cmd, sizeof(cmd), "'%s' using 0:2:4:xtic(1) with boxes "
-		 "lc rgb variable notitle", file);
-	gp_end(&gp, p, cmd);
-	rc = finish_plot(c, p, &gp);
+	rc = bars(c, p, file, &d, n, "candidate vs baseline (%)", lo, hi);
 out:
 	buf_release(&d);
-	buf_release(&gp);
 	return rc;
 }
 
@@ -1894,10 +1956,12 @@ write_index(struct ctx *c, bool images)
 	}
 	html_summary(c, &b);
 	for (size_t i = 0; i < c->nruns; i++) {
-		const struct table *ts[2] = { &c->runs[i].cap,
+		const struct table *ts[3] = { &c->runs[i].cap,
+					      &c->runs[i].sweep,
 					      &c->runs[i].cmp };
-		const char *names[2] = { "capacity.csv", "compare.csv" };
-		for (int k = 0; k < 2; k++) {
+		const char *names[3] = { "capacity.csv", "sweep.csv",
+					 "compare.csv" };
+		for (int k = 0; k < 3; k++) {
 			if (!ts[k]->path)
 				continue;
 			buf_printf(&b, "<h2>%s", names[k]);

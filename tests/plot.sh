@@ -177,6 +177,20 @@ grep -qx '2,policy=sarathi,8,1,0.9,1.1,2' "$s" &&
 	grep -qx '1,policy=vllm-v1,2,0.11,0.11,0.11,1' "$s" &&
 	[ "$(wc -l <"$s")" = 7 ] || bad "sweep_ttft.dat: $(cat "$s")"
 grep -q "title 'policy=sarathi'" "$T/sweep/sweep_ttft.gp" || bad "sweep titles"
+grep -q '<td>p006</td>' "$T/sweep/index.html" || bad "index.html has no sweep.csv table"
+# a sweep whose rate does not vary: p99 TTFT per point as bars, labelled
+# by the swept keys that vary; no bar for an infinite p99
+mkdir "$T/grid"
+printf '%s\n' 'point_id,point_index,engine.block_size,policy,seed,ttft_p99_s' \
+	'p0,0,16,vllm-v1,1,0.5' 'p1,1,32,vllm-v1,1,0.7' \
+	'p2,2,16,sarathi,1,0.4' 'p3,3,32,sarathi,1,inf' >"$T/grid/sweep.csv"
+plot "$T/grid" --no-run
+[ $rc = 0 ] || bad "sweep grid: exit $rc: $err"
+[ "$(cat "$T/grid/sweep_ttft.dat")" = "label,ttft_p99_s,rgb
+engine.block_size=16 policy=vllm-v1,0.5,4880560
+engine.block_size=32 policy=vllm-v1,0.7,4880560
+engine.block_size=16 policy=sarathi,0.4,4880560" ] ||
+	bad "sweep_ttft.dat (bars): $(cat "$T/grid/sweep_ttft.dat")"
 # compare: bars labelled config:metric (two configurations), red for a
 # regression, green for an improvement; no bar for an empty or infinite
 # delta_pct
@@ -342,7 +356,7 @@ printf 'config_id,qps,ttft_p99_s\n0,2,0.5\n' >"$T/tiny2/capacity_points.csv"
 printf 'metric,delta_pct\nx,0\ny,0\n' >"$T/tiny2/compare.csv"
 printf 'point_id,workload.target_rate,ttft_p99_s\np0,1,0.5\np1,2,0.5\n' \
 	>"$T/tiny2/sweep.csv"
-for x in capacity sweep compare tiny1 tiny2; do
+for x in capacity sweep grid compare tiny1 tiny2; do
 	plot "$T/$x"
 	[ $rc = 0 ] || bad "render $x: exit $rc: $err"
 	[ -z "$err" ] || bad "render $x: gnuplot said: $err"
