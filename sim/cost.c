@@ -843,6 +843,52 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 
 /* ---- a step ------------------------------------------------------------- */
 
+/*
+ * Attention pairs and KV tokens of group g over the batch.  Group by group,
+ * the mixer chosen once (per sequence and group it was a visible part of a
+ * replay); the sums saturate and so do not depend on the order.
+ */
+static void
+group_pairs(const struct cost_group *g, const struct cost_batch *b,
+	    uint64_t *pairs, uint64_t *pairs_pf, uint64_t *ctx_pf,
+	    uint64_t *kvtok)
+{
+	if (!is_attention(g->mixer))
+		return;		/* recurrent: per sequence */
+	for (size_t i = 0; i < b->nseq; i++) {
+		uint64_t q = b->seq[i].q, c = b->seq[i].ctx;
+
+		if (q == 0)
+			continue;
+		switch ((enum cat_mixer)g->mixer) {
+		case CAT_MIX_FULL:
+			*pairs = sat_add(*pairs, pairs_full(c, q));
+			break;
+		case CAT_MIX_SLIDING:
+			*pairs = sat_add(*pairs, pairs_window(c, q, g->window));
+			break;
+		case CAT_MIX_CHUNKED:
+			*pairs = sat_add(*pairs, pairs_chunked(c, q,
+							       g->window));
+			break;
+		default: {	/* CAT_MIX_MLA */
+			uint64_t p = pairs_full(c, q);
+
+			if ((double)p * g->pair_flops <=
+			    (double)p * g->pair_flops_pf +
+				    (double)c * g->ctx_flops_pf) {
+				*pairs = sat_add(*pairs, p);
+			} else {
+				*pairs_pf = sat_add(*pairs_pf, p);
+				*ctx_pf = sat_add(*ctx_pf, c);
+			}
+			break;
+		}
+		}
+		*kvtok = sat_add(*kvtok, kv_tokens(g, c, q));
+	}
+}
+
 int64_t
 cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		  struct cost_breakdown *out)
@@ -861,48 +907,16 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		return 0;
 	}
 	for (size_t i = 0; i < b->nseq; i++) {
-		uint64_t q = b->seq[i].q, c = b->seq[i].ctx;
+		uint64_t q = b->seq[i].q;
 
 		if (q == 0)
 			continue;
 		bd.tokens = sat_add(bd.tokens, q);
 		bd.seqs++;
-		for (size_t k = 0; k < cm->ngroups; k++) {
-			const struct cost_group *g = &cm->group[k];
-
-			switch ((enum cat_mixer)g->mixer) {
-			case CAT_MIX_FULL:
-				pairs[k] = sat_add(pairs[k], pairs_full(c, q));
-				break;
-			case CAT_MIX_SLIDING:
-				pairs[k] = sat_add(pairs[k],
-						   pairs_window(c, q,
-								g->window));
-				break;
-			case CAT_MIX_CHUNKED:
-				pairs[k] = sat_add(pairs[k],
-						   pairs_chunked(c, q,
-								 g->window));
-				break;
-			case CAT_MIX_MLA: {
-				uint64_t p = pairs_full(c, q);
-
-				if ((double)p * g->pair_flops <=
-				    (double)p * g->pair_flops_pf +
-					    (double)c * g->ctx_flops_pf) {
-					pairs[k] = sat_add(pairs[k], p);
-				} else {
-					pairs_pf[k] = sat_add(pairs_pf[k], p);
-					ctx_pf[k] = sat_add(ctx_pf[k], c);
-				}
-				break;
-			}
-			default:
-				continue;	/* recurrent: per sequence */
-			}
-			kvtok[k] = sat_add(kvtok[k], kv_tokens(g, c, q));
-		}
 	}
+	for (size_t k = 0; k < cm->ngroups; k++)
+		group_pairs(&cm->group[k], b, &pairs[k], &pairs_pf[k], &ctx_pf[k],
+			    &kvtok[k]);
 	if (bd.tokens == 0) {
 		if (out != NULL)
 			*out = bd;

@@ -37,8 +37,13 @@ wl__grow(void **arr, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
-uint64_t
-wl_mix(uint64_t a, uint64_t b)
+/*
+ * The mix, inlined into the token loops below: a replay generates every
+ * prompt and output token through it, and the call itself cost about as
+ * much as the arithmetic.
+ */
+static inline uint64_t
+wl__mix(uint64_t a, uint64_t b)
 {
 	uint64_t z = a + 0x9e3779b97f4a7c15ULL * (b + 1);
 
@@ -52,12 +57,24 @@ wl_mix(uint64_t a, uint64_t b)
 	return z ^ (z >> 31);
 }
 
+uint64_t
+wl_mix(uint64_t a, uint64_t b)
+{
+	return wl__mix(a, b);
+}
+
+static inline uint32_t
+wl__token(uint64_t key, uint64_t pos, uint32_t vocab)
+{
+	uint64_t h = wl__mix(key, pos);
+
+	return (uint32_t)(((h >> 32) * (uint64_t)vocab) >> 32);
+}
+
 uint32_t
 wl_token(uint64_t key, uint64_t pos, uint32_t vocab)
 {
-	uint64_t h = wl_mix(key, pos);
-
-	return (uint32_t)(((h >> 32) * (uint64_t)vocab) >> 32);
+	return wl__token(key, pos, vocab);
 }
 
 void
@@ -81,7 +98,7 @@ wl_request_tokens(const struct wl_request *r, uint32_t from, uint32_t count,
 			uint32_t stop = end < base + len ? end : base + len;
 
 			for (uint32_t t = from; t < stop; t++)
-				*out++ = wl_token(key, t - base, vocab);
+				*out++ = wl__token(key, t - base, vocab);
 			from = stop;
 		}
 		base += len;
@@ -92,10 +109,10 @@ void
 wl_output_tokens(const struct wl_request *r, uint32_t sample, uint32_t from,
     uint32_t count, uint32_t vocab, uint32_t *out)
 {
-	uint64_t key = sample == 0 ? r->out_key : wl_mix(r->out_key, sample);
+	uint64_t key = sample == 0 ? r->out_key : wl__mix(r->out_key, sample);
 
 	for (uint32_t i = 0; i < count; i++)
-		out[i] = wl_token(key, (uint64_t)from + i, vocab);
+		out[i] = wl__token(key, (uint64_t)from + i, vocab);
 }
 
 /* Hash set: linear probing, power-of-two capacity, load <= 1/2. */
@@ -103,7 +120,7 @@ wl_output_tokens(const struct wl_request *r, uint32_t sample, uint32_t from,
 static size_t
 hset_slot(uint64_t k, size_t mask)
 {
-	return (size_t)(wl_mix(k, 0) & mask);
+	return (size_t)(wl__mix(k, 0) & mask);
 }
 
 bool
