@@ -1541,11 +1541,13 @@ sweep_key(const char *name)
 
 /*
  * A bar chart of the n rows of d (CSV: label, value, ..., rgb) as plot p,
- * values in [lo, hi] (lo <= 0 <= hi).  No rows: no plot.
+ * values in [lo, hi] (lo <= 0 <= hi); with err, columns 3 and 4 are the
+ * ends of an error bar.  xlabel may be NULL.  No rows: no plot.
  */
 static int
 bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
-     size_t n, const char *ylabel, double lo, double hi)
+     size_t n, const char *ylabel, const char *xlabel, double lo, double hi,
+     bool err)
 {
 	struct buf gp = { 0 };
 	int rc;
@@ -1564,49 +1566,73 @@ bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
 	gp_begin(c, &gp, p);
 	buf_puts(&gp, "set ylabel ");
 	gp_str(&gp, ylabel);
+	if (xlabel) {
+		buf_puts(&gp, "\nset xlabel ");
+		gp_str(&gp, xlabel);
+	}
 	buf_printf(&gp, "\nset xrange [-0.6:%.1f]\nset yrange [%.9g:%.9g]\n"
 		   "set xzeroaxis lt -1\nset style fill solid 0.7 border -1\n"
-		   "set boxwidth 0.7\nset xtics rotate by -45\n",
+		   "set boxwidth 0.7\nset xtics rotate by -30\n",
 		   (double)n - 0.4, lo < 0 ? lo - 0.1 * (hi - lo) : lo,
 		   hi + 0.1 * (hi - lo));
-	char cmd[256];
+	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "'%s' using 0:2:(column('rgb')):xtic(1) "
-		 "with boxes lc rgb variable notitle", file);
+		 "with boxes lc rgb variable notitle%s", file, err ?
+		 ", \\\n\t\t'' using 0:2:3:4 with yerrorbars lc rgb '#333333' "
+		 "pointsize 0 notitle" : "");
 	gp_end(&gp, p, cmd);
 	return finish_plot(c, p, &gp);
 }
 
-/* What sets row r of a sweep apart: KEY=VALUE of the swept keys that
- * vary, but column `skip`. */
+/* What sets row r of a sweep apart: the swept keys that vary, but column
+ * `skip`, as "KEY=VALUE, ..." (names) or "VALUE / ..."; r == SIZE_MAX
+ * without names: "KEY / ...". */
 static void
-sweep_label(const struct table *t, size_t r, int skip, struct buf *l)
+sweep_label(const struct table *t, size_t r, int skip, bool names,
+	    struct buf *l)
 {
 	for (size_t k = 0; k < t->ncol; k++) {
-		if ((int)k == skip || !sweep_key(t->hdr[k]) ||
+		const char *name = t->hdr[k], *dot = strrchr(name, '.');
+		bool echo = false;
+		if ((int)k == skip || !sweep_key(name) ||
 		    !column_varies(t, (int)k))
 			continue;
-		buf_printf(l, "%s%s=%s", l->n ? ", " : "", t->hdr[k],
-			   cell(t, r, (int)k));
+		/* a summary column that repeats a swept key (block_size
+		 * beside engine.block_size) says nothing new */
+		for (size_t j = 0; !dot && j < t->ncol && !echo; j++) {
+			const char *d = strrchr(t->hdr[j], '.');
+			echo = d && strcmp(d + 1, name) == 0;
+		}
+		if (echo)
+			continue;
+		if (names)
+			buf_printf(l, "%s%s=%s", l->n ? ", " : "",
+				   dot ? dot + 1 : name, cell(t, r, (int)k));
+		else if (r == SIZE_MAX)		/* the names only */
+			buf_printf(l, "%s%s", l->n ? " / " : "",
+				   dot ? dot + 1 : name);
+		else
+			buf_printf(l, "%s%s", l->n ? " / " : "",
+				   cell(t, r, (int)k));
 	}
 }
 
-/* A sweep whose rate does not vary: p99 TTFT per point, as bars. */
+/*
+ * A sweep whose rate does not vary: p99 TTFT per configuration as bars,
+ * the mean over the points that share a label (the seeds), with bars
+ * from the lowest to the highest.
+ */
 static int
 plot_sweep_bars(struct ctx *c, size_t i, int cy)
 {
 	const struct table *t = &c->runs[i].sweep;
+	struct series s = { 0 };
 	struct buf d = { 0 };
 	struct plot *p;
 	int cid = col_of(t->hdr, t->ncol, "point_id"), rc = PLOT_OK;
 	double hi = 0;
-	size_t n = 0;
 	char file[96];
 
-	if (!(p = add_run_plot(c, i, "sweep_ttft", "Sweep: p99 TTFT per "
-			       "point")))
-		return oom(c);
-	snprintf(file, sizeof(file), "%s.dat", p->name);
-	buf_puts(&d, "label,ttft_p99_s,rgb\n");
 	for (size_t r = 0; r < t->nrow; r++) {
 		double y;
 		const char *ys = cell(t, r, cy);
@@ -1615,17 +1641,46 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 		if ((rc = num(c, t->path, t->line[r], "ttft_p99_s", ys, &y)))
 			goto out;
 		struct buf l = { 0 };
-		sweep_label(t, r, -1, &l);
+		sweep_label(t, r, -1, false, &l);
 		if (!l.n)
 			buf_puts(&l, cid >= 0 ? cell(t, r, cid) : "point");
-		dat_label(&d, l.oom ? "" : l.p);
+		size_t k = l.oom ? SIZE_MAX : series_of(&s, l.p);
 		buf_release(&l);
-		buf_printf(&d, ",%.9g,%ld\n", y, 0x4a78b0L);
-		hi = fmax(hi, y);
-		n++;
+		if (k == SIZE_MAX || !series_add(&s, k, 0, y, -1)) {
+			rc = oom(c);
+			goto out;
+		}
 	}
-	rc = bars(c, p, file, &d, n, "p99 TTFT (s)", 0, hi);
+	if (!(p = add_run_plot(c, i, "sweep_ttft", "Sweep: p99 TTFT per "
+			       "configuration"))) {
+		rc = oom(c);
+		goto out;
+	}
+	snprintf(file, sizeof(file), "%s.dat", p->name);
+	buf_puts(&d, "label,ttft_p99_s_mean,ttft_p99_s_min,ttft_p99_s_max,"
+		 "points,rgb\n");
+	qsort(s.pt, s.npt, sizeof(*s.pt), cmp_pt);
+	for (size_t a = 0; a < s.npt;) {
+		size_t b = a;
+		double sum = 0, lo = s.pt[a].y, up = s.pt[a].y;
+		for (; b < s.npt && s.pt[b].series == s.pt[a].series; b++) {
+			sum += s.pt[b].y;
+			lo = fmin(lo, s.pt[b].y);
+			up = fmax(up, s.pt[b].y);
+		}
+		dat_label(&d, s.label[s.pt[a].series]);
+		buf_printf(&d, ",%.9g,%.9g,%.9g,%zu,%ld\n", sum / (double)(b - a),
+			   lo, up, b - a, 0x4a78b0L);
+		hi = fmax(hi, up);
+		a = b;
+	}
+	struct buf xl = { 0 };
+	sweep_label(t, SIZE_MAX, -1, false, &xl);
+	rc = bars(c, p, file, &d, s.n, "p99 TTFT (s)", xl.n && !xl.oom ?
+		  xl.p : NULL, 0, hi, true);
+	buf_release(&xl);
 out:
+	series_release(&s);
 	buf_release(&d);
 	return rc;
 }
@@ -1656,7 +1711,7 @@ plot_sweep(struct ctx *c, size_t i)
 		if (!(y > 0))
 			continue;
 		struct buf l = { 0 };
-		sweep_label(t, r, rate, &l);
+		sweep_label(t, r, rate, true, &l);
 		size_t ser = l.oom ? SIZE_MAX :
 			series_of(&s, l.n ? l.p : "all points");
 		buf_release(&l);
@@ -1810,7 +1865,8 @@ plot_compare(struct ctx *c, size_t i)
 		hi = fmax(hi, x);
 		n++;
 	}
-	rc = bars(c, p, file, &d, n, "candidate vs baseline (%)", lo, hi);
+	rc = bars(c, p, file, &d, n, "candidate vs baseline (%)", NULL, lo,
+		  hi, false);
 out:
 	buf_release(&d);
 	return rc;
