@@ -1,0 +1,64 @@
+/*
+ * kvdrive.h -- a self-contained run for the verifier: a seeded synthetic
+ * workload through a scheduler (kvsched.h) with a kvval watching every
+ * step.  It needs core/ and gpu/ only, so the device check program (no
+ * GSL, no libyaml on the GPU machine) and the unit tests use it; `kvsim
+ * validate` drives the real simulator instead (sim/run.h).
+ *
+ * Workload: `requests` requests arrive `per_step` a step.  Prompts are
+ * uniform in [prompt_min, prompt_max] tokens, outputs in [out_min,
+ * out_max]; with share > 0 each prompt starts with one of `prefixes`
+ * shared prefixes of `share` tokens (prefix-cache hits; a prompt no longer
+ * than `share` is all prefix, so equal prompts recur).  Token ids come
+ * from a splitmix64 stream seeded with `seed` (no libc rand()), so a seed
+ * gives the same run on every machine.
+ */
+#ifndef KVDRIVE_H
+#define KVDRIVE_H
+
+#include "gpu/kvval.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct kvdrive_opts {
+	const char *policy;		/* kvsched.h name */
+	int preemption;			/* 0 recompute, 1 swap, -1 default */
+	bool prefix_caching;
+	uint32_t block_size, gpu_blocks, cpu_blocks, max_model_len;
+	int64_t max_num_seqs, max_num_batched_tokens;	/* KVS_UNSET ok */
+	uint32_t requests, per_step;
+	uint32_t prompt_min, prompt_max, out_min, out_max;
+	uint32_t share, prefixes;
+	uint64_t seed;
+	uint64_t max_steps;		/* 0: 1,000,000 */
+};
+
+struct kvdrive_result {
+	uint64_t steps, finished, preemptions;
+	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
+};
+
+/* Defaults: vllm-v0, swap, prefix caching, block 16, 64 GPU / 128 CPU
+ * blocks, max_model_len 512, 40 requests of 56..200 prompt and 4..64
+ * output tokens, 3 shared prefixes of 48 tokens. */
+void kvdrive_opts_init(struct kvdrive_opts *o);
+
+/* The allocator configuration the run uses (for the backend's geometry;
+ * vllm-v1 and deepspeed-fastgen get no CPU pool). */
+void kvdrive_kvc_config(const struct kvdrive_opts *o, struct kvc_config *kc);
+
+/*
+ * Run to the end.  v may be NULL (no device).  0; 2 with a message for a
+ * configuration the policy refuses (KV_ECONFIG: *refused set); 1 with a
+ * message when a step or the verifier's backend fails.
+ */
+int kvdrive_run(const struct kvdrive_opts *o, kvval *v,
+		struct kvdrive_result *res, bool *refused, char *why,
+		size_t whylen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVDRIVE_H */

@@ -1,0 +1,474 @@
+/*
+ * kvgpu.c -- the backend handle (kvgpu.h): opening by name, geometry,
+ * argument checks shared by every backend, names.
+ *
+ * Every public call checks its arguments here (block ids inside the pool,
+ * slots inside a block, independent copy batches) so that a backend only
+ * ever sees valid work: the CUDA kernels do no bounds checks of their own.
+ */
+#include "config.h"
+
+#include "gpu/kvgpu_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+kv_err
+kvgpu__fail(kvgpu *g, kv_err e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g->msg, sizeof(g->msg), fmt, ap);
+	va_end(ap);
+	return e;
+}
+
+int64_t
+kvgpu__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- geometry ----------------------------------------------------------- */
+
+uint64_t
+kvgpu_slot_bytes(const struct kvgpu_geom *g)
+{
+	return (uint64_t)g->kv_heads * g->head_dim * g->dtype_bytes;
+}
+
+uint64_t
+kvgpu_block_bytes(const struct kvgpu_geom *g)
+{
+	return 2ull * g->layers * g->block_size * kvgpu_slot_bytes(g);
+}
+
+uint32_t
+kvgpu_chunks(const struct kvgpu_geom *g)
+{
+	return g->layout == KVGPU_FA_SPLIT ? 2 * g->layers :
+	       g->layout == KVGPU_CROSS_LAYER ? 1 : g->layers;
+}
+
+uint64_t
+kvgpu_chunk_bytes(const struct kvgpu_geom *g)
+{
+	return kvgpu_block_bytes(g) / kvgpu_chunks(g);
+}
+
+#define KVGPU_MAX_POOL (1ull << 40)
+
+kv_err
+kvgpu_geom_check(const struct kvgpu_geom *g, char *why, size_t len)
+{
+	uint64_t sb = kvgpu_slot_bytes(g);
+
+	if (g->layers == 0 || g->kv_heads == 0 || g->head_dim == 0 ||
+	    g->dtype_bytes == 0 || g->block_size == 0) {
+		snprintf(why, len, "geometry: layers, kv_heads, head_dim, "
+			 "dtype_bytes and block_size must be positive");
+		return KV_EINVAL;
+	}
+	if (sb % 4 != 0) {
+		snprintf(why, len, "geometry: a slot of %llu bytes is not whole "
+			 "32-bit words", (unsigned long long)sb);
+		return KV_EINVAL;
+	}
+	if ((unsigned)g->layout >= KVGPU_NLAYOUTS ||
+	    (unsigned)g->hostmem >= KVGPU_NHOSTMEMS) {
+		snprintf(why, len, "geometry: unknown layout or host memory");
+		return KV_EINVAL;
+	}
+	if (g->dev_blocks == 0 || g->dev_blocks > INT32_MAX ||
+	    g->host_blocks > INT32_MAX) {
+		snprintf(why, len, "geometry: the device pool needs blocks");
+		return KV_EINVAL;
+	}
+	if (sb > KVGPU_MAX_POOL ||
+	    kvgpu_block_bytes(g) * g->dev_blocks > KVGPU_MAX_POOL ||
+	    kvgpu_block_bytes(g) * g->host_blocks > KVGPU_MAX_POOL) {
+		snprintf(why, len, "geometry: a pool over 1 TiB");
+		return KV_EINVAL;
+	}
+	return KV_OK;
+}
+
+/* ---- open / close ------------------------------------------------------- */
+
+kvgpu *
+kvgpu_open(const char *name, const struct kvgpu_geom *geom, kv_err *err,
+	   char *why, size_t whylen)
+{
+	static const struct kvgpu_ops *const all[] = {
+		&kvgpu__host_ops, &kvgpu__cuda_ops, &kvgpu__fault_ops,
+	};
+	const struct kvgpu_ops *ops = NULL;
+	const char *arg = NULL;
+	size_t nlen = strcspn(name, ":");
+	kvgpu *g;
+	kv_err e;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (strlen(all[i]->name) == nlen &&
+		    strncmp(all[i]->name, name, nlen) == 0)
+			ops = all[i];
+	if (ops == NULL || strlen(name) >= sizeof(g->name)) {
+		snprintf(why, whylen, "unknown backend '%s' (host, cuda, "
+			 "fault:MODE[:INNER])", name);
+		*err = KV_EINVAL;
+		return NULL;
+	}
+	if (name[nlen] == ':')
+		arg = name + nlen + 1;
+	if ((e = kvgpu_geom_check(geom, why, whylen)) != KV_OK) {
+		*err = e;
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (g == NULL)
+		goto nomem;
+	g->ops = ops;
+	g->geom = *geom;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	for (int s = 0; s < 2; s++) {
+		g->lay[s].layout = geom->layout;
+		g->lay[s].layers = geom->layers;
+		g->lay[s].bs = geom->block_size;
+		g->lay[s].tw = (uint32_t)(kvgpu_slot_bytes(geom) / 4);
+		g->lay[s].nb = s == KVGPU_DEV ? geom->dev_blocks :
+			       geom->host_blocks;
+	}
+	g->mark = calloc((size_t)(geom->dev_blocks > geom->host_blocks ?
+				  geom->dev_blocks : geom->host_blocks) + 1,
+			 1);
+	if (g->mark == NULL) {
+		free(g);
+		goto nomem;
+	}
+	if ((e = ops->open(g, arg)) != KV_OK) {
+		snprintf(why, whylen, "%s", g->msg);
+		free(g->mark);
+		free(g);
+		*err = e;
+		return NULL;
+	}
+	*err = KV_OK;
+	return g;
+nomem:
+	snprintf(why, whylen, "out of memory");
+	*err = KV_ENOMEM;
+	return NULL;
+}
+
+void
+kvgpu_close(kvgpu *g)
+{
+	if (g == NULL)
+		return;
+	g->ops->close(g);
+	free(g->mark);
+	free(g);
+}
+
+const char *
+kvgpu_name(const kvgpu *g)
+{
+	return g->name;
+}
+
+const struct kvgpu_geom *
+kvgpu_geom_of(const kvgpu *g)
+{
+	return &g->geom;
+}
+
+const char *
+kvgpu_errmsg(const kvgpu *g)
+{
+	return g->msg;
+}
+
+bool
+kvgpu_cuda_available(char *why, size_t whylen)
+{
+	return kvgpu__cuda_probe(why, whylen) == KV_OK;
+}
+
+/* ---- checked calls ------------------------------------------------------ */
+
+static kv_err
+check_side(kvgpu *g, enum kvgpu_side side)
+{
+	if (side != KVGPU_DEV && side != KVGPU_HOST)
+		return kvgpu__fail(g, KV_EINVAL, "bad pool side %d",
+				   (int)side);
+	return KV_OK;
+}
+
+static kv_err
+check_blocks(kvgpu *g, enum kvgpu_side side, const int32_t *b, size_t n)
+{
+	kv_err e = check_side(g, side);
+
+	if (e != KV_OK)
+		return e;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] < 0 || (uint64_t)b[i] >= g->lay[side].nb)
+			return kvgpu__fail(g, KV_EINVAL, "%s block %ld out of "
+					   "range (%llu blocks)",
+					   side == KVGPU_DEV ? "device" :
+					   "host", (long)b[i],
+					   (unsigned long long)g->lay[side].nb);
+	return KV_OK;
+}
+
+static kv_err
+check_slots(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
+	    size_t n)
+{
+	kv_err e = check_side(g, side);
+
+	if (e != KV_OK)
+		return e;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i].block < 0 ||
+		    (uint64_t)s[i].block >= g->lay[side].nb)
+			return kvgpu__fail(g, KV_EINVAL, "slot %zu: block %ld "
+					   "out of range", i,
+					   (long)s[i].block);
+		if (s[i].slot >= g->geom.block_size)
+			return kvgpu__fail(g, KV_EINVAL, "slot %zu: slot %u "
+					   "past the block size %u", i,
+					   s[i].slot, g->geom.block_size);
+	}
+	return KV_OK;
+}
+
+kv_err
+kvgpu_poison(kvgpu *g, enum kvgpu_side side, const int32_t *blocks,
+	     size_t n)
+{
+	kv_err e = check_blocks(g, side, blocks, n);
+
+	g->msg[0] = '\0';
+	if (e != KV_OK || n == 0)
+		return e;
+	return g->ops->poison(g, side, blocks, n);
+}
+
+kv_err
+kvgpu_fill(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
+	   size_t n)
+{
+	kv_err e = check_slots(g, side, s, n);
+
+	g->msg[0] = '\0';
+	if (e != KV_OK || n == 0)
+		return e;
+	return g->ops->fill(g, side, s, n);
+}
+
+/*
+ * The ids of a batch are in range and the batch is independent: no
+ * destination twice, and (D2D) no source that is also a destination.
+ */
+static kv_err
+check_pairs(kvgpu *g, enum kvgpu_dir dir, const struct kvgpu_pair *p,
+	    size_t n)
+{
+	uint64_t ns = g->lay[dir == KVGPU_H2D ? KVGPU_HOST : KVGPU_DEV].nb;
+	uint64_t nd = g->lay[dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV].nb;
+	kv_err e = KV_OK;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i].src < 0 || (uint64_t)p[i].src >= ns ||
+		    p[i].dst < 0 || (uint64_t)p[i].dst >= nd)
+			return kvgpu__fail(g, KV_EINVAL, "%s pair %zu "
+					   "(%lld>%lld) out of range",
+					   kvgpu_dir_name(dir), i,
+					   (long long)p[i].src,
+					   (long long)p[i].dst);
+	for (i = 0; i < n && e == KV_OK; i++) {
+		if (g->mark[p[i].dst])
+			e = kvgpu__fail(g, KV_EINVAL, "%s batch not "
+					"independent: destination %lld twice",
+					kvgpu_dir_name(dir),
+					(long long)p[i].dst);
+		g->mark[p[i].dst] = 1;
+	}
+	for (size_t j = 0; dir == KVGPU_D2D && e == KV_OK && j < n; j++)
+		if (g->mark[p[j].src])
+			e = kvgpu__fail(g, KV_EINVAL, "d2d batch not "
+					"independent: block %lld is a source "
+					"and a destination",
+					(long long)p[j].src);
+	for (size_t j = 0; j < i; j++)
+		g->mark[p[j].dst] = 0;
+	return e;
+}
+
+kv_err
+kvgpu_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
+	   const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+{
+	struct kvgpu_timing dummy;
+	kv_err e;
+
+	g->msg[0] = '\0';
+	if (t == NULL)
+		t = &dummy;
+	t->dev_ns = t->submit_ns = 0;
+	if ((unsigned)dir >= KVGPU_NDIRS || (unsigned)strat >= KVGPU_NSTRATS)
+		return kvgpu__fail(g, KV_EINVAL, "bad direction or strategy");
+	if ((e = check_pairs(g, dir, p, n)) != KV_OK || n == 0)
+		return e;
+	return g->ops->copy(g, dir, strat, p, n, t);
+}
+
+kv_err
+kvgpu_verify(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
+	     size_t n, struct kvgpu_verdict *out)
+{
+	kv_err e = check_slots(g, side, s, n);
+
+	g->msg[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	out->first = -1;
+	if (e != KV_OK || n == 0)
+		return e;
+	return g->ops->verify(g, side, s, n, out);
+}
+
+kv_err
+kvgpu_scan_poison(kvgpu *g, enum kvgpu_side side, const int32_t *blocks,
+		  size_t n, uint64_t *slots)
+{
+	kv_err e = check_blocks(g, side, blocks, n);
+
+	g->msg[0] = '\0';
+	*slots = 0;
+	if (e != KV_OK || n == 0)
+		return e;
+	return g->ops->scan_poison(g, side, blocks, n, slots);
+}
+
+kv_err
+kvgpu_digest(kvgpu *g, enum kvgpu_side side, const int32_t *blocks,
+	     size_t n, uint64_t *out)
+{
+	kv_err e = check_blocks(g, side, blocks, n);
+
+	g->msg[0] = '\0';
+	*out = 0;
+	if (e != KV_OK || n == 0)
+		return e;
+	return g->ops->digest(g, side, blocks, n, out);
+}
+
+kv_err
+kvgpu_mem_info(kvgpu *g, struct kvgpu_mem *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->dev_bytes = kvgpu_block_bytes(&g->geom) * g->geom.dev_blocks;
+	m->host_bytes = kvgpu_block_bytes(&g->geom) * g->geom.host_blocks;
+	return g->ops->mem_info(g, m);
+}
+
+/* ---- names -------------------------------------------------------------- */
+
+static const char *const layout_names[] = {
+	"fa-split", "fi-fused", "ds-interleaved", "cross-layer"
+};
+static const char *const strat_names[] = {
+	"per-chunk", "batch", "gather", "staged"
+};
+static const char *const dir_names[] = { "d2h", "h2d", "d2d" };
+static const char *const hostmem_names[] = { "pinned", "pageable" };
+static const char *const fault_names[] = {
+	"none", "corrupt", "drop", "reorder", "invert"
+};
+
+#define NAME_OF(tab, v) \
+	((unsigned)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")
+
+const char *
+kvgpu_layout_name(enum kvgpu_layout l)
+{
+	return NAME_OF(layout_names, l);
+}
+
+const char *
+kvgpu_strat_name(enum kvgpu_strat s)
+{
+	return NAME_OF(strat_names, s);
+}
+
+const char *
+kvgpu_dir_name(enum kvgpu_dir d)
+{
+	return NAME_OF(dir_names, d);
+}
+
+const char *
+kvgpu_hostmem_name(enum kvgpu_hostmem h)
+{
+	return NAME_OF(hostmem_names, h);
+}
+
+const char *
+kvgpu_fault_name(enum kvgpu_fault f)
+{
+	return NAME_OF(fault_names, f);
+}
+
+static bool
+parse(const char *const *tab, size_t n, const char *s, int *out)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(tab[i], s) == 0) {
+			*out = (int)i;
+			return true;
+		}
+	return false;
+}
+
+#define PARSE(tab, s, out, type)                                          \
+	do {                                                              \
+		int v_;                                                   \
+		if (!parse(tab, sizeof(tab) / sizeof(tab[0]), s, &v_))    \
+			return false;                                     \
+		*(out) = (type)v_;                                        \
+		return true;                                              \
+	} while (0)
+
+bool
+kvgpu_layout_parse(const char *s, enum kvgpu_layout *out)
+{
+	PARSE(layout_names, s, out, enum kvgpu_layout);
+}
+
+bool
+kvgpu_strat_parse(const char *s, enum kvgpu_strat *out)
+{
+	PARSE(strat_names, s, out, enum kvgpu_strat);
+}
+
+bool
+kvgpu_hostmem_parse(const char *s, enum kvgpu_hostmem *out)
+{
+	PARSE(hostmem_names, s, out, enum kvgpu_hostmem);
+}
+
+bool
+kvgpu_fault_parse(const char *s, enum kvgpu_fault *out)
+{
+	PARSE(fault_names, s, out, enum kvgpu_fault);
+}

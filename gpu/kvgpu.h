@@ -1,0 +1,234 @@
+/*
+ * kvgpu.h -- device backends: a KV-cache pool in device and host memory,
+ * the block copies a scheduler asks for, and bit-exact verification.
+ *
+ * A backend holds two pools laid out alike (docs/gpu-design.md §1): the
+ * device pool of geom.dev_blocks blocks and the host (swap) pool of
+ * geom.host_blocks.  Each block holds block_size token slots of every
+ * layer, K and V; a slot of one layer and one of K/V is `words` 32-bit
+ * words.  Where the words of a block lie is the layout's (kv_layout.h):
+ * the same block is 2L, L or 1 contiguous chunks.
+ *
+ * Every slot is either poisoned (KVGPU_POISON in every word) or holds the
+ * pattern of one token position (kv_pattern.h): a word is a function of
+ * (content key, position, layer, K/V, word), so a verify needs no copy of
+ * the expected data and a wrong block, a stale block, a lost chunk or one
+ * flipped bit all show.  The content key is the hash of the token prefix
+ * up to the position (gpu/kvval.h), so blocks shared through the prefix
+ * cache must hold the very same bits.
+ *
+ * Backends (kvgpu_open):
+ *   "host"          malloc'd pools and memcpy: the reference, always built.
+ *   "cuda"          cudaMalloc'd device pool, pinned (cudaHostAlloc) or
+ *                   pageable host pool, copies by strategy, CUDA events
+ *                   (built only when configure finds nvcc; otherwise
+ *                   kvgpu_open says KV_ENOTSUP).
+ *   "fault:MODE[:INNER]"  test-only wrapper over INNER (default host)
+ *                   that spoils one copy: corrupt (flip a bit), drop (skip
+ *                   a chunk), reorder (rotate a batch's destinations) or
+ *                   invert (run a swap-out after the next swap-in).
+ *
+ * Copies.  A batch of pairs {src, dst} (block ids of the source and
+ * destination pools) is independent: no destination twice, and for D2D
+ * no block both a source and a destination.  cudaMemcpyBatchAsync gives no
+ * order inside a batch, so kvgpu_copy() refuses a dependent batch with
+ * KV_EINVAL (both backends, before touching anything).  Batches run in the
+ * order they are issued: a swap-out before a swap-in that reuses its
+ * blocks.
+ *
+ * Errors are kv_err (core/kvcore.h): KV_EINVAL for a bad argument,
+ * KV_ENOMEM, KV_ENOTSUP (no such backend, or a strategy it lacks),
+ * KV_ESTATE for a device failure; kvgpu_errmsg() says why.  A failed call
+ * leaves the pools as they were except after a device failure.
+ *
+ * Cost: fill and verify are O(slots * layers * words); copy O(pairs *
+ * chunks); none allocates per call beyond the handle's scratch.
+ */
+#ifndef KVGPU_H
+#define KVGPU_H
+
+#include "core/kvcore.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The four layouts of docs/gpu-design.md §1 (same order as sim/cost.h). */
+enum kvgpu_layout {
+	KVGPU_FA_SPLIT = 0,	/* per layer [2, nb, bs, H, D]: 2L chunks */
+	KVGPU_FI_FUSED,		/* per layer [nb, 2, bs, H, D]: L chunks */
+	KVGPU_DS_INTERLEAVED,	/* (L, nb, bs, 2, H, D): L chunks */
+	KVGPU_CROSS_LAYER,	/* [nb, L, 2, bs, H, D]: 1 chunk */
+	KVGPU_NLAYOUTS
+};
+
+enum kvgpu_dir { KVGPU_D2H = 0, KVGPU_H2D, KVGPU_D2D, KVGPU_NDIRS };
+
+/* Copy strategies (docs/gpu-design.md §3; same order as sim/cost.h). */
+enum kvgpu_strat {
+	KVGPU_PER_CHUNK = 0,	/* one memcpy per contiguous chunk */
+	KVGPU_BATCH,		/* one batched call (cudaMemcpyBatchAsync) */
+	KVGPU_GATHER,		/* one kernel copying every chunk */
+	KVGPU_STAGED,		/* gather into a staging buffer, one DMA */
+	KVGPU_NSTRATS
+};
+
+enum kvgpu_hostmem { KVGPU_PINNED = 0, KVGPU_PAGEABLE, KVGPU_NHOSTMEMS };
+
+enum kvgpu_side { KVGPU_DEV = 0, KVGPU_HOST };
+
+struct kvgpu_geom {
+	uint32_t layers;
+	uint32_t kv_heads;
+	uint32_t head_dim;
+	uint32_t dtype_bytes;	/* kv_heads * head_dim * dtype_bytes % 4 == 0 */
+	uint32_t block_size;	/* token slots a block */
+	enum kvgpu_layout layout;
+	uint32_t dev_blocks;
+	uint32_t host_blocks;
+	enum kvgpu_hostmem hostmem;
+};
+
+struct kvgpu_pair {
+	int64_t src, dst;
+};
+
+/* One token slot: block, slot in the block, and what it must hold. */
+struct kvgpu_slot {
+	int32_t block;
+	uint32_t slot;
+	uint32_t pos;
+	uint32_t pad_;
+	uint64_t key;
+};
+
+struct kvgpu_timing {
+	int64_t dev_ns;		/* device time (host: wall time) */
+	int64_t submit_ns;	/* host time to submit */
+};
+
+/* The outcome of a verify: mismatching words, and the first one. */
+struct kvgpu_verdict {
+	uint64_t words;		/* words compared */
+	uint64_t mismatches;	/* words that differ */
+	int64_t first;		/* index into the slot list, -1: none */
+	uint32_t first_layer, first_kv, first_word;
+	uint32_t want, got;	/* the first mismatching word */
+};
+
+struct kvgpu_mem {
+	uint64_t free0, total;		/* cudaMemGetInfo before the pools */
+	uint64_t free1;			/* after */
+	uint64_t dev_bytes, host_bytes;	/* the pools */
+};
+
+typedef struct kvgpu kvgpu;
+
+/* Bytes of one slot of one layer and K or V, of a block, of a chunk. */
+uint64_t kvgpu_slot_bytes(const struct kvgpu_geom *g);
+uint64_t kvgpu_block_bytes(const struct kvgpu_geom *g);
+uint32_t kvgpu_chunks(const struct kvgpu_geom *g);	/* per block */
+uint64_t kvgpu_chunk_bytes(const struct kvgpu_geom *g);
+
+/* KV_OK or KV_EINVAL with a message: zero sizes, words not whole, a pool
+ * over 2^40 bytes. */
+kv_err kvgpu_geom_check(const struct kvgpu_geom *g, char *why, size_t len);
+
+/*
+ * Open a backend by name (see the top of this file) with the pools of
+ * geom, every slot poisoned.  NULL with *err and a message in why when the
+ * name is unknown, the backend is not built (KV_ENOTSUP), no device
+ * answers (KV_ENOTSUP: "no CUDA device: ..."), or memory runs out.
+ */
+kvgpu *kvgpu_open(const char *name, const struct kvgpu_geom *geom,
+		  kv_err *err, char *why, size_t whylen);
+void kvgpu_close(kvgpu *g);
+
+const char *kvgpu_name(const kvgpu *g);
+const struct kvgpu_geom *kvgpu_geom_of(const kvgpu *g);
+const char *kvgpu_errmsg(const kvgpu *g);
+
+/* Whether a CUDA device answers (false in a build without CUDA). */
+bool kvgpu_cuda_available(char *why, size_t whylen);
+
+/* Poison whole blocks of one side. */
+kv_err kvgpu_poison(kvgpu *g, enum kvgpu_side side, const int32_t *blocks,
+		    size_t n);
+
+/* Write the pattern of each slot (every layer, K and V). */
+kv_err kvgpu_fill(kvgpu *g, enum kvgpu_side side,
+		  const struct kvgpu_slot *s, size_t n);
+
+/*
+ * Copy whole blocks: D2H (device -> host pool), H2D, D2D (copy-on-write).
+ * t (may be NULL) gets the time of the batch.
+ */
+kv_err kvgpu_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
+		  const struct kvgpu_pair *p, size_t n,
+		  struct kvgpu_timing *t);
+
+/* Compare each slot with its pattern; the verdict counts mismatches. */
+kv_err kvgpu_verify(kvgpu *g, enum kvgpu_side side,
+		    const struct kvgpu_slot *s, size_t n,
+		    struct kvgpu_verdict *out);
+
+/* Poisoned slots in the listed blocks (a slot counts when its layer-0 K
+ * words are all KVGPU_POISON). */
+kv_err kvgpu_scan_poison(kvgpu *g, enum kvgpu_side side,
+			 const int32_t *blocks, size_t n, uint64_t *slots);
+
+/*
+ * Digest of the listed blocks, whole (every byte): the sum over words of
+ * kvgpu_mix64(word value, block list index, word index), so it does not
+ * depend on the order a device reduces in.  Equal on every correct backend
+ * that performed the same operations.
+ */
+kv_err kvgpu_digest(kvgpu *g, enum kvgpu_side side, const int32_t *blocks,
+		    size_t n, uint64_t *out);
+
+kv_err kvgpu_mem_info(kvgpu *g, struct kvgpu_mem *m);
+
+/* ---- the fault wrapper ------------------------------------------------ */
+
+enum kvgpu_fault {
+	KVGPU_FAULT_NONE = 0,
+	KVGPU_FAULT_CORRUPT,	/* flip bit 0 of the first word of a chunk */
+	KVGPU_FAULT_DROP,	/* skip one chunk */
+	KVGPU_FAULT_REORDER,	/* pair i lands on pair i+1's destination */
+	KVGPU_FAULT_INVERT	/* a D2H batch runs after the next H2D */
+};
+
+/*
+ * Arm a fault wrapper: the fault hits the (skip+1)-th copy batch in
+ * direction dir that it can spoil (reorder needs two pairs), once.
+ * KV_EINVAL on a backend that is not "fault:...".  Invert ignores dir.
+ */
+kv_err kvgpu_fault_arm(kvgpu *g, enum kvgpu_fault f, enum kvgpu_dir dir,
+		       uint32_t skip);
+
+/*
+ * injected: batches spoiled; hazards: for invert, swap-in destinations
+ * that were the source of the held swap-out (the data really was lost).
+ */
+kv_err kvgpu_fault_stats(const kvgpu *g, uint64_t *injected,
+			 uint64_t *hazards);
+
+/* ---- names -------------------------------------------------------------- */
+
+const char *kvgpu_layout_name(enum kvgpu_layout l);	/* "fa-split" */
+const char *kvgpu_strat_name(enum kvgpu_strat s);	/* "per-chunk" */
+const char *kvgpu_dir_name(enum kvgpu_dir d);		/* "d2h" */
+const char *kvgpu_hostmem_name(enum kvgpu_hostmem h);	/* "pinned" */
+const char *kvgpu_fault_name(enum kvgpu_fault f);	/* "corrupt" */
+bool kvgpu_layout_parse(const char *s, enum kvgpu_layout *out);
+bool kvgpu_strat_parse(const char *s, enum kvgpu_strat *out);
+bool kvgpu_hostmem_parse(const char *s, enum kvgpu_hostmem *out);
+bool kvgpu_fault_parse(const char *s, enum kvgpu_fault *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KVGPU_H */

@@ -1,0 +1,351 @@
+/*
+ * check_gpu_fault.c -- the verifier is not vacuous: every fault the fault
+ * backend injects (corrupt, drop, reorder, in swap-out, swap-in and
+ * copy-on-write batches) is detected in a full run, the same run without
+ * a fault passes, and a swap-in that lands before the swap-out of the
+ * same step, on a block the swap-out frees, is caught.
+ */
+#include "gpu/kvdrive.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct kvgpu_geom
+geom(uint32_t dev, uint32_t host, uint32_t bs)
+{
+	struct kvgpu_geom g = {
+		.layers = 2, .kv_heads = 1, .head_dim = 4, .dtype_bytes = 2,
+		.block_size = bs, .layout = KVGPU_FA_SPLIT, .dev_blocks = dev,
+		.host_blocks = host, .hostmem = KVGPU_PINNED,
+	};
+	return g;
+}
+
+struct res {
+	struct kvval_stats s;
+	struct kvdrive_result r;
+	uint64_t injected, hazards;
+};
+
+/* A vLLM v0 run with swap preemption (or `policy`) on "fault:...". */
+static void
+faulty_run(struct res *out, const char *policy, int swap,
+	   enum kvgpu_fault f, enum kvgpu_dir dir, uint32_t skip)
+{
+	struct kvdrive_opts o;
+	struct kvc_config kc;
+	struct kvgpu_geom g;
+	struct kvval_opts vo = { KVGPU_PER_CHUNK, 0 };
+	char why[512];
+	bool refused;
+	kvgpu *b;
+	kvval *v;
+	kv_err e;
+	int rc;
+
+	kvdrive_opts_init(&o);
+	o.policy = policy;
+	o.preemption = swap;
+	kvdrive_kvc_config(&o, &kc);
+	g = geom(kc.gpu_blocks, kc.cpu_blocks, kc.block_size);
+	b = kvgpu_open("fault", &g, &e, why, sizeof(why));
+	ck_assert_msg(b != NULL, "%s", why);
+	ck_assert_int_eq(kvgpu_fault_arm(b, f, dir, skip), KV_OK);
+	v = kvval_new(b, &vo);
+	rc = kvdrive_run(&o, v, &out->r, &refused, why, sizeof(why));
+	ck_assert_msg(rc == 0, "%s", why);
+	out->s = *kvval_stats(v);
+	kvgpu_fault_stats(b, &out->injected, &out->hazards);
+	kvval_free(v);
+	kvgpu_close(b);
+}
+
+START_TEST(no_fault_passes)
+{
+	struct res r;
+
+	faulty_run(&r, "vllm-v0", 1, KVGPU_FAULT_NONE, KVGPU_D2H, 0);
+	ck_assert_uint_eq(r.injected, 0);
+	ck_assert_msg(r.s.failures == 0, "%s", r.s.first_failure);
+	ck_assert_uint_gt(r.r.swap_out_blocks, 0);
+}
+END_TEST
+
+/* corrupt, drop, reorder x swap-out, swap-in; skip 0 and 3. */
+START_TEST(fault_detected)
+{
+	enum kvgpu_fault f = (enum kvgpu_fault)(KVGPU_FAULT_CORRUPT + _i % 3);
+	enum kvgpu_dir dir = (_i / 3) % 2 ? KVGPU_H2D : KVGPU_D2H;
+	uint32_t skip = _i / 6 ? 3 : 0;
+	struct res r;
+
+	faulty_run(&r, "vllm-v0", 1, f, dir, skip);
+	ck_assert_uint_eq(r.injected, 1);
+	ck_assert_msg(r.s.failures > 0, "%s in %s (skip %u) not detected",
+		      kvgpu_fault_name(f), kvgpu_dir_name(dir), skip);
+	ck_assert_uint_gt(r.s.mismatched_words, 0);
+	if (f == KVGPU_FAULT_CORRUPT) {	/* one bit of one word */
+		const char *w = strstr(r.s.first_failure, "want ");
+		unsigned want, got;
+
+		ck_assert_ptr_nonnull(w);
+		ck_assert_int_eq(sscanf(w, "want %x got %x", &want, &got), 2);
+		ck_assert_uint_eq(want ^ got, 1);
+	}
+	ck_assert_ptr_nonnull(strstr(r.s.first_failure,
+				     dir == KVGPU_D2H ? "after swap-out" :
+				     "after compute"));
+}
+END_TEST
+
+/*
+ * Copy-on-write: a fork shares its parent's partial last block, and the
+ * child's first append copies it (kvc_fork, kvc_append).  The copy the
+ * allocator asks for, executed on the backend, gives the child its
+ * prefix; a corrupted or dropped copy shows in the child's check.
+ */
+static uint64_t
+cow(const char *backend)
+{
+	struct kvc_config kc;
+	struct kvgpu_geom g = geom(8, 0, 4);
+	struct kvgpu_slot s[7];
+	struct kvgpu_pair pr[2];
+	struct kvgpu_verdict d;
+	uint32_t tok[7] = { 5, 6, 7, 8, 9, 10, 11 };
+	const struct kvc_pair *p;
+	const int32_t *tab;
+	int32_t a, child;
+	size_t n, np;
+	char why[256];
+	kv_err e;
+	kvgpu *b;
+	kvc *k;
+
+	kvc_config_default(&kc, KVC_EXACT);
+	kc.block_size = 4;
+	kc.gpu_blocks = 8;
+	k = kvc_new(&kc, &e, why, sizeof(why));
+	ck_assert_msg(k != NULL, "%s", why);
+	b = kvgpu_open(backend, &g, &e, why, sizeof(why));
+	ck_assert_msg(b != NULL, "%s", why);
+	if (strncmp(backend, "fault:", 6) == 0) {
+		enum kvgpu_fault f;
+
+		ck_assert(kvgpu_fault_parse(backend + 6, &f));
+		ck_assert_int_eq(kvgpu_fault_arm(b, f, KVGPU_D2D, 0), KV_OK);
+	}
+	ck_assert_int_eq(kvc_seq_new(k, tok, 6, &a), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);
+	tab = kvc_table(k, a, 0, &n);
+	for (uint32_t i = 0; i < 6; i++)
+		s[i] = (struct kvgpu_slot){ .block = tab[i / 4],
+					    .slot = i % 4, .pos = i,
+					    .key = 0xc0 + i };
+	ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 6), KV_OK);
+	ck_assert_int_eq(kvc_fork(k, a, &child), KV_OK);
+	ck_assert_int_eq(kvc_append(k, child, tok + 6, 1, 0, false), KV_OK);
+	p = kvc_pairs(k, &np);
+	ck_assert_uint_eq(np, 1);	/* the shared partial block */
+	pr[0] = (struct kvgpu_pair){ p[0].src, p[0].dst };
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, KVGPU_PER_CHUNK, pr, 1,
+				    NULL), KV_OK);
+	tab = kvc_table(k, child, 0, &n);
+	ck_assert_int_eq(tab[1], p[0].dst);
+	for (uint32_t i = 0; i < 6; i++)
+		s[i].block = tab[i / 4];
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 6, &d), KV_OK);
+	kvgpu_close(b);
+	kvc_free(k);
+	return d.mismatches;
+}
+
+START_TEST(cow_fault_detected)
+{
+	ck_assert_uint_eq(cow("host"), 0);
+	ck_assert_uint_eq(cow("fault:none"), 0);
+	ck_assert_uint_eq(cow("fault:corrupt"), 1);
+	ck_assert_uint_gt(cow("fault:drop"), 0);
+}
+END_TEST
+
+/*
+ * The ordering hazard.  Request B is swapped out first; A then fills
+ * every GPU block.  Swapping A out and B in, in one step, frees A's blocks
+ * and reuses them for B: executed in that order, A's host copy and B's
+ * device blocks are right; with the swap-in first (fault "invert"), A's
+ * host copy holds B's data.
+ */
+static void
+hazard(const char *backend, uint64_t *a_bad, uint64_t *b_bad,
+       uint64_t *hazards)
+{
+	struct kvc_config kc;
+	struct kvgpu_geom g = geom(4, 8, 4);
+	struct kvgpu_pair out[4], in[4];
+	struct kvgpu_slot sa[16], sb[8];
+	struct kvgpu_verdict d;
+	uint32_t ta[16], tb[8];
+	int32_t A, B;
+	size_t nout, nin, n;
+	const struct kvc_pair *p;
+	const int32_t *tab;
+	char why[256];
+	uint64_t inj;
+	kv_err e;
+	kvgpu *bk;
+	kvc *k;
+
+	kvc_config_default(&kc, KVC_EXACT);
+	kc.block_size = 4;
+	kc.gpu_blocks = 4;
+	kc.cpu_blocks = 8;
+	k = kvc_new(&kc, &e, why, sizeof(why));
+	ck_assert_msg(k != NULL, "%s", why);
+	bk = kvgpu_open(backend, &g, &e, why, sizeof(why));
+	ck_assert_msg(bk != NULL, "%s", why);
+	/* spoil the second swap-out (A's), not B's earlier one */
+	if (strncmp(backend, "fault", 5) == 0)
+		ck_assert_int_eq(kvgpu_fault_arm(bk, KVGPU_FAULT_INVERT,
+						 KVGPU_D2H, 1), KV_OK);
+	for (uint32_t i = 0; i < 16; i++)
+		ta[i] = 100 + i;
+	for (uint32_t i = 0; i < 8; i++)
+		tb[i] = 900 + i;
+	/* B: 2 blocks, written, swapped out (its host copy is right) */
+	ck_assert_int_eq(kvc_seq_new(k, tb, 8, &B), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, B, 0), KV_OK);
+	tab = kvc_table(k, B, 0, &n);
+	for (uint32_t i = 0; i < 8; i++)
+		sb[i] = (struct kvgpu_slot){ .block = tab[i / 4],
+					     .slot = i % 4, .pos = i,
+					     .key = 0xb0 + i };
+	ck_assert_int_eq(kvgpu_fill(bk, KVGPU_DEV, sb, 8), KV_OK);
+	ck_assert_int_eq(kvc_swap_out(k, B), KV_OK);
+	p = kvc_pairs(k, &nout);
+	for (size_t i = 0; i < nout; i++)
+		out[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
+	ck_assert_int_eq(kvgpu_copy(bk, KVGPU_D2H, KVGPU_BATCH, out, nout,
+				    NULL), KV_OK);
+	/* A: every GPU block */
+	ck_assert_int_eq(kvc_seq_new(k, ta, 16, &A), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, A, 0), KV_OK);
+	tab = kvc_table(k, A, 0, &n);
+	ck_assert_uint_eq(n, 4);
+	for (uint32_t i = 0; i < 16; i++)
+		sa[i] = (struct kvgpu_slot){ .block = tab[i / 4],
+					     .slot = i % 4, .pos = i,
+					     .key = 0xa0 + i };
+	ck_assert_int_eq(kvgpu_fill(bk, KVGPU_DEV, sa, 16), KV_OK);
+	/* one step: A out, B in */
+	ck_assert_int_eq(kvc_swap_out(k, A), KV_OK);
+	p = kvc_pairs(k, &nout);
+	for (size_t i = 0; i < nout; i++)
+		out[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
+	ck_assert_int_eq(kvc_swap_in(k, B, 0), KV_OK);
+	p = kvc_pairs(k, &nin);
+	for (size_t i = 0; i < nin; i++) {
+		in[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
+		/* B reuses a block A's swap-out frees */
+		ck_assert_int_lt(p[i].dst, 4);
+	}
+	ck_assert_int_eq(kvgpu_copy(bk, KVGPU_D2H, KVGPU_BATCH, out, nout,
+				    NULL), KV_OK);
+	ck_assert_int_eq(kvgpu_copy(bk, KVGPU_H2D, KVGPU_BATCH, in, nin,
+				    NULL), KV_OK);
+	/* A's host copy, B's device blocks */
+	tab = kvc_table(k, A, 0, &n);
+	for (uint32_t i = 0; i < 16; i++)
+		sa[i].block = tab[i / 4];
+	ck_assert_int_eq(kvgpu_verify(bk, KVGPU_HOST, sa, 16, &d), KV_OK);
+	*a_bad = d.mismatches;
+	tab = kvc_table(k, B, 0, &n);
+	for (uint32_t i = 0; i < 8; i++)
+		sb[i].block = tab[i / 4];
+	ck_assert_int_eq(kvgpu_verify(bk, KVGPU_DEV, sb, 8, &d), KV_OK);
+	*b_bad = d.mismatches;
+	*hazards = 0;
+	kvgpu_fault_stats(bk, &inj, hazards);
+	kvgpu_close(bk);
+	kvc_free(k);
+}
+
+START_TEST(ordering_hazard)
+{
+	uint64_t a, b, h;
+
+	hazard("host", &a, &b, &h);
+	ck_assert_uint_eq(a, 0);
+	ck_assert_uint_eq(b, 0);
+	hazard("fault:invert", &a, &b, &h);
+	ck_assert_uint_gt(h, 0);	/* the held swap-out's blocks reused */
+	ck_assert_uint_gt(a, 0);	/* ... and A's data is lost */
+	ck_assert_uint_eq(b, 0);	/* B itself arrived intact */
+}
+END_TEST
+
+/* In a full run the verifier catches the inverted order too, whenever a
+ * step swaps out and in over the same blocks. */
+START_TEST(invert_in_a_run)
+{
+	struct res r;
+
+	faulty_run(&r, "kvsim", 1, KVGPU_FAULT_INVERT, KVGPU_D2H, 0);
+	ck_assert_uint_eq(r.injected, 1);
+	if (r.hazards > 0)
+		ck_assert_uint_gt(r.s.failures, 0);
+	else	/* the swap-out's own data still arrives */
+		ck_assert_msg(r.s.failures == 0, "%s", r.s.first_failure);
+}
+END_TEST
+
+START_TEST(arm_needs_fault_backend)
+{
+	struct kvgpu_geom g = geom(4, 4, 4);
+	char why[256];
+	kv_err e;
+	kvgpu *b = kvgpu_open("host", &g, &e, why, sizeof(why));
+	uint64_t i, h;
+
+	ck_assert_int_eq(kvgpu_fault_arm(b, KVGPU_FAULT_DROP, KVGPU_D2H, 0),
+			 KV_EINVAL);
+	ck_assert_int_eq(kvgpu_fault_stats(b, &i, &h), KV_EINVAL);
+	kvgpu_close(b);
+	b = kvgpu_open("fault:drop:host", &g, &e, why, sizeof(why));
+	ck_assert_msg(b != NULL, "%s", why);
+	kvgpu_close(b);
+	ck_assert_ptr_null(kvgpu_open("fault:drop:fault", &g, &e, why,
+				      sizeof(why)));
+}
+END_TEST
+
+static Suite *
+gpu_fault_suite(void)
+{
+	Suite *s = suite_create("gpu_fault");
+	TCase *t = tcase_create("faults");
+
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, no_fault_passes);
+	tcase_add_loop_test(t, fault_detected, 0, 12);
+	tcase_add_test(t, cow_fault_detected);
+	tcase_add_test(t, ordering_hazard);
+	tcase_add_test(t, invert_in_a_run);
+	tcase_add_test(t, arm_needs_fault_backend);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(gpu_fault_suite());
+	int nf;
+
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

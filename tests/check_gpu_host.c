@@ -1,0 +1,417 @@
+/*
+ * check_gpu_host.c -- the host backend and the verifier (gpu/).
+ *
+ * Layouts map every word of a pool exactly once; fill/verify/poison/scan
+ * and the digest mean what kvgpu.h says; every copy strategy moves whole
+ * blocks in every layout; dependent batches are refused; and full runs of
+ * every scheduler policy, with swap and recompute preemption and prefix
+ * caching, execute on the host backend with zero integrity failures and
+ * an exact fragmentation count.
+ */
+#include "gpu/kvdrive.h"
+#include "gpu/kv_layout.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct kvgpu_geom
+geom(enum kvgpu_layout l, uint32_t dev, uint32_t host)
+{
+	struct kvgpu_geom g = {
+		.layers = 3, .kv_heads = 2, .head_dim = 4, .dtype_bytes = 2,
+		.block_size = 4, .layout = l, .dev_blocks = dev,
+		.host_blocks = host, .hostmem = KVGPU_PINNED,
+	};
+	return g;
+}
+
+static kvgpu *
+open_host(const struct kvgpu_geom *g)
+{
+	char why[256];
+	kv_err e;
+	kvgpu *b = kvgpu_open("host", g, &e, why, sizeof(why));
+
+	ck_assert_msg(b != NULL, "%s", why);
+	return b;
+}
+
+/* Every (block, layer, K/V, slot, word) has its own word, and chunks are
+ * contiguous runs of the block's words. */
+START_TEST(layout_bijection)
+{
+	struct kvgpu_geom g = geom((enum kvgpu_layout)_i, 5, 0);
+	struct kvgpu_lay y = { (uint32_t)_i, g.layers, g.block_size,
+			       (uint32_t)(kvgpu_slot_bytes(&g) / 4), 5 };
+	uint64_t total = 5 * kvgpu_block_bytes(&g) / 4;
+	uint8_t *seen = calloc(total, 1);
+	static const uint32_t chunks[] = { 6, 3, 3, 1 };
+
+	ck_assert_uint_eq(kvgpu_chunks(&g), chunks[_i]);
+	ck_assert_uint_eq(kvgpu_lay_chunks(&y), chunks[_i]);
+	ck_assert_uint_eq(kvgpu_chunk_bytes(&g) * kvgpu_chunks(&g),
+			  kvgpu_block_bytes(&g));
+	for (uint32_t b = 0; b < 5; b++) {
+		uint64_t in_chunks = 0;
+
+		for (uint32_t l = 0; l < g.layers; l++)
+			for (uint32_t kv = 0; kv < 2; kv++)
+				for (uint32_t t = 0; t < g.block_size; t++)
+					for (uint32_t w = 0; w < y.tw; w++) {
+						uint64_t o = kvgpu_word_at(
+							&y, b, l, kv, t, w);
+
+						ck_assert_uint_lt(o, total);
+						ck_assert_uint_eq(seen[o], 0);
+						seen[o] = 1;
+					}
+		/* the block's words are exactly its chunks' words */
+		for (uint32_t c = 0; c < kvgpu_lay_chunks(&y); c++) {
+			uint64_t o = kvgpu_chunk_at(&y, b, c);
+
+			for (uint64_t k = 0; k < kvgpu_lay_chunk_words(&y); k++)
+				in_chunks += seen[o + k] == 1;
+			for (uint64_t k = 0; k < kvgpu_lay_chunk_words(&y); k++)
+				seen[o + k] = 2;
+		}
+		ck_assert_uint_eq(in_chunks, kvgpu_block_bytes(&g) / 4);
+	}
+	free(seen);
+}
+END_TEST
+
+static void
+slots_of(struct kvgpu_slot *s, int32_t block, uint32_t n, uint64_t key,
+	 uint32_t pos0)
+{
+	for (uint32_t i = 0; i < n; i++)
+		s[i] = (struct kvgpu_slot){ .block = block, .slot = i,
+					    .pos = pos0 + i,
+					    .key = key + i };
+}
+
+START_TEST(fill_verify_poison)
+{
+	struct kvgpu_geom g = geom(KVGPU_FA_SPLIT, 4, 2);
+	kvgpu *b = open_host(&g);
+	struct kvgpu_slot s[4];
+	struct kvgpu_verdict d;
+	int32_t all[4] = { 0, 1, 2, 3 };
+	uint64_t n;
+
+	/* a fresh pool is poison everywhere */
+	ck_assert_int_eq(kvgpu_scan_poison(b, KVGPU_DEV, all, 4, &n), KV_OK);
+	ck_assert_uint_eq(n, 16);
+	slots_of(s, 2, 3, 0x1234567, 40);
+	ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 3), KV_OK);
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 3, &d), KV_OK);
+	ck_assert_uint_eq(d.words, 3 * 3 * 2 * 4);
+	ck_assert_uint_eq(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_scan_poison(b, KVGPU_DEV, all, 4, &n), KV_OK);
+	ck_assert_uint_eq(n, 13);
+	/* the wrong key, the wrong position, the wrong block all fail */
+	s[1].key ^= 1;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 3, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 3 * 2 * 4);
+	ck_assert_int_eq(d.first, 1);
+	s[1].key ^= 1;
+	s[2].pos++;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 3, &d), KV_OK);
+	ck_assert_int_eq(d.first, 2);
+	s[2].pos--;
+	s[0].block = 1;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 1, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 24);
+	ck_assert_uint_eq(d.got, KVGPU_POISON);
+	/* poisoning the block brings every slot back */
+	ck_assert_int_eq(kvgpu_poison(b, KVGPU_DEV, all + 2, 1), KV_OK);
+	ck_assert_int_eq(kvgpu_scan_poison(b, KVGPU_DEV, all, 4, &n), KV_OK);
+	ck_assert_uint_eq(n, 16);
+	/* bad arguments */
+	s[0].block = 4;
+	ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 1), KV_EINVAL);
+	s[0].block = 0;
+	s[0].slot = 4;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 1, &d), KV_EINVAL);
+	ck_assert_int_eq(kvgpu_poison(b, KVGPU_HOST, all + 2, 1), KV_EINVAL);
+	kvgpu_close(b);
+}
+END_TEST
+
+/* Every strategy, every layout: D2H, H2D and D2D move whole blocks. */
+START_TEST(copy_round_trip)
+{
+	enum kvgpu_layout l = (enum kvgpu_layout)(_i / KVGPU_NSTRATS);
+	enum kvgpu_strat st = (enum kvgpu_strat)(_i % KVGPU_NSTRATS);
+	struct kvgpu_geom g = geom(l, 6, 5);
+	kvgpu *b = open_host(&g);
+	struct kvgpu_slot s[8], h[8];
+	struct kvgpu_pair out[2] = { { 1, 4 }, { 3, 0 } };
+	struct kvgpu_pair in[2] = { { 4, 5 }, { 0, 2 } };
+	struct kvgpu_pair cow[1] = { { 5, 1 } };
+	struct kvgpu_verdict d;
+	struct kvgpu_timing t;
+	int32_t two[2] = { 1, 3 };
+
+	slots_of(s, 1, 4, 77, 0);
+	slots_of(s + 4, 3, 4, 99, 4);
+	ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 8), KV_OK);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2H, st, out, 2, &t), KV_OK);
+	ck_assert_int_ge(t.dev_ns, 0);
+	memcpy(h, s, sizeof(h));
+	for (int i = 0; i < 8; i++)
+		h[i].block = i < 4 ? 4 : 0;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_HOST, h, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_poison(b, KVGPU_DEV, two, 2), KV_OK);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_H2D, st, in, 2, NULL), KV_OK);
+	for (int i = 0; i < 8; i++)
+		s[i].block = i < 4 ? 5 : 2;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, st, cow, 1, NULL), KV_OK);
+	for (int i = 0; i < 4; i++)
+		s[i].block = 1;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	kvgpu_close(b);
+}
+END_TEST
+
+START_TEST(batches_independent)
+{
+	struct kvgpu_geom g = geom(KVGPU_FI_FUSED, 6, 5);
+	kvgpu *b = open_host(&g);
+	struct kvgpu_pair dup[2] = { { 1, 4 }, { 3, 4 } };
+	struct kvgpu_pair chain[2] = { { 1, 2 }, { 2, 3 } };
+	struct kvgpu_pair ok[2] = { { 1, 2 }, { 3, 4 } };
+	struct kvgpu_pair far[1] = { { 1, 5 } };
+
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2H, KVGPU_BATCH, dup, 2, NULL),
+			 KV_EINVAL);
+	ck_assert_ptr_nonnull(strstr(kvgpu_errmsg(b), "independent"));
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, KVGPU_BATCH, chain, 2, NULL),
+			 KV_EINVAL);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, KVGPU_BATCH, ok, 2, NULL),
+			 KV_OK);
+	/* the same pair across two pools is fine: 1 -> 2, 2 -> 3 is D2H */
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2H, KVGPU_BATCH, chain, 2, NULL),
+			 KV_OK);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2H, KVGPU_BATCH, far, 1, NULL),
+			 KV_EINVAL);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_H2D, KVGPU_BATCH, far, 1, NULL),
+			 KV_OK);
+	kvgpu_close(b);
+}
+END_TEST
+
+/* The digest reads whole blocks in logical order: equal contents give
+ * equal digests in every layout; one flipped bit changes it. */
+START_TEST(digest_layout_free)
+{
+	uint64_t dg[KVGPU_NLAYOUTS], flipped;
+	int32_t blocks[2] = { 2, 0 };
+
+	for (int l = 0; l < KVGPU_NLAYOUTS; l++) {
+		struct kvgpu_geom g = geom((enum kvgpu_layout)l, 3, 0);
+		kvgpu *b = open_host(&g);
+		struct kvgpu_slot s[4];
+
+		slots_of(s, 2, 3, 5, 9);
+		slots_of(s + 3, 0, 1, 6, 0);
+		ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 4), KV_OK);
+		ck_assert_int_eq(kvgpu_digest(b, KVGPU_DEV, blocks, 2, &dg[l]),
+				 KV_OK);
+		ck_assert_uint_eq(dg[l], dg[0]);
+		s[3].key = 7;
+		ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s + 3, 1), KV_OK);
+		ck_assert_int_eq(kvgpu_digest(b, KVGPU_DEV, blocks, 2,
+					      &flipped), KV_OK);
+		ck_assert_uint_ne(flipped, dg[0]);
+		kvgpu_close(b);
+	}
+}
+END_TEST
+
+START_TEST(open_errors)
+{
+	struct kvgpu_geom g = geom(KVGPU_FA_SPLIT, 3, 0);
+	char why[256];
+	kv_err e;
+
+	ck_assert_ptr_null(kvgpu_open("tpu", &g, &e, why, sizeof(why)));
+	ck_assert_int_eq(e, KV_EINVAL);
+	ck_assert_ptr_null(kvgpu_open("fault:melt", &g, &e, why,
+				      sizeof(why)));
+	ck_assert_ptr_nonnull(strstr(why, "melt"));
+	g.head_dim = 3;
+	g.dtype_bytes = 1;
+	g.kv_heads = 1;
+	ck_assert_ptr_null(kvgpu_open("host", &g, &e, why, sizeof(why)));
+	ck_assert_ptr_nonnull(strstr(why, "32-bit"));
+}
+END_TEST
+
+/* ---- full runs -------------------------------------------------------- */
+
+static const char *const policies[] = {
+	"vllm-v0", "vllm-v1", "sarathi", "deepspeed-fastgen", "kvsim"
+};
+
+struct run {
+	struct kvdrive_result r;
+	struct kvval_stats s;
+	int rc;
+	bool refused;
+	char why[512];
+};
+
+static void
+run(struct run *out, const struct kvdrive_opts *o, const char *backend,
+    enum kvgpu_layout layout)
+{
+	struct kvc_config kc;
+	struct kvgpu_geom g = geom(layout, 0, 0);
+	struct kvval_opts vo = { KVGPU_BATCH, 4 };
+	kvgpu *b;
+	kvval *v;
+	kv_err e;
+
+	kvdrive_kvc_config(o, &kc);
+	g.block_size = kc.block_size;
+	g.dev_blocks = kc.gpu_blocks;
+	g.host_blocks = kc.cpu_blocks;
+	b = kvgpu_open(backend, &g, &e, out->why, sizeof(out->why));
+	ck_assert_msg(b != NULL, "%s", out->why);
+	v = kvval_new(b, &vo);
+	ck_assert_ptr_nonnull(v);
+	out->rc = kvdrive_run(o, v, &out->r, &out->refused, out->why,
+			      sizeof(out->why));
+	out->s = *kvval_stats(v);
+	kvval_free(v);
+	kvgpu_close(b);
+}
+
+START_TEST(every_policy)
+{
+	const char *pol = policies[_i / 4];
+	struct kvdrive_opts o;
+	struct run R;
+
+	kvdrive_opts_init(&o);
+	o.policy = pol;
+	o.preemption = (_i / 2) % 2;
+	o.prefix_caching = _i % 2;
+	run(&R, &o, "host", KVGPU_FA_SPLIT);
+	if (R.refused) {
+		/* a policy without swap (vLLM v1, FastGen) or prefix caching
+		 * (FastGen) says so; the rest must run */
+		ck_assert_msg(o.preemption == 1 || o.prefix_caching,
+			      "%s refused: %s", pol, R.why);
+		return;
+	}
+	ck_assert_msg(R.rc == 0, "%s: %s", pol, R.why);
+	ck_assert_uint_eq(R.r.finished, o.requests);
+	ck_assert_msg(R.s.failures == 0, "%s swap=%d prefix=%d: %s", pol,
+		      o.preemption, o.prefix_caching, R.s.first_failure);
+	ck_assert_uint_gt(R.r.preemptions, 0);	/* the pool is tight */
+	ck_assert_uint_gt(R.s.verified_slots, 0);
+	ck_assert_uint_ge(R.s.full_checks, o.requests);	/* every finish */
+	ck_assert_uint_gt(R.s.frag_scans, 0);
+	ck_assert_uint_eq(R.s.frag_poison_slots, R.s.frag_expected_slots);
+	if (o.preemption == 1) {
+		ck_assert_uint_gt(R.r.swap_out_blocks, 0);
+		ck_assert_uint_eq(R.s.cls[KVGPU_D2H].blocks +
+				  R.s.cls[KVGPU_H2D].blocks + R.s.dup_dsts,
+				  R.r.swap_out_blocks + R.r.swap_in_blocks);
+		ck_assert_uint_gt(R.s.preempt_swap, 0);
+	} else {
+		ck_assert_uint_gt(R.s.preempt_recompute, 0);
+	}
+}
+END_TEST
+
+/*
+ * Equal prompts recur (every prompt is one of three 40-token prefixes or
+ * a piece of one): heavy prefix sharing, and vLLM v0 maps equal device
+ * blocks to one cached CPU block when swapping out.
+ */
+START_TEST(equal_prompts)
+{
+	struct kvdrive_opts o;
+	struct run R;
+
+	kvdrive_opts_init(&o);
+	o.policy = _i ? "kvsim" : "vllm-v0";
+	o.prompt_min = 20;
+	o.prompt_max = 60;
+	o.share = 40;
+	o.requests = 120;
+	run(&R, &o, "host", KVGPU_FI_FUSED);
+	ck_assert_msg(R.rc == 0, "%s", R.why);
+	ck_assert_msg(R.s.failures == 0, "%s", R.s.first_failure);
+	ck_assert_uint_eq(R.r.finished, o.requests);
+	ck_assert_uint_gt(R.r.swap_out_blocks, 0);
+	if (_i == 0)
+		ck_assert_uint_gt(R.s.dup_dsts, 0);
+}
+END_TEST
+
+/* The same run in another layout and copy strategy gives the same
+ * digest; another seed does not. */
+START_TEST(digest_same_run)
+{
+	struct kvdrive_opts o;
+	struct run a, b, c;
+
+	kvdrive_opts_init(&o);
+	run(&a, &o, "host", KVGPU_FA_SPLIT);
+	run(&b, &o, "host", KVGPU_CROSS_LAYER);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert_int_eq(b.rc, 0);
+	ck_assert_uint_eq(a.s.failures + b.s.failures, 0);
+	ck_assert_uint_ne(a.s.digest, 0);
+	ck_assert_uint_eq(a.s.digest, b.s.digest);
+	o.seed = 2;
+	run(&c, &o, "host", KVGPU_FA_SPLIT);
+	ck_assert_uint_ne(a.s.digest, c.s.digest);
+}
+END_TEST
+
+static Suite *
+gpu_host_suite(void)
+{
+	Suite *s = suite_create("gpu_host");
+	TCase *t = tcase_create("backend");
+
+	tcase_add_loop_test(t, layout_bijection, 0, KVGPU_NLAYOUTS);
+	tcase_add_test(t, fill_verify_poison);
+	tcase_add_loop_test(t, copy_round_trip, 0,
+			    KVGPU_NLAYOUTS * KVGPU_NSTRATS);
+	tcase_add_test(t, batches_independent);
+	tcase_add_test(t, digest_layout_free);
+	tcase_add_test(t, open_errors);
+	suite_add_tcase(s, t);
+	t = tcase_create("runs");
+	tcase_set_timeout(t, 60);
+	tcase_add_loop_test(t, every_policy, 0,
+			    (int)(sizeof(policies) / sizeof(policies[0])) * 4);
+	tcase_add_loop_test(t, equal_prompts, 0, 2);
+	tcase_add_test(t, digest_same_run);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(gpu_host_suite());
+	int nf;
+
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
