@@ -1572,7 +1572,7 @@ bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
 	}
 	buf_printf(&gp, "\nset xrange [-0.6:%.1f]\nset yrange [%.9g:%.9g]\n"
 		   "set xzeroaxis lt -1\nset style fill solid 0.7 border -1\n"
-		   "set boxwidth 0.7\nset xtics rotate by -30\n",
+		   "set boxwidth 0.7\nset xtics rotate by 30 right\n",
 		   (double)n - 0.4, lo < 0 ? lo - 0.1 * (hi - lo) : lo,
 		   hi + 0.1 * (hi - lo));
 	char cmd[512];
@@ -1793,7 +1793,7 @@ plot_capacity(struct ctx *c, size_t i)
 		   "set style data histograms\n"
 		   "set style histogram %s\n"
 		   "set style fill solid 0.6 border -1\n"
-		   "set xtics rotate by -30\nset key top right\n",
+		   "set xtics rotate by 30 right\nset key top right\n",
 		   ymax > 0 ? ymax * 1.15 : 1.0,
 		   bars ? "errorbars gap 2 lw 1" : "clustered gap 2");
 	char cmd[256];
