@@ -33,13 +33,14 @@
 int compare_main(int argc, char **argv);
 /* cmd_sweep.c: a --set error message less its "--set KEY=VALUE: " */
 const char *sweep_set_message(const char *msg, const char *assign);
+void auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 
 static void
 compare_usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvsim compare BASE CAND [--fail-on METRIC:THRESHOLD]... [--alpha A]\n"
-"                     [--no-defaults] [--out FILE|DIR] [--quiet]\n"
+"                     [--no-defaults] [--out FILE|DIR] [--no-plot] [--quiet]\n"
 "       kvsim compare --suite SUITE.yaml [--out DIR] [--jobs K] [--resume]\n"
 "                     [--force] [--fail-on ...] [--alpha A] [--quiet]\n"
 "\n"
@@ -60,6 +61,8 @@ compare_usage(FILE *f)
 "  -j, --jobs K       suite runs at once (default: the online CPUs)\n"
 "  -r, --resume       suite: keep runs already complete\n"
 "  -f, --force        suite: run everything again\n"
+"      --no-plot      no plots (made beside a file named compare.csv when\n"
+"                     gnuplot is installed)\n"
 "  -q, --quiet        no table, only the verdict line\n"
 "  -h, --help         this help\n"
 "\n"
@@ -70,7 +73,7 @@ compare_usage(FILE *f)
 struct opts {
 	struct cmp_threshold *th;	/* the user's --fail-on */
 	size_t nth;
-	bool no_defaults, quiet, resume, force;
+	bool no_defaults, quiet, resume, force, no_plot;
 	double alpha;
 	long jobs;
 	const char *out;
@@ -122,8 +125,18 @@ out_path(const char *path, char *buf, size_t len)
 			strerror(errno));
 		return 2;
 	}
-	snprintf(buf, len, "%s/compare.csv", path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	snprintf(buf, len, "%.*s/compare.csv", (int)n, path);
 	return 0;
+}
+
+static const char *
+base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
 }
 
 /* "sweep: 2 configurations, 3 seeds each" */
@@ -320,6 +333,15 @@ compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 		printf("kvsim compare: no regression (%zu metric%s compared); "
 		       "%s\n", nrow, nrow == 1 ? "" : "s", csv);
 	}
+	if (!o->no_plot && strcmp(base_name(csv), "compare.csv") == 0) {
+		/* plots beside compare.csv (plot_dir finds it by name) */
+		const char *slash = strrchr(csv, '/');
+
+		snprintf(tmp, sizeof(tmp), "%.*s", slash != NULL ?
+			 (int)(slash - csv) : 1, slash != NULL ? csv : ".");
+		fflush(stdout);
+		auto_plot("kvsim compare", tmp, o->quiet);
+	}
 	goto out;
 oom:
 	fprintf(stderr, "kvsim compare: out of memory\n");
@@ -494,13 +516,10 @@ dup_path(const char *suite, const char *p)
 static char *
 result_name(const struct suite *s, const char *path)
 {
-	const char *b = strrchr(path, '/');
-	const char *dot;
+	const char *b = base_name(path), *dot = strrchr(b, '.');
 	char buf[256];
 	size_t n;
 
-	b = b != NULL ? b + 1 : path;
-	dot = strrchr(b, '.');
 	n = dot != NULL && dot != b ? (size_t)(dot - b) : strlen(b);
 	snprintf(buf, sizeof(buf), "%.*s", (int)(n < 200 ? n : 200), b);
 	for (int k = 2;; k++) {
@@ -726,7 +745,7 @@ suite_main(const char *file, const struct opts *o)
 					rc = 2;
 					goto done;
 				}
-				na = 10 + 2 * (s.nside[0] + s.nside[side]);
+				na = 11 + 2 * (s.nside[0] + s.nside[side]);
 				if ((a = calloc(na, sizeof(*a))) == NULL)
 					goto oom;
 				argvs[k] = a;
@@ -734,6 +753,7 @@ suite_main(const char *file, const struct opts *o)
 				a[m++] = "run";
 				a[m++] = s.config[i];
 				a[m++] = "--quiet";
+				a[m++] = "--no-plot";
 				a[m++] = "--force";
 				a[m++] = "--out";
 				a[m++] = dirs[k];
@@ -828,6 +848,7 @@ compare_main(int argc, char **argv)
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "resume", no_argument, NULL, 'r' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "no-plot", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -895,6 +916,9 @@ compare_main(int argc, char **argv)
 			break;
 		case 'f':
 			o.force = true;
+			break;
+		case 'P':
+			o.no_plot = true;
 			break;
 		case 'q':
 			o.quiet = true;

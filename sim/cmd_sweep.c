@@ -34,13 +34,14 @@
 
 int sweep_main(int argc, char **argv);
 const char *sweep_set_message(const char *msg, const char *assign);
+void auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 
 static void
 sweep_usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvsim sweep SWEEP.yaml [--out DIR] [--jobs K] [--resume] [--shard I/N]\n"
-"                   [--merge] [--list] [--force] [--quiet]\n"
+"                   [--merge] [--list] [--force] [--no-plot] [--quiet]\n"
 "\n"
 "Run the cross product of the values listed under `sweep:` in SWEEP.yaml (a\n"
 "kvsim run configuration), one `kvsim run` per point, and merge the points'\n"
@@ -54,6 +55,8 @@ sweep_usage(FILE *f)
 "      --merge        run nothing: write DIR/sweep.csv from the points\n"
 "      --list         print the points (index, id, assignments) and stop\n"
 "  -f, --force        run every selected point again\n"
+"      --no-plot      no plots of sweep.csv (made when gnuplot is installed;\n"
+"                     the points never plot)\n"
 "  -q, --quiet        no progress lines\n"
 "  -h, --help         this help\n"
 "\n"
@@ -342,6 +345,7 @@ sweep_main(int argc, char **argv)
 		{ "merge", no_argument, NULL, 'M' },
 		{ "list", no_argument, NULL, 'L' },
 		{ "force", no_argument, NULL, 'f' },
+		{ "no-plot", no_argument, NULL, 'P' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -351,7 +355,7 @@ sweep_main(int argc, char **argv)
 	unsigned long shard_i = 0, shard_n = 1;
 	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
 	bool resume = false, force = false, quiet = false, merge = false;
-	bool list = false, sharded = false;
+	bool list = false, sharded = false, no_plot = false;
 	sweep *s = NULL;
 	struct point *pt = NULL;
 	struct sweep_job *job = NULL;
@@ -397,6 +401,9 @@ sweep_main(int argc, char **argv)
 			break;
 		case 'f':
 			force = true;
+			break;
+		case 'P':
+			no_plot = true;
 			break;
 		case 'q':
 			quiet = true;
@@ -580,6 +587,8 @@ merge:
 		if (!quiet)
 			fprintf(stderr, "kvsim sweep: %s/sweep.csv: %zu "
 				"points\n", out, np);
+		if (!no_plot)
+			auto_plot("kvsim sweep", out, quiet);
 		break;
 	case KV_ENOENT:
 		if (merge) {

@@ -1,7 +1,8 @@
 #!/bin/sh
 # compare.sh -- `kvsim compare` end to end (docs/compare.md):
 #  1. two identical runs: exit 0, compare.csv with its header and one row
-#     per default metric, every verdict ok, written beside CAND by default;
+#     per default metric, every verdict ok, written beside CAND by default
+#     (with its plot when gnuplot is installed);
 #  2. a run made worse on purpose (a 70-block KV cache: preemptions) with
 #     --fail-on preemptions:+0: exit 1, the preemptions row a regression
 #     with threshold +0; the other way round: improvements (exit 0 when
@@ -52,6 +53,9 @@ C=$T/r2/compare.csv
 	bad "identical runs: verdicts $(sed 1d "$C" | cut -d, -f10 | sort -u | tr '\n' ' ')"
 grep -q '^  ttft_p99_s ' "$T/same.out" || bad "no table"
 grep -q 'no regression' "$T/same.out" || bad "no verdict line"
+if command -v gnuplot >/dev/null 2>&1; then
+	[ -s "$T/r2/compare_delta.gp" ] || bad "no plot beside compare.csv"
+fi
 
 # 2. A worse candidate.
 "$KVSIM" compare "$T/r1" "$T/worse" --fail-on preemptions:+0 \

@@ -5,7 +5,8 @@
 #     summary columns (its `seed` column left out: swept), and eight rows in
 #     index order with the values of the odometer (first key slowest); each
 #     row is its point's summary.csv row; points ran with their values
-#     (config.yaml); no stderr.txt, no temporaries;
+#     (config.yaml); no stderr.txt, no temporaries; plots of sweep.csv when
+#     gnuplot is installed (none with --no-plot, none in the points);
 #  2. ids are stable: adding a value to an axis keeps the other points' ids;
 #  3. the same sweep twice: the same sweep.csv except sim_wall_s;
 #  4. --shard 0/2 then --shard 1/2 into one directory: no sweep.csv after
@@ -74,6 +75,10 @@ c=$(col "$T/a/points/$p2/summary.csv" preemptions)
 [ "$(sed -n 2p "$T/a/points/$p2/summary.csv" | cut -d, -f"$c")" != 0 ] ||
 	bad "the 100-block point has no preemptions"
 notmp "$T/a" "grid"
+# plots of sweep.csv beside it when gnuplot is installed, none with --no-plot
+if command -v gnuplot >/dev/null 2>&1; then
+	[ -s "$T/a/index.html" ] || bad "no plots beside sweep.csv"
+fi
 
 # 2. Stable ids: a third block size keeps the other points' ids.
 sed 's/engine.block_size: \[16, 32\]/engine.block_size: [16, 32, 64]/' \
@@ -89,7 +94,10 @@ sed 's/engine.block_size: \[16, 32\]/engine.block_size: [16, 32, 64]/' \
 	tr '\n' ' ' | grep -qx '1 4 7 ' || bad "--shard 1/3 is not points 1 4 7"
 
 # 3. Determinism.
-"$KVSIM" sweep -q "$D/grid.yaml" --out "$T/b" --jobs 1 || bad "sweep b"
+"$KVSIM" sweep -q "$D/grid.yaml" --out "$T/b" --jobs 1 --no-plot ||
+	bad "sweep b"
+[ -e "$T/b/index.html" ] && bad "--no-plot: plots made"
+ls "$T"/a/points/*/index.html >/dev/null 2>&1 && bad "a point made plots"
 nowall "$S" >"$T/wa"
 nowall "$T/b/sweep.csv" >"$T/wb"
 cmp -s "$T/wa" "$T/wb" || bad "the same sweep gave another sweep.csv"
