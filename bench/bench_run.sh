@@ -14,7 +14,7 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 printf '%-22s %9s %11s %8s %12s %9s\n' case requests sim_s wall_s req_per_s rss_mb
 one() { # label copies max_requests
-	/usr/bin/time -f '%e %M' -o "$out/time" "$KVSIM" run -q --force \
+	/usr/bin/time -f '%e %M' -o "$out/time" "$KVSIM" run -q --no-plot --force \
 	    --out "$out/r" --set workload.trace="$tr" \
 	    --set workload.format=azure --set workload.tile.copies="$2" \
 	    --set workload.max_requests="$3" >/dev/null || return

@@ -42,3 +42,14 @@ bench-run: sim/kvsim
 bench: bench-run
 CLEANFILES += %reldir%/results_run.txt
 .PHONY: bench-run
+
+# `kvsim capacity` (issue 6): a capacity search on the whole Azure
+# conversation trace, its simulations and wall time (docs/BENCHMARKS.md,
+# "Capacity").  Needs the traces folder.
+EXTRA_DIST += %reldir%/bench_capacity.sh
+bench-capacity: sim/kvsim
+	KVSIM=sim/kvsim KVSIM_TRACES=$${KVSIM_TRACES:-$(abs_top_srcdir)/../shared/traces} \
+	    $(SHELL) $(srcdir)/%reldir%/bench_capacity.sh | tee %reldir%/results_capacity.txt
+bench: bench-capacity
+CLEANFILES += %reldir%/results_capacity.txt
+.PHONY: bench-capacity

@@ -24,7 +24,12 @@
 #     own directory; its 50 ms CPU overhead a step makes duration_s at
 #     least 50 ms a step (the same run without it is shorter), config.yaml
 #     records the file; a bad key or value in a calibration file, or a
-#     missing one, is exit 2 with FILE:LINE:COL and no output.
+#     missing one, is exit 2 with FILE:LINE:COL and no output;
+#  8. --chrome-trace: trace.json holds one step event per step of the
+#     summary, one request slice (begin and end) per completed request,
+#     and is a closed JSON document; groups.csv has the model's one group;
+#     slo.* thresholds give goodput: a TTFT limit nobody meets makes it 0,
+#     a generous one makes it the throughput.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -190,4 +195,28 @@ expect_bad "c.yaml:2:21: eff_memory: an efficiency must be in \\(0, 1\\]" \
 	--set cost.calibration="$T/c.yaml"
 expect_bad "^--set cost.calibration=.*: cost.calibration: .*no-such.yaml: " \
 	--set cost.calibration="$T/no-such.yaml"
+
+# 8.
+"$KVSIM" run -q --no-plot --chrome-trace --set workload.max_requests=40 \
+	--set slo.ttft_s=1e-9 --out "$T/ct" || bad "--chrome-trace run"
+j=$T/ct/trace.json
+[ "$(grep -c '"ph":"X"' "$j")" = "$(sval "$T/ct/summary.csv" steps)" ] ||
+	bad "trace.json: step events != steps"
+[ "$(grep -c '"name":"request","cat":"request","ph":"b"' "$j")" = 40 ] ||
+	bad "trace.json: request begin events != 40"
+[ "$(grep -c '"name":"request","cat":"request","ph":"e"' "$j")" = 40 ] ||
+	bad "trace.json: request end events != 40"
+head -c 20 "$j" | grep -q '^{"displayTimeUnit"' || bad "trace.json: head"
+[ "$(tail -1 "$j")" = ']}' ] || bad "trace.json: not closed"
+[ "$(awk 'END { print NR }' "$T/ct/groups.csv")" = 2 ] ||
+	bad "groups.csv: not one group"
+[ "$(sval "$T/ct/summary.csv" goodput_req_s)" = 0.000000 ] ||
+	bad "goodput with an impossible TTFT limit"
+"$KVSIM" run -q --no-plot --set workload.max_requests=40 \
+	--set slo.ttft_s=1000 --out "$T/ct2" || bad "slo run"
+[ "$(sval "$T/ct2/summary.csv" goodput_req_s)" = \
+  "$(sval "$T/ct2/summary.csv" throughput_req_s)" ] ||
+	bad "goodput with a generous limit != throughput"
+[ "$(sval "$T/ct2/summary.csv" slo_attainment)" = 1.000000 ] ||
+	bad "slo_attainment"
 exit $fail
