@@ -2,10 +2,11 @@
  * plot.c -- gnuplot scripts, images and an HTML index from result folders
  * (the contract is in plot.h; the plots are listed in docs/plot.md).
  *
- * Two phases.  First every input CSV is read and checked (the only phase
- * that can fail with PLOT_EINPUT, so bad input writes nothing): small files
- * become tables of strings, requests.csv keeps four latencies a request and
- * timeseries.csv only its ranges, since the scripts read it directly.  Then
+ * Phases.  First every input CSV is read and checked: small files become
+ * tables of strings, requests.csv keeps four latencies a request and
+ * timeseries.csv only its ranges, since the scripts read it directly.
+ * Then every plot is made once without writing (c->dry), which checks the
+ * values of the tables; so bad input (PLOT_EINPUT) writes nothing.  Then
  * the scripts and their data are written, one `gnuplot` process renders
  * them all to temporary image names that are renamed when it succeeds, and
  * index.html is written last.
@@ -230,6 +231,7 @@ struct ctx {
 	struct plot *plots;
 	size_t nplots, plotcap;
 	long pid;
+	bool dry;			/* make the plots, write nothing */
 };
 
 static int __attribute__((format(printf, 3, 4)))
@@ -815,6 +817,8 @@ write_file(struct ctx *c, const char *name, const struct buf *b)
 
 	if (b->oom)
 		return oom(c);
+	if (c->dry)
+		return PLOT_OK;
 	snprintf(path, sizeof(path), "%s/%s", c->out, name);
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp.%ld", c->out, name, c->pid);
 	FILE *f = fopen(tmp, "w");
@@ -2207,6 +2211,22 @@ release(struct ctx *c)
 	free(c->plots);
 }
 
+/* Every plot: scripts and data (unless c->dry), and c->plots. */
+static int
+make_plots(struct ctx *c)
+{
+	int rc;
+
+	if ((rc = plot_cdfs(c)) != PLOT_OK)
+		return rc;
+	for (size_t i = 0; i < c->nruns; i++)
+		if ((rc = plot_timeseries(c, i)) || (rc = plot_knee(c, i)) ||
+		    (rc = plot_capacity(c, i)) || (rc = plot_sweep(c, i)) ||
+		    (rc = plot_compare(c, i)))
+			return rc;
+	return PLOT_OK;
+}
+
 static int
 plot_all(struct ctx *c, const char *const *dirs, size_t ndirs)
 {
@@ -2227,6 +2247,14 @@ plot_all(struct ctx *c, const char *const *dirs, size_t ndirs)
 	}
 	if ((rc = unique_labels(c)) != PLOT_OK)
 		return rc;
+	/* Every plot once without writing: bad values in the tables are
+	 * found before any file is written. */
+	c->dry = true;
+	rc = make_plots(c);
+	c->dry = false;
+	c->nplots = 0;
+	if (rc != PLOT_OK)
+		return rc;
 
 	/* From here on files are written. */
 	if ((rc = mkdir_p(c, c->out)) != PLOT_OK)
@@ -2245,13 +2273,8 @@ plot_all(struct ctx *c, const char *const *dirs, size_t ndirs)
 				    "quote cannot be named in a gnuplot "
 				    "script", dirs[i]);
 	}
-	if ((rc = plot_cdfs(c)) != PLOT_OK)
+	if ((rc = make_plots(c)) != PLOT_OK)
 		return rc;
-	for (size_t i = 0; i < ndirs; i++)
-		if ((rc = plot_timeseries(c, i)) || (rc = plot_knee(c, i)) ||
-		    (rc = plot_capacity(c, i)) || (rc = plot_sweep(c, i)) ||
-		    (rc = plot_compare(c, i)))
-			return rc;
 
 	bool images = false;
 	if (!c->o->no_run && c->nplots) {

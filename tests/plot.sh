@@ -237,6 +237,11 @@ mkdir "$T/capbad" && cp "$FIX/capacity/capacity.csv" "$T/capbad/"
 sed 's/^1,1,3,/1,1,x3,/' "$FIX/capacity/capacity_points.csv" \
 	>"$T/capbad/capacity_points.csv"
 badcase capbad capacity_points.csv "capbad/capacity_points.csv:12: column 'qps': 'x3' is not a finite number"
+# a bad value found while plotting (after the run's own CDFs) still
+# writes nothing
+cp -r "$T/a.pristine" "$T/late"
+cp "$T/capbad"/*.csv "$T/late/"
+badcase late capacity_points.csv "late/capacity_points.csv:12: column 'qps': 'x3' is not a finite number"
 mkdir "$T/empty"
 badcase empty - "empty: no kvsim results"
 badcase missing - "missing: No such file or directory"
