@@ -367,7 +367,9 @@ struct assign {
 };
 
 struct suite {
-	char **config;		/* paths as run takes them */
+	char **config;		/* paths as run takes them; NULL: the
+				 * embedded default */
+	char **trace;		/* "workload.trace=PATH" or NULL */
 	char **name;		/* result names, unique */
 	char (*cwhere)[SIM_WHERE_LEN];
 	size_t nconfig;
@@ -382,6 +384,7 @@ suite_release(struct suite *s)
 {
 	for (size_t i = 0; i < s->nconfig; i++) {
 		free(s->config[i]);
+		free(s->trace[i]);
 		free(s->name[i]);
 	}
 	for (size_t i = 0; i < s->nseed; i++)
@@ -392,6 +395,7 @@ suite_release(struct suite *s)
 		free(s->side[k]);
 	}
 	free(s->config);
+	free(s->trace);
 	free(s->name);
 	free(s->cwhere);
 	free(s->seed);
@@ -461,9 +465,17 @@ suite_check(const struct suite *s)
 			int rc = 0;
 
 			sim_config_init(&c);
-			if (sim_config_load(&c, s->config[i], err,
+			if (s->config[i] != NULL &&
+			    sim_config_load(&c, s->config[i], err,
 					    sizeof(err)) != KV_OK) {
-				fprintf(stderr, "%s: %s\n", s->cwhere[i], err);
+				fprintf(stderr, "%s\n", err);
+				rc = 2;
+			}
+			if (rc == 0 && s->trace[i] != NULL &&
+			    sim_config_set(&c, s->trace[i], err, sizeof(err))
+			    != KV_OK) {
+				fprintf(stderr, "%s: %s\n", s->cwhere[i],
+					sweep_set_message(err, s->trace[i]));
 				rc = 2;
 			}
 			/* the common overrides, then this side's */
@@ -486,7 +498,7 @@ suite_check(const struct suite *s)
 			}
 			if (rc == 0 && sim_config_finish(&c, err, sizeof(err))
 			    != KV_OK) {
-				fprintf(stderr, "%s: %s\n", s->config[i], err);
+				fprintf(stderr, "%s: %s\n", s->cwhere[i], err);
 				rc = 2;
 			}
 			sim_config_release(&c);
@@ -539,8 +551,9 @@ static int
 suite_load(const char *file, struct suite *s)
 {
 	struct yd_doc d;
-	const struct yd_node *cf, *sd, *r;
+	const struct yd_node *cf, *tr, *base, *sd, *r;
 	char err[1400];
+	size_t n;
 	int rc = 0;
 
 	memset(s, 0, sizeof(*s));
@@ -557,61 +570,116 @@ suite_load(const char *file, struct suite *s)
 	}
 	for (size_t i = 0; i < r->n; i++) {
 		const struct yd_node *k = yd_key(r, i);
-		static const char *const known[] = { "configs", "seeds",
-			"set", "baseline", "candidate" };
+		static const char *const known[] = { "configs", "traces",
+			"config", "seeds", "set", "baseline", "candidate" };
 		bool ok = false;
 
-		for (size_t j = 0; j < 5; j++)
+		for (size_t j = 0; j < 7; j++)
 			ok = ok || strcmp(k->str, known[j]) == 0;
 		if (!ok) {
-			fprintf(stderr, "%s:%lu:%lu: unknown key '%s' "
-				"(configs, seeds, set, baseline, candidate)\n",
-				file, k->line, k->col, k->str);
+			fprintf(stderr, "%s:%lu:%lu: unknown key '%s' (configs, "
+				"traces, config, seeds, set, baseline, "
+				"candidate)\n", file, k->line, k->col, k->str);
 			rc = 2;
 			goto out;
 		}
 	}
 	cf = yd_get(r, "configs");
-	if (cf == NULL || cf->type != YD_SEQ || cf->n == 0) {
-		fprintf(stderr, "%s:%lu:%lu: configs: expected a non-empty "
-			"list of run configuration files\n", file,
-			cf ? cf->line : 1, cf ? cf->col : 1);
+	tr = yd_get(r, "traces");
+	base = yd_get(r, "config");
+	for (int l = 0; l < 2; l++) {
+		const struct yd_node *x = l == 0 ? cf : tr;
+
+		if (x != NULL && (x->type != YD_SEQ || x->n == 0)) {
+			fprintf(stderr, "%s:%lu:%lu: %s: expected a non-empty "
+				"list of files\n", file, x->line, x->col,
+				l == 0 ? "configs" : "traces");
+			rc = 2;
+			goto out;
+		}
+	}
+	if (cf == NULL && tr == NULL) {
+		fprintf(stderr, "%s:1:1: no configs: or traces: list to run\n",
+			file);
 		rc = 2;
 		goto out;
 	}
-	s->config = calloc(cf->n, sizeof(*s->config));
-	s->name = calloc(cf->n, sizeof(*s->name));
-	s->cwhere = calloc(cf->n, sizeof(*s->cwhere));
-	if (s->config == NULL || s->name == NULL || s->cwhere == NULL) {
+	if (base != NULL && (base->type != YD_SCALAR || tr == NULL)) {
+		fprintf(stderr, "%s:%lu:%lu: config: %s\n", file, base->line,
+			base->col, tr == NULL ? "the base configuration of "
+			"traces:, and there are none" : "expected a file name");
 		rc = 2;
 		goto out;
 	}
-	for (size_t i = 0; i < cf->n; i++) {
-		const struct yd_node *x = cf->kid[i];
+	n = (cf != NULL ? cf->n : 0) + (tr != NULL ? tr->n : 0);
+	s->config = calloc(n, sizeof(*s->config));
+	s->trace = calloc(n, sizeof(*s->trace));
+	s->name = calloc(n, sizeof(*s->name));
+	s->cwhere = calloc(n, sizeof(*s->cwhere));
+	if (s->config == NULL || s->trace == NULL || s->name == NULL ||
+	    s->cwhere == NULL) {
+		rc = 2;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool is_trace = cf == NULL || i >= cf->n;
+		const struct yd_node *x = is_trace
+			? tr->kid[i - (cf != NULL ? cf->n : 0)] : cf->kid[i];
+		char *path;
 		struct stat sb;
 
 		if (x->type != YD_SCALAR || x->str[0] == '\0') {
-			fprintf(stderr, "%s:%lu:%lu: configs: expected a file "
-				"name\n", file, x->line, x->col);
+			fprintf(stderr, "%s:%lu:%lu: %s: expected a file "
+				"name\n", file, x->line, x->col,
+				is_trace ? "traces" : "configs");
 			rc = 2;
 			goto out;
 		}
 		snprintf(s->cwhere[i], sizeof(s->cwhere[i]), "%s:%lu:%lu",
 			 file, x->line, x->col);
-		s->config[i] = dup_path(file, x->str);
-		if (s->config[i] == NULL) {
+		if ((path = dup_path(file, x->str)) == NULL) {
 			rc = 2;
 			goto out;
 		}
-		s->name[i] = result_name(s, s->config[i]);
 		s->nconfig++;
-		if (s->name[i] == NULL) {
+		if (is_trace) {
+			size_t tl = strlen(path) + 20;
+
+			s->trace[i] = malloc(tl);
+			if (s->trace[i] != NULL)
+				snprintf(s->trace[i], tl, "workload.trace=%s",
+					 path);
+			if (base != NULL &&
+			    (s->config[i] = dup_path(file, base->str)) ==
+			    NULL) {
+				free(path);
+				rc = 2;
+				goto out;
+			}
+		} else {
+			s->config[i] = path;
+		}
+		s->name[i] = result_name(s, path);
+		if (stat(path, &sb) != 0) {
+			fprintf(stderr, "%s: %s: %s\n", s->cwhere[i], path,
+				strerror(errno));
+			rc = 2;
+		}
+		if (is_trace)
+			free(path);
+		if (rc != 0 || s->name[i] == NULL ||
+		    (is_trace && s->trace[i] == NULL)) {
 			rc = 2;
 			goto out;
 		}
-		if (stat(s->config[i], &sb) != 0) {
-			fprintf(stderr, "%s: configs: %s: %s\n", s->cwhere[i],
-				s->config[i], strerror(errno));
+	}
+	if (base != NULL) {
+		struct stat sb;
+
+		if (stat(s->config[n - 1], &sb) != 0) {
+			fprintf(stderr, "%s:%lu:%lu: config: %s: %s\n", file,
+				base->line, base->col, s->config[n - 1],
+				strerror(errno));
 			rc = 2;
 			goto out;
 		}
@@ -745,13 +813,14 @@ suite_main(const char *file, const struct opts *o)
 					rc = 2;
 					goto done;
 				}
-				na = 11 + 2 * (s.nside[0] + s.nside[side]);
+				na = 13 + 2 * (s.nside[0] + s.nside[side]);
 				if ((a = calloc(na, sizeof(*a))) == NULL)
 					goto oom;
 				argvs[k] = a;
 				a[m++] = exe;
 				a[m++] = "run";
-				a[m++] = s.config[i];
+				if (s.config[i] != NULL)
+					a[m++] = s.config[i];
 				a[m++] = "--quiet";
 				a[m++] = "--no-plot";
 				a[m++] = "--force";
@@ -759,6 +828,10 @@ suite_main(const char *file, const struct opts *o)
 				a[m++] = dirs[k];
 				a[m++] = "--seed";
 				a[m++] = s.seed[j];
+				if (s.trace[i] != NULL) {
+					a[m++] = "--set";
+					a[m++] = s.trace[i];
+				}
 				for (size_t x = 0; x < s.nside[0]; x++) {
 					a[m++] = "--set";
 					a[m++] = s.side[0][x].text;

@@ -18,8 +18,9 @@
 #     0.151581; beyond a 20% margin p = 0.231801); alpha decides;
 #  5. suite mode: tests/compare/suite.yaml (a 70-block candidate) exits 1
 #     with the regression under its configuration's name; suite_same.yaml
-#     (two configurations, identical sides) exits 0; a bad override is
-#     exit 2 at its FILE:LINE:COL with nothing run;
+#     (two configurations, identical sides) exits 0; suite_traces.yaml
+#     (a trace under a base configuration) replays the trace and exits 1;
+#     a bad override is exit 2 at its FILE:LINE:COL with nothing run;
 #  6. bad usage: a threshold without a direction, an unknown metric, a
 #     directory without results, --alpha out of range: exit 2; no
 #     temporary file is ever left.
@@ -139,6 +140,14 @@ W="$D/welch_base $D/welch_cand --no-defaults"
 	bad "suite with identical sides: exit $?"
 [ "$(sed 1d "$T/same/compare.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" = "run seeds_b " ] ||
 	bad "suite configurations: $(sed 1d "$T/same/compare.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')"
+"$KVSIM" compare -q --no-plot --suite "$D/suite_traces.yaml" --out "$T/tr" \
+	>/dev/null
+[ $? = 1 ] || bad "trace suite: not exit 1"
+n=azure_llm_2023_conv_excerpt
+[ "$(awk -F, -v n=$n '$1 == n && $2 == "preemptions"' "$T/tr/compare.csv" | cut -d, -f10,11,12)" = "regression,1,1" ] ||
+	bad "trace suite: $(grep preemptions "$T/tr/compare.csv")"
+grep -q "^  trace: .*/$n.csv\"\$" "$T/tr/$n/baseline/seed-0/config.yaml" ||
+	bad "trace suite: the run did not replay the trace"
 "$KVSIM" compare --suite "$D/bad_suite.yaml" --out "$T/badsuite" 2>"$T/bs.err"
 [ $? = 2 ] || bad "bad suite: not exit 2"
 loc=$(sed -n '1s/.*expect: //p' "$D/bad_suite.yaml")
