@@ -19,8 +19,9 @@
  *
  * CDFs are thinned: a point is kept when the fraction or the value has
  * moved by 1/1000 of its range since the last kept point, so a curve has
- * at most about 2,000 points and is within 1/1000 of the exact step
- * function on both axes, tails included.
+ * at most about 2,000 points whatever the number of requests.  Drawn
+ * `with steps`, it is the exact empirical CDF to within 1/1000 in fraction
+ * at every value, tails included.
  */
 #define _XOPEN_SOURCE 700	/* realpath() */
 
@@ -1042,7 +1043,7 @@ plot_cdfs(struct ctx *c)
 			plot_file(p, name);
 			if (cmd.n)
 				buf_puts(&cmd, ", \\\n\t\t");
-			buf_printf(&cmd, "'%s' using 1:2 with lines lw 2 title ",
+			buf_printf(&cmd, "'%s' using 1:2 with steps lw 2 title ",
 				   name);
 			gp_str(&cmd, r->label);
 		}

@@ -112,6 +112,25 @@ tail -n +2 "$d" | awk -F, 'NR > 1 && ($1 < v || $2 < f) { bad = 1 }
 	{ v = $1; f = $2 } END { exit bad }' || bad "ttft_cdf.dat is not sorted"
 n=$(wc -l <"$d")
 [ "$n" -gt 500 ] && [ "$n" -le 2002 ] || bad "ttft_cdf.dat has $n lines"
+# drawn as steps, the thinned curve is the exact CDF within 1/1000 at
+# every value a request has
+tail -n +2 "$T/one/requests.csv" | cut -d, -f"$c" | sort -g >"$T/vals"
+awk -F, -v n="$(wc -l <"$T/vals")" '
+NR == FNR { if (FNR > 1) { dv[m] = $1 + 0; df[m] = $2 + 0; m++ }; next }
+{ v[++i] = $1 + 0 }
+END {
+	for (j = 1; j <= i; j++) {
+		if (j < i && v[j + 1] == v[j])
+			continue
+		while (k < m && dv[k] <= v[j])
+			s = df[k++]
+		d = s - j / n
+		if (d > 0.001000001 || d < -0.001000001) {
+			print "at " v[j] ": CDF " j / n ", curve " s
+			exit 1
+		}
+	}
+}' "$d" "$T/vals" || bad "ttft_cdf.dat is not within 1/1000 of the CDF"
 
 # RFC 4180 as written by others: CRLF line ends, quoted fields holding a
 # comma, a doubled quote and a line break give the same CDF
@@ -129,8 +148,8 @@ plot "$T/two" "$T/b" --no-run
 [ $rc = 0 ] || bad "two runs: exit $rc: $err"
 [ "$out" = "$T/two/plots/index.html" ] || bad "two runs: stdout '$out'"
 g=$T/two/plots/ttft_cdf.gp
-grep -q "'ttft_cdf_1.dat' using 1:2 with lines lw 2 title 'vllm-v1'" "$g" &&
-	grep -q "'ttft_cdf_2.dat' using 1:2 with lines lw 2 title 'sarathi'" "$g" ||
+grep -q "'ttft_cdf_1.dat' using 1:2 with steps lw 2 title 'vllm-v1'" "$g" &&
+	grep -q "'ttft_cdf_2.dat' using 1:2 with steps lw 2 title 'sarathi'" "$g" ||
 	bad "ttft_cdf.gp does not overlay both runs"
 [ -s "$T/two/plots/ttft_cdf_1.dat" ] && [ -s "$T/two/plots/ttft_cdf_2.dat" ] ||
 	bad "overlay data files missing"
