@@ -172,7 +172,13 @@ grep -q '1 to run, 1 complete already' "$T/f2.err" ||
 # 8. Interrupted midway.
 "$KVSIM" sweep -q "$D/slow.yaml" --out "$T/k" --jobs 2 2>"$T/k.err" &
 pid=$!
-sleep 0.5
+# wait until a point's run has its output files open, then stop the sweep
+i=0
+while [ $i -lt 100 ] && ! find "$T/k" -name '.*.tmp.*' 2>/dev/null | grep -q .; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 0.2
 kill -TERM $pid
 wait $pid
 rc=$?
