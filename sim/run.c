@@ -468,8 +468,15 @@ setup(sim_run *R)
 				 R->sr.group[0].kind != KVC_SPEC_FULL)) {
 		uint32_t ng = 0;
 
-		for (size_t g = 0; g < R->sr.ngroup && ng < KVC_MAX_GROUPS;
-		     g++) {
+		/* No silent caps: a model with more groups than the
+		 * allocator takes is refused, not cut down. */
+		if (R->sr.ngroup > KVC_MAX_GROUPS) {
+			rfail(R, "model %s: %zu KV cache groups; the allocator "
+			      "takes at most %d\n", R->model->id,
+			      R->sr.ngroup, KVC_MAX_GROUPS);
+			return 2;
+		}
+		for (size_t g = 0; g < R->sr.ngroup; g++) {
 			const struct kvc_spec *sp = &R->sr.group[g];
 			struct kvc_group_config *gc = &R->kc.group[ng];
 
