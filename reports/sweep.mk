@@ -10,3 +10,8 @@ sim_kvsim_CFLAGS += $(GSL_CFLAGS)
 
 TESTS += tests/sweep.sh tests/compare.sh
 EXTRA_DIST += tests/sweep.sh tests/compare.sh tests/sweep tests/compare
+# tests/sweep and tests/compare are folders of inputs: empty rules keep
+# make's built-in `.sh:` suffix rule from making copies of the scripts
+# under their names (which `make dist` would ship instead of the folders).
+tests/sweep: ;
+tests/compare: ;
