@@ -85,7 +85,8 @@ struct rpt_totals {
 	uint64_t block_bytes;		/* one KV block, all layers */
 	double slo_ttft_s, slo_tpot_s, slo_e2e_s;	/* goodput; 0 none */
 	bool stopped;			/* stopped early (SLO missed) */
-	uint64_t max_running;		/* at the timeseries samples */
+	uint64_t max_running;		/* most requests in one replica's
+					 * step */
 };
 
 typedef struct rpt rpt;

@@ -861,17 +861,28 @@ capacity_main(int argc, char **argv)
 
 				stopped += p->stopped;
 				fprintf(fp, "%" PRIu32 ",%" PRIu32 ",%.17g,%d,%d,%"
-					PRIu64 ",%" PRIu64 ",%.6f,%.6f,%.9f,%.9f,"
-					"%.9f,%.9f,%.9f,%.6f,%" PRIu64 ",%"
-					PRIu64, p->config, p->seed, p->qps,
-					p->met, p->stopped, p->completed,
-					p->rejected, p->throughput, p->goodput,
-					p->ttft_p50, p->ttft_p99, p->tpot_p99,
-					p->e2e_p99, p->queue_p99,
+					PRIu64 ",%" PRIu64 ",%.6f,%.6f",
+					p->config, p->seed, p->qps, p->met,
+					p->stopped, p->completed, p->rejected,
+					p->throughput, p->goodput);
+				/* A run stopped early has no final statistics:
+				 * what it had so far is below the truth, so
+				 * the fields are left empty. */
+				if (p->stopped)
+					fputs(",,,,,", fp);
+				else
+					fprintf(fp, ",%.9f,%.9f,%.9f,%.9f,%.9f",
+						p->ttft_p50, p->ttft_p99,
+						p->tpot_p99, p->e2e_p99,
+						p->queue_p99);
+				fprintf(fp, ",%.6f,%" PRIu64 ",%" PRIu64,
 					p->kv_usage_max, p->preemptions,
 					p->max_running);
 				for (size_t j = 0; j < C.nslo; j++)
-					fprintf(fp, ",%.9f", p->val[j]);
+					if (p->stopped)
+						fputc(',', fp);
+					else
+						fprintf(fp, ",%.9f", p->val[j]);
 				fputc('\n', fp);
 				/* the point behind the median seed's answer */
 				if (p->met && p->seed == C.seeds / 2 &&

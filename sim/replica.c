@@ -297,6 +297,8 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		rp->capsched = cap;
 	}
 	rp->nsched = st->nsched;
+	if (st->nsched > rp->st.max_batch)
+		rp->st.max_batch = st->nsched;
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req h = st->sched[i].req;
 		struct rq *q = rp->byreq[h];

@@ -38,6 +38,7 @@ struct replica_stats {
 	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
 	uint64_t prefix_hit_tokens, prompt_tokens_admitted;
 	uint64_t prompt_tokens_done, gen_tokens_done;	/* computed */
+	uint64_t max_batch;	/* most requests in one step */
 	double usage_area;	/* sum of kv_usage * ns */
 	double usage_max;
 	double frag_sum;	/* sum over steps of the internal fraction */

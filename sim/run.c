@@ -64,7 +64,6 @@ struct sim_run {
 	uint64_t arrived;
 	bool tty;
 	bool saturated;
-	uint64_t max_running;
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
@@ -154,8 +153,6 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		adm += st->prompt_tokens_admitted;
 	}
 	s.prefix_hit_rate = adm ? (double)hit / (double)adm : 0.0;
-	if (s.running > R->max_running)
-		R->max_running = s.running;
 	if (R->ct != NULL)
 		ctrace_counters(R->ct, t, &s);
 	s.prompt_tok_s = (double)(pt - *last_prompt) / interval_s;
@@ -683,6 +680,8 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		area += s->usage_area;
 		if (s->usage_max > t->kv_usage_max)
 			t->kv_usage_max = s->usage_max;
+		if (s->max_batch > t->max_running)
+			t->max_running = s->max_batch;
 	}
 	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
 	t->kv_usage_mean = t->duration_ns > 0
@@ -711,7 +710,6 @@ sim_run_exec(sim_run *R)
 			replica_close(R->rp[i], t_last);
 	totals(R, t_first, t_last, events);
 	R->t.stopped = R->saturated;
-	R->t.max_running = R->max_running;
 	if (R->ct != NULL) {
 		int e = ctrace_end(R->ct);
 
