@@ -51,5 +51,7 @@ tests_check_calibrate_CFLAGS = $(GPU_TEST_CFLAGS) $(GSL_CFLAGS)
 tests_check_calibrate_LDADD = $(GSL_LIBS) $(CHECK_LIBS)
 # (tests/local.mk's TESTS += $(check_PROGRAMS) runs the binaries above;
 # the scripts find kvsim-gpucheck beside $KVSIM.)
-TESTS += tests/gpucheck.sh tests/gpu_cuda.sh
-EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh
+TESTS += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
+	tests/calibrate.sh
+EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
+	tests/calibrate.sh tests/gpu/swap.yaml

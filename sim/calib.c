@@ -247,6 +247,42 @@ cl_copy(struct cl *p, const struct yd_node *cp)
 	return KV_OK;
 }
 
+/*
+ * meta: where the numbers come from (kvsim calibrate writes it): text
+ * fields, and `measured`, true only for device measurements.  Read and
+ * checked; the terms' own sources carry what cost_describe prints.
+ */
+static kv_err
+cl_meta(struct cl *p, const struct yd_node *m)
+{
+	static const char *const keys[] = { "device", "date", "measured",
+					    "data", "holdout", "note" };
+
+	if (yd_is_null(m))
+		return KV_OK;
+	if (m->type != YD_MAP)
+		return cl_fail(p, m, "meta: expected a mapping");
+	for (size_t i = 0; i < m->n; i++) {
+		const struct yd_node *k = yd_key(m, i), *v = yd_val(m, i);
+		size_t j;
+
+		for (j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+			if (strcmp(k->str, keys[j]) == 0)
+				break;
+		if (j == sizeof(keys) / sizeof(keys[0]))
+			return cl_fail(p, k, "meta: unknown key '%s' (device, "
+				       "date, measured, data, holdout, note)",
+				       k->str);
+		if (v->type != YD_SCALAR)
+			return cl_fail(p, v, "meta.%s: expected text", k->str);
+		if (j == 2 && strcmp(v->str, "true") != 0 &&
+		    strcmp(v->str, "false") != 0)
+			return cl_fail(p, v, "meta.measured: true or false, "
+				       "got '%s'", v->str);
+	}
+	return KV_OK;
+}
+
 static kv_err
 cl_root(struct cl *p, const struct yd_node *root)
 {
@@ -280,8 +316,10 @@ cl_root(struct cl *p, const struct yd_node *root)
 		const struct yd_node *k = yd_key(root, i), *v = yd_val(root, i);
 		size_t t;
 
-		if (strcmp(k->str, "copy") == 0) {
-			if ((rc = cl_copy(p, v)) != KV_OK)
+		if (strcmp(k->str, "copy") == 0 ||
+		    strcmp(k->str, "meta") == 0) {
+			rc = k->str[0] == 'c' ? cl_copy(p, v) : cl_meta(p, v);
+			if (rc != KV_OK)
 				return rc;
 			continue;
 		}
@@ -292,7 +330,7 @@ cl_root(struct cl *p, const struct yd_node *root)
 			return cl_fail(p, k, "unknown key '%s' (eff_compute, "
 				       "eff_memory, eff_interconnect, "
 				       "allreduce_ns, cpu_step_ns, cpu_seq_ns, "
-				       "cpu_token_ns, copy)", k->str);
+				       "cpu_token_ns, copy, meta)", k->str);
 		rc = cl_term(p, k->str, v, top[t].kind,
 			     (struct cost_term *)((char *)p->c + top[t].off));
 		if (rc != KV_OK)

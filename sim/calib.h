@@ -10,6 +10,11 @@
  *     d2h:
  *       per-chunk:
  *         pinned: {alpha_ns: 9000, beta_ns: 4800, ns_per_byte: 0.021}
+ *   meta: {device: "H200", date: "2026-11-30", measured: true}
+ *
+ * meta (written by `kvsim calibrate`) says where the file comes from:
+ * text fields device, date, data, holdout, note, and measured (true or
+ * false); it sets no term.
  *
  * Every term it sets gets the source "SOURCE (FILE:LINE)", or "FILE:LINE"
  * without one, so cost_describe says where each number came from.  Terms

@@ -43,3 +43,6 @@ noinst_LTLIBRARIES += %reldir%/libsimcat.la
 %canon_reldir%_libsimcat_la_LIBADD = $(YAML_LIBS)
 # the data directories are compiled in: rebuild when configure changes them
 $(%canon_reldir%_libsimcat_la_OBJECTS): Makefile
+# kvsim validate and kvsim calibrate (gpu/local.mk has the library).
+%canon_reldir%_kvsim_SOURCES += %reldir%/cmd_validate.c %reldir%/cmd_calibrate.c %reldir%/calfit.c %reldir%/calfit.h
+%canon_reldir%_kvsim_LDADD += gpu/libkvgpu.a core/libkvcore.la $(CUDA_LDFLAGS) $(CUDA_LIBS)

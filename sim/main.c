@@ -27,6 +27,8 @@ int capacity_main(int argc, char **argv);	/* cmd_capacity.c */
 int sweep_main(int argc, char **argv);	/* cmd_sweep.c */
 int compare_main(int argc, char **argv);	/* cmd_compare.c */
 int plot_main(int argc, char **argv);	/* cmd_plot.c */
+int validate_main(int argc, char **argv);	/* cmd_validate.c */
+int calibrate_main(int argc, char **argv);	/* cmd_calibrate.c */
 
 static const struct cmd cmds[] = {
 	{ "run", run_main,
@@ -46,6 +48,10 @@ static const struct cmd cmds[] = {
 	  "statistics of a request trace or workload" },
 	{ "plot", plot_main,
 	  "gnuplot scripts, images and an HTML index from results" },
+	{ "validate", validate_main,
+	  "run with a device backend checking every KV block bit-exactly" },
+	{ "calibrate", calibrate_main,
+	  "fit the cost model's copy terms to device measurements" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -1,0 +1,627 @@
+/*
+ * cmd_calibrate.c -- `kvsim calibrate`: fit the copy terms of the cost
+ * model to the device check's CSVs and write a calibration file that
+ * `kvsim run` reads (cost.calibration; docs/cost-model.md §5.1, §5.2).
+ *
+ *   copy_sweep.csv    per (dir, strategy, host memory): the median time of
+ *                     each (chunk_bytes, n_chunks) point over its
+ *                     repetitions, fitted by calfit_copy() (GSL weighted
+ *                     least squares, weights 1/T^2) to
+ *                     T = alpha + beta * n_chunks + bytes * ns_per_byte;
+ *   layout_sweep.csv  held out: the same terms predict the Llama-3-8B
+ *                     layout swaps (median relative error <= 15%, p90 <=
+ *                     30% to pass), and the swap-vs-recompute decision of
+ *                     each point (a swap round trip against the model's
+ *                     recompute time of those tokens) must be the same
+ *                     with measured and predicted times.
+ *
+ * alpha is per measured operation (one stream synchronisation); the run
+ * charges it per call as vLLM V0 issues them (sim/cost.h).
+ *
+ * The file says where its numbers come from (meta: device, date, data,
+ * measured).  --measured no marks a calibration made from host numbers or
+ * synthetic data: usable, but not a device measurement.
+ */
+#include "config.h"
+
+#include "sim/calfit.h"
+#include "sim/calib.h"
+#include "sim/catalog.h"
+#include "sim/cost.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+int calibrate_main(int argc, char **argv);
+
+/* One measured point: the median of its repetitions. */
+struct pt {
+	char key[96];			/* grouping key */
+	int dir, strat, hostmem, layout;
+	double chunk_bytes, chunks, bytes, blocks;
+	double *t;
+	size_t nt, capt;
+};
+
+struct pts {
+	struct pt *p;
+	size_t n, cap;
+};
+
+static struct pt *
+pt_find(struct pts *s, const char *key)
+{
+	struct pt *q;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->p[i].key, key) == 0)
+			return &s->p[i];
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+
+		q = realloc(s->p, cap * sizeof(*q));
+		if (q == NULL)
+			return NULL;
+		s->p = q;
+		s->cap = cap;
+	}
+	q = &s->p[s->n++];
+	memset(q, 0, sizeof(*q));
+	snprintf(q->key, sizeof(q->key), "%s", key);
+	return q;
+}
+
+static int
+pt_add(struct pt *q, double t)
+{
+	if (q->nt == q->capt) {
+		size_t cap = q->capt ? q->capt * 2 : 8;
+		double *x = realloc(q->t, cap * sizeof(*x));
+
+		if (x == NULL)
+			return -1;
+		q->t = x;
+		q->capt = cap;
+	}
+	q->t[q->nt++] = t;
+	return 0;
+}
+
+static double
+pt_median(struct pt *q)
+{
+	return calfit_quantile(q->t, q->nt, 0.5);
+}
+
+static void
+pts_free(struct pts *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->p[i].t);
+	free(s->p);
+	memset(s, 0, sizeof(*s));
+}
+
+static int
+index_of(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static const char *const dirs[] = { "d2h", "h2d" };
+static const char *const strats[] = { "per-chunk", "batch", "gather",
+				      "staged" };
+static const char *const hms[] = { "pinned", "pageable" };
+static const char *const layouts[] = { "fa-split", "fi-fused",
+				       "ds-interleaved", "cross-layer" };
+
+/* A text field naming one of names, or a message at its position. */
+static int
+field_enum(struct calfit_csv *c, int col, const char *const *names, int n,
+	   int *out)
+{
+	*out = index_of(c->field[col], names, n);
+	if (*out < 0) {
+		snprintf(c->err, sizeof(c->err), "%s:%lu:%lu: %s: unknown "
+			 "value '%s'", c->path, c->line, c->col[col],
+			 c->head[col], c->field[col]);
+		return -1;
+	}
+	return 0;
+}
+
+/* copy_sweep.csv -> points keyed by dir/strategy/hostmem/chunk/n. */
+static int
+read_sweep(const char *path, struct pts *s, size_t *rows)
+{
+	struct calfit_csv c;
+	int cd, cs, ch, cb, cn, ct, cdev, r;
+
+	*rows = 0;
+	if (calfit_csv_open(&c, path) != 0)
+		goto bad;
+	if ((cd = calfit_csv_col(&c, "dir")) < 0 ||
+	    (cs = calfit_csv_col(&c, "strategy")) < 0 ||
+	    (ch = calfit_csv_col(&c, "hostmem")) < 0 ||
+	    (cb = calfit_csv_col(&c, "chunk_bytes")) < 0 ||
+	    (cn = calfit_csv_col(&c, "n_chunks")) < 0 ||
+	    (ct = calfit_csv_col(&c, "total_bytes")) < 0 ||
+	    (cdev = calfit_csv_col(&c, "dev_ns")) < 0)
+		goto bad;
+	while ((r = calfit_csv_next(&c)) == 1) {
+		int d, st, hm;
+		double chunk, n, tot, dev;
+		char key[96];
+		struct pt *q;
+
+		if (field_enum(&c, cd, dirs, 2, &d) || field_enum(&c, cs,
+		    strats, 4, &st) || field_enum(&c, ch, hms, 2, &hm) ||
+		    calfit_csv_num(&c, cb, &chunk) ||
+		    calfit_csv_num(&c, cn, &n) ||
+		    calfit_csv_num(&c, ct, &tot) ||
+		    calfit_csv_num(&c, cdev, &dev))
+			goto bad;
+		if (!(dev > 0))
+			continue;	/* below the timer's resolution */
+		snprintf(key, sizeof(key), "%d/%d/%d/%.0f/%.0f", d, st, hm,
+			 chunk, n);
+		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
+			fprintf(stderr, "kvsim calibrate: out of memory\n");
+			calfit_csv_close(&c);
+			return 1;
+		}
+		q->dir = d;
+		q->strat = st;
+		q->hostmem = hm;
+		q->chunk_bytes = chunk;
+		q->chunks = n;
+		q->bytes = tot;
+		(*rows)++;
+	}
+	if (r < 0)
+		goto bad;
+	calfit_csv_close(&c);
+	return 0;
+bad:
+	fprintf(stderr, "%s\n", c.err);
+	calfit_csv_close(&c);
+	return 2;
+}
+
+static int
+read_layout(const char *path, struct pts *s)
+{
+	struct calfit_csv c;
+	int cl, cd, cs, cb, cc, ct, cdev, r;
+
+	if (calfit_csv_open(&c, path) != 0)
+		goto bad;
+	if ((cl = calfit_csv_col(&c, "layout")) < 0 ||
+	    (cd = calfit_csv_col(&c, "dir")) < 0 ||
+	    (cs = calfit_csv_col(&c, "strategy")) < 0 ||
+	    (cb = calfit_csv_col(&c, "logical_blocks")) < 0 ||
+	    (cc = calfit_csv_col(&c, "chunks")) < 0 ||
+	    (ct = calfit_csv_col(&c, "total_bytes")) < 0 ||
+	    (cdev = calfit_csv_col(&c, "dev_ns")) < 0)
+		goto bad;
+	while ((r = calfit_csv_next(&c)) == 1) {
+		int l, d, st;
+		double nb, ch, tot, dev;
+		char key[96];
+		struct pt *q;
+
+		if (field_enum(&c, cl, layouts, 4, &l) ||
+		    field_enum(&c, cd, dirs, 2, &d) ||
+		    field_enum(&c, cs, strats, 4, &st) ||
+		    calfit_csv_num(&c, cb, &nb) ||
+		    calfit_csv_num(&c, cc, &ch) ||
+		    calfit_csv_num(&c, ct, &tot) ||
+		    calfit_csv_num(&c, cdev, &dev))
+			goto bad;
+		if (!(dev > 0))
+			continue;
+		snprintf(key, sizeof(key), "%d/%d/%d/%.0f", l, d, st, nb);
+		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
+			fprintf(stderr, "kvsim calibrate: out of memory\n");
+			calfit_csv_close(&c);
+			return 1;
+		}
+		q->layout = l;
+		q->dir = d;
+		q->strat = st;
+		q->blocks = nb;
+		q->chunks = ch;
+		q->bytes = tot;
+	}
+	if (r < 0)
+		goto bad;
+	calfit_csv_close(&c);
+	return 0;
+bad:
+	fprintf(stderr, "%s\n", c.err);
+	calfit_csv_close(&c);
+	return 2;
+}
+
+struct fitted {
+	bool ok;
+	struct calfit_result r;
+	size_t points;
+};
+
+/* ---- the held-out check and decision agreement ------------------------ */
+
+struct holdout {
+	size_t n;
+	double med_rel, p90_rel;
+	size_t decisions, agree;
+};
+
+static struct pt *
+twin(struct pts *s, const struct pt *q)
+{
+	char key[96];
+
+	snprintf(key, sizeof(key), "%d/%d/%d/%.0f", q->layout, 1 - q->dir,
+		 q->strat, q->blocks);
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->p[i].key, key) == 0)
+			return &s->p[i];
+	return NULL;
+}
+
+static int
+check_holdout(struct pts *lay, struct fitted fit[2][4][2],
+	      const struct cost_model *cm, uint32_t block_size,
+	      struct holdout *h)
+{
+	double *rel = malloc((lay->n + 1) * sizeof(*rel));
+
+	memset(h, 0, sizeof(*h));
+	if (rel == NULL)
+		return -1;
+	for (size_t i = 0; i < lay->n; i++) {
+		struct pt *q = &lay->p[i], *o;
+		const struct fitted *f = &fit[q->dir][q->strat][0];
+		double meas = pt_median(q), pred;
+
+		if (!f->ok)
+			continue;
+		pred = calfit_predict(&f->r, 1, q->chunks, q->bytes);
+		rel[h->n++] = fabs(pred - meas) / meas;
+		/* each (layout, strategy, blocks) once: from its d2h row */
+		if (cm == NULL || q->dir != 0 || (o = twin(lay, q)) == NULL ||
+		    !fit[1][q->strat][0].ok)
+			continue;
+		{
+			double rec = (double)cost_recompute_ns(
+				cm, (uint64_t)q->blocks * block_size);
+			double m2 = meas + pt_median(o);
+			double p2 = pred + calfit_predict(
+				&fit[1][q->strat][0].r, 1, o->chunks,
+				o->bytes);
+
+			h->decisions++;
+			h->agree += (m2 < rec) == (p2 < rec);
+		}
+	}
+	h->med_rel = calfit_quantile(rel, h->n, 0.5);
+	h->p90_rel = calfit_quantile(rel, h->n, 0.9);
+	free(rel);
+	return 0;
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static void
+yaml_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s == '\n' ? ' ' : *s, f);
+	}
+	fputc('"', f);
+}
+
+static int
+write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
+	   size_t rows, const char *device, const char *date, bool measured,
+	   const struct holdout *h, bool have_h)
+{
+	char tmp[1100];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL) {
+		fprintf(stderr, "kvsim calibrate: %s: %s\n", tmp,
+			strerror(errno));
+		return 2;
+	}
+	fprintf(f, "# Copy terms fitted by kvsim calibrate (docs/cost-model.md "
+		"5.2):\n# T = alpha * calls + beta * chunks + bytes * "
+		"ns_per_byte, weighted least squares\n# (weights 1/T^2); alpha "
+		"is per measured operation.\nmeta:\n  device: ");
+	yaml_str(f, device);
+	fprintf(f, "\n  date: ");
+	yaml_str(f, date);
+	fprintf(f, "\n  measured: %s\n  data: ", measured ? "true" : "false");
+	{
+		char d[1200];
+
+		snprintf(d, sizeof(d), "%s (%zu rows)", data, rows);
+		yaml_str(f, d);
+	}
+	if (have_h) {
+		char d[256];
+
+		snprintf(d, sizeof(d), "held out: median %.1f%%, p90 %.1f%% "
+			 "over %zu points; decision agreement %zu/%zu",
+			 100 * h->med_rel, 100 * h->p90_rel, h->n, h->agree,
+			 h->decisions);
+		fprintf(f, "\n  holdout: ");
+		yaml_str(f, d);
+	}
+	fprintf(f, "\ncopy:\n");
+	for (int d = 0; d < 2; d++) {
+		bool any = false;
+
+		for (int s = 0; s < 4; s++)
+			for (int m = 0; m < 2; m++)
+				any |= fit[d][s][m].ok;
+		if (!any)
+			continue;
+		fprintf(f, "  %s:\n", dirs[d]);
+		for (int s = 0; s < 4; s++) {
+			if (!fit[d][s][0].ok && !fit[d][s][1].ok)
+				continue;
+			fprintf(f, "    %s:\n", strats[s]);
+			for (int m = 0; m < 2; m++) {
+				const struct fitted *t = &fit[d][s][m];
+				char src[200];
+
+				if (!t->ok)
+					continue;
+				snprintf(src, sizeof(src), "fit of %zu points, "
+					 "median error %.1f%%%s", t->points,
+					 100 * t->r.med_rel,
+					 measured ? "" : ", not a device "
+					 "measurement");
+				fprintf(f, "      %s:\n", hms[m]);
+				fprintf(f, "        alpha_ns: {value: %.6g, "
+					"source: ", t->r.alpha_ns);
+				yaml_str(f, src);
+				fprintf(f, "}\n        beta_ns: {value: %.6g, "
+					"source: ", t->r.beta_ns);
+				yaml_str(f, src);
+				fprintf(f, "}\n        ns_per_byte: {value: "
+					"%.6g, source: ", t->r.ns_per_byte);
+				yaml_str(f, src);
+				fprintf(f, "}\n");
+			}
+		}
+	}
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		fprintf(stderr, "kvsim calibrate: %s: %s\n", path,
+			strerror(errno));
+		remove(tmp);
+		return 2;
+	}
+	return 0;
+}
+
+static void
+calibrate_usage(FILE *f)
+{
+	fprintf(f,
+"usage: kvsim calibrate COPY_SWEEP.csv [--holdout LAYOUT_SWEEP.csv]\n"
+"                       [--out FILE] [--device NAME] [--date DATE]\n"
+"                       [--measured yes|no] [--model M] [--gpu G]\n"
+"\n"
+"Fit alpha, beta and 1/B per direction x strategy x host memory to the\n"
+"device check's copy sweep and write a calibration file for\n"
+"cost.calibration (docs/cost-model.md 5.2).\n"
+"\n"
+"  -o, --out FILE     the calibration file (default calibration.yaml)\n"
+"      --holdout CSV  predict layout_sweep.csv: median error <= 15%%,\n"
+"                     p90 <= 30%%, and swap-vs-recompute decisions\n"
+"      --device NAME  recorded in meta.device (default \"unknown\")\n"
+"      --date DATE    recorded in meta.date (default \"unknown\")\n"
+"      --measured B   yes: device measurements; no (default): host or\n"
+"                     synthetic numbers\n"
+"      --model M, --gpu G  for the recompute times of the decisions\n"
+"                     (default meta-llama/Meta-Llama-3-8B on h200)\n"
+"\n"
+"Exit status: 0 ok, 1 the held-out check failed (the file is written),\n"
+"2 bad usage or input.\n");
+}
+
+static int
+load_cost(const char *model, const char *gpu, cat **c, struct cost_model *cm)
+{
+	struct cost_config cc;
+	struct cat_err ce;
+	const struct cat_model *m;
+	const struct cat_gpu *g;
+	char why[512];
+
+	if (cat_load(c, NULL, &ce) != KV_OK) {
+		fprintf(stderr, "kvsim calibrate: %s\n", ce.msg);
+		return 2;
+	}
+	m = cat_find_model(*c, model);
+	g = cat_find_gpu(*c, gpu);
+	if (m == NULL || g == NULL) {
+		fprintf(stderr, "kvsim calibrate: unknown %s '%s'\n",
+			m == NULL ? "model" : "GPU", m == NULL ? model : gpu);
+		return 2;
+	}
+	cost_config_init(&cc);
+	if (cost_model_init(cm, m, g, &cc, why, sizeof(why)) != KV_OK) {
+		fprintf(stderr, "kvsim calibrate: cost model: %s\n", why);
+		return 2;
+	}
+	return 0;
+}
+
+int
+calibrate_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "holdout", required_argument, NULL, 'H' },
+		{ "device", required_argument, NULL, 'D' },
+		{ "date", required_argument, NULL, 'd' },
+		{ "measured", required_argument, NULL, 'M' },
+		{ "model", required_argument, NULL, 'm' },
+		{ "gpu", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	const char *out = "calibration.yaml", *hold = NULL;
+	const char *device = "unknown", *date = "unknown";
+	const char *model = "meta-llama/Meta-Llama-3-8B", *gpu = "h200";
+	struct fitted fit[2][4][2];
+	struct pts sw = { 0 }, lay = { 0 };
+	struct holdout h;
+	struct cost_model cm;
+	cat *catalog = NULL;
+	bool measured = false;
+	size_t rows = 0;
+	int c, rc = 0;
+
+	memset(fit, 0, sizeof(fit));
+	memset(&h, 0, sizeof(h));
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'H':
+			hold = optarg;
+			break;
+		case 'D':
+			device = optarg;
+			break;
+		case 'd':
+			date = optarg;
+			break;
+		case 'M':
+			if (strcmp(optarg, "yes") != 0 &&
+			    strcmp(optarg, "no") != 0) {
+				fprintf(stderr, "kvsim calibrate: --measured: "
+					"yes or no, not '%s'\n", optarg);
+				return 2;
+			}
+			measured = strcmp(optarg, "yes") == 0;
+			break;
+		case 'm':
+			model = optarg;
+			break;
+		case 'g':
+			gpu = optarg;
+			break;
+		case 'h':
+			calibrate_usage(stdout);
+			return 0;
+		default:
+			calibrate_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind + 1 != argc) {
+		calibrate_usage(stderr);
+		return 2;
+	}
+	gsl_set_error_handler_off();
+	if ((rc = read_sweep(argv[optind], &sw, &rows)) != 0)
+		goto done;
+	printf("%-4s %-10s %-9s %6s %12s %10s %9s %8s %8s\n", "dir",
+	       "strategy", "hostmem", "points", "alpha_ns", "beta_ns", "GB/s",
+	       "med_err", "p90_err");
+	for (int d = 0; d < 2; d++)
+		for (int s = 0; s < 4; s++)
+			for (int m = 0; m < 2; m++) {
+				struct calfit_obs *o = malloc((sw.n + 1) *
+							      sizeof(*o));
+				struct fitted *f = &fit[d][s][m];
+				char why[256];
+				size_t n = 0;
+
+				if (o == NULL) {
+					rc = 1;
+					goto done;
+				}
+				for (size_t i = 0; i < sw.n; i++) {
+					struct pt *q = &sw.p[i];
+
+					if (q->dir != d || q->strat != s ||
+					    q->hostmem != m)
+						continue;
+					o[n++] = (struct calfit_obs){
+						1, q->chunks, q->bytes,
+						pt_median(q) };
+				}
+				if (n >= 3 && calfit_copy(o, n, &f->r, why,
+							  sizeof(why)) == 0) {
+					f->ok = true;
+					f->points = n;
+					printf("%-4s %-10s %-9s %6zu %12.1f "
+					       "%10.3f %9.2f %7.1f%% %7.1f%%\n",
+					       dirs[d], strats[s], hms[m], n,
+					       f->r.alpha_ns, f->r.beta_ns,
+					       f->r.ns_per_byte > 0 ?
+					       1 / f->r.ns_per_byte : 0.0,
+					       100 * f->r.med_rel,
+					       100 * f->r.p90_rel);
+				} else if (n > 0) {
+					fprintf(stderr, "kvsim calibrate: "
+						"%s %s %s: %zu points, no fit%s"
+						"%s\n", dirs[d], strats[s],
+						hms[m], n, n >= 3 ? ": " : "",
+						n >= 3 ? why : "");
+				}
+				free(o);
+			}
+	if (hold != NULL) {
+		if ((rc = read_layout(hold, &lay)) != 0 ||
+		    (rc = load_cost(model, gpu, &catalog, &cm)) != 0)
+			goto done;
+		if (check_holdout(&lay, fit, &cm, cm.block_size, &h) != 0) {
+			rc = 1;
+			goto done;
+		}
+		printf("held out (%s): %zu points, median error %.1f%%, p90 "
+		       "%.1f%% (pass: <= 15%%, <= 30%%); swap-vs-recompute "
+		       "decisions unchanged %zu/%zu\n", hold, h.n,
+		       100 * h.med_rel, 100 * h.p90_rel, h.agree,
+		       h.decisions);
+	}
+	if ((rc = write_yaml(out, fit, argv[optind], rows, device, date,
+			     measured, &h, hold != NULL)) != 0)
+		goto done;
+	printf("wrote %s (%s)\n", out, measured ? "measured" :
+	       "not a device measurement");
+	if (hold != NULL && (h.n == 0 || !(h.med_rel <= 0.15) ||
+			     !(h.p90_rel <= 0.30))) {
+		printf("held-out check FAILED\n");
+		rc = 1;
+	}
+done:
+	pts_free(&sw);
+	pts_free(&lay);
+	cat_free(catalog);
+	return rc;
+}

@@ -1,0 +1,593 @@
+/*
+ * cmd_validate.c -- `kvsim validate`: a simulation run (sim/run.h) with a
+ * device backend executing every block operation its scheduler issues
+ * (gpu/kvval.h): every computed slot holds the pattern of its token
+ * prefix, checked bit-exactly after every swap, recompute, copy-on-write
+ * and at completion.
+ *
+ * Reported: integrity failures (must be 0), the copies per class (swap-
+ * out, swap-in, CoW) with their measured time, the time the cost model
+ * gives the same copies (cost_copy_ns over the backend's geometry and
+ * copy strategy) and the time the run charged for its swaps (the model's
+ * geometry and defaults); the pool's measured fragmentation against the
+ * slots no request has written; the digest of the run (equal on every
+ * correct backend for the same configuration and seed).
+ *
+ * Geometry: "tiny" (the default: 2 layers of one 4-wide head, bf16 --
+ * 16 bytes a slot, cheap enough for CI on the host) or "model" (the
+ * model's own bytes per block and chunks per layout: what a device should
+ * run).  Block ids, block size and pool sizes are always the run's.
+ *
+ * One backend and one verifier per replica, opened at the replica's
+ * first step (its allocator gives the pool sizes).
+ */
+#include "config.h"
+
+#include "gpu/kvval.h"
+#include "sim/calib.h"
+#include "sim/catalog.h"
+#include "sim/cost.h"
+#include "sim/run.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int validate_main(int argc, char **argv);
+
+struct vrep {
+	kvgpu *g;
+	kvval *v;
+	int64_t sim_ns[KVGPU_NDIRS];	/* the run's charge for swaps */
+};
+
+struct vctx {
+	const char *backend;
+	enum kvgpu_strat strat;
+	enum kvgpu_layout layout;
+	bool model_geom;
+	uint32_t frag_every;
+	struct vrep *rep;
+	uint32_t nrep;
+	struct cost_model cm;
+	bool have_cm;
+	uint64_t slot_bytes;		/* model geometry */
+	uint32_t layers;
+};
+
+static void
+validate_usage(FILE *f)
+{
+	fprintf(f,
+"usage: kvsim validate [CONFIG.yaml] [--backend host|cuda|fault:MODE]\n"
+"                      [--set KEY=VALUE]... [--seed N] [--out DIR]\n"
+"\n"
+"Run a simulation with a device backend executing its block operations\n"
+"and check every KV slot bit-exactly (docs/gpu.md).\n"
+"\n"
+"  -b, --backend NAME   host (default), cuda, fault:corrupt|drop|reorder|\n"
+"                       invert[:INNER] (test-only: must fail)\n"
+"  -s, --set KEY=VALUE  override a configuration key (as kvsim run)\n"
+"      --seed N         run seed\n"
+"      --layout L       fa-split (default), fi-fused, ds-interleaved,\n"
+"                       cross-layer\n"
+"      --strategy S     per-chunk (default), batch, gather, staged\n"
+"      --geometry G     tiny (default: cheap) or model (the model's bytes)\n"
+"      --frag-every N   steps between fragmentation scans (16; 0 never)\n"
+"  -o, --out DIR        write validate.csv and validate_summary.csv there\n"
+"  -q, --quiet          no startup lines\n"
+"  -h, --help           this text\n"
+"\n"
+"Exit status: 0 every check passed, 1 an integrity failure (or the run\n"
+"failed), 2 bad usage or input.\n");
+}
+
+static struct vrep *
+rep_of(struct vctx *x, uint32_t r, kvs *s, char *why, size_t len)
+{
+	struct vrep *p;
+	const struct kvc_config *kc = kvc_config_of(kvs_kv(s));
+	struct kvgpu_geom g = { 2, 1, 4, 2, kc->block_size, x->layout,
+				kc->gpu_blocks, kc->cpu_blocks,
+				KVGPU_PINNED };
+	struct kvval_opts vo = { x->strat, x->frag_every };
+	kv_err e;
+
+	if (r >= x->nrep) {
+		struct vrep *q = realloc(x->rep, (r + 1) * sizeof(*q));
+
+		if (q == NULL) {
+			snprintf(why, len, "out of memory");
+			return NULL;
+		}
+		memset(q + x->nrep, 0, (r + 1 - x->nrep) * sizeof(*q));
+		x->rep = q;
+		x->nrep = r + 1;
+	}
+	p = &x->rep[r];
+	if (p->v != NULL)
+		return p;
+	if (x->model_geom) {
+		g.layers = x->layers;
+		g.kv_heads = 1;
+		g.dtype_bytes = 1;
+		g.head_dim = (uint32_t)x->slot_bytes;
+	}
+	p->g = kvgpu_open(x->backend, &g, &e, why, len);
+	if (p->g == NULL)
+		return NULL;
+	p->v = kvval_new(p->g, &vo);
+	if (p->v == NULL) {
+		snprintf(why, len, "out of memory");
+		return NULL;
+	}
+	return p;
+}
+
+static int
+on_scheduled(void *ctx, uint32_t r, kvs *s, const struct kvs_step *st,
+	     const uint32_t *start, int64_t now, char *why, size_t len)
+{
+	struct vctx *x = ctx;
+	struct vrep *p = rep_of(x, r, s, why, len);
+	int64_t t;
+
+	(void)now;
+	if (p == NULL)
+		return 1;
+	if (x->have_cm) {
+		t = cost_swap_ns(&x->cm, COST_D2H, st->nswap_out,
+				 x->cm.layout);
+		p->sim_ns[KVGPU_D2H] += t > 0 ? t : 0;
+		t = cost_swap_ns(&x->cm, COST_H2D, st->nswap_in, x->cm.layout);
+		p->sim_ns[KVGPU_H2D] += t > 0 ? t : 0;
+	}
+	return kvval_scheduled(p->v, s, st, start, why, len);
+}
+
+static int
+on_computed(void *ctx, uint32_t r, kvs *s, const struct kvs_step *st,
+	    const uint32_t *start, int64_t now, char *why, size_t len)
+{
+	struct vctx *x = ctx;
+	struct vrep *p = rep_of(x, r, s, why, len);
+
+	(void)now;
+	return p == NULL ? 1 : kvval_computed(p->v, s, st, start, why, len);
+}
+
+static int
+on_completed(void *ctx, uint32_t r, kvs *s, const struct kvs_step *st,
+	     int64_t now, char *why, size_t len)
+{
+	struct vctx *x = ctx;
+	struct vrep *p = rep_of(x, r, s, why, len);
+
+	(void)now;
+	return p == NULL ? 1 : kvval_completed(p->v, s, st, why, len);
+}
+
+/*
+ * The cost model of the run, built as sim/run.c builds it (the catalog
+ * entries, the sizing's TP and dtypes, the calibration file).  run.h does
+ * not hand its own out.
+ */
+static int
+build_cost(struct vctx *x, const sim_run *R, cat **catp,
+	   struct cost_calib *calib)
+{
+	const struct sim_config *cfg = sim_run_config(R);
+	const struct sz_result *sr = sim_run_sizing(R);
+	const struct cat_model *m;
+	const struct cat_gpu *gpu;
+	struct cost_config cc;
+	struct cat_err ce;
+	char why[512];
+
+	cost_calib_init(calib);
+	if (cat_load(catp, NULL, &ce) != KV_OK) {
+		fprintf(stderr, "kvsim validate: %s\n", ce.msg);
+		return 2;
+	}
+	m = cat_find_model(*catp, sim_run_model(R));
+	gpu = cat_find_gpu(*catp, sim_run_gpu(R));
+	if (m == NULL || gpu == NULL)
+		return 0;	/* a model from a config.json: no model times */
+	if (cfg->calibration[0] != '\0' &&
+	    cost_calib_load(cfg->calibration, calib, why, sizeof(why)) !=
+	    KV_OK) {
+		fprintf(stderr, "%s\n", why);
+		return 2;
+	}
+	cost_config_init(&cc);
+	cc.tp = sr->tp;
+	cc.block_size = sr->block_size;
+	cc.kv_dtype_bytes = sr->kv_dtype_bytes;
+	cc.ssm_dtype_bytes = sr->ssm_dtype_bytes;
+	cc.calib = calib;
+	if (cost_model_init(&x->cm, m, gpu, &cc, why, sizeof(why)) != KV_OK) {
+		fprintf(stderr, "kvsim validate: cost model: %s\n", why);
+		return 2;
+	}
+	x->have_cm = true;
+	x->layers = x->cm.paged_layers ? x->cm.paged_layers : 1;
+	x->slot_bytes = x->cm.block_bytes /
+			(2ull * x->layers * sr->block_size);
+	return 0;
+}
+
+static const char *const class_names[KVGPU_NDIRS] = {
+	"swap_out", "swap_in", "cow"
+};
+
+/* The cost formula on the backend's own copies. */
+static int64_t
+model_ns(const struct vctx *x, int d, const struct kvval_class *c)
+{
+	if (!x->have_cm || d == KVGPU_D2D || c->blocks == 0)
+		return -1;
+	return cost_copy_ns(&x->cm, (enum cost_dir)d, (enum cost_copy)x->strat,
+			    COST_HOST_PINNED, c->calls, c->chunks, c->bytes);
+}
+
+/* Write path through path.tmp and rename. */
+static FILE *
+tmp_open(const char *dir, const char *name, char *path, char *tmp,
+	 size_t len)
+{
+	FILE *f;
+
+	snprintf(path, len, "%s/%s", dir, name);
+	snprintf(tmp, len, "%s/.%s.tmp", dir, name);
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		fprintf(stderr, "kvsim validate: %s: %s\n", tmp,
+			strerror(errno));
+	return f;
+}
+
+static int
+tmp_commit(FILE *f, const char *path, const char *tmp)
+{
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		fprintf(stderr, "kvsim validate: %s: %s\n", path,
+			strerror(errno));
+		remove(tmp);
+		return 2;
+	}
+	return 0;
+}
+
+static void
+sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
+{
+	memset(t, 0, sizeof(*t));
+	for (int d = 0; d < KVGPU_NDIRS; d++)
+		sim[d] = 0;
+	for (uint32_t r = 0; r < x->nrep; r++) {
+		const struct kvval_stats *s;
+
+		if (x->rep[r].v == NULL)
+			continue;
+		s = kvval_stats(x->rep[r].v);
+		if (t->failures == 0 && s->failures > 0) {
+			int n = snprintf(t->first_failure,
+					 sizeof(t->first_failure),
+					 "replica %u: ", r);
+
+			snprintf(t->first_failure + n,
+				 sizeof(t->first_failure) - (size_t)n, "%.*s",
+				 (int)(sizeof(t->first_failure) - (size_t)n -
+				       1), s->first_failure);
+		}
+		t->steps += s->steps;
+		t->preempt_swap += s->preempt_swap;
+		t->preempt_recompute += s->preempt_recompute;
+		t->written_slots += s->written_slots;
+		t->verifies += s->verifies;
+		t->verified_slots += s->verified_slots;
+		t->verified_words += s->verified_words;
+		t->mismatched_words += s->mismatched_words;
+		t->failures += s->failures;
+		t->full_checks += s->full_checks;
+		t->frag_scans += s->frag_scans;
+		t->frag_mismatches += s->frag_mismatches;
+		t->frag_poison_slots += s->frag_poison_slots;
+		t->frag_expected_slots += s->frag_expected_slots;
+		t->frag_live_blocks += s->frag_live_blocks;
+		t->dup_dsts += s->dup_dsts;
+		t->digest = t->digest * 0x100000001b3ull ^ s->digest;
+		for (int d = 0; d < KVGPU_NDIRS; d++) {
+			struct kvval_class *a = &t->cls[d];
+			const struct kvval_class *b = &s->cls[d];
+
+			a->batches += b->batches;
+			a->blocks += b->blocks;
+			a->calls += b->calls;
+			a->chunks += b->chunks;
+			a->bytes += b->bytes;
+			a->dev_ns += b->dev_ns;
+			a->submit_ns += b->submit_ns;
+			sim[d] += x->rep[r].sim_ns[d];
+		}
+	}
+}
+
+static int
+report(const struct vctx *x, const char *outdir, const sim_run *R)
+{
+	struct kvval_stats t;
+	int64_t sim[KVGPU_NDIRS];
+	const struct kvgpu_geom *geo = x->nrep && x->rep[0].g ?
+				       kvgpu_geom_of(x->rep[0].g) : NULL;
+	char path[1100], tmp[1100];
+	FILE *f;
+	int rc = 0;
+
+	sum_stats(x, &t, sim);
+	printf("\nkvsim validate: backend %s, %s layout, %s copies, %s "
+	       "geometry (%" PRIu64 " bytes a block), run %s\n", x->backend,
+	       kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
+	       x->model_geom ? "model" : "tiny",
+	       geo ? kvgpu_block_bytes(geo) : 0, sim_run_id(R));
+	printf("  steps %" PRIu64 ", preemptions %" PRIu64 " swap + %" PRIu64
+	       " recompute, slots written %" PRIu64 "\n", t.steps,
+	       t.preempt_swap, t.preempt_recompute, t.written_slots);
+	printf("  checks %" PRIu64 " (%" PRIu64 " whole requests), slots "
+	       "verified %" PRIu64 ", words %" PRIu64 "\n", t.verifies,
+	       t.full_checks, t.verified_slots, t.verified_words);
+	printf("  %-9s %8s %10s %14s %14s %14s\n", "copies", "blocks",
+	       "bytes", "measured_ns", "model_ns", "sim_charged_ns");
+	for (int d = 0; d < KVGPU_NDIRS; d++) {
+		const struct kvval_class *c = &t.cls[d];
+
+		printf("  %-9s %8" PRIu64 " %10" PRIu64 " %14" PRId64
+		       " %14" PRId64 " %14" PRId64 "\n", class_names[d],
+		       c->blocks, c->bytes, c->dev_ns, model_ns(x, d, c),
+		       d == KVGPU_D2D ? (int64_t)-1 : sim[d]);
+	}
+	printf("  fragmentation: %" PRIu64 " scans, %" PRIu64 " poisoned "
+	       "slots measured, %" PRIu64 " unwritten by the allocator's "
+	       "account\n", t.frag_scans, t.frag_poison_slots,
+	       t.frag_expected_slots);
+	printf("  digest %016" PRIx64 "\n", t.digest);
+	if (t.failures > 0)
+		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
+		       "%s\n", t.failures, t.first_failure);
+	else
+		printf("  integrity: 0 failures\n");
+	if (outdir == NULL)
+		return 0;
+	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "kvsim validate: %s: %s\n", outdir,
+			strerror(errno));
+		return 2;
+	}
+	f = tmp_open(outdir, "validate.csv", path, tmp, sizeof(path));
+	if (f == NULL)
+		return 2;
+	fprintf(f, "class,batches,blocks,chunks,bytes,measured_ns,"
+		"submit_ns,model_ns,sim_charged_ns\n");
+	for (int d = 0; d < KVGPU_NDIRS; d++) {
+		const struct kvval_class *c = &t.cls[d];
+		int64_t mn = model_ns(x, d, c);
+
+		fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRId64 ",%" PRId64 ",", class_names[d],
+			c->batches, c->blocks, c->chunks, c->bytes, c->dev_ns,
+			c->submit_ns);
+		if (mn >= 0)
+			fprintf(f, "%" PRId64, mn);
+		fputc(',', f);
+		if (d != KVGPU_D2D && x->have_cm)
+			fprintf(f, "%" PRId64, sim[d]);
+		fputc('\n', f);
+	}
+	if ((rc = tmp_commit(f, path, tmp)) != 0)
+		return rc;
+	f = tmp_open(outdir, "validate_summary.csv", path, tmp, sizeof(path));
+	if (f == NULL)
+		return 2;
+	fprintf(f, "key,value\nbackend,%s\nlayout,%s\nstrategy,%s\n"
+		"geometry,%s\nrun,%s\nsteps,%" PRIu64 "\n"
+		"preempt_swap,%" PRIu64 "\npreempt_recompute,%" PRIu64 "\n"
+		"written_slots,%" PRIu64 "\nchecks,%" PRIu64 "\n"
+		"full_checks,%" PRIu64 "\nverified_slots,%" PRIu64 "\n"
+		"verified_words,%" PRIu64 "\nmismatched_words,%" PRIu64 "\n"
+		"failures,%" PRIu64 "\nfrag_scans,%" PRIu64 "\n"
+		"frag_live_blocks,%" PRIu64 "\nfrag_unwritten_slots,%" PRIu64
+		"\nfrag_poison_slots,%" PRIu64 "\ndup_destinations,%" PRIu64
+		"\ndigest,%016" PRIx64 "\n", x->backend,
+		kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
+		x->model_geom ? "model" : "tiny", sim_run_id(R), t.steps,
+		t.preempt_swap, t.preempt_recompute, t.written_slots,
+		t.verifies, t.full_checks, t.verified_slots, t.verified_words,
+		t.mismatched_words, t.failures, t.frag_scans,
+		t.frag_live_blocks, t.frag_expected_slots, t.frag_poison_slots,
+		t.dup_dsts, t.digest);
+	return tmp_commit(f, path, tmp);
+}
+
+int
+validate_main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "backend", required_argument, NULL, 'b' },
+		{ "set", required_argument, NULL, 's' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "layout", required_argument, NULL, 'L' },
+		{ "strategy", required_argument, NULL, 'C' },
+		{ "geometry", required_argument, NULL, 'G' },
+		{ "frag-every", required_argument, NULL, 'F' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
+			  NULL, 0, { 0 }, false, 0, 0 };
+	struct sim_observer obs = { &x, on_scheduled, on_computed,
+				    on_completed };
+	struct sim_config cfg;
+	struct sim_run_opts ro;
+	struct cost_calib calib;
+	sim_run *R = NULL;
+	cat *catalog = NULL;
+	const char **sets, *file = NULL, *seed = NULL, *outdir = NULL;
+	char err[1400], seedset[128], *end;
+	size_t nsets = 0;
+	int c, rc = 0;
+
+	cost_calib_init(&calib);
+	memset(&ro, 0, sizeof(ro));
+	ro.prog = "kvsim validate";
+	ro.obs = &obs;
+	sets = calloc((size_t)argc + 2, sizeof(*sets));
+	if (sets == NULL) {
+		fprintf(stderr, "kvsim validate: out of memory\n");
+		return 1;
+	}
+	sim_config_init(&cfg);
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "b:s:o:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			x.backend = optarg;
+			break;
+		case 's':
+			sets[nsets++] = optarg;
+			break;
+		case 'S':
+			seed = optarg;
+			break;
+		case 'L':
+			if (!kvgpu_layout_parse(optarg, &x.layout)) {
+				fprintf(stderr, "kvsim validate: --layout: "
+					"unknown layout '%s'\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
+		case 'C':
+			if (!kvgpu_strat_parse(optarg, &x.strat)) {
+				fprintf(stderr, "kvsim validate: --strategy: "
+					"unknown strategy '%s'\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
+		case 'G':
+			if (strcmp(optarg, "tiny") != 0 &&
+			    strcmp(optarg, "model") != 0) {
+				fprintf(stderr, "kvsim validate: --geometry: "
+					"tiny or model, not '%s'\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			x.model_geom = strcmp(optarg, "model") == 0;
+			break;
+		case 'F':
+			errno = 0;
+			x.frag_every = (uint32_t)strtoul(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '-') {
+				fprintf(stderr, "kvsim validate: --frag-every: "
+					"not a count: '%s'\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'q':
+			ro.quiet = true;
+			break;
+		case 'h':
+			validate_usage(stdout);
+			goto done;
+		default:
+			validate_usage(stderr);
+			rc = 2;
+			goto done;
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		if (strchr(argv[i], '=') != NULL) {
+			sets[nsets++] = argv[i];
+			continue;
+		}
+		if (file != NULL) {
+			fprintf(stderr, "kvsim validate: more than one config "
+				"file\n");
+			rc = 2;
+			goto done;
+		}
+		file = argv[i];
+	}
+	if (seed != NULL) {
+		snprintf(seedset, sizeof(seedset), "seed=%s", seed);
+		sets[nsets++] = seedset;
+	}
+	/* the backend must open (name, device) before a long run starts */
+	{
+		struct kvgpu_geom g = { 1, 1, 4, 1, 1, x.layout, 1, 1,
+					KVGPU_PINNED };
+		kv_err e;
+		kvgpu *probe = kvgpu_open(x.backend, &g, &e, err,
+					  sizeof(err));
+
+		if (probe == NULL) {
+			fprintf(stderr, "kvsim validate: --backend %s: %s\n",
+				x.backend, err);
+			rc = 2;
+			goto done;
+		}
+		kvgpu_close(probe);
+	}
+	if (sim_config_from_args(&cfg, file, sets, nsets, err, sizeof(err)) !=
+	    KV_OK) {
+		fprintf(stderr, "%s\n", err);
+		rc = 2;
+		goto done;
+	}
+	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
+		goto done;
+	if ((rc = build_cost(&x, R, &catalog, &calib)) != 0)
+		goto done;
+	if (x.model_geom && !x.have_cm) {
+		fprintf(stderr, "kvsim validate: --geometry model needs a "
+			"catalog model\n");
+		rc = 2;
+		goto done;
+	}
+	rc = sim_run_exec(R);
+	if (rc != 0 && x.nrep == 0)
+		goto done;
+	{
+		int r2 = report(&x, outdir, R);
+		struct kvval_stats t;
+		int64_t sim[KVGPU_NDIRS];
+
+		sum_stats(&x, &t, sim);
+		if (r2 != 0)
+			rc = r2;
+		else if (rc == 0 && t.failures > 0)
+			rc = 1;
+	}
+done:
+	for (uint32_t r = 0; r < x.nrep; r++) {
+		kvval_free(x.rep[r].v);
+		kvgpu_close(x.rep[r].g);
+	}
+	free(x.rep);
+	sim_run_close(R);
+	cat_free(catalog);
+	cost_calib_release(&calib);
+	sim_config_release(&cfg);
+	free(sets);
+	return rc;
+}
