@@ -12,7 +12,9 @@
 #  3. seeds: run.yaml over seeds 0-3 against seeds 4-7 (noise only): exit
 #     0, Welch's test on four seeds a side, and a difference beyond a
 #     threshold called not-significant; against seeds 0-3 with a 100-block
-#     cache: regressions with p < 0.05;
+#     cache: regressions with p < 0.05; two runs of tests/sweep/grid.yaml
+#     match configuration by configuration (4 of 2 seeds each); sweeps of
+#     different keys cannot be matched (exit 2);
 #  4. Welch's t-test against hand-computed values (tests/compare/welch_*:
 #     1,2,3,4 against 2,4,6,8: t = sqrt 3, df = 4.41, two-sided p =
 #     0.151581; beyond a 20% margin p = 0.231801); alpha decides;
@@ -112,6 +114,22 @@ grep -q ',regression,' "$T/ab.csv" && bad "noise called a regression"
 	bad "seeds: ttft_p99_s $(row "$T/ac.csv" ttft_p99_s verdict)"
 awk "BEGIN { exit !($(row "$T/ac.csv" ttft_p99_s p_value) < 0.05) }" ||
 	bad "seeds: ttft_p99_s p = $(row "$T/ac.csv" ttft_p99_s p_value)"
+
+# configurations of a grid are matched by their swept values
+G=$top_srcdir/tests/sweep/grid.yaml
+"$KVSIM" sweep -q --no-plot "$G" --out "$T/g1" || bad "grid g1"
+"$KVSIM" sweep -q --no-plot "$G" --out "$T/g2" --jobs 1 || bad "grid g2"
+"$KVSIM" compare "$T/g1" "$T/g2" --no-plot --out "$T/g.csv" >/dev/null ||
+	bad "the same grid twice: exit $?"
+[ "$(sed 1d "$T/g.csv" | cut -d, -f1 | sort -u | wc -l)" = 4 ] ||
+	bad "grid: not 4 configurations"
+grep -q '^engine.block_size=32 engine.num_gpu_blocks_override=100,preemptions,' "$T/g.csv" ||
+	bad "grid: no row for (32, 100)"
+[ "$(sed 1d "$T/g.csv" | cut -d, -f11,12 | sort -u)" = "2,2" ] ||
+	bad "grid: not two seeds a configuration"
+"$KVSIM" compare "$T/g1" "$T/sa" --no-plot --out "$T/gx.csv" 2>"$T/gx.err"
+[ $? = 2 ] || bad "sweeps of other keys: not exit 2"
+grep -q 'cannot be matched' "$T/gx.err" || bad "no message for unmatched sweeps"
 
 # 4. Welch's t-test by hand.
 W="$D/welch_base $D/welch_cand --no-defaults"
