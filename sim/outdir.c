@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -50,6 +51,43 @@ dir_empty(const char *path)
 	return empty;
 }
 
+/*
+ * The directory being written, for the signal handler: an interrupted
+ * command (SIGINT, SIGTERM, SIGHUP) removes its temporaries -- unlink and
+ * rmdir are async-signal-safe -- and then dies of the signal as before.
+ */
+static struct outdir *volatile active;
+
+static void
+on_signal(int sig)
+{
+	struct outdir *o = active;
+
+	if (o != NULL) {
+		for (size_t i = 0; i < o->n; i++)
+			if (o->tmp[i][0])
+				unlink(o->tmp[i]);
+		if (o->created)
+			rmdir(o->dir);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+watch(struct outdir *o)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+
+	active = o;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = o != NULL ? on_signal : SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
 int
 outdir_open(struct outdir *o, const char *prog, const char *dir, bool force,
 	    const char *const *names, size_t n)
@@ -83,12 +121,14 @@ outdir_open(struct outdir *o, const char *prog, const char *dir, bool force,
 		}
 		o->created = true;
 	}
-	o->n = n;
+	o->n = 0;
+	watch(o);
 	for (size_t i = 0; i < n; i++) {
 		snprintf(o->fin[i], sizeof(o->fin[i]), "%s/%s", dir, names[i]);
 		snprintf(o->tmp[i], sizeof(o->tmp[i]), "%s/.%s.tmp.%ld", dir,
 			 names[i], (long)getpid());
 		o->f[i] = fopen(o->tmp[i], "w");
+		o->n = i + 1;
 		if (o->f[i] == NULL) {
 			fprintf(stderr, "%s: %s: %s\n", prog, o->tmp[i],
 				strerror(errno));
@@ -111,6 +151,7 @@ outdir_abort(struct outdir *o)
 	if (o->created)
 		rmdir(o->dir);
 	o->n = 0;
+	watch(NULL);
 }
 
 int
@@ -135,6 +176,7 @@ outdir_commit(struct outdir *o)
 			return 1;
 		}
 	o->n = 0;
+	watch(NULL);
 	return 0;
 }
 

@@ -29,7 +29,9 @@
 #     summary, one request slice (begin and end) per completed request,
 #     and is a closed JSON document; groups.csv has the model's one group;
 #     slo.* thresholds give goodput: a TTFT limit nobody meets makes it 0,
-#     a generous one makes it the throughput.
+#     a generous one makes it the throughput;
+#  9. a run killed mid-way (SIGTERM) leaves neither a report nor a
+#     temporary file, and removes the --out directory it created.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -219,4 +221,16 @@ head -c 20 "$j" | grep -q '^{"displayTimeUnit"' || bad "trace.json: head"
 	bad "goodput with a generous limit != throughput"
 [ "$(sval "$T/ct2/summary.csv" slo_attainment)" = 1.000000 ] ||
 	bad "slo_attainment"
+
+# 9.
+"$KVSIM" run -q --no-plot --set workload.tile.copies=40 --out "$T/k" &
+pid=$!
+i=0
+while [ ! -d "$T/k" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.2
+kill -TERM $pid 2>/dev/null
+wait $pid
+st=$?
+[ $st -ne 0 ] || bad "killed run: exit status 0 (finished before the kill?)"
+[ -e "$T/k" ] && bad "killed run left $(ls -a "$T/k" | tr '\n' ' ')"
 exit $fail
