@@ -69,15 +69,9 @@ kv_hmap_init(struct kv_hmap *m, uint32_t cap)
 
 	while (size < 2 * (uint64_t)cap + 2)
 		size <<= 1;
-	m->key = calloc(size, sizeof(*m->key));
-	m->val = malloc(size * sizeof(*m->val));
-	if (m->key == NULL || m->val == NULL) {
-		free(m->key);
-		free(m->val);
-		m->key = NULL;
-		m->val = NULL;
+	m->e = calloc(size, sizeof(*m->e));
+	if (m->e == NULL)
 		return KV_ENOMEM;
-	}
 	m->mask = size - 1;
 	m->n = 0;
 	return KV_OK;
@@ -88,10 +82,8 @@ kv_hmap_release(struct kv_hmap *m)
 {
 	if (m == NULL)
 		return;
-	free(m->key);
-	free(m->val);
-	m->key = NULL;
-	m->val = NULL;
+	free(m->e);
+	m->e = NULL;
 	m->n = 0;
 }
 
@@ -100,36 +92,23 @@ kv_hmap_copy(struct kv_hmap *dst, const struct kv_hmap *src)
 {
 	size_t size = (size_t)src->mask + 1;
 
-	dst->key = malloc(size * sizeof(*dst->key));
-	dst->val = malloc(size * sizeof(*dst->val));
-	if (dst->key == NULL || dst->val == NULL) {
-		free(dst->key);
-		free(dst->val);
-		dst->key = NULL;
-		dst->val = NULL;
+	dst->e = malloc(size * sizeof(*dst->e));
+	if (dst->e == NULL)
 		return KV_ENOMEM;
-	}
-	memcpy(dst->key, src->key, size * sizeof(*dst->key));
-	memcpy(dst->val, src->val, size * sizeof(*dst->val));
+	memcpy(dst->e, src->e, size * sizeof(*dst->e));
 	dst->mask = src->mask;
 	dst->n = src->n;
 	return KV_OK;
 }
 
-static inline uint32_t
-kv__slot(const struct kv_hmap *m, uint64_t key)
-{
-	return (uint32_t)((key ^ key >> 32) * 0x94d049bb133111ebull >> 32) &
-	    m->mask;
-}
 
 int32_t *
 kv_hmap_find(const struct kv_hmap *m, uint64_t key)
 {
-	for (uint32_t i = kv__slot(m, key);; i = (i + 1) & m->mask) {
-		if (m->key[i] == key)
-			return &m->val[i];
-		if (m->key[i] == 0)
+	for (uint32_t i = kv_hmap_slot(m, key);; i = (i + 1) & m->mask) {
+		if (m->e[i].key == key)
+			return &m->e[i].val;
+		if (m->e[i].key == 0)
 			return NULL;
 	}
 }
@@ -145,54 +124,47 @@ kv_hmap_get(const struct kv_hmap *m, uint64_t key)
 int32_t *
 kv_hmap_upsert(struct kv_hmap *m, uint64_t key, bool *found)
 {
-	uint32_t i = kv__slot(m, key);
+	uint32_t i = kv_hmap_slot(m, key);
 
-	while (m->key[i] != 0 && m->key[i] != key)
+	while (m->e[i].key != 0 && m->e[i].key != key)
 		i = (i + 1) & m->mask;
-	*found = m->key[i] != 0;
+	*found = m->e[i].key != 0;
 	if (!*found) {
-		m->key[i] = key;
+		m->e[i].key = key;
 		m->n++;
 	}
-	return &m->val[i];
+	return &m->e[i].val;
 }
 
 void
 kv_hmap_put(struct kv_hmap *m, uint64_t key, int32_t val)
 {
-	uint32_t i = kv__slot(m, key);
+	bool found;
 
-	while (m->key[i] != 0 && m->key[i] != key)
-		i = (i + 1) & m->mask;
-	if (m->key[i] == 0) {
-		m->key[i] = key;
-		m->n++;
-	}
-	m->val[i] = val;
+	*kv_hmap_upsert(m, key, &found) = val;
 }
 
 bool
 kv_hmap_del(struct kv_hmap *m, uint64_t key)
 {
-	uint32_t i = kv__slot(m, key), j;
+	uint32_t i = kv_hmap_slot(m, key), j;
 
-	while (m->key[i] != key) {
-		if (m->key[i] == 0)
+	while (m->e[i].key != key) {
+		if (m->e[i].key == 0)
 			return false;
 		i = (i + 1) & m->mask;
 	}
 	/* Backward shift: pull later members of the probe run into the hole. */
-	for (j = (i + 1) & m->mask; m->key[j] != 0; j = (j + 1) & m->mask) {
-		uint32_t home = kv__slot(m, m->key[j]);
+	for (j = (i + 1) & m->mask; m->e[j].key != 0; j = (j + 1) & m->mask) {
+		uint32_t home = kv_hmap_slot(m, m->e[j].key);
 
 		/* Move j into i unless its home lies cyclically in (i, j]. */
 		if (((j - home) & m->mask) >= ((j - i) & m->mask)) {
-			m->key[i] = m->key[j];
-			m->val[i] = m->val[j];
+			m->e[i] = m->e[j];
 			i = j;
 		}
 	}
-	m->key[i] = 0;
+	m->e[i].key = 0;
 	m->n--;
 	return true;
 }

@@ -145,7 +145,9 @@ kv_err kvc__seq_alloc(kvc *k, int32_t *out);
  * push_back + pop_front (v1's FreeKVCacheBlockQueue).
  */
 struct kv_list {
-	int32_t *prev, *next;	/* -1 = none; both -2 when not a member */
+	struct kv_link {
+		int32_t prev, next;	/* -1 = none; both -2: not a member */
+	} *lk;			/* per id */
 	int32_t head, tail;
 	uint32_t n, cap;
 };
@@ -160,7 +162,7 @@ void kv_list_remove(struct kv_list *l, int32_t id);
 static inline bool
 kv_list_has(const struct kv_list *l, int32_t id)
 {
-	return l->prev[id] != -2;
+	return l->lk[id].prev != -2;
 }
 /* 0 when consistent (links, count, membership), else a positive code. */
 int kv_list_check(const struct kv_list *l);
@@ -182,10 +184,43 @@ uint64_t kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n,
  * most; never grows after init, so no allocation per operation.
  */
 struct kv_hmap {
-	uint64_t *key;		/* 0 = empty slot */
-	int32_t *val;
+	struct kv_hent {
+		uint64_t key;	/* 0 = empty slot */
+		int32_t val;
+	} *e;			/* key and value side by side: one cache line */
 	uint32_t mask, n;
 };
+
+/* Home slot of key (keys are block hashes: one multiply spreads them). */
+static inline uint32_t
+kv_hmap_slot(const struct kv_hmap *m, uint64_t key)
+{
+	return (uint32_t)((key ^ key >> 32) * 0x94d049bb133111ebull >> 32) &
+	    m->mask;
+}
+
+/*
+ * Hint that *p will be written soon.  Indexing and evicting blocks touch
+ * block records and index slots all over tables larger than the first-level
+ * caches; a loop that knows its next ids overlaps those misses.  A no-op
+ * where the compiler has no prefetch builtin.
+ */
+static inline void
+kv_prefetch(const void *p)
+{
+#if defined(__GNUC__)
+	__builtin_prefetch(p, 1);
+#else
+	(void)p;
+#endif
+}
+
+/* ... and that key's home slot will be probed soon. */
+static inline void
+kv_hmap_prefetch(const struct kv_hmap *m, uint64_t key)
+{
+	kv_prefetch(&m->e[kv_hmap_slot(m, key)]);
+}
 
 kv_err kv_hmap_init(struct kv_hmap *m, uint32_t cap);
 void kv_hmap_release(struct kv_hmap *m);

@@ -385,10 +385,13 @@ kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
 		return KV_OK;	/* kvc_append_slots() passes no tokens */
 	if (n > UINT32_MAX - q->ntok)
 		return KV_EINVAL;
-	e = kvc__tok_reserve(q, q->ntok + (uint32_t)n);
-	if (e != KV_OK)
+	if (q->ntok + n > q->captok &&
+	    (e = kvc__tok_reserve(q, q->ntok + (uint32_t)n)) != KV_OK)
 		return e;
-	memcpy(q->tok + q->ntok, tok, n * sizeof(*tok));
+	if (n == 1)
+		q->tok[q->ntok] = tok[0];	/* a decode step: no memcpy */
+	else
+		memcpy(q->tok + q->ntok, tok, n * sizeof(*tok));
 	q->ntok += (uint32_t)n;
 	return KV_OK;
 }

@@ -72,7 +72,8 @@
 #include <string.h>
 
 #define V1_NULL 0		/* the null block's id in the pool */
-#define V1_NOSHIFT 0xff		/* a block size that is no power of two */
+#define V1_NOSHIFT 0xff		/* block size not a power of two */
+#define V1_AHEAD 4		/* index slots prefetched this many blocks on */
 
 /* Per sequence, mode-private. */
 struct v1_sx {
@@ -93,19 +94,28 @@ struct v1_plan {
 	bool eref;		/* fits, but the reference would raise */
 };
 
+/*
+ * Per block, in one record: popping a block for reuse reads and clears all
+ * of it, and separate arrays cost a cache miss each.
+ */
+struct v1_blk {
+	uint64_t hkey;		/* its hash, 0 = none */
+	uint32_t ref;
+	int32_t dnext, dprev;	/* ring of one (hash, group) */
+	uint8_t hgrp;		/* the group of its hash */
+};
+
 struct v1 {
 	uint32_t nblk;		/* G, the null block included */
-	uint32_t *ref;		/* per block */
-	uint64_t *hkey;		/* per block: its hash, 0 = none */
-	uint8_t *hgrp;		/* per block: the group of its hash */
-	int32_t *dnext, *dprev;	/* per block: ring of one (hash, group) */
+	struct v1_blk *blk;
 	struct kv_list fq;	/* the free queue */
 	struct kv_hmap map[KVC_MAX_GROUPS];	/* hash -> oldest block */
 	bool caching;
 	bool hybrid;		/* HybridKVCacheCoordinator */
 	uint32_t fullmask, othermask;	/* groups by kind, hybrid only */
 	uint32_t slidemask;	/* sliding-window groups (skipped blocks) */
-	uint8_t bshift[KVC_MAX_GROUPS];	/* log2 block size, or V1_NOSHIFT */
+	bool onegroup;		/* one full-attention group, bs a power of 2 */
+	uint8_t bshift[KVC_MAX_GROUPS];	/* log2 of the block size */
 	struct v1_sx *sx;
 	uint32_t capsx;
 	/* scratch for the hit of the request being planned (0 = null) */
@@ -228,11 +238,7 @@ v1_state_free(struct v1 *m)
 {
 	if (m == NULL)
 		return;
-	free(m->ref);
-	free(m->hkey);
-	free(m->hgrp);
-	free(m->dnext);
-	free(m->dprev);
+	free(m->blk);
 	kv_list_release(&m->fq);
 	for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++) {
 		kv_hmap_release(&m->map[g]);
@@ -251,16 +257,11 @@ v1_alloc_arrays(const kvc *k, struct v1 *m)
 	uint32_t G = k->cfg.gpu_blocks;
 
 	m->nblk = G;
-	m->ref = calloc(G, sizeof(*m->ref));
-	m->hkey = calloc(G, sizeof(*m->hkey));
-	m->hgrp = calloc(G, sizeof(*m->hgrp));
-	m->dnext = malloc(G * sizeof(*m->dnext));
-	m->dprev = malloc(G * sizeof(*m->dprev));
-	if (m->ref == NULL || m->hkey == NULL || m->hgrp == NULL ||
-	    m->dnext == NULL || m->dprev == NULL)
+	m->blk = calloc(G, sizeof(*m->blk));
+	if (m->blk == NULL)
 		return KV_ENOMEM;
 	for (uint32_t b = 0; b < G; b++)
-		m->dnext[b] = m->dprev[b] = -1;
+		m->blk[b].dnext = m->blk[b].dprev = -1;
 	if (!m->caching)
 		return KV_OK;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
@@ -292,6 +293,8 @@ v1_coordinator(const kvc *k, struct v1 *m)
 			if (bs == 1u << sh)
 				m->bshift[g] = sh;
 	}
+	m->onegroup = k->cfg.ngroups == 1 && v1_kind(k, 0) == KVC_FULL &&
+	    m->bshift[0] != V1_NOSHIFT;
 }
 
 static kv_err
@@ -339,11 +342,7 @@ v1_clone(kvc *dst, const kvc *src)
 	v1_coordinator(src, m);
 	if (v1_alloc_arrays(src, m) != KV_OK)
 		goto out_free;
-	memcpy(m->ref, s->ref, G * sizeof(*m->ref));
-	memcpy(m->hkey, s->hkey, G * sizeof(*m->hkey));
-	memcpy(m->hgrp, s->hgrp, G * sizeof(*m->hgrp));
-	memcpy(m->dnext, s->dnext, G * sizeof(*m->dnext));
-	memcpy(m->dprev, s->dprev, G * sizeof(*m->dprev));
+	memcpy(m->blk, s->blk, G * sizeof(*m->blk));
 	if (kv_list_copy(&m->fq, &s->fq) != KV_OK)
 		goto out_free;
 	for (uint32_t g = 0; m->caching && g < src->cfg.ngroups; g++)
@@ -490,43 +489,70 @@ v1_map_insert(struct v1 *m, uint32_t g, uint64_t h, int32_t b)
 	bool found;
 	int32_t *slot = kv_hmap_upsert(&m->map[g], h, &found), head, tail;
 
-	m->hkey[b] = h;
-	m->hgrp[b] = (uint8_t)g;
+	m->blk[b].hkey = h;
+	m->blk[b].hgrp = (uint8_t)g;
 	if (!found) {
 		*slot = b;
-		m->dnext[b] = m->dprev[b] = b;
+		m->blk[b].dnext = m->blk[b].dprev = b;
 		return;
 	}
 	head = *slot;
-	tail = m->dprev[head];
-	m->dnext[tail] = b;
-	m->dprev[b] = tail;
-	m->dnext[b] = head;
-	m->dprev[head] = b;
+	tail = m->blk[head].dprev;
+	m->blk[tail].dnext = b;
+	m->blk[b].dprev = tail;
+	m->blk[b].dnext = head;
+	m->blk[head].dprev = b;
 }
 
 /* _maybe_evict_cached_block(): drop b's hash as it is popped for reuse. */
 static void
 v1_evict(struct v1 *m, int32_t b)
 {
-	uint64_t h = m->hkey[b];
-	uint32_t g = m->hgrp[b];
+	uint64_t h = m->blk[b].hkey;
+	uint32_t g = m->blk[b].hgrp;
 	int32_t *head;
 
 	if (h == 0)
 		return;
-	if (m->dnext[b] == b) {
+	if (m->blk[b].dnext == b) {
 		kv_hmap_del(&m->map[g], h);
 	} else {
-		m->dnext[m->dprev[b]] = m->dnext[b];
-		m->dprev[m->dnext[b]] = m->dprev[b];
+		m->blk[m->blk[b].dprev].dnext = m->blk[b].dnext;
+		m->blk[m->blk[b].dnext].dprev = m->blk[b].dprev;
 		head = kv_hmap_find(&m->map[g], h);
 		if (head != NULL && *head == b)
-			*head = m->dnext[b];
+			*head = m->blk[b].dnext;
 	}
-	m->hkey[b] = 0;
-	m->hgrp[b] = 0;
-	m->dnext[b] = m->dprev[b] = -1;
+	m->blk[b].hkey = 0;
+	m->blk[b].hgrp = 0;
+	m->blk[b].dnext = m->blk[b].dprev = -1;
+}
+
+/*
+ * get_new_blocks(n) into table t (room reserved): pop n blocks off the free
+ * queue, drop their stale hashes, reference them.  All pops first, then
+ * the evictions in the same order: a pop touches only the queue and an
+ * eviction only the index, so the result is that of pop-evict pairs, and
+ * knowing the ids ahead lets the index slots be fetched early.
+ */
+static void
+v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
+{
+	int32_t *id = t->id + t->n;
+
+	for (uint32_t i = 0; i < n; i++) {
+		id[i] = kv_list_pop_front(&m->fq);
+		kv_prefetch(&m->blk[id[i]]);
+		t->aux[t->n + i] = 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (i + V1_AHEAD < n && m->blk[id[i + V1_AHEAD]].hkey != 0)
+			kv_hmap_prefetch(&m->map[m->blk[id[i + V1_AHEAD]].hgrp],
+					 m->blk[id[i + V1_AHEAD]].hkey);
+		v1_evict(m, id[i]);
+		m->blk[id[i]].ref = 1;
+	}
+	t->n += n;
 }
 
 /* BlockPool.get_cached_block(): one block per group of `mask`, or false. */
@@ -732,7 +758,7 @@ v1_skip_count(const kvc *k, int32_t s)
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		lo = v1_skip_range(k, s, g, &hi);
 		for (uint32_t i = lo; i < hi; i++)
-			if (m->ref[q->tab[g].id[i]] == 1)
+			if (m->blk[q->tab[g].id[i]].ref == 1)
 				freed++;
 	}
 	return freed;
@@ -742,9 +768,9 @@ v1_skip_count(const kvc *k, int32_t s)
 static void
 v1_unref(struct v1 *m, int32_t b)
 {
-	if (b <= V1_NULL || m->ref[b] == 0)
+	if (b <= V1_NULL || m->blk[b].ref == 0)
 		return;		/* cannot happen: tables are audited */
-	if (--m->ref[b] == 0 && !kv_list_has(&m->fq, b))
+	if (--m->blk[b].ref == 0 && !kv_list_has(&m->fq, b))
 		kv_list_push_back(&m->fq, b);
 }
 
@@ -797,7 +823,7 @@ v1_plan(const kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp, uint32_t L,
 		for (uint32_t i = 0; i < m->nhit[g]; i++) {
 			int32_t b = m->hit[g][i];
 
-			if (b != V1_NULL && m->ref[b] == 0)
+			if (b != V1_NULL && m->blk[b].ref == 0)
 				ev++;
 		}
 		p->evict[g] = ev;
@@ -840,21 +866,31 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 	uint32_t L)
 {
 	const struct kvc_seq *q = kvc__seq(k, s);
-	uint32_t need, ntc;
+	const struct v1_sx *x;
+	uint32_t need, ntc, ntok = q->ntok, ncomp = q->ncomp;
 
 	if (m->slidemask || (uint32_t)s >= m->capsx)
 		return false;
-	need = v1_need_tokens(k, (uint64_t)q->ncomp + nnew + L);
-	ntc = (uint32_t)((uint64_t)q->ncomp + nnew);
-	if (ntc > q->ntok)
-		ntc = q->ntok;
-	if (m->caching && v1_div(k, m, 0, q->ntok) > m->sx[s].nh)
+	x = &m->sx[s];
+	need = v1_need_tokens(k, (uint64_t)ncomp + nnew + L);
+	ntc = (uint32_t)((uint64_t)ncomp + nnew);
+	if (ntc > ntok)
+		ntc = ntok;
+	if (m->onegroup) {	/* one full group, a power-of-two block */
+		uint32_t sh = m->bshift[0], bs = 1u << sh;
+
+		return ((uint64_t)need + bs - 1) >> sh <= q->tab[0].n &&
+		    m->nhit[0] == 0 &&
+		    (!m->caching || ((ntok >> sh) <= x->nh &&
+				     (ntc >> sh) <= x->ncached[0]));
+	}
+	if (m->caching && v1_div(k, m, 0, ntok) > x->nh)
 		return false;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		if (m->nhit[g] != 0 ||
 		    v1_cdiv_g(k, m, g, need) > q->tab[g].n)
 			return false;
-		if (m->caching && v1_div(k, m, g, ntc) > m->sx[s].ncached[g])
+		if (m->caching && v1_div(k, m, g, ntc) > x->ncached[g])
 			return false;
 	}
 	return true;
@@ -907,9 +943,9 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 			int32_t b = m->hit[g][i];
 
 			if (b != V1_NULL) {
-				if (m->ref[b] == 0)
+				if (m->blk[b].ref == 0)
 					kv_list_remove(&m->fq, b);
-				m->ref[b]++;
+				m->blk[b].ref++;
 			}
 			/* v1_reserve made the room */
 			t->id[t->n] = b == V1_NULL ? KVC_NULL : b;
@@ -918,18 +954,8 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 		if (admit)
 			m->sx[s].ncached[g] = m->nhit[g];
 	}
-	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* new blocks */
-		struct kvc_tab *t = &q->tab[g];
-
-		for (uint32_t i = 0; i < p.pop[g]; i++) {
-			int32_t b = kv_list_pop_front(&m->fq);
-
-			v1_evict(m, b);
-			m->ref[b] = 1;
-			t->id[t->n] = b;
-			t->aux[t->n++] = 0;
-		}
-	}
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++)	/* new blocks */
+		v1_take(m, &q->tab[g], p.pop[g]);
 	if (!m->caching)
 		return KV_OK;
 	ntc = (uint32_t)((uint64_t)q->ncomp + hcomp + nnew);
@@ -941,6 +967,10 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 
 		for (uint32_t i = *nc; i < full; i++) {
 			int32_t b = q->tab[g].id[i];
+
+			if (i + V1_AHEAD < full)
+				kv_hmap_prefetch(&m->map[g],
+						 m->sx[s].h[i + V1_AHEAD]);
 
 			if (b != KVC_NULL)
 				v1_map_insert(m, g, m->sx[s].h[i], b);
@@ -1159,7 +1189,7 @@ v1_free_seq(kvc *k, int32_t s)
 			if (b == KVC_NULL)
 				continue;
 			if (b <= V1_NULL || (uint32_t)b >= m->nblk ||
-			    m->ref[b] == 0 || kv_list_has(&m->fq, b))
+			    m->blk[b].ref == 0 || kv_list_has(&m->fq, b))
 				return kvc__fail(k, KV_EREF, "block %d "
 						 "is not in use (double free)",
 						 b);
@@ -1307,15 +1337,15 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 			if (b <= V1_NULL || (uint32_t)b >= m->nblk)
 				V1_BAD(1, "seq %d: id %d out of range", s, b);
 			refs[b]++;
-			if (m->hkey[b] == 0) {
+			if (m->blk[b].hkey == 0) {
 				if (i < nc)
 					V1_BAD(4, "seq %d: cached slot %u of "
 					       "%s (block %d) has no hash", s,
 					       i, k->cfg.group[g].name, b);
 				continue;
 			}
-			if (m->hgrp[b] != g || i >= q->ntok / bs0 ||
-			    m->hkey[b] != hash)
+			if (m->blk[b].hgrp != g || i >= q->ntok / bs0 ||
+			    m->blk[b].hkey != hash)
 				V1_BAD(4, "seq %d: block %d at %s[%u] carries "
 				       "a stale hash", s, b,
 				       k->cfg.group[g].name, i);
@@ -1330,8 +1360,8 @@ v1_audit_index(const kvc *k, char *why, size_t whylen)
 	const struct v1 *m = v1_of(k);
 
 	for (uint32_t b = 0; b < m->nblk; b++)
-		if (m->hkey[b] != 0 && (!m->caching || b == V1_NULL ||
-					m->hgrp[b] >= k->cfg.ngroups))
+		if (m->blk[b].hkey != 0 && (!m->caching || b == V1_NULL ||
+					m->blk[b].hgrp >= k->cfg.ngroups))
 			V1_BAD(4, "block %u carries a hash it cannot have", b);
 	if (!m->caching)
 		return 0;
@@ -1340,35 +1370,36 @@ v1_audit_index(const kvc *k, char *why, size_t whylen)
 		uint32_t hashed = 0, members = 0, rings = 0;
 
 		for (uint32_t b = 0; b < m->nblk; b++)
-			if (m->hkey[b] != 0 && m->hgrp[b] == g)
+			if (m->blk[b].hkey != 0 && m->blk[b].hgrp == g)
 				hashed++;
 		for (uint32_t i = 0; i <= mp->mask; i++) {
-			uint64_t key = mp->key[i];
+			uint64_t key = mp->e[i].key;
 			int32_t head, b;
 			uint32_t steps = 0;
 
 			if (key == 0)
 				continue;
 			rings++;
-			head = mp->val[i];
+			head = mp->e[i].val;
 			if (head <= V1_NULL || (uint32_t)head >= m->nblk)
 				V1_BAD(4, "index of %s names id %d",
 				       k->cfg.group[g].name, head);
 			b = head;
 			do {
-				if (m->hkey[b] != key || m->hgrp[b] != g)
+				if (m->blk[b].hkey != key ||
+				    m->blk[b].hgrp != g)
 					V1_BAD(4, "block %d is indexed under "
 					       "another hash", b);
-				if (m->dnext[b] < 0 ||
-				    (uint32_t)m->dnext[b] >= m->nblk ||
-				    m->dprev[m->dnext[b]] != b)
+				if (m->blk[b].dnext < 0 ||
+				    (uint32_t)m->blk[b].dnext >= m->nblk ||
+				    m->blk[m->blk[b].dnext].dprev != b)
 					V1_BAD(4, "duplicate ring of block %d "
 					       "is broken", b);
 				if (++steps > m->nblk)
 					V1_BAD(4, "duplicate ring of block %d "
 					       "does not close", head);
 				members++;
-				b = m->dnext[b];
+				b = m->blk[b].dnext;
 			} while (b != head);
 		}
 		if (rings != mp->n || members != hashed)
@@ -1398,18 +1429,19 @@ v1_audit(const kvc *k, char *why, size_t whylen)
 		if (k->seq[s].state != KVC_DEAD)
 			rc = v1_audit_seq(k, (int32_t)s, refs, why, whylen);
 	for (uint32_t b = 1; b < m->nblk && rc == 0; b++) {
-		if (refs[b] != m->ref[b]) {
+		if (refs[b] != m->blk[b].ref) {
 			kvc__failbuf(why, whylen, KV_EINVAL, "block %u: "
 				     "refcount %u but %u table slots", b,
-				     m->ref[b], refs[b]);
+				     m->blk[b].ref, refs[b]);
 			rc = 1;
-		} else if ((m->ref[b] == 0) !=
+		} else if ((m->blk[b].ref == 0) !=
 			   kv_list_has(&m->fq, (int32_t)b)) {
 			kvc__failbuf(why, whylen, KV_EINVAL, "block %u: "
 				     "refcount %u but %s the free queue", b,
-				     m->ref[b], m->ref[b] ? "in" : "not in");
+				     m->blk[b].ref,
+				     m->blk[b].ref ? "in" : "not in");
 			rc = 2;
-		} else if (m->ref[b] > 0) {
+		} else if (m->blk[b].ref > 0) {
 			used++;
 		}
 	}

@@ -915,8 +915,8 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		bd.seqs++;
 	}
 	for (size_t k = 0; k < cm->ngroups; k++)
-		group_pairs(&cm->group[k], b, &pairs[k], &pairs_pf[k], &ctx_pf[k],
-			    &kvtok[k]);
+		group_pairs(&cm->group[k], b, &pairs[k], &pairs_pf[k],
+			    &ctx_pf[k], &kvtok[k]);
 	if (bd.tokens == 0) {
 		if (out != NULL)
 			*out = bd;

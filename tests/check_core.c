@@ -43,7 +43,7 @@ START_TEST(test_list_check_catches_damage)
 	kv_list_push_back(&l, 0);
 	kv_list_push_back(&l, 1);
 	ck_assert_int_eq(kv_list_copy(&c, &l), KV_OK);
-	c.next[1] = 0;		/* a cycle, like DeepSpeed's self-loop */
+	c.lk[1].next = 0;	/* a cycle, like DeepSpeed's self-loop */
 	ck_assert_int_ne(kv_list_check(&c), 0);
 	kv_list_release(&c);
 	ck_assert_int_eq(kv_list_copy(&c, &l), KV_OK);

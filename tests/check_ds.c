@@ -41,7 +41,7 @@ dsa_list_str(char *buf, size_t len, const struct kv_dsa *a)
 
 	buf[0] = '\0';
 	for (int32_t id = a->free.head; id >= 0 && off < len;
-	     id = a->free.next[id])
+	     id = a->free.lk[id].next)
 		off += (size_t)snprintf(buf + off, len - off, "%s%d",
 					off ? "," : "", id);
 }
@@ -222,7 +222,7 @@ START_TEST(test_dsa_check_catches_damage)
 	ck_assert_int_eq(kv_dsa_copy(&c, &a), KV_OK);
 	ck_assert_int_eq(kv_dsa_check(&c), 0);
 	/* the reference's self-loop: id 3 pointing at itself */
-	c.free.next[3] = 3;
+	c.free.lk[3].next = 3;
 	ck_assert_int_ne(kv_dsa_check(&c), 0);
 	kv_dsa_release(&c);
 	ck_assert_int_eq(kv_dsa_copy(&c, &a), KV_OK);
