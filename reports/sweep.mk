@@ -15,3 +15,12 @@ EXTRA_DIST += tests/sweep.sh tests/compare.sh tests/sweep tests/compare
 # under their names (which `make dist` would ship instead of the folders).
 tests/sweep: ;
 tests/compare: ;
+
+# The CSV reader, grids and ids, thresholds, Welch's t-test and verdicts.
+check_PROGRAMS += tests/check_sweep
+tests_check_sweep_SOURCES = tests/check_sweep.c \
+	reports/sweep.c reports/sweep.h \
+	reports/sweep_csv.c reports/sweep_csv.h \
+	reports/compare.c reports/compare.h
+tests_check_sweep_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GSL_CFLAGS)
+tests_check_sweep_LDADD = reports/librpt.la $(GSL_LIBS) $(CHECK_LIBS)
