@@ -445,6 +445,12 @@ setup(sim_run *R)
 	cc.kv_dtype_bytes = R->sr.kv_dtype_bytes;
 	cc.ssm_dtype_bytes = R->sr.ssm_dtype_bytes;
 	cc.calib = &R->calib;	/* every term unset without a file */
+	if (R->cfg.kv_layout >= 0)
+		cc.layout = (enum cost_layout)R->cfg.kv_layout;
+	if (R->cfg.copy >= 0)
+		cc.copy = (enum cost_copy)R->cfg.copy;
+	if (R->cfg.host_memory >= 0)
+		cc.hostmem = (enum cost_hostmem)R->cfg.host_memory;
 	if (cost_model_init(&R->cm, R->model, R->gpu, &cc, why,
 			    sizeof(why)) != KV_OK) {
 		rfail(R, "cost model: %s\n", why);

@@ -22,6 +22,8 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "sim/cost.h"
+
 void
 sim_config_init(struct sim_config *c)
 {
@@ -41,6 +43,7 @@ sim_config_init(struct sim_config *c)
 	c->step_ns = 0;
 	c->timeseries_interval_s = 1.0;
 	c->heartbeat_interval_s = 600.0;
+	c->kv_layout = c->copy = c->host_memory = -1;
 	wl_config_init(&c->wl);
 	c->wl_trace_default = true;
 }
@@ -146,7 +149,8 @@ static const char *const known_keys[] = {
 	"engine.kv_cache_dtype", "engine.kv_cache_memory_bytes",
 	"engine.num_gpu_blocks_override", "engine.tensor_parallel_size",
 	"engine.dtype",
-	"cost.step_ns", "cost.calibration",
+	"cost.step_ns", "cost.calibration", "cost.kv_layout", "cost.copy",
+	"cost.host_memory",
 	"output.timeseries_interval_s", "output.heartbeat_interval_s",
 	"slo.ttft_s", "slo.tpot_s", "slo.e2e_s",
 	NULL
@@ -338,6 +342,35 @@ set_key(struct sim_config *c, const char *key, const char *v,
 		}
 		snprintf(c->calibration_where, sizeof(c->calibration_where),
 			 "%s", where);
+	} else if (strcmp(key, "cost.kv_layout") == 0) {
+		enum cost_layout l;
+
+		if (is_null_text(v))
+			c->kv_layout = -1;
+		else if (cost_layout_parse(v, &l))
+			c->kv_layout = (int)l;
+		else
+			return BAD("expected fa-split, fi-fused, ds-interleaved "
+				   "or cross-layer");
+	} else if (strcmp(key, "cost.copy") == 0) {
+		enum cost_copy cp;
+
+		if (is_null_text(v))
+			c->copy = -1;
+		else if (cost_copy_parse(v, &cp))
+			c->copy = (int)cp;
+		else
+			return BAD("expected per-chunk, batch, gather or "
+				   "staged");
+	} else if (strcmp(key, "cost.host_memory") == 0) {
+		enum cost_hostmem h;
+
+		if (is_null_text(v))
+			c->host_memory = -1;
+		else if (cost_hostmem_parse(v, &h))
+			c->host_memory = (int)h;
+		else
+			return BAD("expected pinned or pageable");
 	} else if (strcmp(key, "output.timeseries_interval_s") == 0) {
 		if (!parse_dbl(v, 1e-6, 1e9, &d))
 			return BAD("expected a number of seconds > 0");
@@ -756,6 +789,14 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		sr ? sr->tp : e->tensor_parallel_size ?
 		e->tensor_parallel_size : 1);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
+	if (c->kv_layout >= 0)
+		fprintf(f, "  kv_layout: %s\n",
+			cost_layout_name((enum cost_layout)c->kv_layout));
+	if (c->copy >= 0)
+		fprintf(f, "  copy: %s\n", cost_copy_name((enum cost_copy)c->copy));
+	if (c->host_memory >= 0)
+		fprintf(f, "  host_memory: %s\n",
+			cost_hostmem_name((enum cost_hostmem)c->host_memory));
 	if (c->calibration[0] != '\0')
 		fprintf(f, "  calibration: \"%s\"\n", c->calibration);
 	fprintf(f, "output:\n  timeseries_interval_s: %.17g\n"

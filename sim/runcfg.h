@@ -15,6 +15,7 @@
  *   cost: {step_ns: 0}                # 0: the roofline model of sim/cost.h
  *   cost: {calibration: calib.yaml}   # overrides of its terms (calib.h),
  *                                     # relative to this file's directory
+ *   cost: {kv_layout: fa-split, copy: per-chunk, host_memory: pinned}
  *   output: {timeseries_interval_s: 1.0, heartbeat_interval_s: 600}
  *   slo: {ttft_s: 2.0, tpot_s: 0.1, e2e_s: 60}  # goodput thresholds
  *   workload: {...}                   # workloads/wl.h, wl_config_from_yaml
@@ -67,6 +68,9 @@ struct sim_config {
 	char calibration[1024];		/* a calibration file (sim/calib.h),
 					 * absolute; "" none */
 	char calibration_where[SIM_WHERE_LEN];
+	int kv_layout;			/* enum cost_layout; -1 the default */
+	int copy;			/* enum cost_copy; -1 the default */
+	int host_memory;		/* enum cost_hostmem; -1 the default */
 
 	/* output */
 	double timeseries_interval_s;	/* simulated seconds (1.0) */

@@ -31,7 +31,11 @@
 #     slo.* thresholds give goodput: a TTFT limit nobody meets makes it 0,
 #     a generous one makes it the throughput;
 #  9. a run killed mid-way (SIGTERM) leaves neither a report nor a
-#     temporary file, and removes the --out directory it created.
+#     temporary file, and removes the --out directory it created;
+# 10. cost.kv_layout reaches the swap time: the same swapping run is
+#     shorter with one chunk a block (cross-layer) than with vLLM's
+#     per-layer K/V split (64 chunks a block), with the same swaps; a bad
+#     value exits 2.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -233,4 +237,25 @@ wait $pid
 st=$?
 [ $st -ne 0 ] || bad "killed run: exit status 0 (finished before the kill?)"
 [ -e "$T/k" ] && bad "killed run left $(ls -a "$T/k" | tr '\n' ' ')"
+
+# 10.
+for l in fa-split cross-layer; do
+	"$KVSIM" run -q --no-plot --set policy=vllm-v0 \
+		--set engine.max_model_len=8192 --set engine.preemption_mode=swap \
+		--set engine.num_gpu_blocks_override=700 \
+		--set workload.max_requests=300 --set cost.kv_layout=$l \
+		--out "$T/lay-$l" || bad "layout $l run"
+done
+da=$(sval "$T/lay-fa-split/summary.csv" duration_s)
+db=$(sval "$T/lay-cross-layer/summary.csv" duration_s)
+sa=$(sval "$T/lay-fa-split/summary.csv" swap_out_blocks)
+[ "$sa" -gt 0 ] 2>/dev/null || bad "layout run did not swap"
+[ "$sa" = "$(sval "$T/lay-cross-layer/summary.csv" swap_out_blocks)" ] ||
+	bad "layouts swapped differently"
+awk -v a="$da" -v b="$db" 'BEGIN { exit !(b < a) }' ||
+	bad "cross-layer swaps ($db s) not faster than fa-split ($da s)"
+grep -q '^  kv_layout: cross-layer$' "$T/lay-cross-layer/config.yaml" ||
+	bad "config.yaml does not record cost.kv_layout"
+expect_bad "^--set cost.kv_layout=x: cost.kv_layout: expected" \
+	--set cost.kv_layout=x
 exit $fail
