@@ -54,4 +54,4 @@ tests_check_calibrate_LDADD = $(GSL_LIBS) $(CHECK_LIBS)
 TESTS += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
 	tests/calibrate.sh
 EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
-	tests/calibrate.sh tests/gpu/swap.yaml
+	tests/calibrate.sh tests/gpu/swap.yaml tests/gpu/model.yaml

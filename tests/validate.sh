@@ -80,11 +80,11 @@ done
 run fault-none 0 "$cfg" --backend fault:none
 
 # the model's own geometry (2 MiB blocks of Llama-3.1-8B), small pools
-run model 0 "$top_srcdir/tests/run/tiny.yaml" --geometry model \
-	--set engine.num_gpu_blocks_override=16 \
-	--set engine.max_model_len=128 --out "$tmp/model"
+run model 0 "$top_srcdir/tests/gpu/model.yaml" --geometry model \
+	--out "$tmp/model"
 grep -q 'geometry (2097152 bytes a block)' "$tmp/model.out" ||
 	fail "model geometry"
+[ "$(val model preempt_swap)" -gt 0 ] || fail "model geometry: no swap"
 
 # no device here: --backend cuda is refused before the run (exit 2)
 check=$(dirname "$KVSIM")/../gpu/tools/kvsim-gpucheck
