@@ -861,7 +861,7 @@ v1_reserve(kvc *k, int32_t s, const struct v1_plan *p)
  * (none to hash or to cache), nothing to skip.  Then the plan is "pop 0,
  * evict 0, sum <= 0 <= free", and the full path would only confirm it.
  */
-static bool
+static inline bool
 v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 	uint32_t L)
 {
@@ -1049,7 +1049,9 @@ v1_allocate(kvc *k, int32_t s, uint32_t n)
 	if (n > 0 && n < left)
 		left = n;
 	v1_hit_clear(k);
-	if ((e = v1_allocate_slots(k, s, left, 0, 0, false)) != KV_OK)
+	/* left >= 1 here: the no-op test is allocate_slots' own first step */
+	if (!v1_noop(k, v1_of(k), s, left, 0) &&
+	    (e = v1_allocate_slots(k, s, left, 0, 0, false)) != KV_OK)
 		return e;
 	q->ncomp += left;
 	return KV_OK;

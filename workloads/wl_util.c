@@ -42,19 +42,26 @@ wl__grow(void **arr, size_t *cap, size_t need, size_t elem)
  * prompt and output token through it, and the call itself cost about as
  * much as the arithmetic.
  */
-static inline uint64_t
-wl__mix(uint64_t a, uint64_t b)
-{
-	uint64_t z = a + 0x9e3779b97f4a7c15ULL * (b + 1);
+#define WL__GOLDEN 0x9e3779b97f4a7c15ULL
 
+/* The mix of z = a + WL__GOLDEN * (b + 1). */
+static inline uint64_t
+wl__fin(uint64_t z)
+{
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	z ^= z >> 31;
 	/* A second round decorrelates nearby (a, b) pairs. */
-	z += 0x9e3779b97f4a7c15ULL;
+	z += WL__GOLDEN;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+static inline uint64_t
+wl__mix(uint64_t a, uint64_t b)
+{
+	return wl__fin(a + WL__GOLDEN * (b + 1));
 }
 
 uint64_t
@@ -63,12 +70,17 @@ wl_mix(uint64_t a, uint64_t b)
 	return wl__mix(a, b);
 }
 
+/* A mix onto [0, vocab). */
+static inline uint32_t
+wl__vocab(uint64_t h, uint32_t vocab)
+{
+	return (uint32_t)(((h >> 32) * (uint64_t)vocab) >> 32);
+}
+
 static inline uint32_t
 wl__token(uint64_t key, uint64_t pos, uint32_t vocab)
 {
-	uint64_t h = wl__mix(key, pos);
-
-	return (uint32_t)(((h >> 32) * (uint64_t)vocab) >> 32);
+	return wl__vocab(wl__mix(key, pos), vocab);
 }
 
 uint32_t
@@ -96,9 +108,12 @@ wl_request_tokens(const struct wl_request *r, uint32_t from, uint32_t count,
 
 		if (from < base + len) {
 			uint32_t stop = end < base + len ? end : base + len;
+			/* wl__mix(key, t - base), its product stepped */
+			uint64_t z = key + WL__GOLDEN * ((uint64_t)(from - base) +
+							 1);
 
-			for (uint32_t t = from; t < stop; t++)
-				*out++ = wl__token(key, t - base, vocab);
+			for (uint32_t t = from; t < stop; t++, z += WL__GOLDEN)
+				*out++ = wl__vocab(wl__fin(z), vocab);
 			from = stop;
 		}
 		base += len;
