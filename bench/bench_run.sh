@@ -3,8 +3,11 @@
 # "Simulation"): the whole Azure conversation trace (19,366 requests) and
 # the same trace cut or tiled to about 10^4, 10^5 and 10^6 requests, on the
 # default engine (Llama-3.1-8B, H100, vllm-v1).  Prints requests, simulated
-# seconds, wall seconds, simulated requests per wall-second and max RSS.
-# KVSIM_TRACES: the traces folder; BENCH_RUN_MAX: largest tile count (52).
+# seconds, wall and user CPU seconds, simulated requests per wall-second
+# and max RSS.  Plots are off (--no-plot): they time gnuplot, not the
+# simulation.  On a shared machine the user seconds are the steadier
+# figure.  KVSIM_TRACES: the traces folder; BENCH_RUN_MAX: largest tile
+# count (52).
 set -u
 : "${KVSIM:=sim/kvsim}"
 : "${KVSIM_TRACES:=../shared/traces}"
@@ -12,18 +15,22 @@ tr=$(cd "$KVSIM_TRACES" 2>/dev/null && pwd)/azure_llm_2023_conv.csv
 [ -r "$tr" ] || { echo "bench_run: no $tr (set KVSIM_TRACES)"; exit 0; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-printf '%-22s %9s %11s %8s %12s %9s\n' case requests sim_s wall_s req_per_s rss_mb
+noplot=
+"$KVSIM" run --help 2>/dev/null | grep -q -- --no-plot && noplot=--no-plot
+printf '%-22s %9s %11s %8s %8s %12s %9s\n' case requests sim_s wall_s \
+    user_s req_per_s rss_mb
 one() { # label copies max_requests
-	/usr/bin/time -f '%e %M' -o "$out/time" "$KVSIM" run -q --no-plot --force \
-	    --out "$out/r" --set workload.trace="$tr" \
+	/usr/bin/time -f '%e %U %M' -o "$out/time" "$KVSIM" run -q --force \
+	    $noplot --out "$out/r" --set workload.trace="$tr" \
 	    --set workload.format=azure --set workload.tile.copies="$2" \
 	    --set workload.max_requests="$3" >/dev/null || return
-	read -r wall rss <"$out/time"
+	read -r wall user rss <"$out/time"
 	n=$(sed -n 2p "$out/r/summary.csv" | cut -d, -f1)
 	d=$(sed -n 2p "$out/r/summary.csv" | cut -d, -f3)
-	awk -v l="$1" -v n="$n" -v d="$d" -v w="$wall" -v m="$rss" 'BEGIN {
-	    printf "%-22s %9d %11.1f %8.2f %12.0f %9.1f\n", l, n, d, w,
-	        (w > 0 ? n / w : 0), m / 1024 }'
+	awk -v l="$1" -v n="$n" -v d="$d" -v w="$wall" -v u="$user" \
+	    -v m="$rss" 'BEGIN {
+	    printf "%-22s %9d %11.1f %8.2f %8.2f %12.0f %9.1f\n", l, n, d,
+	        w, u, (w > 0 ? n / w : 0), m / 1024 }'
 }
 one "azure-conv 10^4" 1 10000
 one "azure-conv (all)" 1 0
