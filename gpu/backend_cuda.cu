@@ -37,6 +37,7 @@
 
 #include <cuda_runtime.h>
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -866,6 +867,118 @@ cuda_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 	return KV_OK;
 }
 
+/* ---- device facts -------------------------------------------------------- */
+
+static void
+fact(kvgpu_fact_fn fn, void *ctx, const char *key, const char *fmt, ...)
+{
+	char v[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(v, sizeof(v), fmt, ap);
+	va_end(ap);
+	fn(ctx, key, v);
+}
+
+/* The largest single cudaMalloc: binary search in 64 MiB steps. */
+static size_t
+largest_alloc(size_t hi)
+{
+	size_t lo = 0, step = 64u << 20;
+
+	for (int i = 0; i < 25 && hi - lo > step; i++) {
+		size_t mid = lo + (hi - lo) / 2 / step * step;
+		void *p = NULL;
+
+		if (mid == lo)
+			break;
+		if (cudaMalloc(&p, mid) == cudaSuccess) {
+			(void)cudaFree(p);
+			lo = mid;
+		} else {
+			(void)cudaGetLastError();	/* clear it */
+			hi = mid;
+		}
+	}
+	return lo;
+}
+
+/* Free memory consumed by one allocation of `bytes` (granularity). */
+static long long
+alloc_delta(size_t bytes)
+{
+	size_t f0, f1, t;
+	void *p = NULL;
+	long long d;
+
+	if (cudaMemGetInfo(&f0, &t) != cudaSuccess ||
+	    cudaMalloc(&p, bytes) != cudaSuccess)
+		return -1;
+	d = cudaMemGetInfo(&f1, &t) == cudaSuccess ?
+	    (long long)f0 - (long long)f1 : -1;
+	(void)cudaFree(p);
+	return d;
+}
+
+static kv_err
+cuda_describe(kvgpu *g, kvgpu_fact_fn fn, void *ctx)
+{
+	static const struct {
+		const char *key;
+		enum cudaDeviceAttr a;
+	} attrs[] = {
+		{ "sm_count", cudaDevAttrMultiProcessorCount },
+		{ "l2_bytes", cudaDevAttrL2CacheSize },
+		{ "async_engines", cudaDevAttrAsyncEngineCount },
+		{ "can_map_host_memory", cudaDevAttrCanMapHostMemory },
+		{ "unified_addressing", cudaDevAttrUnifiedAddressing },
+		{ "pageable_memory_access", cudaDevAttrPageableMemoryAccess },
+		{ "memory_clock_khz", cudaDevAttrMemoryClockRate },
+		{ "memory_bus_bits", cudaDevAttrGlobalMemoryBusWidth },
+	};
+	struct cudaDeviceProp prop;
+	int dev = 0, v = 0, rt = 0, drv = 0;
+	size_t fr, tot;
+	void *h = NULL;
+	int64_t t0;
+
+	CU(cudaGetDevice(&dev), "cudaGetDevice");
+	CU(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+	fact(fn, ctx, "device_name", "%s", prop.name);
+	fact(fn, ctx, "compute_capability", "%d.%d", prop.major,
+	     prop.minor);
+	CU(cudaRuntimeGetVersion(&rt), "cudaRuntimeGetVersion");
+	CU(cudaDriverGetVersion(&drv), "cudaDriverGetVersion");
+	fact(fn, ctx, "cuda_runtime", "%d", rt);
+	fact(fn, ctx, "cuda_driver", "%d", drv);
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		if (cudaDeviceGetAttribute(&v, attrs[i].a, dev) != cudaSuccess) {
+			(void)cudaGetLastError();
+			fact(fn, ctx, attrs[i].key, "unknown");
+			continue;
+		}
+		fact(fn, ctx, attrs[i].key, "%d", v);
+	}
+	/* pinning: 1 GiB with cudaHostAlloc, default flags */
+	t0 = kvgpu__now_ns();
+	if (cudaHostAlloc(&h, 1u << 30, cudaHostAllocDefault) == cudaSuccess) {
+		fact(fn, ctx, "pin_1gib_ns", "%lld",
+		     (long long)(kvgpu__now_ns() - t0));
+		(void)cudaFreeHost(h);
+	} else {
+		(void)cudaGetLastError();
+		fact(fn, ctx, "pin_1gib_ns", "failed");
+	}
+	CU(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
+	fact(fn, ctx, "mem_free_bytes", "%zu", fr);
+	fact(fn, ctx, "mem_total_bytes", "%zu", tot);
+	fact(fn, ctx, "largest_alloc_bytes", "%zu", largest_alloc(fr));
+	fact(fn, ctx, "alloc_1b_delta_bytes", "%lld", alloc_delta(1));
+	fact(fn, ctx, "alloc_1mib_delta_bytes", "%lld", alloc_delta(1u << 20));
+	return KV_OK;
+}
+
 const struct kvgpu_ops kvgpu__cuda_ops = {
 	"cuda",
 	cuda_open,
@@ -879,4 +992,5 @@ const struct kvgpu_ops kvgpu__cuda_ops = {
 	cuda_mem_info,
 	cuda_peek,
 	cuda_poke,
+	cuda_describe,
 };

@@ -382,6 +382,16 @@ kvgpu_mem_info(kvgpu *g, struct kvgpu_mem *m)
 	return g->ops->mem_info(g, m);
 }
 
+kv_err
+kvgpu_describe(kvgpu *g, kvgpu_fact_fn fn, void *ctx)
+{
+	g->msg[0] = '\0';
+	if (g->ops->describe == NULL)
+		return kvgpu__fail(g, KV_ENOTSUP, "%s: no device to describe",
+				   g->name);
+	return g->ops->describe(g, fn, ctx);
+}
+
 /* ---- names -------------------------------------------------------------- */
 
 static const char *const layout_names[] = {

@@ -191,6 +191,17 @@ kv_err kvgpu_digest(kvgpu *g, enum kvgpu_side side, const int32_t *blocks,
 
 kv_err kvgpu_mem_info(kvgpu *g, struct kvgpu_mem *m);
 
+/*
+ * Facts about the device, one fn(ctx, key, value) call each: name, SMs,
+ * L2, copy engines, host-memory mapping, memory clock and bus width, the
+ * time to pin 1 GiB, the largest single allocation (binary search) and
+ * the allocation granularity (docs/gpu.md §5).  KV_ENOTSUP for a backend
+ * without a device (host).  It allocates and frees device memory: call it
+ * before opening other pools.
+ */
+typedef void (*kvgpu_fact_fn)(void *ctx, const char *key, const char *value);
+kv_err kvgpu_describe(kvgpu *g, kvgpu_fact_fn fn, void *ctx);
+
 /* ---- the fault wrapper ------------------------------------------------ */
 
 enum kvgpu_fault {

@@ -42,6 +42,8 @@ struct kvgpu_ops {
 		       uint32_t *w, size_t n);
 	kv_err (*poke)(kvgpu *g, enum kvgpu_side side, uint64_t off,
 		       const uint32_t *w, size_t n);
+	/* Optional: device facts as key/value pairs (kvgpu_describe). */
+	kv_err (*describe)(kvgpu *g, kvgpu_fact_fn fn, void *ctx);
 };
 
 struct kvgpu {

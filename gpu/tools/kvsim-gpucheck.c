@@ -157,6 +157,18 @@ cmp_i64(const void *a, const void *b)
 /* ---- env and capacity ---------------------------------------------- */
 
 static void
+env_fact(void *ctx, const char *key, const char *value)
+{
+	char v[256];
+	size_t i;
+
+	for (i = 0; value[i] && i + 1 < sizeof(v); i++)
+		v[i] = value[i] == ',' ? ';' : value[i];
+	v[i] = '\0';
+	csv_row(ctx, "%s,%s", key, v);
+}
+
+static void
 section_env(struct ck *c, struct csv *w)
 {
 	struct kvgpu_geom g = llama8b(KVGPU_FA_SPLIT, 1, 1);
@@ -173,6 +185,8 @@ section_env(struct ck *c, struct csv *w)
 		csv_row(w, "mem_total_bytes,%" PRIu64, m.total);
 		csv_row(w, "mem_free0_bytes,%" PRIu64, m.free0);
 	}
+	if (b != NULL && kvgpu_describe(b, env_fact, w) != KV_OK)
+		csv_row(w, "describe,%s", kvgpu_errmsg(b));
 	kvgpu_close(b);
 }
 
