@@ -370,6 +370,30 @@ kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i)
 	return r;
 }
 
+uint64_t
+kvs_running_unused(const kvs *s, uint32_t block_size, uint64_t *slots)
+{
+	const struct kvs_qu *u = &s->q[KVS_Q_RUNNING];
+	uint64_t unused = 0, all = 0;
+
+	for (uint32_t i = 0; i < u->n; i++) {
+		int32_t seq = s->rq[u->a[i]].seq;
+		const struct kvc_seq *q;
+		uint64_t cap;
+
+		if (seq < 0 || (uint32_t)seq >= s->k->nseq)
+			continue;	/* as kvc_table(): no table, no length */
+		q = kvc__seq(s->k, seq);
+		cap = (uint64_t)q->tab[0].n * block_size;
+		all += cap;
+		if (cap > q->ntok)
+			unused += cap - q->ntok;
+	}
+	if (slots != NULL)
+		*slots = all;
+	return unused;
+}
+
 /* Position of r in queue q, or -1. */
 static int64_t
 kvs__find(const kvs *s, kvs_queue q, kvs_req r)

@@ -164,6 +164,17 @@ uint32_t kvs_queue_len(const kvs *s, kvs_queue q);
 kvs_req kvs_queue_at(const kvs *s, kvs_queue q, uint32_t i);
 
 /*
+ * Internal fragmentation of the running requests, for a per-step metric:
+ * over each running request, slots = (blocks in its group-0 table) *
+ * block_size and unused = slots - tokens where positive.  Returns the sum
+ * of unused, stores the sum of slots in *slots (may be NULL).  The same
+ * as that loop over kvs_queue_at()/kvc_table()/kvc_seq_len(), in one call
+ * of O(running) loads.
+ */
+uint64_t kvs_running_unused(const kvs *s, uint32_t block_size,
+			    uint64_t *slots);
+
+/*
  * Invariants: kvc_audit(), every unfinished request in exactly one queue
  * with the matching status, waiting requests hold no blocks and have no
  * computed tokens, running ones hold blocks, running <= max_num_seqs, and

@@ -860,6 +860,76 @@ START_TEST(kvsim_config)
 }
 END_TEST
 
+/* kvs_running_unused() against the loop over the public accessors. */
+static uint64_t
+unused_by_hand(kvs *s, uint32_t bs, uint64_t *slots)
+{
+	kvc *k = kvs_kv(s);
+	uint64_t unused = 0, all = 0;
+
+	for (uint32_t i = 0; i < kvs_queue_len(s, KVS_Q_RUNNING); i++) {
+		int32_t seq = kvs_req_seq(s, kvs_queue_at(s, KVS_Q_RUNNING,
+							  i));
+		size_t nb = 0, len = kvc_seq_len(k, seq);
+
+		(void)kvc_table(k, seq, 0, &nb);
+		all += (uint64_t)nb * bs;
+		if ((uint64_t)nb * bs > len)
+			unused += (uint64_t)nb * bs - len;
+	}
+	*slots = all;
+	return unused;
+}
+
+START_TEST(running_unused)
+{
+	static const char *const pol[] = { "vllm-v1", "vllm-v0", "kvsim" };
+	static const kvc_mode mode[] = { KVC_VLLM_V1, KVC_VLLM_V0, KVC_EXACT };
+	struct sc c;
+	uint64_t slots, want_slots;
+	kvs *s;
+
+	sc_init(&c, pol[_i], mode[_i], 4, 128, 256);
+	s = mk(&c);
+	ck_assert_uint_eq(kvs_running_unused(s, 4, &slots), 0);
+	ck_assert_uint_eq(slots, 0);
+	req(s, 0, 5, 3);
+	req(s, 100, 9, 6);
+	req(s, 200, 16, 2);
+	while (kvs_nunfinished(s) > 0) {
+		const struct kvs_step *st;
+
+		ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+		ck_assert_uint_eq(kvs_running_unused(s, 4, &slots),
+				  unused_by_hand(s, 4, &want_slots));
+		ck_assert_uint_eq(slots, want_slots);
+		/* any block size, NULL for the slots */
+		ck_assert_uint_eq(kvs_running_unused(s, 7, NULL),
+				  unused_by_hand(s, 7, &want_slots));
+	}
+	ck_assert_uint_eq(kvs_running_unused(s, 4, &slots), 0);
+	kvs_free(s);
+}
+END_TEST
+
+/* The first step by hand: 5 tokens prefilled in 2 blocks of 4, plus one
+ * generated token: 8 slots, 6 tokens. */
+START_TEST(running_unused_v1)
+{
+	struct sc c;
+	uint64_t slots;
+	kvs *s;
+
+	sc_init(&c, "vllm-v1", KVC_VLLM_V1, 4, 128, 256);
+	s = mk(&c);
+	req(s, 0, 5, 3);
+	STEP(s, "sched=0:5");
+	ck_assert_uint_eq(kvs_running_unused(s, 4, &slots), 2);
+	ck_assert_uint_eq(slots, 8);
+	kvs_free(s);
+}
+END_TEST
+
 static Suite *
 sched_policies_suite(void)
 {
@@ -888,6 +958,8 @@ sched_policies_suite(void)
 	tcase_add_test(tk, kvsim_hybrid);
 	tcase_add_test(tk, kvsim_priority);
 	tcase_add_test(tk, kvsim_config);
+	tcase_add_loop_test(tk, running_unused, 0, 3);
+	tcase_add_test(tk, running_unused_v1);
 	suite_add_tcase(s, ts);
 	suite_add_tcase(s, tf);
 	suite_add_tcase(s, tk);
