@@ -10,8 +10,9 @@
 #  2. ids are stable: adding a value to an axis keeps the other points' ids;
 #  3. the same sweep twice: the same sweep.csv except sim_wall_s;
 #  4. --shard 0/2 then --shard 1/2 into one directory: no sweep.csv after
-#     the first, the plain one after the second; --merge rewrites it the
-#     same; --merge with a point missing exits 1 and writes none;
+#     the first, the plain one after the second; --merge, or an unsharded
+#     --resume that runs nothing, rewrites it the same; --merge with a
+#     point missing exits 1 and writes none;
 #  5. --resume after deleting one point reruns only that one (its progress
 #     line; the others' summary.csv keep their mtime); without --resume or
 #     --force an existing sweep is refused (exit 2) and left alone;
@@ -114,6 +115,13 @@ rm "$T/s/sweep.csv"
 "$KVSIM" sweep -q "$D/grid.yaml" --out "$T/s" --merge || bad "--merge"
 nowall "$T/s/sweep.csv" >"$T/ws"
 cmp -s "$T/wa" "$T/ws" || bad "merged sweep.csv differs from the plain one"
+rm "$T/s/sweep.csv"
+"$KVSIM" sweep "$D/grid.yaml" --out "$T/s" --resume --no-plot 2>"$T/s.err" ||
+	bad "unsharded --resume after the shards"
+grep -q '0 to run, 8 complete already' "$T/s.err" ||
+	bad "unsharded --resume ran points: $(head -1 "$T/s.err")"
+nowall "$T/s/sweep.csv" >"$T/ws"
+cmp -s "$T/wa" "$T/ws" || bad "--resume's sweep.csv differs from the plain one"
 rm -r "$T/s/sweep.csv" "$T/s/points/$p2"
 "$KVSIM" sweep -q "$D/grid.yaml" --out "$T/s" --merge 2>"$T/merge.err"
 [ $? = 1 ] || bad "--merge with a point missing: not exit 1"
