@@ -7,14 +7,15 @@
  * h_i = H(h_{i-1}, tokens of block i, extra) is 64-bit.  Tokens go in
  * two at a time (a pair packs into one word without loss) through a
  * multiply-rotate-multiply round that is a bijection of the running state
- * for a given word and of the word for a given state; the block's token
- * count and `extra` then enter a full avalanche (the finaliser of
- * SplitMix64), so an odd tail cannot alias a pair and every output bit
- * depends on every input bit.  The state's dependency chain per pair is one
- * add, one rotate and one multiply: prompt hashing, the largest single item
- * of a trace replay with the finaliser run per token, costs a third of
- * that.  Not cryptographic: a mode that must rule out collisions compares
- * tokens on a hit.
+ * for a given word and of the word for a given state, alternately into two
+ * lanes so that two dependency chains run at once; the lanes are folded,
+ * and the block's token count and `extra` enter a full avalanche (the
+ * finaliser of SplitMix64), so an odd tail cannot alias a pair and every
+ * output bit depends on every input bit.  The dependency chain per pair of
+ * pairs is one add, one rotate and one multiply: prompt hashing, the
+ * largest single item of a trace replay with the finaliser run per token,
+ * costs a sixth of that.  Not cryptographic: a mode that must rule out
+ * collisions compares tokens on a hit.
  *
  * kv_hmap is open addressing with linear probing and backward-shift
  * deletion, so lookups never wade through tombstones; it is sized once for
@@ -48,18 +49,33 @@ kv__round(uint64_t h, uint64_t w)
 	return h * 0xbf58476d1ce4e5b9ull;
 }
 
+static inline uint64_t
+kv__pair(const uint32_t *tok)
+{
+	return tok[0] | (uint64_t)tok[1] << 32;
+}
+
 uint64_t
 kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n, uint64_t extra)
 {
-	uint64_t h = parent ^ 0x243f6a8885a308d3ull;
+	/* Two lanes, pairs alternating between them: two chains in flight. */
+	uint64_t a = parent ^ 0x243f6a8885a308d3ull;
+	uint64_t b = parent ^ 0xa4093822299f31d0ull;
 	size_t i;
 
-	for (i = 0; i + 1 < n; i += 2)
-		h = kv__round(h, tok[i] | (uint64_t)tok[i + 1] << 32);
+	for (i = 0; i + 3 < n; i += 4) {
+		a = kv__round(a, kv__pair(tok + i));
+		b = kv__round(b, kv__pair(tok + i + 2));
+	}
+	if (i + 1 < n) {
+		a = kv__round(a, kv__pair(tok + i));
+		i += 2;
+	}
 	if (i < n)
-		h = kv__round(h, tok[i]);
-	h = kv__mix(h ^ (extra + (uint64_t)n * 0x13198a2e03707344ull));
-	return h ? h : 1;
+		b = kv__round(b, tok[i]);
+	a ^= b << 32 | b >> 32;
+	a = kv__mix(a ^ (extra + (uint64_t)n * 0x13198a2e03707344ull));
+	return a ? a : 1;
 }
 
 kv_err

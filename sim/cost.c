@@ -862,7 +862,10 @@ group_pairs(const struct cost_group *g, const struct cost_batch *b,
 			continue;
 		switch ((enum cat_mixer)g->mixer) {
 		case CAT_MIX_FULL:
-			*pairs = sat_add(*pairs, pairs_full(c, q));
+			/* a decode sees c + 1 keys: pairs_full() without the
+			 * product, exact below 2^62 */
+			*pairs = sat_add(*pairs, q == 1 && c < (1ull << 62) ?
+					 c + 1 : pairs_full(c, q));
 			break;
 		case CAT_MIX_SLIDING:
 			*pairs = sat_add(*pairs, pairs_window(c, q, g->window));
