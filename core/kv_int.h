@@ -116,6 +116,30 @@ kvc__seq(const kvc *k, int32_t s)
 	return &k->seq[s];
 }
 
+/*
+ * kvc_add_tokens(k, s, &t, 1) for the common case, inline: a RUNNING
+ * sequence of a mode without its own add_tokens, below max_model_len, with
+ * room for the token.  Returns false, having changed nothing, in any other
+ * case: the caller then makes the full call.  (The model-output half of
+ * every step adds one token per running request.)
+ */
+static inline bool
+kvc__add_token_fast(kvc *k, int32_t s, uint32_t t)
+{
+	struct kvc_seq *q;
+
+	if (s < 0 || (uint32_t)s >= k->nseq || k->ops->add_tokens != NULL)
+		return false;
+	q = &k->seq[s];
+	if (q->state != KVC_RUNNING || q->ntok >= q->captok ||
+	    (k->cfg.mode != KVC_VLLM_V0 && q->ntok >= k->cfg.max_model_len))
+		return false;
+	k->msg[0] = '\0';
+	k->npairs = 0;
+	q->tok[q->ntok++] = t;
+	return true;
+}
+
 /* Block size of group g (resolved). */
 static inline uint32_t
 kvc__bs(const kvc *k, uint32_t g)
