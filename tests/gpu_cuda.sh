@@ -1,7 +1,8 @@
 #!/bin/sh
 # The CUDA backend on a real device: integrity replays with every fault
 # injected, copy-on-write timing, and the host/CUDA digest comparison
-# (kvsim-gpucheck exits 1 when a digest differs).  Skipped (77) unless
+# (kvsim-gpucheck exits 1 when a digest differs), and kvsim validate's
+# digest of one run equal on host and CUDA.  Skipped (77) unless
 # KVSIM_GPU=1 and a CUDA device answers; a build without CUDA has no
 # device by construction.
 : "${KVSIM:?}"
@@ -12,7 +13,16 @@ if [ "${KVSIM_GPU:-0}" != 1 ]; then
 fi
 "$check" --probe || exit 77
 out=${TMPDIR:-/tmp}/kvsim-gpu-cuda.$$
-"$check" --backend cuda --quick --sections integrity,cow --out "$out"
-rc=$?
-rm -rf "$out"
-exit $rc
+trap 'rm -rf "$out"' EXIT
+"$check" --backend cuda --quick --sections integrity,cow --out "$out" ||
+	exit 1
+# kvsim validate: the same run on both backends, the same digest
+cfg=${top_srcdir:?}/tests/gpu/swap.yaml
+for b in host cuda; do
+	"$KVSIM" validate -q "$cfg" --backend $b --out "$out/$b" || exit 1
+done
+dh=$(sed -n 's/^digest,//p' "$out/host/validate_summary.csv")
+dc=$(sed -n 's/^digest,//p' "$out/cuda/validate_summary.csv")
+[ -n "$dh" ] && [ "$dh" = "$dc" ] ||
+	{ echo "FAIL: host digest $dh, cuda digest $dc"; exit 1; }
+echo "cuda: integrity, faults and digests ok"
