@@ -175,3 +175,7 @@ check_PROGRAMS += %reldir%/check_reports
 	$(CHECK_LIBS)
 TESTS += %reldir%/capacity.sh
 EXTRA_DIST += %reldir%/capacity.sh %reldir%/capacity
+# Folders named like a test script (tests/run for run.sh): keep make's
+# built-in `.sh:` rule from making a file of that name, which `make dist`
+# would then ship in place of the folder.
+%reldir%/run %reldir%/capacity: ;
