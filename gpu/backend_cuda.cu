@@ -623,6 +623,19 @@ struct cu_plan {
 	size_t cb;			/* bytes a chunk */
 };
 
+/* Chunk k of source block b, of destination block b. */
+static uint32_t *
+src_at(const struct cu_plan *p, int64_t b, uint32_t k)
+{
+	return p->sbase + kvgpu_chunk_at(p->ys, (uint64_t)b, k);
+}
+
+static uint32_t *
+dst_at(const struct cu_plan *p, int64_t b, uint32_t k)
+{
+	return p->dbase + kvgpu_chunk_at(p->yd, (uint64_t)b, k);
+}
+
 static kv_err
 copy_per_chunk(kvgpu *g, const struct cu_plan *p,
 	       const struct kvgpu_pair *pr, size_t n)
@@ -631,11 +644,9 @@ copy_per_chunk(kvgpu *g, const struct cu_plan *p,
 
 	for (size_t i = 0; i < n; i++)
 		for (uint32_t k = 0; k < p->nc; k++)
-			CU(cudaMemcpyAsync(
-				   p->dbase + kvgpu_chunk_at(p->yd, pr[i].dst, k),
-				   p->sbase + kvgpu_chunk_at(p->ys, pr[i].src, k),
-				   p->cb, p->kind, c->st),
-			   "cudaMemcpyAsync");
+			CU(cudaMemcpyAsync(dst_at(p, pr[i].dst, k),
+					   src_at(p, pr[i].src, k), p->cb,
+					   p->kind, c->st), "cudaMemcpyAsync");
 	return KV_OK;
 }
 
@@ -662,8 +673,8 @@ copy_batch(kvgpu *g, const struct cu_plan *p, const struct kvgpu_pair *pr,
 	sizes = (size_t *)(srcs + m);
 	for (size_t i = 0, j = 0; i < n; i++)
 		for (uint32_t k = 0; k < p->nc; k++, j++) {
-			dsts[j] = p->dbase + kvgpu_chunk_at(p->yd, pr[i].dst, k);
-			srcs[j] = p->sbase + kvgpu_chunk_at(p->ys, pr[i].src, k);
+			dsts[j] = dst_at(p, pr[i].dst, k);
+			srcs[j] = src_at(p, pr[i].src, k);
 			sizes[j] = p->cb;
 		}
 	memset(&attr, 0, sizeof(attr));
@@ -730,8 +741,12 @@ copy_gather(kvgpu *g, const struct cu_plan *p, const struct kvgpu_pair *pr,
 	hc = (struct cu_chunk *)buf;
 	for (size_t i = 0, j = 0; i < n; i++)
 		for (uint32_t k = 0; k < p->nc; k++, j++) {
-			hc[j].src = sb + 4 * kvgpu_chunk_at(p->ys, pr[i].src, k);
-			hc[j].dst = db + 4 * kvgpu_chunk_at(p->yd, pr[i].dst, k);
+			hc[j].src = sb + (uint64_t)((char *)src_at(p, pr[i].src,
+								   k) -
+						    (char *)p->sbase);
+			hc[j].dst = db + (uint64_t)((char *)dst_at(p, pr[i].dst,
+								   k) -
+						    (char *)p->dbase);
 		}
 	return run_gather(g, hc, m, p->cb);
 }
@@ -953,7 +968,8 @@ cuda_describe(kvgpu *g, kvgpu_fact_fn fn, void *ctx)
 	fact(fn, ctx, "cuda_runtime", "%d", rt);
 	fact(fn, ctx, "cuda_driver", "%d", drv);
 	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
-		if (cudaDeviceGetAttribute(&v, attrs[i].a, dev) != cudaSuccess) {
+		if (cudaDeviceGetAttribute(&v, attrs[i].a, dev) !=
+		    cudaSuccess) {
 			(void)cudaGetLastError();
 			fact(fn, ctx, attrs[i].key, "unknown");
 			continue;

@@ -160,7 +160,8 @@ kvdrive_run(const struct kvdrive_opts *o, kvval *v,
 	while (rc == 0) {
 		for (uint32_t j = 0; j < o->per_step && added < o->requests;
 		     j++, added++) {
-			uint32_t n = uniform(&rng, o->prompt_min, o->prompt_max);
+			uint32_t n = uniform(&rng, o->prompt_min,
+					     o->prompt_max);
 			uint32_t out = uniform(&rng, o->out_min, o->out_max);
 			uint32_t sh = !o->prefixes ? 0 :
 				      o->share < n ? o->share : n;

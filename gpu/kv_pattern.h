@@ -55,8 +55,10 @@ kvgpu_pattern(uint64_t key, uint32_t pos, uint32_t layer, uint32_t kv,
 KV_HD static inline uint64_t
 kvgpu_digest_term(uint32_t value, uint64_t block_index, uint64_t word)
 {
+	uint64_t where = kvgpu_mix64(block_index * KVGPU_GOLDEN + (word >> 32));
+
 	return kvgpu_mix64(((uint64_t)value << 32 | (word & 0xffffffffu)) ^
-			   kvgpu_mix64(block_index * KVGPU_GOLDEN + (word >> 32)));
+			   where);
 }
 
 /* Content key of the next position: chain the previous key and a token. */

@@ -77,8 +77,8 @@ kvgpu_geom_check(const struct kvgpu_geom *g, char *why, size_t len)
 		return KV_EINVAL;
 	}
 	if (sb % 4 != 0) {
-		snprintf(why, len, "geometry: a slot of %llu bytes is not whole "
-			 "32-bit words", (unsigned long long)sb);
+		snprintf(why, len, "geometry: a slot of %llu bytes is not "
+			 "whole 32-bit words", (unsigned long long)sb);
 		return KV_EINVAL;
 	}
 	if ((unsigned)g->layout >= KVGPU_NLAYOUTS ||

@@ -259,6 +259,35 @@ time_copies(kvgpu *b, enum kvgpu_dir dir, enum kvgpu_strat st, uint32_t n,
 	return rc;
 }
 
+/* One sweep point: every strategy and direction, `reps` rows each. */
+static void
+sweep_point(struct csv *w, kvgpu *b, uint64_t chunk, uint32_t n,
+	    enum kvgpu_hostmem hm, int reps)
+{
+	struct kvgpu_timing t[7];
+
+	for (int s = 0; s < KVGPU_NSTRATS; s++)
+		for (int d = 0; d < 2; d++) {
+			enum kvgpu_strat st = (enum kvgpu_strat)s;
+			enum kvgpu_dir dir = (enum kvgpu_dir)d;
+			uint64_t tot = chunk * n;
+
+			if (hm == KVGPU_PAGEABLE && st != KVGPU_PER_CHUNK)
+				continue;
+			if (time_copies(b, dir, st, n, reps, t))
+				continue;	/* not supported */
+			for (int r = 0; r < reps; r++)
+				csv_row(w, "sweep,%s,%s,%s,%" PRIu64 ",%u,"
+					"%" PRIu64 ",%d,%" PRId64 ",%" PRId64
+					",%.3f", kvgpu_strat_name(st),
+					kvgpu_dir_name(dir),
+					kvgpu_hostmem_name(hm), chunk, n, tot,
+					r, t[r].dev_ns, t[r].submit_ns,
+					t[r].dev_ns > 0 ? (double)tot /
+					(double)t[r].dev_ns : 0.0);
+		}
+}
+
 /*
  * Chunk sizes x chunk counts x strategy x direction x host memory.  A
  * chunk is one block of a cross-layer pool of 1 layer and 1 token, so
@@ -277,7 +306,6 @@ section_sweep(struct ck *c, struct csv *w)
 	size_t nchunk = c->quick ? 3 : 7, nnn = c->quick ? 3 : 4;
 	uint64_t cap = c->quick ? 64ull << 20 : 512ull << 20;
 	int reps = c->quick ? 3 : 7;
-	struct kvgpu_timing t[7];
 
 	for (int hm = 0; hm < KVGPU_NHOSTMEMS; hm++)
 		for (size_t i = 0; i < nchunk && !late(c); i++) {
@@ -296,39 +324,39 @@ section_sweep(struct ck *c, struct csv *w)
 				c->failures++;
 				continue;
 			}
-			for (size_t j = 0; j < nnn && !late(c); j++) {
-				if (nn[j] > maxn)
-					continue;
-				for (int s = 0; s < KVGPU_NSTRATS; s++)
-					for (int d = 0; d < 2; d++) {
-						if (hm == KVGPU_PAGEABLE &&
-						    s != KVGPU_PER_CHUNK)
-							continue;
-						if (time_copies(b,
-								(enum kvgpu_dir)d,
-								(enum kvgpu_strat)s,
-								nn[j], reps, t))
-							continue;	/* not
-									 * supported */
-						for (int r = 0; r < reps; r++)
-							csv_row(w, "sweep,%s,%s,%s,"
-								"%" PRIu64 ",%u,"
-								"%" PRIu64 ",%d,"
-								"%" PRId64 ",%" PRId64
-								",%.3f",
-								kvgpu_strat_name((enum kvgpu_strat)s),
-								kvgpu_dir_name((enum kvgpu_dir)d),
-								kvgpu_hostmem_name((enum kvgpu_hostmem)hm),
-								chunk[i], nn[j],
-								chunk[i] * nn[j], r,
-								t[r].dev_ns,
-								t[r].submit_ns,
-								t[r].dev_ns > 0 ?
-								(double)(chunk[i] * nn[j]) /
-								(double)t[r].dev_ns : 0.0);
-					}
-			}
+			for (size_t j = 0; j < nnn && !late(c); j++)
+				if (nn[j] <= maxn)
+					sweep_point(w, b, chunk[i], nn[j],
+						    (enum kvgpu_hostmem)hm,
+						    reps);
 			kvgpu_close(b);
+		}
+}
+
+/* One layout point: per-chunk, batch, gather x both directions. */
+static void
+layout_point(struct csv *w, kvgpu *b, const struct kvgpu_geom *g,
+	     uint32_t nb, int reps)
+{
+	static const enum kvgpu_strat strats[] = { KVGPU_PER_CHUNK,
+						   KVGPU_BATCH, KVGPU_GATHER };
+	struct kvgpu_timing t[7];
+
+	for (size_t s = 0; s < 3; s++)
+		for (int d = 0; d < 2; d++) {
+			enum kvgpu_dir dir = (enum kvgpu_dir)d;
+
+			if (time_copies(b, dir, strats[s], nb, reps, t))
+				continue;
+			for (int r = 0; r < reps; r++)
+				csv_row(w, "llama-3-8b,%s,%s,%s,%u,%" PRIu64
+					",%" PRIu64 ",%d,%" PRId64,
+					kvgpu_layout_name(g->layout),
+					kvgpu_dir_name(dir),
+					kvgpu_strat_name(strats[s]), nb,
+					(uint64_t)nb * kvgpu_chunks(g),
+					(uint64_t)nb * kvgpu_block_bytes(g), r,
+					t[r].dev_ns);
 		}
 }
 
@@ -337,16 +365,14 @@ section_layout(struct ck *c, struct csv *w)
 {
 	static const uint32_t nfull[] = { 1, 8, 64, 512 };
 	static const uint32_t nquick[] = { 1, 8 };
-	static const enum kvgpu_strat strats[] = { KVGPU_PER_CHUNK,
-						   KVGPU_BATCH, KVGPU_GATHER };
 	const uint32_t *nb = c->quick ? nquick : nfull;
 	size_t nnb = c->quick ? 2 : 4;
 	int reps = c->quick ? 3 : 7;
-	struct kvgpu_timing t[7];
 
 	for (int l = 0; l < KVGPU_NLAYOUTS && !late(c); l++) {
 		uint32_t maxn = nb[nnb - 1];
-		struct kvgpu_geom g = llama8b((enum kvgpu_layout)l, maxn, maxn);
+		struct kvgpu_geom g = llama8b((enum kvgpu_layout)l, maxn,
+					      maxn);
 		kvgpu *b = open_backend(c->backend, &g, false);
 
 		if (b == NULL) {
@@ -354,26 +380,7 @@ section_layout(struct ck *c, struct csv *w)
 			continue;
 		}
 		for (size_t j = 0; j < nnb && !late(c); j++)
-			for (size_t s = 0; s < 3; s++)
-				for (int d = 0; d < 2; d++) {
-					if (time_copies(b, (enum kvgpu_dir)d,
-							strats[s], nb[j], reps,
-							t))
-						continue;
-					for (int r = 0; r < reps; r++)
-						csv_row(w, "llama-3-8b,%s,%s,%s,%u,"
-							"%" PRIu64 ",%" PRIu64
-							",%d,%" PRId64,
-							kvgpu_layout_name((enum kvgpu_layout)l),
-							kvgpu_dir_name((enum kvgpu_dir)d),
-							kvgpu_strat_name(strats[s]),
-							nb[j],
-							(uint64_t)nb[j] *
-							kvgpu_chunks(&g),
-							(uint64_t)nb[j] *
-							kvgpu_block_bytes(&g), r,
-							t[r].dev_ns);
-				}
+			layout_point(w, b, &g, nb[j], reps);
 		kvgpu_close(b);
 	}
 }
@@ -399,18 +406,19 @@ section_cow(struct ck *c, struct csv *w)
 			continue;
 		}
 		for (size_t j = 0; j < nnp && !late(c); j++)
-			for (int s = 0; s < 3; s += 2) {	/* per-chunk,
-								 * gather */
-				if (time_copies(b, KVGPU_D2D,
-						(enum kvgpu_strat)s, np[j],
-						reps, t))
+			for (int s = 0; s < 2; s++) {
+				enum kvgpu_strat st = s ? KVGPU_GATHER :
+						     KVGPU_PER_CHUNK;
+
+				if (time_copies(b, KVGPU_D2D, st, np[j], reps,
+						t))
 					continue;
 				for (int r = 0; r < reps; r++)
 					csv_row(w, "%s,%s,%u,%" PRIu64 ",%d,"
 						"%" PRId64,
-						kvgpu_layout_name((enum kvgpu_layout)l),
-						kvgpu_strat_name((enum kvgpu_strat)s),
-						np[j], (uint64_t)np[j] *
+						kvgpu_layout_name(g.layout),
+						kvgpu_strat_name(st), np[j],
+						(uint64_t)np[j] *
 						kvgpu_block_bytes(&g), r,
 						t[r].dev_ns);
 			}
