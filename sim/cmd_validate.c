@@ -79,6 +79,7 @@ validate_usage(FILE *f)
 "      --geometry G     tiny (default: cheap) or model (the model's bytes)\n"
 "      --frag-every N   steps between fragmentation scans (16; 0 never)\n"
 "  -o, --out DIR        write validate.csv and validate_summary.csv there\n"
+"      --check          also audit the scheduler after every half step\n"
 "  -q, --quiet          no startup lines\n"
 "  -h, --help           this text\n"
 "\n"
@@ -425,6 +426,7 @@ validate_main(int argc, char **argv)
 		{ "frag-every", required_argument, NULL, 'F' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "check", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -505,6 +507,9 @@ validate_main(int argc, char **argv)
 			break;
 		case 'q':
 			ro.quiet = true;
+			break;
+		case 'c':
+			ro.check = true;
 			break;
 		case 'h':
 			validate_usage(stdout);

@@ -68,7 +68,7 @@ ls -a "$tmp/vllm-v0-swap-true" | grep -q tmp && fail "temporary file left"
 d0=$(val vllm-v0-swap-true digest)
 run lay 0 "$cfg" --layout cross-layer --strategy gather --out "$tmp/lay"
 [ "$(val lay digest)" = "$d0" ] || fail "digest depends on the layout"
-run seed 0 "$cfg" --seed 7 --out "$tmp/seed"
+run seed 0 "$cfg" --seed 7 --check --out "$tmp/seed"
 [ "$(val seed digest)" != "$d0" ] || fail "digest ignores the seed"
 
 # the verifier is not vacuous: every fault fails the run
