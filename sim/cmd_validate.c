@@ -24,8 +24,6 @@
 #include "config.h"
 
 #include "gpu/kvval.h"
-#include "sim/calib.h"
-#include "sim/catalog.h"
 #include "sim/cost.h"
 #include "sim/run.h"
 
@@ -172,48 +170,13 @@ on_completed(void *ctx, uint32_t r, kvs *s, const struct kvs_step *st,
 	return p == NULL ? 1 : kvval_completed(p->v, s, st, why, len);
 }
 
-/*
- * The cost model of the run, built as sim/run.c builds it (the catalog
- * entries, the sizing's TP and dtypes, the calibration file).  run.h does
- * not hand its own out.
- */
+/* The run's own cost model (borrowed while R is open). */
 static int
-build_cost(struct vctx *x, const sim_run *R, cat **catp,
-	   struct cost_calib *calib)
+build_cost(struct vctx *x, const sim_run *R)
 {
-	const struct sim_config *cfg = sim_run_config(R);
 	const struct sz_result *sr = sim_run_sizing(R);
-	const struct cat_model *m;
-	const struct cat_gpu *gpu;
-	struct cost_config cc;
-	struct cat_err ce;
-	char why[512];
 
-	cost_calib_init(calib);
-	if (cat_load(catp, NULL, &ce) != KV_OK) {
-		fprintf(stderr, "kvsim validate: %s\n", ce.msg);
-		return 2;
-	}
-	m = cat_find_model(*catp, sim_run_model(R));
-	gpu = cat_find_gpu(*catp, sim_run_gpu(R));
-	if (m == NULL || gpu == NULL)
-		return 0;	/* a model from a config.json: no model times */
-	if (cfg->calibration[0] != '\0' &&
-	    cost_calib_load(cfg->calibration, calib, why, sizeof(why)) !=
-	    KV_OK) {
-		fprintf(stderr, "%s\n", why);
-		return 2;
-	}
-	cost_config_init(&cc);
-	cc.tp = sr->tp;
-	cc.block_size = sr->block_size;
-	cc.kv_dtype_bytes = sr->kv_dtype_bytes;
-	cc.ssm_dtype_bytes = sr->ssm_dtype_bytes;
-	cc.calib = calib;
-	if (cost_model_init(&x->cm, m, gpu, &cc, why, sizeof(why)) != KV_OK) {
-		fprintf(stderr, "kvsim validate: cost model: %s\n", why);
-		return 2;
-	}
+	x->cm = *sim_run_cost(R);
 	x->have_cm = true;
 	x->layers = x->cm.paged_layers ? x->cm.paged_layers : 1;
 	x->slot_bytes = x->cm.block_bytes /
@@ -436,15 +399,12 @@ validate_main(int argc, char **argv)
 				    on_completed };
 	struct sim_config cfg;
 	struct sim_run_opts ro;
-	struct cost_calib calib;
 	sim_run *R = NULL;
-	cat *catalog = NULL;
 	const char **sets, *file = NULL, *seed = NULL, *outdir = NULL;
 	char err[1400], seedset[128], *end;
 	size_t nsets = 0;
 	int c, rc = 0;
 
-	cost_calib_init(&calib);
 	memset(&ro, 0, sizeof(ro));
 	ro.prog = "kvsim validate";
 	ro.obs = &obs;
@@ -561,7 +521,7 @@ validate_main(int argc, char **argv)
 	}
 	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
 		goto done;
-	if ((rc = build_cost(&x, R, &catalog, &calib)) != 0)
+	if ((rc = build_cost(&x, R)) != 0)
 		goto done;
 	if (x.model_geom && !x.have_cm) {
 		fprintf(stderr, "kvsim validate: --geometry model needs a "
@@ -590,8 +550,6 @@ done:
 	}
 	free(x.rep);
 	sim_run_close(R);
-	cat_free(catalog);
-	cost_calib_release(&calib);
 	sim_config_release(&cfg);
 	free(sets);
 	return rc;

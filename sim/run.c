@@ -752,6 +752,12 @@ sim_run_sizing(const sim_run *R)
 	return &R->sr;
 }
 
+const struct cost_model *
+sim_run_cost(const sim_run *R)
+{
+	return &R->cm;
+}
+
 const struct sim_config *
 sim_run_config(const sim_run *R)
 {

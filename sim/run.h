@@ -20,6 +20,7 @@
 
 #include "core/kvsched.h"
 #include "reports/rpt.h"
+#include "sim/cost.h"
 #include "sim/runcfg.h"
 #include "sim/sizing.h"
 
@@ -110,6 +111,7 @@ bool sim_run_stopped(const sim_run *R);
 const struct rpt_totals *sim_run_totals(const sim_run *R);
 rpt *sim_run_report(sim_run *R);
 const struct sz_result *sim_run_sizing(const sim_run *R);
+const struct cost_model *sim_run_cost(const sim_run *R);
 const struct sim_config *sim_run_config(const sim_run *R);
 const char *sim_run_id(const sim_run *R);	/* 12 hex digits */
 const char *sim_run_model(const sim_run *R);	/* catalog ids */
