@@ -170,7 +170,7 @@ kv_err kvc__seq_alloc(kvc *k, int32_t *out);
  */
 struct kv_list {
 	struct kv_link {
-		int32_t prev, next;	/* -1 = none; both -2: not a member */
+		int32_t prev, next;	/* -1 none; both -2: no member */
 	} *lk;			/* per id */
 	int32_t head, tail;
 	uint32_t n, cap;
@@ -211,7 +211,7 @@ struct kv_hmap {
 	struct kv_hent {
 		uint64_t key;	/* 0 = empty slot */
 		int32_t val;
-	} *e;			/* key and value side by side: one cache line */
+	} *e;			/* key beside value: one cache line */
 	uint32_t mask, n;
 };
 

@@ -382,7 +382,7 @@ kvs_running_unused(const kvs *s, uint32_t block_size, uint64_t *slots)
 		uint64_t cap;
 
 		if (seq < 0 || (uint32_t)seq >= s->k->nseq)
-			continue;	/* as kvc_table(): no table, no length */
+			continue;	/* as kvc_table(): nothing there */
 		q = kvc__seq(s->k, seq);
 		cap = (uint64_t)q->tab[0].n * block_size;
 		all += cap;

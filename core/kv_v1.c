@@ -74,7 +74,7 @@
 
 #define V1_NULL 0		/* the null block's id in the pool */
 #define V1_NOSHIFT 0xff		/* block size not a power of two */
-#define V1_AHEAD 4		/* index slots prefetched this many blocks on */
+#define V1_AHEAD 4		/* prefetch index slots this far ahead */
 
 /* Per sequence, mode-private. */
 struct v1_sx {
@@ -103,7 +103,7 @@ struct v1_blk {
 	uint64_t hkey;		/* its hash, 0 = none */
 	uint32_t ref;
 	int32_t dnext, dprev;	/* ring of one (hash, group) */
-	int32_t qslot;		/* its slot in the free queue, -1 = none */
+	int32_t qslot;		/* its free-queue slot, -1 = none */
 	uint8_t hgrp;		/* the group of its hash */
 };
 
@@ -120,7 +120,7 @@ struct v1_fifo {
 	int32_t *ring;		/* ids, -1 = hole */
 	uint32_t mask;		/* capacity - 1, a power of two */
 	uint32_t head;		/* slot of the front */
-	uint32_t used;		/* slots taken from head on, holes included */
+	uint32_t used;		/* slots from head on, holes included */
 	uint32_t n;		/* ids queued */
 };
 
@@ -133,7 +133,7 @@ struct v1 {
 	bool hybrid;		/* HybridKVCacheCoordinator */
 	uint32_t fullmask, othermask;	/* groups by kind, hybrid only */
 	uint32_t slidemask;	/* sliding-window groups (skipped blocks) */
-	bool onegroup;		/* one full-attention group, bs a power of 2 */
+	bool onegroup;		/* one full group, block size 2^k */
 	uint8_t bshift[KVC_MAX_GROUPS];	/* log2 of the block size */
 	struct v1_sx *sx;
 	uint32_t capsx;

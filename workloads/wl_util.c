@@ -109,8 +109,8 @@ wl_request_tokens(const struct wl_request *r, uint32_t from, uint32_t count,
 		if (from < base + len) {
 			uint32_t stop = end < base + len ? end : base + len;
 			/* wl__mix(key, t - base), its product stepped */
-			uint64_t z = key + WL__GOLDEN * ((uint64_t)(from - base) +
-							 1);
+			uint64_t z = key + WL__GOLDEN *
+			    ((uint64_t)(from - base) + 1);
 
 			for (uint32_t t = from; t < stop; t++, z += WL__GOLDEN)
 				*out++ = wl__vocab(wl__fin(z), vocab);
