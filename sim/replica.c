@@ -338,9 +338,12 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
 			       now, why, whylen) != 0)
 		return KV_ESTATE;
-	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0) {
+	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
+	    st->npreempt == 0) {
 		/* Nothing runnable: close the step and idle until the next
-		 * arrival or finish. */
+		 * arrival or finish.  (A step that only preempted -- FastGen's
+		 * reset -- changed the queues: it is timed like any other and
+		 * the next one follows.) */
 		rp->nsched = 0;
 		if (rp->obs != NULL && rp->obs->computed != NULL &&
 		    rp->obs->computed(rp->obs->ctx, rp->index, rp->s, st,

@@ -426,6 +426,18 @@ setup(sim_run *R)
 		if (e != KV_OK)
 			return 2;
 	}
+	/* The engine defaults that depend on the policy, as the engines set
+	 * them: DeepSpeed FastGen has no prefix cache; vLLM v0 without
+	 * chunked prefill batches max(max_model_len, 2048) tokens (its
+	 * SchedulerConfig), which the memory profile then sees. */
+	if (pol->mode == KVC_DEEPSPEED && R->cfg.eng.enable_prefix_caching < 0)
+		R->cfg.eng.enable_prefix_caching = 0;
+	if (pol->mode == KVC_VLLM_V0 && R->cfg.chunked_prefill != 1 &&
+	    R->cfg.eng.max_num_batched_tokens == 0 &&
+	    sz_compute(R->model, R->gpu, &R->cfg.eng, &R->sr, why,
+		       sizeof(why)) == KV_OK)
+		R->cfg.eng.max_num_batched_tokens =
+			R->sr.max_model_len > 2048 ? R->sr.max_model_len : 2048;
 	if (sz_compute(R->model, R->gpu, &R->cfg.eng, &R->sr, why,
 		       sizeof(why)) != KV_OK) {
 		rfail(R, "%s: %s\n", R->cfg.source, why);
@@ -462,8 +474,10 @@ setup(sim_run *R)
 	R->kc.gpu_blocks = (uint32_t)R->sr.num_blocks;
 	R->kc.prefix_caching = R->sr.prefix_caching;
 	R->kc.max_model_len = (uint32_t)R->sr.max_model_len;
-	/* vLLM v1 has no CPU swap pool; the others get swap_space GiB. */
-	if (R->cm.block_bytes > 0 && pol->mode != KVC_VLLM_V1)
+	/* vLLM v1 and DeepSpeed FastGen have no CPU swap pool; the others
+	 * get swap_space GiB. */
+	if (R->cm.block_bytes > 0 && pol->mode != KVC_VLLM_V1 &&
+	    pol->mode != KVC_DEEPSPEED)
 		R->kc.cpu_blocks = (uint32_t)(R->cfg.swap_space_gib *
 					      1073741824.0 /
 					      (double)R->cm.block_bytes);

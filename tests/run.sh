@@ -35,7 +35,12 @@
 # 10. cost.kv_layout reaches the swap time: the same swapping run is
 #     shorter with one chunk a block (cross-layer) than with vLLM's
 #     per-layer K/V split (64 chunks a block), with the same swaps; a bad
-#     value exits 2.
+#     value exits 2;
+# 11. every built-in policy runs the embedded default under --check with
+#     only its own defaults (DeepSpeed FastGen: no CPU pool, no prefix
+#     cache; vLLM v0: max(max_model_len, 2048) batched tokens without
+#     chunked prefill), and FastGen under KV pressure finishes every
+#     request through its resets instead of stalling.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -258,4 +263,25 @@ grep -q '^  kv_layout: cross-layer$' "$T/lay-cross-layer/config.yaml" ||
 	bad "config.yaml does not record cost.kv_layout"
 expect_bad "^--set cost.kv_layout=x: cost.kv_layout: expected" \
 	--set cost.kv_layout=x
+
+# 11.
+for p in vllm-v0 vllm-v1 sarathi deepspeed-fastgen kvsim; do
+	"$KVSIM" run -q --no-plot --check --set policy=$p \
+		--set workload.max_requests=60 --out "$T/pol-$p" ||
+		bad "policy $p: the embedded default does not run"
+done
+grep -q '^  max_num_batched_tokens: 131072$' "$T/pol-vllm-v0/config.yaml" ||
+	bad "vllm-v0: max_num_batched_tokens is not max_model_len"
+grep -q '^  enable_prefix_caching: false$' \
+	"$T/pol-deepspeed-fastgen/config.yaml" ||
+	bad "deepspeed-fastgen: prefix caching not off"
+"$KVSIM" run -q --no-plot --check --set policy=deepspeed-fastgen \
+	--set engine.num_gpu_blocks_override=64 --set engine.max_model_len=1024 \
+	--set workload.max_requests=100 --out "$T/fg" ||
+	bad "deepspeed-fastgen under pressure did not finish"
+[ $(($(sval "$T/fg/summary.csv" completed) + \
+     $(sval "$T/fg/summary.csv" rejected))) = 100 ] ||
+	bad "deepspeed-fastgen under pressure: not every request completed"
+[ "$(sval "$T/fg/summary.csv" preemptions)" -gt 0 ] 2>/dev/null ||
+	bad "deepspeed-fastgen under pressure: no reset happened"
 exit $fail
