@@ -229,25 +229,7 @@ audit(replica *rp, const char *when, char *why, size_t whylen)
 static uint64_t
 frag_tokens(replica *rp, uint64_t *slots)
 {
-	kvc *k = kvs_kv(rp->s);
-	uint32_t n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
-	uint64_t frag = 0, all = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		int32_t seq = kvs_req_seq(rp->s,
-					  kvs_queue_at(rp->s, KVS_Q_RUNNING, i));
-		size_t nb = 0, len = kvc_seq_len(k, seq);
-		const int32_t *t = kvc_table(k, seq, 0, &nb);
-		uint64_t cap = (uint64_t)nb * rp->block_size;
-
-		(void)t;
-		all += cap;
-		if (cap > len)
-			frag += cap - len;
-	}
-	if (slots != NULL)
-		*slots = all;
-	return frag;
+	return kvs_running_unused(rp->s, rp->block_size, slots);
 }
 
 kv_err
@@ -422,12 +404,10 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	assert(rp->busy);
 	rp->busy = false;
 	for (uint32_t i = 0; i < rp->nsched; i++) {
-		struct rq *q = rp->byreq[rp->sreq[i]];
-		struct wl_request w;
+		const struct rq *q = rp->byreq[rp->sreq[i]];
 
-		memset(&w, 0, sizeof(w));
-		w.out_key = q->out_key;
-		wl_output_tokens(&w, 0, q->gen, 1, rp->vocab, &rp->stok[i]);
+		/* wl_output_tokens' token of sample 0, without its call */
+		rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
 	}
 	if (rp->obs != NULL && rp->obs->computed != NULL &&
 	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
