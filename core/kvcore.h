@@ -46,9 +46,9 @@ extern "C" {
 #endif
 
 #define KVCORE_VERSION "0.1.0"
-#define KVCORE_ABI 1
+#define KVCORE_ABI 2
 
-#define KVC_MAX_GROUPS 8
+#define KVC_MAX_GROUPS 16
 #define KVC_NAME_MAX 32
 #define KVC_NULL (-1)
 

@@ -149,11 +149,16 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 			    (uint64_t)c->max_num_batched_tokens;
 			need += kvc_cdiv(t < mml ? t : mml, bs) + 1;
 			break;
+		case KVC_STATE:
+			/* MambaSpec.max_memory_usage_bytes: one page (the
+			 * state of one request, whatever its length) */
+			need += 1;
+			break;
 		default:
 			return kvc__failbuf(why, whylen, KV_ECONFIG,
-					"group %s: kind=state is "
-					"not available with policy vllm-v1",
-					gc->name);
+					"group %s: kind %d is not available "
+					"with policy vllm-v1", gc->name,
+					(int)kind);
 		}
 	}
 	if (kc->gpu_blocks < 1 || need > (uint64_t)kc->gpu_blocks - 1)

@@ -40,7 +40,10 @@
 #     only its own defaults (DeepSpeed FastGen: no CPU pool, no prefix
 #     cache; vLLM v0: max(max_model_len, 2048) batched tokens without
 #     chunked prefill), and FastGen under KV pressure finishes every
-#     request through its resets instead of stalling.
+#     request through its resets instead of stalling;
+# 12. the hybrid Granite-4.0-H-tiny (10 KV cache groups: one attention
+#     group with vLLM's block size raised to 400, nine Mamba state groups)
+#     runs under vllm-v1 with --check on a pool small enough to preempt.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -284,4 +287,17 @@ grep -q '^  enable_prefix_caching: false$' \
 	bad "deepspeed-fastgen under pressure: not every request completed"
 [ "$(sval "$T/fg/summary.csv" preemptions)" -gt 0 ] 2>/dev/null ||
 	bad "deepspeed-fastgen under pressure: no reset happened"
+
+# 12.
+"$KVSIM" run -q --no-plot --check --set model=ibm-granite/granite-4.0-h-tiny \
+	--set engine.max_model_len=2048 --set engine.num_gpu_blocks_override=60 \
+	--set workload.max_requests=120 --out "$T/gr" || bad "Granite run"
+[ "$(awk 'END { print NR - 1 }' "$T/gr/groups.csv")" = 10 ] ||
+	bad "Granite: not 10 groups in groups.csv"
+[ "$(grep -c ',state,2048,' "$T/gr/groups.csv")" = 9 ] ||
+	bad "Granite: not nine state groups of 2048-token blocks"
+[ "$(sval "$T/gr/summary.csv" block_size)" = 400 ] ||
+	bad "Granite: attention block size is not 400"
+[ "$(sval "$T/gr/summary.csv" preemptions)" -gt 0 ] 2>/dev/null ||
+	bad "Granite: the small pool did not preempt"
 exit $fail
