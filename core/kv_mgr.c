@@ -532,6 +532,17 @@ kvc_seq_len(const kvc *k, int32_t s)
 	return kvc__valid(k, s) ? k->seq[s].ntok : 0;
 }
 
+const uint32_t *
+kvc_seq_tokens(const kvc *k, int32_t s, size_t *n)
+{
+	if (!kvc__valid(k, s)) {
+		*n = 0;
+		return NULL;
+	}
+	*n = k->seq[s].ntok;
+	return k->seq[s].tok;
+}
+
 size_t
 kvc_seq_computed(const kvc *k, int32_t s)
 {

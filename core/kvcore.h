@@ -168,6 +168,9 @@ kv_err kvc_seq_new(kvc *k, const uint32_t *tok, size_t n, int32_t *out);
 kvc_state kvc_seq_state(const kvc *k, int32_t s);
 size_t kvc_seq_len(const kvc *k, int32_t s);
 size_t kvc_seq_computed(const kvc *k, int32_t s);
+/* The token ids of s (kvc_seq_len of them), borrowed until the next call
+ * that changes s; NULL with *n = 0 for an unknown sequence. */
+const uint32_t *kvc_seq_tokens(const kvc *k, int32_t s, size_t *n);
 int32_t kvc_seq_request(const kvc *k, int32_t s);	/* root sequence */
 uint32_t kvc_nseqs(const kvc *k);
 

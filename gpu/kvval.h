@@ -102,12 +102,6 @@ int kvval_completed(kvval *v, kvs *s, const struct kvs_step *st,
 
 const struct kvval_stats *kvval_stats(const kvval *v);
 
-/*
- * The token ids of a kvc sequence (borrowed until the next call on k).
- * kvcore.h has no public accessor yet; this reads libkvcore's internals.
- */
-const uint32_t *kvval_seq_tokens(const kvc *k, int32_t s, size_t *n);
-
 #ifdef __cplusplus
 }
 #endif

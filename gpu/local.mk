@@ -7,7 +7,7 @@ noinst_LIBRARIES = %reldir%/libkvgpu.a
 	%reldir%/kv_pattern.h %reldir%/kv_layout.h \
 	%reldir%/kvgpu.c %reldir%/cpu_pool.c \
 	%reldir%/backend_host.c %reldir%/backend_fault.c \
-	%reldir%/kvval.h %reldir%/validate.c %reldir%/seqtok.c \
+	%reldir%/kvval.h %reldir%/validate.c \
 	%reldir%/kvdrive.h %reldir%/drive.c
 # Distributed whatever this host has (a tarball made without CUDA must
 # still build the backend where nvcc exists).

@@ -185,7 +185,7 @@ add_slots(kvval *v, kvs *s, kvs_req r, uint32_t from, uint32_t to,
 	int32_t seq = kvs_req_seq(s, r);
 	struct vreq *q = &v->req[r];
 	size_t ntok, ntab;
-	const uint32_t *tok = kvval_seq_tokens(k, seq, &ntok);
+	const uint32_t *tok = kvc_seq_tokens(k, seq, &ntok);
 	const int32_t *tab = kvc_table(k, seq, 0, &ntab);
 	uint64_t key = KVGPU_KEY_ROOT;
 	uint32_t p = 0;
@@ -512,7 +512,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 		kvs_req r = st->sched[i].req;
 		size_t ntok;
 
-		(void)kvval_seq_tokens(k, kvs_req_seq(s, r), &ntok);
+		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
 		if ((rc = add_slots(v, s, r, start[i],
 				    start[i] + st->sched[i].ntokens, why, len)))
 			return rc;
@@ -527,7 +527,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 		uint32_t end = start[i] + st->sched[i].ntokens;
 		size_t ntok;
 
-		(void)kvval_seq_tokens(k, kvs_req_seq(s, r), &ntok);
+		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
 		if (end > ntok)
 			end = (uint32_t)ntok;
 		q->valid = end;

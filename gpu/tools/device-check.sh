@@ -49,7 +49,7 @@ run() {
 		timeout 120 cc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -I. \
 			-Ibuild-gpu/fallback core/*.c gpu/kvgpu.c \
 			gpu/cpu_pool.c gpu/backend_host.c gpu/backend_fault.c \
-			gpu/validate.c gpu/seqtok.c gpu/drive.c \
+			gpu/validate.c gpu/drive.c \
 			gpu/tools/kvsim-gpucheck.c build-gpu/fallback/backend_cuda.o \
 			-L"$(dirname "$nvcc")/../lib64" -lcudart_static -ldl \
 			-lpthread -lrt -lstdc++ -o build-gpu/kvsim-gpucheck.fallback ||
