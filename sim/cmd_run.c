@@ -199,24 +199,10 @@ run_main(int argc, char **argv)
 			goto done;
 		}
 	}
-	/* Hydra-style positional a.b=c overrides, then one config file. */
-	for (int i = optind; i < argc; i++) {
-		if (strchr(argv[i], '=') != NULL) {
-			sets[nsets++] = argv[i];
-			continue;
-		}
-		if (file != NULL) {
-			fprintf(stderr, "kvsim run: more than one config "
-				"file\n");
-			rc = 2;
-			goto done;
-		}
-		file = argv[i];
-	}
-	if (seed != NULL) {
-		snprintf(seedset, sizeof(seedset), "seed=%s", seed);
-		sets[nsets++] = seedset;
-	}
+	if ((rc = sim_config_positional("kvsim run", argc, argv, optind, sets,
+					&nsets, &file, seed, seedset,
+					sizeof(seedset))) != 0)
+		goto done;
 	if (sim_config_from_args(&cfg, file, sets, nsets, err, sizeof(err)) !=
 	    KV_OK) {
 		fprintf(stderr, "%s\n", err);

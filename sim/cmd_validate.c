@@ -480,23 +480,10 @@ validate_main(int argc, char **argv)
 			goto done;
 		}
 	}
-	for (int i = optind; i < argc; i++) {
-		if (strchr(argv[i], '=') != NULL) {
-			sets[nsets++] = argv[i];
-			continue;
-		}
-		if (file != NULL) {
-			fprintf(stderr, "kvsim validate: more than one config "
-				"file\n");
-			rc = 2;
-			goto done;
-		}
-		file = argv[i];
-	}
-	if (seed != NULL) {
-		snprintf(seedset, sizeof(seedset), "seed=%s", seed);
-		sets[nsets++] = seedset;
-	}
+	if ((rc = sim_config_positional("kvsim validate", argc, argv, optind, sets,
+					&nsets, &file, seed, seedset,
+					sizeof(seedset))) != 0)
+		goto done;
 	/* the backend must open (name, device) before a long run starts */
 	{
 		struct kvgpu_geom g = { 1, 1, 4, 1, 1, x.layout, 1, 1,

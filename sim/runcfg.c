@@ -725,6 +725,29 @@ sim_config_from_args(struct sim_config *c, const char *file,
 	return sim_config_finish(c, err, errlen);
 }
 
+int
+sim_config_positional(const char *prog, int argc, char **argv, int first,
+		      const char **sets, size_t *nsets, const char **file,
+		      const char *seed, char *seedbuf, size_t seedlen)
+{
+	for (int i = first; i < argc; i++) {
+		if (strchr(argv[i], '=') != NULL) {
+			sets[(*nsets)++] = argv[i];
+			continue;
+		}
+		if (*file != NULL) {
+			fprintf(stderr, "%s: more than one config file\n", prog);
+			return 2;
+		}
+		*file = argv[i];
+	}
+	if (seed != NULL) {
+		snprintf(seedbuf, seedlen, "seed=%s", seed);
+		sets[(*nsets)++] = seedbuf;
+	}
+	return 0;
+}
+
 static void
 put_opt_u64(FILE *f, const char *k, uint64_t v, bool set)
 {
