@@ -166,23 +166,25 @@ eval(void *ctx, double qps, bool *met)
 	c.wl.seed = C->seed;
 	c.wl.target_rate = qps;
 	if (C->early_stop) {
+		/* every quantile SLO on a metric that unfinished requests
+		 * can already be known to exceed */
 		for (size_t i = 0; i < C->nslo; i++) {
 			const struct cap_slo *s = &C->slo[i];
+			struct sim_watch *w = &o.stop.w[o.stop.nwatch];
 
-			if (s->p < 0)
+			if (s->p < 0 || o.stop.nwatch == SIM_MAX_WATCH)
 				continue;
-			/* one watched quantile per metric: the strictest */
-			if (strcmp(s->metric, "ttft") == 0 &&
-			    (o.stop.ttft_s == 0 || s->limit_s < o.stop.ttft_s)) {
-				o.stop.ttft_s = s->limit_s;
-				o.stop.p = s->p;
-			} else if (strcmp(s->metric, "e2e") == 0 &&
-				   o.stop.ttft_s == 0 &&
-				   (o.stop.e2e_s == 0 ||
-				    s->limit_s < o.stop.e2e_s)) {
-				o.stop.e2e_s = s->limit_s;
-				o.stop.p = s->p;
-			}
+			if (strcmp(s->metric, "ttft") == 0)
+				w->metric = SIM_W_TTFT;
+			else if (strcmp(s->metric, "queue") == 0)
+				w->metric = SIM_W_QUEUE;
+			else if (strcmp(s->metric, "e2e") == 0)
+				w->metric = SIM_W_E2E;
+			else
+				continue;
+			w->p = s->p;
+			w->limit_s = s->limit_s;
+			o.stop.nwatch++;
 		}
 		o.stop.n_max = C->nreq;
 	}

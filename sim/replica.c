@@ -545,28 +545,30 @@ replica_close(replica *rp, int64_t now)
 	usage_mark(rp, now);
 }
 
-void
-replica_late(const replica *rp, int64_t now, int64_t ttft_ns, int64_t e2e_ns,
-	     uint64_t *late_ttft, uint64_t *late_e2e)
+uint64_t
+replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
+	     int64_t limit_ns)
 {
 	static const kvs_queue qs[] = { KVS_Q_WAITING, KVS_Q_RUNNING,
 					KVS_Q_SWAPPED };
+	uint64_t late = 0;
 
-	*late_ttft = *late_e2e = 0;
 	for (size_t j = 0; j < sizeof(qs) / sizeof(qs[0]); j++) {
 		uint32_t n = kvs_queue_len(rp->s, qs[j]);
 
 		for (uint32_t i = 0; i < n; i++) {
 			const struct rq *q =
 				rp->byreq[kvs_queue_at(rp->s, qs[j], i)];
-			int64_t waited = now - q->arrival;
 
-			if (ttft_ns > 0 && q->gen == 0 && waited > ttft_ns)
-				(*late_ttft)++;
-			if (e2e_ns > 0 && waited > e2e_ns)
-				(*late_e2e)++;
+			if (now - q->arrival <= limit_ns)
+				continue;
+			if (m == SIM_W_E2E ||
+			    (m == SIM_W_TTFT && q->gen == 0) ||
+			    (m == SIM_W_QUEUE && !q->scheduled))
+				late++;
 		}
 	}
+	return late;
 }
 
 void

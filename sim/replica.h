@@ -105,12 +105,12 @@ void replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
 void replica_close(replica *rp, int64_t now);
 
 /*
- * Unfinished requests that have waited longer than ttft_ns for their first
- * token (*late_ttft) and longer than e2e_ns in all (*late_e2e) at `now`;
- * a limit <= 0 is not counted.  O(unfinished).
+ * Unfinished requests whose metric m is already over limit_ns at `now`:
+ * waited longer than it without a first token (TTFT), without being
+ * scheduled (queueing delay), or at all (E2E).  O(unfinished).
  */
-void replica_late(const replica *rp, int64_t now, int64_t ttft_ns,
-		  int64_t e2e_ns, uint64_t *late_ttft, uint64_t *late_e2e);
+uint64_t replica_late(const replica *rp, int64_t now,
+		      enum sim_watch_metric m, int64_t limit_ns);
 
 void replica_set_ctrace(replica *rp, ctrace *ct);
 kvs *replica_kvs(replica *rp);

@@ -215,26 +215,25 @@ next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 static bool
 stop_now(sim_run *R, int64_t now)
 {
+	static const char *const metric[SIM_W_N] = { "ttft", "queue", "e2e" };
 	const struct sim_stop *s = &R->o.stop;
-	uint64_t n = s->n_max, need;
-	int64_t ttft = (int64_t)(s->ttft_s * 1e9), e2e = (int64_t)(s->e2e_s * 1e9);
-	uint64_t late_ttft = 0, late_e2e = 0;
+	uint64_t n = s->n_max;
 
 	if (n == 0)
 		return false;
-	need = n - (uint64_t)((double)s->p * (double)(n - 1));
-	for (uint32_t i = 0; i < R->nrp; i++) {
-		uint64_t a = 0, b = 0;
+	for (size_t j = 0; j < s->nwatch; j++) {
+		const struct sim_watch *w = &s->w[j];
+		uint64_t need = n - (uint64_t)(w->p * (double)(n - 1));
+		uint64_t late = rpt_count_over(R->rep, metric[w->metric],
+					       w->limit_s);
 
-		replica_late(R->rp[i], now, ttft, e2e, &a, &b);
-		late_ttft += a;
-		late_e2e += b;
+		for (uint32_t i = 0; i < R->nrp && late < need; i++)
+			late += replica_late(R->rp[i], now, w->metric,
+					     (int64_t)(w->limit_s * 1e9));
+		if (late >= need)
+			return true;
 	}
-	if (ttft > 0)
-		late_ttft += rpt_count_over(R->rep, "ttft", s->ttft_s);
-	if (e2e > 0)
-		late_e2e += rpt_count_over(R->rep, "e2e", s->e2e_s);
-	return (ttft > 0 && late_ttft >= need) || (e2e > 0 && late_e2e >= need);
+	return false;
 }
 
 static int
@@ -266,7 +265,7 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 			sample(R, next_ts, &lp, &lg,
 			       R->cfg.timeseries_interval_s);
 			next_ts += ts_ns;
-			if (R->o.stop.p > 0 && stop_now(R, now)) {
+			if (R->o.stop.nwatch > 0 && stop_now(R, now)) {
 				R->saturated = true;
 				return 0;
 			}

@@ -65,12 +65,24 @@ struct sim_observer {
  * p-quantile (linear interpolation between order statistics, as
  * rpt_quantile) exceeds T as soon as n_max - floor(p (n_max - 1))
  * requests are known to exceed T -- finished ones, and unfinished ones
- * that have waited longer than T for their first token (TTFT) or their
- * end (E2E).  Checked at every timeseries interval.  p = 0: off.
+ * that have waited longer than T for their first token (TTFT), to be
+ * scheduled at all (queueing delay) or to finish (E2E).  Checked at every
+ * timeseries interval, for each watch; any one certainly missed stops the
+ * run.  nwatch = 0: off.
  */
+enum sim_watch_metric { SIM_W_TTFT = 0, SIM_W_QUEUE, SIM_W_E2E, SIM_W_N };
+
+#define SIM_MAX_WATCH 8
+
+struct sim_watch {
+	enum sim_watch_metric metric;
+	double p;			/* the quantile, in [0, 1] */
+	double limit_s;
+};
+
 struct sim_stop {
-	double p;
-	double ttft_s, e2e_s;		/* 0: not watched */
+	struct sim_watch w[SIM_MAX_WATCH];
+	size_t nwatch;
 	uint64_t n_max;
 };
 

@@ -13,7 +13,9 @@
 #  6. a static concurrency at the workload's mix (68-token requests are
 #     5 blocks) is num_gpu_blocks / 5;
 #  7. bad --slo, a bad config key (FILE:LINE:COL) and a non-empty --out
-#     without --force exit 2 and write nothing.
+#     without --force exit 2 and write nothing;
+#  8. a queueing-delay SLO stops runs early too, with the same answer as
+#     without the early stop.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -112,4 +114,17 @@ cp "$T/a/capacity.csv" "$T/keep.csv"
 	--out "$T/a" >/dev/null 2>&1
 [ $? = 2 ] || bad "non-empty --out: exit status"
 cmp -s "$T/a/capacity.csv" "$T/keep.csv" || bad "non-empty --out clobbered"
+
+# 8.
+for e in "" --no-early-stop; do
+	"$KVSIM" capacity -q "$D/fixed.yaml" --slo 'queue_s:p99<=0.05' \
+		--seeds 1 $e --out "$T/q$e" >/dev/null 2>&1 || bad "queue SLO $e"
+done
+[ "$(val "$T/q/capacity.csv" max_qps_under_slo)" = \
+  "$(val "$T/q--no-early-stop/capacity.csv" max_qps_under_slo)" ] ||
+	bad "queue SLO: early stop changed the answer"
+[ "$(val "$T/q/capacity.csv" stopped_early)" -gt 0 ] 2>/dev/null ||
+	bad "queue SLO: no run stopped early"
+[ "$(val "$T/q--no-early-stop/capacity.csv" stopped_early)" = 0 ] ||
+	bad "queue SLO: --no-early-stop stopped"
 exit $fail
