@@ -834,11 +834,13 @@ tx_swapin(kvc *k, struct tx *t, int32_t root, uint32_t L, bool hits)
 /* ---- entry points ---------------------------------------------------- */
 
 static void
-tx_start(struct tx *t, bool dry, int64_t vfree)
+tx_start(const kvc *k, struct tx *t, bool dry, int64_t vfree)
 {
-	memset(t, 0, sizeof(*t));
 	t->dry = dry;
+	t->swapin = false;
 	t->vfree = vfree;
+	/* only the groups in use: this runs per running request per step */
+	memset(t->need, 0, k->cfg.ngroups * sizeof(t->need[0]));
 }
 
 static inline uint32_t
@@ -890,7 +892,7 @@ ex_can_allocate(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 		return KV_OK;
 	}
 	hit_find(k, q, &r);
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	tx_admit(k, &t, q, &r, T, umin(T + L, k->cfg.max_model_len));
 	if (t.vfree >= (int64_t)x->wm) {
 		*o = KVC_VERDICT_OK;
@@ -899,7 +901,7 @@ ex_can_allocate(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 	/* NEVER when an empty pool (no hits) minus the watermark cannot
 	 * hold it: a scheduler that waits for OK would wait forever. */
 	memset(&r, 0, sizeof(r));
-	tx_start(&t, true, (int64_t)G - x->wm);
+	tx_start(k, &t, true, (int64_t)G - x->wm);
 	tx_admit(k, &t, q, &r, T, umin(T + L, k->cfg.max_model_len));
 	*o = t.vfree < 0 ? KVC_VERDICT_NEVER : KVC_VERDICT_LATER;
 	return KV_OK;
@@ -913,7 +915,7 @@ ex_advance(kvc *k, struct kvc_seq *q, uint32_t c1, uint32_t s1,
 	struct tx t;
 	uint32_t c0 = q->ncomp, g, cow = 0;
 
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	adv_release(k, &t, q, c0);
 	adv_grow(k, &t, q, c0, c1, s1);
 	if (t.vfree < 0)
@@ -928,7 +930,7 @@ ex_advance(kvc *k, struct kvc_seq *q, uint32_t c1, uint32_t s1,
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	if (ntok > 0)
 		(void)kvc__tok_push(q, tok, ntok);
-	tx_start(&t, false, 0);
+	tx_start(k, &t, false, 0);
 	adv_release(k, &t, q, c0);
 	adv_grow(k, &t, q, c0, c1, s1);
 	q->ncomp = c1;
@@ -970,13 +972,13 @@ ex_allocate(kvc *k, int32_t s, uint32_t n)
 	if (n > 0 && n < kk)
 		kk = n;
 	c1 = r.h + kk;
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	tx_admit(k, &t, q, &r, c1, c1);
 	if (t.vfree < 0)
 		return ex_no_fit(k, &t, "allocate");
 	if (reserve_tabs(k, q, c1) != KV_OK)
 		return KV_ENOMEM;
-	tx_start(&t, false, 0);
+	tx_start(k, &t, false, 0);
 	tx_admit(k, &t, q, &r, c1, c1);
 	return KV_OK;
 }
@@ -1021,7 +1023,7 @@ ex_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L,
 		return kvc__fail(k, KV_EINVAL, "%u more tokens exceed "
 		    "max_model_len %u", (unsigned)N, (unsigned)mml);
 	T1 = q->ntok + N;
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	adv_release(k, &t, q, q->ncomp);
 	adv_grow(k, &t, q, q->ncomp, T1, umin(T1 + L, mml));
 	*o = t.vfree >= 0;
@@ -1164,14 +1166,14 @@ ex_can_swap_in(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 	if (kvc__seq(k, root)->state != KVC_SWAPPED)
 		return kvc__fail(k, KV_ESTATE, "can_swap_in needs a SWAPPED "
 		    "request");
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	t.swapin = true;
 	tx_swapin(k, &t, root, L, true);
 	if (t.vfree >= (int64_t)x->wm) {
 		*o = KVC_VERDICT_OK;
 		return KV_OK;
 	}
-	tx_start(&t, true, (int64_t)x->gpu.n - x->wm);
+	tx_start(k, &t, true, (int64_t)x->gpu.n - x->wm);
 	t.swapin = true;
 	tx_swapin(k, &t, root, L, false);
 	*o = t.vfree < 0 ? KVC_VERDICT_NEVER : KVC_VERDICT_LATER;
@@ -1190,7 +1192,7 @@ ex_swap_in(kvc *k, int32_t s, uint32_t L)
 	if (kvc__seq(k, root)->state != KVC_SWAPPED)
 		return kvc__fail(k, KV_ESTATE, "swap_in needs a SWAPPED "
 		    "request");
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	t.swapin = true;
 	tx_swapin(k, &t, root, L, true);
 	if (t.vfree < 0)
@@ -1206,7 +1208,7 @@ ex_swap_in(kvc *k, int32_t s, uint32_t L)
 	if (kvc__pairs_reserve(k, 2 * nslot + 1) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	k->npairs = 0;
-	tx_start(&t, false, 0);
+	tx_start(k, &t, false, 0);
 	t.swapin = true;
 	tx_swapin(k, &t, root, L, true);
 	return KV_OK;
@@ -1270,7 +1272,7 @@ ex_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 	struct hit r;
 	struct tx t;
 
-	tx_start(&t, true, gpu_free(k));
+	tx_start(k, &t, true, gpu_free(k));
 	switch ((kvc_state)q->state) {
 	case KVC_WAITING:
 		if (q->ntok > mml)
@@ -1296,9 +1298,8 @@ ex_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 	default:
 		return kvc__fail(k, KV_ESTATE, "dead sequence");
 	}
-	for (g = 0; g < KVC_MAX_GROUPS; g++)
-		need[g] = g < k->cfg.ngroups && t.need[g] > 0 ?
-		    (uint32_t)t.need[g] : 0;
+	for (g = 0; g < k->cfg.ngroups; g++)
+		need[g] = t.need[g] > 0 ? (uint32_t)t.need[g] : 0;
 	return KV_OK;
 }
 
