@@ -58,6 +58,7 @@ usage(FILE *f)
 "                      [--seeds N] [--jobs K] [--qps-start Q] [--qps-min Q]\n"
 "                      [--qps-max Q] [--tolerance F] [--max-sims N]\n"
 "                      [--no-early-stop] [--out DIR] [--force] [--quiet]\n"
+"                      [--no-plot]\n"
 "\n"
 "The highest request rate at which each configuration meets every SLO,\n"
 "found by bracketing and bisection on workload.target_rate, per seed,\n"

@@ -35,7 +35,7 @@ run_usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvsim run [CONFIG.yaml] [--set KEY=VALUE]... [--seed N] [--out DIR]\n"
-"                 [--force] [--check] [--quiet] [--chrome-trace]\n"
+"                 [--force] [--check] [--quiet] [--no-plot] [--chrome-trace]\n"
 "\n"
 "Simulate serving a workload on a model, a GPU and an engine configuration.\n"
 "Without CONFIG.yaml the embedded default runs: Llama-3.1-8B on an H100,\n"
@@ -55,7 +55,8 @@ run_usage(FILE *f)
 "  -h, --help           this help\n"
 "\n"
 "Writes requests.csv, timeseries.csv, summary.csv, groups.csv and\n"
-"config.yaml (the resolved configuration).  docs/run.md lists every key and column.\n"
+"config.yaml (the resolved configuration); docs/run.md lists every key\n"
+"and column.\n"
 "Exit status: 0 ok, 1 a --check invariant failed, 2 bad usage or input.\n");
 }
 
