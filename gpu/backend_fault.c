@@ -2,14 +2,16 @@
  * backend_fault.c -- a test-only wrapper that spoils one copy batch, to
  * prove that the verifier is not vacuous (docs/gpu-design.md §4).
  *
- * Name: "fault[:MODE[:INNER]]", MODE none|corrupt|drop|reorder|invert,
- * INNER a backend name (default "host").  Every call goes to INNER; the
- * armed fault changes one copy batch:
+ * Name: "fault[:MODE[@PAIR][:INNER]]", MODE none|corrupt|drop|reorder|
+ * invert, PAIR the pair of the batch that corrupt and drop spoil (a
+ * number, or "last"; default 0: the first; past the end of a batch: its
+ * last), INNER a backend name (default "host").  Every call goes to
+ * INNER; the armed fault changes one copy batch:
  *
- *   corrupt  after the batch, bit 0 of the first word of its first pair's
+ *   corrupt  after the batch, bit 0 of the first word of the pair's
  *            first chunk is flipped;
- *   drop     the first chunk of the first pair is not copied (its old
- *            contents are put back);
+ *   drop     the first chunk of the pair is not copied (its old contents
+ *            are put back);
  *   reorder  pair i lands on the destination of pair i+1 (a batch of two
  *            or more pairs);
  *   invert   a D2H batch is held back and runs after the next H2D batch:
@@ -32,6 +34,7 @@ struct fault {
 	enum kvgpu_fault mode;
 	enum kvgpu_dir dir;
 	uint32_t skip;
+	uint32_t pair;		/* corrupt, drop: this pair of the batch */
 	bool done;
 	uint64_t injected, hazards;
 	struct kvgpu_pair *held;	/* invert: the held D2H batch */
@@ -63,6 +66,28 @@ fault_open(kvgpu *g, const char *arg)
 		mode[n] = '\0';
 		if (arg[n] == ':')
 			inner = arg + n + 1;
+	}
+	{
+		char *at = strchr(mode, '@'), *end;
+
+		if (at != NULL) {
+			*at++ = '\0';
+			if (strcmp(at, "last") == 0) {
+				f->pair = UINT32_MAX;
+			} else {
+				unsigned long u = strtoul(at, &end, 10);
+
+				if (*at < '0' || *at > '9' || *end != '\0' ||
+				    u > UINT32_MAX) {
+					free(f);
+					return kvgpu__fail(g, KV_EINVAL,
+							   "fault: bad pair "
+							   "'%s' (a number "
+							   "or last)", at);
+				}
+				f->pair = (uint32_t)u;
+			}
+		}
 	}
 	if (!kvgpu_fault_parse(mode, &f->mode)) {
 		free(f);
@@ -182,7 +207,8 @@ fault_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 	struct fault *f = g->impl;
 	int dside = dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV;
 	const struct kvgpu_lay *yd = &g->lay[dside];
-	uint64_t off = kvgpu_chunk_at(yd, (uint64_t)p[0].dst, 0);
+	size_t at = f->pair < n ? f->pair : n - 1;
+	uint64_t off = kvgpu_chunk_at(yd, (uint64_t)p[at].dst, 0);
 	size_t cw = (size_t)kvgpu_lay_chunk_words(yd);
 	uint32_t *save = NULL;
 	kv_err e;
@@ -337,6 +363,16 @@ kvgpu_fault_arm(kvgpu *g, enum kvgpu_fault mode, enum kvgpu_dir dir,
 	f->dir = dir;
 	f->skip = skip;
 	f->done = false;
+	return KV_OK;
+}
+
+kv_err
+kvgpu_fault_pair(kvgpu *g, uint32_t pair)
+{
+	if (g->ops != &kvgpu__fault_ops)
+		return kvgpu__fail(g, KV_EINVAL, "%s: not a fault backend",
+				   g->name);
+	((struct fault *)g->impl)->pair = pair;
 	return KV_OK;
 }
 

@@ -23,10 +23,11 @@
  *                   pageable host pool, copies by strategy, CUDA events
  *                   (built only when configure finds nvcc; otherwise
  *                   kvgpu_open says KV_ENOTSUP).
- *   "fault:MODE[:INNER]"  test-only wrapper over INNER (default host)
- *                   that spoils one copy: corrupt (flip a bit), drop (skip
- *                   a chunk), reorder (rotate a batch's destinations) or
- *                   invert (run a swap-out after the next swap-in).
+ *   "fault:MODE[@PAIR][:INNER]"  test-only wrapper over INNER (default
+ *                   host) that spoils one copy: corrupt (flip a bit), drop
+ *                   (skip a chunk) in pair PAIR (a number or "last";
+ *                   default 0), reorder (rotate a batch's destinations)
+ *                   or invert (run a swap-out after the next swap-in).
  *
  * Copies.  A batch of pairs {src, dst} (block ids of the source and
  * destination pools) is independent: no destination twice, and for D2D
@@ -219,6 +220,13 @@ enum kvgpu_fault {
  */
 kv_err kvgpu_fault_arm(kvgpu *g, enum kvgpu_fault f, enum kvgpu_dir dir,
 		       uint32_t skip);
+
+/*
+ * Which pair of the spoiled batch corrupt and drop hit: 0 (the default)
+ * the first, UINT32_MAX or anything past the batch's end its last (the
+ * name's "@PAIR").  KV_EINVAL on a backend that is not "fault:...".
+ */
+kv_err kvgpu_fault_pair(kvgpu *g, uint32_t pair);
 
 /*
  * injected: batches spoiled; hazards: for invert, swap-in destinations
