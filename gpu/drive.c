@@ -49,6 +49,8 @@ kvdrive_kvc_config(const struct kvdrive_opts *o, struct kvc_config *kc)
 	kc->cpu_blocks = o->cpu_blocks;
 	kc->prefix_caching = o->prefix_caching;
 	kc->max_model_len = o->max_model_len;
+	kc->ngroups = o->ngroups;
+	memcpy(kc->group, o->group, sizeof(kc->group));
 	/* vLLM v1 and FastGen have no CPU pool (they never swap) */
 	if (strcmp(o->policy, "vllm-v1") == 0 ||
 	    strcmp(o->policy, "deepspeed-fastgen") == 0)

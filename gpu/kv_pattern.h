@@ -70,4 +70,31 @@ kvgpu_key_next(uint64_t prev, uint32_t token)
 
 #define KVGPU_KEY_ROOT 0x6b76636163686500ull	/* "kvcache" */
 
+/*
+ * KV cache groups (kvcore.h).  Group g > 0 salts the content key, so a
+ * block of one group holding another group's data fails; group 0 keeps
+ * the plain key (a one-group model's pattern is the one above).
+ */
+#define KVGPU_GROUP_SALT 0xd1b54a32d192ed03ull
+#define KVGPU_STATE_SALT 0x5354415445000000ull	/* "STATE" */
+
+static inline uint64_t
+kvgpu_group_key(uint64_t key, uint32_t group)
+{
+	return group == 0 ? key :
+	       kvgpu_mix64(key ^ (KVGPU_GROUP_SALT * (uint64_t)group));
+}
+
+/*
+ * A state group's block (Mamba) holds the state after the first T tokens:
+ * its slot j holds kvgpu_pattern(kvgpu_state_key(key(T - 1), g), j, ...).
+ * key(T - 1) chains the tokens 0..T-1, so a state of another length or
+ * another prefix fails.
+ */
+static inline uint64_t
+kvgpu_state_key(uint64_t key, uint32_t group)
+{
+	return kvgpu_mix64(kvgpu_group_key(key, group) ^ KVGPU_STATE_SALT);
+}
+
 #endif /* KV_PATTERN_H */

@@ -33,6 +33,8 @@ struct kvdrive_opts {
 	uint32_t share, prefixes;
 	uint64_t seed;
 	uint64_t max_steps;		/* 0: 1,000,000 */
+	uint32_t ngroups;		/* 0: one full-attention group */
+	struct kvc_group_config group[KVC_MAX_GROUPS];	/* kvcore.h */
 };
 
 struct kvdrive_result {
@@ -45,8 +47,8 @@ struct kvdrive_result {
  * output tokens, 3 shared prefixes of 48 tokens. */
 void kvdrive_opts_init(struct kvdrive_opts *o);
 
-/* The allocator configuration the run uses (for the backend's geometry;
- * vllm-v1 and deepspeed-fastgen get no CPU pool). */
+/* The allocator configuration the run uses (for the backend's geometry,
+ * with kvval_pool; vllm-v1 and deepspeed-fastgen get no CPU pool). */
 void kvdrive_kvc_config(const struct kvdrive_opts *o, struct kvc_config *kc);
 
 /*

@@ -12,13 +12,16 @@
  *                    then checks the host copies of every request swapped
  *                    out; runs the swap-in (H2D) and the copy-on-write
  *                    (D2D) pairs; poisons the blocks newly allocated to a
- *                    request for positions it has not computed.
- *   kvval_computed   the forward pass is over: writes positions start ..
- *                    start+ntokens-1 of each scheduled request, then
- *                    verifies positions 0 .. start+ntokens-1 of every
- *                    request that was just admitted (prefix-cache hits
- *                    included), swapped in, recomputed, touched by a CoW,
- *                    or is about to finish.
+ *                    request for positions it has not computed (and its
+ *                    state blocks while it has computed nothing).
+ *   kvval_computed   the forward pass is over: checks the states the step
+ *                    reads (requests admitted, swapped in, recomputed or
+ *                    touched by a CoW), writes positions start ..
+ *                    start+ntokens-1 of each scheduled request and its new
+ *                    states, then verifies positions 0 .. start+ntokens-1
+ *                    and the states of every request that was just
+ *                    admitted (prefix-cache hits included), swapped in,
+ *                    recomputed, touched by a CoW, or is about to finish.
  *   kvval_completed  after kvs_complete(): forgets finished requests.
  *
  * What a slot must hold.  Position p of a request holds the pattern of
@@ -27,21 +30,36 @@
  * excused -- and a block holding another prefix's data fails.
  *
  * The digest folds, at every verify, the kvgpu_digest of the verified
- * requests' whole blocks: equal on two backends that executed the same
+ * requests' whole blocks, every group's: equal on two backends that executed the same
  * run correctly (the host/CUDA equivalence check).
  *
  * Fragmentation: every frag_every steps, the poisoned slots of the live
- * blocks (blocks of running requests, each once) are counted on the
- * device and compared with the slots no running request has written,
- * sum over blocks of (block_size - written slots).
+ * blocks (blocks of running requests in every group, each once) are
+ * counted on the device and compared with the slots no running request
+ * has written, sum over blocks of (block_size - written slots); a state
+ * block has state_slots written once its request has computed a token.
  *
- * Only group 0 of the allocator is executed (the full-attention group of
- * a hybrid model; sliding-window null blocks are skipped); Mamba state
- * and other groups are not.
+ * Groups.  Every KV cache group of the allocator is executed, in one pool
+ * whose blocks all have one page size (vLLM's hybrid page-size
+ * unification; kvval_pool gives the pool an allocator needs).  Group g's
+ * slots use the key kvgpu_group_key(key(p), g), so a block of one group
+ * holding another group's data fails.  A sliding-window group keeps only
+ * the blocks of its window: null entries are neither written nor checked,
+ * the tokens in its held blocks are.  A state group (Mamba) holds one
+ * state a request, in the last non-null entry of its table: the state
+ * after the request's computed tokens T, written to the first state_slots
+ * slots of the block with the key kvgpu_state_key(key(T - 1), g) (slot j
+ * as position j), rewritten at every step that computes tokens and
+ * checked with the request's other slots (swap-out, swap-in, recompute,
+ * copy-on-write, finish) and, after a swap-in, a recompute with a hit or
+ * a copy, before the step that reads it rewrites it.  A state block is
+ * fresh (poisoned) while its request has no computed token.
  *
  * Integrity failures are counted, not returned: the calls return non-zero
- * only when the backend fails (message in why), so a run can report every
- * failure.  stats.first_failure describes the first.
+ * only when the backend fails, its pools cannot hold the allocator's
+ * (kvval_pool), or a mode whose groups have their own ids copies blocks
+ * (message in why), so a run can report every failure.
+ * stats.first_failure describes the first.
  */
 #ifndef KVVAL_H
 #define KVVAL_H
@@ -56,7 +74,25 @@ extern "C" {
 struct kvval_opts {
 	enum kvgpu_strat strat;		/* swaps and CoW */
 	uint32_t frag_every;		/* steps between scans; 0: never */
+	uint32_t state_slots;		/* slots a Mamba state fills; 0 (or
+					 * more than a block): the block */
 };
+
+/*
+ * The pool a verifier needs for an allocator configuration with ngroups
+ * groups (kvc_ngroups): blocks of block_size slots, the largest block
+ * size of a full or sliding group (a state group's block is one page
+ * whatever its token block size); gpu_blocks device blocks, times the
+ * groups where each group has its own ids (deepspeed); cpu_blocks host
+ * blocks.  The verifier refuses, at its first step, a backend whose pools
+ * are smaller.
+ */
+struct kvval_pool {
+	uint32_t block_size, dev_blocks, host_blocks;
+};
+
+void kvval_pool(const struct kvc_config *kc, uint32_t ngroups,
+		struct kvval_pool *out);
 
 /* The copies of one direction. */
 struct kvval_class {
@@ -79,6 +115,9 @@ struct kvval_stats {
 	uint64_t frag_scans, frag_mismatches;
 	uint64_t frag_poison_slots, frag_expected_slots;	/* summed */
 	uint64_t frag_live_blocks;				/* summed */
+	uint64_t window_slots;		/* positions checked in a sliding
+					 * group's null entries: skipped */
+	uint64_t state_checks;		/* Mamba states verified */
 	uint64_t dup_dsts;		/* pairs overwritten by a later pair to
 					 * the same destination (vLLM v0) */
 	uint64_t digest;
@@ -89,7 +128,7 @@ struct kvval_stats {
 
 typedef struct kvval kvval;
 
-/* The backend is borrowed; its block size must be the allocator's. */
+/* The backend is borrowed; its pools must hold kvval_pool's. */
 kvval *kvval_new(kvgpu *g, const struct kvval_opts *o);
 void kvval_free(kvval *v);
 

@@ -2,9 +2,24 @@
  * validate.c -- the verifier (kvval.h).
  *
  * Per request (by kvs handle) it keeps how many positions hold KV data
- * (valid), how many table entries it has seen (nblk), whether it must be
- * checked whole at the next computed() (full), and the content key of its
- * last written position, so a decode step costs O(1) keys.
+ * (valid), how many table entries of each group it has seen (nblk),
+ * whether it must be checked whole at the next computed() (full), and the
+ * content key of its last written position, so a decode step costs O(1)
+ * keys.
+ *
+ * Groups.  Every KV cache group of the allocator is executed.  All groups
+ * share one page size (vLLM's hybrid page-size unification): a pool block
+ * has `bs` slots, at least the block size of every full or sliding group
+ * (kvval_pool); a group of a smaller block size uses the first slots of
+ * its pages.  Position p of a full or sliding group lies in table entry
+ * p / bs_g, slot p % bs_g, with the group's key (kvgpu_group_key); a
+ * sliding group's null entries (blocks that left the window) are skipped.
+ * A state group's block is the last non-null entry of its table; it holds
+ * the state after the request's computed tokens in its first state_slots
+ * slots (kvgpu_state_key), rewritten at every step.  Where groups share
+ * the pool's ids (every mode but deepspeed) a block id is a pool block;
+ * deepspeed gives every group its own ids, so group g's block b is pool
+ * block g * gpu_blocks + b (deepspeed never copies blocks).
  *
  * Poison rule: a table entry the request had not seen before, for
  * positions it has not computed, is a fresh block and is poisoned before
@@ -30,11 +45,14 @@
 
 struct vreq {
 	uint32_t valid;		/* positions 0..valid-1 hold KV data */
-	uint32_t nblk;		/* table entries seen while running */
 	uint32_t kpos;		/* khash = key(kpos - 1) */
 	uint8_t running, full;
 	uint64_t khash;
+	uint32_t nblk[KVC_MAX_GROUPS];	/* table entries seen while running */
 };
+
+/* A slot's group in the verify list; VSTATE marks a state slot. */
+#define VSTATE 0x80u
 
 struct vrange {
 	kvs_req r;
@@ -46,10 +64,20 @@ struct kvval {
 	struct kvval_opts o;
 	struct kvval_stats st;
 	uint32_t bs, nblocks;
+	bool ready;		/* groups read from the allocator */
+	uint32_t ng, ntokg, nstg;
+	uint32_t tokg[KVC_MAX_GROUPS];	/* full and sliding groups */
+	uint32_t stg[KVC_MAX_GROUPS];	/* state groups */
+	uint32_t gbs[KVC_MAX_GROUPS];	/* block size per group */
+	bool gstate[KVC_MAX_GROUPS];	/* a state group */
+	uint32_t stride;	/* pool blocks per group's ids (deepspeed) */
+	uint32_t sslots;	/* slots a state occupies */
+	uint64_t nnull;		/* null slots met since the last list */
 	struct vreq *req;
 	size_t capreq;
 	struct kvgpu_slot *slot;
-	size_t nslot, capslot;
+	uint8_t *sgrp;		/* per slot: group, | VSTATE */
+	size_t nslot, capslot, capsgrp;
 	struct kvgpu_pair *pair;
 	size_t cappair;
 	int32_t *blk;
@@ -111,6 +139,7 @@ kvval_free(kvval *v)
 		return;
 	free(v->req);
 	free(v->slot);
+	free(v->sgrp);
 	free(v->pair);
 	free(v->blk);
 	free(v->vr);
@@ -169,112 +198,283 @@ vreq_of(kvval *v, kvs_req r)
 	return &v->req[r];
 }
 
+/* ---- groups ------------------------------------------------------------ */
+
+void
+kvval_pool(const struct kvc_config *kc, uint32_t ngroups,
+	   struct kvval_pool *out)
+{
+	uint32_t bs = 0;
+
+	for (uint32_t g = 0; g < ngroups; g++) {
+		uint32_t b = kc->group[g].block_size ?
+			     kc->group[g].block_size : kc->block_size;
+
+		if (kc->group[g].kind != KVC_STATE && b > bs)
+			bs = b;
+	}
+	out->block_size = bs ? bs : kc->block_size;
+	out->dev_blocks = kc->gpu_blocks;
+	if (kc->mode == KVC_DEEPSPEED && ngroups > 1)
+		out->dev_blocks *= ngroups;
+	out->host_blocks = kc->cpu_blocks;
+}
+
+/* Read the allocator's groups once; refuse a pool that cannot hold them. */
+static int
+setup(kvval *v, kvs *s, char *why, size_t len)
+{
+	const kvc *k = kvs_kv(s);
+	const struct kvc_config *kc = kvc_config_of(k);
+	const struct kvgpu_geom *geo = kvgpu_geom_of(v->g);
+	struct kvval_pool want;
+
+	if (v->ready)
+		return 0;
+	v->ng = kvc_ngroups(k);
+	if (v->ng == 0 || v->ng > KVC_MAX_GROUPS) {
+		snprintf(why, len, "verifier: %u KV cache groups", v->ng);
+		return 1;
+	}
+	kvval_pool(kc, v->ng, &want);
+	if (want.block_size > v->bs || want.dev_blocks > geo->dev_blocks ||
+	    want.host_blocks > geo->host_blocks) {
+		snprintf(why, len, "verifier: the backend's pools (%u and %u "
+			 "blocks of %u slots) cannot hold the allocator's "
+			 "(%u and %u of %u)", geo->dev_blocks,
+			 geo->host_blocks, v->bs, want.dev_blocks,
+			 want.host_blocks, want.block_size);
+		return 1;
+	}
+	v->stride = kc->mode == KVC_DEEPSPEED && v->ng > 1 ?
+		    kc->gpu_blocks : 0;
+	v->ntokg = v->nstg = 0;
+	for (uint32_t g = 0; g < v->ng; g++) {
+		v->gbs[g] = kc->group[g].block_size ?
+			    kc->group[g].block_size : kc->block_size;
+		v->gstate[g] = kc->group[g].kind == KVC_STATE;
+		if (v->gstate[g])
+			v->stg[v->nstg++] = g;
+		else
+			v->tokg[v->ntokg++] = g;
+	}
+	v->sslots = v->o.state_slots && v->o.state_slots < v->bs ?
+		    v->o.state_slots : v->bs;
+	v->ready = true;
+	return 0;
+}
+
+/* The pool block of id in group g (device side; host ids are shared). */
+static inline int32_t
+pidx(const kvval *v, enum kvgpu_side side, uint32_t g, int32_t id)
+{
+	return side == KVGPU_DEV ? (int32_t)(g * v->stride) + id : id;
+}
+
+/* The entry of a state group's table that holds the state: the last
+ * non-null one, or -1. */
+static int64_t
+state_entry(const int32_t *tab, size_t ntab)
+{
+	while (ntab > 0 && tab[ntab - 1] == KVC_NULL)
+		ntab--;
+	return ntab > 0 ? (int64_t)ntab - 1 : -1;
+}
+
 /* ---- slot lists ------------------------------------------------------- */
 
+static int
+push_slot(kvval *v, int32_t block, uint32_t slot, uint32_t pos, uint64_t key,
+	  uint8_t grp)
+{
+	v->sgrp[v->nslot] = grp;
+	v->slot[v->nslot++] = (struct kvgpu_slot){
+		.block = block, .slot = slot, .pos = pos, .key = key };
+	return 0;
+}
+
+/* Append the state after `to` tokens (key = key(to - 1)) of every state
+ * group; room is the caller's. */
+static void
+add_states(kvval *v, kvs_req r, enum kvgpu_side side,
+	   const int32_t *const *tab, const size_t *ntab, uint64_t key,
+	   uint32_t to)
+{
+	for (uint32_t i = 0; i < v->nstg; i++) {
+		uint32_t g = v->stg[i];
+		int64_t e = state_entry(tab[g], ntab[g]);
+		uint64_t sk = kvgpu_state_key(key, g);
+		int32_t id;
+
+		if (e < 0) {
+			failure(v, "step %llu: request %ld: no state block in "
+				"group %u after %u tokens",
+				(unsigned long long)v->st.steps, (long)r, g,
+				to);
+			return;
+		}
+		id = pidx(v, side, g, tab[g][e]);
+		for (uint32_t j = 0; j < v->sslots; j++)
+			push_slot(v, id, j, j, sk, (uint8_t)(g | VSTATE));
+	}
+}
+
 /*
- * Append the slots of positions [from, to) of request r (whose table is
- * read from the allocator) to v->slot.  Keys are chained from the cached
- * one when it is at `from`, else from position 0.  A position without a
- * block is a failure; null blocks (sliding window) are skipped.
+ * Append the slots of positions [from, to) of request r, in every full
+ * and sliding group, and the state after `to` tokens of every state group
+ * (tables read from the allocator; side says which pool the ids name) to
+ * v->slot; with positions false, the states alone (what a state block
+ * must hold before the step that computes from `to` rewrites it).  Keys
+ * are chained from the cached one when it is at `from`, else from
+ * position 0.  A position without a block is a failure; null blocks
+ * (sliding window) are skipped.
  */
 static int
-add_slots(kvval *v, kvs *s, kvs_req r, uint32_t from, uint32_t to,
-	  char *why, size_t len)
+add_slots(kvval *v, kvs *s, kvs_req r, enum kvgpu_side side, uint32_t from,
+	  uint32_t to, bool positions, char *why, size_t len)
 {
 	kvc *k = kvs_kv(s);
 	int32_t seq = kvs_req_seq(s, r);
 	struct vreq *q = &v->req[r];
-	size_t ntok, ntab;
+	size_t ntok, ntab[KVC_MAX_GROUPS];
 	const uint32_t *tok = kvc_seq_tokens(k, seq, &ntok);
-	const int32_t *tab = kvc_table(k, seq, 0, &ntab);
+	const int32_t *tab[KVC_MAX_GROUPS];
 	uint64_t key = KVGPU_KEY_ROOT;
 	uint32_t p = 0;
+	size_t need;
+	bool bad = false;
 
 	if (to > ntok)
 		to = (uint32_t)ntok;
-	if (from >= to)
+	if (!positions) {
+		if (v->nstg == 0 || to == 0)
+			return 0;
+		from = to;
+	} else if (from >= to) {
 		return 0;
+	}
+	for (uint32_t g = 0; g < v->ng; g++)
+		tab[g] = kvc_table(k, seq, g, &ntab[g]);
+	need = v->nslot + (size_t)(to - from) * v->ntokg +
+	       (size_t)v->nstg * v->sslots;
+	if (grow(&v->slot, &v->capslot, need, sizeof(*v->slot)) ||
+	    grow(&v->sgrp, &v->capsgrp, need, sizeof(*v->sgrp)))
+		return oom(why, len);
 	if (q->kpos > 0 && q->kpos <= from) {
 		p = q->kpos;
 		key = q->khash;
 	}
 	for (; p < from; p++)
 		key = kvgpu_key_next(key, tok[p]);
-	if (grow(&v->slot, &v->capslot, v->nslot + (to - from),
-		 sizeof(*v->slot)))
-		return oom(why, len);
-	for (; p < to; p++) {
-		size_t b = p / v->bs;
-
+	for (; p < to && !bad; p++) {
 		key = kvgpu_key_next(key, tok[p]);
-		if (b >= ntab) {
-			failure(v, "step %llu: request %ld: position %u has no "
-				"block (table of %zu)",
-				(unsigned long long)v->st.steps, (long)r, p,
-				ntab);
-			break;
+		for (uint32_t i = 0; i < v->ntokg; i++) {
+			uint32_t g = v->tokg[i], bs = v->gbs[g];
+			size_t b = p / bs;
+
+			if (b >= ntab[g]) {
+				failure(v, "step %llu: request %ld: position "
+					"%u has no block in group %u (table "
+					"of %zu)",
+					(unsigned long long)v->st.steps,
+					(long)r, p, g, ntab[g]);
+				bad = true;
+				break;
+			}
+			if (tab[g][b] == KVC_NULL) {
+				v->nnull++;
+				continue;
+			}
+			push_slot(v, pidx(v, side, g, tab[g][b]), p % bs, p,
+				  kvgpu_group_key(key, g), (uint8_t)g);
 		}
-		if (tab[b] == KVC_NULL)
-			continue;
-		v->slot[v->nslot++] = (struct kvgpu_slot){
-			.block = tab[b], .slot = p % v->bs, .pos = p,
-			.key = key };
 	}
 	q->kpos = p;
 	q->khash = key;
+	if (!bad)
+		add_states(v, r, side, tab, ntab, key, to);
 	return 0;
 }
 
-/* Verify v->slot (ranges in v->vr); count failures, fold the digest. */
+/* Verify v->slot (ranges in v->vr; whole: requests checked whole); count
+ * failures, fold the digest. */
 static int
-check(kvval *v, kvs *s, enum kvgpu_side side, const char *what, char *why,
-      size_t len)
+check(kvval *v, kvs *s, enum kvgpu_side side, const char *what, bool whole,
+      char *why, size_t len)
 {
 	struct kvgpu_verdict d;
 	size_t i;
 	kv_err e;
 
+	v->st.window_slots += v->nnull;
+	v->nnull = 0;
 	if (v->nslot == 0)
 		return 0;
+	if (v->nstg > 0)
+		for (i = 0; i < v->nslot; i++)
+			v->st.state_checks += v->sgrp[i] & VSTATE &&
+					      v->slot[i].slot == 0;
 	e = kvgpu_verify(v->g, side, v->slot, v->nslot, &d);
 	if (e != KV_OK)
 		return dev_fail(v, "verify", why, len);
 	v->st.verifies++;
 	v->st.verified_slots += v->nslot;
 	v->st.verified_words += d.words;
-	v->st.full_checks += v->nvr;
+	if (whole)
+		v->st.full_checks += v->nvr;
 	if (d.mismatches > 0) {
 		const struct kvgpu_slot *b = &v->slot[d.first];
+		uint8_t sg = v->sgrp[d.first];
+		kvs_req r;
+		char at[64];
 
 		for (i = 1; i < v->nvr && v->vr[i].from <= (size_t)d.first;
 		     i++)
 			;
+		r = v->vr[i - 1].r;
+		if (sg & VSTATE)
+			snprintf(at, sizeof(at), "group %u state after %u "
+				 "tokens", sg & ~VSTATE, v->req[r].valid);
+		else
+			snprintf(at, sizeof(at), "group %u position %u", sg,
+				 b->pos);
 		v->st.mismatched_words += d.mismatches;
 		failure(v, "step %llu: %s: %llu of %llu words of %zu "
-			"request(s) differ; first: request %ld position %u "
+			"request(s) differ; first: request %ld %s "
 			"(%s block %d slot %u) layer %u %s word %u: want %08x "
 			"got %08x", (unsigned long long)v->st.steps, what,
 			(unsigned long long)d.mismatches,
-			(unsigned long long)d.words, v->nvr,
-			(long)v->vr[i - 1].r, b->pos,
+			(unsigned long long)d.words, v->nvr, (long)r, at,
 			side == KVGPU_DEV ? "device" : "host", b->block,
 			b->slot, d.first_layer, d.first_kv ? "V" : "K",
 			d.first_word, d.want, d.got);
 	}
-	/* digest: the whole blocks of the checked requests */
+	/* digest: the whole blocks of the checked requests, every group */
 	v->nblk = 0;
 	for (i = 0; i < v->nvr; i++) {
 		kvc *k = kvs_kv(s);
-		size_t ntab;
-		const int32_t *tab = kvc_table(k, kvs_req_seq(s, v->vr[i].r),
-					       0, &ntab);
+		int32_t seq = kvs_req_seq(s, v->vr[i].r);
 
-		if (grow(&v->blk, &v->capblk, v->nblk + ntab,
-			 sizeof(*v->blk)))
-			return oom(why, len);
-		for (size_t j = 0; j < ntab; j++)
-			if (tab[j] != KVC_NULL)
-				v->blk[v->nblk++] = tab[j];
+		for (uint32_t g = 0; g < v->ng; g++) {
+			size_t ntab;
+			const int32_t *tab = kvc_table(k, seq, g, &ntab);
+			size_t j = 0;
+
+			if (grow(&v->blk, &v->capblk, v->nblk + ntab,
+				 sizeof(*v->blk)))
+				return oom(why, len);
+			if (v->gstate[g]) {
+				int64_t se = state_entry(tab, ntab);
+
+				if (se < 0)
+					continue;
+				j = (size_t)se;
+			}
+			for (; j < ntab; j++)
+				if (tab[j] != KVC_NULL)
+					v->blk[v->nblk++] =
+						pidx(v, side, g, tab[j]);
+		}
 	}
 	if (v->nblk > 0) {
 		uint64_t dg;
@@ -369,8 +569,15 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 	kvc *k = kvs_kv(s);
 	int rc;
 
+	if ((rc = setup(v, s, why, len)))
+		return rc;
 	v->st.steps++;
 	v->tick++;
+	if (v->stride > 0 && st->nswap_out + st->nswap_in + st->ncow > 0) {
+		snprintf(why, len, "verifier: block copies in a mode whose "
+			 "groups have their own ids");
+		return 1;
+	}
 	if ((rc = copy(v, KVGPU_D2H, st->swap_out, st->nswap_out, why, len)))
 		return rc;
 	/* the host copies of every request swapped out */
@@ -381,7 +588,7 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 		if (q == NULL)
 			return oom(why, len);
 		q->running = 0;
-		q->nblk = 0;
+		memset(q->nblk, 0, sizeof(q->nblk));
 		if (!st->preempt_swap[i]) {
 			v->st.preempt_recompute++;
 			q->valid = 0;
@@ -389,43 +596,64 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 		}
 		v->st.preempt_swap++;
 		if ((rc = add_range(v, st->preempt[i], why, len)) ||
-		    (rc = add_slots(v, s, st->preempt[i], 0, q->valid, why,
-				    len)))
+		    (rc = add_slots(v, s, st->preempt[i], KVGPU_HOST, 0,
+				    q->valid, true, why, len)))
 			return rc;
 	}
-	if ((rc = check(v, s, KVGPU_HOST, "after swap-out", why, len)))
+	if ((rc = check(v, s, KVGPU_HOST, "after swap-out", true, why, len)))
 		return rc;
 	if ((rc = copy(v, KVGPU_H2D, st->swap_in, st->nswap_in, why, len)) ||
 	    (rc = copy(v, KVGPU_D2D, st->cow, st->ncow, why, len)))
 		return rc;
 	for (uint32_t i = 0; i < st->ncow; i++)
 		v->stamp[st->cow[i].dst] = ~v->tick;
-	/* fresh blocks of the scheduled requests */
+	/*
+	 * Fresh blocks of the scheduled requests: entries not seen before
+	 * for positions not computed yet, and the state block of a request
+	 * with no computed token (no state yet).
+	 */
 	v->nblk = 0;
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req r = st->sched[i].req;
 		struct vreq *q = vreq_of(v, r);
-		size_t ntab;
-		const int32_t *tab;
+		int32_t seq;
 
 		if (q == NULL)
 			return oom(why, len);
-		tab = kvc_table(k, kvs_req_seq(s, r), 0, &ntab);
+		seq = kvs_req_seq(s, r);
 		if (!q->running || q->valid != start[i])
 			q->full = 1;
 		q->running = 1;
 		q->valid = start[i];
-		if (grow(&v->blk, &v->capblk, v->nblk + ntab,
-			 sizeof(*v->blk)))
-			return oom(why, len);
-		for (size_t b = q->nblk; b < ntab; b++)
-			if (tab[b] != KVC_NULL &&
-			    (uint64_t)b * v->bs >= start[i])
-				v->blk[v->nblk++] = tab[b];
-		for (size_t b = 0; st->ncow > 0 && b < ntab; b++)
-			if (tab[b] != KVC_NULL && v->stamp[tab[b]] == ~v->tick)
-				q->full = 1;
-		q->nblk = (uint32_t)ntab;
+		for (uint32_t g = 0; g < v->ng; g++) {
+			size_t ntab;
+			const int32_t *tab = kvc_table(k, seq, g, &ntab);
+
+			if (grow(&v->blk, &v->capblk, v->nblk + ntab,
+				 sizeof(*v->blk)))
+				return oom(why, len);
+			if (v->gstate[g]) {
+				int64_t e = state_entry(tab, ntab);
+
+				if (e >= 0 && start[i] == 0)
+					v->blk[v->nblk++] =
+						pidx(v, KVGPU_DEV, g, tab[e]);
+			} else {
+				for (size_t b = q->nblk[g]; b < ntab; b++)
+					if (tab[b] != KVC_NULL &&
+					    (uint64_t)b * v->gbs[g] >=
+					    start[i])
+						v->blk[v->nblk++] =
+							pidx(v, KVGPU_DEV, g,
+							     tab[b]);
+			}
+			for (size_t b = 0; st->ncow > 0 && b < ntab; b++)
+				if (tab[b] != KVC_NULL &&
+				    v->stamp[pidx(v, KVGPU_DEV, g, tab[b])] ==
+				    ~v->tick)
+					q->full = 1;
+			q->nblk[g] = (uint32_t)ntab;
+		}
 	}
 	if (kvgpu_poison(v->g, KVGPU_DEV, v->blk, v->nblk) != KV_OK)
 		return dev_fail(v, "poison", why, len);
@@ -444,6 +672,20 @@ finishing(kvs *s, kvs_req r, uint32_t end, size_t ntok)
 	       ntok + 1 >= kc->max_model_len;
 }
 
+/* Count a live block once per scan; f: slots of it written. */
+static int
+live(kvval *v, int32_t id, uint32_t f)
+{
+	if (v->stamp[id] != v->tick) {
+		v->stamp[id] = v->tick;
+		v->fill[id] = 0;
+		v->blk[v->nblk++] = id;
+	}
+	if (f > v->fill[id])
+		v->fill[id] = f;
+	return 0;
+}
+
 static int
 frag_scan(kvval *v, kvs *s, char *why, size_t len)
 {
@@ -456,28 +698,36 @@ frag_scan(kvval *v, kvs *s, char *why, size_t len)
 	for (uint32_t i = 0; i < nrun; i++) {
 		kvs_req r = kvs_queue_at(s, KVS_Q_RUNNING, i);
 		struct vreq *q = vreq_of(v, r);
-		size_t ntab;
-		const int32_t *tab = kvc_table(k, kvs_req_seq(s, r), 0, &ntab);
+		int32_t seq = kvs_req_seq(s, r);
 
-		if (q == NULL ||
-		    grow(&v->blk, &v->capblk, v->nblk + ntab, sizeof(*v->blk)))
+		if (q == NULL)
 			return oom(why, len);
-		for (size_t b = 0; b < ntab; b++) {
-			int32_t id = tab[b];
-			uint64_t lo = (uint64_t)b * v->bs;
-			uint32_t f = q->valid <= lo ? 0 :
-				     q->valid - lo >= v->bs ? v->bs :
-				     (uint32_t)(q->valid - lo);
+		for (uint32_t g = 0; g < v->ng; g++) {
+			size_t ntab;
+			const int32_t *tab = kvc_table(k, seq, g, &ntab);
+			uint32_t bs = v->gbs[g];
 
-			if (id == KVC_NULL)
+			if (grow(&v->blk, &v->capblk, v->nblk + ntab,
+				 sizeof(*v->blk)))
+				return oom(why, len);
+			if (v->gstate[g]) {
+				int64_t e = state_entry(tab, ntab);
+
+				if (e >= 0)
+					live(v, pidx(v, KVGPU_DEV, g, tab[e]),
+					     q->valid > 0 ? v->sslots : 0);
 				continue;
-			if (v->stamp[id] != v->tick) {
-				v->stamp[id] = v->tick;
-				v->fill[id] = 0;
-				v->blk[v->nblk++] = id;
 			}
-			if (f > v->fill[id])
-				v->fill[id] = f;
+			for (size_t b = 0; b < ntab; b++) {
+				uint64_t lo = (uint64_t)b * bs;
+
+				if (tab[b] == KVC_NULL)
+					continue;
+				live(v, pidx(v, KVGPU_DEV, g, tab[b]),
+				     q->valid <= lo ? 0 :
+				     q->valid - lo >= bs ? bs :
+				     (uint32_t)(q->valid - lo));
+			}
 		}
 	}
 	for (size_t i = 0; i < v->nblk; i++)
@@ -507,18 +757,37 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 	kvc *k = kvs_kv(s);
 	int rc;
 
+	if ((rc = setup(v, s, why, len)))
+		return rc;
+	/* the states the step reads, before it rewrites them */
+	v->nslot = v->nvr = 0;
+	for (uint32_t i = 0; i < st->nsched && v->nstg > 0; i++) {
+		kvs_req r = st->sched[i].req;
+
+		if (!v->req[r].full || start[i] == 0)
+			continue;
+		if ((rc = add_range(v, r, why, len)) ||
+		    (rc = add_slots(v, s, r, KVGPU_DEV, 0, start[i], false,
+				    why, len)))
+			return rc;
+	}
+	if ((rc = check(v, s, KVGPU_DEV, "before compute", false, why,
+			    len)))
+		return rc;
 	v->nslot = v->nvr = 0;
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req r = st->sched[i].req;
 		size_t ntok;
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
-		if ((rc = add_slots(v, s, r, start[i],
-				    start[i] + st->sched[i].ntokens, why, len)))
+		if ((rc = add_slots(v, s, r, KVGPU_DEV, start[i],
+				    start[i] + st->sched[i].ntokens, true, why,
+				    len)))
 			return rc;
 	}
 	if (kvgpu_fill(v->g, KVGPU_DEV, v->slot, v->nslot) != KV_OK)
 		return dev_fail(v, "fill", why, len);
+	v->nnull = 0;
 	v->st.written_slots += v->nslot;
 	v->nslot = 0;
 	for (uint32_t i = 0; i < st->nsched; i++) {
@@ -535,10 +804,11 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 			continue;
 		q->full = 0;
 		if ((rc = add_range(v, r, why, len)) ||
-		    (rc = add_slots(v, s, r, 0, q->valid, why, len)))
+		    (rc = add_slots(v, s, r, KVGPU_DEV, 0, q->valid, true,
+				    why, len)))
 			return rc;
 	}
-	if ((rc = check(v, s, KVGPU_DEV, "after compute", why, len)))
+	if ((rc = check(v, s, KVGPU_DEV, "after compute", true, why, len)))
 		return rc;
 	if (v->o.frag_every > 0 && v->st.steps % v->o.frag_every == 0)
 		return frag_scan(v, s, why, len);

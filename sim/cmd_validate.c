@@ -55,6 +55,7 @@ struct vctx {
 	bool have_cm;
 	uint64_t slot_bytes;		/* model geometry */
 	uint32_t layers;
+	uint32_t ngroups;		/* the allocator's KV cache groups */
 };
 
 static void
@@ -90,11 +91,17 @@ rep_of(struct vctx *x, uint32_t r, kvs *s, char *why, size_t len)
 {
 	struct vrep *p;
 	const struct kvc_config *kc = kvc_config_of(kvs_kv(s));
-	struct kvgpu_geom g = { 2, 1, 4, 2, kc->block_size, x->layout,
-				kc->gpu_blocks, kc->cpu_blocks,
-				KVGPU_PINNED };
-	struct kvval_opts vo = { x->strat, x->frag_every };
+	struct kvval_pool pool;
+	struct kvgpu_geom g;
+	struct kvval_opts vo = { x->strat, x->frag_every, 0 };
 	kv_err e;
+
+	/* one page size for every group, the pool of every group's ids */
+	x->ngroups = kvc_ngroups(kvs_kv(s));
+	kvval_pool(kc, x->ngroups, &pool);
+	g = (struct kvgpu_geom){ 2, 1, 4, 2, pool.block_size, x->layout,
+				 pool.dev_blocks, pool.host_blocks,
+				 KVGPU_PINNED };
 
 	if (r >= x->nrep) {
 		struct vrep *q = realloc(x->rep, (r + 1) * sizeof(*q));
@@ -264,6 +271,8 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
 		t->frag_expected_slots += s->frag_expected_slots;
 		t->frag_live_blocks += s->frag_live_blocks;
 		t->dup_dsts += s->dup_dsts;
+		t->window_slots += s->window_slots;
+		t->state_checks += s->state_checks;
 		t->digest = t->digest * 0x100000001b3ull ^ s->digest;
 		for (int d = 0; d < KVGPU_NDIRS; d++) {
 			struct kvval_class *a = &t->cls[d];
@@ -314,6 +323,9 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		       c->blocks, c->bytes, c->dev_ns, model_ns(x, d, c),
 		       d == KVGPU_D2D ? (int64_t)-1 : sim[d]);
 	}
+	printf("  groups %u: %" PRIu64 " states verified, %" PRIu64
+	       " positions outside a sliding window skipped\n", x->ngroups,
+	       t.state_checks, t.window_slots);
 	printf("  fragmentation: %" PRIu64 " scans, %" PRIu64 " poisoned "
 	       "slots measured, %" PRIu64 " unwritten by the allocator's "
 	       "account\n", t.frag_scans, t.frag_poison_slots,
@@ -365,14 +377,16 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		"failures,%" PRIu64 "\nfrag_scans,%" PRIu64 "\n"
 		"frag_live_blocks,%" PRIu64 "\nfrag_unwritten_slots,%" PRIu64
 		"\nfrag_poison_slots,%" PRIu64 "\ndup_destinations,%" PRIu64
-		"\ndigest,%016" PRIx64 "\n", x->backend,
+		"\ngroups,%u\nstate_checks,%" PRIu64 "\nwindow_skipped_slots,%"
+		PRIu64 "\ndigest,%016" PRIx64 "\n", x->backend,
 		kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
 		x->model_geom ? "model" : "tiny", sim_run_id(R), t.steps,
 		t.preempt_swap, t.preempt_recompute, t.written_slots,
 		t.verifies, t.full_checks, t.verified_slots, t.verified_words,
 		t.mismatched_words, t.failures, t.frag_scans,
 		t.frag_live_blocks, t.frag_expected_slots, t.frag_poison_slots,
-		t.dup_dsts, t.digest);
+		t.dup_dsts, x->ngroups, t.state_checks, t.window_slots,
+		t.digest);
 	return tmp_commit(f, path, tmp);
 }
 
@@ -394,7 +408,7 @@ validate_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
-			  NULL, 0, { 0 }, false, 0, 0 };
+			  NULL, 0, { 0 }, false, 0, 0, 0 };
 	struct sim_observer obs = { &x, on_scheduled, on_computed,
 				    on_completed };
 	struct sim_config cfg;

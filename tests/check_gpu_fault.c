@@ -29,15 +29,21 @@ struct res {
 	uint64_t injected, hazards;
 };
 
-/* A vLLM v0 run with swap preemption (or `policy`) on "fault:...". */
+/*
+ * A vLLM v0 run with swap preemption (or `policy`) on "fault:...";
+ * hybrid: kvsim over a full, a sliding-window and a Mamba state group,
+ * the fault in the last pair of its batch (the last group's block).
+ */
 static void
-faulty_run(struct res *out, const char *policy, int swap,
-	   enum kvgpu_fault f, enum kvgpu_dir dir, uint32_t skip)
+faulty_run_in(struct res *out, const char *policy, int swap,
+	      enum kvgpu_fault f, enum kvgpu_dir dir, uint32_t skip,
+	      bool hybrid)
 {
 	struct kvdrive_opts o;
 	struct kvc_config kc;
 	struct kvgpu_geom g;
-	struct kvval_opts vo = { KVGPU_PER_CHUNK, 0 };
+	struct kvval_pool pool;
+	struct kvval_opts vo = { KVGPU_PER_CHUNK, 0, 0 };
 	char why[512];
 	bool refused;
 	kvgpu *b;
@@ -48,11 +54,30 @@ faulty_run(struct res *out, const char *policy, int swap,
 	kvdrive_opts_init(&o);
 	o.policy = policy;
 	o.preemption = swap;
+	if (hybrid) {
+		static const kvc_kind kind[3] = {
+			KVC_FULL, KVC_SLIDING, KVC_STATE
+		};
+
+		o.ngroups = 3;
+		o.gpu_blocks = 96;
+		for (int i = 0; i < 3; i++) {
+			snprintf(o.group[i].name, sizeof(o.group[i].name),
+				 "g%d", i);
+			o.group[i].kind = kind[i];
+			o.group[i].block_size = o.block_size;
+		}
+		o.group[1].window = 40;
+		o.group[2].block_size = o.max_model_len;
+	}
 	kvdrive_kvc_config(&o, &kc);
-	g = geom(kc.gpu_blocks, kc.cpu_blocks, kc.block_size);
+	kvval_pool(&kc, kc.ngroups ? kc.ngroups : 1, &pool);
+	g = geom(pool.dev_blocks, pool.host_blocks, pool.block_size);
 	b = kvgpu_open("fault", &g, &e, why, sizeof(why));
 	ck_assert_msg(b != NULL, "%s", why);
 	ck_assert_int_eq(kvgpu_fault_arm(b, f, dir, skip), KV_OK);
+	if (hybrid)
+		ck_assert_int_eq(kvgpu_fault_pair(b, UINT32_MAX), KV_OK);
 	v = kvval_new(b, &vo);
 	rc = kvdrive_run(&o, v, &out->r, &refused, why, sizeof(why));
 	ck_assert_msg(rc == 0, "%s", why);
@@ -60,6 +85,13 @@ faulty_run(struct res *out, const char *policy, int swap,
 	kvgpu_fault_stats(b, &out->injected, &out->hazards);
 	kvval_free(v);
 	kvgpu_close(b);
+}
+
+static void
+faulty_run(struct res *out, const char *policy, int swap,
+	   enum kvgpu_fault f, enum kvgpu_dir dir, uint32_t skip)
+{
+	faulty_run_in(out, policy, swap, f, dir, skip, false);
 }
 
 START_TEST(no_fault_passes)
@@ -97,6 +129,35 @@ START_TEST(fault_detected)
 	ck_assert_ptr_nonnull(strstr(r.s.first_failure,
 				     dir == KVGPU_D2H ? "after swap-out" :
 				     "after compute"));
+}
+END_TEST
+
+/*
+ * Hybrid: the clean run passes and verifies states; corrupt and drop in
+ * the last pair of a swap-out or swap-in batch -- a block of a group
+ * other than 0 -- are detected and the failure names that group.
+ */
+START_TEST(fault_in_other_group)
+{
+	enum kvgpu_fault f = _i < 2 ? KVGPU_FAULT_CORRUPT : KVGPU_FAULT_DROP;
+	enum kvgpu_dir dir = _i % 2 ? KVGPU_H2D : KVGPU_D2H;
+	const char *at;
+	unsigned grp;
+	struct res r;
+
+	faulty_run_in(&r, "kvsim", 1, KVGPU_FAULT_NONE, dir, 0, true);
+	ck_assert_msg(r.s.failures == 0, "%s", r.s.first_failure);
+	ck_assert_uint_gt(r.s.state_checks, 0);
+	ck_assert_uint_gt(r.s.window_slots, 0);
+	ck_assert_uint_gt(r.r.swap_out_blocks, 0);
+	faulty_run_in(&r, "kvsim", 1, f, dir, 0, true);
+	ck_assert_uint_eq(r.injected, 1);
+	ck_assert_msg(r.s.failures > 0, "%s in %s not detected",
+		      kvgpu_fault_name(f), kvgpu_dir_name(dir));
+	at = strstr(r.s.first_failure, "group ");
+	ck_assert_ptr_nonnull(at);
+	ck_assert_int_eq(sscanf(at, "group %u", &grp), 1);
+	ck_assert_msg(grp > 0, "%s", r.s.first_failure);
 }
 END_TEST
 
@@ -330,6 +391,7 @@ gpu_fault_suite(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, no_fault_passes);
 	tcase_add_loop_test(t, fault_detected, 0, 12);
+	tcase_add_loop_test(t, fault_in_other_group, 0, 4);
 	tcase_add_test(t, cow_fault_detected);
 	tcase_add_test(t, ordering_hazard);
 	tcase_add_test(t, invert_in_a_run);

@@ -6,7 +6,8 @@
  * blocks in every layout; dependent batches are refused; and full runs of
  * every scheduler policy, with swap and recompute preemption and prefix
  * caching, execute on the host backend with zero integrity failures and
- * an exact fragmentation count.
+ * an exact fragmentation count, hybrid models (state, sliding and full
+ * groups) included.
  */
 #include "gpu/kvdrive.h"
 #include "gpu/kv_layout.h"
@@ -274,15 +275,18 @@ run(struct run *out, const struct kvdrive_opts *o, const char *backend,
 {
 	struct kvc_config kc;
 	struct kvgpu_geom g = geom(layout, 0, 0);
-	struct kvval_opts vo = { KVGPU_BATCH, 4 };
+	struct kvval_opts vo = { KVGPU_BATCH, 4, 3 };
 	kvgpu *b;
 	kvval *v;
 	kv_err e;
 
+	struct kvval_pool pool;
+
 	kvdrive_kvc_config(o, &kc);
-	g.block_size = kc.block_size;
-	g.dev_blocks = kc.gpu_blocks;
-	g.host_blocks = kc.cpu_blocks;
+	kvval_pool(&kc, kc.ngroups ? kc.ngroups : 1, &pool);
+	g.block_size = pool.block_size;
+	g.dev_blocks = pool.dev_blocks;
+	g.host_blocks = pool.host_blocks;
 	b = kvgpu_open(backend, &g, &e, out->why, sizeof(out->why));
 	ck_assert_msg(b != NULL, "%s", out->why);
 	v = kvval_new(b, &vo);
@@ -359,6 +363,136 @@ START_TEST(equal_prompts)
 }
 END_TEST
 
+/*
+ * Hybrid models: several KV cache groups in one pool of one page size.
+ * Shapes: Mamba state groups around a full-attention group (as Granite
+ * 4.0-H: the state's block size is max_model_len); a sliding window of 40
+ * tokens and a full group (as Gemma 2, nulls once the window moves on); a
+ * sliding group of half the block size beside a full group (half pages).
+ * Every shape under kvsim (swap and recompute) and vllm-v1 (recompute),
+ * prefix caching on and off: zero failures, exact fragmentation, states
+ * verified and window positions skipped where the shape has them.
+ */
+static void
+hybrid_shape(struct kvdrive_opts *o, int shape)
+{
+	struct kvc_group_config *g = o->group;
+
+	memset(g, 0, sizeof(o->group));
+	o->block_size = 16;
+	switch (shape) {
+	case 0:
+		o->ngroups = 4;
+		for (int i = 0; i < 4; i++) {
+			snprintf(g[i].name, sizeof(g[i].name), "g%d", i);
+			g[i].kind = KVC_STATE;
+			g[i].block_size = o->max_model_len;
+		}
+		g[2].kind = KVC_FULL;
+		g[2].block_size = 16;
+		break;
+	case 1:
+		o->ngroups = 2;
+		snprintf(g[0].name, sizeof(g[0].name), "sw");
+		g[0].kind = KVC_SLIDING;
+		g[0].window = 40;
+		g[0].block_size = 16;
+		snprintf(g[1].name, sizeof(g[1].name), "full");
+		g[1].kind = KVC_FULL;
+		g[1].block_size = 16;
+		break;
+	default:
+		o->ngroups = 2;
+		snprintf(g[0].name, sizeof(g[0].name), "full");
+		g[0].kind = KVC_FULL;
+		g[0].block_size = 16;
+		snprintf(g[1].name, sizeof(g[1].name), "sw");
+		g[1].kind = KVC_SLIDING;
+		g[1].window = 40;
+		g[1].block_size = 8;
+		break;
+	}
+}
+
+START_TEST(hybrid_groups)
+{
+	int shape = _i / 6, mode = (_i / 2) % 3;
+	struct kvdrive_opts o;
+	struct run R;
+
+	kvdrive_opts_init(&o);
+	o.policy = mode == 2 ? "vllm-v1" : "kvsim";
+	o.preemption = mode == 0;
+	o.prefix_caching = _i % 2;
+	o.gpu_blocks = shape == 2 ? 100 : 96;
+	o.cpu_blocks = 192;
+	o.requests = 30;
+	if (shape == 2) {	/* half pages: more requests at once */
+		o.per_step = 4;
+		o.prompt_max = 300;
+	}
+	hybrid_shape(&o, shape);
+	run(&R, &o, "host", shape == 1 ? KVGPU_FI_FUSED : KVGPU_FA_SPLIT);
+	if (R.refused) {
+		/* vLLM v1 caches prefixes with one block size for
+		 * every group only */
+		ck_assert_msg(shape != 1 && mode == 2 && o.prefix_caching,
+			      "shape %d %s refused: %s", shape, o.policy,
+			      R.why);
+		return;
+	}
+	ck_assert_msg(R.rc == 0, "shape %d %s: %s", shape, o.policy, R.why);
+	ck_assert_uint_eq(R.r.finished, o.requests);
+	ck_assert_msg(R.s.failures == 0, "shape %d %s swap=%d prefix=%d: %s",
+		      shape, o.policy, o.preemption, o.prefix_caching,
+		      R.s.first_failure);
+	ck_assert_uint_gt(R.r.preemptions, 0);
+	ck_assert_uint_ge(R.s.full_checks, o.requests);
+	ck_assert_uint_gt(R.s.frag_scans, 0);
+	ck_assert_uint_eq(R.s.frag_poison_slots, R.s.frag_expected_slots);
+	if (shape == 0)	/* three states a request, at least at finish */
+		ck_assert_uint_ge(R.s.state_checks, 3ull * o.requests);
+	else
+		ck_assert_uint_eq(R.s.state_checks, 0);
+	if (shape > 0)
+		ck_assert_uint_gt(R.s.window_slots, 0);
+	if (o.preemption == 1)
+		ck_assert_uint_gt(R.s.cls[KVGPU_D2H].blocks, 0);
+}
+END_TEST
+
+/* A backend whose pool is smaller than the allocator's is refused at the
+ * first step, with a message. */
+START_TEST(pool_too_small)
+{
+	struct kvdrive_opts o;
+	struct kvc_config kc;
+	struct kvgpu_geom g = geom(KVGPU_FA_SPLIT, 0, 0);
+	struct kvval_opts vo = { KVGPU_BATCH, 0, 0 };
+	struct kvdrive_result r;
+	char why[256];
+	bool refused;
+	kvgpu *b;
+	kvval *v;
+
+	kvdrive_opts_init(&o);
+	hybrid_shape(&o, 2);
+	o.policy = "kvsim";
+	o.gpu_blocks = 96;
+	kvdrive_kvc_config(&o, &kc);
+	g.block_size = 8;	/* the full group's pages need 16 */
+	g.dev_blocks = kc.gpu_blocks;
+	g.host_blocks = kc.cpu_blocks;
+	b = open_host(&g);
+	v = kvval_new(b, &vo);
+	ck_assert_int_eq(kvdrive_run(&o, v, &r, &refused, why, sizeof(why)),
+			 1);
+	ck_assert_ptr_nonnull(strstr(why, "cannot hold"));
+	kvval_free(v);
+	kvgpu_close(b);
+}
+END_TEST
+
 /* The same run in another layout and copy strategy gives the same
  * digest; another seed does not. */
 START_TEST(digest_same_run)
@@ -400,6 +534,8 @@ gpu_host_suite(void)
 			    (int)(sizeof(policies) / sizeof(policies[0])) * 4);
 	tcase_add_loop_test(t, equal_prompts, 0, 2);
 	tcase_add_test(t, digest_same_run);
+	tcase_add_loop_test(t, hybrid_groups, 0, 18);
+	tcase_add_test(t, pool_too_small);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -450,7 +450,7 @@ replay(const char *backend, const struct trace *t, bool quick,
 	struct kvc_config kc;
 	struct kvgpu_geom g = { 4, 2, 64, 2, 16, KVGPU_FA_SPLIT, 0, 0,
 				KVGPU_PINNED };
-	struct kvval_opts vo = { KVGPU_BATCH, 8 };
+	struct kvval_opts vo = { KVGPU_BATCH, 8, 0 };
 	bool refused;
 	kvgpu *b;
 	kvval *v;
