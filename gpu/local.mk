@@ -54,4 +54,5 @@ tests_check_calibrate_LDADD = $(GSL_LIBS) $(CHECK_LIBS)
 TESTS += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
 	tests/calibrate.sh
 EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
-	tests/calibrate.sh tests/gpu/swap.yaml tests/gpu/model.yaml
+	tests/calibrate.sh tests/gpu/swap.yaml tests/gpu/model.yaml \
+	tests/gpu/gemma-2-w64.config.json

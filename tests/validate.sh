@@ -1,9 +1,11 @@
 #!/bin/sh
 # kvsim validate: every policy, with swap and recompute preemption and
 # with and without prefix caching, runs on the host backend with zero
-# integrity failures and an exact fragmentation count; every fault of the
-# fault backend fails the run (exit 1); the digest does not depend on the
-# layout or copy strategy; reports are written; bad usage exits 2.
+# integrity failures and an exact fragmentation count, hybrid models
+# (Mamba state, sliding-window and full groups) included; every fault of
+# the fault backend fails the run (exit 1), in any group; the digest does
+# not depend on the layout or copy strategy; reports are written; bad
+# usage exits 2.
 : "${KVSIM:?}" "${top_srcdir:?}"
 cfg=$top_srcdir/tests/gpu/swap.yaml
 tmp=${TMPDIR:-/tmp}/kvsim-validate.$$
@@ -85,6 +87,59 @@ run model 0 "$top_srcdir/tests/gpu/model.yaml" --geometry model \
 grep -q 'geometry (2097152 bytes a block)' "$tmp/model.out" ||
 	fail "model geometry"
 [ "$(val model preempt_swap)" -gt 0 ] || fail "model geometry: no swap"
+
+# hybrid models under vllm-v1 with small pools that preempt: every KV
+# cache group executed and verified, 0 failures, exact fragmentation.
+# Granite 4.0-H: nine Mamba state groups and one attention group of 400
+# tokens a block; Gemma 2: a sliding-window group and a full group (its
+# window of 4096 tokens never moves at 1024), and the same model with a
+# window of 64 tokens (tests/gpu/gemma-2-w64.config.json), whose sliding
+# tables hold nulls.
+hyb() {	# hyb NAME MODEL ARGS...: a clean vllm-v1 run
+	n=$1 m=$2
+	shift 2
+	run "$n" 0 --set model="$m" --set policy=vllm-v1 \
+		--set workload.max_requests=80 "$@" --out "$tmp/$n"
+	[ "$(val "$n" failures)" = 0 ] || fail "$n: failures"
+	[ "$(val "$n" frag_scans)" -gt 0 ] || fail "$n: no scan"
+	[ "$(val "$n" frag_poison_slots)" = \
+	  "$(val "$n" frag_unwritten_slots)" ] || fail "$n: fragmentation"
+	[ "$(val "$n" preempt_recompute)" -gt 0 ] || fail "$n: no preemption"
+}
+hyb granite ibm-granite/granite-4.0-h-tiny \
+	--set engine.max_model_len=2048 --set engine.num_gpu_blocks_override=60
+[ "$(val granite groups)" = 10 ] || fail "granite: groups"
+[ "$(val granite state_checks)" -ge 720 ] ||
+	fail "granite: 9 states of every request not verified"
+hyb gemma google/gemma-2-9b \
+	--set engine.max_model_len=1024 --set engine.num_gpu_blocks_override=140
+[ "$(val gemma groups)" = 2 ] || fail "gemma: groups"
+hyb gemma-w64 "$top_srcdir/tests/gpu/gemma-2-w64.config.json" \
+	--set engine.max_model_len=1024 --set engine.max_num_seqs=64 \
+	--set engine.max_num_batched_tokens=256 \
+	--set engine.num_gpu_blocks_override=90
+[ "$(val gemma-w64 window_skipped_slots)" -gt 0 ] ||
+	fail "gemma-w64: the window never moved"
+
+# corruption in a group other than 0 is caught: Granite under kvsim with
+# swap preemption swaps a request group by group, so the last pair of a
+# swap-out batch is a block of the last group (9, attention); the first
+# is group 0's Mamba state
+gr="--set model=ibm-granite/granite-4.0-h-tiny --set policy=kvsim
+    --set engine.preemption_mode=swap --set engine.max_model_len=2048
+    --set engine.num_gpu_blocks_override=20 --set workload.max_requests=80"
+# shellcheck disable=SC2086
+run granite-swap 0 $gr --out "$tmp/granite-swap"
+[ "$(val granite-swap preempt_swap)" -gt 0 ] || fail "granite: no swap"
+# shellcheck disable=SC2086
+run granite-last 1 $gr --backend fault:corrupt@last
+grep -q 'FAILED: .* request [0-9]* group 9 position' \
+	"$tmp/granite-last.out" || fail "granite: group 9 fault not reported"
+# shellcheck disable=SC2086
+run granite-state 1 $gr --backend fault:drop
+grep -q 'FAILED: .* request [0-9]* group 0 state after [0-9]* tokens' \
+	"$tmp/granite-state.out" || fail "granite: state fault not reported"
+run badpair 2 "$cfg" --backend fault:corrupt@x
 
 # no device here: --backend cuda is refused before the run (exit 2)
 check=$(dirname "$KVSIM")/../gpu/tools/kvsim-gpucheck
