@@ -283,6 +283,9 @@ run(struct run *out, const struct kvdrive_opts *o, const char *backend,
 	struct kvval_pool pool;
 
 	kvdrive_kvc_config(o, &kc);
+	/* the pool follows the mode the policy puts the allocator in */
+	if (kvs_builtin_policy(o->policy) != NULL)
+		kc.mode = kvs_builtin_policy(o->policy)->mode;
 	kvval_pool(&kc, kc.ngroups ? kc.ngroups : 1, &pool);
 	g.block_size = pool.block_size;
 	g.dev_blocks = pool.dev_blocks;
@@ -461,6 +464,36 @@ START_TEST(hybrid_groups)
 }
 END_TEST
 
+/*
+ * DeepSpeed FastGen gives every group its own block ids: two full groups
+ * (block sizes 16 and 8) in a pool of gpu_blocks per group, each group's
+ * blocks apart from the other's.
+ */
+START_TEST(deepspeed_groups)
+{
+	struct kvdrive_opts o;
+	struct run R;
+
+	kvdrive_opts_init(&o);
+	hybrid_shape(&o, 2);
+	o.group[1].kind = KVC_FULL;
+	o.group[1].window = 0;
+	o.policy = "deepspeed-fastgen";
+	o.preemption = 0;
+	o.prefix_caching = false;
+	o.gpu_blocks = 256;
+	o.cpu_blocks = 0;
+	o.requests = 30;
+	o.per_step = 6;
+	run(&R, &o, "host", KVGPU_FA_SPLIT);
+	ck_assert_msg(R.rc == 0, "%s", R.why);
+	ck_assert_uint_eq(R.r.finished, o.requests);
+	ck_assert_msg(R.s.failures == 0, "%s", R.s.first_failure);
+	ck_assert_uint_ge(R.s.full_checks, o.requests);
+	ck_assert_uint_eq(R.s.frag_poison_slots, R.s.frag_expected_slots);
+}
+END_TEST
+
 /* A backend whose pool is smaller than the allocator's is refused at the
  * first step, with a message. */
 START_TEST(pool_too_small)
@@ -535,6 +568,7 @@ gpu_host_suite(void)
 	tcase_add_loop_test(t, equal_prompts, 0, 2);
 	tcase_add_test(t, digest_same_run);
 	tcase_add_loop_test(t, hybrid_groups, 0, 18);
+	tcase_add_test(t, deepspeed_groups);
 	tcase_add_test(t, pool_too_small);
 	suite_add_tcase(s, t);
 	return s;
