@@ -30,8 +30,8 @@
  * excused -- and a block holding another prefix's data fails.
  *
  * The digest folds, at every verify, the kvgpu_digest of the verified
- * requests' whole blocks, every group's: equal on two backends that executed the same
- * run correctly (the host/CUDA equivalence check).
+ * requests' whole blocks, every group's: equal on two backends that
+ * executed the same run correctly (the host/CUDA equivalence check).
  *
  * Fragmentation: every frag_every steps, the poisoned slots of the live
  * blocks (blocks of running requests in every group, each once) are

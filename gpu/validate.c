@@ -283,14 +283,14 @@ state_entry(const int32_t *tab, size_t ntab)
 
 /* ---- slot lists ------------------------------------------------------- */
 
-static int
+/* Append one slot; room is the caller's. */
+static void
 push_slot(kvval *v, int32_t block, uint32_t slot, uint32_t pos, uint64_t key,
 	  uint8_t grp)
 {
 	v->sgrp[v->nslot] = grp;
 	v->slot[v->nslot++] = (struct kvgpu_slot){
 		.block = block, .slot = slot, .pos = pos, .key = key };
-	return 0;
 }
 
 /* Append the state after `to` tokens (key = key(to - 1)) of every state
@@ -673,7 +673,7 @@ finishing(kvs *s, kvs_req r, uint32_t end, size_t ntok)
 }
 
 /* Count a live block once per scan; f: slots of it written. */
-static int
+static void
 live(kvval *v, int32_t id, uint32_t f)
 {
 	if (v->stamp[id] != v->tick) {
@@ -683,7 +683,6 @@ live(kvval *v, int32_t id, uint32_t f)
 	}
 	if (f > v->fill[id])
 		v->fill[id] = f;
-	return 0;
 }
 
 static int
