@@ -19,16 +19,35 @@ kvs__xfail(char *why, size_t whylen, const char *msg)
 }
 
 kv_err
-kvs__xneed(kvc *k, int32_t seq, uint32_t L, uint64_t *out)
+kvs__xneed(kvc *k, int32_t seq, uint32_t L, uint64_t budget, uint64_t *out)
 {
+	const struct kvc_config *kc = kvc_config_of(k);
 	uint32_t need[KVC_MAX_GROUPS], ng = kvc_ngroups(k);
 	uint64_t sum = 0;
 	kv_err e = kvc_blocks_needed(k, seq, 0, L, need);
 
 	if (e != KV_OK)
 		return e;
-	for (uint32_t g = 0; g < ng; g++)
-		sum += need[g];
+	for (uint32_t g = 0; g < ng; g++) {
+		uint64_t n = need[g];
+
+		/* A sliding window never holds more than the window plus a
+		 * chunk in flight: the allocator releases the blocks that
+		 * leave it as the prompt is computed, chunk by chunk.  The
+		 * dry run takes every token at once, so it is capped here,
+		 * as kvs__xalone_blocks counts it at setup. */
+		if (kc->ngroups && kc->group[g].kind == KVC_SLIDING) {
+			uint32_t bs = kc->group[g].block_size
+				      ? kc->group[g].block_size
+				      : kc->block_size;
+			uint64_t cap = kvc_cdiv((uint64_t)kc->group[g].window +
+						budget + L, bs) + 1;
+
+			if (n > cap)
+				n = cap;
+		}
+		sum += n;
+	}
 	*out = sum;
 	return KV_OK;
 }
@@ -97,7 +116,9 @@ kvs__xview_read(kvs *s, struct kvs_xview *v)
 			     kvs_req_generated(s, ri->r) > 0;
 		if (ri->decode || ri->C >= ri->T)
 			continue;
-		if ((e = kvs__xneed(k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(k, ri->seq, 0,
+				       (uint64_t)kvs_config_of(s)->
+				       max_num_batched_tokens, &rest)) != KV_OK)
 			return e;
 		v->reserved += rest;
 	}

@@ -32,8 +32,14 @@ struct kvs_xview {
 /* Copy msg into why and return KV_ECONFIG. */
 kv_err kvs__xfail(char *why, size_t whylen, const char *msg);
 
-/* Blocks (all groups, one pool) the allocator would take for seq now. */
-kv_err kvs__xneed(kvc *k, int32_t seq, uint32_t L, uint64_t *out);
+/*
+ * Blocks (all groups, one pool) the allocator would take for seq now, a
+ * sliding group's capped at what it can hold at once while its prompt is
+ * computed in chunks of at most `budget` tokens (kvs__xalone_blocks's
+ * count): the admission check and the reservation agree with setup.
+ */
+kv_err kvs__xneed(kvc *k, int32_t seq, uint32_t L, uint64_t budget,
+		  uint64_t *out);
 
 /*
  * Blocks one request of max_model_len tokens holds at most while it runs

@@ -321,7 +321,8 @@ ks_preempt(struct ks_step *st, uint32_t j, enum kvs_preempt_mode m)
 	if (!ri->decode && ri->C < ri->T) {
 		uint64_t rest;
 
-		if ((e = kvs__xneed(st->k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st->k, ri->seq, 0,
+						st->budget, &rest)) != KV_OK)
 			return e;
 		st->reserved -= rest < st->reserved ? rest : st->reserved;
 	}
@@ -430,7 +431,8 @@ ks_schedule(kvs *s, void *state)
 			if (e != KV_ENOSPC)
 				return e;
 		}
-		if ((e = kvs__xneed(st.k, ri->seq, st.L, &need)) != KV_OK ||
+		if ((e = kvs__xneed(st.k, ri->seq, st.L,
+						st.budget, &need)) != KV_OK ||
 		    (e = ks_make_room(&st, i, need, &self)) != KV_OK)
 			return e;
 		if (self)
@@ -456,7 +458,7 @@ scheduled:
 					     kvc_seq_computed(st.k, q));
 		uint64_t need;
 
-		if ((e = kvs__xneed(st.k, q, st.L, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, q, st.L, st.budget, &need)) != KV_OK)
 			return e;
 		if (need + st.reserved + st.wm > kvs__xfree(st.k) ||
 		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs ||
@@ -508,7 +510,8 @@ scheduled:
 
 		if (ri->decode || kvc_seq_computed(st.k, ri->seq) >= ri->T)
 			continue;
-		if ((e = kvs__xneed(st.k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st.k, ri->seq, 0,
+						st.budget, &rest)) != KV_OK)
 			return e;
 		st.reserved += rest;
 	}
@@ -519,7 +522,7 @@ scheduled:
 		uint32_t T, chunk;
 		size_t hit;
 
-		if ((e = kvs__xneed(st.k, q, 0, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, q, 0, st.budget, &need)) != KV_OK)
 			return e;
 		if (need + st.reserved + st.wm > kvs__xfree(st.k) ||
 		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs)
@@ -542,7 +545,8 @@ scheduled:
 			return e;
 		st.used += chunk;
 		if (kvc_seq_computed(st.k, q) < T) {
-			if ((e = kvs__xneed(st.k, q, 0, &rest)) != KV_OK)
+			if ((e = kvs__xneed(st.k, q, 0,
+							st.budget, &rest)) != KV_OK)
 				return e;
 			st.reserved += rest;
 		}

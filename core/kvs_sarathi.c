@@ -171,7 +171,8 @@ sar_preempt(struct sar_step *st, uint32_t j)
 	if (!ri->decode && ri->C < ri->T) {
 		uint64_t rest;
 
-		if ((e = kvs__xneed(st->k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st->k, ri->seq, 0,
+						st->budget, &rest)) != KV_OK)
 			return e;
 		st->reserved -= rest < st->reserved ? rest : st->reserved;
 	}
@@ -224,7 +225,8 @@ sar_schedule(kvs *s, void *state)
 			if (e != KV_ENOSPC)
 				return e;
 		}
-		if ((e = kvs__xneed(st.k, ri->seq, st.L, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, ri->seq, st.L,
+						st.budget, &need)) != KV_OK)
 			return e;
 		while (need + st.reserved > kvs__xfree(st.k)) {
 			if (st.nrun - 1 == i) {
@@ -286,7 +288,8 @@ scheduled:
 		if (ri->decode ||
 		    kvc_seq_computed(st.k, ri->seq) >= ri->T)
 			continue;
-		if ((e = kvs__xneed(st.k, ri->seq, 0, &rest)) != KV_OK)
+		if ((e = kvs__xneed(st.k, ri->seq, 0,
+						st.budget, &rest)) != KV_OK)
 			return e;
 		st.reserved += rest;
 	}
@@ -297,7 +300,7 @@ scheduled:
 		size_t hit;
 		uint32_t chunk, T;
 
-		if ((e = kvs__xneed(st.k, q, 0, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.k, q, 0, st.budget, &need)) != KV_OK)
 			return e;
 		if (need + st.reserved + st.wm > kvs__xfree(st.k))
 			break;
@@ -322,7 +325,8 @@ scheduled:
 			return e;
 		st.used += chunk;
 		if (kvc_seq_computed(st.k, q) < T) {
-			if ((e = kvs__xneed(st.k, q, 0, &rest)) != KV_OK)
+			if ((e = kvs__xneed(st.k, q, 0,
+							st.budget, &rest)) != KV_OK)
 				return e;
 			st.reserved += rest;
 		}

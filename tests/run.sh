@@ -43,7 +43,12 @@
 #     request through its resets instead of stalling;
 # 12. the hybrid Granite-4.0-H-tiny (10 KV cache groups: one attention
 #     group with vLLM's block size raised to 400, nine Mamba state groups)
-#     runs under vllm-v1 with --check on a pool small enough to preempt.
+#     runs under vllm-v1 with --check on a pool small enough to preempt;
+# 13. a sliding window of 64 tokens (tests/gpu/gemma-2-w64.config.json) on
+#     90 blocks under the exact policies: admission counts the window as
+#     setup does (window plus one chunk), so every request that fits
+#     max_model_len finishes -- it used to wait forever for a pool that
+#     could hold its whole prompt in both groups at once.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -300,4 +305,18 @@ grep -q '^  enable_prefix_caching: false$' \
 	bad "Granite: attention block size is not 400"
 [ "$(sval "$T/gr/summary.csv" preemptions)" -gt 0 ] 2>/dev/null ||
 	bad "Granite: the small pool did not preempt"
+
+# 13.
+for p in kvsim sarathi; do
+	"$KVSIM" run -q --no-plot --check --set policy=$p \
+		--set model="$top_srcdir/tests/gpu/gemma-2-w64.config.json" \
+		--set engine.max_model_len=1024 --set engine.max_num_seqs=64 \
+		--set engine.max_num_batched_tokens=256 \
+		--set engine.num_gpu_blocks_override=90 \
+		--set workload.max_requests=80 --out "$T/w64-$p" ||
+		bad "sliding window under $p did not finish"
+	[ $(($(sval "$T/w64-$p/summary.csv" completed) + \
+	     $(sval "$T/w64-$p/summary.csv" rejected))) = 80 ] ||
+		bad "sliding window under $p: requests lost"
+done
 exit $fail
