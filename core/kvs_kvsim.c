@@ -322,7 +322,7 @@ ks_preempt(struct ks_step *st, uint32_t j, enum kvs_preempt_mode m)
 		uint64_t rest;
 
 		if ((e = kvs__xneed(st->k, ri->seq, 0,
-						st->budget, &rest)) != KV_OK)
+		    st->budget, &rest)) != KV_OK)
 			return e;
 		st->reserved -= rest < st->reserved ? rest : st->reserved;
 	}
@@ -432,7 +432,7 @@ ks_schedule(kvs *s, void *state)
 				return e;
 		}
 		if ((e = kvs__xneed(st.k, ri->seq, st.L,
-						st.budget, &need)) != KV_OK ||
+		    st.budget, &need)) != KV_OK ||
 		    (e = ks_make_room(&st, i, need, &self)) != KV_OK)
 			return e;
 		if (self)
@@ -511,7 +511,7 @@ scheduled:
 		if (ri->decode || kvc_seq_computed(st.k, ri->seq) >= ri->T)
 			continue;
 		if ((e = kvs__xneed(st.k, ri->seq, 0,
-						st.budget, &rest)) != KV_OK)
+		    st.budget, &rest)) != KV_OK)
 			return e;
 		st.reserved += rest;
 	}
@@ -546,7 +546,7 @@ scheduled:
 		st.used += chunk;
 		if (kvc_seq_computed(st.k, q) < T) {
 			if ((e = kvs__xneed(st.k, q, 0,
-							st.budget, &rest)) != KV_OK)
+			    st.budget, &rest)) != KV_OK)
 				return e;
 			st.reserved += rest;
 		}

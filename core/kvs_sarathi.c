@@ -172,7 +172,7 @@ sar_preempt(struct sar_step *st, uint32_t j)
 		uint64_t rest;
 
 		if ((e = kvs__xneed(st->k, ri->seq, 0,
-						st->budget, &rest)) != KV_OK)
+		    st->budget, &rest)) != KV_OK)
 			return e;
 		st->reserved -= rest < st->reserved ? rest : st->reserved;
 	}
@@ -226,7 +226,7 @@ sar_schedule(kvs *s, void *state)
 				return e;
 		}
 		if ((e = kvs__xneed(st.k, ri->seq, st.L,
-						st.budget, &need)) != KV_OK)
+		    st.budget, &need)) != KV_OK)
 			return e;
 		while (need + st.reserved > kvs__xfree(st.k)) {
 			if (st.nrun - 1 == i) {
@@ -289,7 +289,7 @@ scheduled:
 		    kvc_seq_computed(st.k, ri->seq) >= ri->T)
 			continue;
 		if ((e = kvs__xneed(st.k, ri->seq, 0,
-						st.budget, &rest)) != KV_OK)
+		    st.budget, &rest)) != KV_OK)
 			return e;
 		st.reserved += rest;
 	}
@@ -326,7 +326,7 @@ scheduled:
 		st.used += chunk;
 		if (kvc_seq_computed(st.k, q) < T) {
 			if ((e = kvs__xneed(st.k, q, 0,
-							st.budget, &rest)) != KV_OK)
+			    st.budget, &rest)) != KV_OK)
 				return e;
 			st.reserved += rest;
 		}
