@@ -57,6 +57,56 @@ kvdrive_kvc_config(const struct kvdrive_opts *o, struct kvc_config *kc)
 		kc->cpu_blocks = 0;
 }
 
+void
+kvdrive_pool(const struct kvdrive_opts *o, struct kvval_pool *out)
+{
+	const struct kvs_policy *p = kvs_builtin_policy(o->policy);
+	struct kvc_config kc;
+
+	kvdrive_kvc_config(o, &kc);
+	if (p != NULL)
+		kc.mode = p->mode;
+	kvval_pool(&kc, kc.ngroups ? kc.ngroups : 1, out);
+}
+
+static void
+group(struct kvc_group_config *g, const char *name, kvc_kind kind,
+      uint32_t window, uint32_t block_size)
+{
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->kind = kind;
+	g->window = window;
+	g->block_size = block_size;
+}
+
+void
+kvdrive_hybrid(struct kvdrive_opts *o, enum kvdrive_shape shape)
+{
+	struct kvc_group_config *g = o->group;
+
+	memset(g, 0, sizeof(o->group));
+	o->block_size = 16;
+	switch (shape) {
+	case KVDRIVE_MAMBA:
+		o->ngroups = 4;
+		group(&g[0], "g0", KVC_STATE, 0, o->max_model_len);
+		group(&g[1], "g1", KVC_STATE, 0, o->max_model_len);
+		group(&g[2], "g2", KVC_FULL, 0, 16);
+		group(&g[3], "g3", KVC_STATE, 0, o->max_model_len);
+		break;
+	case KVDRIVE_SLIDING:
+		o->ngroups = 2;
+		group(&g[0], "sw", KVC_SLIDING, 40, 16);
+		group(&g[1], "full", KVC_FULL, 0, 16);
+		break;
+	case KVDRIVE_HALF:
+		o->ngroups = 2;
+		group(&g[0], "full", KVC_FULL, 0, 16);
+		group(&g[1], "sw", KVC_SLIDING, 40, 8);
+		break;
+	}
+}
+
 /* splitmix64: the stream of token ids and lengths */
 static uint64_t
 next(uint64_t *x)
@@ -197,5 +247,163 @@ out:
 	free(d.tok);
 	free(d.start);
 	kvs_free(d.s);
+	return rc;
+}
+
+/* ---- the ordering hazard ----------------------------------------- */
+
+struct hz {
+	kvc *k;
+	kvgpu *b;
+	char *why;
+	size_t len;
+};
+
+static int
+hz_fail(struct hz *h, const char *what, bool backend)
+{
+	snprintf(h->why, h->len, "hazard: %s: %s", what,
+		 backend ? kvgpu_errmsg(h->b) : kvc_errmsg(h->k));
+	return 1;
+}
+
+/* The slots of seq's n tokens, keys key0 + position. */
+static void
+hz_slots(kvc *k, int32_t seq, uint32_t n, uint64_t key0,
+	 struct kvgpu_slot *sl)
+{
+	size_t nt;
+	const int32_t *tab = kvc_table(k, seq, 0, &nt);
+
+	for (uint32_t i = 0; i < n; i++)
+		sl[i] = (struct kvgpu_slot){ .block = tab[i / 4],
+					     .slot = i % 4, .pos = i,
+					     .key = key0 + i };
+}
+
+/* A sequence of n tokens tok0.., allocated and written with keys key0 +
+ * position. */
+static int
+hz_seq(struct hz *h, uint32_t tok0, uint32_t n, uint64_t key0,
+       struct kvgpu_slot *sl, int32_t *seq)
+{
+	uint32_t tok[16];
+
+	for (uint32_t i = 0; i < n; i++)
+		tok[i] = tok0 + i;
+	if (kvc_seq_new(h->k, tok, n, seq) || kvc_allocate(h->k, *seq, 0))
+		return hz_fail(h, "sequence", false);
+	hz_slots(h->k, *seq, n, key0, sl);
+	if (kvgpu_fill(h->b, KVGPU_DEV, sl, n))
+		return hz_fail(h, "fill", true);
+	return 0;
+}
+
+/* The allocator's last map as backend pairs. */
+static size_t
+hz_pairs(kvc *k, struct kvgpu_pair *out)
+{
+	size_t n;
+	const struct kvc_pair *p = kvc_pairs(k, &n);
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
+	return n;
+}
+
+int
+kvdrive_hazard(const char *name, enum kvgpu_strat st,
+	       struct kvdrive_hazard *out, char *why, size_t whylen)
+{
+	struct kvc_config kc;
+	struct kvgpu_geom g = { 2, 1, 4, 2, 4, KVGPU_FA_SPLIT, 4, 8,
+				KVGPU_PINNED };
+	struct kvgpu_pair po[4], pi[4];
+	struct kvgpu_slot sa[16], sb[8];
+	struct kvgpu_verdict d;
+	struct hz h = { NULL, NULL, why, whylen };
+	int32_t A, B;
+	size_t nout, nin, nt;
+	const int32_t *tab;
+	uint64_t injected;
+	kv_err e;
+	int rc = 1;
+
+	memset(out, 0, sizeof(*out));
+	kvc_config_default(&kc, KVC_EXACT);
+	kc.block_size = 4;
+	kc.gpu_blocks = 4;
+	kc.cpu_blocks = 8;
+	if ((h.k = kvc_new(&kc, &e, why, whylen)) == NULL)
+		return 1;
+	if ((h.b = kvgpu_open(name, &g, &e, why, whylen)) == NULL) {
+		kvc_free(h.k);
+		return 1;
+	}
+	/* spoil the second swap-out (A's), not B's earlier one */
+	if (strncmp(name, "fault", 5) == 0 &&
+	    kvgpu_fault_arm(h.b, KVGPU_FAULT_INVERT, KVGPU_D2H, 1) != KV_OK) {
+		rc = hz_fail(&h, "arm", true);
+		goto done;
+	}
+	/* B: 2 blocks, written, swapped out (its host copy is right) */
+	if (hz_seq(&h, 900, 8, 0xb0, sb, &B))
+		goto done;
+	if (kvc_swap_out(h.k, B)) {
+		rc = hz_fail(&h, "swap out B", false);
+		goto done;
+	}
+	nout = hz_pairs(h.k, po);
+	out->out_blocks += nout;
+	if (kvgpu_copy(h.b, KVGPU_D2H, st, po, nout, NULL)) {
+		rc = hz_fail(&h, "copy B out", true);
+		goto done;
+	}
+	/* A: every device block */
+	if (hz_seq(&h, 100, 16, 0xa0, sa, &A))
+		goto done;
+	/* one step: A out, B in over A's blocks */
+	if (kvc_swap_out(h.k, A)) {
+		rc = hz_fail(&h, "swap out A", false);
+		goto done;
+	}
+	nout = hz_pairs(h.k, po);
+	if (kvc_swap_in(h.k, B, 0)) {
+		rc = hz_fail(&h, "swap in B", false);
+		goto done;
+	}
+	nin = hz_pairs(h.k, pi);
+	out->out_blocks += nout;
+	out->in_blocks = nin;
+	for (size_t i = 0; i < nin; i++)
+		for (size_t j = 0; j < nout; j++)
+			out->reused += pi[i].dst == po[j].src;
+	if (kvgpu_copy(h.b, KVGPU_D2H, st, po, nout, NULL) ||
+	    kvgpu_copy(h.b, KVGPU_H2D, st, pi, nin, NULL)) {
+		rc = hz_fail(&h, "copy", true);
+		goto done;
+	}
+	/* A's host copy, B's device blocks */
+	tab = kvc_table(h.k, A, 0, &nt);
+	for (uint32_t i = 0; i < 16; i++)
+		sa[i].block = tab[i / 4];
+	if (kvgpu_verify(h.b, KVGPU_HOST, sa, 16, &d)) {
+		rc = hz_fail(&h, "verify A", true);
+		goto done;
+	}
+	out->a_bad = d.mismatches;
+	hz_slots(h.k, B, 8, 0xb0, sb);
+	if (kvgpu_verify(h.b, KVGPU_DEV, sb, 8, &d)) {
+		rc = hz_fail(&h, "verify B", true);
+		goto done;
+	}
+	out->b_bad = d.mismatches;
+	out->slots_checked = 16 + 8;
+	if (strncmp(name, "fault", 5) == 0)
+		kvgpu_fault_stats(h.b, &injected, &out->hazards);
+	rc = 0;
+done:
+	kvgpu_close(h.b);
+	kvc_free(h.k);
 	return rc;
 }

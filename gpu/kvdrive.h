@@ -51,6 +51,24 @@ void kvdrive_opts_init(struct kvdrive_opts *o);
  * with kvval_pool; vllm-v1 and deepspeed-fastgen get no CPU pool). */
 void kvdrive_kvc_config(const struct kvdrive_opts *o, struct kvc_config *kc);
 
+/* The pool a backend needs for the run: kvval_pool of that configuration
+ * in the allocator mode the policy picks (deepspeed: a pool per group). */
+void kvdrive_pool(const struct kvdrive_opts *o, struct kvval_pool *out);
+
+/*
+ * KV cache groups of hybrid models, in one pool of one page size:
+ *   KVDRIVE_MAMBA    three Mamba state groups around a full-attention
+ *                    group, as Granite 4.0-H (a state's block size is
+ *                    max_model_len);
+ *   KVDRIVE_SLIDING  a 40-token sliding window and a full group, as
+ *                    Gemma 2 (null entries once the window moves on);
+ *   KVDRIVE_HALF     a full group and a 40-token window of half the block
+ *                    size (half pages).
+ * Sets block_size 16 and the groups; the rest of *o is left alone.
+ */
+enum kvdrive_shape { KVDRIVE_MAMBA, KVDRIVE_SLIDING, KVDRIVE_HALF };
+void kvdrive_hybrid(struct kvdrive_opts *o, enum kvdrive_shape shape);
+
 /*
  * Run to the end.  v may be NULL (no device).  0; 2 with a message for a
  * configuration the policy refuses (KV_ECONFIG: *refused set); 1 with a
@@ -59,6 +77,28 @@ void kvdrive_kvc_config(const struct kvdrive_opts *o, struct kvc_config *kc);
 int kvdrive_run(const struct kvdrive_opts *o, kvval *v,
 		struct kvdrive_result *res, bool *refused, char *why,
 		size_t whylen);
+
+/*
+ * The ordering hazard (docs/gpu.md), played on backend `name` with copy
+ * strategy st: request B is swapped out; A fills every device block; in
+ * one step A is swapped out and B swapped in, B reusing A's freed blocks.
+ * Copied in the order issued, A's host copy and B's device blocks are
+ * right; with the swap-in first (a "fault:invert" backend, armed here on
+ * the second swap-out), A's host copy holds B's data.  The allocator is
+ * core's exact mode, 4 device and 8 host blocks of 4 tokens.
+ */
+struct kvdrive_hazard {
+	uint64_t a_bad, b_bad;		/* words wrong in A's host copy,
+					 * B's device blocks */
+	uint64_t hazards;		/* the fault backend's count */
+	uint64_t reused;		/* B's blocks that were A's */
+	uint64_t out_blocks, in_blocks;	/* swapped out (B, A), in (B) */
+	uint64_t slots_checked;
+};
+
+/* 0; 1 with a message when the allocator or backend fails. */
+int kvdrive_hazard(const char *name, enum kvgpu_strat st,
+		   struct kvdrive_hazard *out, char *why, size_t whylen);
 
 #ifdef __cplusplus
 }

@@ -233,117 +233,27 @@ START_TEST(cow_fault_detected)
 END_TEST
 
 /*
- * The ordering hazard.  Request B is swapped out first; A then fills
- * every GPU block.  Swapping A out and B in, in one step, frees A's blocks
- * and reuses them for B: executed in that order, A's host copy and B's
- * device blocks are right; with the swap-in first (fault "invert"), A's
- * host copy holds B's data.
+ * The ordering hazard (kvdrive_hazard): A swapped out and B swapped in
+ * over A's freed blocks in one step.  In the order issued, both arrive;
+ * with the swap-in first (fault "invert"), A's host copy holds B's data.
+ * Every copy strategy.
  */
-static void
-hazard(const char *backend, uint64_t *a_bad, uint64_t *b_bad,
-       uint64_t *hazards)
-{
-	struct kvc_config kc;
-	struct kvgpu_geom g = geom(4, 8, 4);
-	struct kvgpu_pair out[4], in[4];
-	struct kvgpu_slot sa[16], sb[8];
-	struct kvgpu_verdict d;
-	uint32_t ta[16], tb[8];
-	int32_t A, B;
-	size_t nout, nin, n;
-	const struct kvc_pair *p;
-	const int32_t *tab;
-	char why[256];
-	uint64_t inj;
-	kv_err e;
-	kvgpu *bk;
-	kvc *k;
-
-	kvc_config_default(&kc, KVC_EXACT);
-	kc.block_size = 4;
-	kc.gpu_blocks = 4;
-	kc.cpu_blocks = 8;
-	k = kvc_new(&kc, &e, why, sizeof(why));
-	ck_assert_msg(k != NULL, "%s", why);
-	bk = kvgpu_open(backend, &g, &e, why, sizeof(why));
-	ck_assert_msg(bk != NULL, "%s", why);
-	/* spoil the second swap-out (A's), not B's earlier one */
-	if (strncmp(backend, "fault", 5) == 0)
-		ck_assert_int_eq(kvgpu_fault_arm(bk, KVGPU_FAULT_INVERT,
-						 KVGPU_D2H, 1), KV_OK);
-	for (uint32_t i = 0; i < 16; i++)
-		ta[i] = 100 + i;
-	for (uint32_t i = 0; i < 8; i++)
-		tb[i] = 900 + i;
-	/* B: 2 blocks, written, swapped out (its host copy is right) */
-	ck_assert_int_eq(kvc_seq_new(k, tb, 8, &B), KV_OK);
-	ck_assert_int_eq(kvc_allocate(k, B, 0), KV_OK);
-	tab = kvc_table(k, B, 0, &n);
-	for (uint32_t i = 0; i < 8; i++)
-		sb[i] = (struct kvgpu_slot){ .block = tab[i / 4],
-					     .slot = i % 4, .pos = i,
-					     .key = 0xb0 + i };
-	ck_assert_int_eq(kvgpu_fill(bk, KVGPU_DEV, sb, 8), KV_OK);
-	ck_assert_int_eq(kvc_swap_out(k, B), KV_OK);
-	p = kvc_pairs(k, &nout);
-	for (size_t i = 0; i < nout; i++)
-		out[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
-	ck_assert_int_eq(kvgpu_copy(bk, KVGPU_D2H, KVGPU_BATCH, out, nout,
-				    NULL), KV_OK);
-	/* A: every GPU block */
-	ck_assert_int_eq(kvc_seq_new(k, ta, 16, &A), KV_OK);
-	ck_assert_int_eq(kvc_allocate(k, A, 0), KV_OK);
-	tab = kvc_table(k, A, 0, &n);
-	ck_assert_uint_eq(n, 4);
-	for (uint32_t i = 0; i < 16; i++)
-		sa[i] = (struct kvgpu_slot){ .block = tab[i / 4],
-					     .slot = i % 4, .pos = i,
-					     .key = 0xa0 + i };
-	ck_assert_int_eq(kvgpu_fill(bk, KVGPU_DEV, sa, 16), KV_OK);
-	/* one step: A out, B in */
-	ck_assert_int_eq(kvc_swap_out(k, A), KV_OK);
-	p = kvc_pairs(k, &nout);
-	for (size_t i = 0; i < nout; i++)
-		out[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
-	ck_assert_int_eq(kvc_swap_in(k, B, 0), KV_OK);
-	p = kvc_pairs(k, &nin);
-	for (size_t i = 0; i < nin; i++) {
-		in[i] = (struct kvgpu_pair){ p[i].src, p[i].dst };
-		/* B reuses a block A's swap-out frees */
-		ck_assert_int_lt(p[i].dst, 4);
-	}
-	ck_assert_int_eq(kvgpu_copy(bk, KVGPU_D2H, KVGPU_BATCH, out, nout,
-				    NULL), KV_OK);
-	ck_assert_int_eq(kvgpu_copy(bk, KVGPU_H2D, KVGPU_BATCH, in, nin,
-				    NULL), KV_OK);
-	/* A's host copy, B's device blocks */
-	tab = kvc_table(k, A, 0, &n);
-	for (uint32_t i = 0; i < 16; i++)
-		sa[i].block = tab[i / 4];
-	ck_assert_int_eq(kvgpu_verify(bk, KVGPU_HOST, sa, 16, &d), KV_OK);
-	*a_bad = d.mismatches;
-	tab = kvc_table(k, B, 0, &n);
-	for (uint32_t i = 0; i < 8; i++)
-		sb[i].block = tab[i / 4];
-	ck_assert_int_eq(kvgpu_verify(bk, KVGPU_DEV, sb, 8, &d), KV_OK);
-	*b_bad = d.mismatches;
-	*hazards = 0;
-	kvgpu_fault_stats(bk, &inj, hazards);
-	kvgpu_close(bk);
-	kvc_free(k);
-}
-
 START_TEST(ordering_hazard)
 {
-	uint64_t a, b, h;
+	enum kvgpu_strat st = (enum kvgpu_strat)_i;
+	struct kvdrive_hazard h;
+	char why[256];
 
-	hazard("host", &a, &b, &h);
-	ck_assert_uint_eq(a, 0);
-	ck_assert_uint_eq(b, 0);
-	hazard("fault:invert", &a, &b, &h);
-	ck_assert_uint_gt(h, 0);	/* the held swap-out's blocks reused */
-	ck_assert_uint_gt(a, 0);	/* ... and A's data is lost */
-	ck_assert_uint_eq(b, 0);	/* B itself arrived intact */
+	ck_assert_msg(kvdrive_hazard("host", st, &h, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_uint_gt(h.reused, 0);	/* B reuses A's blocks */
+	ck_assert_uint_eq(h.a_bad, 0);
+	ck_assert_uint_eq(h.b_bad, 0);
+	ck_assert_msg(kvdrive_hazard("fault:invert", st, &h, why,
+				     sizeof(why)) == 0, "%s", why);
+	ck_assert_uint_gt(h.hazards, 0);	/* the held blocks reused */
+	ck_assert_uint_gt(h.a_bad, 0);	/* ... and A's data is lost */
+	ck_assert_uint_eq(h.b_bad, 0);	/* B itself arrived intact */
 }
 END_TEST
 
@@ -393,7 +303,7 @@ gpu_fault_suite(void)
 	tcase_add_loop_test(t, fault_detected, 0, 12);
 	tcase_add_loop_test(t, fault_in_other_group, 0, 4);
 	tcase_add_test(t, cow_fault_detected);
-	tcase_add_test(t, ordering_hazard);
+	tcase_add_loop_test(t, ordering_hazard, 0, KVGPU_NSTRATS);
 	tcase_add_test(t, invert_in_a_run);
 	tcase_add_test(t, arm_needs_fault_backend);
 	suite_add_tcase(s, t);

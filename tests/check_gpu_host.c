@@ -273,20 +273,15 @@ static void
 run(struct run *out, const struct kvdrive_opts *o, const char *backend,
     enum kvgpu_layout layout)
 {
-	struct kvc_config kc;
 	struct kvgpu_geom g = geom(layout, 0, 0);
 	struct kvval_opts vo = { KVGPU_BATCH, 4, 3 };
+	struct kvval_pool pool;
 	kvgpu *b;
 	kvval *v;
 	kv_err e;
 
-	struct kvval_pool pool;
-
-	kvdrive_kvc_config(o, &kc);
 	/* the pool follows the mode the policy puts the allocator in */
-	if (kvs_builtin_policy(o->policy) != NULL)
-		kc.mode = kvs_builtin_policy(o->policy)->mode;
-	kvval_pool(&kc, kc.ngroups ? kc.ngroups : 1, &pool);
+	kvdrive_pool(o, &pool);
 	g.block_size = pool.block_size;
 	g.dev_blocks = pool.dev_blocks;
 	g.host_blocks = pool.host_blocks;
@@ -376,47 +371,6 @@ END_TEST
  * prefix caching on and off: zero failures, exact fragmentation, states
  * verified and window positions skipped where the shape has them.
  */
-static void
-hybrid_shape(struct kvdrive_opts *o, int shape)
-{
-	struct kvc_group_config *g = o->group;
-
-	memset(g, 0, sizeof(o->group));
-	o->block_size = 16;
-	switch (shape) {
-	case 0:
-		o->ngroups = 4;
-		for (int i = 0; i < 4; i++) {
-			snprintf(g[i].name, sizeof(g[i].name), "g%d", i);
-			g[i].kind = KVC_STATE;
-			g[i].block_size = o->max_model_len;
-		}
-		g[2].kind = KVC_FULL;
-		g[2].block_size = 16;
-		break;
-	case 1:
-		o->ngroups = 2;
-		snprintf(g[0].name, sizeof(g[0].name), "sw");
-		g[0].kind = KVC_SLIDING;
-		g[0].window = 40;
-		g[0].block_size = 16;
-		snprintf(g[1].name, sizeof(g[1].name), "full");
-		g[1].kind = KVC_FULL;
-		g[1].block_size = 16;
-		break;
-	default:
-		o->ngroups = 2;
-		snprintf(g[0].name, sizeof(g[0].name), "full");
-		g[0].kind = KVC_FULL;
-		g[0].block_size = 16;
-		snprintf(g[1].name, sizeof(g[1].name), "sw");
-		g[1].kind = KVC_SLIDING;
-		g[1].window = 40;
-		g[1].block_size = 8;
-		break;
-	}
-}
-
 START_TEST(hybrid_groups)
 {
 	int shape = _i / 6, mode = (_i / 2) % 3;
@@ -434,7 +388,7 @@ START_TEST(hybrid_groups)
 		o.per_step = 4;
 		o.prompt_max = 300;
 	}
-	hybrid_shape(&o, shape);
+	kvdrive_hybrid(&o, (enum kvdrive_shape)shape);
 	run(&R, &o, "host", shape == 1 ? KVGPU_FI_FUSED : KVGPU_FA_SPLIT);
 	if (R.refused) {
 		/* vLLM v1 caches prefixes with one block size for
@@ -475,7 +429,7 @@ START_TEST(deepspeed_groups)
 	struct run R;
 
 	kvdrive_opts_init(&o);
-	hybrid_shape(&o, 2);
+	kvdrive_hybrid(&o, KVDRIVE_HALF);
 	o.group[1].kind = KVC_FULL;
 	o.group[1].window = 0;
 	o.policy = "deepspeed-fastgen";
@@ -509,7 +463,7 @@ START_TEST(pool_too_small)
 	kvval *v;
 
 	kvdrive_opts_init(&o);
-	hybrid_shape(&o, 2);
+	kvdrive_hybrid(&o, KVDRIVE_HALF);
 	o.policy = "kvsim";
 	o.gpu_blocks = 96;
 	kvdrive_kvc_config(&o, &kc);

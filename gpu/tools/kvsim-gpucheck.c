@@ -431,7 +431,9 @@ section_cow(struct ck *c, struct csv *w)
 struct trace {
 	const char *name, *policy;
 	int swap;
+	bool prefix_caching;
 	uint64_t seed;
+	int shape;		/* enum kvdrive_shape; -1: one full group */
 };
 
 struct outcome {
@@ -444,10 +446,10 @@ struct outcome {
 
 static void
 replay(const char *backend, const struct trace *t, bool quick,
-       enum kvgpu_fault f, struct outcome *o)
+       enum kvgpu_fault f, uint32_t skip, struct outcome *o)
 {
 	struct kvdrive_opts d;
-	struct kvc_config kc;
+	struct kvval_pool pool;
 	struct kvgpu_geom g = { 4, 2, 64, 2, 16, KVGPU_FA_SPLIT, 0, 0,
 				KVGPU_PINNED };
 	struct kvval_opts vo = { KVGPU_BATCH, 8, 0 };
@@ -459,12 +461,19 @@ replay(const char *backend, const struct trace *t, bool quick,
 	kvdrive_opts_init(&d);
 	d.policy = t->policy;
 	d.preemption = t->swap;
+	d.prefix_caching = t->prefix_caching;
 	d.seed = t->seed;
 	d.requests = quick ? 60 : 300;
-	kvdrive_kvc_config(&d, &kc);
-	g.block_size = kc.block_size;
-	g.dev_blocks = kc.gpu_blocks;
-	g.host_blocks = kc.cpu_blocks;
+	if (t->shape >= 0) {
+		/* hybrids: a pool that still preempts with 2-4 groups */
+		kvdrive_hybrid(&d, (enum kvdrive_shape)t->shape);
+		d.gpu_blocks = 96;
+		d.cpu_blocks = 192;
+	}
+	kvdrive_pool(&d, &pool);
+	g.block_size = pool.block_size;
+	g.dev_blocks = pool.dev_blocks;
+	g.host_blocks = pool.host_blocks;
 	b = open_backend(backend, &g, false);
 	if (b == NULL) {
 		o->rc = 1;
@@ -472,7 +481,7 @@ replay(const char *backend, const struct trace *t, bool quick,
 		return;
 	}
 	if (f != KVGPU_FAULT_NONE)
-		kvgpu_fault_arm(b, f, KVGPU_D2H, 1);
+		kvgpu_fault_arm(b, f, KVGPU_D2H, skip);
 	v = kvval_new(b, &vo);
 	o->rc = v == NULL ? 1 : kvdrive_run(&d, v, &o->r, &refused, o->why,
 					     sizeof(o->why));
@@ -497,31 +506,104 @@ integrity_row(struct csv *w, const struct trace *t, const char *fault,
 	first[i] = '\0';
 	csv_row(w, "%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ","
 		"%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%016" PRIx64 ","
-		"%016" PRIx64 ",%d", t->name, fault, o->r.steps,
-		o->r.preemptions, o->r.swap_out_blocks, o->r.swap_in_blocks,
-		o->r.cow_blocks, o->s.verified_slots, o->s.mismatched_words,
-		first, o->s.digest, host_digest, detected);
+		"%016" PRIx64 ",%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+		t->name, fault, o->r.steps, o->r.preemptions,
+		o->r.swap_out_blocks, o->r.swap_in_blocks, o->r.cow_blocks,
+		o->s.verified_slots, o->s.mismatched_words, first,
+		o->s.digest, host_digest, detected, o->s.state_checks,
+		o->s.window_slots, o->hazards);
+}
+
+/* One trace again with fault f armed on the backend under test, on the
+ * second swap-out batch: it must be detected. */
+static void
+inject(struct ck *c, struct csv *w, const struct trace *t,
+       enum kvgpu_fault f, uint64_t host_digest)
+{
+	char name[64];
+	struct outcome o;
+
+	snprintf(name, sizeof(name), "fault:%s:%s", kvgpu_fault_name(f),
+		 c->backend);
+	replay(name, t, c->quick, f, 1, &o);
+	integrity_row(w, t, kvgpu_fault_name(f), &o, host_digest,
+		      o.s.failures > 0);
+	if (o.rc != 0 || o.injected != 1 || o.s.failures == 0) {
+		fprintf(stderr, "kvsim-gpucheck: %s: fault %s not detected "
+			"(%s)\n", t->name, kvgpu_fault_name(f),
+			o.rc ? o.why : o.injected != 1 ? "not injected" :
+			"no failure");
+		c->failures++;
+	}
+}
+
+/*
+ * The ordering hazard with every copy strategy (kvdrive_hazard): in the
+ * order issued A's host copy and B's blocks arrive whole; with the
+ * swap-in run first ("fault:invert" over the backend) A's host copy must
+ * be found wrong.  Rows in integrity.csv: trace "hazard-STRATEGY".
+ */
+static void
+hazards(struct ck *c, struct csv *w)
+{
+	for (int s = 0; s < KVGPU_NSTRATS && !late(c); s++)
+		for (int inv = 0; inv < 2; inv++) {
+			enum kvgpu_strat st = (enum kvgpu_strat)s;
+			struct kvdrive_hazard h;
+			char name[64], why[512];
+			bool bad;
+
+			snprintf(name, sizeof(name), "%s%s",
+				 inv ? "fault:invert:" : "", c->backend);
+			if (kvdrive_hazard(name, st, &h, why, sizeof(why))) {
+				fprintf(stderr, "kvsim-gpucheck: %s\n", why);
+				c->failures++;
+				continue;
+			}
+			bad = h.reused == 0 || h.b_bad != 0 ||
+			      (inv ? h.a_bad == 0 || h.hazards == 0 :
+				     h.a_bad != 0);
+			csv_row(w, "hazard-%s,%s,2,2,%" PRIu64 ",%" PRIu64
+				",0,%" PRIu64 ",%" PRIu64 ",%s,0,0,%d,0,0,"
+				"%" PRIu64, kvgpu_strat_name(st),
+				inv ? "invert" : "none", h.out_blocks,
+				h.in_blocks, h.slots_checked,
+				h.a_bad + h.b_bad, bad ? "wrong outcome" : "",
+				inv && h.a_bad > 0, h.hazards);
+			if (bad) {
+				fprintf(stderr, "kvsim-gpucheck: hazard %s "
+					"%s: A %" PRIu64 " B %" PRIu64 " words "
+					"wrong; %" PRIu64 " reused\n",
+					kvgpu_strat_name(st), name, h.a_bad,
+					h.b_bad, h.reused);
+				c->failures++;
+			}
+		}
 }
 
 static void
 section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 {
 	static const struct trace traces[] = {
-		{ "v0-swap", "vllm-v0", 1, 11 },
-		{ "kvsim-swap", "kvsim", 1, 12 },
-		{ "v1-recompute", "vllm-v1", 0, 13 },
+		{ "v0-swap", "vllm-v0", 1, true, 11, -1 },
+		{ "kvsim-swap", "kvsim", 1, true, 12, -1 },
+		{ "v1-recompute", "vllm-v1", 0, true, 13, -1 },
+		{ "sliding-swap", "kvsim", 1, true, 14, KVDRIVE_SLIDING },
+		{ "mamba-swap", "kvsim", 1, false, 15, KVDRIVE_MAMBA },
+		{ "v1-mamba-recompute", "vllm-v1", 0, false, 16,
+		  KVDRIVE_MAMBA },
 	};
+	const size_t ntraces = sizeof(traces) / sizeof(traces[0]);
 	static const enum kvgpu_fault faults[] = {
 		KVGPU_FAULT_CORRUPT, KVGPU_FAULT_DROP, KVGPU_FAULT_REORDER
 	};
-	char name[64];
 
-	for (size_t i = 0; i < 3 && !late(c); i++) {
+	for (size_t i = 0; i < ntraces && !late(c); i++) {
 		const struct trace *t = &traces[i];
 		struct outcome dev, host;
 
-		replay(c->backend, t, c->quick, KVGPU_FAULT_NONE, &dev);
-		replay("host", t, c->quick, KVGPU_FAULT_NONE, &host);
+		replay(c->backend, t, c->quick, KVGPU_FAULT_NONE, 0, &dev);
+		replay("host", t, c->quick, KVGPU_FAULT_NONE, 0, &host);
 		integrity_row(w, t, "none", &dev, host.s.digest, 0);
 		csv_row(fr, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
 			",%" PRIu64, t->name, dev.r.steps, dev.s.frag_scans,
@@ -538,24 +620,10 @@ section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 		if (t->swap == 0)
 			continue;
 		/* every fault must be detected, on the backend under test */
-		for (size_t f = 0; f < 3 && !late(c); f++) {
-			struct outcome o;
-
-			snprintf(name, sizeof(name), "fault:%s:%s",
-				 kvgpu_fault_name(faults[f]), c->backend);
-			replay(name, t, c->quick, faults[f], &o);
-			integrity_row(w, t, kvgpu_fault_name(faults[f]), &o,
-				      host.s.digest, o.s.failures > 0);
-			if (o.rc != 0 || o.injected != 1 ||
-			    o.s.failures == 0) {
-				fprintf(stderr, "kvsim-gpucheck: %s: fault %s "
-					"not detected (%s)\n", t->name,
-					kvgpu_fault_name(faults[f]),
-					o.rc ? o.why : "no failure");
-				c->failures++;
-			}
-		}
+		for (size_t f = 0; f < 3 && !late(c); f++)
+			inject(c, w, t, faults[f], host.s.digest);
 	}
+	hazards(c, w);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -674,6 +742,22 @@ main(int argc, char **argv)
 			section_capacity(&c, &w);
 		csv_close(&w);
 	}
+	if (wanted(&c, "integrity")) {
+		struct csv fr;
+
+		if (csv_open(&w, &c, "integrity.csv", "trace,fault,steps,"
+			     "preemptions,swap_out_blks,swap_in_blks,"
+			     "cow_pairs,tokens_checked,mismatches,first_bad,"
+			     "dev_digest,host_digest,detected,"
+			     "states_checked,window_skipped,hazards") == 0 &&
+		    csv_open(&fr, &c, "frag.csv", "trace,steps,scans,"
+			     "live_blocks,sim_unwritten_slots,"
+			     "measured_poison_slots") == 0) {
+			section_integrity(&c, &w, &fr);
+			csv_close(&fr);
+		}
+		csv_close(&w);
+	}
 	if ((wanted(&c, "sweep") || wanted(&c, "layout") ||
 	     wanted(&c, "cow")) && csv_open(&w, &c, "copy_sweep.csv",
 		     "section,strategy,dir,hostmem,chunk_bytes,n_chunks,"
@@ -692,21 +776,6 @@ main(int argc, char **argv)
 	    csv_open(&w, &c, "cow.csv",
 		     "layout,strategy,pairs,bytes,rep,dev_ns") == 0) {
 		section_cow(&c, &w);
-		csv_close(&w);
-	}
-	if (wanted(&c, "integrity")) {
-		struct csv fr;
-
-		if (csv_open(&w, &c, "integrity.csv", "trace,fault,steps,"
-			     "preemptions,swap_out_blks,swap_in_blks,"
-			     "cow_pairs,tokens_checked,mismatches,first_bad,"
-			     "dev_digest,host_digest,detected") == 0 &&
-		    csv_open(&fr, &c, "frag.csv", "trace,steps,scans,"
-			     "live_blocks,sim_unwritten_slots,"
-			     "measured_poison_slots") == 0) {
-			section_integrity(&c, &w, &fr);
-			csv_close(&fr);
-		}
 		csv_close(&w);
 	}
 	{
