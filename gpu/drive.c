@@ -250,7 +250,7 @@ out:
 	return rc;
 }
 
-/* ---- the ordering hazard ----------------------------------------- */
+/* ---- the ordering hazard and copy-on-write ------------------------ */
 
 struct hz {
 	kvc *k;
@@ -258,6 +258,35 @@ struct hz {
 	char *why;
 	size_t len;
 };
+
+/* An exact-mode allocator of blocks of 4 tokens and a backend over it. */
+static int
+hz_open(struct hz *h, const char *name, uint32_t gpu, uint32_t cpu)
+{
+	struct kvc_config kc;
+	struct kvgpu_geom g = { 2, 1, 4, 2, 4, KVGPU_FA_SPLIT, gpu, cpu,
+				KVGPU_PINNED };
+	kv_err e;
+
+	kvc_config_default(&kc, KVC_EXACT);
+	kc.block_size = 4;
+	kc.gpu_blocks = gpu;
+	kc.cpu_blocks = cpu;
+	if ((h->k = kvc_new(&kc, &e, h->why, h->len)) == NULL)
+		return 1;
+	if ((h->b = kvgpu_open(name, &g, &e, h->why, h->len)) == NULL) {
+		kvc_free(h->k);
+		return 1;
+	}
+	return 0;
+}
+
+static void
+hz_close(struct hz *h)
+{
+	kvgpu_close(h->b);
+	kvc_free(h->k);
+}
 
 static int
 hz_fail(struct hz *h, const char *what, bool backend)
@@ -315,9 +344,6 @@ int
 kvdrive_hazard(const char *name, enum kvgpu_strat st,
 	       struct kvdrive_hazard *out, char *why, size_t whylen)
 {
-	struct kvc_config kc;
-	struct kvgpu_geom g = { 2, 1, 4, 2, 4, KVGPU_FA_SPLIT, 4, 8,
-				KVGPU_PINNED };
 	struct kvgpu_pair po[4], pi[4];
 	struct kvgpu_slot sa[16], sb[8];
 	struct kvgpu_verdict d;
@@ -326,20 +352,11 @@ kvdrive_hazard(const char *name, enum kvgpu_strat st,
 	size_t nout, nin, nt;
 	const int32_t *tab;
 	uint64_t injected;
-	kv_err e;
 	int rc = 1;
 
 	memset(out, 0, sizeof(*out));
-	kvc_config_default(&kc, KVC_EXACT);
-	kc.block_size = 4;
-	kc.gpu_blocks = 4;
-	kc.cpu_blocks = 8;
-	if ((h.k = kvc_new(&kc, &e, why, whylen)) == NULL)
+	if (hz_open(&h, name, 4, 8))
 		return 1;
-	if ((h.b = kvgpu_open(name, &g, &e, why, whylen)) == NULL) {
-		kvc_free(h.k);
-		return 1;
-	}
 	/* spoil the second swap-out (A's), not B's earlier one */
 	if (strncmp(name, "fault", 5) == 0 &&
 	    kvgpu_fault_arm(h.b, KVGPU_FAULT_INVERT, KVGPU_D2H, 1) != KV_OK) {
@@ -403,7 +420,61 @@ kvdrive_hazard(const char *name, enum kvgpu_strat st,
 		kvgpu_fault_stats(h.b, &injected, &out->hazards);
 	rc = 0;
 done:
-	kvgpu_close(h.b);
-	kvc_free(h.k);
+	hz_close(&h);
+	return rc;
+}
+
+int
+kvdrive_cow(const char *name, enum kvgpu_fault f, enum kvgpu_strat st,
+	    uint64_t *mismatches, char *why, size_t whylen)
+{
+	char wrapped[96];
+	struct hz h = { NULL, NULL, why, whylen };
+	struct kvgpu_slot sl[6];
+	struct kvgpu_pair pr[1];
+	struct kvgpu_verdict d;
+	uint32_t next = 6;
+	int32_t a, child;
+	size_t np, nt;
+	const int32_t *tab;
+	int rc = 1;
+
+	*mismatches = 0;
+	snprintf(wrapped, sizeof(wrapped), "fault:none:%s", name);
+	if (hz_open(&h, f != KVGPU_FAULT_NONE ? wrapped : name, 8, 0))
+		return 1;
+	if (f != KVGPU_FAULT_NONE &&
+	    kvgpu_fault_arm(h.b, f, KVGPU_D2D, 0) != KV_OK) {
+		rc = hz_fail(&h, "arm", true);
+		goto done;
+	}
+	if (hz_seq(&h, 5, 6, 0xc0, sl, &a))
+		goto done;
+	if (kvc_fork(h.k, a, &child) ||
+	    kvc_append(h.k, child, &next, 1, 0, false)) {
+		rc = hz_fail(&h, "fork", false);
+		goto done;
+	}
+	(void)kvc_pairs(h.k, &np);
+	if (np != 1) {	/* the shared partial block */
+		snprintf(why, whylen, "cow: %zu copies, want 1", np);
+		goto done;
+	}
+	hz_pairs(h.k, pr);
+	if (kvgpu_copy(h.b, KVGPU_D2D, st, pr, 1, NULL)) {
+		rc = hz_fail(&h, "copy", true);
+		goto done;
+	}
+	tab = kvc_table(h.k, child, 0, &nt);
+	for (uint32_t i = 0; i < 6; i++)
+		sl[i].block = tab[i / 4];
+	if (kvgpu_verify(h.b, KVGPU_DEV, sl, 6, &d)) {
+		rc = hz_fail(&h, "verify", true);
+		goto done;
+	}
+	*mismatches = d.mismatches;
+	rc = 0;
+done:
+	hz_close(&h);
 	return rc;
 }

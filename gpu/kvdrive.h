@@ -100,6 +100,17 @@ struct kvdrive_hazard {
 int kvdrive_hazard(const char *name, enum kvgpu_strat st,
 		   struct kvdrive_hazard *out, char *why, size_t whylen);
 
+/*
+ * Copy-on-write, played on backend `name` with strategy st: a 6-token
+ * sequence (blocks of 4) is written and forked, and the child's first
+ * append copies the shared partial block (kvc_fork, kvc_append); the
+ * child's 6 positions are then verified.  With f other than
+ * KVGPU_FAULT_NONE the backend is wrapped in "fault:none:NAME" and f armed
+ * on that copy.  *mismatches: words wrong in the child.
+ */
+int kvdrive_cow(const char *name, enum kvgpu_fault f, enum kvgpu_strat st,
+		uint64_t *mismatches, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -162,73 +162,29 @@ START_TEST(fault_in_other_group)
 END_TEST
 
 /*
- * Copy-on-write: a fork shares its parent's partial last block, and the
- * child's first append copies it (kvc_fork, kvc_append).  The copy the
- * allocator asks for, executed on the backend, gives the child its
- * prefix; a corrupted or dropped copy shows in the child's check.
+ * Copy-on-write (kvdrive_cow): the copy the allocator asks for when a
+ * fork's first append meets the shared partial block, executed on the
+ * backend, gives the child its prefix; a corrupted or dropped copy shows
+ * in the child's check.  Every copy strategy.
  */
 static uint64_t
-cow(const char *backend)
+cow(enum kvgpu_fault f, enum kvgpu_strat st)
 {
-	struct kvc_config kc;
-	struct kvgpu_geom g = geom(8, 0, 4);
-	struct kvgpu_slot s[7];
-	struct kvgpu_pair pr[2];
-	struct kvgpu_verdict d;
-	uint32_t tok[7] = { 5, 6, 7, 8, 9, 10, 11 };
-	const struct kvc_pair *p;
-	const int32_t *tab;
-	int32_t a, child;
-	size_t n, np;
+	uint64_t bad;
 	char why[256];
-	kv_err e;
-	kvgpu *b;
-	kvc *k;
 
-	kvc_config_default(&kc, KVC_EXACT);
-	kc.block_size = 4;
-	kc.gpu_blocks = 8;
-	k = kvc_new(&kc, &e, why, sizeof(why));
-	ck_assert_msg(k != NULL, "%s", why);
-	b = kvgpu_open(backend, &g, &e, why, sizeof(why));
-	ck_assert_msg(b != NULL, "%s", why);
-	if (strncmp(backend, "fault:", 6) == 0) {
-		enum kvgpu_fault f;
-
-		ck_assert(kvgpu_fault_parse(backend + 6, &f));
-		ck_assert_int_eq(kvgpu_fault_arm(b, f, KVGPU_D2D, 0), KV_OK);
-	}
-	ck_assert_int_eq(kvc_seq_new(k, tok, 6, &a), KV_OK);
-	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);
-	tab = kvc_table(k, a, 0, &n);
-	for (uint32_t i = 0; i < 6; i++)
-		s[i] = (struct kvgpu_slot){ .block = tab[i / 4],
-					    .slot = i % 4, .pos = i,
-					    .key = 0xc0 + i };
-	ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 6), KV_OK);
-	ck_assert_int_eq(kvc_fork(k, a, &child), KV_OK);
-	ck_assert_int_eq(kvc_append(k, child, tok + 6, 1, 0, false), KV_OK);
-	p = kvc_pairs(k, &np);
-	ck_assert_uint_eq(np, 1);	/* the shared partial block */
-	pr[0] = (struct kvgpu_pair){ p[0].src, p[0].dst };
-	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, KVGPU_PER_CHUNK, pr, 1,
-				    NULL), KV_OK);
-	tab = kvc_table(k, child, 0, &n);
-	ck_assert_int_eq(tab[1], p[0].dst);
-	for (uint32_t i = 0; i < 6; i++)
-		s[i].block = tab[i / 4];
-	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 6, &d), KV_OK);
-	kvgpu_close(b);
-	kvc_free(k);
-	return d.mismatches;
+	ck_assert_msg(kvdrive_cow("host", f, st, &bad, why, sizeof(why)) == 0,
+		      "%s", why);
+	return bad;
 }
 
 START_TEST(cow_fault_detected)
 {
-	ck_assert_uint_eq(cow("host"), 0);
-	ck_assert_uint_eq(cow("fault:none"), 0);
-	ck_assert_uint_eq(cow("fault:corrupt"), 1);
-	ck_assert_uint_gt(cow("fault:drop"), 0);
+	enum kvgpu_strat st = (enum kvgpu_strat)_i;
+
+	ck_assert_uint_eq(cow(KVGPU_FAULT_NONE, st), 0);
+	ck_assert_uint_eq(cow(KVGPU_FAULT_CORRUPT, st), 1);
+	ck_assert_uint_gt(cow(KVGPU_FAULT_DROP, st), 0);
 }
 END_TEST
 
@@ -302,7 +258,7 @@ gpu_fault_suite(void)
 	tcase_add_test(t, no_fault_passes);
 	tcase_add_loop_test(t, fault_detected, 0, 12);
 	tcase_add_loop_test(t, fault_in_other_group, 0, 4);
-	tcase_add_test(t, cow_fault_detected);
+	tcase_add_loop_test(t, cow_fault_detected, 0, KVGPU_NSTRATS);
 	tcase_add_loop_test(t, ordering_hazard, 0, KVGPU_NSTRATS);
 	tcase_add_test(t, invert_in_a_run);
 	tcase_add_test(t, arm_needs_fault_backend);

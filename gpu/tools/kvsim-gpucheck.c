@@ -581,6 +581,48 @@ hazards(struct ck *c, struct csv *w)
 		}
 }
 
+/*
+ * Copy-on-write with every copy strategy (kvdrive_cow): the child of a
+ * fork gets its prefix through the D2D copy; a corrupted or dropped copy
+ * must be found.  Rows: trace "cow-STRATEGY", fault none|corrupt|drop.
+ */
+static void
+cows(struct ck *c, struct csv *w)
+{
+	static const enum kvgpu_fault fs[] = {
+		KVGPU_FAULT_NONE, KVGPU_FAULT_CORRUPT, KVGPU_FAULT_DROP
+	};
+
+	for (int s = 0; s < KVGPU_NSTRATS && !late(c); s++)
+		for (size_t i = 0; i < 3; i++) {
+			enum kvgpu_strat st = (enum kvgpu_strat)s;
+			uint64_t bad;
+			char why[512];
+			bool wrong;
+
+			if (kvdrive_cow(c->backend, fs[i], st, &bad, why,
+					sizeof(why))) {
+				fprintf(stderr, "kvsim-gpucheck: %s\n", why);
+				c->failures++;
+				continue;
+			}
+			wrong = fs[i] == KVGPU_FAULT_NONE ? bad != 0 :
+				bad == 0;
+			csv_row(w, "cow-%s,%s,1,0,0,0,1,6,%" PRIu64 ",%s,0,0,"
+				"%d,0,0,0", kvgpu_strat_name(st),
+				kvgpu_fault_name(fs[i]), bad,
+				wrong ? "wrong outcome" : "",
+				fs[i] != KVGPU_FAULT_NONE && bad > 0);
+			if (wrong) {
+				fprintf(stderr, "kvsim-gpucheck: cow %s %s: %"
+					PRIu64 " words wrong\n",
+					kvgpu_strat_name(st),
+					kvgpu_fault_name(fs[i]), bad);
+				c->failures++;
+			}
+		}
+}
+
 static void
 section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 {
@@ -624,6 +666,7 @@ section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 			inject(c, w, t, faults[f], host.s.digest);
 	}
 	hazards(c, w);
+	cows(c, w);
 }
 
 /* ---- main -------------------------------------------------------------- */
