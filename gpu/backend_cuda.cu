@@ -3,8 +3,8 @@
  * real device, and the same semantics as the host backend, bit for bit.
  *
  * Pools: the device pool is one cudaMalloc (never managed memory); the
- * host pool is cudaHostAlloc'd with default flags (pinned, not write-
- * combined: the verifier reads it on the CPU) or malloc'd (pageable).
+ * host pool is cudaHostAlloc'd mapped (pinned, not write-combined: the
+ * verifier reads it on the CPU) or malloc'd (pageable).
  * Everything runs on one non-default stream (cudaMemcpyBatchAsync refuses
  * the legacy stream) and every call is checked, kernels included.
  *
@@ -12,7 +12,7 @@
  *   per-chunk  one cudaMemcpyAsync per contiguous chunk (vLLM V0
  *              swap_blocks);
  *   batch      one cudaMemcpyBatchAsync over every chunk (CUDA >= 12.8;
- *              CUDA 13's signature has no failIdx);
+ *              12.8 and 12.9 take a failIdx, 13 does not);
  *   gather     one kernel: a warp-strided 16-byte copy of every chunk,
  *              reading or writing pinned host memory through its mapped
  *              device address (LMCache); pageable host memory: KV_ENOTSUP;
@@ -64,10 +64,19 @@ struct cu_chunk {
 	uint64_t src, dst;		/* device-visible addresses */
 };
 
+/*
+ * A failed call: its message, KV_ENOMEM when memory ran out, else
+ * KV_ESTATE.  The runtime's last-error slot is cleared, so that a later
+ * launch check (cudaGetLastError) does not report this call's error as
+ * its own; a sticky error (a kernel fault) stays in the context anyway
+ * and fails every later call with its own message.
+ */
 static kv_err
 cu_fail(kvgpu *g, cudaError_t e, const char *what)
 {
-	return kvgpu__fail(g, KV_ESTATE, "cuda: %s: %s (%d)", what,
+	(void)cudaGetLastError();
+	return kvgpu__fail(g, e == cudaErrorMemoryAllocation ? KV_ENOMEM :
+			   KV_ESTATE, "cuda: %s: %s (%d)", what,
 			   cudaGetErrorString(e), (int)e);
 }
 
@@ -359,18 +368,22 @@ cuda_open2(kvgpu *g, int dev)
 	CU(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
 	c->mem.free0 = fr;
 	c->mem.total = tot;
+	/* free1 right after the pool: free0 - free1 - dev_bytes is the
+	 * pool's own allocation overhead, nothing else's */
+	CU(cudaMalloc(&c->dev, dbytes), "cudaMalloc (device pool)");
+	CU(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
+	c->mem.free1 = fr;
 	CU(cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking),
 	   "cudaStreamCreate");
 	CU(cudaEventCreate(&c->e0), "cudaEventCreate");
 	CU(cudaEventCreate(&c->e1), "cudaEventCreate");
-	CU(cudaMalloc(&c->dev, dbytes), "cudaMalloc (device pool)");
 	CU(cudaMalloc(&c->dres, 2 * sizeof(unsigned long long)),
 	   "cudaMalloc");
 	CU(cudaMalloc(&c->stage_d, CU_STAGE_BYTES), "cudaMalloc (staging)");
 	CU(cudaHostAlloc(&c->stage_h, CU_STAGE_BYTES, cudaHostAllocDefault),
 	   "cudaHostAlloc (staging)");
 	if (g->geom.hostmem == KVGPU_PINNED) {
-		CU(cudaHostAlloc(&c->host, hbytes, cudaHostAllocDefault),
+		CU(cudaHostAlloc(&c->host, hbytes, cudaHostAllocMapped),
 		   "cudaHostAlloc (host pool)");
 		c->pinned = true;
 	} else {
@@ -378,8 +391,6 @@ cuda_open2(kvgpu *g, int dev)
 		if (c->host == NULL)
 			return kvgpu__fail(g, KV_ENOMEM, "cuda: host pool");
 	}
-	CU(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
-	c->mem.free1 = fr;
 	k_poison_all<<<grid_for(dbytes / 4), CU_THREADS, 0, c->st>>>(
 		c->dev, dbytes / 4);
 	CU_LAUNCHED("poison kernel");
@@ -503,10 +514,12 @@ cuda_verify(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
 		out->first_kv = kv;
 		out->first_word = w;
 		out->want = kvgpu_pattern(q->key, q->pos, l, kv, w);
-		CU(cudaMemcpy(&out->got,
-			      c->dev + kvgpu_word_at(y, q->block, l, kv,
-						     q->slot, w),
-			      4, cudaMemcpyDeviceToHost), "download");
+		CU(cudaMemcpyAsync(&out->got,
+				   c->dev + kvgpu_word_at(y, q->block, l, kv,
+							  q->slot, w),
+				   4, cudaMemcpyDeviceToHost, c->st),
+		   "download");
+		return sync(g);
 	}
 	return KV_OK;
 }
@@ -590,10 +603,10 @@ cuda_peek(kvgpu *g, enum kvgpu_side side, uint64_t off, uint32_t *w,
 		return e;
 	if (side == KVGPU_HOST)
 		memcpy(w, c->host + off, n * 4);
-	else
-		CU(cudaMemcpy(w, c->dev + off, n * 4, cudaMemcpyDeviceToHost),
-		   "peek");
-	return KV_OK;
+	else	/* on the stream: the legacy stream is not ordered with it */
+		CU(cudaMemcpyAsync(w, c->dev + off, n * 4,
+				   cudaMemcpyDeviceToHost, c->st), "peek");
+	return sync(g);
 }
 
 static kv_err
@@ -608,9 +621,9 @@ cuda_poke(kvgpu *g, enum kvgpu_side side, uint64_t off, const uint32_t *w,
 	if (side == KVGPU_HOST)
 		memcpy(c->host + off, w, n * 4);
 	else
-		CU(cudaMemcpy(c->dev + off, w, n * 4, cudaMemcpyHostToDevice),
-		   "poke");
-	return KV_OK;
+		CU(cudaMemcpyAsync(c->dev + off, w, n * 4,
+				   cudaMemcpyHostToDevice, c->st), "poke");
+	return sync(g);
 }
 
 /* ---- copies ------------------------------------------------------------- */
@@ -650,6 +663,32 @@ copy_per_chunk(kvgpu *g, const struct cu_plan *p,
 	return KV_OK;
 }
 
+#if defined(CUDART_VERSION) && CUDART_VERSION >= 12080
+static struct cudaMemLocation
+host_loc(void)
+{
+	struct cudaMemLocation l;
+
+	memset(&l, 0, sizeof(l));
+	l.type = cudaMemLocationTypeHost;
+	return l;
+}
+
+/* The current device (cuda_open2 made it current). */
+static struct cudaMemLocation
+dev_loc(void)
+{
+	struct cudaMemLocation l;
+	int d = 0;
+
+	memset(&l, 0, sizeof(l));
+	(void)cudaGetDevice(&d);
+	l.type = cudaMemLocationTypeDevice;
+	l.id = d;
+	return l;
+}
+#endif
+
 static kv_err
 copy_batch(kvgpu *g, const struct cu_plan *p, const struct kvgpu_pair *pr,
 	   size_t n)
@@ -679,9 +718,25 @@ copy_batch(kvgpu *g, const struct cu_plan *p, const struct kvgpu_pair *pr,
 		}
 	memset(&attr, 0, sizeof(attr));
 	attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+	/* where each side lives (the runtime may use it for pageable or
+	 * HMM-managed host memory; CUDA memory it knows anyway) */
+	attr.srcLocHint = p->kind == cudaMemcpyHostToDevice ? host_loc() :
+			  dev_loc();
+	attr.dstLocHint = p->kind == cudaMemcpyDeviceToHost ? host_loc() :
+			  dev_loc();
+#if CUDART_VERSION >= 13000
 	CU(cudaMemcpyBatchAsync((void *const *)dsts, (const void *const *)srcs,
 				sizes, m, &attr, &idx, 1, c->st),
 	   "cudaMemcpyBatchAsync");
+#else	/* CUDA 12.8 and 12.9: a failIdx before the stream */
+	{
+		size_t fail = 0;
+
+		CU(cudaMemcpyBatchAsync(dsts, (void **)srcs, sizes, m, &attr,
+					&idx, 1, &fail, c->st),
+		   "cudaMemcpyBatchAsync");
+	}
+#endif
 	return KV_OK;
 #else
 	(void)p;

@@ -737,6 +737,8 @@ main(int argc, char **argv)
 	struct csv w;
 	char why[256];
 
+	/* a line at a time: a run killed at its deadline keeps its log */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	snprintf(c.sections, sizeof(c.sections),
 		 "env,capacity,sweep,layout,cow,integrity");
 	for (int i = 1; i < argc; i++) {
