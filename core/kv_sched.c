@@ -458,21 +458,31 @@ kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
 	return KV_OK;
 }
 
+/* Room for one more preemption record in pre[] and preswap[] alike. */
 static kv_err
-kvs__push_pre(kvs *s, kvs_req r, bool swapped)
+kvs__reserve_pre(kvs *s)
 {
-	uint32_t cap = s->cappre;
-
 	if (kvs__grow((void **)&s->pre, &s->cappre, s->npre + 1,
 		      sizeof(*s->pre)) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
-	if (s->cappre != cap || s->preswap == NULL) {
+	if (s->capswap < s->cappre) {
 		uint8_t *p = realloc(s->preswap, s->cappre);
 
 		if (p == NULL)
 			return kvs__fail(s, KV_ENOMEM, "out of memory");
 		s->preswap = p;
+		s->capswap = s->cappre;
 	}
+	return KV_OK;
+}
+
+static kv_err
+kvs__push_pre(kvs *s, kvs_req r, bool swapped)
+{
+	kv_err e = kvs__reserve_pre(s);
+
+	if (e != KV_OK)
+		return e;
 	s->pre[s->npre] = r;
 	s->preswap[s->npre] = swapped;
 	s->npre++;
@@ -511,9 +521,8 @@ kvs_preempt_recompute(kvs *s, kvs_req r)
 		return kvs__fail(s, KV_EINVAL, "no such request");
 	c = (uint32_t)kvc_seq_computed(s->k, s->rq[r].seq);
 	/* reserve the record first: a preemption must not half-happen */
-	if (kvs__grow((void **)&s->pre, &s->cappre, s->npre + 1,
-		      sizeof(*s->pre)) != KV_OK)
-		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if ((e = kvs__reserve_pre(s)) != KV_OK)
+		return e;
 	e = kvc_free_seq(s->k, s->rq[r].seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "preempt: %s", kvc_errmsg(s->k));
@@ -529,6 +538,8 @@ kvs_preempt_swap(kvs *s, kvs_req r)
 
 	if (!kvs__valid(s, r))
 		return kvs__fail(s, KV_EINVAL, "no such request");
+	if ((e = kvs__reserve_pre(s)) != KV_OK)
+		return e;
 	e = kvc_swap_out(s->k, s->rq[r].seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "swap out: %s", kvc_errmsg(s->k));

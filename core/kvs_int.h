@@ -41,7 +41,8 @@ struct kvs {
 	struct kvs_sched *sched;
 	uint32_t nsched, capsched;
 	kvs_req *pre, *fin;
-	uint8_t *preswap;
+	uint8_t *preswap;		/* capswap entries */
+	uint32_t capswap;
 	uint32_t npre, cappre, nfin, capfin;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];

@@ -543,6 +543,37 @@ START_TEST(fastgen_reset)
 }
 END_TEST
 
+/*
+ * A reset of 40 running requests: more recompute preemptions in one step
+ * than the record arrays first hold (16), so they grow mid-step; every
+ * record is a recompute (the swap flags grew with them -- they once did
+ * not, and the 17th flag was written past its array).
+ */
+START_TEST(fastgen_reset_many)
+{
+	const struct kvs_step *st;
+	struct sc c;
+	kvs *s;
+
+	sc_init(&c, "deepspeed-fastgen", KVC_DEEPSPEED, 2, 80, 8);
+	c.s.max_num_batched_tokens = 160;
+	c.s.max_num_seqs = 64;
+	s = mk(&c);
+	for (uint32_t i = 0; i < 40; i++)
+		req(s, 100 * i, 4, 4);
+	ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+	ck_assert_uint_eq(st->nsched, 40);	/* 80 blocks, none free */
+	ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+	ck_assert_uint_eq(st->nsched, 0);
+	ck_assert_uint_eq(st->npreempt, 40);
+	for (uint32_t i = 0; i < 40; i++) {
+		ck_assert_int_eq(st->preempt[i], (kvs_req)i);
+		ck_assert_int_eq(st->preempt_swap[i], 0);
+	}
+	kvs_free(s);
+}
+END_TEST
+
 START_TEST(fastgen_config)
 {
 	struct sc c;
@@ -949,6 +980,7 @@ sched_policies_suite(void)
 	tcase_add_test(tf, fastgen_kv_limit);
 	tcase_add_test(tf, fastgen_seed_bug);
 	tcase_add_test(tf, fastgen_reset);
+	tcase_add_test(tf, fastgen_reset_many);
 	tcase_add_test(tf, fastgen_config);
 	tcase_add_test(tk, kvsim_chunking);
 	tcase_add_test(tk, kvsim_victim);
