@@ -236,6 +236,15 @@ stop_now(sim_run *R, int64_t now)
 	return false;
 }
 
+static int64_t
+interval_ns(double s)
+{
+	double ns = s * 1e9;
+
+	return !(ns >= 1) ? 1 : ns >= (double)WL_HORIZON_NS ? WL_HORIZON_NS :
+	       (int64_t)ns;
+}
+
 static int
 loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 {
@@ -243,15 +252,13 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	struct sim_ev ev;
 	bool have;
 	int rc;
-	int64_t ts_ns = (int64_t)(R->cfg.timeseries_interval_s * 1e9);
-	int64_t hb_ns = (int64_t)(R->cfg.heartbeat_interval_s * 1e9);
+	/* intervals within [1 ns, the horizon]: the clock adds them to times
+	 * below the horizon without overflow */
+	int64_t ts_ns = interval_ns(R->cfg.timeseries_interval_s);
+	int64_t hb_ns = interval_ns(R->cfg.heartbeat_interval_s);
 	int64_t next_ts = 0, next_hb = hb_ns;
 	uint64_t lp = 0, lg = 0;
 
-	if (ts_ns < 1)
-		ts_ns = 1;
-	if (hb_ns < 1)
-		hb_ns = 1;
 	if ((rc = next_arrival(R, &cur, &have)) != 0)
 		return rc;
 	*t_first = have ? cur.arrival_ns : 0;

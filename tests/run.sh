@@ -129,6 +129,12 @@ expect_bad "bad_yaml.yaml:[0-9]+:[0-9]+: " "$D/bad_yaml.yaml"
 expect_bad "^--set engine.block_size=x: engine.block_size: expected" --set engine.block_size=x
 expect_bad "unknown key 'engine.nope'" --set engine.nope=1
 expect_bad "^--set router=random: router: expected" --set router=random
+# arrivals past the horizon of simulated time (they once overflowed the
+# int64 clock, and a run wrote time series rows forever)
+expect_bad "past the 1000000000 s \\(31.7-year\\) horizon" \
+	--set workload.time_scale=1e300
+expect_bad "bad_window.yaml:4:14: start_s: must be at most 1e9 s" \
+	"$D/bad_window.yaml"
 
 # 5. The hand-computed scenario.
 "$KVSIM" run -q "$D/tiny.yaml" --out "$T/tiny" || bad "tiny run"

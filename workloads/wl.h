@@ -70,6 +70,14 @@ typedef enum wl_err {
 
 const char *wl_strerror(wl_err e);
 
+/*
+ * The horizon of simulated time: 10^18 ns (about 31.7 years).  A request
+ * arriving later stops the stream with WL_ECONFIG (a rate, time_scale or
+ * window that pushes arrivals there is a mistake, and the simulator's
+ * int64 clock must keep room to run past the last arrival).
+ */
+#define WL_HORIZON_NS INT64_C(1000000000000000000)
+
 /* Where and what.  line/col are 1-based; 0 means unknown. */
 struct wl_error {
 	char file[512];

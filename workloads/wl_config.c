@@ -190,6 +190,7 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 {
 	const struct wl_gen_config *g = &c->gen;
 	const struct wl_arrival *a = &g->arrival;
+	const double horizon_s = (double)WL_HORIZON_NS / 1e9;
 
 	if (c->vocab_size < 1)
 		return cfail(err, "workload.vocab_size must be >= 1");
@@ -208,6 +209,10 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 		return cfail(err, "workload.tile.copies must be >= 1");
 	if (!(c->tile_period_s >= 0))
 		return cfail(err, "workload.tile.period_s must be >= 0");
+	if (c->window_start_s > horizon_s || c->window_end_s > horizon_s ||
+	    c->tile_period_s > horizon_s)
+		return cfail(err, "workload.window and tile.period_s must be "
+		    "at most 1e9 s (the 31.7-year horizon of simulated time)");
 	if (c->trace != NULL && strcmp(c->trace, "-") == 0 &&
 	    (c->tile_copies > 1 || c->target_rate > 0))
 		return cfail(err, "workload: tiling and target_rate read the "
@@ -354,6 +359,19 @@ y_finite(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
 
 	if (rc == WL_OK && !isfinite(*out))
 		return yfail(x, n, "%s: must be finite", key);
+	return rc;
+}
+
+/* Seconds of simulated time: finite, lo .. the horizon (wl.h). */
+static wl_err
+y_seconds(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
+    double *out)
+{
+	wl_err rc = y_finite(x, n, key, lo, out);
+
+	if (rc == WL_OK && *out > (double)WL_HORIZON_NS / 1e9)
+		return yfail(x, n, "%s: must be at most 1e9 s (the 31.7-year "
+		    "horizon of simulated time)", key);
 	return rc;
 }
 
@@ -937,10 +955,13 @@ wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
 				double e;
 
 				if (s != NULL && strcmp(s, "start_s") == 0)
-					rc = y_finite(&x, v2, s, 0,
+					rc = y_seconds(&x, v2, s, 0,
 					    &c->window_start_s);
 				else if (s != NULL && strcmp(s, "end_s") == 0) {
 					rc = y_double(&x, v2, s, 0, &e);
+					if (rc == WL_OK && isfinite(e))
+						rc = y_seconds(&x, v2, s, 0,
+						    &e);
 					c->window_end_s = isfinite(e) ? e : 0;
 				} else
 					return y_unknown(&x, k2, "window");
@@ -1007,7 +1028,7 @@ wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
 					    &c->tile_copies);
 				else if (s != NULL &&
 				    strcmp(s, "period_s") == 0)
-					rc = y_finite(&x, v2, s, 0,
+					rc = y_seconds(&x, v2, s, 0,
 					    &c->tile_period_s);
 				else if (s != NULL &&
 				    strcmp(s, "share_prefixes") == 0)

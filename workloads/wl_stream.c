@@ -12,6 +12,7 @@
 
 #include "workloads/wl_int.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,17 @@ wl_stream_next(wl_stream *s, struct wl_request *r)
 	if (s->top == NULL)
 		return s->last_rc;
 	rc = wl__stage_next(s->top, r);
+	if (rc == WL_OK && (r->arrival_ns > WL_HORIZON_NS ||
+			    r->arrival_ns < -WL_HORIZON_NS)) {
+		wl_error_clear(&s->err);
+		snprintf(s->err.what, sizeof(s->err.what), "request %" PRIu64
+			 " arrives at %.6g s, past the %.0f s (31.7-year) "
+			 "horizon of simulated time: check the arrival rate, "
+			 "time_scale, window or the trace's timestamps",
+			 s->next_id, (double)r->arrival_ns / 1e9,
+			 (double)WL_HORIZON_NS / 1e9);
+		rc = WL_ECONFIG;
+	}
 	if (rc == WL_OK) {
 		r->id = s->next_id++;
 		s->cnt.emitted++;
