@@ -152,9 +152,18 @@ cmp_welch(const double *a, size_t na, const double *b, size_t nb,
 			*df = (double)(na + nb - 2);
 		return excess > 0 ? 0.0 : 1.0;
 	}
+	/* values so large that their variance overflows: no test */
+	if (!isfinite(se2) || !isfinite(excess))
+		return NAN;
 	tt = excess / sqrt(se2);
 	d = se2 * se2 / (va * va / (double)(na - 1) +
 			 vb * vb / (double)(nb - 1));
+	/* Welch's degrees of freedom lie in [min(na, nb) - 1, na + nb - 2];
+	 * rounding (or an overflow of the squares) must not take them out */
+	if (!(d >= 1.0))
+		d = 1.0;
+	if (!(d <= (double)(na + nb - 2)))
+		d = (double)(na + nb - 2);
 	p = 2.0 * gsl_cdf_tdist_Q(tt, d);
 	if (t != NULL)
 		*t = tt;
@@ -185,8 +194,8 @@ cmp_judge(const double *b, size_t nb, const double *c, size_t nc,
 			      : !t->pct ? t->value
 			      : t->value / 100.0 * fabs(r->baseline);
 
-		r->test = "welch-t";
 		r->p = cmp_welch(b, nb, c, nc, margin, NULL, NULL);
+		r->test = isnan(r->p) ? "none" : "welch-t";
 	} else {
 		r->test = "none";
 		r->p = NAN;

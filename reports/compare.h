@@ -83,8 +83,9 @@ struct cmp_row {
  * freedom; returns min(1, 2 Q(t)), Q the upper tail of Student's t
  * (gsl_cdf_tdist_Q).  With margin 0 this is the usual two-sided p-value
  * of equal means.  Needs na, nb >= 2.  Two constant samples give 0 when
- * the difference exceeds the margin and 1 otherwise.  t and df may be
- * NULL.
+ * the difference exceeds the margin and 1 otherwise; NAN (no test) when
+ * the values are so large that their variance overflows.  t and df may
+ * be NULL.
  */
 double cmp_welch(const double *a, size_t na, const double *b, size_t nb,
 		 double margin, double *t, double *df);
