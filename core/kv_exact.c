@@ -156,6 +156,16 @@ umin(uint32_t a, uint32_t b)
 	return a < b ? a : b;
 }
 
+/* min(t + l, cap) without wrapping: a lookahead near 2^32 must reach the
+ * cap (and be refused), not wrap round to a small reservation. */
+static inline uint32_t
+end_at(uint32_t t, uint32_t l, uint32_t cap)
+{
+	uint64_t e = (uint64_t)t + l;
+
+	return e < cap ? (uint32_t)e : cap;
+}
+
 /* Whole blocks the window of position c no longer needs. */
 static inline uint32_t
 nskip(const kvc *k, uint32_t g, uint32_t c)
@@ -812,7 +822,7 @@ tx_swapin(kvc *k, struct tx *t, int32_t root, uint32_t L, bool hits)
 	/* Phase D: unseen tokens and lookahead. */
 	FOR_REQ(k, root, s) {
 		struct kvc_seq *q = kvc__seq(k, s);
-		uint32_t s1 = umin(q->ntok + L, k->cfg.max_model_len);
+		uint32_t s1 = end_at(q->ntok, L, k->cfg.max_model_len);
 
 		adv_grow(k, t, q, q->ncomp, q->ntok, s1);
 		if (!t->dry) {
@@ -893,7 +903,7 @@ ex_can_allocate(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 	}
 	hit_find(k, q, &r);
 	tx_start(k, &t, true, gpu_free(k));
-	tx_admit(k, &t, q, &r, T, umin(T + L, k->cfg.max_model_len));
+	tx_admit(k, &t, q, &r, T, end_at(T, L, k->cfg.max_model_len));
 	if (t.vfree >= (int64_t)x->wm) {
 		*o = KVC_VERDICT_OK;
 		return KV_OK;
@@ -902,7 +912,7 @@ ex_can_allocate(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 	 * hold it: a scheduler that waits for OK would wait forever. */
 	memset(&r, 0, sizeof(r));
 	tx_start(k, &t, true, (int64_t)G - x->wm);
-	tx_admit(k, &t, q, &r, T, umin(T + L, k->cfg.max_model_len));
+	tx_admit(k, &t, q, &r, T, end_at(T, L, k->cfg.max_model_len));
 	*o = t.vfree < 0 ? KVC_VERDICT_NEVER : KVC_VERDICT_LATER;
 	return KV_OK;
 }
@@ -1005,7 +1015,7 @@ ex_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok, uint32_t L,
 		(void)kvc__tok_push(q, tok, ntok);
 		return KV_OK;
 	}
-	return ex_advance(k, q, T1, umin(T1 + L, mml), tok, ntok, "append");
+	return ex_advance(k, q, T1, end_at(T1, L, mml), tok, ntok, "append");
 }
 
 static kv_err
@@ -1025,7 +1035,7 @@ ex_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L,
 	T1 = q->ntok + N;
 	tx_start(k, &t, true, gpu_free(k));
 	adv_release(k, &t, q, q->ncomp);
-	adv_grow(k, &t, q, q->ncomp, T1, umin(T1 + L, mml));
+	adv_grow(k, &t, q, q->ncomp, T1, end_at(T1, L, mml));
 	*o = t.vfree >= 0;
 	return KV_OK;
 }
@@ -1202,7 +1212,7 @@ ex_swap_in(kvc *k, int32_t s, uint32_t L)
 		return e;
 	FOR_REQ(k, root, it)
 		if (reserve_tabs(k, kvc__seq(k, it),
-		    umin(kvc__seq(k, it)->ntok + L, mml)) != KV_OK)
+		    end_at(kvc__seq(k, it)->ntok, L, mml)) != KV_OK)
 			return KV_ENOMEM;
 	nslot = req_slots(k, root);
 	if (kvc__pairs_reserve(k, 2 * nslot + 1) != KV_OK)
@@ -1280,7 +1290,7 @@ ex_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 			    "max_model_len %u", (unsigned)q->ntok,
 			    (unsigned)mml);
 		hit_find(k, q, &r);
-		tx_admit(k, &t, q, &r, q->ntok, umin(q->ntok + L, mml));
+		tx_admit(k, &t, q, &r, q->ntok, end_at(q->ntok, L, mml));
 		break;
 	case KVC_RUNNING:
 		q = kvc__seq(k, s);
@@ -1289,7 +1299,7 @@ ex_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 			    "max_model_len %u", (unsigned)n, (unsigned)mml);
 		T1 = q->ntok + n;
 		adv_release(k, &t, q, q->ncomp);
-		adv_grow(k, &t, q, q->ncomp, T1, umin(T1 + L, mml));
+		adv_grow(k, &t, q, q->ncomp, T1, end_at(T1, L, mml));
 		break;
 	case KVC_SWAPPED:
 		t.swapin = true;

@@ -1161,6 +1161,10 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 		if (e != KV_OK)
 			return rp_kverr(r, kw, e);
 		rp_emit(r, "can_append %s %s", l->pos[0], yes ? "yes" : "no");
+		if (r->o->check && has_n && n > RP_MAXTOKENS)
+			return rp_error(r, "--check: n=%u is more tokens than "
+					"a trial append may hold (%u)", n,
+					RP_MAXTOKENS);
 		if (r->o->check && (has_n ? n : 1) > 0) {
 			if (rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok,
 				     &left))

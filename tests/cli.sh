@@ -5,7 +5,7 @@
 : "${KVSIM:?}" "${top_srcdir:?}"
 fail=0
 t=${TMPDIR:-/tmp}/kvsim-cli.$$
-trap 'rm -f "$t" "$t.err"' EXIT
+trap 'rm -f "$t" "$t.err" "$t.kvr"' EXIT
 ok() { echo "ok: $*"; }
 no() { echo "FAIL: $*"; fail=1; }
 
@@ -44,6 +44,18 @@ else
 	no "run --set workload.trace=RELATIVE"; cat "$t.err"
 fi
 rm -rf "$d"
+# --check will not trial an append of more tokens than a script may hold
+# (vllm-v0 answers can_append n=4294967295 without a bound; the trial once
+# materialised the 2^32 tokens)
+printf 'mode vllm-v0\ngpu_blocks 10\nseq A tokens=0\nallocate A\ncan_append A n=4294967295\n' >"$t.kvr"
+"$KVSIM" replay --check "$t.kvr" >"$t" 2>"$t.err"
+if [ $? -eq 2 ] && grep -q "kvr:5: --check: n=4294967295 is more tokens" "$t.err" &&
+    grep -qx 'can_append A no' "$t"; then
+	ok "replay --check refuses a huge trial append"
+else
+	no "replay --check refuses a huge trial append"; cat "$t.err"
+fi
+rm -f "$t.kvr"
 for f in "$top_srcdir"/examples/*.kvr; do
 	"$KVSIM" replay --check "$f" >"$t" 2>"$t.err" &&
 	    ok "example ${f##*/}" || { no "example ${f##*/}"; cat "$t.err"; }
