@@ -195,6 +195,19 @@ v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	if (bs == 0)
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 					    "block_size must be at least 1");
+	/* with prefix caching the chunked budget is rounded down to whole
+	 * blocks: below one block nothing would ever be scheduled (vLLM v0
+	 * would spin on empty steps) */
+	if (c->chunked_prefill && kc->prefix_caching &&
+	    (uint64_t)c->max_num_batched_tokens < bs)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				 "max_num_batched_tokens (%lld) is "
+				 "smaller than block_size (%llu) with chunked "
+				 "prefill and prefix caching: vLLM v0 rounds "
+				 "the token budget down to whole blocks, so no "
+				 "token would ever be scheduled",
+				 (long long)c->max_num_batched_tokens,
+				 (unsigned long long)bs);
 	wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
 	need = kvc_cdiv(mml + 2 * (uint64_t)c->lookahead, bs) + 2;
 	if (G < wm || G - wm < need)
