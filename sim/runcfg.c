@@ -576,6 +576,56 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 	return KV_OK;
 }
 
+/*
+ * YAML says a mapping's keys are unique; libyaml lets a repeated one
+ * through (and the last would silently win).  Refused anywhere in the
+ * document, at the repeat, as sim/ydoc refuses them in the other files.
+ * Depth-bounded: libyaml's documents are trees unless aliases make them
+ * graphs, and an alias cycle must not recurse for ever.
+ */
+static kv_err
+dup_keys(yaml_document_t *doc, yaml_node_t *n, const char *file, int depth,
+	 char *err, size_t errlen)
+{
+	char where[SIM_WHERE_LEN];
+	kv_err e;
+
+	if (n == NULL || depth > 64)
+		return KV_OK;
+	if (n->type == YAML_SEQUENCE_NODE) {
+		for (yaml_node_item_t *it = n->data.sequence.items.start;
+		     it < n->data.sequence.items.top; it++)
+			if ((e = dup_keys(doc, yaml_document_get_node(doc, *it),
+					  file, depth + 1, err, errlen)))
+				return e;
+		return KV_OK;
+	}
+	if (n->type != YAML_MAPPING_NODE)
+		return KV_OK;
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+
+		for (yaml_node_pair_t *q = n->data.mapping.pairs.start;
+		     k != NULL && k->type == YAML_SCALAR_NODE && q < p; q++) {
+			yaml_node_t *j = yaml_document_get_node(doc, q->key);
+
+			if (j != NULL && j->type == YAML_SCALAR_NODE &&
+			    strcmp((char *)j->data.scalar.value,
+				   (char *)k->data.scalar.value) == 0) {
+				mark(where, sizeof(where), file, k);
+				return fail(err, errlen, where,
+					    "duplicate key '%s'",
+					    (char *)k->data.scalar.value);
+			}
+		}
+		if ((e = dup_keys(doc, yaml_document_get_node(doc, p->value),
+				  file, depth + 1, err, errlen)))
+			return e;
+	}
+	return KV_OK;
+}
+
 static kv_err
 load_text(struct sim_config *c, FILE *in, const char *file, char *err,
 	  size_t errlen)
@@ -597,7 +647,34 @@ load_text(struct sim_config *c, FILE *in, const char *file, char *err,
 		yaml_parser_delete(&parser);
 		return KV_EINVAL;
 	}
-	e = load_doc(c, &doc, file, err, errlen);
+	e = dup_keys(&doc, yaml_document_get_root_node(&doc), file, 0, err,
+		     errlen);
+	if (e == KV_OK) {
+		/* one document: a second one would be ignored silently */
+		yaml_document_t more;
+
+		if (!yaml_parser_load(&parser, &more)) {
+			e = KV_EINVAL;
+			snprintf(err, errlen, "%s:%lu:%lu: %s", file,
+				 (unsigned long)parser.problem_mark.line + 1,
+				 (unsigned long)parser.problem_mark.column + 1,
+				 parser.problem ? parser.problem : "bad YAML");
+		} else {
+			yaml_node_t *r = yaml_document_get_root_node(&more);
+
+			if (r != NULL) {
+				char where[SIM_WHERE_LEN];
+
+				mark(where, sizeof(where), file, r);
+				e = fail(err, errlen, where, "a second YAML "
+					 "document (one configuration a "
+					 "file)");
+			}
+			yaml_document_delete(&more);
+		}
+	}
+	if (e == KV_OK)
+		e = load_doc(c, &doc, file, err, errlen);
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return e;

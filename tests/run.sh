@@ -135,6 +135,9 @@ expect_bad "past the 1000000000 s \\(31.7-year\\) horizon" \
 	--set workload.time_scale=1e300
 expect_bad "bad_window.yaml:4:14: start_s: must be at most 1e9 s" \
 	"$D/bad_window.yaml"
+# a repeated key, or a second document, was taken silently (the last won)
+expect_bad "bad_dupkey.yaml:6:5: duplicate key 'requests'" "$D/bad_dupkey.yaml"
+expect_bad "bad_twodocs.yaml:4:1: a second YAML document" "$D/bad_twodocs.yaml"
 
 # 5. The hand-computed scenario.
 "$KVSIM" run -q "$D/tiny.yaml" --out "$T/tiny" || bad "tiny run"
