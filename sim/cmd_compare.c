@@ -17,6 +17,7 @@
 #include "reports/compare.h"
 #include "reports/sweep.h"
 #include "sim/outdir.h"
+#include "sim/run.h"
 #include "sim/runcfg.h"
 #include "sim/ydoc.h"
 
@@ -453,6 +454,39 @@ flatten(const char *file, const struct yd_node *m, const char *prefix,
 
 static const char *const side_key[3] = { "set", "baseline", "candidate" };
 
+/*
+ * The model, GPU and policy of one side's configuration are ones `kvsim
+ * run` takes; an error names the override that set the bad one (the
+ * side's own, else a common one), else the configuration's value.
+ */
+static int
+suite_names(const struct suite *s, int side, const struct sim_config *c)
+{
+	const struct assign *by = NULL;
+	const char *bad;
+	char err[1400];
+	size_t n;
+
+	if (sim_run_check_names(c, &bad, err, sizeof(err)) == 0)
+		return 0;
+	n = strlen(bad);
+	for (int x = 0; x < 2; x++) {
+		int k = x == 0 ? 0 : side;
+
+		for (size_t j = 0; j < s->nside[k]; j++)
+			if (n > 0 && strncmp(s->side[k][j].text, bad, n) == 0 &&
+			    s->side[k][j].text[n] == '=')
+				by = &s->side[k][j];
+	}
+	if (by != NULL)
+		fprintf(stderr, "%s: %s\n", by->where, err);
+	else if (n > 0)
+		fprintf(stderr, "%s: %s\n", sim_config_where(c, bad), err);
+	else
+		fprintf(stderr, "%s\n", err);
+	return 2;
+}
+
 /* Each configuration loads, and takes the overrides of both sides. */
 static int
 suite_check(const struct suite *s)
@@ -501,6 +535,8 @@ suite_check(const struct suite *s)
 				fprintf(stderr, "%s: %s\n", s->cwhere[i], err);
 				rc = 2;
 			}
+			if (rc == 0)
+				rc = suite_names(s, side, &c);
 			sim_config_release(&c);
 			if (rc != 0)
 				return rc;

@@ -19,6 +19,7 @@
 
 #include "reports/sweep.h"
 #include "sim/outdir.h"
+#include "sim/run.h"
 #include "sim/runcfg.h"
 #include "sim/ydoc.h"
 
@@ -126,6 +127,21 @@ check_value(const char *file, const struct yd_node *k,
 		fprintf(stderr, "%s:%lu:%lu: %s\n", file, at->line, at->col,
 			m);
 		ok = false;
+	} else {
+		/* a model, GPU or policy name `kvsim run` would refuse */
+		const char *bad;
+
+		if (sim_run_check_names(&c, &bad, err, sizeof(err)) != 0) {
+			if (strcmp(bad, key) == 0)
+				fprintf(stderr, "%s:%lu:%lu: %s\n", file,
+					v->line, v->col, err);
+			else if (bad[0] != '\0')
+				fprintf(stderr, "%s: %s\n",
+					sim_config_where(&c, bad), err);
+			else
+				fprintf(stderr, "%s\n", err);
+			ok = false;
+		}
 	}
 	sim_config_release(&c);
 	free(assign);

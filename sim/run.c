@@ -360,6 +360,92 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	return 0;
 }
 
+/*
+ * The model (catalog name, or a config.json path), GPU and policy (built-in
+ * name, or a plugin's path) a configuration names.  0; 2 with "KEY: what"
+ * in err and *key "model", "gpu" or "policy" ("" for another failure).
+ * *hf and *plugin are owned by the caller when set.
+ */
+static int
+resolve(const struct sim_config *cfg, const cat *ct,
+	const struct cat_model **model, struct cat_model **hf,
+	const struct cat_gpu **gpu, const struct kvs_policy **pol,
+	void **plugin, const char **key, char *err, size_t errlen)
+{
+	struct cat_err ce;
+	struct stat sb;
+	size_t len = strlen(cfg->model);
+	char why[768];
+
+	*key = "model";
+	*model = cat_find_model(ct, cfg->model);
+	if (*model == NULL && stat(cfg->model, &sb) == 0 && len > 5 &&
+	    strcmp(cfg->model + len - 5, ".json") == 0) {
+		if (cat_model_from_hf(hf, cfg->model, &ce) != KV_OK) {
+			*key = "";
+			snprintf(err, errlen, "%s", ce.msg);
+			return 2;
+		}
+		*model = *hf;
+	}
+	if (*model == NULL) {
+		snprintf(err, errlen, "model: unknown model '%s' (kvsim "
+			 "catalog list)", cfg->model);
+		return 2;
+	}
+	*key = "gpu";
+	if ((*gpu = cat_find_gpu(ct, cfg->gpu)) == NULL) {
+		snprintf(err, errlen, "gpu: unknown GPU '%s' (kvsim catalog "
+			 "list)", cfg->gpu);
+		return 2;
+	}
+	/* A value with a '/' is a plugin's path (sim/plugin.h), as in
+	 * `kvsim replay`; dlopen takes it relative to the current
+	 * directory. */
+	*key = "policy";
+	if (strchr(cfg->policy, '/') != NULL) {
+		*pol = sim_plugin_load(cfg->policy, plugin, why, sizeof(why));
+		if (*pol == NULL) {
+			snprintf(err, errlen, "policy: cannot load '%s': %s",
+				 cfg->policy, why);
+			return 2;
+		}
+	} else if ((*pol = kvs_builtin_policy(cfg->policy)) == NULL) {
+		snprintf(err, errlen, "policy: unknown policy '%s' (vllm-v0, "
+			 "vllm-v1, sarathi, deepspeed-fastgen, kvsim, or the "
+			 "path of a plugin)", cfg->policy);
+		return 2;
+	}
+	*key = "";
+	return 0;
+}
+
+int
+sim_run_check_names(const struct sim_config *cfg, const char **key,
+		    char *err, size_t errlen)
+{
+	cat *ct = NULL;
+	struct cat_err ce;
+	const struct cat_model *m;
+	struct cat_model *hf = NULL;
+	const struct cat_gpu *g;
+	const struct kvs_policy *pol;
+	void *plugin = NULL;
+	int rc;
+
+	if (cat_load(&ct, NULL, &ce) != KV_OK) {
+		*key = "";
+		snprintf(err, errlen, "%s", ce.msg);
+		return 2;
+	}
+	rc = resolve(cfg, ct, &m, &hf, &g, &pol, &plugin, key, err, errlen);
+	if (plugin != NULL)
+		sim_plugin_unload(plugin);
+	cat_model_free(hf);
+	cat_free(ct);
+	return rc;
+}
+
 static int
 setup(sim_run *R)
 {
@@ -367,56 +453,19 @@ setup(sim_run *R)
 	struct cat_err ce;
 	struct cost_config cc;
 	const struct kvs_policy *pol;
-	struct stat sb;
-	size_t len = strlen(R->cfg.model);
-	const char *mw = R->cfg.model_where[0] ? R->cfg.model_where
-					       : R->cfg.source;
-	const char *gw = R->cfg.gpu_where[0] ? R->cfg.gpu_where
-					     : R->cfg.source;
+	const char *key;
 
 	if (cat_load(&R->cat, NULL, &ce) != KV_OK) {
 		rfail(R, "%s\n", ce.msg);
 		return 2;
 	}
-	R->model = cat_find_model(R->cat, R->cfg.model);
-	if (R->model == NULL && stat(R->cfg.model, &sb) == 0 &&
-	    len > 5 && strcmp(R->cfg.model + len - 5, ".json") == 0) {
-		if (cat_model_from_hf(&R->hf, R->cfg.model, &ce) != KV_OK) {
-			rfail(R, "%s\n", ce.msg);
-			return 2;
-		}
-		R->model = R->hf;
-	}
-	if (R->model == NULL) {
-		fprintf(stderr, "%s: model: unknown model '%s' (kvsim catalog "
-			"list)\n", mw, R->cfg.model);
-		return 2;
-	}
-	R->gpu = cat_find_gpu(R->cat, R->cfg.gpu);
-	if (R->gpu == NULL) {
-		fprintf(stderr, "%s: gpu: unknown GPU '%s' (kvsim catalog "
-			"list)\n", gw, R->cfg.gpu);
-		return 2;
-	}
-	/* A value with a '/' is a plugin's path (sim/plugin.h), as in
-	 * `kvsim replay`; dlopen takes it relative to the current
-	 * directory. */
-	if (strchr(R->cfg.policy, '/') != NULL) {
-		pol = sim_plugin_load(R->cfg.policy, &R->plugin, why,
-				      sizeof(why));
-		if (pol == NULL) {
-			fprintf(stderr, "%s: policy: cannot load '%s': %s\n",
-				R->cfg.policy_where[0] ? R->cfg.policy_where
-						       : R->cfg.source,
-				R->cfg.policy, why);
-			return 2;
-		}
-	} else if ((pol = kvs_builtin_policy(R->cfg.policy)) == NULL) {
-		fprintf(stderr, "%s: policy: unknown policy '%s' (vllm-v0, "
-			"vllm-v1, sarathi, deepspeed-fastgen, kvsim, or the "
-			"path of a plugin)\n",
-			R->cfg.policy_where[0] ? R->cfg.policy_where
-					       : R->cfg.source, R->cfg.policy);
+	if (resolve(&R->cfg, R->cat, &R->model, &R->hf, &R->gpu, &pol,
+		    &R->plugin, &key, why, sizeof(why)) != 0) {
+		if (key[0] == '\0')
+			rfail(R, "%s\n", why);
+		else
+			fprintf(stderr, "%s: %s\n",
+				sim_config_where(&R->cfg, key), why);
 		return 2;
 	}
 	if (R->cfg.calibration[0] != '\0') {

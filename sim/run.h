@@ -106,6 +106,16 @@ int sim_run_open(sim_run **out, const struct sim_config *cfg,
 		 const struct sim_run_opts *o);
 
 /*
+ * Whether cfg names a model, GPU and policy kvsim can run (what
+ * sim_run_open checks first), without opening a run: for commands that
+ * check every configuration before running any (sweep, compare --suite).
+ * 0; 2 with "KEY: what" in err and *key the key at fault ("model", "gpu",
+ * "policy"; "" when the catalog or a config.json itself is bad).
+ */
+int sim_run_check_names(const struct sim_config *cfg, const char **key,
+			char *err, size_t errlen);
+
+/*
  * Where the rows go, before exec (each may be NULL: not written):
  * requests.csv and timeseries.csv rows, and a Chrome trace-event JSON of
  * every step and request (sim/ctrace.h).  The files stay the caller's.

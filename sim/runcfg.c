@@ -785,6 +785,16 @@ sim_config_finish(struct sim_config *c, char *err, size_t errlen)
 	return KV_OK;
 }
 
+const char *
+sim_config_where(const struct sim_config *c, const char *key)
+{
+	const char *w = strcmp(key, "model") == 0 ? c->model_where :
+			strcmp(key, "gpu") == 0 ? c->gpu_where :
+			strcmp(key, "policy") == 0 ? c->policy_where : "";
+
+	return w[0] ? w : c->source;
+}
+
 kv_err
 sim_config_from_args(struct sim_config *c, const char *file,
 		     const char *const *sets, size_t n, char *err,

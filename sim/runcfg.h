@@ -125,6 +125,10 @@ int sim_config_positional(const char *prog, int argc, char **argv, int first,
 /* Resolve the workload trace default (after all overrides). */
 kv_err sim_config_finish(struct sim_config *c, char *err, size_t errlen);
 
+/* Where key ("model", "gpu", "policy") got its value: "FILE:LINE:COL",
+ * "--set ...", or the configuration's source when neither is known. */
+const char *sim_config_where(const struct sim_config *c, const char *key);
+
 const char *sim_router_name(enum sim_router r);
 
 /*

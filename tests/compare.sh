@@ -22,7 +22,8 @@
 #     with the regression under its configuration's name; suite_same.yaml
 #     (two configurations, identical sides) exits 0; suite_traces.yaml
 #     (a trace under a base configuration) replays the trace and exits 1;
-#     a bad override is exit 2 at its FILE:LINE:COL with nothing run;
+#     a bad override (a bad value, an unknown policy) is exit 2 at its
+#     FILE:LINE:COL with nothing run;
 #  6. bad usage: a threshold without a direction, an unknown metric, a
 #     directory without results, --alpha out of range: exit 2; no
 #     temporary file is ever left.
@@ -166,12 +167,14 @@ n=azure_llm_2023_conv_excerpt
 	bad "trace suite: $(grep preemptions "$T/tr/compare.csv")"
 grep -q "^  trace: .*/$n.csv\"\$" "$T/tr/$n/baseline/seed-0/config.yaml" ||
 	bad "trace suite: the run did not replay the trace"
-"$KVSIM" compare --suite "$D/bad_suite.yaml" --out "$T/badsuite" 2>"$T/bs.err"
-[ $? = 2 ] || bad "bad suite: not exit 2"
-loc=$(sed -n '1s/.*expect: //p' "$D/bad_suite.yaml")
-grep -q "^$D/bad_suite.yaml:$loc: " "$T/bs.err" ||
-	bad "bad suite: not at $loc: $(head -1 "$T/bs.err")"
-[ -e "$T/badsuite" ] && bad "bad suite: ran something"
+for b in bad_suite bad_suite_policy; do
+	"$KVSIM" compare --suite "$D/$b.yaml" --out "$T/badsuite" 2>"$T/bs.err"
+	[ $? = 2 ] || bad "$b: not exit 2"
+	loc=$(sed -n '1s/.*expect: //p' "$D/$b.yaml")
+	grep -q "^$D/$b.yaml:$loc: " "$T/bs.err" ||
+		bad "$b: not at $loc: $(head -1 "$T/bs.err")"
+	[ -e "$T/badsuite" ] && bad "$b: ran something"
+done
 
 # 6. Bad usage.
 for args in "--fail-on ttft_p99_s:5%" "--fail-on nosuch_s:+1%" \
