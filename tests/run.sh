@@ -138,6 +138,7 @@ expect_bad "bad_window.yaml:4:14: start_s: must be at most 1e9 s" \
 # a repeated key, or a second document, was taken silently (the last won)
 expect_bad "bad_dupkey.yaml:6:5: duplicate key 'requests'" "$D/bad_dupkey.yaml"
 expect_bad "bad_twodocs.yaml:4:1: a second YAML document" "$D/bad_twodocs.yaml"
+expect_bad "bad_onoff.yaml:4:14: arrival: onoff needs on_s > 0" "$D/bad_onoff.yaml"
 
 # 5. The hand-computed scenario.
 "$KVSIM" run -q "$D/tiny.yaml" --out "$T/tiny" || bad "tiny run"

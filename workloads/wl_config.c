@@ -759,6 +759,8 @@ y_arrival(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
 		return yfail(x, n, "arrival: rate must be > 0");
 	if (a->kind == WL_ARR_GAMMA && !(a->cv > 0))
 		return yfail(x, n, "arrival: gamma needs cv > 0");
+	if (a->kind == WL_ARR_ONOFF && !(a->on_s > 0))
+		return yfail(x, n, "arrival: onoff needs on_s > 0");
 	if (a->kind == WL_ARR_SCHEDULE && a->nsegs == 0)
 		return yfail(x, n, "arrival: schedule needs segments");
 	return WL_OK;

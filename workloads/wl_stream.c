@@ -90,9 +90,10 @@ prepass(struct wl_stream *p)
 	if (rc != WL_END)
 		return rc;
 	if (n < 2 || last == first)
-		return wl__fail(p, WL_ECONFIG, NULL, 0, 0, "target_rate needs "
-		    "at least two requests at different times (found %llu)",
-		    (unsigned long long)n);
+		return wl__fail(p, WL_ECONFIG, p->cfg.trace, 0, 0,
+		    "target_rate needs at least two requests at different "
+		    "times (found %llu%s)", (unsigned long long)n,
+		    n < 2 ? "" : ", all at one time");
 	/* Mean rate as traces/README.md defines it: rows / span. */
 	rate = (double)n / ((double)(last - first) / 1e9);
 	p->scale = rate / p->cfg.target_rate;
