@@ -22,6 +22,7 @@
  */
 #include "config.h"
 
+#include "core/kvsize.h"
 #include "gpu/kvdrive.h"
 
 #include <errno.h>
@@ -192,9 +193,13 @@ section_env(struct ck *c, struct csv *w)
 
 /*
  * vLLM's sizing for Llama-3-8B at gpu_memory_utilization 0.9 with 16 GiB
- * of weights: blocks = (total * 0.9 - weights) / block_bytes; then the
- * pool of that many blocks must allocate.  On the host backend the pool
- * is not allocated (it would be the size of a GPU).
+ * of weights, through the simulator's own arithmetic (core/kvsize.h):
+ * page = kvc_page_bytes(8 heads, 128, bf16, 16 tokens), blocks =
+ * kvc_blocks_for_budget(total * 0.9 - weights, page, 32 layers).  The pool
+ * of that many blocks must then allocate, and its first and last blocks
+ * (the far end: offsets past 2^32 words) must hold what is written there.
+ * On the host backend the pool is not allocated (it would be the size of
+ * a GPU).
  */
 static void
 section_capacity(struct ck *c, struct csv *w)
@@ -202,7 +207,7 @@ section_capacity(struct ck *c, struct csv *w)
 	struct kvgpu_geom g = llama8b(KVGPU_FA_SPLIT, 1, 0);
 	struct kvgpu_mem m0, m1;
 	kvgpu *b = open_backend(c->backend, &g, false);
-	uint64_t blocks;
+	uint64_t blocks, page = kvc_page_bytes(8, 128, 2, 16, false);
 	double avail;
 
 	if (b == NULL || kvgpu_mem_info(b, &m0) != KV_OK || m0.total == 0) {
@@ -213,9 +218,13 @@ section_capacity(struct ck *c, struct csv *w)
 	}
 	kvgpu_close(b);
 	avail = (double)m0.total * 0.9 - 16.0 * 1073741824.0;
-	blocks = avail > 0 ? (uint64_t)(avail /
-					(double)kvgpu_block_bytes(&g)) : 0;
+	blocks = avail > 0 ? kvc_blocks_for_budget((uint64_t)avail, page, 32)
+			   : 0;
+	if (blocks > UINT32_MAX)
+		blocks = UINT32_MAX;
+	csv_row(w, "sim_page_bytes,%" PRIu64, page);
 	csv_row(w, "sim_num_blocks,%" PRIu64, blocks);
+	csv_row(w, "sim_kv_tokens,%" PRIu64, blocks * 16);
 	g.dev_blocks = (uint32_t)blocks;
 	b = blocks > 0 ? open_backend(c->backend, &g, false) : NULL;
 	csv_row(w, "pool_alloc_ok,%d", b != NULL);
@@ -225,6 +234,22 @@ section_capacity(struct ck *c, struct csv *w)
 		csv_row(w, "pool_free1_bytes,%" PRIu64, m1.free1);
 		csv_row(w, "pool_overhead_bytes,%" PRId64,
 			(int64_t)(m1.free0 - m1.free1) - (int64_t)m1.dev_bytes);
+	}
+	if (b != NULL) {
+		struct kvgpu_slot sl[32];
+		struct kvgpu_verdict d;
+		int ok;
+
+		for (uint32_t i = 0; i < 32; i++)
+			sl[i] = (struct kvgpu_slot){
+				.block = i < 16 ? 0 : (int32_t)(blocks - 1),
+				.slot = i % 16, .pos = i, .key = 0x5eed };
+		ok = kvgpu_fill(b, KVGPU_DEV, sl, 32) == KV_OK &&
+		     kvgpu_verify(b, KVGPU_DEV, sl, 32, &d) == KV_OK &&
+		     d.mismatches == 0;
+		csv_row(w, "pool_ends_verified,%d", ok);
+		if (!ok)
+			c->failures++;
 	}
 	if (b == NULL)
 		c->failures++;
