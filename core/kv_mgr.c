@@ -561,8 +561,8 @@ kvc_nseqs(const kvc *k)
 	return k->nseq;
 }
 
-/* Common prologue of every operation on a sequence. */
-static kv_err
+/* Common prologue of every operation on a sequence (kv_int.h). */
+kv_err
 kvc__enter(kvc *k, int32_t s)
 {
 	k->msg[0] = '\0';

@@ -1199,6 +1199,34 @@ v1_allocate(kvc *k, int32_t s, uint32_t n)
 	return KV_OK;
 }
 
+/*
+ * vLLM's running loop: allocate_slots(request, n, num_lookahead_tokens=L)
+ * for any chunk of a RUNNING sequence -- a partial prefill chunk too, not
+ * only the chunk that completes its tokens.  C moves by n; the L slots
+ * beyond (capped at max_model_len) are reserved.  For policy vllm-v1.
+ */
+kv_err
+kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L)
+{
+	struct kvc_seq *q;
+	kv_err e;
+
+	if ((e = kvc__enter(k, s)) != KV_OK)
+		return e;
+	q = kvc__seq(k, s);
+	if (q->state != KVC_RUNNING)
+		return v1_not_running(k, s, "allocate");
+	if (n == 0 || n > q->ntok - q->ncomp)
+		return kvc__fail(k, KV_EINVAL, "allocate: %u new tokens of "
+				 "%u unseen", n, q->ntok - q->ncomp);
+	v1_hit_clear(k);
+	if (!v1_noop(k, v1_of(k), s, n, L) &&
+	    (e = v1_allocate_slots(k, s, n, 0, L, false)) != KV_OK)
+		return e;
+	q->ncomp += n;
+	return KV_OK;
+}
+
 /* R23. */
 static kv_err
 v1_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok, uint32_t L,

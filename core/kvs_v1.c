@@ -277,9 +277,10 @@ v1s_prio_victim(const kvs *s)
 static kv_err
 v1s_alloc_running(kvc *k, int32_t seq, uint32_t n, uint32_t L)
 {
-	if (L > 0 && (size_t)n == kvc_seq_len(k, seq) -
-	    kvc_seq_computed(k, seq))
-		return kvc_append_slots(k, seq, L);
+	/* vLLM passes num_lookahead_tokens for every running request,
+	 * whether or not its chunk completes its tokens */
+	if (L > 0)
+		return kvc__v1_allocate_ahead(k, seq, n, L);
 	return kvc_allocate(k, seq, n);
 }
 
