@@ -128,6 +128,22 @@ fg_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	    c->max_num_batched_tokens > UINT32_MAX)
 		return fg_fail(why, whylen, "max_num_batched_tokens must be at "
 			       "least 1");
+	/* DSStateManagerConfig's validator (validate_all: the defaults are
+	 * checked too) */
+	if (c->max_num_seqs > c->max_num_batched_tokens)
+		return kvc__failbuf(why, whylen, KV_ECONFIG, "max_num_seqs "
+				    "(%lld) exceeds max_num_batched_tokens "
+				    "(%lld): DeepSpeed's "
+				    "max_ragged_sequence_count cannot be "
+				    "larger than max_ragged_batch_size",
+				    (long long)c->max_num_seqs,
+				    (long long)c->max_num_batched_tokens);
+	if (c->max_num_seqs > KVS_DS_MAX_TRACKED)
+		return kvc__failbuf(why, whylen, KV_ECONFIG, "max_num_seqs "
+				    "(%lld) exceeds DeepSpeed's "
+				    "max_tracked_sequences (%u)",
+				    (long long)c->max_num_seqs,
+				    (unsigned)KVS_DS_MAX_TRACKED);
 	c->chunked_prefill = 1;
 	c->preemption = 0;
 	c->priority = 0;

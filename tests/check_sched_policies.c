@@ -397,17 +397,18 @@ START_TEST(fastgen_seq_limit)
 	kvs *s;
 
 	sc_init(&c, "deepspeed-fastgen", KVC_DEEPSPEED, 4, 64, 64);
+	/* max_num_seqs <= max_num_batched_tokens (DeepSpeed refuses more),
+	 * so the budget never leaves a tracked decode out: a one-token
+	 * prompt ("token generation" too) waits for a tracked slot */
 	c.s.max_num_batched_tokens = 2;
-	c.s.max_num_seqs = 3;
+	c.s.max_num_seqs = 2;
 	s = mk(&c);
-	/* One-token prompts are "token generation" requests too. */
-	req(s, 0, 1, 5);
-	req(s, 100, 1, 5);
-	req(s, 200, 1, 5);
-	STEP(s, "sched=0:1,1:1");	/* buffer: 2, 0, 1 */
-	STEP(s, "sched=2:1,0:1");	/* buffer: 1, 2, 0 */
-	STEP(s, "sched=1:1,2:1");	/* buffer: 0, 1, 2 */
+	req(s, 0, 1, 2);
+	req(s, 100, 1, 2);
+	req(s, 200, 1, 2);
 	STEP(s, "sched=0:1,1:1");
+	STEP(s, "sched=0:1,1:1 finish=0,1");
+	STEP(s, "sched=2:1");
 	kvs_free(s);
 
 	/* Decodes go before prompts, so a prompt waits for a free slot
@@ -595,6 +596,18 @@ START_TEST(fastgen_config)
 	c.s.chunk_size = KVS_UNSET;
 	c.k.gpu_blocks = 100;
 	refused(&c, "does not fit");
+	/* DSStateManagerConfig: max_ragged_sequence_count is at most
+	 * max_ragged_batch_size and max_tracked_sequences, its default 512
+	 * included */
+	c.k.gpu_blocks = 1000;
+	c.s.max_num_batched_tokens = 100;
+	refused(&c, "cannot be larger than max_ragged_batch_size");
+	c.s.max_num_seqs = 3000;
+	c.s.max_num_batched_tokens = 4000;
+	refused(&c, "max_tracked_sequences (2048)");
+	c.s.max_num_seqs = 100;
+	c.s.max_num_batched_tokens = 100;
+	kvs_free(mk(&c));
 }
 END_TEST
 
