@@ -99,6 +99,7 @@ struct kvc {
 extern const struct kvc_ops kvc__exact_ops;
 extern const struct kvc_ops kvc__v0_ops;
 extern const struct kvc_ops kvc__v1_ops;
+extern const struct kvc_ops kvc__ds_ops;
 
 /* The prologue of every operation on sequence s: clears the message and
  * the pairs; KV_ENOENT for a bad or dead sequence (kv_mgr.c). */
@@ -107,7 +108,6 @@ kv_err kvc__enter(kvc *k, int32_t s);
 /* vllm-v1 (kv_v1.c): allocate_slots with lookahead for any chunk of a
  * RUNNING sequence (policy vllm-v1's running loop). */
 kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
-extern const struct kvc_ops kvc__ds_ops;
 
 /* ---- helpers in kv_mgr.c ------------------------------------------ */
 
