@@ -8,7 +8,7 @@
 #ifndef KVS_EXACT_H
 #define KVS_EXACT_H
 
-#include "kvsched.h"
+#include "kvspolicy.h"
 
 /* One running request as a step sees it. */
 struct kvs_xri {
@@ -55,6 +55,56 @@ void kvs__xview_release(struct kvs_xview *v);
 
 /* Copy-on-write pairs of the last allocator call, if any, to the step. */
 kv_err kvs__xcow(kvs *s, kvc *k);
+
+/*
+ * A step of a policy on exact accounting, as the phases both policies
+ * share see it; a policy's own step record begins with one.  `v` is the
+ * running queue read at the start of the step (kvs__xstep_begin), kept in
+ * step with it as requests are preempted; requests admitted or resumed in
+ * the step are not added to it.
+ */
+struct kvs_xstep {
+	kvs *s;
+	kvc *k;
+	struct kvs_xview *v;
+	uint32_t L, budget, used, maxseqs, nrun;
+	uint32_t thr;		/* a prefill chunk's cap, 0 = none */
+	uint64_t reserved;	/* blocks the running prefills still need */
+	uint64_t wm;		/* the watermark, in blocks */
+	bool whole;		/* admission: the prompt's rest must fit */
+	uint32_t nprefill;	/* running prefills with tokens left */
+	/* Put r, just admitted, into running at its place. */
+	kv_err (*run_insert)(struct kvs_xstep *x, kvs_req r);
+	/* Make room for running[i]'s decode (need blocks), preempting; set
+	 * *self when running[i] itself had to go. */
+	kv_err (*make_room)(struct kvs_xstep *x, uint32_t i, uint64_t need,
+			    bool *self);
+};
+
+/* Fill x's common fields for a step of s and read the running queue. */
+kv_err kvs__xstep_begin(struct kvs_xstep *x, kvs *s, struct kvs_xview *v,
+			uint32_t budget);
+
+/* Phase: every running decode, one token plus L slots, in running order;
+ * prefills are counted in x->nprefill and left to kvs__xprefills. */
+kv_err kvs__xdecodes(struct kvs_xstep *x);
+
+/* Phase: the next chunk of every running prefill (it draws on its
+ * reservation, so it always fits). */
+kv_err kvs__xprefills(struct kvs_xstep *x);
+
+/* Phase: waiting requests from the head while the blocks of the whole
+ * prompt fit free - reserved - watermark, fewer than maxseqs run and the
+ * chunk is not 0. */
+kv_err kvs__xadmit(struct kvs_xstep *x);
+
+/*
+ * Preempt running[j] of the view in mode m (its reservation released, the
+ * request taken out of running and of the view).  The caller puts *r into
+ * waiting or swapped.
+ */
+kv_err kvs__xpreempt(struct kvs_xstep *x, uint32_t j,
+		     enum kvs_preempt_mode m, kvs_req *r);
 
 /* Free blocks of the one pool every group shares in exact mode. */
 static inline uint64_t

@@ -45,8 +45,6 @@
 #define KS_SEQS_DEFAULT 128
 #define KS_TOKENS_DEFAULT 2048
 
-/* What a step needs to know of a running request, read once. */
-
 struct ks {
 	struct kvs_kvsim_cost cost;
 	uint32_t known;		/* requests already placed in waiting */
@@ -84,8 +82,6 @@ kvs_kvsim_set_cost(kvs *s, const struct kvs_kvsim_cost *c)
 		ks->cost = *c;
 	return KV_OK;
 }
-
-
 
 static kv_err
 ks_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
@@ -169,36 +165,19 @@ ks_release(void *state)
 /* ---- a step ------------------------------------------------------------ */
 
 struct ks_step {
-	kvs *s;
-	kvc *k;
+	struct kvs_xstep x;	/* first: the shared phases' view */
 	struct ks *ks;
 	const struct kvs_config *c;
-	uint32_t L, budget, used, maxseqs, thr, nrun;
-	uint64_t reserved, wm;
 	bool preempted;
 };
 
-
-
-
 /* Scheduling order: (priority, arrival) under priority, else arrival. */
-/* Read the running queue; the rest of every prefill is reserved. */
-static kv_err
-ks_classify(struct ks_step *st)
-{
-	kv_err e = kvs__xview_read(st->s, &st->ks->v);
-
-	st->nrun = st->ks->v.n;
-	st->reserved = st->ks->v.reserved;
-	return e;
-}
-
 static inline bool
 ks_before(const struct ks_step *st, kvs_req a, kvs_req b)
 {
 	if (st->c->priority == 1) {
-		int32_t pa = kvs_req_priority(st->s, a);
-		int32_t pb = kvs_req_priority(st->s, b);
+		int32_t pa = kvs_req_priority(st->x.s, a);
+		int32_t pb = kvs_req_priority(st->x.s, b);
 
 		if (pa != pb)
 			return pa < pb;
@@ -210,17 +189,17 @@ ks_before(const struct ks_step *st, kvs_req a, kvs_req b)
 static kv_err
 ks_insert(struct ks_step *st, kvs_queue q, kvs_req r)
 {
-	uint32_t lo = 0, hi = kvs_queue_len(st->s, q);
+	uint32_t lo = 0, hi = kvs_queue_len(st->x.s, q);
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (ks_before(st, r, kvs_queue_at(st->s, q, mid)))
+		if (ks_before(st, r, kvs_queue_at(st->x.s, q, mid)))
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
-	return kvs_queue_insert(st->s, q, lo, r);
+	return kvs_queue_insert(st->x.s, q, lo, r);
 }
 
 /*
@@ -230,35 +209,35 @@ ks_insert(struct ks_step *st, kvs_queue q, kvs_req r)
 static kv_err
 ks_admit_arrivals(struct ks_step *st)
 {
-	uint32_t n = kvs_queue_len(st->s, KVS_Q_WAITING), m = 0, base, t;
+	uint32_t n = kvs_queue_len(st->x.s, KVS_Q_WAITING), m = 0, base, t;
 	kv_err e;
 
 	if (st->c->priority == 1) {
-		while (m < n && (uint32_t)kvs_queue_at(st->s, KVS_Q_WAITING,
+		while (m < n && (uint32_t)kvs_queue_at(st->x.s, KVS_Q_WAITING,
 						       n - 1 - m) >=
 		       st->ks->known)
 			m++;
 		base = n - m;
 		for (t = 0; t < m; t++) {
-			kvs_req r = kvs_queue_remove(st->s, KVS_Q_WAITING,
+			kvs_req r = kvs_queue_remove(st->x.s, KVS_Q_WAITING,
 						     base + t);
 			uint32_t lo = 0, hi = base + t;
 
 			while (lo < hi) {
 				uint32_t mid = lo + (hi - lo) / 2;
 
-				if (ks_before(st, r, kvs_queue_at(st->s,
+				if (ks_before(st, r, kvs_queue_at(st->x.s,
 				    KVS_Q_WAITING, mid)))
 					hi = mid;
 				else
 					lo = mid + 1;
 			}
-			e = kvs_queue_insert(st->s, KVS_Q_WAITING, lo, r);
+			e = kvs_queue_insert(st->x.s, KVS_Q_WAITING, lo, r);
 			if (e != KV_OK)
 				return e;
 		}
 	}
-	st->ks->known = kvs_nreqs(st->s);
+	st->ks->known = kvs_nreqs(st->x.s);
 	return KV_OK;
 }
 
@@ -266,7 +245,7 @@ ks_admit_arrivals(struct ks_step *st)
 static void
 ks_victim(struct ks_step *st, const struct kvs_xri *ri, struct kvs_victim *v)
 {
-	uint32_t g, ng = kvc_ngroups(st->k);
+	uint32_t g, ng = kvc_ngroups(st->x.k);
 	bool ok = false;
 
 	memset(v, 0, sizeof(*v));
@@ -275,14 +254,14 @@ ks_victim(struct ks_step *st, const struct kvs_xri *ri, struct kvs_victim *v)
 	v->computed = ri->C;
 	for (g = 0; g < ng; g++) {
 		size_t n, i;
-		const int32_t *t = kvc_table(st->k, ri->seq, g, &n);
+		const int32_t *t = kvc_table(st->x.k, ri->seq, g, &n);
 
 		for (i = 0; i < n; i++)
 			v->gpu_blocks += t[i] != KVC_NULL;
 	}
 	if (st->c->preemption != 0 && ri->decode &&
-	    kvc_free_cpu(st->k) > 0 &&
-	    kvc_can_swap_out(st->k, ri->seq, &ok) == KV_OK)
+	    kvc_free_cpu(st->x.k) > 0 &&
+	    kvc_can_swap_out(st->x.k, ri->seq, &ok) == KV_OK)
 		v->can_swap = ok;
 }
 
@@ -314,27 +293,11 @@ ks_price(struct ks_step *st, const struct kvs_victim *v,
 static kv_err
 ks_preempt(struct ks_step *st, uint32_t j, enum kvs_preempt_mode m)
 {
-	struct kvs_xri *ri = &st->ks->v.ri[j];
-	kvs_req v = ri->r;
-	kv_err e;
+	kvs_req v;
+	kv_err e = kvs__xpreempt(&st->x, j, m, &v);
 
-	if (!ri->decode && ri->C < ri->T) {
-		uint64_t rest;
-
-		if ((e = kvs__xneed(st->k, ri->seq, 0,
-		    st->budget, &rest)) != KV_OK)
-			return e;
-		st->reserved -= rest < st->reserved ? rest : st->reserved;
-	}
-	if (m == KVS_PREEMPT_SWAP)
-		e = kvs_preempt_swap(st->s, v);
-	else
-		e = kvs_preempt_recompute(st->s, v);
 	if (e != KV_OK)
 		return e;
-	(void)kvs_queue_remove(st->s, KVS_Q_RUNNING, j);
-	memmove(ri, ri + 1, (st->nrun - j - 1) * sizeof(*ri));
-	st->nrun--;
 	st->preempted = true;
 	return ks_insert(st, m == KVS_PREEMPT_SWAP ? KVS_Q_SWAPPED :
 			 KVS_Q_WAITING, v);
@@ -345,18 +308,19 @@ ks_preempt(struct ks_step *st, uint32_t j, enum kvs_preempt_mode m)
  * *self set when running[i] itself had to go.
  */
 static kv_err
-ks_make_room(struct ks_step *st, uint32_t i, uint64_t need, bool *self)
+ks_make_room(struct kvs_xstep *x, uint32_t i, uint64_t need, bool *self)
 {
+	struct ks_step *st = (struct ks_step *)x;
 	enum kvs_preempt_mode m, bm = KVS_PREEMPT_RECOMPUTE;
 	struct kvs_victim v;
 	kv_err e;
 
 	*self = false;
-	while (need + st->reserved > kvs__xfree(st->k)) {
+	while (need + st->x.reserved > kvs__xfree(st->x.k)) {
 		uint32_t best = i;
 		int64_t bc = INT64_MAX, c;
 
-		for (uint32_t j = st->nrun; j-- > i + 1;) {
+		for (uint32_t j = st->x.nrun; j-- > i + 1;) {
 			ks_victim(st, &st->ks->v.ri[j], &v);
 			c = ks_price(st, &v, &m);
 			if (c < bc) {
@@ -377,94 +341,52 @@ ks_make_room(struct ks_step *st, uint32_t i, uint64_t need, bool *self)
 	return KV_OK;
 }
 
-static inline uint32_t
-ks_chunk(const struct ks_step *st, uint32_t left)
+/* Put r, just admitted, into running at its place in the order. */
+static kv_err
+ks_run_insert(struct kvs_xstep *x, kvs_req r)
 {
-	uint32_t chunk = st->budget - st->used;
-
-	if (left < chunk)
-		chunk = left;
-	if (st->thr > 0 && st->thr < chunk)
-		chunk = st->thr;
-	return chunk;
+	return ks_insert((struct ks_step *)x, KVS_Q_RUNNING, r);
 }
-
 
 static kv_err
 ks_schedule(kvs *s, void *state)
 {
-	const struct kvc_config *kc;
 	struct ks_step st;
-	uint32_t i, nprefill = 0;
 	kv_err e;
 
 	memset(&st, 0, sizeof(st));
-	st.s = s;
-	st.k = kvs_kv(s);
 	st.ks = state;
 	st.c = kvs_config_of(s);
-	kc = kvc_config_of(st.k);
-	st.L = (uint32_t)st.c->lookahead;
-	st.budget = (uint32_t)st.c->max_num_batched_tokens;
-	st.maxseqs = (uint32_t)st.c->max_num_seqs;
-	st.thr = (uint32_t)st.c->long_prefill_threshold;
-	st.wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
+	st.x.s = s;
+	st.x.thr = (uint32_t)st.c->long_prefill_threshold;
+	st.x.whole = st.c->chunked_prefill == 0;
+	st.x.run_insert = ks_run_insert;
+	st.x.make_room = ks_make_room;
 	if ((e = ks_admit_arrivals(&st)) != KV_OK ||
-	    (e = ks_classify(&st)) != KV_OK)
+	    (e = kvs__xstep_begin(&st.x, s, &st.ks->v, (uint32_t)st.c->
+				  max_num_batched_tokens)) != KV_OK)
 		return e;
 
 	/* 1. Running decodes. */
-	for (i = 0; i < st.nrun;) {
-		struct kvs_xri *ri = &st.ks->v.ri[i];
-		uint64_t need;
-		bool self;
-
-		if (!ri->decode) {
-			nprefill += ri->C < ri->T;
-			i++;
-			continue;
-		}
-		if (st.reserved == 0) {
-			e = kvc_append_slots(st.k, ri->seq, st.L);
-			if (e == KV_OK)
-				goto scheduled;
-			if (e != KV_ENOSPC)
-				return e;
-		}
-		if ((e = kvs__xneed(st.k, ri->seq, st.L,
-		    st.budget, &need)) != KV_OK ||
-		    (e = ks_make_room(&st, i, need, &self)) != KV_OK)
-			return e;
-		if (self)
-			break;	/* nobody after it is left */
-		e = kvc_append_slots(st.k, ri->seq, st.L);
-		if (e == KV_ENOSPC)
-			return KV_EREF;	/* the check said it fits */
-		if (e != KV_OK)
-			return e;
-scheduled:
-		if ((e = kvs__xcow(s, st.k)) != KV_OK ||
-		    (e = kvs_emit_sched(s, ri->r, 1)) != KV_OK)
-			return e;
-		st.used++;
-		i++;
-	}
+	if ((e = kvs__xdecodes(&st.x)) != KV_OK)
+		return e;
 
 	/* 2. Swapped requests resume first. */
 	while (!st.preempted && kvs_queue_len(s, KVS_Q_SWAPPED) > 0) {
 		kvs_req r = kvs_queue_at(s, KVS_Q_SWAPPED, 0);
 		int32_t q = kvs_req_seq(s, r);
-		uint32_t unseen = (uint32_t)(kvc_seq_len(st.k, q) -
-					     kvc_seq_computed(st.k, q));
+		uint32_t unseen = (uint32_t)(kvc_seq_len(st.x.k, q) -
+					     kvc_seq_computed(st.x.k, q));
 		uint64_t need;
 
-		if ((e = kvs__xneed(st.k, q, st.L, st.budget, &need)) != KV_OK)
+		if ((e = kvs__xneed(st.x.k, q, st.x.L, st.x.budget,
+				    &need)) != KV_OK)
 			return e;
-		if (need + st.reserved + st.wm > kvs__xfree(st.k) ||
-		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs ||
-		    unseen == 0 || unseen > st.budget - st.used)
+		if (need + st.x.reserved + st.x.wm > kvs__xfree(st.x.k) ||
+		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.x.maxseqs ||
+		    unseen == 0 || unseen > st.x.budget - st.x.used)
 			break;
-		e = kvc_swap_in(st.k, q, st.L);
+		e = kvc_swap_in(st.x.k, q, st.x.L);
 		if (e == KV_ENOSPC)
 			return KV_EREF;
 		if (e != KV_OK)
@@ -475,83 +397,18 @@ scheduled:
 		if ((e = ks_insert(&st, KVS_Q_RUNNING, r)) != KV_OK ||
 		    (e = kvs_emit_sched(s, r, unseen)) != KV_OK)
 			return e;
-		st.used += unseen;
+		st.x.used += unseen;
 	}
 
 	/* 3. Running prefills: the next chunk of each (reserved).  The
-	 * scratch still describes them (steps 1-2 touch no prefill). */
-	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct kvs_xri *ri = &st.ks->v.ri[i];
-		uint32_t chunk;
-
-		if (ri->decode || ri->C >= ri->T)
-			continue;
-		chunk = ks_chunk(&st, ri->T - ri->C);
-		if (chunk == 0)
-			break;
-		e = kvc_allocate(st.k, ri->seq, chunk);
-		if (e == KV_ENOSPC)
-			return KV_EREF;
-		if (e != KV_OK)
-			return e;
-		if ((e = kvs_emit_sched(s, ri->r, chunk)) != KV_OK)
-			return e;
-		st.used += chunk;
-	}
+	 * view still describes them (steps 1-2 touch no prefill). */
+	if ((e = kvs__xprefills(&st.x)) != KV_OK)
+		return e;
 
 	/* 4. New prefills, only on a step without preemption. */
-	if (st.preempted || kvs_queue_len(s, KVS_Q_SWAPPED) > 0 ||
-	    kvs_queue_len(s, KVS_Q_WAITING) == 0 || st.used >= st.budget)
+	if (st.preempted || kvs_queue_len(s, KVS_Q_SWAPPED) > 0)
 		return KV_OK;
-	st.reserved = 0;
-	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct kvs_xri *ri = &st.ks->v.ri[i];
-		uint64_t rest;
-
-		if (ri->decode || kvc_seq_computed(st.k, ri->seq) >= ri->T)
-			continue;
-		if ((e = kvs__xneed(st.k, ri->seq, 0,
-		    st.budget, &rest)) != KV_OK)
-			return e;
-		st.reserved += rest;
-	}
-	while (kvs_queue_len(s, KVS_Q_WAITING) > 0 && st.used < st.budget) {
-		kvs_req r = kvs_queue_at(s, KVS_Q_WAITING, 0);
-		int32_t q = kvs_req_seq(s, r);
-		uint64_t need, rest;
-		uint32_t T, chunk;
-		size_t hit;
-
-		if ((e = kvs__xneed(st.k, q, 0, st.budget, &need)) != KV_OK)
-			return e;
-		if (need + st.reserved + st.wm > kvs__xfree(st.k) ||
-		    kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs)
-			break;
-		if ((e = kvc_cached(st.k, q, &hit)) != KV_OK)
-			return e;
-		T = (uint32_t)kvc_seq_len(st.k, q);
-		chunk = ks_chunk(&st, T - (uint32_t)hit);
-		if (chunk == 0 || (st.c->chunked_prefill == 0 &&
-				   chunk < T - (uint32_t)hit))
-			break;
-		e = kvc_allocate(st.k, q, chunk);
-		if (e == KV_ENOSPC)
-			return KV_EREF;
-		if (e != KV_OK)
-			return e;
-		(void)kvs_queue_remove(s, KVS_Q_WAITING, 0);
-		if ((e = ks_insert(&st, KVS_Q_RUNNING, r)) != KV_OK ||
-		    (e = kvs_emit_sched(s, r, chunk)) != KV_OK)
-			return e;
-		st.used += chunk;
-		if (kvc_seq_computed(st.k, q) < T) {
-			if ((e = kvs__xneed(st.k, q, 0,
-			    st.budget, &rest)) != KV_OK)
-				return e;
-			st.reserved += rest;
-		}
-	}
-	return KV_OK;
+	return kvs__xadmit(&st.x);
 }
 
 const struct kvs_policy kvs__kvsim_policy = {

@@ -40,8 +40,6 @@
 #define SARATHI_CHUNK_DEFAULT 512	/* SarathiSchedulerConfig.chunk_size */
 #define SARATHI_SEQS_DEFAULT 128	/* max_num_seqs */
 
-
-
 static kv_err
 sar_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	      size_t whylen)
@@ -98,35 +96,13 @@ sar_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	return KV_OK;
 }
 
-/* ---- per-step helpers ---------------------------------------------- */
-
-/* What a step needs to know of a running request, read once. */
+/* ---- a step -------------------------------------------------------- */
 
 /* Policy state: scratch parallel to the running queue (grows, never
  * shrinks: no allocation in a steady state). */
 struct sar {
 	struct kvs_xview v;
 };
-
-struct sar_step {
-	kvs *s;
-	kvc *k;
-	struct sar *sa;
-	uint32_t L, budget, used, maxseqs, nrun;
-	uint64_t reserved;	/* blocks the running prefills still need */
-	uint64_t wm;
-};
-
-/* Read the running queue; the rest of every prefill is reserved. */
-static kv_err
-sar_classify(struct sar_step *st)
-{
-	kv_err e = kvs__xview_read(st->s, &st->sa->v);
-
-	st->nrun = st->sa->v.n;
-	st->reserved = st->sa->v.reserved;
-	return e;
-}
 
 static kv_err
 sar_init(kvs *s, void **state)
@@ -146,192 +122,69 @@ sar_release(void *state)
 	free(sa);
 }
 
-
-
-
 /* Insert r into running keeping arrival (request id) order. */
 static kv_err
-sar_run_insert(kvs *s, kvs_req r)
+sar_run_insert(struct kvs_xstep *x, kvs_req r)
 {
-	uint32_t n = kvs_queue_len(s, KVS_Q_RUNNING), i = n;
+	uint32_t i = kvs_queue_len(x->s, KVS_Q_RUNNING);
 
-	while (i > 0 && kvs_queue_at(s, KVS_Q_RUNNING, i - 1) > r)
+	while (i > 0 && kvs_queue_at(x->s, KVS_Q_RUNNING, i - 1) > r)
 		i--;
-	return kvs_queue_insert(s, KVS_Q_RUNNING, i, r);
+	return kvs_queue_insert(x->s, KVS_Q_RUNNING, i, r);
 }
 
 /* Preempt running[j] by recompute; it goes to the front of waiting. */
 static kv_err
-sar_preempt(struct sar_step *st, uint32_t j)
+sar_preempt(struct kvs_xstep *x, uint32_t j)
 {
-	struct kvs_xri *ri = &st->sa->v.ri[j];
-	kvs_req v = ri->r;
-	kv_err e;
+	kvs_req v;
+	kv_err e = kvs__xpreempt(x, j, KVS_PREEMPT_RECOMPUTE, &v);
 
-	if (!ri->decode && ri->C < ri->T) {
-		uint64_t rest;
-
-		if ((e = kvs__xneed(st->k, ri->seq, 0,
-		    st->budget, &rest)) != KV_OK)
-			return e;
-		st->reserved -= rest < st->reserved ? rest : st->reserved;
-	}
-	if ((e = kvs_preempt_recompute(st->s, v)) != KV_OK)
-		return e;
-	(void)kvs_queue_remove(st->s, KVS_Q_RUNNING, j);
-	memmove(ri, ri + 1, (st->nrun - j - 1) * sizeof(*ri));
-	st->nrun--;
-	return kvs_queue_insert(st->s, KVS_Q_WAITING, 0, v);
+	return e != KV_OK ? e : kvs_queue_insert(x->s, KVS_Q_WAITING, 0, v);
 }
 
+/* Room for running[i]'s decode: preempt the last running request until
+ * it fits, or running[i] itself when it is the last. */
+static kv_err
+sar_make_room(struct kvs_xstep *x, uint32_t i, uint64_t need, bool *self)
+{
+	kv_err e;
+
+	*self = false;
+	while (need + x->reserved > kvs__xfree(x->k)) {
+		if (x->nrun - 1 == i) {
+			*self = true;
+			return sar_preempt(x, i);
+		}
+		if ((e = sar_preempt(x, x->nrun - 1)) != KV_OK)
+			return e;
+	}
+	return KV_OK;
+}
 
 static kv_err
 sar_schedule(kvs *s, void *state)
 {
-	const struct kvs_config *c = kvs_config_of(s);
-	const struct kvc_config *kc;
-	struct sar_step st;
-	uint32_t i, nprefill = 0;
+	struct sar *sa = state;
+	struct kvs_xstep x;
 	kv_err e;
 
-	memset(&st, 0, sizeof(st));
-	st.s = s;
-	st.k = kvs_kv(s);
-	st.sa = state;
-	kc = kvc_config_of(st.k);
-	st.L = (uint32_t)c->lookahead;
-	st.budget = (uint32_t)c->chunk_size;
-	st.maxseqs = (uint32_t)c->max_num_seqs;
-	st.wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
-	if ((e = sar_classify(&st)) != KV_OK)
-		return e;
-
+	memset(&x, 0, sizeof(x));
+	x.run_insert = sar_run_insert;
+	x.make_room = sar_make_room;
 	/* 1. Decodes, in running order; prefills are deferred to 2. */
-	for (i = 0; i < st.nrun;) {
-		struct kvs_xri *ri = &st.sa->v.ri[i];
-		bool self = false;
-		uint64_t need;
-
-		if (!ri->decode) {
-			nprefill += ri->C < ri->T;
-			i++;
-			continue;
-		}
-		if (st.reserved == 0) {
-			/* Nothing reserved: the action is its own check. */
-			e = kvc_append_slots(st.k, ri->seq, st.L);
-			if (e == KV_OK)
-				goto scheduled;
-			if (e != KV_ENOSPC)
-				return e;
-		}
-		if ((e = kvs__xneed(st.k, ri->seq, st.L,
-		    st.budget, &need)) != KV_OK)
-			return e;
-		while (need + st.reserved > kvs__xfree(st.k)) {
-			if (st.nrun - 1 == i) {
-				self = true;
-				break;
-			}
-			if ((e = sar_preempt(&st, st.nrun - 1)) != KV_OK)
-				return e;
-		}
-		if (self) {
-			if ((e = sar_preempt(&st, i)) != KV_OK)
-				return e;
-			break;	/* nobody after it is left */
-		}
-		e = kvc_append_slots(st.k, ri->seq, st.L);
-		if (e == KV_ENOSPC)
-			return KV_EREF;	/* the check said it fits */
-		if (e != KV_OK)
-			return e;
-scheduled:
-		if ((e = kvs__xcow(s, st.k)) != KV_OK ||
-		    (e = kvs_emit_sched(s, ri->r, 1)) != KV_OK)
-			return e;
-		st.used++;
-		i++;
-	}
-
+	if ((e = kvs__xstep_begin(&x, s, &sa->v, (uint32_t)kvs_config_of(s)->
+				  chunk_size)) != KV_OK ||
+	    (e = kvs__xdecodes(&x)) != KV_OK)
+		return e;
 	/* 2. Running prefills: the next chunk of each (reserved). */
-	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct kvs_xri *ri = &st.sa->v.ri[i];
-		uint32_t chunk = st.budget - st.used;
-
-		if (ri->decode || ri->C >= ri->T)
-			continue;
-		if (ri->T - ri->C < chunk)
-			chunk = ri->T - ri->C;
-		if (chunk == 0)
-			break;
-		e = kvc_allocate(st.k, ri->seq, chunk);
-		if (e == KV_ENOSPC)
-			return KV_EREF;	/* reserved at admission */
-		if (e != KV_OK)
-			return e;
-		if ((e = kvs_emit_sched(s, ri->r, chunk)) != KV_OK)
-			return e;
-		st.used += chunk;
-	}
-
+	if ((e = kvs__xprefills(&x)) != KV_OK)
+		return e;
 	/* 3. New prefills from the head of waiting, unless this step
 	 * preempted (a victim would be re-admitted at once). */
-	if (kvs_queue_len(s, KVS_Q_WAITING) == 0 ||
-	    kvs_current_step(s)->npreempt > 0 || st.used >= st.budget)
+	if (kvs_current_step(s)->npreempt > 0)
 		return KV_OK;
-	st.reserved = 0;
-	for (i = 0; nprefill > 0 && i < st.nrun; i++) {
-		struct kvs_xri *ri = &st.sa->v.ri[i];
-		uint64_t rest;
-
-		if (ri->decode ||
-		    kvc_seq_computed(st.k, ri->seq) >= ri->T)
-			continue;
-		if ((e = kvs__xneed(st.k, ri->seq, 0,
-		    st.budget, &rest)) != KV_OK)
-			return e;
-		st.reserved += rest;
-	}
-	while (kvs_queue_len(s, KVS_Q_WAITING) > 0) {
-		kvs_req r = kvs_queue_at(s, KVS_Q_WAITING, 0);
-		int32_t q = kvs_req_seq(s, r);
-		uint64_t need, rest;
-		size_t hit;
-		uint32_t chunk, T;
-
-		if ((e = kvs__xneed(st.k, q, 0, st.budget, &need)) != KV_OK)
-			return e;
-		if (need + st.reserved + st.wm > kvs__xfree(st.k))
-			break;
-		if (kvs_queue_len(s, KVS_Q_RUNNING) >= st.maxseqs)
-			break;
-		if ((e = kvc_cached(st.k, q, &hit)) != KV_OK)
-			return e;
-		T = (uint32_t)kvc_seq_len(st.k, q);
-		chunk = st.budget - st.used;
-		if (T - (uint32_t)hit < chunk)
-			chunk = T - (uint32_t)hit;
-		if (chunk == 0)
-			break;
-		e = kvc_allocate(st.k, q, chunk);
-		if (e == KV_ENOSPC)
-			return KV_EREF;
-		if (e != KV_OK)
-			return e;
-		(void)kvs_queue_remove(s, KVS_Q_WAITING, 0);
-		if ((e = sar_run_insert(s, r)) != KV_OK ||
-		    (e = kvs_emit_sched(s, r, chunk)) != KV_OK)
-			return e;
-		st.used += chunk;
-		if (kvc_seq_computed(st.k, q) < T) {
-			if ((e = kvs__xneed(st.k, q, 0,
-			    st.budget, &rest)) != KV_OK)
-				return e;
-			st.reserved += rest;
-		}
-	}
-	return KV_OK;
+	return kvs__xadmit(&x);
 }
 
 const struct kvs_policy kvs__sarathi_policy = {
