@@ -1003,6 +1003,29 @@ rp_free_blocks(struct rp *r)
 	free(buf);
 }
 
+/* `free_blocks` or `audit` (R20, R31): no operand, the same in both
+ * modes; with a policy, the audit also checks the scheduler's lists. */
+static int
+rp_pool_line(struct rp *r, const struct rp_line *l)
+{
+	char why[512];
+	int bad;
+
+	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+		return RP_BAD;
+	if (strcmp(l->kw, "free_blocks") == 0) {
+		rp_free_blocks(r);
+		return RP_OK;
+	}
+	bad = r->s != NULL ? kvs_audit(r->s, why, sizeof(why))
+			   : kvc_audit(r->k, why, sizeof(why));
+	if (bad == 0)
+		rp_emit(r, "audit ok");
+	else
+		rp_emit(r, "audit FAIL %s", why);
+	return RP_OK;
+}
+
 /* One operation line.  `text` is the line as written, for the history. */
 static int
 rp_op(struct rp *r, struct rp_line *l, const char *text)
@@ -1038,23 +1061,8 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 		rp_hist_push(r, text);
 		return RP_OK;
 	}
-	if (strcmp(kw, "free_blocks") == 0) {
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-			return RP_BAD;
-		rp_free_blocks(r);
-		return RP_OK;
-	}
-	if (strcmp(kw, "audit") == 0) {
-		char why[512];
-
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-			return RP_BAD;
-		if (kvc_audit(r->k, why, sizeof(why)) == 0)
-			rp_emit(r, "audit ok");
-		else
-			rp_emit(r, "audit FAIL %s", why);
-		return RP_OK;
-	}
+	if (strcmp(kw, "free_blocks") == 0 || strcmp(kw, "audit") == 0)
+		return rp_pool_line(r, l);
 
 	/* The rest name one sequence first. */
 	if (strcmp(kw, "fork") == 0) {
@@ -1511,23 +1519,8 @@ rp_sched_op(struct rp *r, struct rp_line *l, const char *text)
 		rp_table(r, l->pos[0], kvs_req_seq(r->s, q));
 		return RP_OK;
 	}
-	if (strcmp(kw, "free_blocks") == 0) {
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-			return RP_BAD;
-		rp_free_blocks(r);
-		return RP_OK;
-	}
-	if (strcmp(kw, "audit") == 0) {
-		char why[512];
-
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-			return RP_BAD;
-		if (kvs_audit(r->s, why, sizeof(why)) == 0)
-			rp_emit(r, "audit ok");
-		else
-			rp_emit(r, "audit FAIL %s", why);
-		return RP_OK;
-	}
+	if (strcmp(kw, "free_blocks") == 0 || strcmp(kw, "audit") == 0)
+		return rp_pool_line(r, l);
 	if (strcmp(kw, "seq") == 0 || strcmp(kw, "allocate") == 0 ||
 	    strcmp(kw, "append") == 0 || strcmp(kw, "can_allocate") == 0 ||
 	    strcmp(kw, "can_append") == 0 || strcmp(kw, "computed") == 0 ||
