@@ -442,13 +442,25 @@ kvs_policy_state(const kvs *s, const struct kvs_policy *p)
 kv_err
 kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
 {
+	return kvs_emit_sched_cached(s, r, n, 0, 0);
+}
+
+kv_err
+kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
+		      uint32_t stale)
+{
 	if (!kvs__valid(s, r))
 		return kvs__fail(s, KV_EINVAL, "no such request");
+	if (cached > n || stale > cached)
+		return kvs__fail(s, KV_EINVAL, "%u cached tokens (%u stale) "
+				 "of %u scheduled", cached, stale, n);
 	if (kvs__grow((void **)&s->sched, &s->capsched, s->nsched + 1,
 		      sizeof(*s->sched)) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	s->sched[s->nsched].req = r;
 	s->sched[s->nsched].ntokens = n;
+	s->sched[s->nsched].cached = cached;
+	s->sched[s->nsched].stale = stale;
 	s->nsched++;
 	s->step.batch_tokens += n;
 	s->rq[r].status = KVS_RUNNING;

@@ -1769,23 +1769,18 @@ v0_free_seq(kvc *k, int32_t s)
 	return KV_OK;
 }
 
+/*
+ * find_cached_blocks_prefix of s's full blocks now: the leading blocks whose
+ * hash is on the GPU and computed (or evictable), in tokens.
+ */
 static kv_err
-v0_cached(kvc *k, int32_t s, size_t *tokens)
+v0_cached_prefix(kvc *k, const struct kvc_seq *q, uint32_t *tokens)
 {
 	struct v0 *m = v0_of(k);
-	struct kvc_seq *q = &k->seq[s];
 	const struct v0_pool *p = &m->pool[V0_GPU];
 	uint32_t nb = q->ntok / m->bs, prefix = nb;
 	uint64_t h = 0;
 
-	*tokens = 0;
-	if (!m->pc)
-		return KV_OK;
-	if (q->memo >= 0 && q->prefill) {
-		*tokens = (size_t)q->memo;
-		return KV_OK;
-	}
-	/* find_cached_blocks_prefix: cached and computed, from the start */
 	for (uint32_t i = 0; i < nb; i++) {
 		int32_t id;
 		bool hit;
@@ -1803,8 +1798,45 @@ v0_cached(kvc *k, int32_t s, size_t *tokens)
 					 "prefix it assumes contiguous)", i,
 					 prefix);
 	}
-	q->memo = (int64_t)prefix * m->bs;
-	*tokens = (size_t)q->memo;
+	*tokens = prefix * m->bs;
+	return KV_OK;
+}
+
+static kv_err
+v0_cached(kvc *k, int32_t s, size_t *tokens)
+{
+	struct v0 *m = v0_of(k);
+	struct kvc_seq *q = &k->seq[s];
+	uint32_t now;
+	kv_err e;
+
+	*tokens = 0;
+	if (!m->pc)
+		return KV_OK;
+	if (q->memo >= 0 && q->prefill) {
+		*tokens = (size_t)q->memo;
+		return KV_OK;
+	}
+	if ((e = v0_cached_prefix(k, q, &now)) != KV_OK)
+		return e;
+	q->memo = (int64_t)now;
+	*tokens = now;
+	return KV_OK;
+}
+
+kv_err
+kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens)
+{
+	uint32_t now = 0;
+	kv_err e;
+
+	*tokens = 0;
+	if (k->cfg.mode != KVC_VLLM_V0 || !v0_of(k)->pc)
+		return KV_OK;
+	if ((e = kvc__enter(k, s)) != KV_OK ||
+	    (e = v0_cached_prefix(k, &k->seq[s], &now)) != KV_OK)
+		return e;
+	*tokens = now;
 	return KV_OK;
 }
 

@@ -57,6 +57,8 @@
 struct v0s_ent {
 	kvs_req r;
 	uint32_t n;
+	uint32_t c;	/* of n, found in the prefix cache */
+	uint32_t stale;	/* of c, no longer there (kvsched.h) */
 };
 
 struct v0s_list {
@@ -279,11 +281,38 @@ v0s_reserve(struct v0s_list *l, uint64_t n)
 
 /* Lists are reserved at the step start: a push cannot fail. */
 static void
-v0s_push(struct v0s_list *l, kvs_req r, uint32_t n)
+v0s_push(struct v0s_list *l, kvs_req r, uint32_t n, uint32_t c,
+	 uint32_t stale)
 {
 	l->a[l->n].r = r;
 	l->a[l->n].n = n;
+	l->a[l->n].c = c;
+	l->a[l->n].stale = stale;
 	l->n++;
+}
+
+/*
+ * Of the c cached tokens R62 schedules for q beyond its computed ones, how
+ * many the prefix cache no longer holds: get_num_cached_tokens is memoised
+ * from the first time a waiting request is looked at, and its blocks may
+ * be evicted before it is admitted.  vLLM v0's model runner skips the
+ * memoised count (get_common_computed_block_ids), so these tokens' KV is
+ * never computed.  Called before the allocation.
+ */
+static kv_err
+v0s_stale(kvc *k, int32_t q, uint32_t c, uint32_t *stale)
+{
+	size_t now, C = kvc_seq_computed(k, q), have;
+	kv_err e;
+
+	*stale = 0;
+	if (c == 0)
+		return KV_OK;
+	if ((e = kvc__v0_cached_now(k, q, &now)) != KV_OK)
+		return e;
+	have = now > C ? now - C : 0;
+	*stale = c > have ? c - (uint32_t)have : 0;
+	return KV_OK;
 }
 
 /* Reserve everything a step can need, before it changes anything. */
@@ -413,7 +442,7 @@ v0s_preempt(kvs *s, struct v0s *v, kvs_req r)
 		if (ok) {
 			e = kvs_preempt_swap(s, r);
 			if (e == KV_OK)
-				v0s_push(&v->l[V0S_VSW], r, 0);
+				v0s_push(&v->l[V0S_VSW], r, 0, 0, 0);
 			if (e != KV_ENOSPC && e != KV_EREF)
 				return e;
 		}
@@ -422,7 +451,7 @@ v0s_preempt(kvs *s, struct v0s *v, kvs_req r)
 	if (e != KV_OK)
 		return e;
 	v->dec[r] = 0;
-	v0s_push(&v->l[V0S_VRC], r, 0);
+	v0s_push(&v->l[V0S_VRC], r, 0, 0, 0);
 	return KV_OK;
 }
 
@@ -490,9 +519,9 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		if ((e = v0s_pairs(s, KVS_COW)) != KV_OK)
 			return e;
 		if (pre)
-			v0s_push(&v->l[V0S_RPF], r, u);
+			v0s_push(&v->l[V0S_RPF], r, u, 0, 0);
 		else
-			v0s_push(&v->l[V0S_RDC], r, 1);
+			v0s_push(&v->l[V0S_RDC], r, 1, 0, 0);
 		v->tokens += u;
 		if (v->chunked)
 			v->seqs++;
@@ -511,7 +540,7 @@ v0s_swapped(kvs *s, struct v0s *v)
 		kvs_req r = kvs_queue_at(s, KVS_Q_SWAPPED, 0);
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r);
-		uint32_t L = pre ? 0 : v->L, u, c;
+		uint32_t L = pre ? 0 : v->L, u, c, stale = 0;
 		kvc_verdict vd;
 
 		e = kvc_can_swap_in(k, q, L, &vd);
@@ -522,6 +551,8 @@ v0s_swapped(kvs *s, struct v0s *v)
 		v0s_new_tokens(s, v, r, false, &u, &c);
 		if (u == 0 || !v0s_fits(v, u))
 			break;
+		if (pre && (e = v0s_stale(k, q, c, &stale)) != KV_OK)
+			return e;
 		/* swap_in, then append_slots(seq, L) (R29) */
 		e = kvc_swap_in(k, q, L);
 		if (e == KV_EREF)
@@ -532,9 +563,9 @@ v0s_swapped(kvs *s, struct v0s *v)
 		if ((e = v0s_pairs(s, KVS_SWAP_IN)) != KV_OK)
 			return e;
 		if (pre)
-			v0s_push(&v->l[V0S_SPF], r, u + c);
+			v0s_push(&v->l[V0S_SPF], r, u + c, c, stale);
 		else
-			v0s_push(&v->l[V0S_SDC], r, 1);
+			v0s_push(&v->l[V0S_SDC], r, 1, 0, 0);
 		v->tokens += u;
 		v->seqs++;
 	}
@@ -553,7 +584,7 @@ v0s_prefills(kvs *s, struct v0s *v)
 	while (kvs_queue_len(s, KVS_Q_WAITING) > 0) {
 		kvs_req r = kvs_queue_at(s, KVS_Q_WAITING, 0);
 		int32_t q = kvs_req_seq(s, r);
-		uint32_t u, c;
+		uint32_t u, c, stale;
 		kvc_verdict vd;
 
 		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
@@ -570,13 +601,15 @@ v0s_prefills(kvs *s, struct v0s *v)
 			break;
 		if (u == 0 || !v0s_fits(v, u))
 			break;
+		if ((e = v0s_stale(k, q, c, &stale)) != KV_OK)
+			return e;
 		e = kvc_allocate(k, q, 0);	/* all T tokens */
 		if (e == KV_EREF)
 			break;	/* the reference fails (R72): wait */
 		if (e != KV_OK)
 			return e;
 		kvs_queue_remove(s, KVS_Q_WAITING, 0);
-		v0s_push(&v->l[V0S_ADM], r, u + c);
+		v0s_push(&v->l[V0S_ADM], r, u + c, c, stale);
 		v->tokens += u;
 		v->seqs++;
 	}
@@ -615,7 +648,8 @@ v0s_emit(kvs *s, const struct v0s_list *l)
 	kv_err e;
 
 	for (uint32_t i = 0; i < l->n; i++)
-		if ((e = kvs_emit_sched(s, l->a[i].r, l->a[i].n)) != KV_OK)
+		if ((e = kvs_emit_sched_cached(s, l->a[i].r, l->a[i].n,
+		    l->a[i].c, l->a[i].stale)) != KV_OK)
 			return e;
 	return KV_OK;
 }
@@ -635,7 +669,7 @@ v0s_schedule(kvs *s, void *state)
 		return e;
 	/* take the running queue out; it is rebuilt at the end (R63.4) */
 	for (uint32_t i = 0; i < kvs_queue_len(s, KVS_Q_RUNNING); i++)
-		v0s_push(run, kvs_queue_at(s, KVS_Q_RUNNING, i), 0);
+		v0s_push(run, kvs_queue_at(s, KVS_Q_RUNNING, i), 0, 0, 0);
 	while (kvs_queue_len(s, KVS_Q_RUNNING) > 0)
 		kvs_queue_remove(s, KVS_Q_RUNNING,
 				 kvs_queue_len(s, KVS_Q_RUNNING) - 1);

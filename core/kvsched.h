@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define KVS_ABI 1
+#define KVS_ABI 2
 
 /* "Not given": the policy picks its reference's default. */
 #define KVS_UNSET (-1)
@@ -79,10 +79,22 @@ struct kvs_config {
 
 void kvs_config_init(struct kvs_config *c);	/* every field unset */
 
-/* A scheduled request and the tokens it computes in this step. */
+/*
+ * A scheduled request and the tokens the step takes it through.  `cached`
+ * of them the engine takes from the prefix cache and does not compute:
+ * vLLM v0 schedules an admitted prompt's cached tokens with its uncached
+ * ones (replay R62's c); every other built-in policy schedules computed
+ * tokens only (cached 0).  `stale` of the cached ones were no longer in
+ * the cache when the request was admitted (vLLM v0 counts them from a
+ * memo taken while the request waited, and its runner skips them too):
+ * the engine's KV for them is never computed -- a hazard of the engine
+ * modelled, reported, never hidden.
+ */
 struct kvs_sched {
 	kvs_req req;
 	uint32_t ntokens;
+	uint32_t cached;	/* <= ntokens */
+	uint32_t stale;		/* <= cached */
 };
 
 /*
@@ -222,6 +234,10 @@ kvs_req kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i);
 
 /* Record r as scheduled for n tokens this step (status RUNNING). */
 kv_err kvs_emit_sched(kvs *s, kvs_req r, uint32_t n);
+/* The same, `cached` of the n from the prefix cache, `stale` of those no
+ * longer in it (KV_EINVAL unless stale <= cached <= n). */
+kv_err kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
+			     uint32_t stale);
 /*
  * Preempt r: recompute frees its blocks (status WAITING, computed tokens
  * counted as to be recomputed); swap moves them to the CPU (status

@@ -153,7 +153,11 @@ step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
 		size_t c = kvc_seq_computed(k, kvs_req_seq(d->s,
 							   st->sched[i].req));
 
-		d->start[i] = (uint32_t)(c - st->sched[i].ntokens);
+		/* cached tokens (vllm-v0) are scheduled, not computed;
+		 * stale ones are written as a correct engine would */
+		d->start[i] = (uint32_t)(c - (st->sched[i].ntokens -
+					      st->sched[i].cached +
+					      st->sched[i].stale));
 	}
 	res->preemptions += st->npreempt;
 	res->swap_out_blocks += st->nswap_out;

@@ -120,6 +120,9 @@ struct kvval_stats {
 	uint64_t state_checks;		/* Mamba states verified */
 	uint64_t dup_dsts;		/* pairs overwritten by a later pair to
 					 * the same destination (vLLM v0) */
+	uint64_t stale_tokens;		/* scheduled as cached, no longer in
+					 * the cache (kvs_sched.stale): written
+					 * here, skipped by the engine */
 	uint64_t digest;
 	struct kvval_class cls[KVGPU_NDIRS];	/* d2h swap-out, h2d swap-in,
 						 * d2d CoW */

@@ -573,6 +573,8 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 		return rc;
 	v->st.steps++;
 	v->tick++;
+	for (uint32_t i = 0; i < st->nsched; i++)
+		v->st.stale_tokens += st->sched[i].stale;
 	if (v->stride > 0 && st->nswap_out + st->nswap_in + st->ncow > 0) {
 		snprintf(why, len, "verifier: block copies in a mode whose "
 			 "groups have their own ids");
@@ -780,7 +782,9 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
 		if ((rc = add_slots(v, s, r, KVGPU_DEV, start[i],
-				    start[i] + st->sched[i].ntokens, true, why,
+				    start[i] + st->sched[i].ntokens -
+				    st->sched[i].cached + st->sched[i].stale,
+				    true, why,
 				    len)))
 			return rc;
 	}
@@ -792,7 +796,8 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req r = st->sched[i].req;
 		struct vreq *q = &v->req[r];
-		uint32_t end = start[i] + st->sched[i].ntokens;
+		uint32_t end = start[i] + st->sched[i].ntokens -
+			       st->sched[i].cached + st->sched[i].stale;
 		size_t ntok;
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);

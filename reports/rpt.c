@@ -429,7 +429,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(",itl_p50_s,itl_p90_s,itl_p95_s,itl_p99_s,itl_p999_s", f);
 	fputs(",goodput_req_s,slo_attainment,slo_ttft_s,slo_tpot_s,slo_e2e_s"
 	      ",swap_out_bytes,swap_in_bytes,prefix_hit_tokens,"
-	      "stopped_early\n", f);
+	      "stopped_early,stale_cached_tokens\n", f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
 	put_s(f, t->duration_ns);
@@ -482,12 +482,12 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		itl_quantile(r, 0.9), itl_quantile(r, 0.95),
 		itl_quantile(r, 0.99), itl_quantile(r, 0.999));
 	fprintf(f, ",%.6f,%.6f,%.9g,%.9g,%.9g,%" PRIu64 ",%" PRIu64 ",%"
-		PRIu64 ",%d\n",
+		PRIu64 ",%d,%" PRIu64 "\n",
 		dur > 0 ? (double)r->good / dur : 0.0,
 		r->completed ? (double)r->good / (double)r->completed : 0.0,
 		t->slo_ttft_s, t->slo_tpot_s, t->slo_e2e_s,
 		t->swap_out_blocks * t->block_bytes,
 		t->swap_in_blocks * t->block_bytes, t->prefix_hit_tokens,
-		t->stopped ? 1 : 0);
+		t->stopped ? 1 : 0, t->stale_cached_tokens);
 	return ferror(f) ? -1 : 0;
 }

@@ -78,6 +78,7 @@ struct rpt_totals {
 	double frag_internal_mean;	/* mean over steps, fraction of the
 					 * allocated slots left empty */
 	uint64_t prefix_hit_tokens, prompt_tokens_admitted;
+	uint64_t stale_cached_tokens;	/* taken as cached, not in the cache */
 	uint64_t num_gpu_blocks, kv_cache_tokens;
 	double max_concurrency;
 	uint64_t steps, events;

@@ -95,6 +95,9 @@ print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
 	printf("%-28s %.4f\n", "prefix hit rate",
 	       t->prompt_tokens_admitted ? (double)t->prefix_hit_tokens /
 	       (double)t->prompt_tokens_admitted : 0.0);
+	if (t->stale_cached_tokens > 0)
+		printf("%-28s %" PRIu64 "\n", "stale cached tokens",
+		       t->stale_cached_tokens);
 	printf("%-28s %s\n", "reports", dir);
 	printf("%-28s %.3f s\n", "wall time", t->sim_wall_s);
 }
@@ -240,6 +243,12 @@ run_main(int argc, char **argv)
 		goto done;
 	}
 	t = *sim_run_totals(R);
+	if (t.stale_cached_tokens > 0)
+		fprintf(stderr, "kvsim run: warning: %" PRIu64 " prompt tokens "
+			"were taken from the prefix cache after their blocks "
+			"had left it (vllm-v0's memo of cached tokens, "
+			"docs/scheduler.md): the engine never computes their "
+			"KV\n", t.stale_cached_tokens);
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
 	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");

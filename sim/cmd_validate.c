@@ -272,6 +272,7 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
 		t->frag_expected_slots += s->frag_expected_slots;
 		t->frag_live_blocks += s->frag_live_blocks;
 		t->dup_dsts += s->dup_dsts;
+		t->stale_tokens += s->stale_tokens;
 		t->window_slots += s->window_slots;
 		t->state_checks += s->state_checks;
 		t->digest = t->digest * 0x100000001b3ull ^ s->digest;
@@ -332,6 +333,12 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	       "account\n", t.frag_scans, t.frag_poison_slots,
 	       t.frag_expected_slots);
 	printf("  digest %016" PRIx64 "\n", t.digest);
+	if (t.stale_tokens > 0)
+		printf("  engine hazard: %" PRIu64 " prompt tokens taken from "
+		       "the prefix cache after their blocks had left it "
+		       "(vllm-v0's memo of cached tokens, docs/scheduler.md); "
+		       "written here as a correct engine would, never "
+		       "computed by the engine modelled\n", t.stale_tokens);
 	if (t.failures > 0)
 		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
 		       "%s\n", t.failures, t.first_failure);
@@ -379,7 +386,8 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		"frag_live_blocks,%" PRIu64 "\nfrag_unwritten_slots,%" PRIu64
 		"\nfrag_poison_slots,%" PRIu64 "\ndup_destinations,%" PRIu64
 		"\ngroups,%u\nstate_checks,%" PRIu64 "\nwindow_skipped_slots,%"
-		PRIu64 "\ndigest,%016" PRIx64 "\n", x->backend,
+		PRIu64 "\nstale_cached_tokens,%" PRIu64 "\ndigest,%016" PRIx64
+		"\n", x->backend,
 		kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
 		x->model_geom ? "model" : "tiny", sim_run_id(R), t.steps,
 		t.preempt_swap, t.preempt_recompute, t.written_slots,
@@ -387,7 +395,7 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		t.mismatched_words, t.failures, t.frag_scans,
 		t.frag_live_blocks, t.frag_expected_slots, t.frag_poison_slots,
 		t.dup_dsts, x->ngroups, t.state_checks, t.window_slots,
-		t.digest);
+		t.stale_tokens, t.digest);
 	return tmp_commit(f, path, tmp);
 }
 

@@ -14,6 +14,8 @@ struct rq {
 	uint64_t id, out_key;
 	int64_t arrival, first_sched, first_tok, last_tok;
 	uint32_t prompt, output, gen, hit;
+	uint32_t high;		/* positions ever computed: 0..high-1 */
+	uint64_t recomputed;	/* tokens computed below high again */
 	uint64_t swapped_blocks;
 	int64_t itl_sum, itl_max;
 	bool scheduled;
@@ -285,12 +287,18 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		kvs_req h = st->sched[i].req;
 		struct rq *q = rp->byreq[h];
 		uint64_t comp = kvc_seq_computed(k, kvs_req_seq(rp->s, h));
-		uint64_t n = st->sched[i].ntokens;
+		/* cached tokens a policy schedules (vllm-v0) are not
+		 * computed: they are context, as a prefix hit is */
+		uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
+		uint64_t end;
 
 		rp->sreq[i] = h;
 		rp->seq[i].q = n;
 		rp->seq[i].ctx = comp >= n ? comp - n : 0;
-		rp->start[i] = (uint32_t)rp->seq[i].ctx;
+		/* the observer (validate) writes the stale cached tokens
+		 * too, as a correct engine would: the hazard is counted,
+		 * not turned into a data failure */
+		rp->start[i] = (uint32_t)rp->seq[i].ctx - st->sched[i].stale;
 		if (!q->scheduled) {
 			q->scheduled = true;
 			q->first_sched = now;
@@ -298,6 +306,16 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 			rp->st.prefix_hit_tokens += q->hit;
 			rp->st.prompt_tokens_admitted += q->prompt;
 		}
+		/* Work on positions computed before (and dropped by a
+		 * recompute preemption) is recomputation; positions the
+		 * prefix cache restored are not computed at all. */
+		rp->st.stale_cached_tokens += st->sched[i].stale;
+		end = rp->seq[i].ctx + n;
+		if (q->high > rp->seq[i].ctx)
+			q->recomputed += (end < q->high ? end : q->high) -
+					 rp->seq[i].ctx;
+		if (end > q->high)
+			q->high = (uint32_t)end;
 		/* Prefill (first or recomputed) is prompt work. */
 		if (q->gen == 0 || n > 1)
 			rp->st.prompt_tokens_done += n;
@@ -471,7 +489,7 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		out.output_tokens = q->gen;
 		out.cached_prefix_tokens = q->hit;
 		out.preemptions = kvs_req_preemptions(rp->s, h);
-		out.recomputed_tokens = kvs_req_recomputed(rp->s, h);
+		out.recomputed_tokens = q->recomputed;
 		out.swapped_out_blocks = q->swapped_blocks;
 		out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
 					rp->cm->block_bytes : 0;

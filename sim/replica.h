@@ -37,6 +37,7 @@ struct replica_stats {
 	uint64_t steps, preemptions, recomputed_tokens;
 	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
 	uint64_t prefix_hit_tokens, prompt_tokens_admitted;
+	uint64_t stale_cached_tokens;	/* kvsched.h's kvs_sched.stale */
 	uint64_t prompt_tokens_done, gen_tokens_done;	/* computed */
 	uint64_t max_batch;	/* most requests in one step */
 	double usage_area;	/* sum of kv_usage * ns */

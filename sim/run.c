@@ -748,6 +748,7 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		t->swap_in_blocks += s->swap_in_blocks;
 		t->cow_blocks += s->cow_blocks;
 		t->prefix_hit_tokens += s->prefix_hit_tokens;
+		t->stale_cached_tokens += s->stale_cached_tokens;
 		t->prompt_tokens_admitted += s->prompt_tokens_admitted;
 		t->steps += s->steps;
 		fsum += s->frag_sum;

@@ -554,6 +554,60 @@ START_TEST(test_request_limits)
 }
 END_TEST
 
+/*
+ * Cached tokens in the step's entries (kvs_sched.cached, .stale).  A's
+ * 16-token prompt is left in the prefix cache; B shares it.  Admitted at
+ * once, B is scheduled for 20 tokens of which 16 cached, none stale.
+ * Kept waiting behind D (max_num_seqs 1), B's count of cached tokens is
+ * memoised at 16 while D's decodes evict A's last block: B is admitted
+ * with 16 cached tokens of which 4 are no longer in the cache (vLLM v0's
+ * runner would skip those 4 positions on a fresh block).
+ */
+START_TEST(test_cached_tokens)
+{
+	const struct scase c = { "cached", 4, 8, 0, 24, true,
+				 1, 24, U, U, U, { { 0 } } };
+	uint32_t tok[20];
+	const struct kvs_step *st;
+	bool wait = _i == 1;
+	char why[256];
+	kvs_req r;
+	kvs *s = make(&c, why, sizeof(why));
+
+	ck_assert_msg(s != NULL, "%s", why);
+	for (uint32_t t = 0; t < 16; t++)
+		tok[t] = t;
+	ck_assert_int_eq(kvs_add(s, tok, 16, 1, 0, &r), KV_OK);
+	ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+	ck_assert_uint_eq(st->nsched, 1);
+	ck_assert_uint_eq(st->sched[0].ntokens, 16);
+	ck_assert_uint_eq(st->sched[0].cached, 0);
+	ck_assert_uint_eq(st->nfinish, 1);
+	if (wait) {
+		uint32_t d[8];
+
+		for (uint32_t t = 0; t < 8; t++)
+			d[t] = 200 + t;
+		ck_assert_int_eq(kvs_add(s, d, 8, 12, 0, &r), KV_OK);
+	}
+	for (uint32_t t = 16; t < 20; t++)
+		tok[t] = 100 + t;
+	ck_assert_int_eq(kvs_add(s, tok, 20, 1, 0, &r), KV_OK);
+	do {
+		ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+		ck_assert_uint_eq(st->nsched, 1);
+		ck_assert_uint_le(st->sched[0].stale, st->sched[0].cached);
+		ck_assert_uint_le(st->sched[0].cached,
+				  st->sched[0].ntokens);
+	} while (st->sched[0].req != r);
+	ck_assert_uint_eq(st->sched[0].ntokens, 20);
+	ck_assert_uint_eq(st->sched[0].cached, 16);
+	ck_assert_uint_eq(st->sched[0].stale, wait ? 4 : 0);
+	ck_assert_int_eq(kvs_audit(s, why, sizeof(why)), 0);
+	kvs_free(s);
+}
+END_TEST
+
 static Suite *
 sched_v0_suite(void)
 {
@@ -562,6 +616,7 @@ sched_v0_suite(void)
 
 	tcase_add_loop_test(tc, test_case, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_loop_test(tc, test_cached_tokens, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_loop_test(tc, test_config, 0,

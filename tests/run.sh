@@ -48,7 +48,16 @@
 #     90 blocks under the exact policies: admission counts the window as
 #     setup does (window plus one chunk), so every request that fits
 #     max_model_len finishes -- it used to wait forever for a pool that
-#     could hold its whole prompt in both groups at once.
+#     could hold its whole prompt in both groups at once;
+# 14. prefix hits and recomputation are counted as work not done and work
+#     done again: under vllm-v1 with recompute preemption and shared
+#     system prompts, the tokens of every step (trace.json) add up to each
+#     request's first-time positions (prompt + output - 1 - its first
+#     prefix hit) plus the summary's recomputed_tokens (which used to
+#     count tokens the prefix cache restored); vllm-v0, which schedules
+#     cached tokens with the uncached ones, reports its prefix hits (it
+#     used to report 0) and the tokens it took as cached after their
+#     blocks had been evicted (stale_cached_tokens, with a warning).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -329,4 +338,36 @@ for p in kvsim sarathi; do
 	     $(sval "$T/w64-$p/summary.csv" rejected))) = 80 ] ||
 		bad "sliding window under $p: requests lost"
 done
+
+# 14.
+G=$top_srcdir/tests/gpu/swap.yaml
+"$KVSIM" run -q --no-plot --check --chrome-trace --set policy=vllm-v1 \
+	--set replicas=1 --set engine.preemption_mode=recompute \
+	--set engine.swap_space=0 --out "$T/rc" "$G" || bad "recompute run"
+[ "$(sval "$T/rc/summary.csv" preemptions)" -gt 0 ] ||
+	bad "recompute run: no preemptions"
+[ "$(sval "$T/rc/summary.csv" prefix_hit_tokens)" -gt 0 ] ||
+	bad "recompute run: no prefix hits"
+sched=$(grep -o '"tokens":[0-9]*' "$T/rc/trace.json" | cut -d: -f2 |
+	awk '{ s += $1 } END { print s + 0 }')
+first=$(tail -n +2 "$T/rc/requests.csv" |
+	awk -F, '{ s += $8 + $9 - 1 - $10 } END { print s + 0 }')
+rec=$(sval "$T/rc/summary.csv" recomputed_tokens)
+[ "$rec" -gt 0 ] || bad "recompute run: nothing recomputed"
+[ "$sched" -eq $((first + rec)) ] ||
+	bad "scheduled tokens $sched != first-time $first + recomputed $rec"
+"$KVSIM" run -q --no-plot --check --out "$T/v0pc" "$G" 2>"$T/err" ||
+	bad "vllm-v0 prefix caching run"
+awk -v h="$(sval "$T/v0pc/summary.csv" prefix_hit_rate)" \
+	'BEGIN { exit !(h > 0.1) }' || bad "vllm-v0: prefix hit rate not counted"
+[ "$(sval "$T/v0pc/summary.csv" stale_cached_tokens)" -gt 0 ] ||
+	bad "vllm-v0: no stale cached tokens under this pressure"
+grep -q 'after their blocks had left it' "$T/err" ||
+	bad "vllm-v0: no warning for stale cached tokens"
+"$KVSIM" run -q --no-plot --out "$T/v0np" \
+	--set engine.enable_prefix_caching=false "$G" 2>"$T/err" ||
+	bad "vllm-v0 without prefix caching"
+[ "$(sval "$T/v0np/summary.csv" stale_cached_tokens)" = 0 ] ||
+	bad "vllm-v0 without prefix caching: stale cached tokens"
+[ -s "$T/err" ] && bad "vllm-v0 without prefix caching: warned"
 exit $fail

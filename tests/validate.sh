@@ -1,7 +1,8 @@
 #!/bin/sh
 # kvsim validate: every policy, with swap and recompute preemption and
 # with and without prefix caching, runs on the host backend with zero
-# integrity failures and an exact fragmentation count, hybrid models
+# integrity failures and an exact fragmentation count (vLLM v0's stale
+# cached tokens are counted apart, as an engine hazard), hybrid models
 # (Mamba state, sliding-window and full groups) included; every fault of
 # the fault backend fails the run (exit 1), in any group; the digest does
 # not depend on the layout or copy strategy; reports are written; bad
@@ -65,6 +66,17 @@ head -1 "$tmp/vllm-v0-swap-true/validate.csv" | grep -qx \
 	'class,batches,blocks,chunks,bytes,measured_ns,submit_ns,model_ns,sim_charged_ns' ||
 	fail "validate.csv header"
 ls -a "$tmp/vllm-v0-swap-true" | grep -q tmp && fail "temporary file left"
+# vLLM v0 takes tokens as cached from a memo that goes stale while a
+# request waits: counted as an engine hazard, written as a correct engine
+# would (so no data failure above), none without prefix caching
+[ "$(val vllm-v0-swap-true stale_cached_tokens)" -gt 0 ] ||
+	fail "vllm-v0: no stale cached tokens"
+grep -q 'engine hazard: [1-9]' "$tmp/vllm-v0-swap-true.out" ||
+	fail "vllm-v0: stale cached tokens not reported"
+[ "$(val vllm-v0-swap-false stale_cached_tokens)" = 0 ] ||
+	fail "vllm-v0 without prefix caching: stale cached tokens"
+[ "$(val vllm-v1-recompute-true stale_cached_tokens)" = 0 ] ||
+	fail "vllm-v1: stale cached tokens"
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
