@@ -163,7 +163,7 @@ fnv1a(uint64_t h, const char *p)
 void
 sweep_point_id(const sweep *s, size_t point, char id[SWEEP_ID_LEN])
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a offset basis */
 	const char *last = NULL;
 
 	/* The assignments in key order: a selection sort over the few axes,

@@ -80,12 +80,23 @@ rfail(const sim_run *R, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * 64-bit FNV-1a of the configuration text, comment lines left out (the
+ * first names the file it came from: the same configuration read from
+ * another place is the same run).
+ */
 static uint64_t
-fnv1a(const char *s, size_t n)
+fnv1a_config(const char *s, size_t n)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = 14695981039346656037ull;
+	bool comment = false, bol = true;
 
 	for (size_t i = 0; i < n; i++) {
+		if (bol)
+			comment = s[i] == '#';
+		bol = s[i] == '\n';
+		if (comment)
+			continue;
 		h ^= (unsigned char)s[i];
 		h *= 1099511628211ull;
 	}
@@ -687,7 +698,7 @@ sim_run_open(sim_run **out, const struct sim_config *cfg,
 	sim_config_write(&R->cfg, &R->sr, mf);
 	fclose(mf);
 	snprintf(R->run_id, sizeof(R->run_id), "%012" PRIx64,
-		 (uint64_t)(fnv1a(buf, n) & 0xffffffffffffull));
+		 (uint64_t)(fnv1a_config(buf, n) & 0xffffffffffffull));
 	free(buf);
 	R->rep = rpt_new(R->run_id, NULL, NULL);
 	if (R->rep == NULL) {

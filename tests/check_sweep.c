@@ -142,6 +142,21 @@ START_TEST(test_grid_order_and_ids)
 		sweep_point_id(r, k, id2);
 		ck_assert_str_eq(id, id2);
 	}
+	/* docs/sweep.md: 64-bit FNV-1a of "key=value\n" in key order
+	 * (computed independently; the offset basis once lacked a digit) */
+	{
+		static const char *const fk[] = { "workload.target_rate",
+			"seed", "policy" };
+		static const char *const fr[] = { "4", NULL };
+		static const char *const fs[] = { "0", NULL };
+		static const char *const fp[] = { "vllm-v1", NULL };
+		const char *const *fv[] = { fr, fs, fp };
+		sweep *f = grid(fk, fv, 3);
+
+		sweep_point_id(f, 0, id);
+		ck_assert_str_eq(id, "a7a12eb029c1");
+		sweep_free(f);
+	}
 	/* a repeated key or value is refused */
 	ck_assert_int_eq(sweep_add_value(s, "1"), KV_EINVAL);
 	ck_assert_int_eq(sweep_add_axis(s, "gpu"), KV_EINVAL);

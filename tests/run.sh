@@ -57,7 +57,10 @@
 #     count tokens the prefix cache restored); vllm-v0, which schedules
 #     cached tokens with the uncached ones, reports its prefix hits (it
 #     used to report 0) and the tokens it took as cached after their
-#     blocks had been evicted (stale_cached_tokens, with a warning).
+#     blocks had been evicted (stale_cached_tokens, with a warning);
+# 15. the run id does not depend on where the configuration was read:
+#     one file in two directories, and the config.yaml a run wrote, give
+#     byte-identical requests.csv (run_id is every row's first column).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -370,4 +373,17 @@ grep -q 'after their blocks had left it' "$T/err" ||
 [ "$(sval "$T/v0np/summary.csv" stale_cached_tokens)" = 0 ] ||
 	bad "vllm-v0 without prefix caching: stale cached tokens"
 [ -s "$T/err" ] && bad "vllm-v0 without prefix caching: warned"
+
+# 15.
+mkdir -p "$T/x" "$T/y/z"
+printf 'workload:\n  max_requests: 30\n' >"$T/x/c.yaml"
+cp "$T/x/c.yaml" "$T/y/z/c.yaml"
+"$KVSIM" run -q --no-plot --out "$T/idx" "$T/x/c.yaml" || bad "run x/c.yaml"
+"$KVSIM" run -q --no-plot --out "$T/idy" "$T/y/z/c.yaml" || bad "run y/z/c.yaml"
+"$KVSIM" run -q --no-plot --out "$T/idc" "$T/idx/config.yaml" ||
+	bad "run of a written config.yaml"
+cmp -s "$T/idx/requests.csv" "$T/idy/requests.csv" ||
+	bad "run_id depends on the configuration's directory"
+cmp -s "$T/idx/requests.csv" "$T/idc/requests.csv" ||
+	bad "run_id of a run's own config.yaml differs"
 exit $fail
