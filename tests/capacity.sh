@@ -15,7 +15,11 @@
 #  7. bad --slo, a bad config key (FILE:LINE:COL) and a non-empty --out
 #     without --force exit 2 and write nothing;
 #  8. a queueing-delay SLO stops runs early too, with the same answer as
-#     without the early stop.
+#     without the early stop;
+#  9. four seeds of Poisson arrivals give four answers: the one reported is
+#     the median seed's (the lower of the two middle answers), a rate that
+#     seed met, and min_fail_qps is a rate the same seed missed (the mean of
+#     the middle two used to be reported: a rate no simulation met).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -127,4 +131,28 @@ done
 	bad "queue SLO: no run stopped early"
 [ "$(val "$T/q--no-early-stop/capacity.csv" stopped_early)" = 0 ] ||
 	bad "queue SLO: --no-early-stop stopped"
+
+# 9.
+"$KVSIM" capacity -q "$D/fixed.yaml" --slo 'ttft_s:p90<=0.05' --seeds 4 \
+	--set workload.generator.arrival.process=poisson --out "$T/m4" \
+	>/dev/null 2>&1 || bad "four seeds"
+a=$(val "$T/m4/capacity.csv" max_qps_under_slo)
+f=$(val "$T/m4/capacity.csv" min_fail_qps)
+per=$(val "$T/m4/capacity.csv" max_qps_per_seed)
+[ "$(echo "$per" | tr ';' '\n' | sort -u | wc -l)" -ge 3 ] ||
+	bad "four seeds: answers $per do not differ"
+# the median seed: the 2nd smallest answer of 4 (ties to the lower seed)
+m=$(echo "$per" | tr ';' '\n' | awk '{ print $1, NR - 1 }' | sort -g -k1,1 -k2,2 |
+	sed -n 2p | cut -d' ' -f2)
+[ "$(echo "$per" | cut -d';' -f$((m + 1)))" = "$a" ] ||
+	bad "four seeds: answer $a is not seed $m's ($per)"
+pt() { # QPS: meets_slo of the median seed's point at that rate
+	awk -F, -v m="$m" -v q="$1" -v sc="$(col "$T/m4/capacity_points.csv" seed)" \
+	    -v qc="$(col "$T/m4/capacity_points.csv" qps)" \
+	    -v mc="$(col "$T/m4/capacity_points.csv" meets_slo)" '
+		NR > 1 && $sc == m && ($qc - q) ^ 2 < (1e-5 * q) ^ 2 {
+			print $mc; exit }' "$T/m4/capacity_points.csv"
+}
+[ "$(pt "$a")" = 1 ] || bad "four seeds: seed $m did not meet $a req/s"
+[ "$(pt "$f")" = 0 ] || bad "four seeds: seed $m did not miss $f req/s"
 exit $fail
