@@ -973,6 +973,23 @@ static const struct {
 	{ "queue_cdf", "Queueing delay CDF", "queueing delay (s)" },
 };
 
+void
+plot_forget_run(const char *dir)
+{
+	static const char *const charts[] = { "kv_usage", "throughput" };
+	static const char *const ext[] = { "gp", "dat", "png", "svg" };
+	char p[PATH_MAX];
+
+	for (size_t i = 0; i < NLAT + 2; i++)
+		for (size_t e = 0; e < 4; e++) {
+			snprintf(p, sizeof(p), "%s/%s.%s", dir, i < NLAT ?
+				 cdfs[i].name : charts[i - NLAT], ext[e]);
+			(void)unlink(p);
+		}
+	snprintf(p, sizeof(p), "%s/index.html", dir);
+	(void)unlink(p);
+}
+
 /* Sorted values -> (value, fraction of values <= it), thinned. */
 static void
 cdf_data(struct buf *b, const char *col, const double *v, size_t n)

@@ -83,4 +83,12 @@ int plot_out_dir(const char *const *dirs, size_t ndirs,
 /* Whether an executable `gnuplot` is on PATH. */
 bool plot_have_gnuplot(void);
 
+/*
+ * Remove from dir what plot_dir() writes for one `kvsim run` folder
+ * (index.html and the run charts' scripts, data and images), so that a
+ * run replacing an earlier one with --force and no plots does not leave
+ * the earlier run's charts beside its reports.  Missing files are fine.
+ */
+void plot_forget_run(const char *dir);
+
 #endif

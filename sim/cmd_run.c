@@ -258,6 +258,17 @@ run_main(int argc, char **argv)
 	}
 	if ((rc = outdir_commit(&od)) != 0)
 		goto done;
+	if (force) {
+		/* an earlier run's outputs that this one does not write
+		 * again would sit beside reports they do not describe */
+		char p[1100];
+
+		snprintf(p, sizeof(p), "%s/%s", outdir, out_names[F_TRACE]);
+		if (!ctrace)
+			(void)unlink(p);
+		if (no_plot || !plot_have_gnuplot())
+			plot_forget_run(outdir);
+	}
 	if (!ro.quiet)
 		print_table(outdir, sim_run_report(R), &t);
 	if (!no_plot)

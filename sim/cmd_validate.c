@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int validate_main(int argc, char **argv);
 
@@ -63,7 +64,7 @@ validate_usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvsim validate [CONFIG.yaml] [--backend host|cuda|fault:MODE]\n"
-"                      [--set KEY=VALUE]... [--seed N] [--out DIR]\n"
+"                      [--set KEY=VALUE]... [--seed N] [--out DIR [--force]]\n"
 "\n"
 "Run a simulation with a device backend executing its block operations\n"
 "and check every KV slot bit-exactly (docs/gpu.md).\n"
@@ -79,6 +80,7 @@ validate_usage(FILE *f)
 "      --geometry G     tiny (default: cheap) or model (the model's bytes)\n"
 "      --frag-every N   steps between fragmentation scans (16; 0 never)\n"
 "  -o, --out DIR        write validate.csv and validate_summary.csv there\n"
+"  -f, --force          replace those two files if DIR has them\n"
 "      --check          also audit the scheduler after every half step\n"
 "  -q, --quiet          no startup lines\n"
 "  -h, --help           this text\n"
@@ -411,6 +413,7 @@ validate_main(int argc, char **argv)
 		{ "geometry", required_argument, NULL, 'G' },
 		{ "frag-every", required_argument, NULL, 'F' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
@@ -426,6 +429,7 @@ validate_main(int argc, char **argv)
 	const char **sets, *file = NULL, *seed = NULL, *outdir = NULL;
 	char err[1400], seedset[128], *end;
 	size_t nsets = 0;
+	bool force = false;
 	int c, rc = 0;
 
 	memset(&ro, 0, sizeof(ro));
@@ -438,7 +442,7 @@ validate_main(int argc, char **argv)
 	}
 	sim_config_init(&cfg);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "b:s:o:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "b:s:o:fqh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			x.backend = optarg;
@@ -488,6 +492,9 @@ validate_main(int argc, char **argv)
 		case 'o':
 			outdir = optarg;
 			break;
+		case 'f':
+			force = true;
+			break;
 		case 'q':
 			ro.quiet = true;
 			break;
@@ -507,6 +514,22 @@ validate_main(int argc, char **argv)
 					&nsets, &file, seed, seedset,
 					sizeof(seedset))) != 0)
 		goto done;
+	/* an earlier run's reports are not replaced unless asked (before
+	 * the run, which may be long) */
+	for (int i = 0; outdir != NULL && !force && i < 2; i++) {
+		static const char *const names[] = { "validate.csv",
+						     "validate_summary.csv" };
+		char p[1100];
+
+		snprintf(p, sizeof(p), "%s/%s", outdir, names[i]);
+		if (access(p, F_OK) == 0) {
+			fprintf(stderr, "kvsim validate: --out %s holds %s; "
+				"refusing to overwrite it (use --force)\n",
+				outdir, names[i]);
+			rc = 2;
+			goto done;
+		}
+	}
 	/* the backend must open (name, device) before a long run starts */
 	{
 		struct kvgpu_geom g = { 1, 1, 4, 1, 1, x.layout, 1, 1,

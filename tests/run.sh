@@ -122,6 +122,16 @@ cp "$T/a/summary.csv" "$T/keep"
 grep -q 'refusing to overwrite' "$T/err" || bad "no refusal message"
 cmp -s "$T/a/summary.csv" "$T/keep" || bad "refused run changed the files"
 "$KVSIM" run -q --force --seed 7 --out "$T/a" || bad "--force failed"
+# an earlier run's trace.json and charts do not outlive --force
+"$KVSIM" run -q --force --chrome-trace --set workload.max_requests=20 \
+	--out "$T/f" || bad "run with a trace"
+echo stale >"$T/f/index.html"
+echo stale >"$T/f/ttft_cdf.png"
+"$KVSIM" run -q --force --no-plot --set workload.max_requests=20 \
+	--out "$T/f" || bad "--force over a traced run"
+[ -e "$T/f/trace.json" ] && bad "--force left the earlier trace.json"
+[ -e "$T/f/index.html" ] || [ -e "$T/f/ttft_cdf.png" ] &&
+	bad "--force --no-plot left the earlier charts"
 
 # 4. Bad configuration: FILE:LINE:COL and exit 2, no output.
 expect_bad() { # file-or-args expected-regex

@@ -5,8 +5,8 @@
 # cached tokens are counted apart, as an engine hazard), hybrid models
 # (Mamba state, sliding-window and full groups) included; every fault of
 # the fault backend fails the run (exit 1), in any group; the digest does
-# not depend on the layout or copy strategy; reports are written; bad
-# usage exits 2.
+# not depend on the layout or copy strategy; reports are written, and an
+# earlier run's are replaced only with --force; bad usage exits 2.
 : "${KVSIM:?}" "${top_srcdir:?}"
 cfg=$top_srcdir/tests/gpu/swap.yaml
 tmp=${TMPDIR:-/tmp}/kvsim-validate.$$
@@ -170,4 +170,14 @@ printf 'model: meta-llama/Llama-3.1-8B\nengine: {block_size: x}\n' \
 	>"$tmp/bad.yaml"
 run badcfg 2 "$tmp/bad.yaml"
 grep -q "bad.yaml:2:" "$tmp/badcfg.out" || fail "FILE:LINE of bad input"
+# an earlier run's reports are kept unless --force (a failing fault run
+# once replaced a passing run's validate.csv)
+cp "$tmp/lay/validate_summary.csv" "$tmp/keep.csv"
+run overwrite 2 "$cfg" --backend fault:drop --out "$tmp/lay"
+grep -q 'refusing to overwrite' "$tmp/overwrite.out" || fail "no refusal"
+cmp -s "$tmp/lay/validate_summary.csv" "$tmp/keep.csv" ||
+	fail "a refused run changed the reports"
+run forced 0 "$cfg" --seed 7 --out "$tmp/lay" --force
+[ "$(val lay digest)" = "$(val seed digest)" ] ||
+	fail "--force did not replace the reports"
 echo "validate: ok"
