@@ -243,6 +243,25 @@ run_main(int argc, char **argv)
 		goto done;
 	}
 	t = *sim_run_totals(R);
+	{
+		/* rows skipped (workload.on_error: skip) and requests left
+		 * out, as trace-stats reports them (docs/workloads.md) */
+		const struct wl_counts *wc = sim_run_wl_counts(R);
+		char msg[512];
+
+		if (wc != NULL) {
+			wl_counts_format(wc, msg, sizeof(msg));
+			if (msg[0] != '\0')
+				fprintf(stderr, "kvsim run: not replayed: "
+					"%s\n", msg);
+			if (wc->skipped > 0) {
+				wl_error_format(&wc->first_skip, msg,
+						sizeof(msg));
+				fprintf(stderr, "kvsim run: first skipped "
+					"row: %s\n", msg);
+			}
+		}
+	}
 	if (t.stale_cached_tokens > 0)
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " prompt tokens "
 			"were taken from the prefix cache after their blocks "

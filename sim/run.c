@@ -821,6 +821,12 @@ sim_run_totals(const sim_run *R)
 	return &R->t;
 }
 
+const struct wl_counts *
+sim_run_wl_counts(const sim_run *R)
+{
+	return R->ws != NULL ? wl_stream_counts(R->ws) : NULL;
+}
+
 rpt *
 sim_run_report(sim_run *R)
 {

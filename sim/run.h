@@ -131,6 +131,9 @@ bool sim_run_stopped(const sim_run *R);
 
 /* After exec: totals (sim_wall_s is the open..exec wall time). */
 const struct rpt_totals *sim_run_totals(const sim_run *R);
+/* The workload stream's counts (rows skipped, requests filtered out...),
+ * NULL before the run has opened it. */
+const struct wl_counts *sim_run_wl_counts(const sim_run *R);
 rpt *sim_run_report(sim_run *R);
 const struct sz_result *sim_run_sizing(const sim_run *R);
 const struct cost_model *sim_run_cost(const sim_run *R);

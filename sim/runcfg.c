@@ -6,13 +6,15 @@
  * same words; only the location differs ("FILE:LINE:COL" or "--set
  * KEY=VALUE").  The workload: section is handed to wl_config_from_yaml; a
  * --set workload.a.b=v override is turned into the YAML "{a: {b: v}}" and
- * handed over the same way.
+ * handed over the same way.  The user never sees that text, so its errors
+ * name the override alone, without a LINE:COL.
  */
 #include "config.h"
 
 #include "sim/catalog.h"
 #include "sim/runcfg.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -186,6 +188,48 @@ resolve_path(char *dst, size_t len, const char *path, const char *file)
 	return n >= 0 && (size_t)n < len;
 }
 
+/*
+ * `auto` (or null) for a key whose default is a plain value: that value
+ * back (docs/run.md).  False for the other keys, which take it themselves.
+ */
+static bool
+restore_default(struct sim_config *c, const char *key)
+{
+	struct sim_config d;
+
+	sim_config_init(&d);
+	if (strcmp(key, "model") == 0)
+		memcpy(c->model, d.model, sizeof(c->model));
+	else if (strcmp(key, "gpu") == 0)
+		memcpy(c->gpu, d.gpu, sizeof(c->gpu));
+	else if (strcmp(key, "policy") == 0)
+		memcpy(c->policy, d.policy, sizeof(c->policy));
+	else if (strcmp(key, "replicas") == 0)
+		c->replicas = d.replicas;
+	else if (strcmp(key, "router") == 0)
+		c->router = d.router;
+	else if (strcmp(key, "seed") == 0)
+		c->seed = c->wl.seed = d.seed;
+	else if (strcmp(key, "engine.gpu_memory_utilization") == 0)
+		c->eng.gpu_memory_utilization = d.eng.gpu_memory_utilization;
+	else if (strcmp(key, "engine.swap_space") == 0)
+		c->swap_space_gib = d.swap_space_gib;
+	else if (strcmp(key, "engine.tensor_parallel_size") == 0)
+		c->eng.tensor_parallel_size = d.eng.tensor_parallel_size;
+	else if (strcmp(key, "cost.step_ns") == 0)
+		c->step_ns = d.step_ns;
+	else if (strcmp(key, "output.timeseries_interval_s") == 0)
+		c->timeseries_interval_s = d.timeseries_interval_s;
+	else if (strcmp(key, "output.heartbeat_interval_s") == 0)
+		c->heartbeat_interval_s = d.heartbeat_interval_s;
+	else {
+		sim_config_release(&d);
+		return false;
+	}
+	sim_config_release(&d);
+	return true;
+}
+
 /* file: the configuration file the value comes from (NULL: --set). */
 static kv_err
 set_key(struct sim_config *c, const char *key, const char *v,
@@ -194,6 +238,9 @@ set_key(struct sim_config *c, const char *key, const char *v,
 	uint64_t u;
 	double d;
 	int b;
+
+	if (is_null_text(v) && restore_default(c, key))
+		return KV_OK;
 
 #define BAD(what) fail(err, errlen, where, "%s: %s, got '%s'", key, what, v)
 	if (strcmp(key, "model") == 0) {
@@ -421,16 +468,37 @@ mark(char *buf, size_t len, const char *file, const yaml_node_t *n)
 		 (unsigned long)n->start_mark.column + 1);
 }
 
+/* cmdline: the text is a --set override's (top comment): no LINE:COL. */
 static kv_err
-wl_fail(char *err, size_t errlen, const struct wl_error *we)
+wl_fail(char *err, size_t errlen, struct wl_error *we, bool cmdline)
 {
+	if (cmdline) {
+		we->line = 0;
+		we->col = 0;
+	}
 	wl_error_format(we, err, errlen);
+	return KV_EINVAL;
+}
+
+/* libyaml's complaint, at its mark unless the text is a --set's. */
+static kv_err
+yaml_fail(char *err, size_t errlen, const char *file, bool cmdline,
+	  const yaml_parser_t *parser)
+{
+	const char *what = parser->problem ? parser->problem : "bad YAML";
+
+	if (cmdline)
+		snprintf(err, errlen, "%s: %s", file, what);
+	else
+		snprintf(err, errlen, "%s:%lu:%lu: %s", file,
+			 (unsigned long)parser->problem_mark.line + 1,
+			 (unsigned long)parser->problem_mark.column + 1, what);
 	return KV_EINVAL;
 }
 
 static kv_err
 load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
-	 char *err, size_t errlen)
+	 bool cmdline, char *err, size_t errlen)
 {
 	yaml_node_t *root = yaml_document_get_root_node(doc);
 	char where[SIM_WHERE_LEN];
@@ -463,7 +531,7 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 			wl_error_clear(&we);
 			if (wl_config_from_yaml(doc, vn, file, &c->wl, &we) !=
 			    WL_OK)
-				return wl_fail(err, errlen, &we);
+				return wl_fail(err, errlen, &we, cmdline);
 			/* A workload section that names its own source
 			 * replaces the bundled trace. */
 			if (c->wl.trace != NULL && !had)
@@ -626,9 +694,10 @@ dup_keys(yaml_document_t *doc, yaml_node_t *n, const char *file, int depth,
 	return KV_OK;
 }
 
+/* cmdline: the text is a --set override's (file is "--set KEY=VALUE"). */
 static kv_err
-load_text(struct sim_config *c, FILE *in, const char *file, char *err,
-	  size_t errlen)
+load_text(struct sim_config *c, FILE *in, const char *file, bool cmdline,
+	  char *err, size_t errlen)
 {
 	yaml_parser_t parser;
 	yaml_document_t doc;
@@ -640,10 +709,7 @@ load_text(struct sim_config *c, FILE *in, const char *file, char *err,
 	}
 	yaml_parser_set_input_file(&parser, in);
 	if (!yaml_parser_load(&parser, &doc)) {
-		snprintf(err, errlen, "%s:%lu:%lu: %s", file,
-			 (unsigned long)parser.problem_mark.line + 1,
-			 (unsigned long)parser.problem_mark.column + 1,
-			 parser.problem ? parser.problem : "bad YAML");
+		yaml_fail(err, errlen, file, cmdline, &parser);
 		yaml_parser_delete(&parser);
 		return KV_EINVAL;
 	}
@@ -654,11 +720,7 @@ load_text(struct sim_config *c, FILE *in, const char *file, char *err,
 		yaml_document_t more;
 
 		if (!yaml_parser_load(&parser, &more)) {
-			e = KV_EINVAL;
-			snprintf(err, errlen, "%s:%lu:%lu: %s", file,
-				 (unsigned long)parser.problem_mark.line + 1,
-				 (unsigned long)parser.problem_mark.column + 1,
-				 parser.problem ? parser.problem : "bad YAML");
+			e = yaml_fail(err, errlen, file, cmdline, &parser);
 		} else {
 			yaml_node_t *r = yaml_document_get_root_node(&more);
 
@@ -674,7 +736,7 @@ load_text(struct sim_config *c, FILE *in, const char *file, char *err,
 		}
 	}
 	if (e == KV_OK)
-		e = load_doc(c, &doc, file, err, errlen);
+		e = load_doc(c, &doc, file, cmdline, err, errlen);
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return e;
@@ -692,9 +754,29 @@ sim_config_load(struct sim_config *c, const char *path, char *err,
 		return KV_ENOENT;
 	}
 	snprintf(c->source, sizeof(c->source), "%s", path);
-	e = load_text(c, f, path, err, errlen);
+	e = load_text(c, f, path, false, err, errlen);
 	fclose(f);
 	return e;
+}
+
+/* "a.b.c": names of letters, digits and underscores, joined by dots. */
+static bool
+workload_key_ok(const char *k)
+{
+	bool empty = true;
+
+	for (; *k != '\0'; k++) {
+		if (*k == '.') {
+			if (empty)
+				return false;
+			empty = true;
+		} else if (isalnum((unsigned char)*k) || *k == '_') {
+			empty = false;
+		} else {
+			return false;
+		}
+	}
+	return !empty;
 }
 
 kv_err
@@ -718,9 +800,12 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 		char *text, *p;
 		size_t n = strlen(assign) * 2 + 64, depth = 0;
 		FILE *mf;
-		struct sim_config tmp;
 		kv_err e;
 
+		/* Only names go into the text below, never YAML syntax. */
+		if (!workload_key_ok(key + 9))
+			return fail(err, errlen, where, "unknown key '%s'",
+				    key);
 		text = malloc(n);
 		if (text == NULL)
 			return KV_ENOMEM;
@@ -748,8 +833,7 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 			free(text);
 			return KV_ENOMEM;
 		}
-		(void)tmp;
-		e = load_text(c, mf, where, err, errlen);
+		e = load_text(c, mf, where, true, err, errlen);
 		fclose(mf);
 		free(text);
 		return e;
@@ -829,6 +913,21 @@ sim_config_positional(const char *prog, int argc, char **argv, int first,
 		*file = argv[i];
 	}
 	if (seed != NULL) {
+		/* Checked here, where the value is known to be --seed's, so
+		 * that a bad one is named as the user gave it; the words are
+		 * set_key's. */
+		struct sim_config tmp;
+		char where[SIM_WHERE_LEN], err[SIM_WHERE_LEN + 256];
+		kv_err e;
+
+		sim_config_init(&tmp);
+		snprintf(where, sizeof(where), "--seed %s", seed);
+		e = set_key(&tmp, "seed", seed, where, NULL, err, sizeof(err));
+		sim_config_release(&tmp);
+		if (e != KV_OK) {
+			fprintf(stderr, "%s\n", err);
+			return 2;
+		}
 		snprintf(seedbuf, seedlen, "seed=%s", seed);
 		sets[(*nsets)++] = seedbuf;
 	}

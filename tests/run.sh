@@ -60,7 +60,11 @@
 #     blocks had been evicted (stale_cached_tokens, with a warning);
 # 15. the run id does not depend on where the configuration was read:
 #     one file in two directories, and the config.yaml a run wrote, give
-#     byte-identical requests.csv (run_id is every row's first column).
+#     byte-identical requests.csv (run_id is every row's first column);
+# 16. a malformed trace row under workload.on_error: skip is reported on
+#     stderr with its FILE:LINE:COL (it used to vanish without a word),
+#     and `auto` gives a key with a plain default its default back
+#     (engine.swap_space, model, replicas were refused).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -155,6 +159,17 @@ expect_bad "^--set router=random: router: expected" --set router=random
 # int64 clock, and a run wrote time series rows forever)
 expect_bad "past the 1000000000 s \\(31.7-year\\) horizon" \
 	--set workload.time_scale=1e300
+# ... named by the trace row, with the real arrival, not INT64_MAX ns
+expect_bad "^kvsim run: .*/azure_llm_2023_conv_excerpt\\.csv:3: request 1 arrives at 4\\.31458e\\+15 s, past the 1000000000 s" \
+	--set workload.time_scale=1e15
+# a workload.* --set names itself, with no LINE:COL of the YAML it becomes
+expect_bad "^--set workload\\.max_requests=abc: max_requests: expected an integer, found 'abc'\$" \
+	--set workload.max_requests=abc
+expect_bad "^--set workload\\.tile\\.copies=x: copies: expected" \
+	--set workload.tile.copies=x
+expect_bad "^--set workload\\.=1: unknown key 'workload\\.'\$" --set workload.=1
+expect_bad "^--seed abc: seed: expected a non-negative integer, got 'abc'\$" \
+	--seed abc
 expect_bad "bad_window.yaml:4:14: start_s: must be at most 1e9 s" \
 	"$D/bad_window.yaml"
 # a repeated key, or a second document, was taken silently (the last won)
@@ -396,4 +411,23 @@ cmp -s "$T/idx/requests.csv" "$T/idy/requests.csv" ||
 	bad "run_id depends on the configuration's directory"
 cmp -s "$T/idx/requests.csv" "$T/idc/requests.csv" ||
 	bad "run_id of a run's own config.yaml differs"
+
+# 16.
+{ head -101 "$top_srcdir/data/azure_llm_2023_conv_excerpt.csv"
+  echo "2023-11-16 18:20:00.0000000,abc,20"
+  sed -n 102,200p "$top_srcdir/data/azure_llm_2023_conv_excerpt.csv"; } >"$T/bt.csv"
+"$KVSIM" run -q --no-plot --set workload.trace="$T/bt.csv" \
+	--set workload.on_error=skip --out "$T/skip" 2>"$T/err" ||
+	bad "run skipping a bad row"
+grep -q 'not replayed: malformed rows skipped 1' "$T/err" ||
+	bad "skipped row not counted"
+grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
+	bad "skipped row's FILE:LINE:COL not reported"
+[ "$(sval "$T/skip/summary.csv" requests)" = 199 ] ||
+	bad "skipping run: not the 199 good rows"
+"$KVSIM" run -q --no-plot --set engine.swap_space=auto --set model=auto \
+	--set replicas=null --set workload.max_requests=5 --out "$T/auto" ||
+	bad "auto for keys with plain defaults"
+grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
+	bad "engine.swap_space=auto: not the default 4"
 exit $fail

@@ -5,7 +5,7 @@
 fx=$top_srcdir/tests/fixtures/wl
 fail=0
 t=${TMPDIR:-/tmp}/kvsim-wl-cli.$$
-trap 'rm -f "$t" "$t.err" "$t.csv"' EXIT
+trap 'rm -f "$t" "$t.err" "$t.csv" "$t.yaml"' EXIT
 ok() { echo "ok: $*"; }
 no() { echo "FAIL: $*"; fail=1; }
 
@@ -94,6 +94,19 @@ else
 	bad "$fx/mooncake.jsonl.gz: gzip-compressed input, and this kvsim was built without zlib; decompress it first (gzip -dc)" \
 	    "$fx/mooncake.jsonl.gz"
 fi
+# Arrivals past the horizon of simulated time: the real arrival (not the
+# int64 clock's clamped INT64_MAX ns, 9.22337e+09 s) and the trace row.
+hz="past the 1000000000 s (31.7-year) horizon of simulated time: check the arrival rate, time_scale, window or the trace's timestamps"
+bad "$fx/azure.csv:3: request 1 arrives at 4.31458e+15 s, $hz" \
+    --time-scale 1e15 "$fx/azure.csv"
+bad "$fx/azure.csv:6: request 4 arrives at 6e+09 s, $hz" \
+    --target-rate 1e-9 "$fx/azure.csv"
+printf 'workload:\n  trace: %s\n  tile: {copies: 3, period_s: 9e8}\n' \
+    "$fx/azure.csv" >"$t.yaml"
+bad "$fx/azure.csv:2: request 12 arrives at 1.8e+09 s, $hz" --config "$t.yaml"
+printf 'workload:\n  generator: {requests: 3, arrival: {process: constant, rate: 1e-12}}\n' \
+    >"$t.yaml"
+bad "request 0 arrives at 1e+12 s, $hz" --config "$t.yaml"
 # on_error skip: counted, reported, the first one named on stderr.
 "$KVSIM" trace-stats --on-error skip "$fx/bad/mooncake_bad.jsonl" \
     >"$t" 2>"$t.err"; rc=$?

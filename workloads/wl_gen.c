@@ -58,6 +58,8 @@ struct gen {
 	uint64_t starts;
 	bool starts_done;
 	int64_t next_start;
+	double next_real;	/* next_start in double when past the horizon
+				 * (next_start is INT64_MAX then), else 0 */
 	bool have_next;
 	struct wl_rate_seg *pieces;
 	size_t npieces, piece;
@@ -80,6 +82,23 @@ ns_of(double s)
 	return v >= 9.2e18 ? INT64_MAX : (int64_t)llround(v);
 }
 
+/*
+ * t + s seconds in ns, as t + ns_of(s).  Past the horizon (wl.h) it is
+ * INT64_MAX instead (no overflow), and g->next_real keeps the real time.
+ */
+static int64_t
+start_at(struct gen *g, int64_t t, double s)
+{
+	double v = (double)t + s * 1e9;
+
+	if (wl__beyond_horizon(v)) {
+		g->next_real = v;
+		return INT64_MAX;
+	}
+	g->next_real = 0;
+	return t + ns_of(s);
+}
+
 /* Next session start after g->t; false when the schedule has ended. */
 static bool
 next_arrival(struct gen *g, int64_t *out)
@@ -89,16 +108,18 @@ next_arrival(struct gen *g, int64_t *out)
 
 	switch (a->kind) {
 	case WL_ARR_POISSON:
-		*out = g->t + ns_of(gsl_ran_exponential(r, 1.0 / a->rate));
+		*out = start_at(g, g->t,
+		    gsl_ran_exponential(r, 1.0 / a->rate));
 		return true;
 	case WL_ARR_GAMMA: {
 		double k = 1.0 / (a->cv * a->cv);
 
-		*out = g->t + ns_of(gsl_ran_gamma(r, k, 1.0 / (a->rate * k)));
+		*out = start_at(g, g->t,
+		    gsl_ran_gamma(r, k, 1.0 / (a->rate * k)));
 		return true;
 	}
 	case WL_ARR_CONSTANT:
-		*out = ns_of((double)(g->starts + 1) / a->rate);
+		*out = start_at(g, 0, (double)(g->starts + 1) / a->rate);
 		return true;
 	case WL_ARR_ONOFF:
 	case WL_ARR_SCHEDULE: {
@@ -113,7 +134,7 @@ next_arrival(struct gen *g, int64_t *out)
 
 				if ((double)t + dt * 1e9 <
 				    (double)g->piece_end) {
-					*out = t + ns_of(dt);
+					*out = start_at(g, t, dt);
 					return true;
 				}
 				work -= rate * (double)(g->piece_end - t) / 1e9;
@@ -322,6 +343,11 @@ gen_next(struct wl_stage *st, struct wl_request *r)
 		}
 		if (g->have_next && (g->nheap == 0 ||
 		    g->next_start < g->heap[0]->next_t)) {
+			if (g->next_real != 0) {
+				memset(r, 0, sizeof(*r));
+				return wl__past_horizon(st->p, r,
+				    g->next_real);
+			}
 			g->have_next = false;
 			g->t = g->next_start;
 			s = sess_start(g, g->t, &rc);

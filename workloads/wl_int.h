@@ -57,6 +57,16 @@ wl_err wl__fail(struct wl_stream *p, wl_err code, const char *file,
     uint64_t line, uint32_t col, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/*
+ * wl_stream.c: true when an arrival of arrival_ns (computed in double, so
+ * that a value past INT64_MAX is not clamped) is past the horizon (wl.h).
+ * wl__past_horizon fails the stream for r with that arrival: the next
+ * request id, the trace's FILE:LINE of its row when known.
+ */
+bool wl__beyond_horizon(double arrival_ns);
+wl_err wl__past_horizon(struct wl_stream *p, const struct wl_request *r,
+    double arrival_ns);
+
 /* wl_io.c: buffered line reader over a plain or gzip file. ------------- */
 
 struct wl_gz;

@@ -149,17 +149,8 @@ wl_stream_next(wl_stream *s, struct wl_request *r)
 	if (s->top == NULL)
 		return s->last_rc;
 	rc = wl__stage_next(s->top, r);
-	if (rc == WL_OK && (r->arrival_ns > WL_HORIZON_NS ||
-			    r->arrival_ns < -WL_HORIZON_NS)) {
-		wl_error_clear(&s->err);
-		snprintf(s->err.what, sizeof(s->err.what), "request %" PRIu64
-			 " arrives at %.6g s, past the %.0f s (31.7-year) "
-			 "horizon of simulated time: check the arrival rate, "
-			 "time_scale, window or the trace's timestamps",
-			 s->next_id, (double)r->arrival_ns / 1e9,
-			 (double)WL_HORIZON_NS / 1e9);
-		rc = WL_ECONFIG;
-	}
+	if (rc == WL_OK && wl__beyond_horizon((double)r->arrival_ns))
+		rc = wl__past_horizon(s, r, (double)r->arrival_ns);
 	if (rc == WL_OK) {
 		r->id = s->next_id++;
 		s->cnt.emitted++;
@@ -173,6 +164,30 @@ wl_stream_next(wl_stream *s, struct wl_request *r)
 	s->top = NULL;
 	s->last_rc = rc;
 	return rc;
+}
+
+bool
+wl__beyond_horizon(double arrival_ns)
+{
+	return !(fabs(arrival_ns) <= (double)WL_HORIZON_NS);
+}
+
+wl_err
+wl__past_horizon(struct wl_stream *p, const struct wl_request *r,
+    double arrival_ns)
+{
+	const char *trace = p->cfg.trace;
+	bool row = r->src_line > 0 && trace != NULL;
+
+	/* named as the trace's other errors name it (wl_io.c) */
+	if (row && strcmp(trace, "-") == 0)
+		trace = "<stdin>";
+	return wl__fail(p, WL_ECONFIG, row ? trace : NULL,
+	    row ? r->src_line : 0, 0, "request %" PRIu64 " arrives at "
+	    "%.6g s, past the %.0f s (31.7-year) horizon of simulated time: "
+	    "check the arrival rate, time_scale, window or the trace's "
+	    "timestamps", p->next_id, arrival_ns / 1e9,
+	    (double)WL_HORIZON_NS / 1e9);
 }
 
 const struct wl_error *

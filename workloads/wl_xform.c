@@ -454,6 +454,11 @@ scale_next(struct wl_stage *st, struct wl_request *r)
 	wl_err rc = wl__stage_next(s->in, r);
 
 	if (rc == WL_OK) {
+		double v = (double)r->arrival_ns * s->k;
+
+		/* Here, before scale_ns clamps it, the real arrival. */
+		if (wl__beyond_horizon(v))
+			return wl__past_horizon(st->p, r, v);
 		r->arrival_ns = scale_ns(r->arrival_ns, s->k);
 		r->think_ns = scale_ns(r->think_ns, s->k);
 	}
@@ -544,6 +549,14 @@ tile_next(struct wl_stage *st, struct wl_request *r)
 		t->last = t->last_out = r->arrival_ns;
 		t->n0++;
 		return WL_OK;
+	}
+	{
+		/* In double first: copy * period may not fit in int64. */
+		double v = (double)r->arrival_ns +
+		    (double)t->copy * (double)t->period;
+
+		if (wl__beyond_horizon(v))
+			return wl__past_horizon(p, r, v);
 	}
 	r->arrival_ns += (int64_t)t->copy * t->period;
 	if (r->arrival_ns < t->last_out)
