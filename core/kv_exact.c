@@ -917,6 +917,33 @@ ex_can_allocate(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 	return KV_OK;
 }
 
+/*
+ * Whether advancing q from c0 to c1 with slots for s1 takes, frees and
+ * copies nothing: full-attention groups only, every slot already there and
+ * every slot written not shared.  The decode of a request whose last block
+ * has room -- most calls -- then needs neither the dry run nor the commit
+ * walk, which would find nothing to do.
+ */
+static bool
+adv_plain(const kvc *k, const struct kvc_seq *q, uint32_t c0, uint32_t c1,
+	  uint32_t s1)
+{
+	const struct ex *x = ex_of(k);
+
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		const struct kvc_tab *tb = &q->tab[g];
+		uint32_t bs = kvc__bs(k, g), hi;
+
+		if (gkind(k, g) != KVC_FULL || nslots(k, g, s1) > tb->n)
+			return false;
+		hi = umin(tb->n, nslots(k, g, c1));
+		for (uint32_t i = c0 / bs; c1 > c0 && i < hi; i++)
+			if (x->gpu.ref[tb->id[i]] > 1)
+				return false;
+	}
+	return true;
+}
+
 /* RUNNING allocate n / append: advance q to c1, slots for s1. */
 static kv_err
 ex_advance(kvc *k, struct kvc_seq *q, uint32_t c1, uint32_t s1,
@@ -924,6 +951,17 @@ ex_advance(kvc *k, struct kvc_seq *q, uint32_t c1, uint32_t s1,
 {
 	struct tx t;
 	uint32_t c0 = q->ncomp, g, cow = 0;
+
+	if (adv_plain(k, q, c0, c1, s1)) {
+		if (ntok > 0 && (kvc__tok_reserve(q, q->ntok + (uint32_t)ntok)
+				 != KV_OK))
+			return kvc__fail(k, KV_ENOMEM, "out of memory");
+		if (ntok > 0)
+			(void)kvc__tok_push(q, tok, ntok);
+		q->ncomp = c1;
+		reg_blocks(k, q, false);
+		return KV_OK;
+	}
 
 	tx_start(k, &t, true, gpu_free(k));
 	adv_release(k, &t, q, c0);
