@@ -485,7 +485,7 @@ wfail:
 	goto out;
 fail:
 	wl_error_format(&err, msg, sizeof(msg));
-	fprintf(stderr, "%s\n", msg);
+	fprintf(stderr, "kvsim trace-stats: %s\n", msg);
 	status = 2;
 out:
 	wl_stats_free(st);

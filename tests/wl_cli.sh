@@ -66,7 +66,7 @@ grep -qx 'not replayed: rejected: zero length 1' "$t" &&
 
 # Bad input: the exact message, nothing on stdout, exit status 2.
 bad() {
-	want=$1; shift
+	want="kvsim trace-stats: $1"; shift
 	"$KVSIM" trace-stats "$@" >"$t" 2>"$t.err"; rc=$?
 	if [ $rc = 2 ] && [ ! -s "$t" ] && [ "$(cat "$t.err")" = "$want" ]; then
 		ok "bad: $want"
