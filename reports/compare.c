@@ -302,6 +302,7 @@ struct group {
 
 struct cmp_side {
 	struct sweep_csv *tab;
+	char **path;		/* tab[i]'s file, for messages */
 	size_t ntab, captab;
 	struct group *g;
 	size_t ng, capg;
@@ -324,13 +325,16 @@ cmp_side_free(cmp_side *s)
 {
 	if (s == NULL)
 		return;
-	for (size_t i = 0; i < s->ntab; i++)
+	for (size_t i = 0; i < s->ntab; i++) {
 		sweep_csv_release(&s->tab[i]);
+		free(s->path[i]);
+	}
 	for (size_t i = 0; i < s->ng; i++) {
 		free(s->g[i].label);
 		free(s->g[i].r);
 	}
 	free(s->tab);
+	free(s->path);
 	free(s->g);
 	free(s);
 }
@@ -341,10 +345,15 @@ add_table(cmp_side *s)
 	if (s->ntab == s->captab) {
 		size_t cap = s->captab ? s->captab * 2 : 8;
 		struct sweep_csv *p = realloc(s->tab, cap * sizeof(*p));
+		char **q;
 
 		if (p == NULL)
 			return NULL;
 		s->tab = p;
+		q = realloc(s->path, cap * sizeof(*q));
+		if (q == NULL)
+			return NULL;
+		s->path = q;
 		s->captab = cap;
 	}
 	memset(&s->tab[s->ntab], 0, sizeof(s->tab[0]));
@@ -453,6 +462,10 @@ load_table(cmp_side *s, const char *file, char *err, size_t errlen)
 		return KV_ENOMEM;
 	if ((e = sweep_csv_read(t, file, err, errlen)) != KV_OK)
 		return e;
+	if ((s->path[s->ntab] = strdup(file)) == NULL) {
+		sweep_csv_release(t);
+		return KV_ENOMEM;
+	}
 	s->ntab++;
 	if (t->nrow == 0) {
 		snprintf(err, errlen, "%s: no rows", file);
@@ -548,14 +561,15 @@ cmp_side_has(const cmp_side *s, const char *metric)
 	return s->ntab > 0;
 }
 
-size_t
+kv_err
 cmp_side_values(const cmp_side *s, size_t g, const char *metric,
-		double *out)
+		double *out, size_t *n, char *err, size_t errlen)
 {
 	size_t k = 0;
 
+	*n = 0;
 	if (g >= s->ng)
-		return 0;
+		return KV_OK;
 	for (size_t i = 0; i < s->g[g].n; i++) {
 		const struct sweep_csv *t = &s->tab[s->g[g].r[i].tab];
 		long c = sweep_csv_col(t, metric);
@@ -566,11 +580,20 @@ cmp_side_values(const cmp_side *s, size_t g, const char *metric,
 		if (c < 0)
 			continue;
 		v = t->row[s->g[g].r[i].row][c];
+		if (v[0] == '\0')
+			continue;	/* no value (tpot of one-token outputs) */
 		errno = 0;
 		x = strtod(v, &end);
-		if (v[0] == '\0' || *end != '\0' || errno != 0 || isnan(x))
-			continue;
+		if (*end != '\0' || errno != 0 || isnan(x) || isinf(x)) {
+			/* kvsim's CSVs have no line breaks inside fields:
+			 * record r is on line r + 2 */
+			snprintf(err, errlen, "%s:%zu: %s: not a number: '%s'",
+				 s->path[s->g[g].r[i].tab],
+				 s->g[g].r[i].row + 2, metric, v);
+			return KV_EINVAL;
+		}
 		out[k++] = x;
 	}
-	return k;
+	*n = k;
+	return KV_OK;
 }

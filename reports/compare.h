@@ -136,10 +136,10 @@ bool cmp_side_has(const cmp_side *s, const char *metric);
 
 /*
  * The numeric values of `metric` in group g, one a seed (empty fields are
- * skipped), into out[] (room for cmp_side_group_size values).  Returns how
- * many.
+ * skipped), into out[] (room for cmp_side_group_size values), how many in
+ * *n.  KV_EINVAL with FILE:LINE in err for a field that is not a number.
  */
-size_t cmp_side_values(const cmp_side *s, size_t g, const char *metric,
-		       double *out);
+kv_err cmp_side_values(const cmp_side *s, size_t g, const char *metric,
+		       double *out, size_t *n, char *err, size_t errlen);
 
 #endif

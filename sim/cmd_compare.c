@@ -173,7 +173,7 @@ compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 	struct cmp_threshold *th = thresholds(o, &nth);
 	struct cmp_row *row = NULL;
 	size_t *pb = NULL, *pc = NULL;
-	char **label = NULL, tmp[4400];
+	char **label = NULL, tmp[4400], err[1400];
 	double *vb = NULL, *vc = NULL;
 	size_t maxn = 1;
 	FILE *f;
@@ -274,9 +274,16 @@ compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 		goto oom;
 	for (size_t k = 0; k < npair; k++)
 		for (size_t i = 0; i < nth; i++) {
-			size_t nb = cmp_side_values(b, pb[k], th[i].metric, vb);
-			size_t nc = cmp_side_values(c, pc[k], th[i].metric, vc);
+			size_t nb, nc;
 
+			if (cmp_side_values(b, pb[k], th[i].metric, vb, &nb,
+					    err, sizeof(err)) != KV_OK ||
+			    cmp_side_values(c, pc[k], th[i].metric, vc, &nc,
+					    err, sizeof(err)) != KV_OK) {
+				fprintf(stderr, "kvsim compare: %s\n", err);
+				rc = 2;
+				goto out;
+			}
 			if (nb == 0 || nc == 0)
 				continue;	/* absent or empty (tpot) */
 			row[nrow].config = label[k];

@@ -25,7 +25,8 @@
 #     a bad override (a bad value, an unknown policy) is exit 2 at its
 #     FILE:LINE:COL with nothing run;
 #  6. bad usage: a threshold without a direction, an unknown metric, a
-#     directory without results, --alpha out of range: exit 2; no
+#     directory without results, --alpha out of range, a metric's value
+#     that is not a number (FILE:LINE): exit 2; no
 #     temporary file is ever left.
 set -u
 : "${KVSIM:=../sim/kvsim}"
@@ -187,6 +188,17 @@ done
 mkdir "$T/empty"
 "$KVSIM" compare "$T/r1" "$T/empty" 2>/dev/null
 [ $? = 2 ] || bad "a directory without results: not exit 2"
+# a value that is not a number is bad input at its line (it was left out
+# of the comparison, which then passed on the metrics left)
+mkdir "$T/nan"
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++)
+	if ($i == "ttft_p50_s") c = i } NR == 2 { $c = "abc" } { print }' \
+	"$T/r2/summary.csv" >"$T/nan/summary.csv"
+"$KVSIM" compare "$T/r1" "$T/nan" --out "$T/nan.csv" 2>"$T/nan.err"
+[ $? = 2 ] || bad "a value that is not a number: not exit 2"
+grep -q "nan/summary.csv:2: ttft_p50_s: not a number: 'abc'" "$T/nan.err" ||
+	bad "a value that is not a number: $(cat "$T/nan.err")"
+[ -e "$T/nan.csv" ] && bad "a value that is not a number: compare.csv written"
 find "$T" -name '.*.tmp.*' | grep -q . && bad "temporary files left"
 
 exit $fail
