@@ -55,10 +55,10 @@ usage(FILE *f)
 	fprintf(f,
 "usage: kvsim capacity [CONFIG.yaml]... --slo METRIC:STAT<=SECONDS...\n"
 "                      [--set KEY=VALUE]... [--across KEY=V1,V2,...]\n"
-"                      [--seeds N] [--jobs K] [--qps-start Q] [--qps-min Q]\n"
-"                      [--qps-max Q] [--tolerance F] [--max-sims N]\n"
-"                      [--no-early-stop] [--out DIR] [--force] [--quiet]\n"
-"                      [--no-plot]\n"
+"                      [--seeds N] [--seed S] [--jobs K] [--qps-start Q]\n"
+"                      [--qps-min Q] [--qps-max Q] [--tolerance F]\n"
+"                      [--max-sims N] [--no-early-stop] [--out DIR] [--force]\n"
+"                      [--quiet] [--no-plot]\n"
 "\n"
 "The highest request rate at which each configuration meets every SLO,\n"
 "found by bracketing and bisection on workload.target_rate, per seed,\n"
@@ -69,7 +69,8 @@ usage(FILE *f)
 "                      p95 p99 p999 mean max; repeatable (all must hold)\n"
 "  -s, --set KEY=VALUE override a key of every configuration\n"
 "  --across KEY=V,...  one configuration per value (e.g. gpu=a100-80g,h200)\n"
-"  --seeds N           seeds 0..N-1 (default 3): one search each\n"
+"  --seeds N           seeds S..S+N-1 (default 3): one search each\n"
+"  --seed S            the first seed (default 0)\n"
 "  -j, --jobs K        searches run in parallel (default: online CPUs)\n"
 "  --qps-start Q       first rate tried (default: the workload's own)\n"
 "  --qps-min Q         below this, no capacity (default 0.01)\n"
@@ -117,7 +118,8 @@ struct cap {
 	/* points of one search (in a child or inline) */
 	struct point *pts;
 	size_t npts, cappts;
-	uint32_t seed;
+	uint32_t seed;		/* the search's index: seed seed0 + seed */
+	uint64_t seed0;		/* --seed */
 };
 
 static int
@@ -163,8 +165,8 @@ eval(void *ctx, double qps, bool *met)
 	memset(&o, 0, sizeof(o));
 	o.prog = "kvsim capacity";
 	o.quiet = true;
-	c.seed = C->seed;
-	c.wl.seed = C->seed;
+	c.seed = C->seed0 + C->seed;
+	c.wl.seed = c.seed;
 	c.wl.target_rate = qps;
 	if (C->early_stop) {
 		/* every quantile SLO on a metric that unfinished requests
@@ -544,6 +546,7 @@ capacity_main(int argc, char **argv)
 		{ "set", required_argument, NULL, 's' },
 		{ "across", required_argument, NULL, 'A' },
 		{ "seeds", required_argument, NULL, 'N' },
+		{ "seed", required_argument, NULL, 'S' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "qps-start", required_argument, NULL, 'Q' },
 		{ "qps-min", required_argument, NULL, 'm' },
@@ -653,6 +656,18 @@ capacity_main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'S':
+			errno = 0;
+			C.seed0 = strtoull(optarg, &end, 10);
+			if (*optarg == '\0' || *optarg == '-' || *end != '\0' ||
+			    errno != 0) {
+				fprintf(stderr, "kvsim capacity: --seed %s: "
+					"expected a non-negative integer\n",
+					optarg);
+				rc = 2;
+				goto done;
+			}
+			break;
 		case 'N':
 		case 'j':
 		case 'x':
@@ -881,9 +896,10 @@ capacity_main(int argc, char **argv)
 				const struct point *p = &C.pts[k];
 
 				stopped += p->stopped;
-				fprintf(fp, "%" PRIu32 ",%" PRIu32 ",%.17g,%d,%d,%"
+				fprintf(fp, "%" PRIu32 ",%" PRIu64 ",%.17g,%d,%d,%"
 					PRIu64 ",%" PRIu64 ",%.6f,%.6f",
-					p->config, p->seed, p->qps, p->met,
+					p->config, C.seed0 + p->seed, p->qps,
+					p->met,
 					p->stopped, p->completed, p->rejected,
 					p->throughput, p->goodput);
 				/* A run stopped early has no final statistics:

@@ -155,4 +155,13 @@ pt() { # QPS: meets_slo of the median seed's point at that rate
 }
 [ "$(pt "$a")" = 1 ] || bad "four seeds: seed $m did not meet $a req/s"
 [ "$(pt "$f")" = 0 ] || bad "four seeds: seed $m did not miss $f req/s"
+# --seed S starts the seeds at S (getopt once took it for --seeds): seed
+# 3 alone finds seed 3's answer of the four
+"$KVSIM" capacity -q "$D/fixed.yaml" --slo 'ttft_s:p90<=0.05' --seeds 1 \
+	--seed 3 --set workload.generator.arrival.process=poisson \
+	--out "$T/s3" >/dev/null 2>&1 || bad "--seed 3"
+[ "$(val "$T/s3/capacity.csv" max_qps_under_slo)" = \
+  "$(echo "$per" | cut -d';' -f4)" ] || bad "--seed 3: not seed 3's answer"
+[ "$(awk -F, 'NR > 1 { print $2 }' "$T/s3/capacity_points.csv" | sort -u)" = 3 ] ||
+	bad "--seed 3: points not of seed 3"
 exit $fail
