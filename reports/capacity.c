@@ -115,8 +115,13 @@ cap_search(const struct cap_search_opts *o, cap_eval_fn eval, void *ctx,
 		q = o->qps_max;
 	/* Bracket. */
 	for (;;) {
-		if (r->sims >= o->max_sims)
+		if (r->sims >= o->max_sims) {
+			/* the budget ended the bracket: no rate met (no
+			 * answer) or none missed (a lower bound) */
+			r->none = lo == 0;
+			r->capped = lo > 0 && hi == 0;
 			goto out;
+		}
 		if ((rc = eval(ctx, q, &met)) != 0)
 			return rc;
 		r->sims++;

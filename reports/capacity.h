@@ -44,8 +44,10 @@ struct cap_search_result {
 	double max_qps;		/* highest rate met; 0 when none */
 	double min_fail_qps;	/* lowest rate missed; 0 when none */
 	uint32_t sims;		/* evaluations spent */
-	bool capped;		/* still met at qps_max */
-	bool none;		/* missed even at qps_min */
+	bool capped;		/* still met at qps_max, or at the highest
+				 * rate the max_sims budget let it try */
+	bool none;		/* missed even at qps_min, or at every rate
+				 * the budget let it try: no answer */
 };
 
 /*

@@ -998,9 +998,12 @@ capacity_main(int argc, char **argv)
 					       med, mn, mxq,
 					       mx.span_s > 0 ? (double)mx.nreq /
 					       mx.span_s : 0.0, sims, stopped,
-					       capped ? ", capped at --qps-max"
-					       : none ? ", missed even at "
-					       "--qps-min" : "");
+					       capped ? ", met at the highest "
+					       "rate tried (--qps-max or "
+					       "--max-sims)" : none ?
+					       ", missed at every rate tried "
+					       "(down to --qps-min, or as far "
+					       "as --max-sims allowed)" : "");
 				}
 			}
 			any_none |= none;

@@ -273,6 +273,20 @@ START_TEST(test_search_edges)
 	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 0);
 	ck_assert_uint_eq(r.sims, 4);
 	ck_assert(r.max_qps <= 7.3 && r.max_qps > 0);
+	ck_assert(!r.none && !r.capped);
+	/* a budget spent before any rate met is no answer (it read as a
+	 * capacity of 0 with exit status 0), and one spent before any rate
+	 * missed only a lower bound */
+	s = (struct synth){ 0.05, 0, 0, 0 };
+	o.max_sims = 3;
+	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 0);
+	ck_assert_uint_eq(r.sims, 3);
+	ck_assert(r.none && !r.capped);
+	ck_assert_double_eq(r.max_qps, 0);
+	s = (struct synth){ 50, 0, 0, 0 };
+	ck_assert_int_eq(cap_search(&o, synth_eval, &s, &r), 0);
+	ck_assert(r.capped && !r.none);
+	ck_assert_double_eq(r.max_qps, 4);
 	/* an evaluation error stops the search with its status */
 	s = (struct synth){ 7.3, 0, 0, 2 };
 	o.max_sims = 100;
