@@ -110,8 +110,9 @@ kv_err kvc__enter(kvc *k, int32_t s);
 kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
 /*
  * vllm-v0: the tokens of s's leading blocks the GPU prefix cache holds now
- * (find_cached_blocks_prefix), whatever get_num_cached_tokens' memo says;
- * 0 in other modes or without prefix caching.
+ * with their KV computed (find_cached_blocks_prefix, less blocks v0 marked
+ * computed before their chunk ran), whatever get_num_cached_tokens' memo
+ * says; 0 in other modes or without prefix caching.
  */
 kv_err kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens);
 

@@ -74,6 +74,8 @@ struct v0_blk {
 	uint8_t in_ev;		/* in the evictor's free table */
 	uint32_t evpos;		/* its index in v0_pool.evm while in_ev */
 	uint8_t touched;	/* in _touched_blocks */
+	uint8_t filled;		/* every slot's KV computed (not vLLM's:
+				 * kvsim's, for kvc__v0_cached_now) */
 };
 
 /* One heap entry of the LRU evictor. */
@@ -830,6 +832,7 @@ v0_draw(kvc *k, struct v0 *m, int pi, int32_t *out)
 	if (v0_jblk(m, pi, id) != KV_OK)
 		return KV_ENOMEM;
 	p->b[id].ref++;
+	p->b[id].filled = 0;	/* new content, none computed yet */
 	if (m->pc && v0_track(m, pi, id, false) != KV_OK)
 		return KV_ENOMEM;
 	*out = id;
@@ -1528,6 +1531,11 @@ v0_computed(kvc *k, int32_t s, uint32_t n, bool has_n)
 	if (n > q->ntok - q->ncomp)
 		return kvc__fail(k, KV_EINVAL, "n=%u exceeds the %u tokens not "
 				 "yet computed", n, q->ntok - q->ncomp);
+	/* the blocks the computed tokens now cover whole hold their KV */
+	for (uint32_t i = q->ncomp / m->bs; i < (q->ncomp + n) / m->bs &&
+	     i < q->tab[0].n; i++)
+		if (q->tab[0].id[i] >= 0)
+			p->b[q->tab[0].id[i]].filled = 1;
 	q->ncomp += n;
 	if (q->ncomp == q->ntok)
 		q->prefill = 0;
@@ -1626,6 +1634,9 @@ v0_swap_tables(kvc *k, struct v0 *m, int32_t r, int from, int to)
 				return e;
 			if (v0_tab_set(k, m, t, i, dst, tb->aux[i]) != KV_OK)
 				return KV_ENOMEM;
+			/* the copy brings src's content (dst was journalled
+			 * by the draw or the hit) */
+			m->pool[to].b[dst].filled = m->pool[from].b[src].filled;
 			for (j = first; j < k->npairs; j++)
 				if (k->pairs[j].src == src)
 					break;
@@ -1774,11 +1785,12 @@ v0_free_seq(kvc *k, int32_t s)
  * hash is on the GPU and computed (or evictable), in tokens.
  */
 static kv_err
-v0_cached_prefix(kvc *k, const struct kvc_seq *q, uint32_t *tokens)
+v0_cached_prefix(kvc *k, const struct kvc_seq *q, bool filled,
+		 uint32_t *tokens)
 {
 	struct v0 *m = v0_of(k);
 	const struct v0_pool *p = &m->pool[V0_GPU];
-	uint32_t nb = q->ntok / m->bs, prefix = nb;
+	uint32_t nb = q->ntok / m->bs, prefix = filled ? 0 : nb;
 	uint64_t h = 0;
 
 	for (uint32_t i = 0; i < nb; i++) {
@@ -1789,6 +1801,14 @@ v0_cached_prefix(kvc *k, const struct kvc_seq *q, uint32_t *tokens)
 		id = kv_hmap_get(&p->map, h);
 		hit = id >= 0 && (p->b[id].active ? p->b[id].computed != 0 :
 				  p->b[id].in_ev != 0);
+		if (filled) {
+			/* kvsim's question, not vLLM's: the leading run of
+			 * blocks in the cache whose KV was computed */
+			if (!hit || !p->b[id].filled)
+				break;
+			prefix = i + 1;
+			continue;
+		}
 		if (!hit && prefix == nb)
 			prefix = i;
 		else if (hit && prefix < nb)
@@ -1817,7 +1837,7 @@ v0_cached(kvc *k, int32_t s, size_t *tokens)
 		*tokens = (size_t)q->memo;
 		return KV_OK;
 	}
-	if ((e = v0_cached_prefix(k, q, &now)) != KV_OK)
+	if ((e = v0_cached_prefix(k, q, false, &now)) != KV_OK)
 		return e;
 	q->memo = (int64_t)now;
 	*tokens = now;
@@ -1834,7 +1854,7 @@ kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens)
 	if (k->cfg.mode != KVC_VLLM_V0 || !v0_of(k)->pc)
 		return KV_OK;
 	if ((e = kvc__enter(k, s)) != KV_OK ||
-	    (e = v0_cached_prefix(k, &k->seq[s], &now)) != KV_OK)
+	    (e = v0_cached_prefix(k, &k->seq[s], true, &now)) != KV_OK)
 		return e;
 	*tokens = now;
 	return KV_OK;

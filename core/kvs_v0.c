@@ -58,7 +58,7 @@ struct v0s_ent {
 	kvs_req r;
 	uint32_t n;
 	uint32_t c;	/* of n, found in the prefix cache */
-	uint32_t stale;	/* of c, no longer there (kvsched.h) */
+	uint32_t stale;	/* of c, without computed KV (kvsched.h) */
 };
 
 struct v0s_list {
@@ -293,11 +293,14 @@ v0s_push(struct v0s_list *l, kvs_req r, uint32_t n, uint32_t c,
 
 /*
  * Of the c cached tokens R62 schedules for q beyond its computed ones, how
- * many the prefix cache no longer holds: get_num_cached_tokens is memoised
- * from the first time a waiting request is looked at, and its blocks may
- * be evicted before it is admitted.  vLLM v0's model runner skips the
- * memoised count (get_common_computed_block_ids), so these tokens' KV is
- * never computed.  Called before the allocation.
+ * many have no computed KV in the prefix cache: get_num_cached_tokens is
+ * memoised from the first time a waiting request is looked at, and its
+ * blocks may be evicted before it is admitted; and v0 marks every block a
+ * prompt was allocated computed after its first chunk, so a preemption
+ * before the later chunks leaves uncomputed blocks in the cache.  vLLM
+ * v0's model runner skips the memoised count
+ * (get_common_computed_block_ids), so these tokens' KV is never computed.
+ * Called before the allocation.
  */
 static kv_err
 v0s_stale(kvc *k, int32_t q, uint32_t c, uint32_t *stale)

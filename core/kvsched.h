@@ -84,10 +84,12 @@ void kvs_config_init(struct kvs_config *c);	/* every field unset */
  * of them the engine takes from the prefix cache and does not compute:
  * vLLM v0 schedules an admitted prompt's cached tokens with its uncached
  * ones (replay R62's c); every other built-in policy schedules computed
- * tokens only (cached 0).  `stale` of the cached ones were no longer in
- * the cache when the request was admitted (vLLM v0 counts them from a
- * memo taken while the request waited, and its runner skips them too):
- * the engine's KV for them is never computed -- a hazard of the engine
+ * tokens only (cached 0).  `stale` of the cached ones had no computed KV
+ * in the cache when the request was admitted -- vLLM v0 counts them from
+ * a memo taken while the request waited (the blocks may have been evicted
+ * since), and counts blocks it marked computed after a prompt's first
+ * chunk though later chunks never ran -- and its runner skips them too:
+ * the engine's KV for them is never computed.  A hazard of the engine
  * modelled, reported, never hidden.
  */
 struct kvs_sched {
@@ -234,8 +236,8 @@ kvs_req kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i);
 
 /* Record r as scheduled for n tokens this step (status RUNNING). */
 kv_err kvs_emit_sched(kvs *s, kvs_req r, uint32_t n);
-/* The same, `cached` of the n from the prefix cache, `stale` of those no
- * longer in it (KV_EINVAL unless stale <= cached <= n). */
+/* The same, `cached` of the n from the prefix cache, `stale` of those
+ * without computed KV there (KV_EINVAL unless stale <= cached <= n). */
 kv_err kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
 			     uint32_t stale);
 /*

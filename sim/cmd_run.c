@@ -264,10 +264,10 @@ run_main(int argc, char **argv)
 	}
 	if (t.stale_cached_tokens > 0)
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " prompt tokens "
-			"were taken from the prefix cache after their blocks "
-			"had left it (vllm-v0's memo of cached tokens, "
-			"docs/scheduler.md): the engine never computes their "
-			"KV\n", t.stale_cached_tokens);
+			"were taken from the prefix cache without their KV "
+			"in it (vllm-v0's memo of cached tokens and its early "
+			"computed marks, docs/scheduler.md): the engine never "
+			"computes it\n", t.stale_cached_tokens);
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
 	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");

@@ -337,10 +337,10 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	printf("  digest %016" PRIx64 "\n", t.digest);
 	if (t.stale_tokens > 0)
 		printf("  engine hazard: %" PRIu64 " prompt tokens taken from "
-		       "the prefix cache after their blocks had left it "
-		       "(vllm-v0's memo of cached tokens, docs/scheduler.md); "
-		       "written here as a correct engine would, never "
-		       "computed by the engine modelled\n", t.stale_tokens);
+		       "the prefix cache without their KV in it (vllm-v0, "
+		       "docs/scheduler.md); written here as a correct engine "
+		       "would, never computed by the engine modelled\n",
+		       t.stale_tokens);
 	if (t.failures > 0)
 		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
 		       "%s\n", t.failures, t.first_failure);

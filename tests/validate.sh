@@ -77,6 +77,16 @@ grep -q 'engine hazard: [1-9]' "$tmp/vllm-v0-swap-true.out" ||
 	fail "vllm-v0 without prefix caching: stale cached tokens"
 [ "$(val vllm-v1-recompute-true stale_cached_tokens)" = 0 ] ||
 	fail "vllm-v1: stale cached tokens"
+# ... and takes blocks v0 marked computed after a prompt's first chunk,
+# left in the cache by a preemption before the rest ran (6 integrity
+# failures before they were counted)
+run v0chunk 0 "$top_srcdir/tests/gpu/v0-chunked-prefix.yaml" --seed 11 \
+	--out "$tmp/v0chunk"
+[ "$(val v0chunk failures)" = 0 ] || fail "v0 chunked: failures"
+[ "$(val v0chunk stale_cached_tokens)" -gt 0 ] ||
+	fail "v0 chunked: no stale cached tokens"
+[ "$(val v0chunk frag_poison_slots)" = "$(val v0chunk frag_unwritten_slots)" ] ||
+	fail "v0 chunked: fragmentation count"
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
