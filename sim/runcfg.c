@@ -796,9 +796,11 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 	memcpy(key, assign, klen);
 	key[klen] = '\0';
 	if (strncmp(key, "workload.", 9) == 0) {
-		/* "a.b.c=v" -> "{a: {b: {c: v}}}" through the YAML reader. */
-		char *text, *p;
-		size_t n = strlen(assign) * 2 + 64, depth = 0;
+		/* "a.b.c=v" -> "{a: {b: {c: "v"}}}" through the YAML reader;
+		 * v escaped, so that no character of it is taken as syntax
+		 * (or refused, or folded) by the reader. */
+		char *text = NULL;
+		size_t n = 0, depth = 0;
 		FILE *mf;
 		kv_err e;
 
@@ -806,28 +808,26 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 		if (!workload_key_ok(key + 9))
 			return fail(err, errlen, where, "unknown key '%s'",
 				    key);
-		text = malloc(n);
-		if (text == NULL)
+		mf = open_memstream(&text, &n);
+		if (mf == NULL)
 			return KV_ENOMEM;
-		p = text;
-		p += sprintf(p, "{workload: {");
+		fputs("{workload: {", mf);
 		for (const char *s = key + 9; *s; s++) {
 			if (*s == '.') {
-				p += sprintf(p, ": {");
+				fputs(": {", mf);
 				depth++;
 			} else
-				*p++ = *s;
+				fputc(*s, mf);
 		}
-		p += sprintf(p, ": \"");
-		for (const char *s = eq + 1; *s; s++) {
-			if (*s == '"' || *s == '\\')
-				*p++ = '\\';
-			*p++ = *s;
-		}
-		*p++ = '"';
+		fputs(": \"", mf);
+		wl_yaml_escape(mf, eq + 1);
+		fputc('"', mf);
 		for (size_t i = 0; i < depth + 2; i++)
-			*p++ = '}';
-		*p = '\0';
+			fputc('}', mf);
+		if (fclose(mf) != 0) {
+			free(text);
+			return KV_ENOMEM;
+		}
 		mf = fmemopen(text, strlen(text), "r");
 		if (mf == NULL) {
 			free(text);
@@ -943,16 +943,29 @@ put_opt_u64(FILE *f, const char *k, uint64_t v, bool set)
 		fprintf(f, "  %s: auto\n", k);
 }
 
+/* "KEY: "VALUE"", the value escaped for a YAML double-quoted scalar. */
+static void
+put_str(FILE *f, const char *k, const char *v)
+{
+	fprintf(f, "%s: \"", k);
+	wl_yaml_escape(f, v);
+	fputs("\"\n", f);
+}
+
 void
 sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		 FILE *f)
 {
 	const struct sz_engine *e = &c->eng;
 
-	fprintf(f, "# kvsim run: the resolved configuration (source: %s)\n",
-		c->source);
-	fprintf(f, "model: \"%s\"\ngpu: \"%s\"\npolicy: \"%s\"\n", c->model,
-		c->gpu, c->policy);
+	/* Escaped in the comment too: a newline would end it, and libyaml
+	 * refuses control characters anywhere in the file. */
+	fputs("# kvsim run: the resolved configuration (source: ", f);
+	wl_yaml_escape(f, c->source);
+	fputs(")\n", f);
+	put_str(f, "model", c->model);
+	put_str(f, "gpu", c->gpu);
+	put_str(f, "policy", c->policy);
 	fprintf(f, "replicas: %" PRIu32 "\nrouter: %s\nseed: %" PRIu64 "\n",
 		c->replicas, sim_router_name(c->router), c->seed);
 	fprintf(f, "engine:\n");
@@ -1007,7 +1020,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		fprintf(f, "  host_memory: %s\n",
 			cost_hostmem_name((enum cost_hostmem)c->host_memory));
 	if (c->calibration[0] != '\0')
-		fprintf(f, "  calibration: \"%s\"\n", c->calibration);
+		put_str(f, "  calibration", c->calibration);
 	fprintf(f, "output:\n  timeseries_interval_s: %.17g\n"
 		"  heartbeat_interval_s: %.17g\n", c->timeseries_interval_s,
 		c->heartbeat_interval_s);
@@ -1021,16 +1034,5 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 			fprintf(f, "  e2e_s: %.17g\n", c->slo_e2e_s);
 	}
 	fprintf(f, "workload:\n");
-	if (c->wl.trace != NULL) {
-		fprintf(f, "  trace: \"%s\"\n", c->wl.trace);
-		fprintf(f, "  format: %s\n", wl_format_name(c->wl.format));
-	} else {
-		fprintf(f, "  # generator: see the source configuration\n");
-	}
-	fprintf(f, "  seed: %" PRIu64 "\n", c->wl.seed);
-	fprintf(f, "  vocab_size: %" PRIu32 "\n", c->wl.vocab_size);
-	fprintf(f, "  time_scale: %.17g\n", c->wl.time_scale);
-	if (c->wl.target_rate > 0)
-		fprintf(f, "  target_rate: %.17g\n", c->wl.target_rate);
-	fprintf(f, "  max_requests: %" PRIu64 "\n", c->wl.max_requests);
+	wl_config_write_yaml(&c->wl, f, 2);
 }

@@ -1,7 +1,8 @@
 /*
  * check_wl.c -- workloads/: parsers, every trace reader on the committed
  * fixtures (tests/fixtures/wl), bad input with its exact FILE:LINE:COL
- * message, transformations, the YAML `workload:` section and the kvsim
+ * message, transformations, the YAML `workload:` section (read, and
+ * written back by wl_config_write_yaml to the same stream) and the kvsim
  * CSV round trip.  Generators: check_wl_gen.c; real traces:
  * check_wl_traces.c.
  */
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAXR 64
 
@@ -885,6 +887,310 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+/* ------------------------------------------- the YAML section written back */
+
+static void
+same_bits(double a, double b)
+{
+	ck_assert_msg(memcmp(&a, &b, sizeof(a)) == 0, "%.17g != %.17g", a, b);
+}
+
+static void
+same_dist(const struct wl_dist *a, const struct wl_dist *b)
+{
+	ck_assert_int_eq(a->kind, b->kind);
+	ck_assert_int_eq(a->min, b->min);
+	ck_assert_int_eq(a->max, b->max);
+	switch (a->kind) {
+	case WL_DIST_FIXED:
+		same_bits(a->value, b->value);
+		break;
+	case WL_DIST_NORMAL:
+		same_bits(a->mean, b->mean);
+		same_bits(a->sd, b->sd);
+		break;
+	case WL_DIST_LOGNORMAL:
+		same_bits(a->mu, b->mu);
+		same_bits(a->sigma, b->sigma);
+		break;
+	case WL_DIST_ZIPF:
+		same_bits(a->s, b->s);
+		break;
+	case WL_DIST_EMPIRICAL:
+		ck_assert_uint_eq(a->nvalues, b->nvalues);
+		ck_assert(memcmp(a->values, b->values,
+		    a->nvalues * sizeof(double)) == 0);
+		ck_assert((a->weights == NULL) == (b->weights == NULL));
+		if (a->weights != NULL)
+			ck_assert(memcmp(a->weights, b->weights,
+			    a->nvalues * sizeof(double)) == 0);
+		break;
+	case WL_DIST_UNIFORM:
+		break;
+	}
+}
+
+/* b names the file a does, made absolute. */
+static void
+same_path(const char *a, const char *b)
+{
+	char want[5000], cwd[4096];
+
+	if (a == NULL) {
+		ck_assert_ptr_null(b);
+		return;
+	}
+	ck_assert_ptr_nonnull(b);
+	if (a[0] == '/' || strcmp(a, "-") == 0) {
+		ck_assert_str_eq(a, b);
+		return;
+	}
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	snprintf(want, sizeof(want), "%s/%s", cwd, a);
+	ck_assert_str_eq(b, want);
+}
+
+/* Every field the stream reads (the trace's settings or the generator's). */
+static void
+same_config(const struct wl_config *a, const struct wl_config *b)
+{
+	const struct wl_gen_config *g = &a->gen, *h = &b->gen;
+
+	same_path(a->trace, b->trace);
+	if (a->trace != NULL)
+		ck_assert_int_eq(a->format, b->format);
+	ck_assert_int_eq(a->on_error, b->on_error);
+	ck_assert_int_eq(a->order, b->order);
+	ck_assert_uint_eq(a->sort_window, b->sort_window);
+	ck_assert_uint_eq(a->hash_block_tokens, b->hash_block_tokens);
+	ck_assert_uint_eq(a->seed, b->seed);
+	ck_assert_uint_eq(a->vocab_size, b->vocab_size);
+	same_bits(a->time_scale, b->time_scale);
+	same_bits(a->target_rate, b->target_rate);
+	same_bits(a->window_start_s, b->window_start_s);
+	same_bits(a->window_end_s, b->window_end_s);
+	ck_assert_uint_eq(a->max_requests, b->max_requests);
+	ck_assert_uint_eq(a->min_prompt, b->min_prompt);
+	ck_assert_uint_eq(a->max_prompt, b->max_prompt);
+	ck_assert_uint_eq(a->min_output, b->min_output);
+	ck_assert_uint_eq(a->max_output, b->max_output);
+	ck_assert_uint_eq(a->max_total, b->max_total);
+	ck_assert_uint_eq(a->max_model_len, b->max_model_len);
+	ck_assert_uint_eq(a->cap_prompt, b->cap_prompt);
+	ck_assert_uint_eq(a->cap_output, b->cap_output);
+	ck_assert_uint_eq(a->tile_copies, b->tile_copies);
+	same_bits(a->tile_period_s, b->tile_period_s);
+	ck_assert(a->tile_share == b->tile_share);
+	if (a->trace != NULL)
+		return;
+	ck_assert_uint_eq(g->requests, h->requests);
+	same_bits(g->duration_s, h->duration_s);
+	ck_assert_int_eq(g->arrival.kind, h->arrival.kind);
+	switch (g->arrival.kind) {
+	case WL_ARR_GAMMA:
+		same_bits(g->arrival.cv, h->arrival.cv);
+		/* FALLTHROUGH */
+	case WL_ARR_POISSON:
+	case WL_ARR_CONSTANT:
+		same_bits(g->arrival.rate, h->arrival.rate);
+		break;
+	case WL_ARR_ONOFF:
+		same_bits(g->arrival.rate, h->arrival.rate);
+		same_bits(g->arrival.on_s, h->arrival.on_s);
+		same_bits(g->arrival.off_s, h->arrival.off_s);
+		same_bits(g->arrival.off_rate, h->arrival.off_rate);
+		break;
+	case WL_ARR_SCHEDULE:
+		ck_assert(g->arrival.repeat == h->arrival.repeat);
+		ck_assert_uint_eq(g->arrival.nsegs, h->arrival.nsegs);
+		for (size_t i = 0; i < g->arrival.nsegs; i++) {
+			same_bits(g->arrival.segs[i].duration_s,
+			    h->arrival.segs[i].duration_s);
+			same_bits(g->arrival.segs[i].rate,
+			    h->arrival.segs[i].rate);
+		}
+		break;
+	}
+	same_dist(&g->prompt, &h->prompt);
+	same_dist(&g->output, &h->output);
+	same_dist(&g->priority, &h->priority);
+	same_dist(&g->n, &h->n);
+	same_path(g->lengths_trace, h->lengths_trace);
+	if (g->lengths_trace != NULL)
+		ck_assert_int_eq(g->lengths_format, h->lengths_format);
+	ck_assert_uint_eq(g->systems, h->systems);
+	same_bits(g->system_zipf_s, h->system_zipf_s);
+	same_dist(&g->system_len, &h->system_len);
+	same_bits(g->system_fraction, h->system_fraction);
+	same_dist(&g->turns, &h->turns);
+	same_bits(g->think_s, h->think_s);
+	ck_assert_uint_eq(g->max_context, h->max_context);
+}
+
+static char *
+write_yaml(const struct wl_config *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	wl_config_write_yaml(c, f, 0);
+	ck_assert_int_eq(fclose(f), 0);
+	return buf;
+}
+
+/* Sections covering every arrival process and distribution kind, both
+ * lognormal forms, system prompts, sessions, lengths_from and a trace
+ * with every setting; %s is the fixtures' folder. */
+static const char *const rt_yaml[] = {
+	"{seed: 11, generator: {requests: 40, arrival: {process: poisson, "
+	"rate: 0.7}, prompt: {dist: lognormal, mu: 5.1, sigma: 0.3}, "
+	"output: {dist: empirical, values: [3, 17, 40.5]}, priority: {dist: "
+	"normal, mean: -2, sd: 3, min: -10, max: 10}, n: 2}}",
+	"{generator: {requests: 30, arrival: {process: onoff, rate: 5, "
+	"on_s: 2.5, off_s: 1, off_rate: 0.25}, prompt: {dist: uniform, "
+	"min: 10, max: 90}, output: {dist: zipf, s: 0.7, min: 2, max: 50}}}",
+	"{time_scale: 0.3, window: {start_s: 1, end_s: 30}, filter: "
+	"{min_prompt_tokens: 20, max_total_tokens: 5000}, cap: "
+	"{output_tokens: 64}, tile: {copies: 2, period_s: 40, "
+	"share_prefixes: true}, max_requests: 30, generator: {requests: 50, "
+	"arrival: {process: constant, rate: 3}, prompt: {dist: normal, "
+	"mean: 300, sd: 100}}}",
+	"{max_requests: 60, generator: {requests: 0, duration_s: 20.5, "
+	"arrival: {process: schedule, repeat: true, segments: [{duration_s: "
+	"2, rate: 3}, {duration_s: 1.5, rate: 0}]}, prefix: {systems: 3, "
+	"zipf_s: 0.8, length: {dist: lognormal, mean: 200, cv: 0.5}, "
+	"fraction: 0.6}}}",
+	"{generator: {requests: 0, arrival: {process: schedule, segments: "
+	"[{duration_s: 5, rate: 4}]}, prompt: {dist: fixed, value: 7, "
+	"max: 9}}}",
+	"{seed: 5, generator: {requests: 40, arrival: {process: gamma, "
+	"rate: 2, cv: 0.4}, lengths_from: {trace: %s/azure.csv, format: "
+	"azure}, sessions: {turns: {dist: empirical, values: [1, 3], "
+	"weights: [1, 2]}, think_s: 0.5, max_context: 3000}}}",
+	"{trace: %s/azure.csv, format: azure, on_error: skip, "
+	"order: sort, sort_window: 7, hash_block_tokens: 16, vocab_size: "
+	"1000, target_rate: 3, max_model_len: 4000}",
+};
+
+static void
+same_stream(const struct wl_config *a, const struct wl_config *b)
+{
+	static struct req qa[MAXR], qb[MAXR];
+	size_t na, nb;
+	char msg[1200];
+
+	ck_assert_msg(drain(a, qa, &na, NULL, msg, sizeof(msg)) == WL_END,
+	    "%s", msg);
+	ck_assert_msg(drain(b, qb, &nb, NULL, msg, sizeof(msg)) == WL_END,
+	    "%s", msg);
+	ck_assert_uint_gt(na, 0);
+	ck_assert_uint_eq(na, nb);
+	for (size_t i = 0; i < na; i++) {
+		const struct wl_request *x = &qa[i].r, *y = &qb[i].r;
+
+		ck_assert_int_eq(x->arrival_ns, y->arrival_ns);
+		ck_assert_uint_eq(x->prompt_tokens, y->prompt_tokens);
+		ck_assert_uint_eq(x->output_tokens, y->output_tokens);
+		ck_assert_int_eq(x->priority, y->priority);
+		ck_assert_uint_eq(x->n, y->n);
+		ck_assert_uint_eq(x->session, y->session);
+		ck_assert_uint_eq(x->turn, y->turn);
+		ck_assert_int_eq(x->think_ns, y->think_ns);
+		ck_assert_uint_eq(x->out_key, y->out_key);
+		ck_assert_uint_eq(x->nsegs, y->nsegs);
+		for (uint32_t k = 0; k < x->nsegs; k++) {
+			ck_assert_uint_eq(x->segs[k].key, y->segs[k].key);
+			ck_assert_uint_eq(x->segs[k].len, y->segs[k].len);
+		}
+	}
+}
+
+/* Written, read back over the defaults: the same fields, the same text
+ * written again, the same stream. */
+START_TEST(test_yaml_write)
+{
+	struct wl_config a, b;
+	struct wl_error err;
+	char text[2000], dir[1100];
+	char *t1, *t2;
+
+	wl_config_init(&a);
+	if (_i == 0) {
+		ck_assert_int_eq(wl_config_load(fx("yaml/gen.yaml"), &a, &err),
+		    WL_OK);
+		a.max_requests = 60;
+	} else {
+		snprintf(dir, sizeof(dir), "%s", fx("x"));
+		dir[strlen(dir) - 2] = '\0';
+		snprintf(text, sizeof(text), rt_yaml[_i - 1], dir);
+		ck_assert_int_eq(apply_yaml(text, &a, &err), WL_OK);
+	}
+	t1 = write_yaml(&a);
+	wl_config_init(&b);
+	ck_assert_msg(apply_yaml(t1, &b, &err) == WL_OK, "%s: %s", t1,
+	    err.what);
+	same_config(&a, &b);
+	t2 = write_yaml(&b);
+	ck_assert_str_eq(t1, t2);
+	same_stream(&a, &b);
+	free(t1);
+	free(t2);
+	wl_config_release(&a);
+	wl_config_release(&b);
+}
+END_TEST
+
+/* Escaped strings are valid YAML and read back as they were. */
+START_TEST(test_yaml_escape)
+{
+	static const char *const in[] = {
+		"plain/path.csv",
+		"a \"quoted\" back\\slash",
+		"tab\tnew\nline\rcr \x01 \x1b \x7f",
+		"caf\xc3\xa9 \xc2\x85 \xe2\x80\xa8 \xef\xbb\xbf "
+		"\xf0\x9f\x98\x80",
+	};
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	wl_yaml_escape(f, "q\"b\\ t\t n\n c\x01 d\x7f e\xc2\x85 l\xe2\x80\xa8"
+	    " x\xff");
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_str_eq(buf, "q\\\"b\\\\ t\\t n\\n c\\x01 d\\x7F e\\x85 "
+	    "l\\u2028 x\\xFF");
+	free(buf);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		yaml_parser_t parser;
+		yaml_document_t doc;
+		yaml_node_t *root;
+
+		buf = NULL;
+		f = open_memstream(&buf, &len);
+		ck_assert_ptr_nonnull(f);
+		fputc('"', f);
+		wl_yaml_escape(f, in[i]);
+		fputc('"', f);
+		ck_assert_int_eq(fclose(f), 0);
+		ck_assert(yaml_parser_initialize(&parser));
+		yaml_parser_set_input_string(&parser,
+		    (const unsigned char *)buf, len);
+		ck_assert_msg(yaml_parser_load(&parser, &doc), "%s", buf);
+		root = yaml_document_get_root_node(&doc);
+		ck_assert_ptr_nonnull(root);
+		ck_assert_int_eq(root->type, YAML_SCALAR_NODE);
+		ck_assert_str_eq((const char *)root->data.scalar.value, in[i]);
+		yaml_document_delete(&doc);
+		yaml_parser_delete(&parser);
+		free(buf);
+	}
+}
+END_TEST
+
 static Suite *
 wl_suite(void)
 {
@@ -913,6 +1219,9 @@ wl_suite(void)
 	    sizeof(yaml_bad) / sizeof(yaml_bad[0]));
 	tcase_add_test(tc, test_config_check);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_add_loop_test(tc, test_yaml_write, 0,
+	    1 + sizeof(rt_yaml) / sizeof(rt_yaml[0]));
+	tcase_add_test(tc, test_yaml_escape);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -65,6 +65,16 @@
 #     stderr with its FILE:LINE:COL (it used to vanish without a word),
 #     and `auto` gives a key with a plain default its default back
 #     (engine.swap_space, model, replicas were refused).
+# 17. a generator's config.yaml is the same workload: for generators with
+#     every arrival process and distribution kind (a lognormal given as
+#     mean and cv too), system prompts, sessions, lengths_from (a path
+#     relative to the current directory) and the stream's settings
+#     (window, filter, cap, tile, time_scale, target_rate), running the
+#     config.yaml a run wrote gives byte-identical requests.csv (run_id
+#     included) and the same config.yaml (it used to run the bundled
+#     Azure trace instead); paths holding a double quote, a backslash and
+#     a newline are escaped in config.yaml, which runs again to the same
+#     requests.csv.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -168,6 +178,9 @@ expect_bad "^--set workload\\.max_requests=abc: max_requests: expected an intege
 expect_bad "^--set workload\\.tile\\.copies=x: copies: expected" \
 	--set workload.tile.copies=x
 expect_bad "^--set workload\\.=1: unknown key 'workload\\.'\$" --set workload.=1
+# a key of many parts (its YAML text once overflowed a heap buffer)
+expect_bad "unknown key 'a' in workload" --set \
+	"workload$(i=0; while [ $i -lt 80 ]; do printf .a; i=$((i + 1)); done)=1"
 expect_bad "^--seed abc: seed: expected a non-negative integer, got 'abc'\$" \
 	--seed abc
 expect_bad "bad_window.yaml:4:14: start_s: must be at most 1e9 s" \
@@ -430,4 +443,137 @@ grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
 	bad "auto for keys with plain defaults"
 grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
 	bad "engine.swap_space=auto: not the default 4"
+
+# 17.
+R=$T/rt
+mkdir -p "$R/len"
+head -301 "$top_srcdir/data/azure_llm_2023_conv_excerpt.csv" >"$R/len/az.csv"
+cat >"$R/poisson.yaml" <<'EOF2'
+seed: 4
+workload:
+  seed: 11
+  generator:
+    requests: 60
+    arrival: {process: poisson, rate: 3.3}
+    prompt: {dist: lognormal, mean: 700, cv: 0.9, min: 8, max: 6000}
+    output: {dist: empirical, values: [3, 17, 40.5, 90]}
+    priority: {dist: normal, mean: -2, sd: 3, min: -10, max: 10}
+    n: {dist: empirical, values: [1, 2], weights: [0.7, 0.3]}
+EOF2
+cat >"$R/gamma.yaml" <<'EOF2'
+workload:
+  vocab_size: 50000
+  generator:
+    requests: 80
+    arrival: {process: gamma, rate: 2, cv: 2.7}
+    prompt: {dist: zipf, s: 0.9, min: 20, max: 900}
+    output: {dist: uniform, min: 4, max: 60}
+    prefix:
+      systems: 3
+      zipf_s: 0.7
+      length: {dist: lognormal, mu: 5.5, sigma: 0.25}
+      fraction: 0.8
+    sessions:
+      turns: {dist: uniform, min: 1, max: 5}
+      think_s: 1.5
+      max_context: 4000
+EOF2
+cat >"$R/onoff.yaml" <<'EOF2'
+workload:
+  generator:
+    requests: 50
+    arrival: {process: onoff, rate: 8, on_s: 2.5, off_s: 1.25, off_rate: 0.5}
+    prompt: {dist: normal, mean: 300, sd: 90, max: 1000}
+    output: 33
+EOF2
+cat >"$R/repeat.yaml" <<'EOF2'
+workload:
+  generator:
+    requests: 0
+    duration_s: 30.5
+    arrival:
+      process: schedule
+      repeat: true
+      segments:
+        - {duration_s: 4, rate: 3}
+        - {duration_s: 2.5, rate: 0}
+    prompt: {dist: fixed, value: 120, min: 100, max: 200}
+    sessions:
+      turns: {dist: empirical, values: [1, 3], weights: [2, 1]}
+      think_s: 0.7
+EOF2
+cat >"$R/schedule.yaml" <<'EOF2'
+workload:
+  generator:
+    requests: 0
+    arrival:
+      process: schedule
+      segments:
+        - {duration_s: 10, rate: 2}
+        - {duration_s: 5, rate: 9}
+    output: {dist: zipf, s: 1.3, min: 2, max: 300}
+EOF2
+cat >"$R/lengths.yaml" <<'EOF2'
+workload:
+  generator:
+    requests: 70
+    arrival: {process: constant, rate: 6}
+    lengths_from: {trace: len/az.csv, format: azure}
+EOF2
+cat >"$R/stream.yaml" <<'EOF2'
+workload:
+  time_scale: 0.25
+  target_rate: 4
+  max_requests: 45
+  max_model_len: 5000
+  window: {start_s: 2, end_s: 60}
+  filter: {min_prompt_tokens: 50, max_total_tokens: 4000}
+  cap: {prompt_tokens: 2500, output_tokens: 200}
+  tile: {copies: 2, period_s: 100, share_prefixes: true}
+  generator:
+    requests: 120
+    arrival: {process: poisson, rate: 2}
+    prompt: {dist: lognormal, mean: 600, cv: 1.5}
+    prefix: {systems: 2, length: 64}
+EOF2
+for n in poisson gamma onoff repeat schedule lengths stream; do
+	# from $R, so that lengths.yaml's path is relative to the current
+	# directory as well as to the file
+	(cd "$R" && "$KVSIM" run -q --no-plot --out "$n.a" "$n.yaml") ||
+		{ bad "round trip $n: run failed"; continue; }
+	"$KVSIM" run -q --no-plot --out "$R/$n.b" "$R/$n.a/config.yaml" ||
+		{ bad "round trip $n: its config.yaml does not run"; continue; }
+	grep -q '^  generator:$' "$R/$n.a/config.yaml" ||
+		bad "round trip $n: config.yaml has no generator"
+	[ "$(wc -l <"$R/$n.a/requests.csv")" -gt 10 ] ||
+		bad "round trip $n: too few requests"
+	cmp -s "$R/$n.a/requests.csv" "$R/$n.b/requests.csv" ||
+		bad "round trip $n: requests.csv differs"
+	sed 1d "$R/$n.a/config.yaml" >"$R/$n.ca"
+	sed 1d "$R/$n.b/config.yaml" >"$R/$n.cb"
+	cmp -s "$R/$n.ca" "$R/$n.cb" || bad "round trip $n: config.yaml differs"
+done
+grep -q "^    lengths_from: {trace: \"$R/len/az.csv\", format: azure}\$" \
+	"$R/lengths.a/config.yaml" ||
+	bad "round trip: lengths_from's trace not written absolute"
+grep -q '^    prompt: {dist: lognormal, mu: [-0-9.e]*, sigma: [0-9.e-]*}$' \
+	"$R/stream.a/config.yaml" || bad "round trip: lognormal not as mu, sigma"
+Q=$(printf '%s/a"b\\c\nd' "$T")
+mkdir -p "$Q"
+head -41 "$top_srcdir/data/azure_llm_2023_conv_excerpt.csv" >"$Q/t\"1\\.csv"
+cp "$D/calib.yaml" "$Q/cal.yaml"
+printf '%s\n' 'cost: {calibration: cal.yaml}' 'workload:' \
+	"  trace: 't\"1\\.csv'" >"$Q/c.yaml"
+"$KVSIM" run -q --no-plot --out "$T/qa" "$Q/c.yaml" ||
+	bad "trace path with a quote and a backslash"
+grep -q '^  trace: ".*/a\\"b\\\\c\\nd/t\\"1\\\\.csv"$' "$T/qa/config.yaml" ||
+	bad "trace path not escaped in config.yaml"
+grep -q '^# kvsim run: .*(source: .*a\\"b\\\\c\\nd/c.yaml)$' \
+	"$T/qa/config.yaml" ||
+	bad "source comment not escaped in config.yaml"
+"$KVSIM" run -q --no-plot --out "$T/qb" "$T/qa/config.yaml" ||
+	bad "config.yaml with an escaped trace path does not run"
+cmp -s "$T/qa/requests.csv" "$T/qb/requests.csv" ||
+	bad "escaped paths: requests.csv differs"
+[ "$(wc -l <"$T/qb/requests.csv")" = 41 ] || bad "escaped paths: not 40 rows"
 exit $fail

@@ -255,6 +255,24 @@ wl_err wl_config_from_yaml(struct yaml_document_s *doc,
  */
 wl_err wl_config_load(const char *path, struct wl_config *c,
     struct wl_error *err);
+/*
+ * The inverse of wl_config_from_yaml: c as the body of a `workload:`
+ * mapping, each key at `indent` spaces.  Read back over wl_config_init()
+ * it gives the same stream: the same value in every field the stream
+ * reads (a trace's settings, or the generator's, each distribution's
+ * and arrival process's own parameters; a lognormal as mu and sigma),
+ * numbers in the fewest digits that read back bit for bit.  Relative
+ * paths are written absolute (against the current directory), so the
+ * text names the same files wherever it is read.
+ */
+void wl_config_write_yaml(const struct wl_config *c, FILE *f, int indent);
+/*
+ * s escaped for the inside of a YAML double-quoted scalar: `"`, `\`,
+ * control characters and line separators as escapes, other valid UTF-8
+ * as is, each byte of invalid UTF-8 as \xHH (which reads back as the code
+ * point, not the byte: libyaml reads UTF-8 only).
+ */
+void wl_yaml_escape(FILE *f, const char *s);
 
 /* Streams ------------------------------------------------------------- */
 

@@ -1,6 +1,7 @@
 /*
  * wl_config.c -- the workload configuration: defaults, checks, copies, and
- * the YAML `workload:` section (keys and defaults: docs/workloads.md).
+ * the YAML `workload:` section, read and written back (keys and defaults:
+ * docs/workloads.md).
  *
  * The YAML reader is strict: an unknown key, a value of the wrong type or
  * out of range is an error carrying the node's FILE:LINE:COL, so a typo
@@ -11,10 +12,12 @@
 #include "workloads/wl_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -1108,4 +1111,304 @@ out:
 	yaml_parser_delete(&parser);
 	fclose(f);
 	return rc;
+}
+
+/* Writing it back ------------------------------------------------------- */
+
+/* The code point of the valid UTF-8 sequence at s, and its length; 0 if
+ * the bytes there are not one (overlong, a surrogate, cut short). */
+static int
+utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t c, min;
+	int n;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	n = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	min = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+	c = s[0] & (0x7fu >> n);
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3fu);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+void
+wl_yaml_escape(FILE *f, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s != '\0') {
+		uint32_t cp;
+		int n;
+
+		if (*s == '"' || *s == '\\') {
+			fputc('\\', f);
+			fputc(*s++, f);
+		} else if (*s >= 0x20 && *s < 0x7f) {
+			fputc(*s++, f);
+		} else if (*s < 0x80) {
+			/* libyaml refuses control characters, even quoted */
+			if (*s == '\t')
+				fputs("\\t", f);
+			else if (*s == '\n')
+				fputs("\\n", f);
+			else if (*s == '\r')
+				fputs("\\r", f);
+			else
+				fprintf(f, "\\x%02X", *s);
+			s++;
+		} else if ((n = utf8_seq(s, &cp)) == 0) {
+			fprintf(f, "\\x%02X", *s++);
+		} else if (cp <= 0x9f || cp == 0x2028 || cp == 0x2029 ||
+		    cp == 0xfeff || cp == 0xfffe || cp == 0xffff) {
+			/* C1 controls, NEL and the Unicode line and paragraph
+			 * separators (which a quoted scalar would fold), the
+			 * byte-order mark and the two non-characters */
+			fprintf(f, cp <= 0xff ? "\\x%02" PRIX32 :
+			    "\\u%04" PRIX32, cp);
+			s += n;
+		} else {
+			fwrite(s, 1, (size_t)n, f);
+			s += n;
+		}
+	}
+}
+
+/* The fewest digits (15 to 17) that strtod reads back as v, bit for bit. */
+static void
+put_num(FILE *f, double v)
+{
+	char buf[32];
+
+	for (int p = 15; p <= 17; p++) {
+		snprintf(buf, sizeof(buf), "%.*g", p, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fputs(buf, f);
+}
+
+/* A path in quotes, made absolute unless it is "-" (standard input). */
+static void
+put_path(FILE *f, const char *path)
+{
+	char cwd[4096];
+
+	fputc('"', f);
+	if (path[0] != '/' && strcmp(path, "-") != 0 &&
+	    getcwd(cwd, sizeof(cwd)) != NULL) {
+		wl_yaml_escape(f, cwd);
+		fputc('/', f);
+	}
+	wl_yaml_escape(f, path);
+	fputc('"', f);
+}
+
+static void
+put_list(FILE *f, const char *key, const double *v, size_t n)
+{
+	fprintf(f, ", %s: [", key);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			fputs(", ", f);
+		put_num(f, v[i]);
+	}
+	fputc(']', f);
+}
+
+/*
+ * A distribution in flow style: its kind, the kind's own parameters, and
+ * min and max where they are not the defaults `def` holds (always for
+ * uniform and zipf, whose support they are).  min comes before max: the
+ * reader takes a min only within the bounds it holds, and from the
+ * defaults it only ever raises min and lowers max, so a configuration it
+ * read has def->min <= min <= max <= def->max.
+ */
+static void
+put_dist(FILE *f, const struct wl_dist *d, const struct wl_dist *def)
+{
+	bool support = d->kind == WL_DIST_UNIFORM || d->kind == WL_DIST_ZIPF;
+
+	fprintf(f, "{dist: %s", dist_names[d->kind]);
+	switch (d->kind) {
+	case WL_DIST_FIXED:
+		fputs(", value: ", f);
+		put_num(f, d->value);
+		break;
+	case WL_DIST_UNIFORM:
+		break;
+	case WL_DIST_NORMAL:
+		fputs(", mean: ", f);
+		put_num(f, d->mean);
+		fputs(", sd: ", f);
+		put_num(f, d->sd);
+		break;
+	case WL_DIST_LOGNORMAL:
+		/* mean and cv were turned into these: the exact form */
+		fputs(", mu: ", f);
+		put_num(f, d->mu);
+		fputs(", sigma: ", f);
+		put_num(f, d->sigma);
+		break;
+	case WL_DIST_ZIPF:
+		fputs(", s: ", f);
+		put_num(f, d->s);
+		break;
+	case WL_DIST_EMPIRICAL:
+		put_list(f, "values", d->values, d->nvalues);
+		if (d->weights != NULL)
+			put_list(f, "weights", d->weights, d->nvalues);
+		break;
+	}
+	if (support || d->min != def->min)
+		fprintf(f, ", min: %" PRId64, d->min);
+	if (support || d->max != def->max)
+		fprintf(f, ", max: %" PRId64, d->max);
+	fputs("}\n", f);
+}
+
+static void
+put_arrival(FILE *f, const struct wl_arrival *a, int in)
+{
+	fprintf(f, "%*sarrival:\n%*sprocess: %s\n", in, "", in + 2, "",
+	    arrival_names[a->kind]);
+	if (a->kind != WL_ARR_SCHEDULE) {
+		fprintf(f, "%*srate: ", in + 2, "");
+		put_num(f, a->rate);
+		fputc('\n', f);
+	}
+	if (a->kind == WL_ARR_GAMMA) {
+		fprintf(f, "%*scv: ", in + 2, "");
+		put_num(f, a->cv);
+		fputc('\n', f);
+	}
+	if (a->kind == WL_ARR_ONOFF) {
+		fprintf(f, "%*son_s: ", in + 2, "");
+		put_num(f, a->on_s);
+		fprintf(f, "\n%*soff_s: ", in + 2, "");
+		put_num(f, a->off_s);
+		fprintf(f, "\n%*soff_rate: ", in + 2, "");
+		put_num(f, a->off_rate);
+		fputc('\n', f);
+	}
+	if (a->kind == WL_ARR_SCHEDULE) {
+		fprintf(f, "%*srepeat: %s\n%*ssegments:\n", in + 2, "",
+		    a->repeat ? "true" : "false", in + 2, "");
+		for (size_t i = 0; i < a->nsegs; i++) {
+			fprintf(f, "%*s- {duration_s: ", in + 4, "");
+			put_num(f, a->segs[i].duration_s);
+			fputs(", rate: ", f);
+			put_num(f, a->segs[i].rate);
+			fputs("}\n", f);
+		}
+	}
+}
+
+static void
+put_generator(FILE *f, const struct wl_gen_config *g,
+    const struct wl_gen_config *def, int in)
+{
+	fprintf(f, "%*sgenerator:\n", in, "");
+	in += 2;
+	fprintf(f, "%*srequests: %" PRIu64 "\n%*sduration_s: ", in, "",
+	    g->requests, in, "");
+	put_num(f, g->duration_s);
+	fputc('\n', f);
+	put_arrival(f, &g->arrival, in);
+	fprintf(f, "%*sprompt: ", in, "");
+	put_dist(f, &g->prompt, &def->prompt);
+	fprintf(f, "%*soutput: ", in, "");
+	put_dist(f, &g->output, &def->output);
+	fprintf(f, "%*spriority: ", in, "");
+	put_dist(f, &g->priority, &def->priority);
+	fprintf(f, "%*sn: ", in, "");
+	put_dist(f, &g->n, &def->n);
+	if (g->lengths_trace != NULL) {
+		fprintf(f, "%*slengths_from: {trace: ", in, "");
+		put_path(f, g->lengths_trace);
+		fprintf(f, ", format: %s}\n", wl_format_name(g->lengths_format));
+	}
+	fprintf(f, "%*sprefix:\n%*ssystems: %" PRIu32 "\n%*szipf_s: ", in, "",
+	    in + 2, "", g->systems, in + 2, "");
+	put_num(f, g->system_zipf_s);
+	fprintf(f, "\n%*slength: ", in + 2, "");
+	put_dist(f, &g->system_len, &def->system_len);
+	fprintf(f, "%*sfraction: ", in + 2, "");
+	put_num(f, g->system_fraction);
+	fprintf(f, "\n%*ssessions:\n%*sturns: ", in, "", in + 2, "");
+	put_dist(f, &g->turns, &def->turns);
+	fprintf(f, "%*sthink_s: ", in + 2, "");
+	put_num(f, g->think_s);
+	fprintf(f, "\n%*smax_context: %" PRIu64 "\n", in + 2, "",
+	    g->max_context);
+}
+
+void
+wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
+{
+	struct wl_config def;
+
+	wl_config_init(&def);
+	if (c->trace != NULL) {
+		fprintf(f, "%*strace: ", in, "");
+		put_path(f, c->trace);
+		fprintf(f, "\n%*sformat: %s\n", in, "",
+		    wl_format_name(c->format));
+	} else {
+		put_generator(f, &c->gen, &def.gen, in);
+	}
+	fprintf(f, "%*sseed: %" PRIu64 "\n", in, "", c->seed);
+	fprintf(f, "%*svocab_size: %" PRIu32 "\n", in, "", c->vocab_size);
+	fprintf(f, "%*stime_scale: ", in, "");
+	put_num(f, c->time_scale);
+	fputc('\n', f);
+	if (c->target_rate > 0) {
+		fprintf(f, "%*starget_rate: ", in, "");
+		put_num(f, c->target_rate);
+		fputc('\n', f);
+	}
+	fprintf(f, "%*smax_requests: %" PRIu64 "\n", in, "", c->max_requests);
+	fprintf(f, "%*son_error: %s\n%*sorder: %s\n", in, "",
+	    on_error_names[c->on_error], in, "", order_names[c->order]);
+	fprintf(f, "%*ssort_window: %" PRIu32 "\n", in, "", c->sort_window);
+	fprintf(f, "%*shash_block_tokens: %" PRIu32 "\n", in, "",
+	    c->hash_block_tokens);
+	/* The rest only where it is not the default (then it is off). */
+	if (c->max_model_len != 0)
+		fprintf(f, "%*smax_model_len: %" PRIu64 "\n", in, "",
+		    c->max_model_len);
+	if (c->window_start_s != 0 || c->window_end_s != 0) {
+		fprintf(f, "%*swindow: {start_s: ", in, "");
+		put_num(f, c->window_start_s);
+		fputs(", end_s: ", f);
+		put_num(f, c->window_end_s);
+		fputs("}\n", f);
+	}
+	if (c->min_prompt != 0 || c->max_prompt != 0 || c->min_output != 0 ||
+	    c->max_output != 0 || c->max_total != 0)
+		fprintf(f, "%*sfilter: {min_prompt_tokens: %" PRIu64
+		    ", max_prompt_tokens: %" PRIu64 ", min_output_tokens: %"
+		    PRIu64 ", max_output_tokens: %" PRIu64
+		    ", max_total_tokens: %" PRIu64 "}\n", in, "",
+		    c->min_prompt, c->max_prompt, c->min_output, c->max_output,
+		    c->max_total);
+	if (c->cap_prompt != 0 || c->cap_output != 0)
+		fprintf(f, "%*scap: {prompt_tokens: %" PRIu64
+		    ", output_tokens: %" PRIu64 "}\n", in, "", c->cap_prompt,
+		    c->cap_output);
+	if (c->tile_copies != 1 || c->tile_period_s != 0 || c->tile_share) {
+		fprintf(f, "%*stile: {copies: %" PRIu32 ", period_s: ", in, "",
+		    c->tile_copies);
+		put_num(f, c->tile_period_s);
+		fprintf(f, ", share_prefixes: %s}\n",
+		    c->tile_share ? "true" : "false");
+	}
+	wl_config_release(&def);
 }
