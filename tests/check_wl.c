@@ -788,6 +788,10 @@ static const struct {
 	{ "yaml/bad_enum.yaml",
 	  ":2:10: order: expected one of error, skip, sort, found 'shuffle'" },
 	{ "yaml/bad_cv.yaml", ":3:44: cv: must be >= 0, found -1" },
+	/* the default max is the longest length there is: every request
+	 * was refused, and the run exited 0 with nothing completed */
+	{ "yaml/bad_uniform.yaml",
+	  ":3:13: prompt: uniform needs max (and min, default 1)" },
 	{ "yaml/bad_type.yaml", ":2:15: time_scale: expected a number" },
 	{ "yaml/bad_syntax.yaml",
 	  ":3:1: found unexpected end of stream" },

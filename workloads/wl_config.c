@@ -557,7 +557,7 @@ y_dist(struct ycx *x, const yaml_node_t *n, const char *key,
 	yaml_node_t *kn, *vn;
 	double mean = NAN, sd = NAN, cv = NAN, mu = NAN, sigma = NAN;
 	size_t nw = 0;
-	bool have_values = false, have_weights = false;
+	bool have_values = false, have_weights = false, have_max = false;
 	char what[200];
 	wl_err rc;
 	int kind = -1;
@@ -590,8 +590,10 @@ y_dist(struct ycx *x, const yaml_node_t *n, const char *key,
 			rc = y_finite(x, vn, k, -HUGE_VAL, &d->value);
 		else if (strcmp(k, "min") == 0)
 			rc = y_i64(x, vn, k, d->min, d->max, &d->min);
-		else if (strcmp(k, "max") == 0)
+		else if (strcmp(k, "max") == 0) {
 			rc = y_i64(x, vn, k, INT64_MIN, d->max, &d->max);
+			have_max = true;
+		}
 		else if (strcmp(k, "mean") == 0)
 			rc = y_finite(x, vn, k, -HUGE_VAL, &mean);
 		else if (strcmp(k, "sd") == 0)
@@ -617,6 +619,13 @@ y_dist(struct ycx *x, const yaml_node_t *n, const char *key,
 	}
 	d->kind = kind < 0 ? prev : (enum wl_dist_kind)kind;
 	switch (d->kind) {
+	case WL_DIST_UNIFORM:
+		/* the default bound is the largest length there is: every
+		 * request would be refused */
+		if (prev != WL_DIST_UNIFORM && !have_max)
+			return yfail(x, n, "%s: uniform needs max (and min, "
+			    "default 1)", key);
+		break;
 	case WL_DIST_NORMAL:
 		if (prev == WL_DIST_NORMAL) {
 			mean = isnan(mean) ? d->mean : mean;
