@@ -135,7 +135,10 @@ parse_bool(const char *v)
 	return -1;
 }
 
-static const char *const dtype_names[] = { "auto", "bfloat16", "float16",
+/* As sizing (sim/sizing.c) takes them: a KV cache in 16 or 8 bits; the
+ * weights and activations in 16 or 32 (vLLM's names, `half` and `float`
+ * too: any catalog dtype of 2 or 4 bytes). */
+static const char *const kv_dtype_names[] = { "bfloat16", "float16",
 	"fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", NULL };
 
 #define U32MAX 4294967295ull
@@ -343,17 +346,24 @@ set_key(struct sim_config *c, const char *key, const char *v,
 			c->num_lookahead_slots = (int64_t)u;
 	} else if (strcmp(key, "engine.kv_cache_dtype") == 0 ||
 		   strcmp(key, "engine.dtype") == 0) {
-		char *dst = strcmp(key, "engine.dtype") == 0
-			? c->eng.dtype : c->eng.kv_cache_dtype;
+		bool kv = strcmp(key, "engine.kv_cache_dtype") == 0, ok;
+		char *dst = kv ? c->eng.kv_cache_dtype : c->eng.dtype;
 		size_t i;
 
-		for (i = 0; dtype_names[i] != NULL; i++)
-			if (strcmp(v, dtype_names[i]) == 0)
+		if (is_null_text(v)) {
+			snprintf(dst, sizeof(c->eng.dtype), "auto");
+			return KV_OK;
+		}
+		for (i = 0; kv_dtype_names[i] != NULL; i++)
+			if (strcmp(v, kv_dtype_names[i]) == 0)
 				break;
-		if (dtype_names[i] == NULL && cat_dtype_bytes(v) == 0)
-			return BAD("expected auto, bfloat16, float16, float32, "
-				   "fp8, fp8_e4m3, fp8_e5m2, fp8_inc or "
-				   "fp8_ds_mla");
+		ok = kv ? kv_dtype_names[i] != NULL
+			: cat_dtype_bytes(v) == 2 || cat_dtype_bytes(v) == 4;
+		if (!ok)
+			return BAD(kv ? "expected auto, bfloat16, float16, fp8, "
+				   "fp8_e4m3, fp8_e5m2, fp8_inc or fp8_ds_mla"
+				   : "expected auto, bfloat16, float16 or "
+				   "float32");
 		snprintf(dst, sizeof(c->eng.dtype), "%s", v);
 	} else if (strcmp(key, "engine.kv_cache_memory_bytes") == 0) {
 		if (is_null_text(v))

@@ -178,6 +178,12 @@ expect_bad "^--set workload\\.max_requests=abc: max_requests: expected an intege
 expect_bad "^--set workload\\.tile\\.copies=x: copies: expected" \
 	--set workload.tile.copies=x
 expect_bad "^--set workload\\.=1: unknown key 'workload\\.'\$" --set workload.=1
+# each dtype key its own values (they shared one list, and the wrong one
+# was refused later, named by the configuration instead of the --set)
+expect_bad "^--set engine.kv_cache_dtype=float32: engine.kv_cache_dtype: expected auto" \
+	--set engine.kv_cache_dtype=float32
+expect_bad "^--set engine.dtype=fp8: engine.dtype: expected auto, bfloat16" \
+	--set engine.dtype=fp8
 # a key of many parts (its YAML text once overflowed a heap buffer)
 expect_bad "unknown key 'a' in workload" --set \
 	"workload$(i=0; while [ $i -lt 80 ]; do printf .a; i=$((i + 1)); done)=1"
@@ -439,7 +445,8 @@ grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
 [ "$(sval "$T/skip/summary.csv" requests)" = 199 ] ||
 	bad "skipping run: not the 199 good rows"
 "$KVSIM" run -q --no-plot --set engine.swap_space=auto --set model=auto \
-	--set replicas=null --set workload.max_requests=5 --out "$T/auto" ||
+	--set replicas=null --set engine.dtype=null --set engine.kv_cache_dtype=~ \
+	--set workload.max_requests=5 --out "$T/auto" ||
 	bad "auto for keys with plain defaults"
 grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
 	bad "engine.swap_space=auto: not the default 4"
