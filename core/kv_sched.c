@@ -355,6 +355,16 @@ kvs_queue_insert(kvs *s, kvs_queue q, uint32_t i, kvs_req r)
 	return KV_OK;
 }
 
+kv_err
+kvs__qreserve(kvs *s, kvs_queue q, uint32_t n)
+{
+	struct kvs_qu *u = &s->q[q];
+
+	if (kvs__grow((void **)&u->a, &u->cap, n, sizeof(kvs_req)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	return KV_OK;
+}
+
 kvs_req
 kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i)
 {

@@ -69,4 +69,14 @@ kvs__qat(const kvs *s, kvs_queue q, uint32_t i)
 	return s->q[q].a[i];
 }
 
+/* Room in queue q for n entries in all (kv_sched.c); KV_ENOMEM. */
+kv_err kvs__qreserve(kvs *s, kvs_queue q, uint32_t n);
+
+/* Append r to queue q, whose room kvs__qreserve made. */
+static inline void
+kvs__qpush(kvs *s, kvs_queue q, kvs_req r)
+{
+	s->q[q].a[s->q[q].n++] = r;
+}
+
 #endif /* KVS_INT_H */

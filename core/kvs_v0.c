@@ -47,7 +47,7 @@
  * Scratch arrays grow with the queues and never shrink.
  */
 #include "kvsched.h"
-#include "kv_int.h"
+#include "kvs_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,13 +619,13 @@ v0s_prefills(kvs *s, struct v0s *v)
 	return KV_OK;
 }
 
-/* Append the entries of list i to the running queue. */
+/* Append the entries of list i to the running queue (its room was made
+ * at the step's start). */
 static kv_err
 v0s_run_extend(kvs *s, const struct v0s_list *l, bool finishing_first,
 	       bool finishing)
 {
 	kvc *k = kvs_kv(s);
-	kv_err e;
 
 	for (uint32_t i = 0; i < l->n; i++) {
 		if (finishing_first) {
@@ -636,11 +636,7 @@ v0s_run_extend(kvs *s, const struct v0s_list *l, bool finishing_first,
 			if (fin != finishing)
 				continue;
 		}
-		e = kvs_queue_insert(s, KVS_Q_RUNNING,
-				     kvs_queue_len(s, KVS_Q_RUNNING),
-				     l->a[i].r);
-		if (e != KV_OK)
-			return e;
+		kvs__qpush(s, KVS_Q_RUNNING, l->a[i].r);
 	}
 	return KV_OK;
 }
@@ -670,12 +666,15 @@ v0s_schedule(kvs *s, void *state)
 
 	if ((e = v0s_prepare(s, v)) != KV_OK)
 		return e;
-	/* take the running queue out; it is rebuilt at the end (R63.4) */
-	for (uint32_t i = 0; i < kvs_queue_len(s, KVS_Q_RUNNING); i++)
-		v0s_push(run, kvs_queue_at(s, KVS_Q_RUNNING, i), 0, 0, 0);
-	while (kvs_queue_len(s, KVS_Q_RUNNING) > 0)
-		kvs_queue_remove(s, KVS_Q_RUNNING,
-				 kvs_queue_len(s, KVS_Q_RUNNING) - 1);
+	/* take the running queue out; it is rebuilt at the end (R63.4) from
+	 * at most what runs now, is waiting or is swapped */
+	if ((e = kvs__qreserve(s, KVS_Q_RUNNING, kvs__qlen(s, KVS_Q_RUNNING) +
+			       kvs__qlen(s, KVS_Q_WAITING) +
+			       kvs__qlen(s, KVS_Q_SWAPPED))) != KV_OK)
+		return e;
+	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++)
+		v0s_push(run, kvs__qat(s, KVS_Q_RUNNING, i), 0, 0, 0);
+	s->q[KVS_Q_RUNNING].n = 0;
 	tail = run->n;
 
 	if (!v->chunked) {
@@ -713,10 +712,7 @@ v0s_schedule(kvs *s, void *state)
 					  v->l[V0S_VSW].a[i].r)) != KV_OK)
 			return e;
 	for (uint32_t i = head; i < tail; i++)
-		if ((e = kvs_queue_insert(s, KVS_Q_RUNNING,
-					  kvs_queue_len(s, KVS_Q_RUNNING),
-					  run->a[i].r)) != KV_OK)
-			return e;
+		kvs__qpush(s, KVS_Q_RUNNING, run->a[i].r);
 	if (!v->chunked) {
 		if ((e = v0s_run_extend(s, &v->l[V0S_ADM], false, 0)) ||
 		    (e = v0s_run_extend(s, &v->l[V0S_RDC], false, 0)) ||
