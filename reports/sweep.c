@@ -255,6 +255,29 @@ sweep_run_complete(const char *rundir)
 	return ok;
 }
 
+void
+sweep_run_clean(const char *pdir)
+{
+	static const char *const names[] = { "requests.csv", "timeseries.csv",
+		"summary.csv", "config.yaml", "stderr.txt" };
+	char path[4400];
+	DIR *d;
+	struct dirent *e;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", pdir, names[i]);
+		unlink(path);
+	}
+	if ((d = opendir(pdir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp.")) {
+			snprintf(path, sizeof(path), "%s/%s", pdir, e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+}
+
 FILE *
 sweep_create(const char *path, char *tmp, size_t tmplen)
 {

@@ -64,6 +64,9 @@ bool sweep_point_dir(const sweep *s, const char *dir, size_t point,
 
 /* The run directory holds a complete summary.csv. */
 bool sweep_run_complete(const char *rundir);
+/* Before a run directory's run starts again (an incomplete one kept by
+ * --resume): its reports, stderr.txt and any temporaries removed. */
+void sweep_run_clean(const char *rundir);
 
 /*
  * Write DIR/sweep.csv: point_id, point_index, one column per swept key

@@ -827,8 +827,11 @@ suite_main(const char *file, const struct opts *o)
 					 s.seed[j]);
 				if ((dirs[k] = strdup(dir)) == NULL)
 					goto oom;
+				/* --resume keeps complete runs and runs
+				 * the rest again (an interrupted or failed
+				 * suite); it used to refuse the rest */
 				if (access(dir, F_OK) == 0 && !o->force &&
-				    !(o->resume && sweep_run_complete(dir))) {
+				    !o->resume) {
 					fprintf(stderr, "kvsim compare: %s "
 						"exists; use --resume to keep "
 						"complete runs or --force to "
@@ -856,6 +859,7 @@ suite_main(const char *file, const struct opts *o)
 					rc = 2;
 					goto done;
 				}
+				sweep_run_clean(dirs[k]);
 				na = 13 + 2 * (s.nside[0] + s.nside[side]);
 				if ((a = calloc(na, sizeof(*a))) == NULL)
 					goto oom;

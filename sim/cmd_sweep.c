@@ -256,30 +256,6 @@ dir_has_files(const char *path)
 	return any;
 }
 
-/* Before a point runs again: its reports and any temporaries. */
-static void
-clean_point(const char *pdir)
-{
-	static const char *const names[] = { "requests.csv", "timeseries.csv",
-		"summary.csv", "config.yaml", "stderr.txt" };
-	char path[4400];
-	DIR *d;
-	struct dirent *e;
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", pdir, names[i]);
-		unlink(path);
-	}
-	if ((d = opendir(pdir)) == NULL)
-		return;
-	while ((e = readdir(d)) != NULL)
-		if (e->d_name[0] == '.' && strstr(e->d_name, ".tmp.")) {
-			snprintf(path, sizeof(path), "%s/%s", pdir, e->d_name);
-			unlink(path);
-		}
-	closedir(d);
-}
-
 struct point {
 	size_t index;
 	char id[SWEEP_ID_LEN];
@@ -550,7 +526,7 @@ sweep_main(int argc, char **argv)
 			rc = 2;
 			goto done;
 		}
-		clean_point(p->dir);
+		sweep_run_clean(p->dir);
 		p->argv = point_argv(s, p->index, exe, file, p->dir);
 		if (p->argv == NULL) {
 			fprintf(stderr, "kvsim sweep: out of memory\n");

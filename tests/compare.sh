@@ -18,7 +18,8 @@
 #  4. Welch's t-test against hand-computed values (tests/compare/welch_*:
 #     1,2,3,4 against 2,4,6,8: t = sqrt 3, df = 4.41, two-sided p =
 #     0.151581; beyond a 20% margin p = 0.231801); alpha decides;
-#  5. suite mode: tests/compare/suite.yaml (a 70-block candidate) exits 1
+#  5. suite mode (and --resume of an interrupted or failed suite):
+#     tests/compare/suite.yaml (a 70-block candidate) exits 1
 #     with the regression under its configuration's name; suite_same.yaml
 #     (two configurations, identical sides) exits 0; suite_traces.yaml
 #     (a trace under a base configuration) replays the trace and exits 1;
@@ -156,6 +157,23 @@ W="$D/welch_base $D/welch_cand --no-defaults"
 	bad "suite: not 3 seeds x 2 sides"
 [ "$(awk -F, '$1 == "run" && $2 == "preemptions"' "$T/suite/compare.csv" | cut -d, -f10,11,12)" = "regression,3,3" ] ||
 	bad "suite: preemptions row $(grep preemptions "$T/suite/compare.csv")"
+# --resume keeps the complete runs and runs an incomplete or failed one
+# again (it refused them, naming --resume); without it, exit 2
+cp "$T/suite/compare.csv" "$T/suite.keep"
+rm "$T/suite/run/candidate/seed-1/summary.csv"
+echo "an earlier failure" >"$T/suite/run/baseline/seed-0/stderr.txt"
+rm "$T/suite/run/baseline/seed-0/summary.csv"
+"$KVSIM" compare -q --suite "$D/suite.yaml" --out "$T/suite" 2>/dev/null
+[ $? = 2 ] || bad "suite over earlier runs without --resume: not exit 2"
+"$KVSIM" compare --suite "$D/suite.yaml" --out "$T/suite" --resume \
+	>/dev/null 2>"$T/resume.err"
+[ $? = 1 ] || bad "suite --resume: not exit 1 (the regression)"
+grep -q '2 runs to do, 4 complete already' "$T/resume.err" ||
+	bad "suite --resume: $(cat "$T/resume.err")"
+cmp -s "$T/suite/compare.csv" "$T/suite.keep" ||
+	bad "suite --resume: compare.csv differs from the first run's"
+[ -e "$T/suite/run/baseline/seed-0/stderr.txt" ] &&
+	bad "suite --resume: the failed run's stderr.txt kept"
 "$KVSIM" compare -q --suite "$D/suite_same.yaml" --out "$T/same" >/dev/null ||
 	bad "suite with identical sides: exit $?"
 [ "$(sed 1d "$T/same/compare.csv" | cut -d, -f1 | sort -u | tr '\n' ' ')" = "run seeds_b " ] ||
