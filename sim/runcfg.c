@@ -546,20 +546,41 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 			 * replaces the bundled trace. */
 			if (c->wl.trace != NULL && !had)
 				c->wl_trace_default = false;
-			if (vn->type == YAML_MAPPING_NODE)
+			if (vn->type == YAML_MAPPING_NODE) {
+				bool gen = false, deflt = false;
+
 				for (yaml_node_pair_t *q =
 				     vn->data.mapping.pairs.start;
 				     q < vn->data.mapping.pairs.top; q++) {
 					yaml_node_t *k2 = yaml_document_get_node(
 						doc, q->key);
+					yaml_node_t *v2 = yaml_document_get_node(
+						doc, q->value);
+					const char *kk;
 
-					if (k2->type == YAML_SCALAR_NODE &&
-					    (strcmp((char *)k2->data.scalar.value,
-						    "generator") == 0 ||
-					     strcmp((char *)k2->data.scalar.value,
-						    "trace") == 0))
+					if (k2->type != YAML_SCALAR_NODE)
+						continue;
+					kk = (const char *)k2->data.scalar.value;
+					if (strcmp(kk, "generator") == 0)
+						gen = true;
+					/* `trace: auto` (or null): the
+					 * bundled trace, the default */
+					if (strcmp(kk, "trace") == 0 &&
+					    v2->type == YAML_SCALAR_NODE &&
+					    is_null_text((const char *)
+						v2->data.scalar.value))
+						deflt = true;
+					if (strcmp(kk, "generator") == 0 ||
+					    strcmp(kk, "trace") == 0)
 						c->wl_trace_default = false;
 				}
+				if (deflt && !gen) {
+					free(c->wl.trace);
+					c->wl.trace = NULL;
+					c->wl.format = WL_FMT_AUTO;
+					c->wl_trace_default = true;
+				}
+			}
 			continue;
 		}
 		if (section_known(k)) {

@@ -450,6 +450,13 @@ grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
 	bad "auto for keys with plain defaults"
 grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
 	bad "engine.swap_space=auto: not the default 4"
+# workload.trace=auto is the bundled trace again (it was a file "auto")
+"$KVSIM" run -q --no-plot --set workload.trace="$T/bt.csv" \
+	--set workload.on_error=skip --set workload.trace=auto \
+	--set workload.max_requests=5 --out "$T/tauto" 2>"$T/err" ||
+	bad "workload.trace=auto: $(cat "$T/err")"
+[ "$(sval "$T/tauto/summary.csv" trace)" = azure_llm_2023_conv_excerpt.csv ] ||
+	bad "workload.trace=auto: not the bundled trace"
 
 # 17.
 R=$T/rt
