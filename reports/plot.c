@@ -1154,7 +1154,8 @@ out:
  */
 struct pt {
 	size_t series;
-	double x, y;
+	double x, y;			/* y NaN: no value (a run stopped early,
+					 * counted in the ok fraction only) */
 	int ok;				/* 1, 0, or -1 when not given */
 };
 
@@ -1234,20 +1235,27 @@ series_write(struct series *s, struct buf *d, struct buf *cmd,
 		buf_printf(d, ",%s", okcol);
 	buf_puts(d, "\n");
 	for (size_t i = 0; i < s->npt;) {
-		size_t j = i, ok = 0;
-		double sum = 0, lo = s->pt[i].y, hi = s->pt[i].y;
+		size_t j = i, ok = 0, ny = 0;
+		double sum = 0, lo = NAN, hi = NAN;
 		while (j < s->npt && s->pt[j].series == s->pt[i].series &&
 		       s->pt[j].x == s->pt[i].x) {
-			sum += s->pt[j].y;
-			lo = fmin(lo, s->pt[j].y);
-			hi = fmax(hi, s->pt[j].y);
+			if (!isnan(s->pt[j].y)) {
+				sum += s->pt[j].y;
+				lo = fmin(lo, s->pt[j].y);
+				hi = fmax(hi, s->pt[j].y);
+				ny++;
+			}
 			ok += s->pt[j].ok > 0;
 			j++;
 		}
 		buf_printf(d, "%zu,", s->pt[i].series + 1);
 		dat_label(d, s->label[s->pt[i].series]);
-		buf_printf(d, ",%.9g,%.9g,%.9g,%.9g,%zu", s->pt[i].x,
-			   sum / (double)(j - i), lo, hi, j - i);
+		if (ny > 0)
+			buf_printf(d, ",%.9g,%.9g,%.9g,%.9g,%zu", s->pt[i].x,
+				   sum / (double)ny, lo, hi, j - i);
+		else	/* gnuplot skips NaN */
+			buf_printf(d, ",%.9g,NaN,NaN,NaN,%zu", s->pt[i].x,
+				   j - i);
 		if (okcol)
 			buf_printf(d, ",%.6f", (double)ok / (double)(j - i));
 		buf_puts(d, "\n");
@@ -1297,7 +1305,8 @@ plot_series(struct ctx *c, size_t i, struct series *s, const char *name,
 	if ((rc = write_file(c, file, &d)) != PLOT_OK)
 		goto out;
 	plot_file(p, file);
-	/* explicit ranges: gnuplot warns about a range of one value */
+	/* explicit ranges: gnuplot warns about a range of one value (fmin
+	 * and fmax pass over the NaN of runs without a value) */
 	x0 = x1 = s->pt[0].x;
 	y0 = y1 = s->pt[0].y;
 	for (size_t k = 1; k < s->npt; k++) {
@@ -1305,6 +1314,10 @@ plot_series(struct ctx *c, size_t i, struct series *s, const char *name,
 		x1 = fmax(x1, s->pt[k].x);
 		y0 = fmin(y0, s->pt[k].y);
 		y1 = fmax(y1, s->pt[k].y);
+	}
+	if (isnan(y0)) {
+		y0 = extra_y > 0 ? extra_y : 1;
+		y1 = y0;
 	}
 	if (extra_y > 0) {
 		y0 = fmin(y0, extra_y);
@@ -1484,14 +1497,20 @@ plot_knee(struct ctx *c, size_t i)
 		    (rc = num(c, t->path, t->line[r], "meets_slo",
 			      cell(t, r, cok), &ok)))
 			goto out;
-		/* an empty or infinite p99 (a saturated point) has no place
-		 * on a log axis */
-		if (*ys == '\0' || contains_ci(ys, "inf"))
-			continue;
-		if ((rc = num(c, t->path, t->line[r], "ttft_p99_s", ys, &y)))
-			goto out;
-		if (!(y > 0))
-			continue;
+		/* an empty or infinite p99 (a run stopped early, a
+		 * saturated point) has no place on a log axis, but its
+		 * verdict counts in the meets_slo fraction */
+		if (*ys == '\0' || contains_ci(ys, "inf")) {
+			if (ok < 0)
+				continue;
+			y = NAN;
+		} else {
+			if ((rc = num(c, t->path, t->line[r], "ttft_p99_s",
+				      ys, &y)))
+				goto out;
+			if (!(y > 0))
+				continue;
+		}
 		struct buf l = { 0 };
 		knee_label(&c->runs[i].cap, cell(t, r, cid), &l);
 		size_t k = l.oom ? SIZE_MAX : series_of(&s, l.p);
