@@ -9,7 +9,8 @@
  *
  * Everything that can be checked before a point runs is checked first, so
  * a bad sweep file runs nothing: the YAML and the base configuration, each
- * swept value applied to the base as run would apply it (errors point at
+ * swept value applied to the base as run would apply it and set up as run
+ * sets up (sizing, the policy's checks, the trace opened; errors point at
  * the value in SWEEP.yaml), and the output directories.
  *
  * Exit: 0 every selected point ran; 1 a point failed, the sweep was
@@ -141,6 +142,21 @@ check_value(const char *file, const struct yd_node *k,
 			else
 				fprintf(stderr, "%s\n", err);
 			ok = false;
+		} else {
+			/* everything else the run would refuse before it
+			 * starts: sizing, the policy's setup, the trace */
+			struct sim_run_opts ro;
+			sim_run *R = NULL;
+			char prog[1600];
+
+			memset(&ro, 0, sizeof(ro));
+			snprintf(prog, sizeof(prog), "%s:%lu:%lu: %s", file,
+				 v->line, v->col, assign);
+			ro.prog = prog;
+			ro.quiet = true;
+			if (sim_run_open(&R, &c, &ro) != 0)
+				ok = false;
+			sim_run_close(R);
 		}
 	}
 	sim_config_release(&c);

@@ -612,7 +612,7 @@ setup(sim_run *R)
 
 		R->rp[i] = replica_new(&rc, why, sizeof(why));
 		if (R->rp[i] == NULL) {
-			fprintf(stderr, "%s: engine: %s\n", R->cfg.source, why);
+			rfail(R, "%s: engine: %s\n", R->cfg.source, why);
 			return 2;
 		}
 	}

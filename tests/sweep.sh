@@ -168,7 +168,7 @@ done
 fid=$("$KVSIM" sweep "$D/fail.yaml" --list | awk '$1 == 1 {print $2}')
 okid=$("$KVSIM" sweep "$D/fail.yaml" --list | awk '$1 == 0 {print $2}')
 grep -q "$fid" "$T/f.err" || bad "the failed point's id is not reported"
-grep -q 'needs .* blocks' "$T/f/points/$fid/stderr.txt" 2>/dev/null ||
+grep -q 'past the .* horizon' "$T/f/points/$fid/stderr.txt" 2>/dev/null ||
 	bad "the failed point's stderr.txt lacks run's message"
 [ -f "$T/f/points/$okid/summary.csv" ] || bad "the good point did not run"
 [ -e "$T/f/sweep.csv" ] && bad "sweep.csv written although a point failed"
