@@ -199,8 +199,13 @@ load_grid(const char *file, sweep *s)
 			rc = 2;
 			break;
 		}
-		if (strcmp(k->str, "sweep") == 0 || v->type != YD_SEQ ||
-		    v->n == 0) {
+		if (strcmp(k->str, "sweep") == 0) {
+			fprintf(stderr, "%s:%lu:%lu: sweep: 'sweep' is not a "
+				"configuration key\n", file, k->line, k->col);
+			rc = 2;
+			break;
+		}
+		if (v->type != YD_SEQ || v->n == 0) {
 			fprintf(stderr, "%s:%lu:%lu: sweep: %s: expected a "
 				"non-empty list of values, e.g. [16, 32]\n",
 				file, v->line, v->col, k->str);
