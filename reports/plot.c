@@ -1613,9 +1613,15 @@ bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
 	}
 	buf_printf(&gp, "\nset xrange [-0.6:%.1f]\nset yrange [%.9g:%.9g]\n"
 		   "set xzeroaxis lt -1\nset style fill solid 0.7 border -1\n"
-		   "set boxwidth 0.7\nset xtics rotate by 30 right\n",
-		   (double)n - 0.4, lo < 0 ? lo - 0.1 * (hi - lo) : lo,
-		   hi + 0.1 * (hi - lo));
+		   "set boxwidth 0.7\n", (double)n - 0.4,
+		   lo < 0 ? lo - 0.1 * (hi - lo) : lo, hi + 0.1 * (hi - lo));
+	/* many bars (a sweep's configurations times the metrics): upright
+	 * labels in a smaller font, with the room they need below */
+	if (n > 16)
+		buf_puts(&gp, "set xtics rotate by 90 right font ',7'\n"
+			 "set bmargin 16\n");
+	else
+		buf_puts(&gp, "set xtics rotate by 30 right\n");
 	char cmd[512];
 	snprintf(cmd, sizeof(cmd), "'%s' using 0:2:(column('rgb')):xtic(1) "
 		 "with boxes lc rgb variable notitle%s", file, err ?
