@@ -449,15 +449,9 @@ kvs_policy_state(const kvs *s, const struct kvs_policy *p)
 	return s != NULL && p != NULL && s->pol == p ? s->pstate : NULL;
 }
 
-kv_err
-kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
-{
-	return kvs_emit_sched_cached(s, r, n, 0, 0);
-}
-
-kv_err
-kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
-		      uint32_t stale)
+/* The body of both: inlined into each (one call a scheduled request). */
+static inline kv_err
+emit_sched(kvs *s, kvs_req r, uint32_t n, uint32_t cached, uint32_t stale)
 {
 	if (!kvs__valid(s, r))
 		return kvs__fail(s, KV_EINVAL, "no such request");
@@ -478,6 +472,19 @@ kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
 	s->step.sched = s->sched;
 	s->step.nsched = s->nsched;
 	return KV_OK;
+}
+
+kv_err
+kvs_emit_sched(kvs *s, kvs_req r, uint32_t n)
+{
+	return emit_sched(s, r, n, 0, 0);
+}
+
+kv_err
+kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
+		      uint32_t stale)
+{
+	return emit_sched(s, r, n, cached, stale);
 }
 
 /* Room for one more preemption record in pre[] and preswap[] alike. */
