@@ -983,6 +983,15 @@ put_str(FILE *f, const char *k, const char *v)
 	fputs("\"\n", f);
 }
 
+/* "KEY: v" in the fewest digits that read back as v. */
+static void
+put_num(FILE *f, const char *key, double v)
+{
+	fprintf(f, "%s: ", key);
+	wl_yaml_num(f, v);
+	fputc('\n', f);
+}
+
 void
 sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		 FILE *f)
@@ -1002,8 +1011,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	fprintf(f, "engine:\n");
 	put_opt_u64(f, "block_size", sr ? sr->block_size : e->block_size,
 		    sr != NULL || e->block_size != 0);
-	fprintf(f, "  gpu_memory_utilization: %.17g\n",
-		e->gpu_memory_utilization);
+	put_num(f, "  gpu_memory_utilization", e->gpu_memory_utilization);
 	put_opt_u64(f, "max_num_seqs", sr ? sr->max_num_seqs : e->max_num_seqs,
 		    sr != NULL || e->max_num_seqs != 0);
 	put_opt_u64(f, "max_num_batched_tokens",
@@ -1026,7 +1034,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	fprintf(f, "  preemption_mode: %s\n",
 		c->preemption_mode < 0 ? "auto"
 		: c->preemption_mode ? "swap" : "recompute");
-	fprintf(f, "  swap_space: %.17g\n", c->swap_space_gib);
+	put_num(f, "  swap_space", c->swap_space_gib);
 	put_opt_u64(f, "num_lookahead_slots", (uint64_t)c->num_lookahead_slots,
 		    c->num_lookahead_slots >= 0);
 	fprintf(f, "  kv_cache_dtype: %s\n",
@@ -1052,17 +1060,17 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 			cost_hostmem_name((enum cost_hostmem)c->host_memory));
 	if (c->calibration[0] != '\0')
 		put_str(f, "  calibration", c->calibration);
-	fprintf(f, "output:\n  timeseries_interval_s: %.17g\n"
-		"  heartbeat_interval_s: %.17g\n", c->timeseries_interval_s,
-		c->heartbeat_interval_s);
+	fprintf(f, "output:\n");
+	put_num(f, "  timeseries_interval_s", c->timeseries_interval_s);
+	put_num(f, "  heartbeat_interval_s", c->heartbeat_interval_s);
 	if (c->slo_ttft_s > 0 || c->slo_tpot_s > 0 || c->slo_e2e_s > 0) {
 		fprintf(f, "slo:\n");
 		if (c->slo_ttft_s > 0)
-			fprintf(f, "  ttft_s: %.17g\n", c->slo_ttft_s);
+			put_num(f, "  ttft_s", c->slo_ttft_s);
 		if (c->slo_tpot_s > 0)
-			fprintf(f, "  tpot_s: %.17g\n", c->slo_tpot_s);
+			put_num(f, "  tpot_s", c->slo_tpot_s);
 		if (c->slo_e2e_s > 0)
-			fprintf(f, "  e2e_s: %.17g\n", c->slo_e2e_s);
+			put_num(f, "  e2e_s", c->slo_e2e_s);
 	}
 	fprintf(f, "workload:\n");
 	wl_config_write_yaml(&c->wl, f, 2);

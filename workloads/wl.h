@@ -273,6 +273,9 @@ void wl_config_write_yaml(const struct wl_config *c, FILE *f, int indent);
  * point, not the byte: libyaml reads UTF-8 only).
  */
 void wl_yaml_escape(FILE *f, const char *s);
+/* v in the fewest digits (15 to 17) that strtod reads back bit for bit
+ * (0.9, not 0.90000000000000002). */
+void wl_yaml_num(FILE *f, double v);
 
 /* Streams ------------------------------------------------------------- */
 

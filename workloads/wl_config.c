@@ -1190,9 +1190,8 @@ wl_yaml_escape(FILE *f, const char *str)
 	}
 }
 
-/* The fewest digits (15 to 17) that strtod reads back as v, bit for bit. */
-static void
-put_num(FILE *f, double v)
+void
+wl_yaml_num(FILE *f, double v)
 {
 	char buf[32];
 
@@ -1227,7 +1226,7 @@ put_list(FILE *f, const char *key, const double *v, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (i > 0)
 			fputs(", ", f);
-		put_num(f, v[i]);
+		wl_yaml_num(f, v[i]);
 	}
 	fputc(']', f);
 }
@@ -1249,26 +1248,26 @@ put_dist(FILE *f, const struct wl_dist *d, const struct wl_dist *def)
 	switch (d->kind) {
 	case WL_DIST_FIXED:
 		fputs(", value: ", f);
-		put_num(f, d->value);
+		wl_yaml_num(f, d->value);
 		break;
 	case WL_DIST_UNIFORM:
 		break;
 	case WL_DIST_NORMAL:
 		fputs(", mean: ", f);
-		put_num(f, d->mean);
+		wl_yaml_num(f, d->mean);
 		fputs(", sd: ", f);
-		put_num(f, d->sd);
+		wl_yaml_num(f, d->sd);
 		break;
 	case WL_DIST_LOGNORMAL:
 		/* mean and cv were turned into these: the exact form */
 		fputs(", mu: ", f);
-		put_num(f, d->mu);
+		wl_yaml_num(f, d->mu);
 		fputs(", sigma: ", f);
-		put_num(f, d->sigma);
+		wl_yaml_num(f, d->sigma);
 		break;
 	case WL_DIST_ZIPF:
 		fputs(", s: ", f);
-		put_num(f, d->s);
+		wl_yaml_num(f, d->s);
 		break;
 	case WL_DIST_EMPIRICAL:
 		put_list(f, "values", d->values, d->nvalues);
@@ -1290,21 +1289,21 @@ put_arrival(FILE *f, const struct wl_arrival *a, int in)
 	    arrival_names[a->kind]);
 	if (a->kind != WL_ARR_SCHEDULE) {
 		fprintf(f, "%*srate: ", in + 2, "");
-		put_num(f, a->rate);
+		wl_yaml_num(f, a->rate);
 		fputc('\n', f);
 	}
 	if (a->kind == WL_ARR_GAMMA) {
 		fprintf(f, "%*scv: ", in + 2, "");
-		put_num(f, a->cv);
+		wl_yaml_num(f, a->cv);
 		fputc('\n', f);
 	}
 	if (a->kind == WL_ARR_ONOFF) {
 		fprintf(f, "%*son_s: ", in + 2, "");
-		put_num(f, a->on_s);
+		wl_yaml_num(f, a->on_s);
 		fprintf(f, "\n%*soff_s: ", in + 2, "");
-		put_num(f, a->off_s);
+		wl_yaml_num(f, a->off_s);
 		fprintf(f, "\n%*soff_rate: ", in + 2, "");
-		put_num(f, a->off_rate);
+		wl_yaml_num(f, a->off_rate);
 		fputc('\n', f);
 	}
 	if (a->kind == WL_ARR_SCHEDULE) {
@@ -1312,9 +1311,9 @@ put_arrival(FILE *f, const struct wl_arrival *a, int in)
 		    a->repeat ? "true" : "false", in + 2, "");
 		for (size_t i = 0; i < a->nsegs; i++) {
 			fprintf(f, "%*s- {duration_s: ", in + 4, "");
-			put_num(f, a->segs[i].duration_s);
+			wl_yaml_num(f, a->segs[i].duration_s);
 			fputs(", rate: ", f);
-			put_num(f, a->segs[i].rate);
+			wl_yaml_num(f, a->segs[i].rate);
 			fputs("}\n", f);
 		}
 	}
@@ -1328,7 +1327,7 @@ put_generator(FILE *f, const struct wl_gen_config *g,
 	in += 2;
 	fprintf(f, "%*srequests: %" PRIu64 "\n%*sduration_s: ", in, "",
 	    g->requests, in, "");
-	put_num(f, g->duration_s);
+	wl_yaml_num(f, g->duration_s);
 	fputc('\n', f);
 	put_arrival(f, &g->arrival, in);
 	fprintf(f, "%*sprompt: ", in, "");
@@ -1346,15 +1345,15 @@ put_generator(FILE *f, const struct wl_gen_config *g,
 	}
 	fprintf(f, "%*sprefix:\n%*ssystems: %" PRIu32 "\n%*szipf_s: ", in, "",
 	    in + 2, "", g->systems, in + 2, "");
-	put_num(f, g->system_zipf_s);
+	wl_yaml_num(f, g->system_zipf_s);
 	fprintf(f, "\n%*slength: ", in + 2, "");
 	put_dist(f, &g->system_len, &def->system_len);
 	fprintf(f, "%*sfraction: ", in + 2, "");
-	put_num(f, g->system_fraction);
+	wl_yaml_num(f, g->system_fraction);
 	fprintf(f, "\n%*ssessions:\n%*sturns: ", in, "", in + 2, "");
 	put_dist(f, &g->turns, &def->turns);
 	fprintf(f, "%*sthink_s: ", in + 2, "");
-	put_num(f, g->think_s);
+	wl_yaml_num(f, g->think_s);
 	fprintf(f, "\n%*smax_context: %" PRIu64 "\n", in + 2, "",
 	    g->max_context);
 }
@@ -1376,11 +1375,11 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 	fprintf(f, "%*sseed: %" PRIu64 "\n", in, "", c->seed);
 	fprintf(f, "%*svocab_size: %" PRIu32 "\n", in, "", c->vocab_size);
 	fprintf(f, "%*stime_scale: ", in, "");
-	put_num(f, c->time_scale);
+	wl_yaml_num(f, c->time_scale);
 	fputc('\n', f);
 	if (c->target_rate > 0) {
 		fprintf(f, "%*starget_rate: ", in, "");
-		put_num(f, c->target_rate);
+		wl_yaml_num(f, c->target_rate);
 		fputc('\n', f);
 	}
 	fprintf(f, "%*smax_requests: %" PRIu64 "\n", in, "", c->max_requests);
@@ -1395,9 +1394,9 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 		    c->max_model_len);
 	if (c->window_start_s != 0 || c->window_end_s != 0) {
 		fprintf(f, "%*swindow: {start_s: ", in, "");
-		put_num(f, c->window_start_s);
+		wl_yaml_num(f, c->window_start_s);
 		fputs(", end_s: ", f);
-		put_num(f, c->window_end_s);
+		wl_yaml_num(f, c->window_end_s);
 		fputs("}\n", f);
 	}
 	if (c->min_prompt != 0 || c->max_prompt != 0 || c->min_output != 0 ||
@@ -1415,7 +1414,7 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 	if (c->tile_copies != 1 || c->tile_period_s != 0 || c->tile_share) {
 		fprintf(f, "%*stile: {copies: %" PRIu32 ", period_s: ", in, "",
 		    c->tile_copies);
-		put_num(f, c->tile_period_s);
+		wl_yaml_num(f, c->tile_period_s);
 		fprintf(f, ", share_prefixes: %s}\n",
 		    c->tile_share ? "true" : "false");
 	}
