@@ -735,6 +735,16 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	t->router = sim_router_name(R->cfg.router);
 	t->trace = R->cfg.wl_trace_default ? SIM_DEFAULT_TRACE
 		   : R->cfg.wl.trace ? R->cfg.wl.trace : "(generator)";
+	{
+		/* the bundled trace by its name, also when a run's own
+		 * config.yaml names it by its installed path */
+		char bundled[1100];
+
+		snprintf(bundled, sizeof(bundled), "%s/%s", cat_datadir(),
+			 SIM_DEFAULT_TRACE);
+		if (strcmp(t->trace, bundled) == 0)
+			t->trace = SIM_DEFAULT_TRACE;
+	}
 	t->tp = R->sr.tp;
 	t->block_size = R->sr.block_size;
 	t->replicas = R->nrp;

@@ -430,6 +430,8 @@ cmp -s "$T/idx/requests.csv" "$T/idy/requests.csv" ||
 	bad "run_id depends on the configuration's directory"
 cmp -s "$T/idx/requests.csv" "$T/idc/requests.csv" ||
 	bad "run_id of a run's own config.yaml differs"
+[ "$(sval "$T/idc/summary.csv" trace)" = azure_llm_2023_conv_excerpt.csv ] ||
+	bad "a run's own config.yaml names the bundled trace by its path"
 
 # 16.
 { head -101 "$top_srcdir/data/azure_llm_2023_conv_excerpt.csv"
