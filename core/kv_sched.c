@@ -67,8 +67,7 @@ kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
 	return e;
 }
 
-/* Grow *p (elements of size sz) to hold n; KV_ENOMEM leaves it as is. */
-static kv_err
+kv_err
 kvs__grow(void **p, uint32_t *cap, uint32_t n, size_t sz)
 {
 	uint32_t c;

@@ -69,6 +69,10 @@ kvs__qat(const kvs *s, kvs_queue q, uint32_t i)
 	return s->q[q].a[i];
 }
 
+/* Grow *p (elements of size sz, doubling) to hold n; KV_ENOMEM leaves it
+ * as is (kv_sched.c). */
+kv_err kvs__grow(void **p, uint32_t *cap, uint32_t n, size_t sz);
+
 /* Room in queue q for n entries in all (kv_sched.c); KV_ENOMEM. */
 kv_err kvs__qreserve(kvs *s, kvs_queue q, uint32_t n);
 

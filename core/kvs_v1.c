@@ -193,25 +193,6 @@ v1s_release(void *state)
 	free(v);
 }
 
-static kv_err
-v1s_grow(void **p, uint32_t *cap, uint32_t n, size_t sz)
-{
-	uint32_t c;
-	void *q;
-
-	if (n <= *cap)
-		return KV_OK;
-	c = *cap ? *cap : 16;
-	while (c < n)
-		c *= 2;
-	q = realloc(*p, (size_t)c * sz);
-	if (q == NULL)
-		return KV_ENOMEM;
-	*p = q;
-	*cap = c;
-	return KV_OK;
-}
-
 /* (priority, arrival) of a before that of b. */
 static bool
 v1s_before(const kvs *s, kvs_req a, kvs_req b)
@@ -364,7 +345,7 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		}
 		if (self)
 			break;
-		if ((e = v1s_grow((void **)&v->run, &v->caprun, v->nrun + 1,
+		if ((e = kvs__grow((void **)&v->run, &v->caprun, v->nrun + 1,
 				  sizeof(*v->run))) != KV_OK)
 			return e;
 		v->run[v->nrun].req = r;
@@ -406,7 +387,7 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		if (H > 0 && n > H)
 			n = H;
 		if (!c->chunked_prefill && n > budget) {
-			if ((e = v1s_grow((void **)&v->skip, &v->capskip,
+			if ((e = kvs__grow((void **)&v->skip, &v->capskip,
 					  v->nskip + 1, sizeof(*v->skip))) !=
 			    KV_OK)
 				goto out;
