@@ -363,8 +363,22 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	for (uint32_t i = 0; i < R->nrp; i++) {
 		replica_close(R->rp[i], *t_last);
 		if (replica_has_work(R->rp[i])) {
-			rfail(R, "replica %u stalled with "
-				"unfinished requests\n", i);
+			uint64_t run, wait, swp, used, total, frag;
+
+			/* the policy schedules nothing more (vllm-v0, say,
+			 * swaps a prefill back in only whole, and never when
+			 * its rest is over the token budget) */
+			replica_state(R->rp[i], &run, &wait, &swp, &used,
+				      &total, &frag);
+			rfail(R, "replica %u stalled with unfinished requests "
+			      "(%" PRIu64 " running, %" PRIu64 " waiting, %"
+			      PRIu64 " swapped): the policy schedules none of "
+			      "them%s\n", i, run, wait, swp, swp > 0 &&
+			      strcmp(R->cfg.policy, "vllm-v0") == 0 ?
+			      " (vllm-v0 swaps a prefill back in only when "
+			      "all its remaining tokens fit "
+			      "max_num_batched_tokens, as vLLM v0 does: see "
+			      "docs/scheduler.md)" : "");
 			return 1;
 		}
 	}

@@ -452,6 +452,12 @@ grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
 	bad "auto for keys with plain defaults"
 grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
 	bad "engine.swap_space=auto: not the default 4"
+# a run the policy stops scheduling says why (it said only "stalled")
+"$KVSIM" run -q --no-plot --seed 785416 --out "$T/stall" "$D/v0_swap_stall.yaml" \
+	2>"$T/err"
+[ $? = 1 ] || bad "vllm-v0 swap stall: not exit 1"
+grep -q 'stalled with unfinished requests (0 running, 0 waiting, 1 swapped): the policy schedules none of them (vllm-v0 swaps a prefill back in only when' "$T/err" ||
+	bad "vllm-v0 swap stall: $(cat "$T/err")"
 # workload.trace=auto is the bundled trace again (it was a file "auto")
 "$KVSIM" run -q --no-plot --set workload.trace="$T/bt.csv" \
 	--set workload.on_error=skip --set workload.trace=auto \
