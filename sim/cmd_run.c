@@ -262,6 +262,11 @@ run_main(int argc, char **argv)
 			}
 		}
 	}
+	if (sim_run_parallel_requests(R) > 0)
+		fprintf(stderr, "kvsim run: warning: %" PRIu64 " requests ask "
+			"for parallel sampling (n > 1); each ran as one "
+			"sequence: kvsim run does not fork them "
+			"(docs/workloads.md)\n", sim_run_parallel_requests(R));
 	if (t.stale_cached_tokens > 0)
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " prompt tokens "
 			"were taken from the prefix cache without their KV "

@@ -336,6 +336,10 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	       "account\n", t.frag_scans, t.frag_poison_slots,
 	       t.frag_expected_slots);
 	printf("  digest %016" PRIx64 "\n", t.digest);
+	if (sim_run_parallel_requests(R) > 0)
+		printf("  %" PRIu64 " requests asked for parallel sampling (n > "
+		       "1): each ran as one sequence, nothing forked\n",
+		       sim_run_parallel_requests(R));
 	if (t.stale_tokens > 0)
 		printf("  engine hazard: %" PRIu64 " prompt tokens taken from "
 		       "the prefix cache without their KV in it (vllm-v0, "

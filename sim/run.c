@@ -62,6 +62,7 @@ struct sim_run {
 	ctrace *ct;
 	uint64_t rr;			/* round-robin counter */
 	uint64_t arrived;
+	uint64_t nparallel;	/* requests asking for n > 1 samples */
 	bool tty;
 	bool saturated;
 	char run_id[32];
@@ -317,6 +318,7 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 			char why[1024];
 
 			R->arrived++;
+			R->nparallel += cur.n > 1;
 			if (replica_add(R->rp[i], &cur, &rej, why,
 					sizeof(why)) != KV_OK) {
 				rfail(R, "%s\n", why);
@@ -843,6 +845,12 @@ const struct rpt_totals *
 sim_run_totals(const sim_run *R)
 {
 	return &R->t;
+}
+
+uint64_t
+sim_run_parallel_requests(const sim_run *R)
+{
+	return R->nparallel;
 }
 
 const struct wl_counts *

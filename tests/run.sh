@@ -452,6 +452,13 @@ grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
 	bad "auto for keys with plain defaults"
 grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
 	bad "engine.swap_space=auto: not the default 4"
+# parallel sampling is carried by the stream, not forked by a run: said
+printf 'workload:\n  generator:\n    requests: 5\n    prompt: 100\n    output: 10\n    n: 3\n' \
+	>"$T/par.yaml"
+"$KVSIM" run -q --no-plot --out "$T/par" "$T/par.yaml" 2>"$T/err" ||
+	bad "parallel sampling run"
+grep -q 'warning: 5 requests ask for parallel sampling' "$T/err" ||
+	bad "parallel sampling: no warning"
 # a run the policy stops scheduling says why (it said only "stalled")
 "$KVSIM" run -q --no-plot --seed 785416 --out "$T/stall" "$D/v0_swap_stall.yaml" \
 	2>"$T/err"
