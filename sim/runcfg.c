@@ -247,9 +247,19 @@ set_key(struct sim_config *c, const char *key, const char *v,
 
 #define BAD(what) fail(err, errlen, where, "%s: %s, got '%s'", key, what, v)
 	if (strcmp(key, "model") == 0) {
+		size_t n = strlen(v);
+
 		if (v[0] == '\0')
 			return BAD("expected a catalog model or a config.json");
-		snprintf(c->model, sizeof(c->model), "%s", v);
+		/* a config.json path, as a trace's: relative to the file it
+		 * is written in (so a run's own config.yaml reads it from
+		 * anywhere); a catalog name as it is */
+		if (n > 5 && strcmp(v + n - 5, ".json") == 0) {
+			if (!resolve_path(c->model, sizeof(c->model), v, file))
+				return BAD("path too long");
+		} else {
+			snprintf(c->model, sizeof(c->model), "%s", v);
+		}
 		snprintf(c->model_where, sizeof(c->model_where), "%s", where);
 	} else if (strcmp(key, "gpu") == 0) {
 		if (v[0] == '\0')

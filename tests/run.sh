@@ -432,6 +432,21 @@ cmp -s "$T/idx/requests.csv" "$T/idc/requests.csv" ||
 	bad "run_id of a run's own config.yaml differs"
 [ "$(sval "$T/idc/summary.csv" trace)" = azure_llm_2023_conv_excerpt.csv ] ||
 	bad "a run's own config.yaml names the bundled trace by its path"
+# a config.json model path is relative to its configuration file, as a
+# trace's is (it was relative to the current directory, and a run's own
+# config.yaml failed from anywhere else)
+mkdir -p "$T/mj/models"
+cp "$top_srcdir/tests/gpu/gemma-2-w64.config.json" "$T/mj/models/m.config.json"
+printf 'model: models/m.config.json
+engine: {max_model_len: 1024}
+workload: {max_requests: 5}
+' \
+	>"$T/mj/c.yaml"
+"$KVSIM" run -q --no-plot --out "$T/mjo" "$T/mj/c.yaml" 2>"$T/err" ||
+	bad "a model path relative to the configuration: $(cat "$T/err")"
+K=$(cd "$(dirname "$KVSIM")" && pwd)/$(basename "$KVSIM")
+(cd "$T/x" && "$K" run -q --no-plot --out "$T/mjo2" "$T/mjo/config.yaml") \
+	2>"$T/err" || bad "a run's own config.yaml with a model path: $(cat "$T/err")"
 
 # 16.
 { head -101 "$top_srcdir/data/azure_llm_2023_conv_excerpt.csv"
