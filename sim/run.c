@@ -63,6 +63,7 @@ struct sim_run {
 	uint64_t rr;			/* round-robin counter */
 	uint64_t arrived;
 	uint64_t nparallel;	/* requests asking for n > 1 samples */
+	uint64_t nsamples;	/* timeseries rows written */
 	bool tty;
 	bool saturated;
 	char run_id[32];
@@ -138,6 +139,9 @@ route(sim_run *R, const struct wl_request *r)
 	return best;
 }
 
+/* Timeseries rows after which a run says it writes many. */
+#define SIM_MANY_SAMPLES 10000000ull
+
 static void
 sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
        double interval_s)
@@ -172,6 +176,14 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 	*last_prompt = pt;
 	*last_gen = gt;
 	(void)rpt_add_sample(R->rep, &s);
+	/* a row per interval, idle ones too: a sparse workload stretched
+	 * over a long simulated time writes very many (said once) */
+	if (++R->nsamples == SIM_MANY_SAMPLES)
+		rfail(R, "warning: %llu timeseries rows written so far, one "
+		      "per %g simulated s (idle intervals too); a larger "
+		      "output.timeseries_interval_s writes fewer\n",
+		      (unsigned long long)SIM_MANY_SAMPLES,
+		      R->cfg.timeseries_interval_s);
 }
 
 static int
