@@ -793,6 +793,9 @@ static const struct {
 	{ "yaml/bad_uniform.yaml",
 	  ":3:13: prompt: uniform needs max (and min, default 1)" },
 	{ "yaml/bad_type.yaml", ":2:15: time_scale: expected a number" },
+	/* an overflow is out of range (an underflow, a subnormal, is a
+	 * number: both read as "expected a number") */
+	{ "yaml/bad_range.yaml", ":2:15: time_scale: 1e400 is out of range" },
 	{ "yaml/bad_syntax.yaml",
 	  ":3:1: found unexpected end of stream" },
 	{ "yaml/none.yaml", ": cannot open: No such file or directory" },

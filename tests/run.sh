@@ -467,6 +467,11 @@ grep -q 'first skipped row: .*bt.csv:102:29: ContextTokens' "$T/err" ||
 	bad "auto for keys with plain defaults"
 grep -q '^  swap_space: 4$' "$T/auto/config.yaml" ||
 	bad "engine.swap_space=auto: not the default 4"
+# a subnormal number is a number (it read as "expected a number")
+printf 'workload:\n  generator:\n    requests: 3\n    sessions: {turns: 2, think_s: 5e-324}\n' \
+	>"$T/sub.yaml"
+"$KVSIM" run -q --no-plot --out "$T/sub" "$T/sub.yaml" 2>"$T/err" ||
+	bad "a subnormal think_s: $(cat "$T/err")"
 # parallel sampling is carried by the stream, not forked by a run: said
 printf 'workload:\n  generator:\n    requests: 5\n    prompt: 100\n    output: 10\n    n: 3\n' \
 	>"$T/par.yaml"

@@ -12,6 +12,7 @@
 #include "workloads/wl_int.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -343,10 +344,13 @@ y_double(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
 	else {
 		errno = 0;
 		v = strtod(s, &end);
-		if (*s == '\0' || *end != '\0' || errno == ERANGE ||
-		    isnan(v))
+		if (*s == '\0' || *end != '\0' || isnan(v))
 			return yfail(x, n, "%s: expected a number, found '%s'",
 			    key, s);
+		/* an underflow is a number (subnormal, or 0); an overflow
+		 * is not one a double holds */
+		if (errno == ERANGE && fabs(v) > DBL_MIN)
+			return yfail(x, n, "%s: %s is out of range", key, s);
 	}
 	if (v < lo)
 		return yfail(x, n, "%s: must be >= %g, found %s", key, lo, s);
