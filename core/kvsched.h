@@ -99,6 +99,14 @@ struct kvs_sched {
 	uint32_t stale;		/* <= cached */
 };
 
+/* The tokens of e whose KV a correct engine writes in the step: the ones
+ * it computes and the stale cached ones (the last positions before them). */
+static inline uint32_t
+kvs_sched_written(const struct kvs_sched *e)
+{
+	return e->ntokens - e->cached + e->stale;
+}
+
 /*
  * One step's decisions.  sched is in the scheduler's own order; preempt in
  * preemption order (preempt_swap[i] says whether victim i was swapped);

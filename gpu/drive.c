@@ -155,9 +155,7 @@ step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
 
 		/* cached tokens (vllm-v0) are scheduled, not computed;
 		 * stale ones are written as a correct engine would */
-		d->start[i] = (uint32_t)(c - (st->sched[i].ntokens -
-					      st->sched[i].cached +
-					      st->sched[i].stale));
+		d->start[i] = (uint32_t)(c - kvs_sched_written(&st->sched[i]));
 	}
 	res->preemptions += st->npreempt;
 	res->swap_out_blocks += st->nswap_out;

@@ -782,10 +782,8 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
 		if ((rc = add_slots(v, s, r, KVGPU_DEV, start[i],
-				    start[i] + st->sched[i].ntokens -
-				    st->sched[i].cached + st->sched[i].stale,
-				    true, why,
-				    len)))
+				    start[i] + kvs_sched_written(&st->sched[i]),
+				    true, why, len)))
 			return rc;
 	}
 	if (kvgpu_fill(v->g, KVGPU_DEV, v->slot, v->nslot) != KV_OK)
@@ -796,8 +794,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req r = st->sched[i].req;
 		struct vreq *q = &v->req[r];
-		uint32_t end = start[i] + st->sched[i].ntokens -
-			       st->sched[i].cached + st->sched[i].stale;
+		uint32_t end = start[i] + kvs_sched_written(&st->sched[i]);
 		size_t ntok;
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
