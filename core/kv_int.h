@@ -115,6 +115,15 @@ kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
  * says; 0 in other modes or without prefix caching.
  */
 kv_err kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens);
+/*
+ * vllm-v0: when the last kvc_append_slots or kvc_swap_in was of s, the
+ * computed positions of s it took from the first one that promotion
+ * (promote_to_immutable_block) moved onto a cached block whose KV is not
+ * computed -- another request allocated it and has not run the chunk --
+ * up to s's computed count; the engine reads them there uncomputed.  0
+ * otherwise, and in other modes.
+ */
+kv_err kvc__v0_lost(kvc *k, int32_t s, uint32_t *tokens);
 
 /* ---- helpers in kv_mgr.c ------------------------------------------ */
 

@@ -454,7 +454,9 @@ emit_sched(kvs *s, kvs_req r, uint32_t n, uint32_t cached, uint32_t stale)
 {
 	if (!kvs__valid(s, r))
 		return kvs__fail(s, KV_EINVAL, "no such request");
-	if (cached > n || stale > cached)
+	if (cached > n ||
+	    (stale > cached &&
+	     stale - cached > kvc_seq_computed(s->k, kvs_req_seq(s, r))))
 		return kvs__fail(s, KV_EINVAL, "%u cached tokens (%u stale) "
 				 "of %u scheduled", cached, stale, n);
 	if (kvs__grow((void **)&s->sched, &s->capsched, s->nsched + 1,

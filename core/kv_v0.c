@@ -164,6 +164,13 @@ struct v0 {
 	 */
 	bool nojournal;
 	int32_t *scratch;	/* audit: one counter per id */
+	/*
+	 * The last append_slots, of sequence lost_seq: the first of its
+	 * computed positions that promotion moved onto a cached block whose
+	 * KV is not computed (UINT32_MAX: none); kvc__v0_lost.
+	 */
+	int32_t lost_seq;
+	uint32_t lost_from;
 };
 
 static struct v0 *
@@ -1022,6 +1029,8 @@ v0_append_slots(kvc *k, struct v0 *m, int32_t s, uint32_t L)
 	int32_t id;
 	kv_err e;
 
+	m->lost_seq = s;
+	m->lost_from = UINT32_MAX;
 	if (m->sw) {
 		int64_t end;
 
@@ -1101,6 +1110,17 @@ v0_append_slots(kvc *k, struct v0 *m, int32_t s, uint32_t L)
 				    v0_tab_set(k, m, s, i, id, h) != KV_OK)
 					return KV_ENOMEM;
 			} else {
+				/*
+				 * The block the sequence computed its
+				 * positions of slot i in is dropped for the
+				 * cached one; where that one's KV is not
+				 * computed yet (another request allocated
+				 * it, its chunk has not run), they are gone.
+				 */
+				if (!m->pool[V0_GPU].b[cid].filled &&
+				    cid != id && q->ncomp > i * bs &&
+				    i * bs < m->lost_from)
+					m->lost_from = i * bs;
 				if (v0_release(m, V0_GPU, id, 0, 0) != KV_OK ||
 				    v0_hit(m, V0_GPU, cid) != KV_OK ||
 				    v0_tab_set(k, m, s, i, cid, h) != KV_OK)
@@ -1206,6 +1226,8 @@ v0_init(kvc *k)
 	m->wm = (uint32_t)(c->watermark * (double)c->gpu_blocks);
 	m->maxsw = m->sw ? c->group[0].window / m->bs + 2 : 0;
 	m->null_id = -1;
+	m->lost_seq = -1;
+	m->lost_from = UINT32_MAX;
 	/* BlockPool(num_blocks * extra_factor), extra_factor = 4 */
 	m->obj[V0_GPU].size = 4 * c->gpu_blocks;
 	m->obj[V0_CPU].size = 4 * c->cpu_blocks;
@@ -1841,6 +1863,20 @@ v0_cached(kvc *k, int32_t s, size_t *tokens)
 		return e;
 	q->memo = (int64_t)now;
 	*tokens = now;
+	return KV_OK;
+}
+
+kv_err
+kvc__v0_lost(kvc *k, int32_t s, uint32_t *tokens)
+{
+	const struct v0 *m;
+
+	*tokens = 0;
+	if (k->cfg.mode != KVC_VLLM_V0)
+		return KV_OK;
+	m = v0_of(k);
+	if (m->pc && m->lost_seq == s && m->lost_from < k->seq[s].ncomp)
+		*tokens = k->seq[s].ncomp - m->lost_from;
 	return KV_OK;
 }
 

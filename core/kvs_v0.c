@@ -477,7 +477,7 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r), ok = false, self = false;
 		bool counted = !v->chunked;	/* default: seqs pre-added */
-		uint32_t L = pre ? 0 : v->L, u, c;
+		uint32_t L = pre ? 0 : v->L, u, c, lost;
 
 		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
 		if (u == 0)
@@ -519,12 +519,15 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		}
 		if (e != KV_OK)
 			return e;
-		if ((e = v0s_pairs(s, KVS_COW)) != KV_OK)
+		if ((e = v0s_pairs(s, KVS_COW)) != KV_OK ||
+		    (e = kvc__v0_lost(k, q, &lost)) != KV_OK)
 			return e;
+		/* a prefill saw its tokens when allocated: only a decode
+		 * promotes (kvc__v0_lost) */
 		if (pre)
 			v0s_push(&v->l[V0S_RPF], r, u, 0, 0);
 		else
-			v0s_push(&v->l[V0S_RDC], r, 1, 0, 0);
+			v0s_push(&v->l[V0S_RDC], r, 1, 0, lost);
 		v->tokens += u;
 		if (v->chunked)
 			v->seqs++;
@@ -543,7 +546,7 @@ v0s_swapped(kvs *s, struct v0s *v)
 		kvs_req r = kvs_queue_at(s, KVS_Q_SWAPPED, 0);
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r);
-		uint32_t L = pre ? 0 : v->L, u, c, stale = 0;
+		uint32_t L = pre ? 0 : v->L, u, c, stale = 0, lost;
 		kvc_verdict vd;
 
 		e = kvc_can_swap_in(k, q, L, &vd);
@@ -563,12 +566,13 @@ v0s_swapped(kvs *s, struct v0s *v)
 		if (e != KV_OK)
 			return e;
 		kvs_queue_remove(s, KVS_Q_SWAPPED, 0);
-		if ((e = v0s_pairs(s, KVS_SWAP_IN)) != KV_OK)
+		if ((e = v0s_pairs(s, KVS_SWAP_IN)) != KV_OK ||
+		    (e = kvc__v0_lost(k, q, &lost)) != KV_OK)
 			return e;
 		if (pre)
 			v0s_push(&v->l[V0S_SPF], r, u + c, c, stale);
 		else
-			v0s_push(&v->l[V0S_SDC], r, 1, 0, 0);
+			v0s_push(&v->l[V0S_SDC], r, 1, 0, lost);
 		v->tokens += u;
 		v->seqs++;
 	}

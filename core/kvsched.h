@@ -84,23 +84,27 @@ void kvs_config_init(struct kvs_config *c);	/* every field unset */
  * of them the engine takes from the prefix cache and does not compute:
  * vLLM v0 schedules an admitted prompt's cached tokens with its uncached
  * ones (replay R62's c); every other built-in policy schedules computed
- * tokens only (cached 0).  `stale` of the cached ones had no computed KV
- * in the cache when the request was admitted -- vLLM v0 counts them from
- * a memo taken while the request waited (the blocks may have been evicted
- * since), and counts blocks it marked computed after a prompt's first
- * chunk though later chunks never ran -- and its runner skips them too:
- * the engine's KV for them is never computed.  A hazard of the engine
- * modelled, reported, never hidden.
+ * tokens only (cached 0).  `stale`: the positions just before the ones
+ * the step computes that the engine takes from prefix-cache blocks without
+ * their KV in them.  At admission they are cached ones -- vLLM v0 counts
+ * them from a memo taken while the request waited (the blocks may have
+ * been evicted since), and counts blocks it marked computed after a
+ * prompt's first chunk though later chunks never ran -- and its runner
+ * skips them too.  In a decode they are computed ones: the block they
+ * were computed in filled up and was promoted onto a cached block of the
+ * same content that another request allocated and has not computed
+ * (promote_to_immutable_block).  Either way the engine's KV for them is
+ * not there.  A hazard of the engine modelled, reported, never hidden.
  */
 struct kvs_sched {
 	kvs_req req;
 	uint32_t ntokens;
 	uint32_t cached;	/* <= ntokens */
-	uint32_t stale;		/* <= cached */
+	uint32_t stale;		/* <= cached + computed tokens before */
 };
 
 /* The tokens of e whose KV a correct engine writes in the step: the ones
- * it computes and the stale cached ones (the last positions before them). */
+ * it computes and the stale ones (the last positions before them). */
 static inline uint32_t
 kvs_sched_written(const struct kvs_sched *e)
 {
@@ -244,8 +248,9 @@ kvs_req kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i);
 
 /* Record r as scheduled for n tokens this step (status RUNNING). */
 kv_err kvs_emit_sched(kvs *s, kvs_req r, uint32_t n);
-/* The same, `cached` of the n from the prefix cache, `stale` of those
- * without computed KV there (KV_EINVAL unless stale <= cached <= n). */
+/* The same, `cached` of the n from the prefix cache, `stale` positions
+ * before the computed ones without their KV there (KV_EINVAL unless
+ * cached <= n and stale <= cached + the request's computed tokens). */
 kv_err kvs_emit_sched_cached(kvs *s, kvs_req r, uint32_t n, uint32_t cached,
 			     uint32_t stale);
 /*

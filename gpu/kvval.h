@@ -12,8 +12,9 @@
  *                    then checks the host copies of every request swapped
  *                    out; runs the swap-in (H2D) and the copy-on-write
  *                    (D2D) pairs; poisons the blocks newly allocated to a
- *                    request for positions it has not computed (and its
- *                    state blocks while it has computed nothing).
+ *                    request for positions it has not computed, unless
+ *                    they hold its own data already (validate.c), and
+ *                    its state blocks while it has computed nothing.
  *   kvval_computed   the forward pass is over: checks the states the step
  *                    reads (requests admitted, swapped in, recomputed or
  *                    touched by a CoW), writes positions start ..
@@ -38,6 +39,9 @@
  * counted on the device and compared with the slots no running request
  * has written, sum over blocks of (block_size - written slots); a state
  * block has state_slots written once its request has computed a token.
+ * A block that holds data past its holders' computed tokens (theirs,
+ * written by a request that shared it and has gone) counts those slots
+ * as written (frag_ahead_slots).
  *
  * Groups.  Every KV cache group of the allocator is executed, in one pool
  * whose blocks all have one page size (vLLM's hybrid page-size
@@ -115,9 +119,15 @@ struct kvval_stats {
 	uint64_t frag_scans, frag_mismatches;
 	uint64_t frag_poison_slots, frag_expected_slots;	/* summed */
 	uint64_t frag_live_blocks;				/* summed */
+	uint64_t frag_ahead_slots;	/* of the unpoisoned: holding data
+					 * past their holders' computed tokens
+					 * (summed) */
 	uint64_t window_slots;		/* positions checked in a sliding
 					 * group's null entries: skipped */
 	uint64_t state_checks;		/* Mamba states verified */
+	uint64_t own_blocks;		/* new to a request's table past its
+					 * computed tokens, holding its data
+					 * already: not poisoned (validate.c) */
 	uint64_t dup_dsts;		/* pairs overwritten by a later pair to
 					 * the same destination (vLLM v0) */
 	uint64_t stale_tokens;		/* scheduled as cached, no longer in

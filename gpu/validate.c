@@ -22,10 +22,20 @@
  * block g * gpu_blocks + b (deepspeed never copies blocks).
  *
  * Poison rule: a table entry the request had not seen before, for
- * positions it has not computed, is a fresh block and is poisoned before
- * the step writes it.  A prefix-cache hit covers computed positions only,
- * so a shared block is never poisoned; if the allocator ever handed out a
- * block another request still uses, the poison shows in that request's
+ * positions it has not computed, is poisoned before the step writes it --
+ * unless the block already holds this request's own data there.  Per
+ * block of each pool the verifier records how many leading slots hold
+ * data (written since the block was last poisoned or copied over) and the
+ * slot key of the last of them; a block whose last such slot has the key
+ * this request would write at that position holds a prefix of its data
+ * (keys chain the tokens), and a real engine computing those positions
+ * again rewrites the same KV.  That is the block a request meets when it
+ * computes again what it shares -- vLLM v0 schedules a request with the
+ * cached-token count it memoised before its blocks were cached, and
+ * recomputes blocks a running request or the cache holds -- and poisoning
+ * it would spoil the other holder's data (a false failure).  Any other
+ * new block is fresh; if the allocator ever handed out a block another
+ * request still uses for other data, the poison shows in that request's
  * next check.
  *
  * Cost: a step costs O(tokens written + blocks moved); a whole check costs
@@ -87,6 +97,9 @@ struct kvval {
 	uint64_t *stamp;	/* per device block: last scan or CoW mark */
 	uint32_t *fill;		/* per device block: written slots */
 	uint8_t *seen;		/* per block of either pool: dedup */
+	uint32_t *cfill[2];	/* per block of a pool (kvgpu_side): leading
+				 * slots holding data since its last poison */
+	uint64_t *ckey[2];	/* the slot key of the last of them */
 	uint64_t tick;
 };
 
@@ -125,7 +138,15 @@ kvval_new(kvgpu *g, const struct kvval_opts *o)
 	v->fill = calloc(v->nblocks, sizeof(*v->fill));
 	v->seen = calloc((size_t)(geo->dev_blocks > geo->host_blocks ?
 				  geo->dev_blocks : geo->host_blocks), 1);
-	if (v->stamp == NULL || v->fill == NULL || v->seen == NULL) {
+	v->cfill[KVGPU_DEV] = calloc(v->nblocks, sizeof(uint32_t));
+	v->ckey[KVGPU_DEV] = calloc(v->nblocks, sizeof(uint64_t));
+	v->cfill[KVGPU_HOST] = calloc((size_t)geo->host_blocks + 1,
+				      sizeof(uint32_t));
+	v->ckey[KVGPU_HOST] = calloc((size_t)geo->host_blocks + 1,
+				     sizeof(uint64_t));
+	if (v->stamp == NULL || v->fill == NULL || v->seen == NULL ||
+	    v->cfill[0] == NULL || v->cfill[1] == NULL ||
+	    v->ckey[0] == NULL || v->ckey[1] == NULL) {
 		kvval_free(v);
 		return NULL;
 	}
@@ -146,6 +167,10 @@ kvval_free(kvval *v)
 	free(v->stamp);
 	free(v->fill);
 	free(v->seen);
+	for (int i = 0; i < 2; i++) {
+		free(v->cfill[i]);
+		free(v->ckey[i]);
+	}
 	free(v);
 }
 
@@ -279,6 +304,70 @@ state_entry(const int32_t *tab, size_t ntab)
 	while (ntab > 0 && tab[ntab - 1] == KVC_NULL)
 		ntab--;
 	return ntab > 0 ? (int64_t)ntab - 1 : -1;
+}
+
+/* ---- what each block holds -------------------------------------------- */
+
+/* The blocks were poisoned: none of their slots holds data. */
+static void
+forget(kvval *v, enum kvgpu_side side, const int32_t *blk, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		v->cfill[side][blk[i]] = 0;
+}
+
+/* Slots v->slot were written on the device. */
+static void
+record(kvval *v)
+{
+	for (size_t i = 0; i < v->nslot; i++) {
+		const struct kvgpu_slot *x = &v->slot[i];
+
+		if (x->slot + 1 >= v->cfill[KVGPU_DEV][x->block]) {
+			v->cfill[KVGPU_DEV][x->block] = x->slot + 1;
+			v->ckey[KVGPU_DEV][x->block] = x->key;
+		}
+	}
+}
+
+/* A key chain over a request's tokens: key(pos - 1) (KVGPU_KEY_ROOT at
+ * pos 0), moved forward on demand, restarted from 0 to go back. */
+struct chain {
+	const uint32_t *tok;
+	size_t ntok;
+	uint32_t pos;
+	uint64_t key;
+};
+
+/* The content key of position p (p < c->ntok). */
+static uint64_t
+chain_key(struct chain *c, uint32_t p)
+{
+	if (c->pos > p + 1) {
+		c->pos = 0;
+		c->key = KVGPU_KEY_ROOT;
+	}
+	for (; c->pos <= p; c->pos++)
+		c->key = kvgpu_key_next(c->key, c->tok[c->pos]);
+	return c->key;
+}
+
+/*
+ * Whether device block id, entry b of token group g of a request (tokens
+ * in c), already holds the request's data in every slot that holds data:
+ * then the step may rewrite them, and poisoning would spoil the block for
+ * its other holders (validate.c's poison rule).
+ */
+static bool
+holds_own(kvval *v, struct chain *c, uint32_t g, size_t b, int32_t id)
+{
+	uint32_t f = v->cfill[KVGPU_DEV][id];
+	uint64_t last = (uint64_t)b * v->gbs[g] + f - 1;
+
+	if (f == 0 || f > v->gbs[g] || last >= c->ntok)
+		return false;
+	return v->ckey[KVGPU_DEV][id] ==
+	       kvgpu_group_key(chain_key(c, (uint32_t)last), g);
 }
 
 /* ---- slot lists ------------------------------------------------------- */
@@ -550,6 +639,19 @@ copy(kvval *v, enum kvgpu_dir dir, const struct kvc_pair *p, uint32_t n,
 		return dev_fail(v, "poison", why, len);
 	if (kvgpu_copy(v->g, dir, v->o.strat, v->pair, m, &t) != KV_OK)
 		return dev_fail(v, kvgpu_dir_name(dir), why, len);
+	{
+		enum kvgpu_side from = dir == KVGPU_H2D ? KVGPU_HOST :
+				       KVGPU_DEV;
+		enum kvgpu_side to = dir == KVGPU_D2H ? KVGPU_HOST :
+				     KVGPU_DEV;
+
+		for (size_t i = 0; i < m; i++) {
+			v->cfill[to][v->pair[i].dst] =
+				v->cfill[from][v->pair[i].src];
+			v->ckey[to][v->pair[i].dst] =
+				v->ckey[from][v->pair[i].src];
+		}
+	}
 	c->batches++;
 	c->blocks += m;
 	c->calls += v->o.strat == KVGPU_PER_CHUNK ? kvgpu_chunks(geo) : 1;
@@ -618,11 +720,13 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req r = st->sched[i].req;
 		struct vreq *q = vreq_of(v, r);
+		struct chain c = { .key = KVGPU_KEY_ROOT };
 		int32_t seq;
 
 		if (q == NULL)
 			return oom(why, len);
 		seq = kvs_req_seq(s, r);
+		c.tok = kvc_seq_tokens(k, seq, &c.ntok);
 		if (!q->running || q->valid != start[i])
 			q->full = 1;
 		q->running = 1;
@@ -641,13 +745,18 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 					v->blk[v->nblk++] =
 						pidx(v, KVGPU_DEV, g, tab[e]);
 			} else {
-				for (size_t b = q->nblk[g]; b < ntab; b++)
-					if (tab[b] != KVC_NULL &&
-					    (uint64_t)b * v->gbs[g] >=
-					    start[i])
-						v->blk[v->nblk++] =
-							pidx(v, KVGPU_DEV, g,
-							     tab[b]);
+				for (size_t b = q->nblk[g]; b < ntab; b++) {
+					int32_t id;
+
+					if (tab[b] == KVC_NULL ||
+					    (uint64_t)b * v->gbs[g] < start[i])
+						continue;
+					id = pidx(v, KVGPU_DEV, g, tab[b]);
+					if (holds_own(v, &c, g, b, id))
+						v->st.own_blocks++;
+					else
+						v->blk[v->nblk++] = id;
+				}
 			}
 			for (size_t b = 0; st->ncow > 0 && b < ntab; b++)
 				if (tab[b] != KVC_NULL &&
@@ -659,6 +768,7 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 	}
 	if (kvgpu_poison(v->g, KVGPU_DEV, v->blk, v->nblk) != KV_OK)
 		return dev_fail(v, "poison", why, len);
+	forget(v, KVGPU_DEV, v->blk, v->nblk);
 	return 0;
 }
 
@@ -731,8 +841,22 @@ frag_scan(kvval *v, kvs *s, char *why, size_t len)
 			}
 		}
 	}
-	for (size_t i = 0; i < v->nblk; i++)
-		expect += v->bs - v->fill[v->blk[i]];
+	/*
+	 * A block may hold data past its holders' computed tokens: theirs
+	 * (computed once by a request the cache or a recompute shares it
+	 * with), which they will rewrite.  Those slots are written, not
+	 * fragmentation lost.
+	 */
+	for (size_t i = 0; i < v->nblk; i++) {
+		int32_t id = v->blk[i];
+		uint32_t f = v->fill[id], c = v->cfill[KVGPU_DEV][id];
+
+		if (c > f) {
+			v->st.frag_ahead_slots += c - f;
+			f = c;
+		}
+		expect += v->bs - f;
+	}
 	if (kvgpu_scan_poison(v->g, KVGPU_DEV, v->blk, v->nblk, &got) !=
 	    KV_OK)
 		return dev_fail(v, "scan", why, len);
@@ -788,6 +912,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 	}
 	if (kvgpu_fill(v->g, KVGPU_DEV, v->slot, v->nslot) != KV_OK)
 		return dev_fail(v, "fill", why, len);
+	record(v);
 	v->nnull = 0;
 	v->st.written_slots += v->nslot;
 	v->nslot = 0;

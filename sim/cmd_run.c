@@ -268,11 +268,12 @@ run_main(int argc, char **argv)
 			"sequence: kvsim run does not fork them "
 			"(docs/workloads.md)\n", sim_run_parallel_requests(R));
 	if (t.stale_cached_tokens > 0)
-		fprintf(stderr, "kvsim run: warning: %" PRIu64 " prompt tokens "
-			"were taken from the prefix cache without their KV "
-			"in it (vllm-v0's memo of cached tokens and its early "
-			"computed marks, docs/scheduler.md): the engine never "
-			"computes it\n", t.stale_cached_tokens);
+		fprintf(stderr, "kvsim run: warning: %" PRIu64 " tokens were "
+			"taken from prefix-cache blocks that do not hold "
+			"their KV (vllm-v0's memo of cached tokens, its early "
+			"computed marks and its promotion of a filling block "
+			"onto a cached one, docs/scheduler.md): the engine "
+			"never computes it there\n", t.stale_cached_tokens);
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
 	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");

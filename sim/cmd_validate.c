@@ -274,6 +274,8 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
 		t->frag_poison_slots += s->frag_poison_slots;
 		t->frag_expected_slots += s->frag_expected_slots;
 		t->frag_live_blocks += s->frag_live_blocks;
+		t->frag_ahead_slots += s->frag_ahead_slots;
+		t->own_blocks += s->own_blocks;
 		t->dup_dsts += s->dup_dsts;
 		t->stale_tokens += s->stale_tokens;
 		t->window_slots += s->window_slots;
@@ -332,20 +334,27 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	       " positions outside a sliding window skipped\n", x->ngroups,
 	       t.state_checks, t.window_slots);
 	printf("  fragmentation: %" PRIu64 " scans, %" PRIu64 " poisoned "
-	       "slots measured, %" PRIu64 " unwritten by the allocator's "
+	       "slots measured, %" PRIu64 " unwritten by the verifier's "
 	       "account\n", t.frag_scans, t.frag_poison_slots,
 	       t.frag_expected_slots);
+	if (t.own_blocks > 0)
+		printf("  %" PRIu64 " blocks new to a request past its "
+		       "computed tokens held its own data already (shared "
+		       "blocks it computes again): rewritten, not poisoned; "
+		       "%" PRIu64 " slots of live blocks held KV ahead of "
+		       "their requests' computed tokens at the scans\n",
+		       t.own_blocks, t.frag_ahead_slots);
 	printf("  digest %016" PRIx64 "\n", t.digest);
 	if (sim_run_parallel_requests(R) > 0)
 		printf("  %" PRIu64 " requests asked for parallel sampling (n > "
 		       "1): each ran as one sequence, nothing forked\n",
 		       sim_run_parallel_requests(R));
 	if (t.stale_tokens > 0)
-		printf("  engine hazard: %" PRIu64 " prompt tokens taken from "
-		       "the prefix cache without their KV in it (vllm-v0, "
-		       "docs/scheduler.md); written here as a correct engine "
-		       "would, never computed by the engine modelled\n",
-		       t.stale_tokens);
+		printf("  engine hazard: %" PRIu64 " tokens taken from "
+		       "prefix-cache blocks that do not hold their KV "
+		       "(vllm-v0, docs/scheduler.md); written here as a "
+		       "correct engine would, never computed by the engine "
+		       "modelled\n", t.stale_tokens);
 	if (t.failures > 0)
 		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
 		       "%s\n", t.failures, t.first_failure);
@@ -391,7 +400,8 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		"verified_words,%" PRIu64 "\nmismatched_words,%" PRIu64 "\n"
 		"failures,%" PRIu64 "\nfrag_scans,%" PRIu64 "\n"
 		"frag_live_blocks,%" PRIu64 "\nfrag_unwritten_slots,%" PRIu64
-		"\nfrag_poison_slots,%" PRIu64 "\ndup_destinations,%" PRIu64
+		"\nfrag_poison_slots,%" PRIu64 "\nfrag_ahead_slots,%" PRIu64
+		"\nown_data_blocks,%" PRIu64 "\ndup_destinations,%" PRIu64
 		"\ngroups,%u\nstate_checks,%" PRIu64 "\nwindow_skipped_slots,%"
 		PRIu64 "\nstale_cached_tokens,%" PRIu64 "\ndigest,%016" PRIx64
 		"\n", x->backend,
@@ -401,7 +411,7 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		t.verifies, t.full_checks, t.verified_slots, t.verified_words,
 		t.mismatched_words, t.failures, t.frag_scans,
 		t.frag_live_blocks, t.frag_expected_slots, t.frag_poison_slots,
-		t.dup_dsts, x->ngroups, t.state_checks, t.window_slots,
+		t.frag_ahead_slots, t.own_blocks, t.dup_dsts, x->ngroups, t.state_checks, t.window_slots,
 		t.stale_tokens, t.digest);
 	return tmp_commit(f, path, tmp);
 }

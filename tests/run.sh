@@ -409,7 +409,7 @@ awk -v h="$(sval "$T/v0pc/summary.csv" prefix_hit_rate)" \
 	'BEGIN { exit !(h > 0.1) }' || bad "vllm-v0: prefix hit rate not counted"
 [ "$(sval "$T/v0pc/summary.csv" stale_cached_tokens)" -gt 0 ] ||
 	bad "vllm-v0: no stale cached tokens under this pressure"
-grep -q 'without their KV in it' "$T/err" ||
+grep -q 'blocks that do not hold their KV' "$T/err" ||
 	bad "vllm-v0: no warning for stale cached tokens"
 "$KVSIM" run -q --no-plot --out "$T/v0np" \
 	--set engine.enable_prefix_caching=false "$G" 2>"$T/err" ||

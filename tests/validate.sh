@@ -77,16 +77,27 @@ grep -q 'engine hazard: [1-9]' "$tmp/vllm-v0-swap-true.out" ||
 	fail "vllm-v0 without prefix caching: stale cached tokens"
 [ "$(val vllm-v1-recompute-true stale_cached_tokens)" = 0 ] ||
 	fail "vllm-v1: stale cached tokens"
+# v0case NAME FILE SEED KEY: tests/gpu/FILE with seed SEED passes with
+# an exact fragmentation count and a positive KEY
+v0case() {
+	run "$1" 0 "$top_srcdir/tests/gpu/$2" --seed "$3" --out "$tmp/$1"
+	[ "$(val "$1" failures)" = 0 ] || fail "$1: failures"
+	[ "$(val "$1" frag_poison_slots)" = \
+	  "$(val "$1" frag_unwritten_slots)" ] || fail "$1: fragmentation"
+	[ "$(val "$1" "$4")" -gt 0 ] || fail "$1: no $4"
+}
 # ... and takes blocks v0 marked computed after a prompt's first chunk,
 # left in the cache by a preemption before the rest ran (6 integrity
 # failures before they were counted)
-run v0chunk 0 "$top_srcdir/tests/gpu/v0-chunked-prefix.yaml" --seed 11 \
-	--out "$tmp/v0chunk"
-[ "$(val v0chunk failures)" = 0 ] || fail "v0 chunked: failures"
-[ "$(val v0chunk stale_cached_tokens)" -gt 0 ] ||
-	fail "v0 chunked: no stale cached tokens"
-[ "$(val v0chunk frag_poison_slots)" = "$(val v0chunk frag_unwritten_slots)" ] ||
-	fail "v0 chunked: fragmentation count"
+v0case v0chunk v0-chunked-prefix.yaml 11 stale_cached_tokens
+# ... and, with sessions, promotes a decode's filling block onto a cached
+# block another request allocated and has not computed (2 integrity
+# failures before they were counted)
+v0case v0promo v0-promotion.yaml 13 stale_cached_tokens
+# v0 computes again blocks it shares (its memo of cached tokens predates
+# them): they hold the request's data and are not poisoned, which used to
+# fail the other holder (2 false failures)
+v0case v0share v0-shared-recompute.yaml 27 own_data_blocks
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
