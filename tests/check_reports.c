@@ -38,6 +38,73 @@ add(rpt *r, uint64_t id, int64_t ttft, int64_t e2e, int64_t queue)
 	ck_assert_int_eq(rpt_add_request(r, &q), 0);
 }
 
+/*
+ * A requests.csv row, against snprintf of the same fields: seconds with 9
+ * exact decimals (0, one ns, a second less a ns, a long run), 64-bit
+ * counters at their limit, empty TPOT and ITL for one output token.
+ */
+START_TEST(test_request_row)
+{
+	static const int64_t t[] = { 0, 1, 999999999, 1000000000,
+				     86400123456789, INT64_MAX / 2 };
+	int64_t a = t[_i % 6], d = t[(_i + 3) % 6];
+	struct rpt_req q;
+	char *buf = NULL, want[1024];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	rpt *r;
+
+	ck_assert_ptr_nonnull(f);
+	r = rpt_new("ab12", f, NULL);
+	ck_assert_ptr_nonnull(r);
+	memset(&q, 0, sizeof(q));
+	q.id = UINT64_MAX - (uint64_t)_i;
+	q.replica = (uint32_t)_i;
+	q.arrival_ns = a;
+	q.first_scheduled_ns = a + d / 4;
+	q.first_token_ns = a + d / 2;
+	q.finish_ns = a + d;
+	q.input_tokens = UINT32_MAX;
+	q.output_tokens = _i < 3 ? 1 : 7;
+	q.cached_prefix_tokens = 16 * (uint32_t)_i;
+	q.itl_sum_ns = (d - d / 2) / 3 * 6;
+	q.itl_max_ns = d / 3;
+	q.preemptions = 2;
+	q.recomputed_tokens = 10;
+	q.swapped_out_blocks = 3;
+	q.swapped_out_bytes = UINT64_MAX;
+	ck_assert_int_eq(rpt_add_request(r, &q), 0);
+	fflush(f);
+#define S(ns) (long long)((ns) / 1000000000), (long long)((ns) % 1000000000)
+	if (q.output_tokens > 1) {
+		int64_t tpot = (q.finish_ns - q.first_token_ns) / 6;
+
+		snprintf(want, sizeof(want), "ab12,%llu,%d,%lld.%09lld,"
+			 "%lld.%09lld,%lld.%09lld,%lld.%09lld,%u,7,%u,"
+			 "%lld.%09lld,%lld.%09lld,%lld.%09lld,%lld.%09lld,"
+			 "%lld.%09lld,%lld.%09lld,2,10,3,%llu\n",
+			 (unsigned long long)q.id, _i, S(a), S(a + d / 4),
+			 S(a + d / 2), S(a + d), UINT32_MAX,
+			 q.cached_prefix_tokens, S(d / 2), S(tpot), S(d),
+			 S(d / 4), S(q.itl_sum_ns / 6), S(q.itl_max_ns),
+			 (unsigned long long)UINT64_MAX);
+	} else {
+		snprintf(want, sizeof(want), "ab12,%llu,%d,%lld.%09lld,"
+			 "%lld.%09lld,%lld.%09lld,%lld.%09lld,%u,1,%u,"
+			 "%lld.%09lld,,%lld.%09lld,%lld.%09lld,,,2,10,3,%llu\n",
+			 (unsigned long long)q.id, _i, S(a), S(a + d / 4),
+			 S(a + d / 2), S(a + d), UINT32_MAX,
+			 q.cached_prefix_tokens, S(d / 2), S(d), S(d / 4),
+			 (unsigned long long)UINT64_MAX);
+	}
+#undef S
+	ck_assert_str_eq(buf, want);
+	rpt_free(r);
+	fclose(f);
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_quantiles_known)
 {
 	rpt *r = rpt_new("t", NULL, NULL);
@@ -302,6 +369,7 @@ suite(void)
 	TCase *tc = tcase_create("all");
 
 	tcase_add_test(tc, test_quantiles_known);
+	tcase_add_loop_test(tc, test_request_row, 0, 6);
 	tcase_add_test(tc, test_quantiles_match_gsl);
 	tcase_add_test(tc, test_itl_histogram_bound);
 	tcase_add_test(tc, test_goodput);
