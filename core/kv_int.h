@@ -120,10 +120,18 @@ kv_err kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens);
  * computed positions of s it took from the first one that promotion
  * (promote_to_immutable_block) moved onto a cached block whose KV is not
  * computed -- another request allocated it and has not run the chunk --
- * up to s's computed count; the engine reads them there uncomputed.  0
- * otherwise, and in other modes.
+ * up to s's computed count (tokens; 0 otherwise, and in other modes):
+ * the engine reads them there, the first `need` slots of GPU block
+ * `block`, which hold KV only if some request computes them first.
  */
-kv_err kvc__v0_lost(kvc *k, int32_t s, uint32_t *tokens);
+struct kvc__lost {
+	uint32_t tokens, need;
+	int32_t block;
+};
+
+kv_err kvc__v0_lost(kvc *k, int32_t s, struct kvc__lost *out);
+/* vllm-v0: the leading slots of GPU block id whose KV is computed. */
+uint32_t kvc__v0_kvn(const kvc *k, int32_t id);
 
 /* ---- helpers in kv_mgr.c ------------------------------------------ */
 

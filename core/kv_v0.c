@@ -74,8 +74,9 @@ struct v0_blk {
 	uint8_t in_ev;		/* in the evictor's free table */
 	uint32_t evpos;		/* its index in v0_pool.evm while in_ev */
 	uint8_t touched;	/* in _touched_blocks */
-	uint8_t filled;		/* every slot's KV computed (not vLLM's:
-				 * kvsim's, for kvc__v0_cached_now) */
+	uint32_t kvn;		/* leading slots whose KV is computed (not
+				 * vLLM's: kvsim's, for kvc__v0_cached_now
+				 * and kvc__v0_lost); bs: the whole block */
 };
 
 /* One heap entry of the LRU evictor. */
@@ -167,10 +168,13 @@ struct v0 {
 	/*
 	 * The last append_slots, of sequence lost_seq: the first of its
 	 * computed positions that promotion moved onto a cached block whose
-	 * KV is not computed (UINT32_MAX: none); kvc__v0_lost.
+	 * KV is not computed (UINT32_MAX: none), that block and the leading
+	 * slots of it the sequence reads; kvc__v0_lost.
 	 */
 	int32_t lost_seq;
 	uint32_t lost_from;
+	int32_t lost_block;
+	uint32_t lost_need;
 };
 
 static struct v0 *
@@ -839,7 +843,7 @@ v0_draw(kvc *k, struct v0 *m, int pi, int32_t *out)
 	if (v0_jblk(m, pi, id) != KV_OK)
 		return KV_ENOMEM;
 	p->b[id].ref++;
-	p->b[id].filled = 0;	/* new content, none computed yet */
+	p->b[id].kvn = 0;	/* new content, none computed yet */
 	if (m->pc && v0_track(m, pi, id, false) != KV_OK)
 		return KV_ENOMEM;
 	*out = id;
@@ -1031,6 +1035,7 @@ v0_append_slots(kvc *k, struct v0 *m, int32_t s, uint32_t L)
 
 	m->lost_seq = s;
 	m->lost_from = UINT32_MAX;
+	m->lost_block = -1;
 	if (m->sw) {
 		int64_t end;
 
@@ -1117,10 +1122,18 @@ v0_append_slots(kvc *k, struct v0 *m, int32_t s, uint32_t L)
 				 * computed yet (another request allocated
 				 * it, its chunk has not run), they are gone.
 				 */
-				if (!m->pool[V0_GPU].b[cid].filled &&
-				    cid != id && q->ncomp > i * bs &&
-				    i * bs < m->lost_from)
+				uint32_t need = q->ncomp > i * bs ?
+						q->ncomp - i * bs : 0;
+
+				if (need > bs)
+					need = bs;
+				if (cid != id &&
+				    m->pool[V0_GPU].b[cid].kvn < need &&
+				    i * bs < m->lost_from) {
 					m->lost_from = i * bs;
+					m->lost_block = cid;
+					m->lost_need = need;
+				}
 				if (v0_release(m, V0_GPU, id, 0, 0) != KV_OK ||
 				    v0_hit(m, V0_GPU, cid) != KV_OK ||
 				    v0_tab_set(k, m, s, i, cid, h) != KV_OK)
@@ -1228,6 +1241,7 @@ v0_init(kvc *k)
 	m->null_id = -1;
 	m->lost_seq = -1;
 	m->lost_from = UINT32_MAX;
+	m->lost_block = -1;
 	/* BlockPool(num_blocks * extra_factor), extra_factor = 4 */
 	m->obj[V0_GPU].size = 4 * c->gpu_blocks;
 	m->obj[V0_CPU].size = 4 * c->cpu_blocks;
@@ -1553,11 +1567,17 @@ v0_computed(kvc *k, int32_t s, uint32_t n, bool has_n)
 	if (n > q->ntok - q->ncomp)
 		return kvc__fail(k, KV_EINVAL, "n=%u exceeds the %u tokens not "
 				 "yet computed", n, q->ntok - q->ncomp);
-	/* the blocks the computed tokens now cover whole hold their KV */
-	for (uint32_t i = q->ncomp / m->bs; i < (q->ncomp + n) / m->bs &&
-	     i < q->tab[0].n; i++)
-		if (q->tab[0].id[i] >= 0)
-			p->b[q->tab[0].id[i]].filled = 1;
+	/* the blocks' slots the computed tokens now cover hold their KV */
+	for (uint32_t i = q->ncomp / m->bs; i < q->tab[0].n &&
+	     (uint64_t)i * m->bs < (uint64_t)q->ncomp + n; i++) {
+		uint64_t end = (uint64_t)q->ncomp + n - (uint64_t)i * m->bs;
+		int32_t id = q->tab[0].id[i];
+
+		if (end > m->bs)
+			end = m->bs;
+		if (id >= 0 && p->b[id].kvn < end)
+			p->b[id].kvn = (uint32_t)end;
+	}
 	q->ncomp += n;
 	if (q->ncomp == q->ntok)
 		q->prefill = 0;
@@ -1658,7 +1678,7 @@ v0_swap_tables(kvc *k, struct v0 *m, int32_t r, int from, int to)
 				return KV_ENOMEM;
 			/* the copy brings src's content (dst was journalled
 			 * by the draw or the hit) */
-			m->pool[to].b[dst].filled = m->pool[from].b[src].filled;
+			m->pool[to].b[dst].kvn = m->pool[from].b[src].kvn;
 			for (j = first; j < k->npairs; j++)
 				if (k->pairs[j].src == src)
 					break;
@@ -1826,7 +1846,7 @@ v0_cached_prefix(kvc *k, const struct kvc_seq *q, bool filled,
 		if (filled) {
 			/* kvsim's question, not vLLM's: the leading run of
 			 * blocks in the cache whose KV was computed */
-			if (!hit || !p->b[id].filled)
+			if (!hit || p->b[id].kvn < m->bs)
 				break;
 			prefix = i + 1;
 			continue;
@@ -1867,17 +1887,33 @@ v0_cached(kvc *k, int32_t s, size_t *tokens)
 }
 
 kv_err
-kvc__v0_lost(kvc *k, int32_t s, uint32_t *tokens)
+kvc__v0_lost(kvc *k, int32_t s, struct kvc__lost *out)
 {
 	const struct v0 *m;
 
-	*tokens = 0;
+	memset(out, 0, sizeof(*out));
+	out->block = -1;
 	if (k->cfg.mode != KVC_VLLM_V0)
 		return KV_OK;
 	m = v0_of(k);
-	if (m->pc && m->lost_seq == s && m->lost_from < k->seq[s].ncomp)
-		*tokens = k->seq[s].ncomp - m->lost_from;
+	if (m->pc && m->lost_seq == s && m->lost_from < k->seq[s].ncomp) {
+		out->tokens = k->seq[s].ncomp - m->lost_from;
+		out->block = m->lost_block;
+		out->need = m->lost_need;
+	}
 	return KV_OK;
+}
+
+uint32_t
+kvc__v0_kvn(const kvc *k, int32_t id)
+{
+	const struct v0 *m;
+
+	if (k->cfg.mode != KVC_VLLM_V0 || id < 0)
+		return 0;
+	m = v0_of(k);
+	return (uint32_t)id < m->pool[V0_GPU].n ? m->pool[V0_GPU].b[id].kvn :
+						 0;
 }
 
 kv_err

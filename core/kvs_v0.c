@@ -58,7 +58,10 @@ struct v0s_ent {
 	kvs_req r;
 	uint32_t n;
 	uint32_t c;	/* of n, found in the prefix cache */
-	uint32_t stale;	/* of c, without computed KV (kvsched.h) */
+	uint32_t stale;	/* of c, without computed KV (kvsched.h); a
+			 * decode: its positions promotion lost */
+	int32_t lblk;	/* a decode: the block it reads them in, or -1 */
+	uint32_t lneed;	/* ... and the leading slots of it it reads */
 };
 
 struct v0s_list {
@@ -288,7 +291,82 @@ v0s_push(struct v0s_list *l, kvs_req r, uint32_t n, uint32_t c,
 	l->a[l->n].n = n;
 	l->a[l->n].c = c;
 	l->a[l->n].stale = stale;
+	l->a[l->n].lblk = -1;
+	l->a[l->n].lneed = 0;
 	l->n++;
+}
+
+/* A decode whose block promotion moved onto an uncomputed one. */
+static void
+v0s_push_decode(struct v0s_list *l, kvs_req r, const struct kvc__lost *x)
+{
+	v0s_push(l, r, 1, 0, x->tokens);
+	l->a[l->n - 1].lblk = x->tokens > 0 ? x->block : -1;
+	l->a[l->n - 1].lneed = x->need;
+}
+
+/*
+ * Whether the step computes, before any read, the first `need` slots of
+ * GPU block b that are not computed yet: some other scheduled request
+ * holds b at table entry j and its chunk starts at or before the block's
+ * first uncomputed slot and reaches slot need - 1.  The forward pass
+ * writes every scheduled token's KV of a layer before attention reads
+ * any (reshape_and_cache, then the attention kernels), so a decode that
+ * reads b in the same step reads it computed.
+ */
+static bool
+v0s_written_now(kvs *s, const struct v0s *v, kvs_req self, int32_t b,
+		uint32_t need)
+{
+	static const int lists[] = { V0S_ADM, V0S_RPF, V0S_SPF, V0S_RDC,
+				     V0S_SDC };
+	kvc *k = kvs_kv(s);
+	uint64_t have = kvc__v0_kvn(k, b);
+
+	for (size_t li = 0; li < sizeof(lists) / sizeof(lists[0]); li++) {
+		const struct v0s_list *l = &v->l[lists[li]];
+
+		for (uint32_t i = 0; i < l->n; i++) {
+			const struct v0s_ent *e = &l->a[i];
+			int32_t q = kvs_req_seq(s, e->r);
+			uint64_t from = kvc_seq_computed(k, q) + e->c;
+			uint64_t to = kvc_seq_computed(k, q) + e->n;
+			size_t nt;
+			const int32_t *tab;
+
+			if (e->r == self || e->n == e->c)
+				continue;
+			tab = kvc_table(k, q, 0, &nt);
+			for (size_t j = 0; j < nt; j++)
+				if (tab[j] == b &&
+				    from <= (uint64_t)j * v->bs + have &&
+				    to >= (uint64_t)j * v->bs + need)
+					return true;
+		}
+	}
+	return false;
+}
+
+/* Decodes whose lost positions another request computes in this step
+ * lose nothing (v0s_written_now). */
+static void
+v0s_lost_settle(kvs *s, struct v0s *v)
+{
+	static const int lists[] = { V0S_RDC, V0S_SDC };
+
+	for (size_t li = 0; li < 2; li++) {
+		struct v0s_list *l = &v->l[lists[li]];
+
+		for (uint32_t i = 0; i < l->n; i++) {
+			struct v0s_ent *e = &l->a[i];
+
+			if (e->lblk >= 0 &&
+			    v0s_written_now(s, v, e->r, e->lblk, e->lneed)) {
+				e->stale = 0;
+				e->lblk = -1;
+			}
+		}
+	}
 }
 
 /*
@@ -477,7 +555,8 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r), ok = false, self = false;
 		bool counted = !v->chunked;	/* default: seqs pre-added */
-		uint32_t L = pre ? 0 : v->L, u, c, lost;
+		uint32_t L = pre ? 0 : v->L, u, c;
+		struct kvc__lost lost;
 
 		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
 		if (u == 0)
@@ -527,7 +606,7 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		if (pre)
 			v0s_push(&v->l[V0S_RPF], r, u, 0, 0);
 		else
-			v0s_push(&v->l[V0S_RDC], r, 1, 0, lost);
+			v0s_push_decode(&v->l[V0S_RDC], r, &lost);
 		v->tokens += u;
 		if (v->chunked)
 			v->seqs++;
@@ -546,7 +625,8 @@ v0s_swapped(kvs *s, struct v0s *v)
 		kvs_req r = kvs_queue_at(s, KVS_Q_SWAPPED, 0);
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r);
-		uint32_t L = pre ? 0 : v->L, u, c, stale = 0, lost;
+		uint32_t L = pre ? 0 : v->L, u, c, stale = 0;
+		struct kvc__lost lost;
 		kvc_verdict vd;
 
 		e = kvc_can_swap_in(k, q, L, &vd);
@@ -572,7 +652,7 @@ v0s_swapped(kvs *s, struct v0s *v)
 		if (pre)
 			v0s_push(&v->l[V0S_SPF], r, u + c, c, stale);
 		else
-			v0s_push(&v->l[V0S_SDC], r, 1, 0, lost);
+			v0s_push_decode(&v->l[V0S_SDC], r, &lost);
 		v->tokens += u;
 		v->seqs++;
 	}
@@ -717,6 +797,7 @@ v0s_schedule(kvs *s, void *state)
 			return e;
 	for (uint32_t i = head; i < tail; i++)
 		kvs__qpush(s, KVS_Q_RUNNING, run->a[i].r);
+	v0s_lost_settle(s, v);
 	if (!v->chunked) {
 		if ((e = v0s_run_extend(s, &v->l[V0S_ADM], false, 0)) ||
 		    (e = v0s_run_extend(s, &v->l[V0S_RDC], false, 0)) ||

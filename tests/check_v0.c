@@ -8,6 +8,7 @@
  * clone taken before the step must answer the same, and a step expected
  * to fail must leave the observable state exactly as it was.
  */
+#include "core/kv_int.h"
 #include "core/kvcore.h"
 
 #include <check.h>
@@ -944,6 +945,53 @@ START_TEST(test_blocks_needed)
 }
 END_TEST
 
+/*
+ * kvc__v0_lost: A's decode fills its block of positions 4..7 with content
+ * B has allocated and not computed; promotion takes B's block, and A's
+ * computed positions 4..6 are read there uncomputed: 3 tokens, the first
+ * 3 slots of B's block.  Once B has computed them (kvc__v0_kvn), the same
+ * promotion loses nothing.
+ */
+START_TEST(test_promotion_lost)
+{
+	bool computed = _i == 1;
+	kvc *k = v0_new(4, 16, 0, 0.01, true, 0);
+	uint32_t ta[8] = { 0, 1, 2, 3, 4, 5, 6, 1000007 };
+	uint32_t tb[9] = { 0, 1, 2, 3, 4, 5, 6, 1000007, 200 };
+	struct kvc__lost x;
+	const int32_t *tab;
+	size_t n;
+	int32_t a, b, bblk;
+
+	ck_assert_int_eq(kvc_seq_new(k, ta, 7, &a), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);
+	ck_assert_int_eq(kvc_computed(k, a, 7, true), KV_OK);
+	ck_assert_int_eq(kvc_seq_new(k, tb, 9, &b), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_OK);
+	tab = kvc_table(k, b, 0, &n);
+	ck_assert_uint_eq(n, 3);
+	bblk = tab[1];
+	ck_assert_uint_eq(kvc__v0_kvn(k, bblk), 0);
+	ck_assert_int_eq(kvc_computed(k, b, computed ? 8 : 4, true), KV_OK);
+	ck_assert_uint_eq(kvc__v0_kvn(k, bblk), computed ? 4 : 0);
+	ck_assert_int_eq(kvc_add_tokens(k, a, ta + 7, 1), KV_OK);
+	ck_assert_int_eq(kvc_append_slots(k, a, 0), KV_OK);
+	tab = kvc_table(k, a, 0, &n);
+	ck_assert_int_eq(tab[1], bblk);
+	ck_assert_int_eq(kvc__v0_lost(k, a, &x), KV_OK);
+	ck_assert_uint_eq(x.tokens, computed ? 0 : 3);
+	if (!computed) {
+		ck_assert_int_eq(x.block, bblk);
+		ck_assert_uint_eq(x.need, 3);
+	}
+	/* another sequence's question, and the next call, say nothing */
+	ck_assert_int_eq(kvc__v0_lost(k, b, &x), KV_OK);
+	ck_assert_uint_eq(x.tokens, 0);
+	ck_assert_int_eq(kvc_audit(k, NULL, 0), 0);
+	kvc_free(k);
+}
+END_TEST
+
 Suite *
 v0_suite(void)
 {
@@ -963,6 +1011,7 @@ v0_suite(void)
 	tcase_add_test(tc, test_evictor_cleanup);
 	tcase_add_loop_test(tc, test_evictor_rebuild_boundary, 0, 2);
 	tcase_add_test(tc, test_blocks_needed);
+	tcase_add_loop_test(tc, test_promotion_lost, 0, 2);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
