@@ -323,6 +323,8 @@ v0s_written_now(kvs *s, const struct v0s *v, kvs_req self, int32_t b,
 	kvc *k = kvs_kv(s);
 	uint64_t have = kvc__v0_kvn(k, b);
 
+	if (have >= need)
+		return true;
 	for (size_t li = 0; li < sizeof(lists) / sizeof(lists[0]); li++) {
 		const struct v0s_list *l = &v->l[lists[li]];
 
@@ -347,15 +349,22 @@ v0s_written_now(kvs *s, const struct v0s *v, kvs_req self, int32_t b,
 	return false;
 }
 
-/* Decodes whose lost positions another request computes in this step
- * lose nothing (v0s_written_now). */
+/*
+ * Stale tokens another request computes in this step are not stale
+ * (v0s_written_now).  A decode's lost positions are one block's; an
+ * admission's (or a chunked swap-in's) stale cached ones, the last
+ * positions before its computed ones, span blocks: they stay stale from
+ * the first one neither computed nor computed in this step.
+ */
 static void
 v0s_lost_settle(kvs *s, struct v0s *v)
 {
-	static const int lists[] = { V0S_RDC, V0S_SDC };
+	static const int dec[] = { V0S_RDC, V0S_SDC }, pre[] = { V0S_ADM,
+								  V0S_SPF };
+	kvc *k = kvs_kv(s);
 
 	for (size_t li = 0; li < 2; li++) {
-		struct v0s_list *l = &v->l[lists[li]];
+		struct v0s_list *l = &v->l[dec[li]];
 
 		for (uint32_t i = 0; i < l->n; i++) {
 			struct v0s_ent *e = &l->a[i];
@@ -365,6 +374,35 @@ v0s_lost_settle(kvs *s, struct v0s *v)
 				e->stale = 0;
 				e->lblk = -1;
 			}
+		}
+	}
+	for (size_t li = 0; li < 2; li++) {
+		struct v0s_list *l = &v->l[pre[li]];
+
+		for (uint32_t i = 0; i < l->n; i++) {
+			struct v0s_ent *e = &l->a[i];
+			int32_t q = kvs_req_seq(s, e->r);
+			uint64_t end = kvc_seq_computed(k, q) + e->c;
+			uint64_t p = end - e->stale, bad = end;
+			const int32_t *tab;
+			size_t nt;
+
+			if (e->stale == 0)
+				continue;
+			tab = kvc_table(k, q, 0, &nt);
+			while (p < end) {
+				uint64_t j = p / v->bs, hi = (j + 1) * v->bs;
+
+				if (hi > end)
+					hi = end;
+				if (j >= nt || !v0s_written_now(s, v, e->r,
+				    tab[j], (uint32_t)(hi - j * v->bs))) {
+					bad = p;
+					break;
+				}
+				p = hi;
+			}
+			e->stale = (uint32_t)(end - bad);
 		}
 	}
 }

@@ -672,6 +672,54 @@ START_TEST(test_promotion_same_step)
 }
 END_TEST
 
+/*
+ * Stale cached tokens another request computes in the same step.  X's
+ * 22-token prompt runs its first chunk of 16 (budget 16, blocks of 4); v0
+ * then marks all five of its full blocks computed, though block 4
+ * (positions 16..19) is not.  Y, queued after that step with X's first 20
+ * tokens, is admitted with 20 cached tokens while X's second chunk
+ * (16..21) runs: the layer's KV of block 4 is written before Y's attention
+ * reads it, so none is stale.  With X aborted after its first chunk
+ * nobody computes block 4: Y's last 4 cached tokens are stale.
+ */
+START_TEST(test_stale_same_step)
+{
+	const struct scase c = { "stale-now", 4, 16, 0, 32, true,
+				 4, 16, 1, U, U, { { 0 } } };
+	bool abort_x = _i == 1;
+	uint32_t x[22], y[22];
+	const struct kvs_step *st;
+	char why[256];
+	kvs_req rx, ry;
+	uint32_t i;
+	kvs *s = make(&c, why, sizeof(why));
+
+	ck_assert_msg(s != NULL, "%s", why);
+	for (uint32_t t = 0; t < 22; t++)
+		x[t] = y[t] = t;
+	y[20] = 99;
+	y[21] = 98;
+	ck_assert_int_eq(kvs_add(s, x, 22, 2, 0, &rx), KV_OK);
+	ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+	ck_assert_uint_eq(st->nsched, 1);
+	ck_assert_uint_eq(st->sched[0].ntokens, 16);
+	if (abort_x)
+		ck_assert_int_eq(kvs_abort(s, rx), KV_OK);
+	ck_assert_int_eq(kvs_add(s, y, 22, 1, 0, &ry), KV_OK);
+	ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+	ck_assert_uint_eq(st->nsched, abort_x ? 1 : 2);
+	for (i = 0; st->sched[i].req != ry; i++)
+		ck_assert_uint_lt(i + 1, st->nsched);
+	ck_assert_uint_eq(st->sched[i].ntokens, 22);
+	ck_assert_uint_eq(st->sched[i].cached, 20);
+	ck_assert_uint_eq(st->sched[i].stale, abort_x ? 4 : 0);
+	if (!abort_x)
+		ck_assert_uint_eq(st->sched[1 - i].ntokens, 6);
+	ck_assert_int_eq(kvs_audit(s, why, sizeof(why)), 0);
+	kvs_free(s);
+}
+END_TEST
+
 static Suite *
 sched_v0_suite(void)
 {
@@ -682,6 +730,7 @@ sched_v0_suite(void)
 			    (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_loop_test(tc, test_cached_tokens, 0, 2);
 	tcase_add_loop_test(tc, test_promotion_same_step, 0, 2);
+	tcase_add_loop_test(tc, test_stale_same_step, 0, 2);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_loop_test(tc, test_config, 0,
