@@ -189,7 +189,7 @@ build_cost(struct vctx *x, const sim_run *R)
 
 	x->cm = *sim_run_cost(R);
 	x->have_cm = true;
-	x->layers = x->cm.paged_layers ? x->cm.paged_layers : 1;
+	x->layers = x->cm.block_layers ? x->cm.block_layers : 1;
 	x->slot_bytes = x->cm.block_bytes /
 			(2ull * x->layers * sr->block_size);
 	return 0;

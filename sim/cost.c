@@ -782,6 +782,8 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	for (size_t i = 0; i < cm->ngroups; i++)
 		if ((rc = group_figures(cm, m, &cm->group[i], why, whylen)))
 			return rc;
+	cm->block_layers = cm->paged_layers;
+	cm->block_mla = cm->mla_layers;
 	/* embedding row, final norm, LM head input */
 	rep += 3.0 * (double)h;
 	cm->act_bytes_token = (rep + shard / cm->tp) * cm->dtype_bytes;
@@ -1026,18 +1028,31 @@ cost_copy_ns(const struct cost_model *cm, enum cost_dir dir,
 		     t->ns_per_byte.v * (double)bytes);
 }
 
+void
+cost_model_groups(struct cost_model *cm, uint32_t layers_per_group,
+		  uint64_t page_bytes)
+{
+	if (layers_per_group == 0 || cm->paged_layers == 0)
+		return;
+	cm->block_layers = layers_per_group;
+	/* an MLA latent is one chunk a layer; a group of MLA layers only */
+	cm->block_mla = cm->mla_layers == cm->paged_layers ? layers_per_group :
+							     0;
+	cm->block_bytes = sat_mul(page_bytes, layers_per_group);
+}
+
 uint64_t
 cost_layout_chunks(const struct cost_model *cm, enum cost_layout layout)
 {
 	switch (layout) {
 	case COST_LAYOUT_FA_SPLIT:	/* K and V apart; an MLA latent is one */
-		return 2ull * (cm->paged_layers - cm->mla_layers) +
-		       cm->mla_layers;
+		return 2ull * (cm->block_layers - cm->block_mla) +
+		       cm->block_mla;
 	case COST_LAYOUT_FI_FUSED:
 	case COST_LAYOUT_DS_INTERLEAVED:
-		return cm->paged_layers;
+		return cm->block_layers;
 	case COST_LAYOUT_CROSS_LAYER:
-		return cm->paged_layers > 0 ? 1 : 0;
+		return cm->block_layers > 0 ? 1 : 0;
 	default:
 		return 0;
 	}
@@ -1171,7 +1186,7 @@ cost_describe(const struct cost_model *cm, FILE *f)
 		cm->allreduce_token_bytes);
 	fprintf(f, "swaps: %llu B a block over %u paged layers; chunks a "
 		"block:", (unsigned long long)cm->block_bytes,
-		cm->paged_layers);
+		cm->block_layers);
 	for (int l = 0; l < COST_NLAYOUTS; l++)
 		fprintf(f, " %s %llu", cost_layout_name((enum cost_layout)l),
 			(unsigned long long)cost_layout_chunks(

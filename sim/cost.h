@@ -193,8 +193,11 @@ struct cost_model {
 	double allreduce_token_bytes;	/* hidden * dtype */
 
 	/* swaps: one block, per rank */
-	uint64_t block_bytes;		/* every paged layer of one block */
+	uint64_t block_bytes;		/* the layers one block id holds */
 	uint32_t paged_layers, mla_layers;	/* layers with a KV page */
+	uint32_t block_layers, block_mla;	/* of them, one block id's:
+						 * all, or one group's
+						 * (cost_model_groups) */
 
 	/* resolved terms */
 	struct cost_copy_terms copy_t[COST_NDIRS][COST_NCOPIES][COST_NHOSTMEMS];
@@ -249,6 +252,17 @@ struct cost_breakdown {
  * with q = 0 are skipped).  Non-decreasing in every q and ctx and in the
  * number of sequences.  O(nseq * ngroups).
  */
+/*
+ * Several KV cache groups (vLLM's hybrid allocator): a block id holds one
+ * page of page_bytes in each of layers_per_group layers -- the layer
+ * slots the groups share (vLLM's KVCacheTensors) -- not a page of every
+ * layer.  Swaps, copies and the CPU pool then count page_bytes *
+ * layers_per_group a block, in 2 chunks a layer (fa-split; one fused).
+ * Nothing changes for layers_per_group 0 (one group).
+ */
+void cost_model_groups(struct cost_model *cm, uint32_t layers_per_group,
+		       uint64_t page_bytes);
+
 int64_t cost_step_ns(const struct cost_model *cm, const struct cost_batch *b);
 
 /* cost_step_ns, with its parts in *out (may be NULL). */

@@ -325,10 +325,18 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 
 		rp->st.preemptions++;
 		if (st->preempt_swap[i]) {
-			size_t nb = 0;
+			int32_t seq = kvs_req_seq(rp->s, h);
 
-			(void)kvc_table(k, kvs_req_seq(rp->s, h), 0, &nb);
-			rp->byreq[h]->swapped_blocks += nb;
+			/* every group's blocks (a sliding window's null
+			 * entries move nothing) */
+			for (uint32_t g = 0; g < kvc_ngroups(k); g++) {
+				size_t nb = 0;
+				const int32_t *t = kvc_table(k, seq, g, &nb);
+
+				for (size_t j = 0; j < nb; j++)
+					rp->byreq[h]->swapped_blocks +=
+						t[j] != KVC_NULL;
+			}
 		}
 	}
 	rp->st.swap_out_blocks += st->nswap_out;

@@ -562,6 +562,9 @@ setup(sim_run *R)
 		rfail(R, "cost model: %s\n", why);
 		return 2;
 	}
+	if (R->sr.ngroup > 1)
+		cost_model_groups(&R->cm, R->sr.layers_per_group,
+				  R->sr.page_bytes);
 
 	kvc_config_default(&R->kc, pol->mode);
 	R->kc.block_size = R->sr.block_size;

@@ -75,6 +75,11 @@
 #     Azure trace instead); paths holding a double quote, a backslash and
 #     a newline are escaped in config.yaml, which runs again to the same
 #     requests.csv.
+# 18. swaps of a model with two KV cache groups (Gemma 2: 21 sliding and
+#     21 full layers) under kvsim: every group's blocks are counted per
+#     request (requests.csv summed equals the summary; it counted group 0
+#     only) and a block is one page of one group's 21 layers, 16 tokens x
+#     8,192 B x 21 = 2,752,512 B (it was every layer's, twice that).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -625,4 +630,23 @@ grep -q '^# kvsim run: .*(source: .*a\\"b\\\\c\\nd/c.yaml)$' \
 cmp -s "$T/qa/requests.csv" "$T/qb/requests.csv" ||
 	bad "escaped paths: requests.csv differs"
 [ "$(wc -l <"$T/qb/requests.csv")" = 41 ] || bad "escaped paths: not 40 rows"
+
+# 18.
+printf '%s\n' 'policy: kvsim' 'model: google/gemma-2-9b' \
+	'engine: {max_model_len: 512, num_gpu_blocks_override: 100,' \
+	'         preemption_mode: swap, enable_prefix_caching: false}' \
+	'workload:' '  generator: {requests: 4, arrival: {process: constant,' \
+	'    rate: 100}, prompt: {dist: fixed, value: 200},' \
+	'    output: {dist: fixed, value: 200}}' >"$T/g2.yaml"
+"$KVSIM" run -q --no-plot --out "$T/g2" "$T/g2.yaml" || bad "gemma-2 swap run"
+so=$(sval "$T/g2/summary.csv" swap_out_blocks)
+[ "$so" -gt 0 ] 2>/dev/null || bad "gemma-2: no swap"
+c1=$(col "$T/g2/requests.csv" swapped_out_blocks)
+c2=$(col "$T/g2/requests.csv" swapped_out_bytes)
+sum=$(tail -n +2 "$T/g2/requests.csv" |
+	awk -F, -v a="$c1" -v b="$c2" '{ n += $a; y += $b } END { print n, y }')
+[ "$sum" = "$so $((so * 2752512))" ] ||
+	bad "gemma-2: requests.csv swaps $sum, summary $so blocks"
+[ "$(sval "$T/g2/summary.csv" swap_out_bytes)" = $((so * 2752512)) ] ||
+	bad "gemma-2: summary swap bytes"
 exit $fail
