@@ -292,7 +292,9 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	while (sim_evq_pop(&R->q, &ev)) {
 		int64_t now = ev.t;
 
-		while (next_ts <= now) {
+		/* a row at T holds the state after every event at T: the
+		 * events of the interval (T - interval, T] */
+		while (next_ts < now) {
 			sample(R, next_ts, &lp, &lg,
 			       R->cfg.timeseries_interval_s);
 			next_ts += ts_ns;
@@ -368,7 +370,8 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 			return 1;
 		}
 	}
-	/* The last interval, closed at the end of the run. */
+	/* The last interval, closed at the end of the run (at its last
+	 * tick, when the run ends on one). */
 	if (next_ts - ts_ns < *t_last)
 		sample(R, *t_last, &lp, &lg,
 		       (double)(*t_last - (next_ts - ts_ns)) / 1e9);

@@ -13,7 +13,9 @@
 #       r0 arrives 5 ms, prefill step [5,15] -> token 1 at 15; r1 arrives
 #       10 ms, waits for the step boundary at 15; step [15,25] decodes r0
 #       (token 2) and prefills r1 (token 1); [25,35] r0 token 3 (done),
-#       r1 token 2; [35,45] r1 token 3 (done);
+#       r1 token 2; [35,45] r1 token 3 (done); its timeseries rows hold
+#       the state after the events at their time, and add up to every
+#       token;
 #  6. invariants of full runs under --check (plenty of memory; a tiny KV
 #     cache that forces recompute preemptions; vllm-v0 with swap; two
 #     replicas per router): request conservation, each request once,
@@ -209,6 +211,14 @@ cmp -s "$T/tiny.got" "$D/tiny.expected" ||
 [ "$(sval "$T/tiny/summary.csv" duration_s)" = 0.040000000 ] ||
 	bad "tiny duration_s"
 [ "$(sval "$T/tiny/summary.csv" events)" = 7 ] || bad "tiny events"
+# its timeseries, a row every 10 ms from 15 ms, each the state after the
+# events at its time: the run ends on a row (45 ms), which shows nothing
+# running and every one of the 6 tokens (it used to stop before the last
+# step's events: 5 tokens and a request still running)
+tail -n +2 "$T/tiny/timeseries.csv" | cut -d, -f2,3,6,12 >"$T/tiny.ts"
+printf '%s\n' 0.015000000,2,5,100.000 0.025000000,2,6,200.000 \
+	0.035000000,1,3,200.000 0.045000000,0,0,100.000 | cmp -s - "$T/tiny.ts" ||
+	{ bad "tiny timeseries"; cat "$T/tiny.ts"; }
 
 # 6. Invariants of full runs.
 invariants() { # dir label
