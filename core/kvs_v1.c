@@ -150,9 +150,13 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 			need += kvc_cdiv(t < mml ? t : mml, bs) + 1;
 			break;
 		case KVC_STATE:
-			/* MambaSpec.max_memory_usage_bytes: one page (the
-			 * state of one request, whatever its length) */
-			need += 1;
+			/* MambaSpec.max_memory_usage_bytes: a page a block of
+			 * max_model_len -- one page (the state of one request,
+			 * whatever its length) when the block is
+			 * max_model_len; with Mamba prefix caching (512-token
+			 * blocks) the allocator holds a block a 512 tokens,
+			 * as sizing counts (kvc_worst_blocks_state) */
+			need += kvc_cdiv(mml, bs);
 			break;
 		default:
 			return kvc__failbuf(why, whylen, KV_ECONFIG,

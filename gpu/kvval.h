@@ -49,11 +49,13 @@
  * slots use the key kvgpu_group_key(key(p), g), so a block of one group
  * holding another group's data fails.  A sliding-window group keeps only
  * the blocks of its window: null entries are neither written nor checked,
- * the tokens in its held blocks are.  A state group (Mamba) holds one
- * state a request, in the last non-null entry of its table: the state
- * after the request's computed tokens T, written to the first state_slots
- * slots of the block with the key kvgpu_state_key(key(T - 1), g) (slot j
- * as position j), rewritten at every step that computes tokens and
+ * the tokens in its held blocks are.  A state group (Mamba) holds the
+ * state after the request's computed tokens T in the table entry of token
+ * T - 1 (one entry when its block is max_model_len; with Mamba prefix
+ * caching every full block also keeps the state at its end), written to
+ * the first state_slots slots of the block with the key
+ * kvgpu_state_key(key(T - 1), g) (slot j as position j), rewritten at
+ * every step that computes tokens and
  * checked with the request's other slots (swap-out, swap-in, recompute,
  * copy-on-write, finish) and, after a swap-in, a recompute with a hit or
  * a copy, before the step that reads it rewrites it.  A state block is

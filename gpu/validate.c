@@ -14,9 +14,10 @@
  * its pages.  Position p of a full or sliding group lies in table entry
  * p / bs_g, slot p % bs_g, with the group's key (kvgpu_group_key); a
  * sliding group's null entries (blocks that left the window) are skipped.
- * A state group's block is the last non-null entry of its table; it holds
- * the state after the request's computed tokens in its first state_slots
- * slots (kvgpu_state_key), rewritten at every step.  Where groups share
+ * A state group's state after T tokens is in the table entry of token
+ * T - 1 (state_at), in its first state_slots slots (kvgpu_state_key),
+ * rewritten at every step; a full block of a smaller state block size
+ * (Mamba prefix caching) keeps the state at its end.  Where groups share
  * the pool's ids (every mode but deepspeed) a block id is a pool block;
  * deepspeed gives every group its own ids, so group g's block b is pool
  * block g * gpu_blocks + b (deepspeed never copies blocks).
@@ -296,14 +297,26 @@ pidx(const kvval *v, enum kvgpu_side side, uint32_t g, int32_t id)
 	return side == KVGPU_DEV ? (int32_t)(g * v->stride) + id : id;
 }
 
-/* The entry of a state group's table that holds the state: the last
- * non-null one, or -1. */
+/*
+ * The entry of state group g's table that holds the state after T > 0
+ * tokens: the block of token T - 1, or the table's last entry when it is
+ * shorter (a state group of one entry whatever its block size: kvsim's
+ * exact mode).  With vLLM's Mamba prefix caching (a block of 512 tokens,
+ * not max_model_len) every full block keeps the state at its end, which
+ * a later request's hit on that block reads.  -1: no such entry, or null.
+ */
 static int64_t
-state_entry(const int32_t *tab, size_t ntab)
+state_at(const kvval *v, uint32_t g, const int32_t *tab, size_t ntab,
+	 uint32_t T)
 {
-	while (ntab > 0 && tab[ntab - 1] == KVC_NULL)
-		ntab--;
-	return ntab > 0 ? (int64_t)ntab - 1 : -1;
+	size_t e;
+
+	if (T == 0 || ntab == 0)
+		return -1;
+	e = (T - 1) / v->gbs[g];
+	if (e >= ntab)
+		e = ntab - 1;
+	return tab[e] != KVC_NULL ? (int64_t)e : -1;
 }
 
 /* ---- what each block holds -------------------------------------------- */
@@ -391,7 +404,7 @@ add_states(kvval *v, kvs_req r, enum kvgpu_side side,
 {
 	for (uint32_t i = 0; i < v->nstg; i++) {
 		uint32_t g = v->stg[i];
-		int64_t e = state_entry(tab[g], ntab[g]);
+		int64_t e = state_at(v, g, tab[g], ntab[g], to);
 		uint64_t sk = kvgpu_state_key(key, g);
 		int32_t id;
 
@@ -405,6 +418,33 @@ add_states(kvval *v, kvs_req r, enum kvgpu_side side,
 		id = pidx(v, side, g, tab[g][e]);
 		for (uint32_t j = 0; j < v->sslots; j++)
 			push_slot(v, id, j, j, sk, (uint8_t)(g | VSTATE));
+	}
+}
+
+/*
+ * The states at the block boundaries p + 1 crossed before `to` (Mamba
+ * prefix caching, state_at): the state after p + 1 tokens (key = key(p))
+ * in the entry of token p, where that entry is not the one that holds the
+ * state after `to`.  Room is the caller's.
+ */
+static void
+add_boundary_states(kvval *v, enum kvgpu_side side,
+		    const int32_t *const *tab, const size_t *ntab,
+		    uint64_t key, uint32_t p, uint32_t to)
+{
+	for (uint32_t i = 0; i < v->nstg; i++) {
+		uint32_t g = v->stg[i], bs = v->gbs[g];
+		int64_t last = state_at(v, g, tab[g], ntab[g], to);
+		size_t e = p / bs;
+		int32_t id;
+
+		if ((p + 1) % bs != 0 || p + 1 >= to || last < 0 ||
+		    (int64_t)e >= last || tab[g][e] == KVC_NULL)
+			continue;
+		id = pidx(v, side, g, tab[g][e]);
+		for (uint32_t j = 0; j < v->sslots; j++)
+			push_slot(v, id, j, j, kvgpu_state_key(key, g),
+				  (uint8_t)(g | VSTATE));
 	}
 }
 
@@ -446,6 +486,10 @@ add_slots(kvval *v, kvs *s, kvs_req r, enum kvgpu_side side, uint32_t from,
 		tab[g] = kvc_table(k, seq, g, &ntab[g]);
 	need = v->nslot + (size_t)(to - from) * v->ntokg +
 	       (size_t)v->nstg * v->sslots;
+	/* boundary states (add_boundary_states): one per state block */
+	for (uint32_t i = 0; i < v->nstg; i++)
+		need += (size_t)((to - from) / v->gbs[v->stg[i]] + 1) *
+			v->sslots;
 	if (grow(&v->slot, &v->capslot, need, sizeof(*v->slot)) ||
 	    grow(&v->sgrp, &v->capsgrp, need, sizeof(*v->sgrp)))
 		return oom(why, len);
@@ -477,6 +521,8 @@ add_slots(kvval *v, kvs *s, kvs_req r, enum kvgpu_side side, uint32_t from,
 			push_slot(v, pidx(v, side, g, tab[g][b]), p % bs, p,
 				  kvgpu_group_key(key, g), (uint8_t)g);
 		}
+		if (v->nstg > 0 && !bad)
+			add_boundary_states(v, side, tab, ntab, key, p, to);
 	}
 	q->kpos = p;
 	q->khash = key;
@@ -547,18 +593,12 @@ check(kvval *v, kvs *s, enum kvgpu_side side, const char *what, bool whole,
 		for (uint32_t g = 0; g < v->ng; g++) {
 			size_t ntab;
 			const int32_t *tab = kvc_table(k, seq, g, &ntab);
-			size_t j = 0;
+			size_t j = 0;	/* a state group's too: every state
+					 * its blocks hold (state_at) */
 
 			if (grow(&v->blk, &v->capblk, v->nblk + ntab,
 				 sizeof(*v->blk)))
 				return oom(why, len);
-			if (v->gstate[g]) {
-				int64_t se = state_entry(tab, ntab);
-
-				if (se < 0)
-					continue;
-				j = (size_t)se;
-			}
 			for (; j < ntab; j++)
 				if (tab[j] != KVC_NULL)
 					v->blk[v->nblk++] =
@@ -739,11 +779,19 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 				 sizeof(*v->blk)))
 				return oom(why, len);
 			if (v->gstate[g]) {
-				int64_t e = state_entry(tab, ntab);
+				/* blocks of no computed state: every one
+				 * before the first token, else the new ones
+				 * past the state after start (state_at) */
+				int64_t e = state_at(v, g, tab, ntab,
+						     start[i]);
 
-				if (e >= 0 && start[i] == 0)
-					v->blk[v->nblk++] =
-						pidx(v, KVGPU_DEV, g, tab[e]);
+				for (size_t b = start[i] ? q->nblk[g] : 0;
+				     b < ntab; b++)
+					if (tab[b] != KVC_NULL &&
+					    (int64_t)b > e)
+						v->blk[v->nblk++] =
+							pidx(v, KVGPU_DEV, g,
+							     tab[b]);
 			} else {
 				for (size_t b = q->nblk[g]; b < ntab; b++) {
 					int32_t id;
@@ -822,11 +870,17 @@ frag_scan(kvval *v, kvs *s, char *why, size_t len)
 				 sizeof(*v->blk)))
 				return oom(why, len);
 			if (v->gstate[g]) {
-				int64_t e = state_entry(tab, ntab);
+				/* the state after valid tokens and those at
+				 * the boundaries before it are written */
+				int64_t e = state_at(v, g, tab, ntab,
+						     q->valid);
 
-				if (e >= 0)
-					live(v, pidx(v, KVGPU_DEV, g, tab[e]),
-					     q->valid > 0 ? v->sslots : 0);
+				for (size_t b = 0; b < ntab; b++)
+					if (tab[b] != KVC_NULL)
+						live(v, pidx(v, KVGPU_DEV, g,
+							     tab[b]),
+						     (int64_t)b <= e ?
+						     v->sslots : 0);
 				continue;
 			}
 			for (size_t b = 0; b < ntab; b++) {

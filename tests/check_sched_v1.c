@@ -47,6 +47,10 @@ struct grp {
 	uint32_t window;
 };
 
+/* A state group's block size: max_model_len when 0 (no Mamba prefix
+ * caching: one block a request, as sizing gives it). */
+static uint32_t state_bs;
+
 struct scase {
 	const char *name;
 	uint32_t bs, gpu, mml;
@@ -235,6 +239,8 @@ sv_make(const struct scase *c, kv_err *err, char *why, size_t whylen)
 		strcpy(kc.group[g].name, c->g[g].name);
 		kc.group[g].kind = c->g[g].kind;
 		kc.group[g].window = c->g[g].window;
+		if (c->g[g].kind == KVC_STATE)
+			kc.group[g].block_size = state_bs ? state_bs : c->mml;
 		kc.ngroups = g + 1;
 	}
 	return kvs_new(&sc, &kc, err, why, whylen);
@@ -494,14 +500,25 @@ START_TEST(test_v1_config)
 		ck_assert_int_eq(sv_config(&h, NULL), KV_OK);
 		h.gpu = 15;
 		ck_assert_int_eq(sv_config(&h, "needs 15 blocks"), KV_ECONFIG);
-		/* A Mamba state group needs one page whatever the length
-		 * (MambaSpec): 8 + 1 blocks, the null block apart. */
+		/* A Mamba state group needs a page a block of max_model_len
+		 * (MambaSpec): with its block max_model_len, one page
+		 * whatever the length, 8 + 1 blocks, the null block
+		 * apart ... */
 		h.g[1].kind = KVC_STATE;
 		h.g[1].window = 0;
 		h.gpu = 10;
 		ck_assert_int_eq(sv_config(&h, NULL), KV_OK);
 		h.gpu = 9;
 		ck_assert_int_eq(sv_config(&h, "needs 9 blocks"), KV_ECONFIG);
+		/* ... with a smaller block (Mamba prefix caching) the
+		 * allocator holds one a block: 8 + 2 */
+		state_bs = 16;
+		h.gpu = 11;
+		ck_assert_int_eq(sv_config(&h, NULL), KV_OK);
+		h.gpu = 10;
+		ck_assert_int_eq(sv_config(&h, "needs 10 blocks"),
+				 KV_ECONFIG);
+		state_bs = 0;
 	}
 
 	/* What v1 does not have. */

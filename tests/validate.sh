@@ -98,6 +98,22 @@ v0case v0promo v0-promotion.yaml 13 stale_cached_tokens
 # them): they hold the request's data and are not poisoned, which used to
 # fail the other holder (2 false failures)
 v0case v0share v0-shared-recompute.yaml 27 own_data_blocks
+# vLLM v1's Mamba prefix caching: a state block a 512 tokens, each full
+# one holding the state at its end, which a hit starts from (1 failure
+# when the verifier kept one state a request)
+run mamba 0 "$top_srcdir/tests/gpu/mamba-prefix.yaml" --frag-every 1 \
+	--out "$tmp/mamba"
+[ "$(val mamba failures)" = 0 ] || fail "mamba prefix: failures"
+[ "$(val mamba frag_poison_slots)" = "$(val mamba frag_unwritten_slots)" ] ||
+	fail "mamba prefix: fragmentation"
+[ "$(val mamba state_checks)" -gt 0 ] || fail "mamba prefix: no state check"
+# ... whose tables hold a block a 512 tokens in each of the ten state
+# groups: a pool the allocator cannot serve one max_model_len request
+# from is refused (it used to be taken, and the request waited forever)
+run mamba-small 2 "$top_srcdir/tests/gpu/mamba-prefix.yaml" \
+	--set engine.num_gpu_blocks_override=12
+grep -q 'needs 20 blocks' "$tmp/mamba-small.out" ||
+	fail "mamba prefix: small pool not refused"
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
