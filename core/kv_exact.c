@@ -1067,7 +1067,7 @@ ex_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L,
 	if (q->state != KVC_RUNNING)
 		return kvc__fail(k, KV_ESTATE, "can_append needs a RUNNING "
 		    "sequence");
-	if (N > mml || q->ntok + N > mml)
+	if (N > mml || (uint64_t)q->ntok + N > mml)
 		return kvc__fail(k, KV_EINVAL, "%u more tokens exceed "
 		    "max_model_len %u", (unsigned)N, (unsigned)mml);
 	T1 = q->ntok + N;
@@ -1332,7 +1332,7 @@ ex_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 		break;
 	case KVC_RUNNING:
 		q = kvc__seq(k, s);
-		if (n > mml || q->ntok + n > mml)
+		if (n > mml || (uint64_t)q->ntok + n > mml)
 			return kvc__fail(k, KV_EINVAL, "%u more tokens exceed "
 			    "max_model_len %u", (unsigned)n, (unsigned)mml);
 		T1 = q->ntok + n;

@@ -1407,6 +1407,10 @@ v1_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 			return e;
 		v1_plan(k, s, q->ntok - h, h, L, &p);
 	} else if (q->state == KVC_RUNNING) {
+		if ((uint64_t)q->ntok + n > k->cfg.max_model_len)
+			return kvc__fail(k, KV_EINVAL, "%u + %u tokens is "
+					 "longer than max_model_len %u",
+					 q->ntok, n, k->cfg.max_model_len);
 		v1_hit_clear(k);
 		v1_plan(k, s, q->ntok + n - q->ncomp, 0, L, &p);
 	} else {

@@ -528,6 +528,11 @@ START_TEST(test_v1_misuse)
 	/* bad n */
 	UNCHANGED(k, kvc_can_append(k, r, 0, true, 0, &yes), KV_EINVAL);
 	UNCHANGED(k, kvc_can_append(k, r, 11, true, 0, &yes), KV_EINVAL);
+	UNCHANGED(k, kvc_blocks_needed(k, r, 11, 0, need), KV_EINVAL);
+	/* T + n past 2^32 is too long, not a few tokens */
+	UNCHANGED(k, kvc_can_append(k, r, UINT32_MAX, true, 0, &yes),
+		  KV_EINVAL);
+	UNCHANGED(k, kvc_blocks_needed(k, r, UINT32_MAX, 0, need), KV_EINVAL);
 	/* not in v1 */
 	UNCHANGED(k, kvc_fork(k, r, &child), KV_ENOTSUP);
 	UNCHANGED(k, kvc_swap_out(k, r), KV_ENOTSUP);
