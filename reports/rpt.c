@@ -170,6 +170,8 @@ itl_quantile(const rpt *r, double p)
 
 	if (r->itl_count == 0)
 		return 0.0;
+	if (p >= 1.0)	/* the maximum is kept exactly */
+		return (double)r->itl_max_ns / 1e9;
 	h = p * (double)(r->itl_count - 1);
 	k = (uint64_t)h;
 	lo = itl_order(r, k);
@@ -449,6 +451,9 @@ rpt_mean(const rpt *r, const char *metric)
 {
 	int i = metric_index(metric);
 
+	if (strcmp(metric, "itl") == 0)	/* summary.csv's itl_mean_s */
+		return r->itl_n ? (double)(r->itl_sum_ns /
+					   (int64_t)r->itl_n) / 1e9 : 0.0;
 	if (i < 0 || r->m[i].n == 0)
 		return 0.0;
 	return r->m[i].sum / (double)r->m[i].n;

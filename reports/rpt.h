@@ -131,8 +131,10 @@ uint64_t rpt_output_tokens(const rpt *r);
 
 /*
  * Quantile p in [0, 1] of a metric ("ttft", "tpot", "e2e", "queue";
- * "itl" from the histogram) over the requests so far; 0 when there are
- * none.  Sorts the samples (cheap when called again).
+ * "itl" from the histogram, but for p = 1, its exact maximum) over the
+ * requests so far; 0 when there are none.  Sorts the samples (cheap when
+ * called again).  The mean: "itl" exactly, over every gap (summary.csv's
+ * itl_mean_s).
  */
 double rpt_quantile(rpt *r, const char *metric, double p);
 double rpt_mean(const rpt *r, const char *metric);

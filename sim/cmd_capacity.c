@@ -142,9 +142,7 @@ static double
 stat_of(rpt *rep, const struct cap_slo *s)
 {
 	if (s->p < 0)
-		return strcmp(s->metric, "itl") == 0
-			? rpt_quantile(rep, "itl", 0.5) /* no ITL mean kept */
-			: rpt_mean(rep, s->metric);
+		return rpt_mean(rep, s->metric);
 	return rpt_quantile(rep, s->metric, s->p);
 }
 
@@ -888,10 +886,12 @@ capacity_main(int argc, char **argv)
 				sims += res[s].r.sims;
 				if (res[s].r.sims > iters)
 					iters = res[s].r.sims;
-				capped |= res[s].r.capped;
-				none |= res[s].r.none;
 			}
 			ms = median_seed(q, C.seeds);
+			/* the flags of the answer reported: the median
+			 * seed's (another seed's shows in max_qps_min) */
+			capped = res[ms].r.capped;
+			none = res[ms].r.none;
 			for (size_t k = 0; k < C.npts; k++) {
 				const struct point *p = &C.pts[k];
 
@@ -948,14 +948,25 @@ capacity_main(int argc, char **argv)
 					(double)sr->num_blocks / mx.mean_blocks
 					: 0.0);
 				rpt_csv_field(fc, slotxt);
-				fprintf(fc, ",%" PRIu32 ",%.6g,%.6g,%.6g,",
-					C.seeds, med, mn, mxq);
-				for (uint32_t s = 0; s < C.seeds; s++)
-					fprintf(fc, "%s%.6g", s ? ";" : "",
-						q[s]);
-				fprintf(fc, ",%.6g,%" PRIu64 ",%.6f,%" PRIu32
+				/* rates exactly as simulated (the fewest
+				 * digits that read back): a rerun at the
+				 * reported rate is the same simulation */
+				fprintf(fc, ",%" PRIu32 ",", C.seeds);
+				wl_yaml_num(fc, med);
+				fputc(',', fc);
+				wl_yaml_num(fc, mn);
+				fputc(',', fc);
+				wl_yaml_num(fc, mxq);
+				fputc(',', fc);
+				for (uint32_t s = 0; s < C.seeds; s++) {
+					if (s)
+						fputc(';', fc);
+					wl_yaml_num(fc, q[s]);
+				}
+				fputc(',', fc);
+				wl_yaml_num(fc, res[ms].r.min_fail_qps);
+				fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu32
 					",%" PRIu32 ",%" PRIu32 ",%d,%d\n",
-					res[ms].r.min_fail_qps,
 					best ? best->max_running : 0,
 					best ? best->goodput : 0.0, iters,
 					sims, stopped, capped, none);
