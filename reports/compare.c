@@ -205,7 +205,9 @@ cmp_judge(const double *b, size_t nb, const double *c, size_t nc,
 		 * any change infinitely many percent */
 		double mag = !t->pct ? fabs(r->delta)
 			   : r->baseline != 0 ? fabs(r->delta_pct) : INFINITY;
-		bool beyond = mag > t->value;
+		/* beyond it by more than the rounding of the CSVs' 9-10
+		 * digits: 1 -> 1.05 is +5%, not over a +5% threshold */
+		bool beyond = mag > t->value * (1.0 + 1e-9);
 
 		worse = beyond && (double)t->dir * r->delta > 0;
 		better = beyond && (double)t->dir * r->delta < 0;
@@ -585,11 +587,9 @@ cmp_side_values(const cmp_side *s, size_t g, const char *metric,
 		errno = 0;
 		x = strtod(v, &end);
 		if (*end != '\0' || errno != 0 || isnan(x) || isinf(x)) {
-			/* kvsim's CSVs have no line breaks inside fields:
-			 * record r is on line r + 2 */
-			snprintf(err, errlen, "%s:%zu: %s: not a number: '%s'",
+			snprintf(err, errlen, "%s:%lu: %s: not a number: '%s'",
 				 s->path[s->g[g].r[i].tab],
-				 s->g[g].r[i].row + 2, metric, v);
+				 t->line[s->g[g].r[i].row], metric, v);
 			return KV_EINVAL;
 		}
 		out[k++] = x;

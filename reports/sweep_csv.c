@@ -23,7 +23,23 @@ sweep_csv_release(struct sweep_csv *t)
 	free(t->buf);
 	free(t->cells);
 	free(t->row);
+	free(t->line);
 	memset(t, 0, sizeof(*t));
+}
+
+/* Double *p's room of *cap elements (64 the first time); -1: no memory,
+ * *p untouched. */
+static int
+grow(void **p, size_t *cap, size_t size)
+{
+	size_t nc = *cap ? *cap * 2 : 64;
+	void *q = realloc(*p, nc * size);
+
+	if (q == NULL)
+		return -1;
+	*p = q;
+	*cap = nc;
+	return 0;
 }
 
 static char *
@@ -72,6 +88,7 @@ sweep_csv_read(struct sweep_csv *t, const char *path, char *err,
 	size_t len = 0, cap = 0, nrec_fields = 0;
 	char *r, *w, *end;
 	unsigned long line = 1, rec_line = 1;
+	size_t caplines = 0;
 
 	memset(t, 0, sizeof(*t));
 	if ((f = fopen(path, "r")) == NULL) {
@@ -135,16 +152,10 @@ sweep_csv_read(struct sweep_csv *t, const char *path, char *err,
 		if (r < end)
 			r++;
 		*w++ = '\0';
-		if (t->ncells == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			char **p = realloc(t->cells, nc * sizeof(*p));
-
-			if (p == NULL) {
-				sweep_csv_release(t);
-				return KV_ENOMEM;
-			}
-			t->cells = p;
-			cap = nc;
+		if (t->ncells == cap && grow((void **)&t->cells, &cap,
+					     sizeof(*t->cells)) != 0) {
+			sweep_csv_release(t);
+			return KV_ENOMEM;
 		}
 		t->cells[t->ncells++] = start;
 		nrec_fields++;
@@ -158,8 +169,15 @@ sweep_csv_read(struct sweep_csv *t, const char *path, char *err,
 		else if (nrec_fields != t->ncol)
 			return bad(t, err, errlen, path, rec_line,
 				   "wrong number of fields", nrec_fields);
-		else
-			t->nrow++;
+		else {
+			if (t->nrow == caplines &&
+			    grow((void **)&t->line, &caplines,
+				 sizeof(*t->line)) != 0) {
+				sweep_csv_release(t);
+				return KV_ENOMEM;
+			}
+			t->line[t->nrow++] = rec_line;
+		}
 		nrec_fields = 0;
 		line++;
 		rec_line = line;

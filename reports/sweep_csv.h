@@ -25,6 +25,7 @@ struct sweep_csv {
 	char **head;		/* ncol names */
 	size_t nrow;		/* records after the header */
 	char ***row;		/* nrow x ncol fields */
+	unsigned long *line;	/* nrow: the line each record starts on */
 	bool terminated;	/* the last record ends in a newline */
 	/* private */
 	char *buf;

@@ -98,13 +98,16 @@ thresholds(const struct opts *o, size_t *n)
 				t[k] = o->th[j];
 		k++;
 	}
+	/* a metric given again: the last --fail-on wins, as over a
+	 * default */
 	for (size_t j = 0; j < o->nth; j++) {
-		bool seen = false;
+		size_t i = 0;
 
-		for (size_t i = 0; i < k; i++)
-			seen = seen || strcmp(t[i].metric, o->th[j].metric) == 0;
-		if (!seen)
-			t[k++] = o->th[j];
+		while (i < k && strcmp(t[i].metric, o->th[j].metric) != 0)
+			i++;
+		t[i] = o->th[j];
+		if (i == k)
+			k++;
 	}
 	*n = k;
 	return t;

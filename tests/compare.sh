@@ -217,6 +217,34 @@ awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++)
 grep -q "nan/summary.csv:2: ttft_p50_s: not a number: 'abc'" "$T/nan.err" ||
 	bad "a value that is not a number: $(cat "$T/nan.err")"
 [ -e "$T/nan.csv" ] && bad "a value that is not a number: compare.csv written"
+# ... at its own line when a blank line comes first (it said line 2)
+mkdir "$T/nanb"
+awk 'NR == 2 { print "" } { print }' "$T/nan/summary.csv" >"$T/nanb/summary.csv"
+"$KVSIM" compare "$T/r1" "$T/nanb" 2>"$T/nanb.err"
+grep -q "nanb/summary.csv:3: ttft_p50_s: not a number: 'abc'" "$T/nanb.err" ||
+	bad "not a number after a blank line: $(cat "$T/nanb.err")"
+# a change of exactly the threshold is within it ("more than"; 1 -> 1.05
+# is 5.000000000000004% in binary), and a metric named twice takes the
+# last --fail-on, a default metric or not
+mkdir "$T/b1" "$T/b2"
+for v in 1 1.05; do
+	d=$T/b1; [ "$v" = 1 ] || d=$T/b2
+	awk -F, -v v="$v" 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++)
+		if ($i == "ttft_p99_s" || $i == "preemptions") c[i] = 1 }
+		NR == 2 { for (i in c) $i = v } { print }' \
+		"$T/r1/summary.csv" >"$d/summary.csv"
+done
+"$KVSIM" compare "$T/b1" "$T/b2" -q --no-defaults \
+	--fail-on ttft_p99_s:+5% --fail-on preemptions:+0.05 >/dev/null ||
+	bad "a change of exactly the threshold fails"
+"$KVSIM" compare "$T/b1" "$T/b2" -q --no-defaults --fail-on ttft_p99_s:+4.99% \
+	>/dev/null && bad "a change over the threshold passes"
+"$KVSIM" compare "$T/b1" "$T/b2" -q --no-defaults \
+	--fail-on preemptions:+50% --fail-on preemptions:+1% >/dev/null &&
+	bad "a metric named twice: the first --fail-on won"
+"$KVSIM" compare "$T/b1" "$T/b2" -q --fail-on preemptions:off \
+	--fail-on ttft_p99_s:+50% --fail-on ttft_p99_s:+1% >/dev/null &&
+	bad "a default metric named twice: the first --fail-on won"
 find "$T" -name '.*.tmp.*' | grep -q . && bad "temporary files left"
 
 exit $fail
