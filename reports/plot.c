@@ -1676,7 +1676,7 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 	struct series s = { 0 };
 	struct buf d = { 0 };
 	struct plot *p;
-	int cid = col_of(t->hdr, t->ncol, "point_id"), rc = PLOT_OK;
+	int rc = PLOT_OK;
 	double hi = 0;
 	char file[96];
 
@@ -1689,8 +1689,10 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 			goto out;
 		struct buf l = { 0 };
 		sweep_label(t, r, -1, false, &l);
+		/* nothing but the seed varies: one configuration, one bar
+		 * over its seeds */
 		if (!l.n)
-			buf_puts(&l, cid >= 0 ? cell(t, r, cid) : "point");
+			buf_puts(&l, "all points");
 		size_t k = l.oom ? SIZE_MAX : series_of(&s, l.p);
 		buf_release(&l);
 		if (k == SIZE_MAX || !series_add(&s, k, 0, y, -1)) {

@@ -219,6 +219,15 @@ plot "$T/grid" --no-run
 	bad "sweep_ttft.dat (bars): $(cat "$T/grid/sweep_ttft.dat")"
 grep -qx "set xlabel 'block_size / policy'" "$T/grid/sweep_ttft.gp" ||
 	bad "sweep bars: x axis does not name the keys"
+# a sweep of seeds alone: one configuration, one bar over its seeds (it
+# drew a bar a seed, labelled by point id)
+mkdir "$T/seeds"
+printf '%s\n' 'point_id,point_index,seed,ttft_p99_s' 'a1,0,0,0.2' \
+	'b2,1,1,0.4' 'c3,2,2,0.3' >"$T/seeds/sweep.csv"
+plot "$T/seeds" --no-run
+[ $rc = 0 ] || bad "sweep of seeds: exit $rc: $err"
+[ "$(sed -n 2p "$T/seeds/sweep_ttft.dat")" = "all points,0.3,0.2,0.4,3,4880560" ] ||
+	bad "sweep of seeds: $(cat "$T/seeds/sweep_ttft.dat")"
 # compare: bars labelled config:metric (two configurations), red for a
 # regression, green for an improvement; no bar for an empty or infinite
 # delta_pct
