@@ -547,6 +547,24 @@ suite_check(const struct suite *s)
 			}
 			if (rc == 0)
 				rc = suite_names(s, side, &c);
+			if (rc == 0) {
+				/* everything else a run would refuse before
+				 * it starts (sizing, the policy's setup, the
+				 * trace), before any run starts, as sweep */
+				struct sim_run_opts ro;
+				sim_run *R = NULL;
+				char prog[SIM_WHERE_LEN + 32];
+
+				memset(&ro, 0, sizeof(ro));
+				snprintf(prog, sizeof(prog), "%s: %s",
+					 s->cwhere[i], side == 1 ?
+					 "baseline" : "candidate");
+				ro.prog = prog;
+				ro.quiet = true;
+				if (sim_run_open(&R, &c, &ro) != 0)
+					rc = 2;
+				sim_run_close(R);
+			}
 			sim_config_release(&c);
 			if (rc != 0)
 				return rc;

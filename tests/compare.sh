@@ -186,7 +186,7 @@ n=azure_llm_2023_conv_excerpt
 	bad "trace suite: $(grep preemptions "$T/tr/compare.csv")"
 grep -q "^  trace: .*/$n.csv\"\$" "$T/tr/$n/baseline/seed-0/config.yaml" ||
 	bad "trace suite: the run did not replay the trace"
-for b in bad_suite bad_suite_policy; do
+for b in bad_suite bad_suite_policy bad_suite_setup; do
 	"$KVSIM" compare --suite "$D/$b.yaml" --out "$T/badsuite" 2>"$T/bs.err"
 	[ $? = 2 ] || bad "$b: not exit 2"
 	loc=$(sed -n '1s/.*expect: //p' "$D/$b.yaml")
