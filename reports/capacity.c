@@ -70,6 +70,15 @@ cap_slo_parse(const char *text, struct cap_slo *out, char *why,
 				 text, stat);
 			return -1;
 		}
+		/* p100 would read as 0.100 (p10): a trailing zero past
+		 * two digits is refused, the maximum is `max` */
+		if (digits > 2 && stat[digits] == '0') {
+			snprintf(why, whylen, "--slo %s: '%s' is ambiguous "
+				 "(the digits are a fraction: p99 = 0.99, "
+				 "p999 = 0.999); the maximum is 'max'", text,
+				 stat);
+			return -1;
+		}
 		out->p = (double)v / pow(10.0, digits < 2 ? 2.0
 					       : (double)digits);
 		if (out->p >= 1.0) {

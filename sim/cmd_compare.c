@@ -168,6 +168,24 @@ describe(const cmp_side *s, char *buf, size_t len)
  * Judge every metric of every configuration on both sides; write
  * compare.csv at `csv` and print the table.  Returns the exit status.
  */
+/* A metric the user named must exist on both sides (a default one may
+ * be absent: its rows are left out).  0, or 2 with the message. */
+static int
+named_metrics(const cmp_side *b, const cmp_side *c, const char *bname,
+	      const char *cname, const struct opts *o)
+{
+	for (size_t j = 0; j < o->nth; j++)
+		if (!cmp_side_has(b, o->th[j].metric) ||
+		    !cmp_side_has(c, o->th[j].metric)) {
+			fprintf(stderr, "kvsim compare: --fail-on %s: no "
+				"column '%s' in %s\n", o->th[j].metric,
+				o->th[j].metric, cmp_side_has(b,
+				o->th[j].metric) ? cname : bname);
+			return 2;
+		}
+	return 0;
+}
+
 static int
 compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 	      const char *cname, const struct opts *o, const char *csv)
@@ -184,18 +202,8 @@ compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 
 	if (th == NULL)
 		goto oom;
-	/* A metric the user named must exist; a default one may be absent
-	 * (its rows are left out). */
-	for (size_t j = 0; j < o->nth; j++)
-		if (!cmp_side_has(b, o->th[j].metric) ||
-		    !cmp_side_has(c, o->th[j].metric)) {
-			fprintf(stderr, "kvsim compare: --fail-on %s: no "
-				"column '%s' in %s\n", o->th[j].metric,
-				o->th[j].metric, cmp_side_has(b,
-				o->th[j].metric) ? cname : bname);
-			rc = 2;
-			goto out;
-		}
+	if ((rc = named_metrics(b, c, bname, cname, o)) != 0)
+		goto out;
 	/* Pair the configurations. */
 	cap = cmp_side_ngroups(b) + 1;
 	pb = calloc(cap, sizeof(*pb));
@@ -1108,6 +1116,9 @@ compare_main(int argc, char **argv)
 		rc = 2;
 		goto done;
 	}
+	/* bad input before --out DIR is made */
+	if ((rc = named_metrics(b, c, argv[optind], argv[optind + 1], &o)))
+		goto done;
 	if (o.out != NULL) {
 		if ((rc = out_path(o.out, csv, sizeof(csv))) != 0)
 			goto done;

@@ -251,6 +251,13 @@ START_TEST(test_slo_parse)
 	ck_assert_int_eq(cap_slo_parse("queue_s:mean<=1", &s, why,
 				       sizeof(why)), 0);
 	ck_assert(s.p < 0);
+	/* p100 is not p10 read as 0.100 */
+	ck_assert_int_eq(cap_slo_parse("ttft_s:p100<=1", &s, why,
+				       sizeof(why)), -1);
+	ck_assert_ptr_nonnull(strstr(why, "'max'"));
+	ck_assert_int_eq(cap_slo_parse("ttft_s:p10<=1", &s, why, sizeof(why)),
+			 0);
+	ck_assert(fabs(s.p - 0.1) < 1e-12);
 	ck_assert_int_eq(cap_slo_parse("itl_s:max<=1", &s, why, sizeof(why)),
 			 0);
 	ck_assert_double_eq(s.p, 1.0);

@@ -201,6 +201,10 @@ for args in "--fail-on ttft_p99_s:5%" "--fail-on nosuch_s:+1%" \
 	"$KVSIM" compare "$T/r1" "$T/r2" $args --out "$T/u.csv" 2>/dev/null >&2
 	[ $? = 2 ] || bad "compare $args: not exit 2"
 done
+# bad input leaves no --out DIR behind (it was made first)
+"$KVSIM" compare "$T/r1" "$T/r2" --fail-on nosuch_s:+1% --out "$T/udir" \
+	2>/dev/null
+[ $? = 2 ] && [ ! -e "$T/udir" ] || bad "a refused compare made its --out DIR"
 "$KVSIM" compare "$T/r1" "$T/nothing" 2>/dev/null
 [ $? = 2 ] || bad "a missing CAND: not exit 2"
 mkdir "$T/empty"
