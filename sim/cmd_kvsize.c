@@ -340,9 +340,12 @@ kvsize_main(int argc, char **argv)
 			e.enable_prefix_caching = 0;
 			break;
 		case OPT_OVERRIDE:
-			if (!kvsize_uint(optarg, INT64_MAX, &u))
+			/* as engine.num_gpu_blocks_override: libkvcore
+			 * counts blocks in 32 bits */
+			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
 				return kvsize_bad("--num-gpu-blocks-override",
-						  optarg, "a block count");
+						  optarg, "a block count "
+						  "(1 to 4294967295)");
 			e.num_gpu_blocks_override = (int64_t)u;
 			break;
 		case OPT_KVMEM:

@@ -569,6 +569,14 @@ setup(sim_run *R)
 		cost_model_groups(&R->cm, R->sr.layers_per_group,
 				  R->sr.page_bytes);
 
+	if (R->sr.num_blocks > UINT32_MAX - 1) {
+		/* no silent truncation: libkvcore counts blocks in 32 bits */
+		rfail(R, "%llu GPU blocks: more than the allocator's %u; "
+		      "raise engine.block_size or set "
+		      "engine.num_gpu_blocks_override\n",
+		      (unsigned long long)R->sr.num_blocks, UINT32_MAX - 1);
+		return 2;
+	}
 	kvc_config_default(&R->kc, pol->mode);
 	R->kc.block_size = R->sr.block_size;
 	R->kc.gpu_blocks = (uint32_t)R->sr.num_blocks;

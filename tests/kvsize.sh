@@ -106,6 +106,10 @@ run bad-size 2 kv-size -m llama-3.1-8b -g h100 --weights 14.96GB/s &&
 	err "bad size" "--weights: bad value '14.96GB/s'"
 run bad-int 2 kv-size -m llama-3.1-8b -g h100 --max-model-len -5 &&
 	err "bad int" "--max-model-len: bad value '-5'"
+# a block count the allocator cannot hold (it printed 2^64 - 1 tokens)
+run bad-override 2 kv-size -m llama-3.1-8b -g h100 \
+	--num-gpu-blocks-override 9223372036854775807 &&
+	err "bad override" "--num-gpu-blocks-override: bad value"
 run bad-opt 2 kv-size -m llama-3.1-8b -g h100 --frobnicate &&
 	err "unknown option" "unknown option '--frobnicate'"
 run no-value 2 kv-size -m llama-3.1-8b -g && err "missing value" "needs a value"
