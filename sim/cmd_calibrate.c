@@ -139,6 +139,20 @@ field_enum(struct calfit_csv *c, int col, const char *const *names, int n,
 	return 0;
 }
 
+/* Field i (value v) is not a whole number from 1 (from 0 if zero_ok) to
+ * 2^53: 1 with c->err at its position. */
+static int
+shape_bad(struct calfit_csv *c, int i, double v, bool zero_ok)
+{
+	if (v == floor(v) && v >= (zero_ok ? 0 : 1) && v <= 9007199254740992.0)
+		return 0;
+	snprintf(c->err, sizeof(c->err), "%s:%lu:%lu: %s: expected a whole "
+		 "number %s, got '%s'", c->path, c->line, c->col[i],
+		 c->head[i], zero_ok ? "of 0 or more" : "of 1 or more",
+		 c->field[i]);
+	return 1;
+}
+
 /* copy_sweep.csv -> points keyed by dir/strategy/hostmem/chunk/n. */
 static int
 read_sweep(const char *path, struct pts *s, size_t *rows)
@@ -170,8 +184,21 @@ read_sweep(const char *path, struct pts *s, size_t *rows)
 		    calfit_csv_num(&c, ct, &tot) ||
 		    calfit_csv_num(&c, cdev, &dev))
 			goto bad;
-		if (!(dev > 0))
-			continue;	/* below the timer's resolution */
+		/* sizes are whole, positive and add up; a time is not
+		 * negative (0: below the timer's resolution, left out) */
+		if (shape_bad(&c, cb, chunk, false) ||
+		    shape_bad(&c, cn, n, false) ||
+		    shape_bad(&c, cdev, dev, true))
+			goto bad;
+		if (tot != chunk * n) {
+			snprintf(c.err, sizeof(c.err), "%s:%lu:%lu: "
+				 "total_bytes %.17g is not chunk_bytes x "
+				 "n_chunks (%.17g)", c.path, c.line,
+				 c.col[ct], tot, chunk * n);
+			goto bad;
+		}
+		if (dev == 0)
+			continue;
 		snprintf(key, sizeof(key), "%d/%d/%d/%.0f/%.0f", d, st, hm,
 			 chunk, n);
 		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
@@ -189,6 +216,11 @@ read_sweep(const char *path, struct pts *s, size_t *rows)
 	}
 	if (r < 0)
 		goto bad;
+	if (*rows == 0) {
+		snprintf(c.err, sizeof(c.err), "%s: no row with a measured "
+			 "time (dev_ns > 0): nothing to fit", path);
+		goto bad;
+	}
 	calfit_csv_close(&c);
 	return 0;
 bad:
@@ -226,6 +258,10 @@ read_layout(const char *path, struct pts *s)
 		    calfit_csv_num(&c, cc, &ch) ||
 		    calfit_csv_num(&c, ct, &tot) ||
 		    calfit_csv_num(&c, cdev, &dev))
+			goto bad;
+		if (shape_bad(&c, cb, nb, false) ||
+		    shape_bad(&c, cc, ch, false) ||
+		    shape_bad(&c, cdev, dev, true))
 			goto bad;
 		if (!(dev > 0))
 			continue;

@@ -98,6 +98,21 @@ printf 'meta: {measured: maybe}\n' >"$tmp/badmeta.yaml"
 [ $? -eq 2 ] || fail "bad meta: exit not 2"
 grep -q 'badmeta.yaml:1:[0-9]*: meta.measured' "$tmp/badmeta.out" ||
 	{ cat "$tmp/badmeta.out"; fail "bad meta message"; }
+# no row with a time (a header, or every dev_ns 0), and sizes that do not
+# add up: exit 2, nothing written (an empty fit was written, exit 0)
+head -1 "$tmp/sweep.csv" >"$tmp/empty.csv"
+"$KVSIM" calibrate "$tmp/empty.csv" --out "$tmp/empty.yaml" >"$tmp/empty.out" 2>&1
+[ $? -eq 2 ] || fail "no rows: exit not 2"
+grep -q 'empty.csv: no row with a measured time' "$tmp/empty.out" ||
+	{ cat "$tmp/empty.out"; fail "no rows: message"; }
+[ ! -e "$tmp/empty.yaml" ] || fail "a file written from no rows"
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++)
+	if ($i == "total_bytes") c = i } NR == 3 { $c = $c + 1 } { print }' \
+	"$tmp/sweep.csv" >"$tmp/tot.csv"
+"$KVSIM" calibrate "$tmp/tot.csv" --out "$tmp/tot.yaml" >"$tmp/tot.out" 2>&1
+[ $? -eq 2 ] || fail "total_bytes off: exit not 2"
+grep -q 'tot.csv:3:[0-9]*: total_bytes .* is not chunk_bytes x n_chunks' \
+	"$tmp/tot.out" || { cat "$tmp/tot.out"; fail "total_bytes message"; }
 "$KVSIM" calibrate >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no argument: exit not 2"
 echo "calibrate: ok"
