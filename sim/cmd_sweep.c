@@ -370,6 +370,7 @@ sweep_main(int argc, char **argv)
 	bool resume = false, force = false, quiet = false, merge = false;
 	bool list = false, sharded = false, no_plot = false;
 	sweep *s = NULL;
+	kv_err e;
 	struct point *pt = NULL;
 	struct sweep_job *job = NULL;
 	size_t np, nsel = 0, nrun = 0, nskip = 0, nfail = 0, missing = 0;
@@ -595,7 +596,7 @@ sweep_main(int argc, char **argv)
 		goto done;
 	}
 merge:
-	switch (sweep_merge(s, out, &missing, err, sizeof(err))) {
+	switch ((e = sweep_merge(s, out, &missing, err, sizeof(err)))) {
 	case KV_OK:
 		if (!quiet)
 			fprintf(stderr, "kvsim sweep: %s/sweep.csv: %zu "
@@ -618,8 +619,10 @@ merge:
 		}
 		break;
 	default:
+		/* a point's summary.csv that does not read, or whose columns
+		 * differ: bad input; anything else (writing) failed */
 		fprintf(stderr, "kvsim sweep: %s\n", err);
-		rc = 1;
+		rc = e == KV_EINVAL ? 2 : 1;
 		break;
 	}
 done:

@@ -126,6 +126,16 @@ rm -r "$T/s/sweep.csv" "$T/s/points/$p2"
 "$KVSIM" sweep -q "$D/grid.yaml" --out "$T/s" --merge 2>"$T/merge.err"
 [ $? = 1 ] || bad "--merge with a point missing: not exit 1"
 [ -e "$T/s/sweep.csv" ] && bad "--merge with a point missing wrote sweep.csv"
+# a point whose summary.csv has other columns is bad input (exit 2, was 1)
+rm -r "$T/s"
+cp -r "$T/a" "$T/s"
+rm "$T/s/sweep.csv"
+p3=$(ls "$T/s/points" | sed -n 3p)
+sed -i '1s/$/,extra/; 2s/$/,1/' "$T/s/points/$p3/summary.csv"
+"$KVSIM" sweep -q "$D/grid.yaml" --out "$T/s" --merge 2>"$T/merge.err"
+[ $? = 2 ] || bad "--merge over a point with other columns: not exit 2"
+grep -q 'its columns differ' "$T/merge.err" ||
+	bad "--merge over a point with other columns: $(cat "$T/merge.err")"
 
 # 5. Resume: only the deleted point runs again.
 stamps() { for d in "$1"/points/*; do echo "${d##*/} $(stat -c %y "$d/summary.csv")"; done; }
