@@ -767,6 +767,12 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 			return oom(why, len);
 		seq = kvs_req_seq(s, r);
 		c.tok = kvc_seq_tokens(k, seq, &c.ntok);
+		/* from the key the last write kept (add_slots), not from
+		 * token 0: a decode's new block asks for its first slot */
+		if (q->kpos > 0 && q->kpos <= c.ntok) {
+			c.pos = q->kpos;
+			c.key = q->khash;
+		}
 		if (!q->running || q->valid != start[i])
 			q->full = 1;
 		q->running = 1;
