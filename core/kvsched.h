@@ -92,8 +92,9 @@ void kvs_config_init(struct kvs_config *c);	/* every field unset */
  * prompt's first chunk though later chunks never ran -- and its runner
  * skips them too.  In a decode they are computed ones: the block they
  * were computed in filled up and was promoted onto a cached block of the
- * same content that another request allocated and has not computed,
- * nor computes in the step (promote_to_immutable_block).  Either way the engine's KV for them is
+ * same content whose leading slots they need another request allocated
+ * and has not computed, nor computes in the step
+ * (promote_to_immutable_block).  Either way the engine's KV for them is
  * not there.  A hazard of the engine modelled, reported, never hidden.
  */
 struct kvs_sched {

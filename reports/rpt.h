@@ -83,7 +83,9 @@ struct rpt_totals {
 	double max_concurrency;
 	uint64_t steps, events;
 	double sim_wall_s;
-	uint64_t block_bytes;		/* one KV block, all layers */
+	uint64_t block_bytes;		/* one KV block id: every paged
+					 * layer, or one group's layers
+					 * (sim/cost.h) */
 	double slo_ttft_s, slo_tpot_s, slo_e2e_s;	/* goodput; 0 none */
 	bool stopped;			/* stopped early (SLO missed) */
 	uint64_t max_running;		/* most requests in one replica's

@@ -340,12 +340,12 @@ kvsize_main(int argc, char **argv)
 			e.enable_prefix_caching = 0;
 			break;
 		case OPT_OVERRIDE:
-			/* as engine.num_gpu_blocks_override: libkvcore
-			 * counts blocks in 32 bits */
-			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+			/* as engine.num_gpu_blocks_override: the pools
+			 * libkvcore takes (at most 2^30 blocks) */
+			if (!kvsize_uint(optarg, 1u << 30, &u) || u == 0)
 				return kvsize_bad("--num-gpu-blocks-override",
 						  optarg, "a block count "
-						  "(1 to 4294967295)");
+						  "(1 to 2^30)");
 			e.num_gpu_blocks_override = (int64_t)u;
 			break;
 		case OPT_KVMEM:

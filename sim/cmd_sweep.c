@@ -619,8 +619,8 @@ merge:
 		}
 		break;
 	default:
-		/* a point's summary.csv that does not read, or whose columns
-		 * differ: bad input; anything else (writing) failed */
+		/* points whose summary.csv columns differ, or a sweep.csv
+		 * that cannot be made (the --out DIR): bad input */
 		fprintf(stderr, "kvsim sweep: %s\n", err);
 		rc = e == KV_EINVAL ? 2 : 1;
 		break;

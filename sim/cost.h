@@ -294,8 +294,9 @@ uint64_t cost_swap_calls(const struct cost_model *cm, enum cost_layout layout,
 			 enum cost_copy copy);
 
 /*
- * Moving nblocks KV blocks (every paged layer of each; recurrent state is
- * not swapped) in direction dir with cm's copy strategy and host memory:
+ * Moving nblocks KV blocks (the layers one block id holds: every paged
+ * layer, or one group's with several groups, cost_model_groups) in
+ * direction dir with cm's copy strategy and host memory:
  * cost_copy_ns(calls, nblocks * chunks, nblocks * block_bytes).  0 for
  * nblocks = 0 and on unified memory (nothing moves: one pool); -1 when the
  * GPU has no host link.

@@ -569,12 +569,12 @@ setup(sim_run *R)
 		cost_model_groups(&R->cm, R->sr.layers_per_group,
 				  R->sr.page_bytes);
 
-	if (R->sr.num_blocks > UINT32_MAX - 1) {
-		/* no silent truncation: libkvcore counts blocks in 32 bits */
-		rfail(R, "%llu GPU blocks: more than the allocator's %u; "
+	if (R->sr.num_blocks > (1u << 30)) {
+		/* no silent truncation: libkvcore's pools hold 2^30 blocks */
+		rfail(R, "%llu GPU blocks: more than the allocator's 2^30; "
 		      "raise engine.block_size or set "
 		      "engine.num_gpu_blocks_override\n",
-		      (unsigned long long)R->sr.num_blocks, UINT32_MAX - 1);
+		      (unsigned long long)R->sr.num_blocks);
 		return 2;
 	}
 	kvc_config_default(&R->kc, pol->mode);

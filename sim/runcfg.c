@@ -386,8 +386,9 @@ set_key(struct sim_config *c, const char *key, const char *v,
 	} else if (strcmp(key, "engine.num_gpu_blocks_override") == 0) {
 		if (is_null_text(v))
 			c->eng.num_gpu_blocks_override = SZ_UNSET;
-		else if (!parse_u64(v, 1, U32MAX, &u))
-			return BAD("expected a positive integer");
+		else if (!parse_u64(v, 1, 1u << 30, &u))
+			/* the pools libkvcore takes */
+			return BAD("expected a block count from 1 to 2^30");
 		else
 			c->eng.num_gpu_blocks_override = (int64_t)u;
 	} else if (strcmp(key, "engine.tensor_parallel_size") == 0) {

@@ -108,7 +108,7 @@ run bad-int 2 kv-size -m llama-3.1-8b -g h100 --max-model-len -5 &&
 	err "bad int" "--max-model-len: bad value '-5'"
 # a block count the allocator cannot hold (it printed 2^64 - 1 tokens)
 run bad-override 2 kv-size -m llama-3.1-8b -g h100 \
-	--num-gpu-blocks-override 9223372036854775807 &&
+	--num-gpu-blocks-override 1073741825 &&
 	err "bad override" "--num-gpu-blocks-override: bad value"
 run bad-opt 2 kv-size -m llama-3.1-8b -g h100 --frobnicate &&
 	err "unknown option" "unknown option '--frobnicate'"
