@@ -168,13 +168,12 @@ struct v0 {
 	/*
 	 * The last append_slots, of sequence lost_seq: the first of its
 	 * computed positions that promotion moved onto a cached block whose
-	 * KV is not computed (UINT32_MAX: none), that block and the leading
-	 * slots of it the sequence reads; kvc__v0_lost.
+	 * KV is not computed (UINT32_MAX: none), and that block;
+	 * kvc__v0_lost.
 	 */
 	int32_t lost_seq;
 	uint32_t lost_from;
 	int32_t lost_block;
-	uint32_t lost_need;
 };
 
 static struct v0 *
@@ -1132,7 +1131,6 @@ v0_append_slots(kvc *k, struct v0 *m, int32_t s, uint32_t L)
 				    i * bs < m->lost_from) {
 					m->lost_from = i * bs;
 					m->lost_block = cid;
-					m->lost_need = need;
 				}
 				if (v0_release(m, V0_GPU, id, 0, 0) != KV_OK ||
 				    v0_hit(m, V0_GPU, cid) != KV_OK ||
@@ -1899,7 +1897,9 @@ kvc__v0_lost(kvc *k, int32_t s, struct kvc__lost *out)
 	if (m->pc && m->lost_seq == s && m->lost_from < k->seq[s].ncomp) {
 		out->tokens = k->seq[s].ncomp - m->lost_from;
 		out->block = m->lost_block;
-		out->need = m->lost_need;
+		/* the block's slots the sequence reads: up to its
+		 * computed count, within the block */
+		out->need = out->tokens < m->bs ? out->tokens : m->bs;
 	}
 	return KV_OK;
 }
