@@ -1243,6 +1243,14 @@ put_list(FILE *f, const char *key, const double *v, size_t n)
  * defaults it only ever raises min and lowers max, so a configuration it
  * read has def->min <= min <= max <= def->max.
  */
+/* ", key: v" of a flow mapping. */
+static void
+put_pair(FILE *f, const char *key, double v)
+{
+	fprintf(f, ", %s: ", key);
+	wl_yaml_num(f, v);
+}
+
 static void
 put_dist(FILE *f, const struct wl_dist *d, const struct wl_dist *def)
 {
@@ -1251,27 +1259,21 @@ put_dist(FILE *f, const struct wl_dist *d, const struct wl_dist *def)
 	fprintf(f, "{dist: %s", dist_names[d->kind]);
 	switch (d->kind) {
 	case WL_DIST_FIXED:
-		fputs(", value: ", f);
-		wl_yaml_num(f, d->value);
+		put_pair(f, "value", d->value);
 		break;
 	case WL_DIST_UNIFORM:
 		break;
 	case WL_DIST_NORMAL:
-		fputs(", mean: ", f);
-		wl_yaml_num(f, d->mean);
-		fputs(", sd: ", f);
-		wl_yaml_num(f, d->sd);
+		put_pair(f, "mean", d->mean);
+		put_pair(f, "sd", d->sd);
 		break;
 	case WL_DIST_LOGNORMAL:
 		/* mean and cv were turned into these: the exact form */
-		fputs(", mu: ", f);
-		wl_yaml_num(f, d->mu);
-		fputs(", sigma: ", f);
-		wl_yaml_num(f, d->sigma);
+		put_pair(f, "mu", d->mu);
+		put_pair(f, "sigma", d->sigma);
 		break;
 	case WL_DIST_ZIPF:
-		fputs(", s: ", f);
-		wl_yaml_num(f, d->s);
+		put_pair(f, "s", d->s);
 		break;
 	case WL_DIST_EMPIRICAL:
 		put_list(f, "values", d->values, d->nvalues);
@@ -1316,8 +1318,7 @@ put_arrival(FILE *f, const struct wl_arrival *a, int in)
 		for (size_t i = 0; i < a->nsegs; i++) {
 			fprintf(f, "%*s- {duration_s: ", in + 4, "");
 			wl_yaml_num(f, a->segs[i].duration_s);
-			fputs(", rate: ", f);
-			wl_yaml_num(f, a->segs[i].rate);
+			put_pair(f, "rate", a->segs[i].rate);
 			fputs("}\n", f);
 		}
 	}
@@ -1399,8 +1400,7 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 	if (c->window_start_s != 0 || c->window_end_s != 0) {
 		fprintf(f, "%*swindow: {start_s: ", in, "");
 		wl_yaml_num(f, c->window_start_s);
-		fputs(", end_s: ", f);
-		wl_yaml_num(f, c->window_end_s);
+		put_pair(f, "end_s", c->window_end_s);
 		fputs("}\n", f);
 	}
 	if (c->min_prompt != 0 || c->max_prompt != 0 || c->min_output != 0 ||
