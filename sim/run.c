@@ -8,8 +8,8 @@
  * The loop (DESIGN.md "Data flow of one run"): the workload is streamed;
  * exactly one ARRIVAL event is pending at a time (the next request), so
  * memory does not grow with the trace.  An arrival is routed to a replica
- * and wakes it (a WAKE event queued behind any arrival at the same instant,
- * so simultaneous arrivals share a batch); a replica that finishes a step
+ * and wakes it (a WAKE event queued once the next arrival is known to be
+ * later, so simultaneous arrivals share a batch); a replica that finishes a step
  * starts the next one at once (continuous batching) until it has nothing
  * to run.  Events are ordered by (time, insertion number): same config and
  * seed, same bytes.
@@ -40,6 +40,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A replica's wake-up: none pending, due after this instant's arrivals,
+ * or queued. */
+enum { WAKE_NONE, WAKE_DUE, WAKE_QUEUED };
+
 struct sim_run {
 	struct sim_config cfg;
 	struct sim_run_opts o;
@@ -55,7 +59,7 @@ struct sim_run {
 	struct kvc_config kc;
 	replica **rp;
 	uint32_t nrp;
-	bool *wake;
+	uint8_t *wake;			/* WAKE_NONE, _DUE or _QUEUED */
 	wl_stream *ws;
 	struct sim_evq q;
 	rpt *rep;
@@ -207,6 +211,20 @@ start_step(sim_run *R, uint32_t i, int64_t now)
 	return 0;
 }
 
+/* WAKE events at `now` for the replicas an arrival left due, in order. */
+static int
+queue_wakes(sim_run *R, int64_t now)
+{
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		if (R->wake[i] != WAKE_DUE)
+			continue;
+		R->wake[i] = WAKE_QUEUED;
+		if (sim_evq_push(&R->q, now, SIM_EV_WAKE, i, NULL) != KV_OK)
+			return 1;
+	}
+	return 0;
+}
+
 static int
 next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 {
@@ -338,18 +356,19 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 				rfail(R, "%s\n", why);
 				return 1;
 			}
-			if (!rej && !replica_busy(R->rp[i]) && !R->wake[i]) {
-				R->wake[i] = true;
-				if (sim_evq_push(&R->q, now, SIM_EV_WAKE, i,
-						 NULL) != KV_OK)
-					return 1;
-			}
+			if (!rej && !replica_busy(R->rp[i]) &&
+			    R->wake[i] == WAKE_NONE)
+				R->wake[i] = WAKE_DUE;
 			if ((rc = next_arrival(R, &cur, &have)) != 0)
 				return rc;
+			/* wake behind the last arrival at this instant */
+			if ((!have || cur.arrival_ns > now) &&
+			    queue_wakes(R, now) != 0)
+				return 1;
 			break;
 		}
 		case SIM_EV_WAKE:
-			R->wake[ev.arg] = false;
+			R->wake[ev.arg] = WAKE_NONE;
 			if (!replica_busy(R->rp[ev.arg]) &&
 			    (rc = start_step(R, ev.arg, now)) != 0)
 				return rc;
