@@ -80,6 +80,8 @@ struct kvc_ops {
 	uint32_t (*free_blocks)(const kvc *k, uint32_t g);
 	uint32_t (*free_cpu)(const kvc *k);
 	int (*audit)(const kvc *k, char *why, size_t whylen);
+	/* Optional: kvc_step_begin(). */
+	void (*step_begin)(kvc *k);
 };
 
 struct kvc {

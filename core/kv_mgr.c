@@ -128,6 +128,10 @@ kvc__config_resolve(const struct kvc_config *c, struct kvc_config *r,
 	if (r->max_model_len == 0)
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				    "max_model_len must be at least 1");
+	if (r->defer_same_step_state_hits && r->mode != KVC_VLLM_V1)
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "defer_same_step_state_hits is a vllm-v1 "
+				    "setting");
 	if (r->ngroups > KVC_MAX_GROUPS)
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				    "at most %d groups", KVC_MAX_GROUPS);
@@ -316,6 +320,13 @@ void
 kvc_set_time(kvc *k, int64_t t)
 {
 	k->now = t;
+}
+
+void
+kvc_step_begin(kvc *k)
+{
+	if (k->ops->step_begin != NULL)
+		k->ops->step_begin(k);
 }
 
 /* ---- growable arrays --------------------------------------------- */

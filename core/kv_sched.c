@@ -596,6 +596,7 @@ kvs_schedule(kvs *s, const struct kvs_step **out)
 	s->step.number++;
 	kvs__publish(s);
 	kvc_set_time(s->k, (int64_t)s->step.number);
+	kvc_step_begin(s->k);
 	e = s->pol->schedule(s, s->pstate);
 	kvs__publish(s);
 	if (e != KV_OK) {

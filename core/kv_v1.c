@@ -93,6 +93,8 @@ struct v1_plan {
 	uint32_t evict[KVC_MAX_GROUPS];	/* free hit blocks reclaimed */
 	bool fits;		/* sum <= free after the skip */
 	bool eref;		/* fits, but the reference would raise */
+	int32_t defer;		/* the state group whose hit was cached in
+				 * this step (then not fits), or -1 */
 };
 
 /*
@@ -137,6 +139,18 @@ struct v1 {
 	uint8_t bshift[KVC_MAX_GROUPS];	/* log2 of the block size */
 	struct v1_sx *sx;
 	uint32_t capsx;
+	/*
+	 * defer_same_step_state_hits (guard: with caching and a state
+	 * group): the (hash, group) of every state-group block cached since
+	 * kvc_step_begin(), vLLM's cached_blocks_this_step.  A step caches
+	 * few state blocks (512-token blocks), so a list is searched.
+	 */
+	bool guard;
+	struct v1_key {
+		uint64_t h;
+		uint32_t g;
+	} *stepk;
+	uint32_t nstepk, capstepk;
 	/* scratch for the hit of the request being planned (0 = null) */
 	int32_t *hit[KVC_MAX_GROUPS];
 	uint32_t caphit[KVC_MAX_GROUPS];
@@ -386,6 +400,7 @@ v1_state_free(struct v1 *m)
 	for (uint32_t i = 0; i < m->capsx; i++)
 		free(m->sx[i].h);
 	free(m->sx);
+	free(m->stepk);
 	free(m);
 }
 
@@ -434,6 +449,11 @@ v1_coordinator(const kvc *k, struct v1 *m)
 	}
 	m->onegroup = k->cfg.ngroups == 1 && v1_kind(k, 0) == KVC_FULL &&
 	    m->bshift[0] != V1_NOSHIFT;
+	m->guard = false;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
+		if (v1_kind(k, g) == KVC_STATE)
+			m->guard = m->caching &&
+			    k->cfg.defer_same_step_state_hits;
 }
 
 static kv_err
@@ -510,6 +530,14 @@ v1_clone(kvc *dst, const kvc *src)
 			}
 			memcpy(b->h, a->h, a->nh * sizeof(*b->h));
 		}
+	}
+	if (s->capstepk > 0) {
+		m->stepk = malloc(s->capstepk * sizeof(*m->stepk));
+		if (m->stepk == NULL)
+			goto out_free;
+		memcpy(m->stepk, s->stepk, s->nstepk * sizeof(*m->stepk));
+		m->capstepk = s->capstepk;
+		m->nstepk = s->nstepk;
 	}
 	dst->ms = m;
 	return KV_OK;
@@ -941,6 +969,57 @@ v1_need_tokens(const kvc *k, uint64_t tokens)
 }
 
 /*
+ * The first state group whose hit (its last block) carries a hash cached
+ * in this step, or -1.  vLLM's MambaManager then asks for num_gpu_blocks
+ * + 1 blocks, so the admission waits for a step that has not cached it.
+ */
+static int32_t
+v1_hit_this_step(const kvc *k, const struct v1 *m)
+{
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		int32_t b;
+
+		if (v1_kind(k, g) != KVC_STATE || m->nhit[g] == 0 ||
+		    (b = m->hit[g][m->nhit[g] - 1]) == V1_NULL)
+			continue;
+		for (uint32_t i = 0; i < m->nstepk; i++)
+			if (m->stepk[i].g == g &&
+			    m->stepk[i].h == m->blk[b].hkey)
+				return (int32_t)g;
+	}
+	return -1;
+}
+
+/* Room in stepk for the state blocks caching up to ntc tokens may add. */
+static kv_err
+v1_stepk_reserve(kvc *k, struct v1 *m, uint32_t ntc)
+{
+	uint64_t n = m->nstepk;
+	struct v1_key *p;
+	uint32_t cap;
+
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
+		if (v1_kind(k, g) == KVC_STATE)
+			n += v1_div(k, m, g, ntc);
+	if (n <= m->capstepk)
+		return KV_OK;
+	for (cap = m->capstepk ? m->capstepk : 16; cap < n; cap *= 2)
+		if (cap > UINT32_MAX / 2)
+			return kvc__fail(k, KV_ENOMEM, "out of memory");
+	if ((p = realloc(m->stepk, cap * sizeof(*p))) == NULL)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	m->stepk = p;
+	m->capstepk = cap;
+	return KV_OK;
+}
+
+static void
+v1_step_begin(kvc *k)
+{
+	v1_of(k)->nstepk = 0;
+}
+
+/*
  * Plan allocate_slots(s, nnew, hcomp, hits in the scratch, L) without
  * changing anything.  C is s's computed count.
  */
@@ -976,6 +1055,9 @@ v1_plan(const kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp, uint32_t L,
 	free_after = (uint64_t)m->fq.n + p->skipfree;
 	p->fits = p->sum <= (int64_t)free_after;
 	p->eref = p->fits && p->take > free_after;
+	p->defer = m->guard ? v1_hit_this_step(k, m) : -1;
+	if (p->defer >= 0)
+		p->fits = p->eref = false;
 }
 
 /* Tables must take the new slots without failing once we start. */
@@ -1065,9 +1147,19 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	v1_plan(k, s, nnew, hcomp, L, &p);
 	if ((e = v1_reserve(k, s, &p)) != KV_OK)
 		return e;
+	ntc = (uint32_t)((uint64_t)q->ncomp + hcomp + nnew);
+	if (ntc > q->ntok)
+		ntc = q->ntok;
+	if (m->guard && (e = v1_stepk_reserve(k, m, ntc)) != KV_OK)
+		return e;
 	/* From here on the reference's own order (R22, R23). */
 	if (m->slidemask)
 		v1_skip_apply(k, s);
+	if (p.defer >= 0)
+		return kvc__fail(k, KV_ENOSPC, "its state hit ends on a block "
+				 "cached in this step, whose state the step "
+				 "has not computed yet: it waits a step "
+				 "(defer_same_step_state_hits)");
 	if (!p.fits)
 		return kvc__fail(k, KV_ENOSPC, "needs %lld blocks for %u "
 				 "tokens, %u free", (long long)p.sum, p.need,
@@ -1100,12 +1192,10 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 		v1_take(m, &q->tab[g], p.pop[g]);
 	if (!m->caching)
 		return KV_OK;
-	ntc = (uint32_t)((uint64_t)q->ncomp + hcomp + nnew);
-	if (ntc > q->ntok)
-		ntc = q->ntok;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* cache_blocks */
 		uint32_t full = (uint32_t)v1_div(k, m, g, ntc);
 		uint32_t *nc = &m->sx[s].ncached[g];
+		bool step = m->guard && v1_kind(k, g) == KVC_STATE;
 
 		for (uint32_t i = *nc; i < full; i++) {
 			int32_t b = q->tab[g].id[i];
@@ -1113,9 +1203,12 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 			if (i + V1_AHEAD < full)
 				kv_hmap_prefetch(&m->map[g],
 						 m->sx[s].h[i + V1_AHEAD]);
-
-			if (b != KVC_NULL)
-				v1_map_insert(m, g, m->sx[s].h[i], b);
+			if (b == KVC_NULL)
+				continue;
+			v1_map_insert(m, g, m->sx[s].h[i], b);
+			if (step)	/* v1_stepk_reserve made the room */
+				m->stepk[m->nstepk++] = (struct v1_key){
+					m->sx[s].h[i], g };
 		}
 		if (*nc < full)
 			*nc = full;
@@ -1418,6 +1511,8 @@ v1_blocks_needed(kvc *k, int32_t s, uint32_t n, uint32_t L,
 	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
 		need[g] = p.pop[g] + p.evict[g];
+	if (p.defer >= 0)	/* get_num_blocks_to_allocate's answer */
+		need[p.defer] = k->cfg.gpu_blocks + 1;
 	return KV_OK;
 }
 
@@ -1652,4 +1747,5 @@ const struct kvc_ops kvc__v1_ops = {
 	.free_blocks = v1_free_blocks,
 	.free_cpu = v1_free_cpu,
 	.audit = v1_audit,
+	.step_begin = v1_step_begin,
 };

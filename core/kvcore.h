@@ -46,7 +46,8 @@ extern "C" {
 #endif
 
 #define KVCORE_VERSION "0.1.0"
-#define KVCORE_ABI 2
+/* 3: struct kvc_config gained defer_same_step_state_hits (kvc_step_begin) */
+#define KVCORE_ABI 3
 
 #define KVC_MAX_GROUPS 16
 #define KVC_NAME_MAX 32
@@ -124,6 +125,14 @@ struct kvc_config {
 	kvc_reuse reuse;
 	uint32_t ngroups;	/* 0 = one full-attention group "attn" */
 	struct kvc_group_config group[KVC_MAX_GROUPS];
+	/*
+	 * vllm-v1 only: an admission whose state-group prefix hit ends on a
+	 * block cached in the current step (kvc_step_begin()) does not fit
+	 * now: vLLM's fix of that hazard (#29387), later than the pinned
+	 * commit, which lets the hit through although the state is written
+	 * by the same forward pass.  Default off: the pinned behaviour.
+	 */
+	bool defer_same_step_state_hits;
 };
 
 /* Fill *c with the defaults of mode m (docs/replay.md R7). */
@@ -162,6 +171,12 @@ const char *kvc_errmsg(const kvc *k);
  * evictor; the replay driver sets it to the line number, R30).
  */
 void kvc_set_time(kvc *k, int64_t t);
+
+/*
+ * A scheduler step starts (vLLM v1's new_step_starts()): the blocks cached
+ * from now on are this step's.  Only defer_same_step_state_hits reads it.
+ */
+void kvc_step_begin(kvc *k);
 
 /* Sequences. */
 kv_err kvc_seq_new(kvc *k, const uint32_t *tok, size_t n, int32_t *out);

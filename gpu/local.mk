@@ -57,4 +57,5 @@ EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
 	tests/calibrate.sh tests/gpu/swap.yaml tests/gpu/model.yaml \
 	tests/gpu/gemma-2-w64.config.json tests/gpu/v0-chunked-prefix.yaml \
 	tests/gpu/v0-promotion.yaml tests/gpu/v0-shared-recompute.yaml \
-	tests/gpu/mamba-prefix.yaml
+	tests/gpu/mamba-prefix.yaml tests/gpu/mamba-same-step.yaml \
+	tests/gpu/mamba-same-step.csv

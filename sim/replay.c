@@ -456,6 +456,7 @@ rp_new_name(struct rp *r, const char *name)
 static const char *const rp_setup_kw[] = {
 	"mode", "block_size", "gpu_blocks", "cpu_blocks", "watermark",
 	"prefix_caching", "max_model_len", "group",
+	"defer_same_step_state_hits",
 	/* scheduler keys (RP_SCHED_KW on) */
 	"policy", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill",
 	"long_prefill_threshold", "preemption", "chunk_size", "sched_policy",
@@ -463,7 +464,8 @@ static const char *const rp_setup_kw[] = {
 };
 
 #define RP_GROUP_KW 7
-#define RP_POLICY_KW 8
+#define RP_DEFER_KW 8
+#define RP_POLICY_KW 9
 
 static int
 rp_setup_index(const char *kw)
@@ -657,6 +659,14 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 			return rp_error(r, "prefix_caching: expected on or "
 					"off, got '%s'", l->pos[0]);
 		return RP_OK;
+	case RP_DEFER_KW: {
+		int64_t on;
+
+		if (rp_onoff(r, l, "on", "off", &on))
+			return RP_BAD;
+		c->defer_same_step_state_hits = on != 0;
+		return RP_OK;
+	}
 	case 6:
 		if (rp_u32(r, "max_model_len", l->pos[0], &v))
 			return RP_BAD;
@@ -1063,6 +1073,14 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 	}
 	if (strcmp(kw, "free_blocks") == 0 || strcmp(kw, "audit") == 0)
 		return rp_pool_line(r, l);
+	if (strcmp(kw, "new_step") == 0) {
+		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+			return RP_BAD;
+		kvc_step_begin(r->k);
+		rp_hist_push(r, text);
+		rp_emit(r, "new_step ok");
+		return RP_OK;
+	}
 
 	/* The rest name one sequence first. */
 	if (strcmp(kw, "fork") == 0) {
@@ -1527,7 +1545,7 @@ rp_sched_op(struct rp *r, struct rp_line *l, const char *text)
 	    strcmp(kw, "fork") == 0 || strcmp(kw, "can_swap_out") == 0 ||
 	    strcmp(kw, "swap_out") == 0 || strcmp(kw, "can_swap_in") == 0 ||
 	    strcmp(kw, "swap_in") == 0 || strcmp(kw, "free") == 0 ||
-	    strcmp(kw, "cached") == 0)
+	    strcmp(kw, "cached") == 0 || strcmp(kw, "new_step") == 0)
 		return rp_error(r, "%s is not available with a policy: the "
 				"scheduler owns the requests (request, step, "
 				"run, abort, table, free_blocks, audit)", kw);

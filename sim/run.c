@@ -546,6 +546,12 @@ setup(sim_run *R)
 	 * them: DeepSpeed FastGen has no prefix cache; vLLM v0 without
 	 * chunked prefill batches max(max_model_len, 2048) tokens (its
 	 * SchedulerConfig), which the memory profile then sees. */
+	if (R->cfg.defer_same_step_state_hits && pol->mode != KVC_VLLM_V1) {
+		rfail(R, "%s: engine.defer_same_step_state_hits is a vllm-v1 "
+		      "setting; policy %s runs on %s\n", R->cfg.source,
+		      pol->name, kvc_mode_name(pol->mode));
+		return 2;
+	}
 	if (pol->mode == KVC_DEEPSPEED && R->cfg.eng.enable_prefix_caching < 0)
 		R->cfg.eng.enable_prefix_caching = 0;
 	if (pol->mode == KVC_VLLM_V0 && R->cfg.chunked_prefill != 1 &&
@@ -601,6 +607,7 @@ setup(sim_run *R)
 	R->kc.gpu_blocks = (uint32_t)R->sr.num_blocks;
 	R->kc.prefix_caching = R->sr.prefix_caching;
 	R->kc.max_model_len = (uint32_t)R->sr.max_model_len;
+	R->kc.defer_same_step_state_hits = R->cfg.defer_same_step_state_hits;
 	/* vLLM v1 and DeepSpeed FastGen have no CPU swap pool; the others
 	 * get swap_space GiB. */
 	if (R->cm.block_bytes > 0 && pol->mode != KVC_VLLM_V1 &&

@@ -153,7 +153,7 @@ static const char *const known_keys[] = {
 	"engine.swap_space", "engine.num_lookahead_slots",
 	"engine.kv_cache_dtype", "engine.kv_cache_memory_bytes",
 	"engine.num_gpu_blocks_override", "engine.tensor_parallel_size",
-	"engine.dtype",
+	"engine.dtype", "engine.defer_same_step_state_hits",
 	"cost.step_ns", "cost.calibration", "cost.kv_layout", "cost.copy",
 	"cost.host_memory",
 	"output.timeseries_interval_s", "output.heartbeat_interval_s",
@@ -219,6 +219,8 @@ restore_default(struct sim_config *c, const char *key)
 		c->swap_space_gib = d.swap_space_gib;
 	else if (strcmp(key, "engine.tensor_parallel_size") == 0)
 		c->eng.tensor_parallel_size = d.eng.tensor_parallel_size;
+	else if (strcmp(key, "engine.defer_same_step_state_hits") == 0)
+		c->defer_same_step_state_hits = d.defer_same_step_state_hits;
 	else if (strcmp(key, "cost.step_ns") == 0)
 		c->step_ns = d.step_ns;
 	else if (strcmp(key, "output.timeseries_interval_s") == 0)
@@ -347,6 +349,10 @@ set_key(struct sim_config *c, const char *key, const char *v,
 		if (!parse_dbl(v, 0.0, 1e6, &d))
 			return BAD("expected GiB, a number >= 0");
 		c->swap_space_gib = d;
+	} else if (strcmp(key, "engine.defer_same_step_state_hits") == 0) {
+		if ((b = parse_bool(v)) < 0)
+			return BAD("expected true or false");
+		c->defer_same_step_state_hits = b != 0;
 	} else if (strcmp(key, "engine.num_lookahead_slots") == 0) {
 		if (is_null_text(v))
 			c->num_lookahead_slots = -1;
@@ -1048,6 +1054,8 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	put_num(f, "  swap_space", c->swap_space_gib);
 	put_opt_u64(f, "num_lookahead_slots", (uint64_t)c->num_lookahead_slots,
 		    c->num_lookahead_slots >= 0);
+	fprintf(f, "  defer_same_step_state_hits: %s\n",
+		c->defer_same_step_state_hits ? "true" : "false");
 	fprintf(f, "  kv_cache_dtype: %s\n",
 		e->kv_cache_dtype[0] ? e->kv_cache_dtype : "auto");
 	fprintf(f, "  dtype: %s\n", e->dtype[0] ? e->dtype : "auto");

@@ -62,6 +62,7 @@ struct sim_config {
 					 * 1 swap */
 	double swap_space_gib;		/* CPU swap space per GPU (4) */
 	int64_t num_lookahead_slots;	/* -1 policy default */
+	bool defer_same_step_state_hits;	/* vllm-v1: vLLM #29387 */
 
 	/* cost */
 	int64_t step_ns;		/* > 0: every step takes this long */

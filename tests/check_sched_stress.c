@@ -156,6 +156,10 @@ make_episode(const char *policy, struct rng *r, struct ep *e)
 		if (rnd(r, 3) == 0) {
 			group(kc, "full", KVC_FULL, 0, bs);
 			group(kc, "swa", KVC_SLIDING, rrange(r, 1, 40), bs);
+		} else if (rnd(r, 2) == 0) {
+			group(kc, "full", KVC_FULL, 0, bs);
+			group(kc, "mamba", KVC_STATE, 0, bs);
+			kc->defer_same_step_state_hits = rnd(r, 2);
 		}
 		sc->chunked_prefill = rnd(r, 3) ? 1 : 0;
 		if (rnd(r, 3) == 0)
@@ -595,13 +599,14 @@ dump(struct run *u)
 
 	fprintf(stderr, "%s: G=%u cpu=%u bs=%u mml=%u groups=%u caching=%d "
 		"wm=%g S=%lld B=%lld chunk=%lld L=%lld pre=%lld thr=%lld "
-		"chunked=%lld prio=%lld\n", u->policy, kc->gpu_blocks,
+		"chunked=%lld prio=%lld defer=%d\n", u->policy, kc->gpu_blocks,
 		kc->cpu_blocks, kc->block_size, kc->max_model_len, kc->ngroups,
 		kc->prefix_caching, kc->watermark, (long long)c->max_num_seqs,
 		(long long)c->max_num_batched_tokens,
 		(long long)c->chunk_size, (long long)c->lookahead,
 		(long long)c->preemption, (long long)c->long_prefill_threshold,
-		(long long)c->chunked_prefill, (long long)c->priority);
+		(long long)c->chunked_prefill, (long long)c->priority,
+		kc->defer_same_step_state_hits);
 	for (uint32_t g = 0; g < kvc_ngroups(k); g++)
 		fprintf(stderr, "  group %u free %u\n", g,
 			kvc_free_blocks(k, g));

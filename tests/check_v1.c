@@ -255,7 +255,7 @@ static const struct vcase cases[] = {
 /* ---- the interpreter ---------------------------------------------- */
 
 static kvc *
-v1_make(const struct vcase *c)
+v1_make_defer(const struct vcase *c, bool defer)
 {
 	struct kvc_config cfg;
 	kv_err e;
@@ -266,6 +266,7 @@ v1_make(const struct vcase *c)
 	cfg.block_size = c->bs;
 	cfg.gpu_blocks = c->gpu;
 	cfg.prefix_caching = c->caching;
+	cfg.defer_same_step_state_hits = defer;
 	if (c->mml)
 		cfg.max_model_len = c->mml;
 	for (uint32_t g = 0; g < 4 && c->g[g].name != NULL; g++) {
@@ -278,6 +279,12 @@ v1_make(const struct vcase *c)
 	k = kvc_new(&cfg, &e, why, sizeof(why));
 	ck_assert_msg(k != NULL, "%s: kvc_new: %s", c->name, why);
 	return k;
+}
+
+static kvc *
+v1_make(const struct vcase *c)
+{
+	return v1_make_defer(c, false);
 }
 
 static void
@@ -741,6 +748,80 @@ START_TEST(test_v1_clone)
 }
 END_TEST
 
+/*
+ * vLLM #29387 (after the pinned commit): a request whose state-group hit
+ * ends on a block another request cached in the same step waits a step,
+ * since the state at that block is an output of the step.  Off, the pinned
+ * commit admits it at once.
+ */
+START_TEST(test_v1_same_step_state_hit)
+{
+	static const struct vcase c = { "defer", 4, 30, 0, true,
+	  { { "m", KVC_STATE, 0, 0 }, { "f", KVC_FULL, 0, 0 } }, { { 0 } } };
+	uint32_t tok[13], need[KVC_MAX_GROUPS];
+	int32_t a, b;
+	size_t h;
+	kvc_verdict v;
+	kvc *k, *d;
+
+	for (uint32_t i = 0; i < 13; i++)
+		tok[i] = i < 12 ? i : 100;
+	k = v1_make_defer(&c, true);
+	kvc_step_begin(k);
+	ck_assert_int_eq(kvc_seq_new(k, tok, 12, &a), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);	/* caches 3 */
+	ck_assert_int_eq(kvc_seq_new(k, tok, 13, &b), KV_OK);
+	ck_assert_int_eq(kvc_cached(k, b, &h), KV_OK);
+	ck_assert_uint_eq(h, 12);
+	ck_assert_int_eq(kvc_can_allocate(k, b, 0, &v), KV_OK);
+	ck_assert_int_eq(v, KVC_VERDICT_LATER);
+	ck_assert_int_eq(kvc_blocks_needed(k, b, 0, 0, need), KV_OK);
+	ck_assert_uint_eq(need[0], 31);		/* num_gpu_blocks + 1 */
+	ck_assert_uint_eq(kvc_free_blocks(k, 0), 23);
+	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_ENOSPC);
+	ck_assert_ptr_nonnull(strstr(kvc_errmsg(k), "cached in this step"));
+	ck_assert_int_eq(kvc_seq_state(k, b), KVC_WAITING);
+	ck_assert_uint_eq(kvc_free_blocks(k, 0), 23);
+	v1_audit_ok(k, "defer", 0);
+	d = kvc_clone(k);	/* the step's blocks go with a copy */
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(kvc_allocate(d, b, 0), KV_ENOSPC);
+	kvc_free(d);
+	/* the next step: the state after 12 tokens is computed */
+	kvc_step_begin(k);
+	ck_assert_int_eq(kvc_can_allocate(k, b, 0, &v), KV_OK);
+	ck_assert_int_eq(v, KVC_VERDICT_OK);
+	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_OK);
+	ck_assert_uint_eq(kvc_seq_computed(k, b), 13);
+	v1_audit_ok(k, "defer", 1);
+	kvc_free(k);
+
+	/* the pinned commit: the hit is taken in the same step */
+	k = v1_make(&c);
+	kvc_step_begin(k);
+	ck_assert_int_eq(kvc_seq_new(k, tok, 12, &a), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);
+	ck_assert_int_eq(kvc_seq_new(k, tok, 13, &b), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_OK);
+	ck_assert_int_eq(kvc_cached(k, a, &h), KV_OK);
+	kvc_free(k);
+
+	/* a vllm-v1 setting: other modes refuse it */
+	{
+		struct kvc_config cfg;
+		kv_err e;
+		char why[256];
+
+		kvc_config_default(&cfg, KVC_EXACT);
+		cfg.gpu_blocks = 8;
+		cfg.defer_same_step_state_hits = true;
+		ck_assert_ptr_null(kvc_new(&cfg, &e, why, sizeof(why)));
+		ck_assert_int_eq(e, KV_ECONFIG);
+		ck_assert_ptr_nonnull(strstr(why, "vllm-v1"));
+	}
+}
+END_TEST
+
 /* ---- random walk with decision/action consistency ----------------- */
 
 static uint64_t
@@ -764,15 +845,22 @@ static const struct vcase walks[] = {
 	    { "s2", KVC_SLIDING, 9, 0 } }, { { 0 } } },
 	{ "walk hybrid state", 2, 40, 48, true,
 	  { { "m", KVC_STATE, 0, 0 }, { "f", KVC_FULL, 0, 0 } }, { { 0 } } },
+
 	{ "walk mixed sizes", 2, 40, 48, false,
 	  { { "f", KVC_FULL, 0, 0 }, { "s", KVC_SLIDING, 5, 4 } },
 	  { { 0 } } },
+	/* the last: with defer_same_step_state_hits and steps */
+	{ "walk hybrid state, same-step hits deferred", 2, 40, 48, true,
+	  { { "m", KVC_STATE, 0, 0 }, { "f", KVC_FULL, 0, 0 } }, { { 0 } } },
 };
+
+#define NWALKS (sizeof(walks) / sizeof(walks[0]))
 
 START_TEST(test_v1_walk)
 {
 	const struct vcase *c = &walks[_i];
-	kvc *k = v1_make(c);
+	bool defer = (size_t)_i == NWALKS - 1;
+	kvc *k = v1_make_defer(c, defer);
 	uint64_t rng = 0x9e3779b97f4a7c15ull + (uint64_t)_i;
 	uint32_t mml = c->mml, tok[64];
 	int32_t seqs[12];
@@ -799,6 +887,10 @@ START_TEST(test_v1_walk)
 				tok[i] = base + (i < len / 2 ? i : i + r % 7);
 			ck_assert_int_eq(kvc_seq_new(k, tok, len, &s), KV_OK);
 			seqs[nseq++] = s;
+			continue;
+		}
+		if (defer && r % 8 == 1) {
+			kvc_step_begin(k);	/* a no-op for the others */
 			continue;
 		}
 		s = seqs[(r >> 4) % nseq];
@@ -894,11 +986,11 @@ v1_suite(void)
 	tc = tcase_create("pool");
 	tcase_add_test(tc, test_v1_no_double_free);
 	tcase_add_test(tc, test_v1_clone);
+	tcase_add_test(tc, test_v1_same_step_state_hit);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("walk");
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, test_v1_walk, 0,
-			    (int)(sizeof(walks) / sizeof(walks[0])));
+	tcase_add_loop_test(tc, test_v1_walk, 0, (int)NWALKS);
 	suite_add_tcase(s, tc);
 	return s;
 }

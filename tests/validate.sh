@@ -5,7 +5,9 @@
 # cached tokens are counted apart, as an engine hazard), hybrid models
 # (Mamba state, sliding-window and full groups) included; every fault of
 # the fault backend fails the run (exit 1), in any group; the digest does
-# not depend on the layout or copy strategy; reports are written, and an
+# not depend on the layout or copy strategy; a Mamba state hit on a block
+# the same step computes (vLLM v1 at the pinned commit) fails, and passes
+# with vLLM's later fix; reports are written, and an
 # earlier run's are replaced only with --force; bad usage exits 2.
 : "${KVSIM:?}" "${top_srcdir:?}"
 cfg=$top_srcdir/tests/gpu/swap.yaml
@@ -114,6 +116,21 @@ run mamba-small 2 "$top_srcdir/tests/gpu/mamba-prefix.yaml" \
 	--set engine.num_gpu_blocks_override=12
 grep -q 'needs 20 blocks' "$tmp/mamba-small.out" ||
 	fail "mamba prefix: small pool not refused"
+
+# ... a hit on a state the same step computes: vLLM at the pinned commit
+# takes it (1 failure, exit 1); with its later fix, which defers the
+# admission a step, the run passes
+run same-step 1 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
+	--out "$tmp/same-step"
+[ "$(val same-step failures)" = 1 ] || fail "same-step hit: not caught"
+grep -q 'request 1 group 0 state after 512 tokens' "$tmp/same-step.out" ||
+	fail "same-step hit: not named"
+[ "$(val same-step steps)" = 2 ] || fail "same-step hit: steps"
+run deferred 0 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
+	--set engine.defer_same_step_state_hits=true --out "$tmp/deferred"
+[ "$(val deferred failures)" = 0 ] || fail "deferred hit: failures"
+[ "$(val deferred steps)" = 3 ] || fail "deferred hit: steps"
+[ "$(val deferred state_checks)" -gt 0 ] || fail "deferred hit: no state"
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
