@@ -9,7 +9,8 @@
  * exactly one ARRIVAL event is pending at a time (the next request), so
  * memory does not grow with the trace.  An arrival is routed to a replica
  * and wakes it (a WAKE event queued once the next arrival is known to be
- * later, so simultaneous arrivals share a batch); a replica that finishes a step
+ * later, so simultaneous arrivals share a batch); a replica that finishes
+ * a step as requests arrive waits for them the same way, and otherwise
  * starts the next one at once (continuous batching) until it has nothing
  * to run.  Events are ordered by (time, insertion number): same config and
  * seed, same bytes.
@@ -380,6 +381,14 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 					sizeof(why)) != KV_OK) {
 				rfail(R, "%s\n", why);
 				return 1;
+			}
+			/* requests arriving at this instant, queued behind
+			 * the step's end, join the next step: it starts
+			 * after them, from a WAKE */
+			if (have && cur.arrival_ns == now) {
+				if (R->wake[ev.arg] == WAKE_NONE)
+					R->wake[ev.arg] = WAKE_DUE;
+				break;
 			}
 			if ((rc = start_step(R, ev.arg, now)) != 0)
 				return rc;

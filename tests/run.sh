@@ -84,7 +84,8 @@
 #     8,192 B x 21 = 2,752,512 B (it was every layer's, twice that).
 # 19. requests that arrive at the same instant share the batch of the step
 #     they wake (the step used to start at the first arrival, the others
-#     waiting a whole step), with one replica and with two round robin.
+#     waiting a whole step), with one replica and with two round robin;
+#     one that arrives as a step ends joins the next step.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -665,7 +666,7 @@ sum=$(tail -n +2 "$T/g2/requests.csv" |
 
 # 19.
 printf '%s\n' arrival_ns,prompt_tokens,output_tokens 0,10,2 0,10,2 0,10,2 \
-	0,10,2 15000000,10,2 >"$T/same.csv"
+	0,10,2 15000000,10,2 20000000,10,2 >"$T/same.csv"
 printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'policy: vllm-v1' \
 	'cost: {step_ns: 10000000}' 'workload: {trace: same.csv}' \
 	>"$T/same.yaml"
@@ -674,11 +675,13 @@ for reps in 1 2; do
 		"$T/same.yaml" || bad "same-instant arrivals: run ($reps)"
 	c=$(col "$T/same$reps/requests.csv" first_scheduled_s)
 	got=$(tail -n +2 "$T/same$reps/requests.csv" | cut -d, -f"$c" | tr '\n' ' ')
-	[ "$got" = "0.000000000 0.000000000 0.000000000 0.000000000 0.020000000 " ] ||
+	[ "$got" = "0.000000000 0.000000000 0.000000000 0.000000000 0.020000000 0.020000000 " ] ||
 		bad "same-instant arrivals ($reps replicas): first scheduled $got"
 done
 # one replica: [0,10] prefills all four, [10,20] their last tokens, the
-# fifth (15 ms) waits for 20: [20,30], [30,40]
+# fifth (15 ms) waits for 20, where the sixth arrives as the step ends and
+# joins it (it used to wait for the next step: the step's end was queued
+# before its arrival): [20,30], [30,40]
 [ "$(sval "$T/same1/summary.csv" steps)" = 4 ] ||
 	bad "same-instant arrivals: $(sval "$T/same1/summary.csv" steps) steps"
 exit $fail
