@@ -12,6 +12,8 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,11 +261,33 @@ arg_double(const char *s, double *out)
 	return *end == '\0' && isfinite(*out);
 }
 
-static int
-bad_usage(const char *fmt, const char *arg)
+/* The options that take a value (the others: --csv, --dump, -h). */
+static bool
+valued_option(const char *name)
 {
+	static const char *const names[] = { "--format", "--config",
+		"--on-error", "--order", "--block-size", "--hash-block",
+		"--seed", "--max-requests", "--tile", "--time-scale",
+		"--target-rate", "--window", NULL };
+
+	for (int i = 0; names[i] != NULL; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+static int bad_usage(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+
+static int
+bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
 	fprintf(stderr, "kvsim trace-stats: ");
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fprintf(stderr, "\nRun 'kvsim trace-stats --help' for usage.\n");
 	return 2;
 }
@@ -317,6 +341,10 @@ trace_stats_main(int argc, char **argv)
 		eq = strchr(a, '=');
 		snprintf(name, sizeof(name), "%.*s", eq != NULL ?
 		    (int)(eq - a) : (int)strlen(a), a);
+		if (!valued_option(name)) {
+			wl_config_release(&cfg);
+			return bad_usage("unknown option '%s'", name);
+		}
 		if (eq != NULL)
 			v = eq + 1;
 		else if (i + 1 < argc)
@@ -325,6 +353,8 @@ trace_stats_main(int argc, char **argv)
 			wl_config_release(&cfg);
 			return bad_usage("option '%s' needs a value", a);
 		}
+#define BADV(what) (wl_config_release(&cfg), \
+		    bad_usage("%s: expected %s, got '%s'", name, what, v))
 		if (strcmp(name, "--format") == 0)
 			fmt = v;
 		else if (strcmp(name, "--config") == 0)
@@ -333,43 +363,43 @@ trace_stats_main(int argc, char **argv)
 			on_error = v;
 		else if (strcmp(name, "--order") == 0)
 			order = v;
-		else if (strcmp(name, "--block-size") == 0 &&
-		    arg_u64(v, &block) && block > 0 && block < (1u << 20))
-			;
-		else if (strcmp(name, "--hash-block") == 0 &&
-		    arg_u64(v, &hb) && hb > 0 && hb < (1u << 24))
-			;
-		else if (strcmp(name, "--seed") == 0 && arg_u64(v, &seed))
+		else if (strcmp(name, "--block-size") == 0) {
+			if (!arg_u64(v, &block) || block == 0 ||
+			    block >= (1u << 20))
+				return BADV("an integer in [1, 1048575]");
+		} else if (strcmp(name, "--hash-block") == 0) {
+			if (!arg_u64(v, &hb) || hb == 0 || hb >= (1u << 24))
+				return BADV("an integer in [1, 16777215]");
+		} else if (strcmp(name, "--seed") == 0) {
+			if (!arg_u64(v, &seed))
+				return BADV("an integer >= 0");
 			have_seed = true;
-		else if (strcmp(name, "--max-requests") == 0 &&
-		    arg_u64(v, &maxreq))
-			;
-		else if (strcmp(name, "--tile") == 0 && arg_u64(v, &tile) &&
-		    tile >= 1 && tile < (1u << 24))
-			;
-		else if (strcmp(name, "--time-scale") == 0 &&
-		    arg_double(v, &tscale) && tscale > 0)
-			;
-		else if (strcmp(name, "--target-rate") == 0 &&
-		    arg_double(v, &trate) && trate > 0)
-			;
-		else if (strcmp(name, "--window") == 0 && strchr(v, ':')) {
+		} else if (strcmp(name, "--max-requests") == 0) {
+			if (!arg_u64(v, &maxreq))
+				return BADV("an integer >= 0 (0: all)");
+		} else if (strcmp(name, "--tile") == 0) {
+			if (!arg_u64(v, &tile) || tile == 0 ||
+			    tile >= (1u << 24))
+				return BADV("an integer in [1, 16777215]");
+		} else if (strcmp(name, "--time-scale") == 0) {
+			if (!arg_double(v, &tscale) || !(tscale > 0))
+				return BADV("a number > 0");
+		} else if (strcmp(name, "--target-rate") == 0) {
+			if (!arg_double(v, &trate) || !(trate > 0))
+				return BADV("requests/s, a number > 0");
+		} else {	/* --window */
 			char lo[64];
 			const char *colon = strchr(v, ':');
 
+			if (colon == NULL || colon - v >= (ptrdiff_t)sizeof(lo))
+				return BADV("S:E seconds, 0 <= S < E");
 			snprintf(lo, sizeof(lo), "%.*s", (int)(colon - v), v);
 			if (!arg_double(lo[0] ? lo : "0", &ws) || ws < 0 ||
 			    (colon[1] != '\0' && (!arg_double(colon + 1, &we) ||
-			    we <= ws))) {
-				wl_config_release(&cfg);
-				return bad_usage("bad --window '%s' (want S:E "
-				    "seconds, 0 <= S < E)", v);
-			}
-		} else {
-			wl_config_release(&cfg);
-			return bad_usage("unknown option or bad value: "
-			    "'%s'", a);
+			    we <= ws)))
+				return BADV("S:E seconds, 0 <= S < E");
 		}
+#undef BADV
 	}
 	if (config != NULL) {
 		rc = wl_config_load(config, &cfg, &err);
@@ -385,7 +415,7 @@ trace_stats_main(int argc, char **argv)
 		}
 	} else if (config == NULL) {
 		wl_config_release(&cfg);
-		return bad_usage("%s", "no FILE (and no --config)");
+		return bad_usage("no FILE (and no --config)");
 	}
 	if (fmt != NULL && !wl_format_parse(fmt, &cfg.format)) {
 		wl_config_release(&cfg);

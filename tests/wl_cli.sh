@@ -123,4 +123,25 @@ for args in "" "--frob x" "--format nope $fx/azure.csv" \
 	[ $rc = 2 ] && [ ! -s "$t" ] && grep -q 'trace-stats' "$t.err" &&
 	    ok "usage: '$args'" || no "usage: '$args' (rc $rc)"
 done
+# ... each naming what is wrong (an unknown option used to be "needs a
+# value", a bad value "unknown option or bad value")
+usage() { # want args...
+	want=$1
+	shift
+	"$KVSIM" trace-stats "$@" >"$t" 2>"$t.err"; rc=$?
+	[ $rc = 2 ] && [ ! -s "$t" ] && grep -qxF "kvsim trace-stats: $want" "$t.err" &&
+	    ok "usage: $want" || { no "usage: $*"; cat "$t.err"; }
+}
+usage "unknown option '--frob'" "$fx/azure.csv" --frob
+usage "unknown option '--frob'" --frob=3 "$fx/azure.csv"
+usage "option '--tile' needs a value" "$fx/azure.csv" --tile
+usage "--hash-block: expected an integer in [1, 16777215], got '0'" \
+    --hash-block 0 "$fx/azure.csv"
+usage "--tile: expected an integer in [1, 16777215], got 'x'" --tile=x \
+    "$fx/azure.csv"
+usage "--time-scale: expected a number > 0, got '-1'" --time-scale -1 \
+    "$fx/azure.csv"
+usage "--window: expected S:E seconds, 0 <= S < E, got '3'" --window 3 \
+    "$fx/azure.csv"
+usage "--seed: expected an integer >= 0, got 'x'" --seed x "$fx/azure.csv"
 exit $fail
