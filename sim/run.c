@@ -669,6 +669,8 @@ setup(sim_run *R)
 		R->sc.chunked_prefill = R->cfg.chunked_prefill;
 	if (R->cfg.preemption_mode >= 0)
 		R->sc.preemption = R->cfg.preemption_mode;
+	if (R->cfg.scheduling_policy >= 0)
+		R->sc.priority = R->cfg.scheduling_policy;
 	if (R->cfg.num_lookahead_slots >= 0)
 		R->sc.lookahead = R->cfg.num_lookahead_slots;
 

@@ -40,6 +40,7 @@ sim_config_init(struct sim_config *c)
 	sz_engine_init(&c->eng);
 	c->chunked_prefill = -1;
 	c->preemption_mode = -1;
+	c->scheduling_policy = -1;
 	c->swap_space_gib = 4.0;
 	c->num_lookahead_slots = -1;
 	c->step_ns = 0;
@@ -150,6 +151,7 @@ static const char *const known_keys[] = {
 	"engine.max_num_seqs", "engine.max_num_batched_tokens",
 	"engine.max_model_len", "engine.enable_prefix_caching",
 	"engine.enable_chunked_prefill", "engine.preemption_mode",
+	"engine.scheduling_policy",
 	"engine.swap_space", "engine.num_lookahead_slots",
 	"engine.kv_cache_dtype", "engine.kv_cache_memory_bytes",
 	"engine.num_gpu_blocks_override", "engine.tensor_parallel_size",
@@ -345,6 +347,15 @@ set_key(struct sim_config *c, const char *key, const char *v,
 			c->preemption_mode = 1;
 		else
 			return BAD("expected recompute or swap");
+	} else if (strcmp(key, "engine.scheduling_policy") == 0) {
+		if (is_null_text(v))
+			c->scheduling_policy = -1;
+		else if (strcmp(v, "fcfs") == 0)
+			c->scheduling_policy = 0;
+		else if (strcmp(v, "priority") == 0)
+			c->scheduling_policy = 1;
+		else
+			return BAD("expected fcfs or priority");
 	} else if (strcmp(key, "engine.swap_space") == 0) {
 		if (!parse_dbl(v, 0.0, 1e6, &d))
 			return BAD("expected GiB, a number >= 0");
@@ -1051,6 +1062,9 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	fprintf(f, "  preemption_mode: %s\n",
 		c->preemption_mode < 0 ? "auto"
 		: c->preemption_mode ? "swap" : "recompute");
+	fprintf(f, "  scheduling_policy: %s\n",
+		c->scheduling_policy < 0 ? "auto"
+		: c->scheduling_policy ? "priority" : "fcfs");
 	put_num(f, "  swap_space", c->swap_space_gib);
 	put_opt_u64(f, "num_lookahead_slots", (uint64_t)c->num_lookahead_slots,
 		    c->num_lookahead_slots >= 0);

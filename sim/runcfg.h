@@ -63,6 +63,8 @@ struct sim_config {
 	double swap_space_gib;		/* CPU swap space per GPU (4) */
 	int64_t num_lookahead_slots;	/* -1 policy default */
 	bool defer_same_step_state_hits;	/* vllm-v1: vLLM #29387 */
+	int scheduling_policy;		/* -1 policy default, 0 fcfs,
+					 * 1 priority */
 
 	/* cost */
 	int64_t step_ns;		/* > 0: every step takes this long */

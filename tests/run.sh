@@ -86,6 +86,10 @@
 #     they wake (the step used to start at the first arrival, the others
 #     waiting a whole step), with one replica and with two round robin;
 #     one that arrives as a step ends joins the next step.
+# 20. engine.scheduling_policy: priority reaches the policy: a request of
+#     priority 0 that arrives last overtakes the waiting ones of priority
+#     5 (fcfs keeps arrival order); config.yaml records it; vllm-v0, fcfs
+#     only, refuses it (exit 2).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -684,4 +688,27 @@ done
 # before its arrival): [20,30], [30,40]
 [ "$(sval "$T/same1/summary.csv" steps)" = 4 ] ||
 	bad "same-instant arrivals: $(sval "$T/same1/summary.csv" steps) steps"
+# 20.
+printf '%s\n' arrival_ns,prompt_tokens,output_tokens,priority 0,100,20,5 \
+	1000,100,20,5 2000,100,20,5 3000,100,20,0 >"$T/prio.csv"
+printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'policy: vllm-v1' \
+	'cost: {step_ns: 10000000}' 'engine: {max_num_seqs: 1}' \
+	'workload: {trace: prio.csv}' >"$T/prio.yaml"
+for sp in fcfs priority; do
+	"$KVSIM" run -q --no-plot --out "$T/prio-$sp" \
+		--set engine.scheduling_policy=$sp "$T/prio.yaml" ||
+		bad "scheduling_policy $sp: run"
+done
+order() { tail -n +2 "$1" | sort -t, -k"$(col "$1" first_scheduled_s)" |
+	cut -d, -f"$(col "$1" request_id)" | tr '\n' ' '; }
+[ "$(order "$T/prio-fcfs/requests.csv")" = "0 1 2 3 " ] ||
+	bad "fcfs order: $(order "$T/prio-fcfs/requests.csv")"
+[ "$(order "$T/prio-priority/requests.csv")" = "0 3 1 2 " ] ||
+	bad "priority order: $(order "$T/prio-priority/requests.csv")"
+grep -qx '  scheduling_policy: priority' "$T/prio-priority/config.yaml" ||
+	bad "config.yaml lacks scheduling_policy"
+"$KVSIM" run -q --no-plot --out "$T/prio-v0" --set policy=vllm-v0 \
+	--set engine.scheduling_policy=priority "$T/prio.yaml" 2>"$T/prio.err"
+[ $? = 2 ] && grep -q 'fcfs only' "$T/prio.err" && [ ! -e "$T/prio-v0" ] ||
+	bad "vllm-v0 with priority: not refused"
 exit $fail
