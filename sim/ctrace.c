@@ -151,6 +151,12 @@ ctrace_counters(ctrace *c, int64_t t_ns, const struct rpt_sample *s)
 	fprintf(c->f, ",\"args\":{\"kv_usage\":%.6f}}", u);
 }
 
+void
+ctrace_discard(ctrace *c)
+{
+	free(c);
+}
+
 int
 ctrace_end(ctrace *c)
 {

@@ -41,5 +41,7 @@ void ctrace_counters(ctrace *c, int64_t t_ns, const struct rpt_sample *s);
 
 /* Closes the document; 0, or -1 if any write failed.  Frees c. */
 int ctrace_end(ctrace *c);
+/* Frees c without a write (its FILE may be closed: a failed run's). */
+void ctrace_discard(ctrace *c);
 
 #endif

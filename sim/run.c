@@ -719,8 +719,10 @@ teardown(sim_run *R)
 	wl_stream_free(R->ws);
 	sim_evq_release(&R->q);
 	rpt_free(R->rep);
-	if (R->ct != NULL)
-		(void)ctrace_end(R->ct);
+	/* a trace still open belongs to a run that failed: its FILE is the
+	 * output directory's, which may have closed it already */
+	ctrace_discard(R->ct);
+	R->ct = NULL;
 	cat_model_free(R->hf);
 	cat_free(R->cat);
 	sim_config_release(&R->cfg);

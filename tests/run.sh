@@ -508,6 +508,13 @@ grep -q 'warning: 5 requests ask for parallel sampling' "$T/err" ||
 [ $? = 1 ] || bad "vllm-v0 swap stall: not exit 1"
 grep -q 'stalled with unfinished requests (0 running, 0 waiting, 1 swapped): the policy schedules none of them (vllm-v0 swaps a prefill back in only when' "$T/err" ||
 	bad "vllm-v0 swap stall: $(cat "$T/err")"
+# ... with --chrome-trace too: the failed run's trace is dropped, not
+# closed into the file the output directory had closed already (a write
+# to a closed FILE, which crashed about one run in six; valgrind shows it)
+"$KVSIM" run -q --no-plot --chrome-trace --seed 785416 --out "$T/stall2" \
+	"$D/v0_swap_stall.yaml" 2>"$T/err"
+[ $? = 1 ] && [ ! -e "$T/stall2" ] && grep -q 'stalled' "$T/err" ||
+	bad "vllm-v0 swap stall with --chrome-trace: $(cat "$T/err")"
 # workload.trace=auto is the bundled trace again (it was a file "auto")
 "$KVSIM" run -q --no-plot --set workload.trace="$T/bt.csv" \
 	--set workload.on_error=skip --set workload.trace=auto \
