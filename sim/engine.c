@@ -1,6 +1,6 @@
 /*
- * engine.c -- the event queue: a binary min-heap on (time, insertion
- * number).  See engine.h for the contract.
+ * engine.c -- the event queue: a binary min-heap on (time, kind,
+ * insertion number).  See engine.h for the contract.
  */
 #include "config.h"
 
@@ -13,7 +13,11 @@
 static bool
 ev_before(const struct sim_ev *a, const struct sim_ev *b)
 {
-	return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+	if (a->t != b->t)
+		return a->t < b->t;
+	if (a->kind != b->kind)
+		return a->kind < b->kind;
+	return a->seq < b->seq;
 }
 
 void

@@ -1,12 +1,16 @@
 /*
  * engine.h -- the discrete-event queue of a simulation run.
  *
- * Simulated time is int64 nanoseconds.  Events are ordered by (time,
- * insertion number): the insertion number is the queue's own counter, so
- * events with equal times come out in the order they were pushed (FIFO),
- * whatever the heap's layout.  This is what makes a run deterministic.
+ * Simulated time is int64 nanoseconds.  Events are ordered by (time, kind,
+ * insertion number): at one instant the steps that end come first, then
+ * the arrivals, then the wake-ups (so an arrival is routed on the state
+ * after every step that ends with it, and a replica woken at that instant
+ * sees every request that arrived in it), whatever order they were pushed
+ * in; the insertion number is the queue's own counter, so events of one
+ * kind at one time come out in the order they were pushed (FIFO), whatever
+ * the heap's layout.  This is what makes a run deterministic.
  *
- * Invariant (sim_evq_check): the heap property on (t, seq) holds, and the
+ * Invariant (sim_evq_check): the heap property on (t, kind, seq) holds, and the
  * clock (the time of the last event popped) never decreases: pushing an
  * event before the clock is misuse (KV_EINVAL); popping asserts it.
  *
@@ -27,10 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum sim_ev_kind {
-	SIM_EV_ARRIVAL = 0,	/* a request arrives (arg: unused) */
+enum sim_ev_kind {	/* in the order of events at one instant */
+	SIM_EV_STEP_DONE = 0,	/* a replica's step ends (arg: replica) */
+	SIM_EV_ARRIVAL,		/* a request arrives (arg: unused) */
 	SIM_EV_WAKE,		/* a replica may start a step (arg: replica) */
-	SIM_EV_STEP_DONE,	/* a replica's step ends (arg: replica) */
 	SIM_EV_USER		/* first kind free for tests and extensions */
 };
 

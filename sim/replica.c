@@ -5,7 +5,10 @@
 
 #include "sim/replica.h"
 
+#include "core/kvspolicy.h"
+
 #include <assert.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,6 +52,27 @@ struct replica {
 	struct replica_stats st;
 };
 
+/*
+ * The kvsim policy's preemption price in nanoseconds of the cost model:
+ * a recompute costs the prefill of the tokens it computes again, a swap
+ * the copies of its blocks out and back in.  A GPU without a host link
+ * cannot swap.
+ */
+static int64_t
+kvsim_cost(void *ctx, const struct kvs_victim *v, enum kvs_preempt_mode m)
+{
+	const struct cost_model *cm = ctx;
+	int64_t out, in;
+
+	if (m != KVS_PREEMPT_SWAP)
+		return cost_recompute_ns(cm, v->computed);
+	out = cost_swap_ns(cm, COST_D2H, v->gpu_blocks, cm->layout);
+	in = cost_swap_ns(cm, COST_H2D, v->gpu_blocks, cm->layout);
+	if (out < 0 || in < 0 || out > INT64_MAX - in)
+		return INT64_MAX;
+	return out + in;
+}
+
 replica *
 replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 {
@@ -66,6 +90,12 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	if (rp->s == NULL) {
 		free(rp);
 		return NULL;
+	}
+	if (cfg->cm != NULL &&
+	    strcmp(kvs_policy_name(rp->s), "kvsim") == 0) {
+		struct kvs_kvsim_cost c = { (void *)cfg->cm, kvsim_cost };
+
+		(void)kvs_kvsim_set_cost(rp->s, &c);
 	}
 	rp->index = cfg->index;
 	rp->cm = cfg->cm;

@@ -56,6 +56,37 @@ START_TEST(test_ties_fifo)
 }
 END_TEST
 
+/*
+ * At one instant: step ends, then arrivals, then wake-ups, whatever the
+ * order of the pushes; FIFO within a kind.  (An arrival pushed before a
+ * step's end at its time used to come first and be routed on the state
+ * before the step's finishes.)
+ */
+START_TEST(test_kind_order)
+{
+	static const uint32_t kind[6] = { SIM_EV_WAKE, SIM_EV_ARRIVAL,
+		SIM_EV_STEP_DONE, SIM_EV_ARRIVAL, SIM_EV_STEP_DONE,
+		SIM_EV_WAKE };
+	static const uint32_t want[6] = { 2, 4, 1, 3, 0, 5 };
+	struct sim_evq q;
+	struct sim_ev ev;
+
+	sim_evq_init(&q);
+	ck_assert_int_eq(sim_evq_push(&q, 9, SIM_EV_USER, 99, NULL), KV_OK);
+	for (uint32_t i = 0; i < 6; i++)
+		ck_assert_int_eq(sim_evq_push(&q, 5, kind[i], i, NULL), KV_OK);
+	for (uint32_t i = 0; i < 6; i++) {
+		ck_assert(sim_evq_pop(&q, &ev));
+		ck_assert_int_eq(ev.t, 5);
+		ck_assert_uint_eq(ev.arg, want[i]);
+		ck_assert_int_eq(sim_evq_check(&q), 0);
+	}
+	ck_assert(sim_evq_pop(&q, &ev));
+	ck_assert_uint_eq(ev.arg, 99);
+	sim_evq_release(&q);
+}
+END_TEST
+
 /* Pushing before the clock is refused and changes nothing. */
 START_TEST(test_monotonic)
 {
@@ -125,6 +156,7 @@ engine_suite(void)
 
 	tcase_add_test(tc, test_order);
 	tcase_add_test(tc, test_ties_fifo);
+	tcase_add_test(tc, test_kind_order);
 	tcase_add_test(tc, test_monotonic);
 	tcase_add_test(tc, test_random);
 	suite_add_tcase(s, tc);

@@ -90,6 +90,16 @@
 #     priority 0 that arrives last overtakes the waiting ones of priority
 #     5 (fcfs keeps arrival order); config.yaml records it; vllm-v0, fcfs
 #     only, refuses it (exit 2).
+# 21. least-outstanding routes on the state after the steps that end at
+#     the arrival's instant: a request arriving as replica 0's only
+#     request finishes ties both replicas at 0 and goes to replica 0 (it
+#     went to replica 1, the step's end being queued after the arrival).
+# 22. the kvsim policy prices each preemption with the cost model (the
+#     prefill of the tokens a recompute computes again against the copies
+#     of a swap out and back in): on an H100, requests of 100-token
+#     prompts under pressure are both swapped and recomputed (the policy's
+#     default price, 256 token-equivalents a swap, which the simulator
+#     used to leave in place, recomputed every one of them).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -718,4 +728,25 @@ grep -qx '  scheduling_policy: priority' "$T/prio-priority/config.yaml" ||
 	--set engine.scheduling_policy=priority "$T/prio.yaml" 2>"$T/prio.err"
 [ $? = 2 ] && grep -q 'fcfs only' "$T/prio.err" && [ ! -e "$T/prio-v0" ] ||
 	bad "vllm-v0 with priority: not refused"
+# 21.
+printf '%s\n' arrival_ns,prompt_tokens,output_tokens 0,100,1 10000000,20,1 \
+	>"$T/lo.csv"
+printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'policy: vllm-v1' 'replicas: 2' \
+	'router: least-outstanding' 'cost: {step_ns: 10000000}' \
+	'workload: {trace: lo.csv}' >"$T/lo.yaml"
+"$KVSIM" run -q --no-plot --out "$T/lo" "$T/lo.yaml" || bad "least-outstanding run"
+c=$(col "$T/lo/requests.csv" replica)
+[ "$(tail -n +2 "$T/lo/requests.csv" | cut -d, -f"$c" | tr '\n' ' ')" = "0 0 " ] ||
+	bad "least-outstanding: routed on the state before the step's end"
+# 22.
+printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'policy: kvsim' \
+	'engine: {max_model_len: 512, num_gpu_blocks_override: 40,' \
+	'         enable_prefix_caching: false}' 'workload:' \
+	'  generator: {requests: 30, arrival: {process: constant, rate: 1000},' \
+	'    prompt: {dist: fixed, value: 100}, output: {dist: fixed, value: 200}}' \
+	>"$T/kc.yaml"
+"$KVSIM" run -q --no-plot --out "$T/kc" "$T/kc.yaml" || bad "kvsim cost run"
+[ "$(sval "$T/kc/summary.csv" swap_out_blocks)" -gt 0 ] &&
+	[ "$(sval "$T/kc/summary.csv" recomputed_tokens)" -gt 0 ] ||
+	bad "kvsim policy: swaps $(sval "$T/kc/summary.csv" swap_out_blocks), recomputed $(sval "$T/kc/summary.csv" recomputed_tokens)"
 exit $fail
