@@ -7,7 +7,8 @@
 # the fault backend fails the run (exit 1), in any group; the digest does
 # not depend on the layout or copy strategy; a Mamba state hit on a block
 # the same step computes (vLLM v1 at the pinned commit) fails, and passes
-# with vLLM's later fix; reports are written, and an
+# with vLLM's later fix; a hit on a block that priority scheduling withdrew
+# from the step that filled it fails too; reports are written, and an
 # earlier run's are replaced only with --force; bad usage exits 2.
 : "${KVSIM:?}" "${top_srcdir:?}"
 cfg=$top_srcdir/tests/gpu/swap.yaml
@@ -131,6 +132,18 @@ run deferred 0 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
 [ "$(val deferred failures)" = 0 ] || fail "deferred hit: failures"
 [ "$(val deferred steps)" = 3 ] || fail "deferred hit: steps"
 [ "$(val deferred state_checks)" -gt 0 ] || fail "deferred hit: no state"
+
+# ... and a block cached by a request that priority scheduling withdrew
+# from the step that filled it, hit later (open upstream): 2 failures at
+# the position never computed; under fcfs the run passes
+run withdraw 1 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
+	--out "$tmp/withdraw"
+[ "$(val withdraw failures)" = 2 ] || fail "withdrawn block: not caught"
+grep -q 'request 2 group 0 position 3 .* got deadbeef' "$tmp/withdraw.out" ||
+	fail "withdrawn block: not named"
+run withdraw-fcfs 0 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
+	--set engine.scheduling_policy=fcfs --out "$tmp/withdraw-fcfs"
+[ "$(val withdraw-fcfs failures)" = 0 ] || fail "withdrawn block: fcfs fails"
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
