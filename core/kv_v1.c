@@ -451,9 +451,8 @@ v1_coordinator(const kvc *k, struct v1 *m)
 	    m->bshift[0] != V1_NOSHIFT;
 	m->guard = false;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
-		if (v1_kind(k, g) == KVC_STATE)
-			m->guard = m->caching &&
-			    k->cfg.defer_same_step_state_hits;
+		m->guard |= v1_kind(k, g) == KVC_STATE;
+	m->guard = m->guard && m->caching && k->cfg.defer_same_step_state_hits;
 }
 
 static kv_err

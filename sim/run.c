@@ -8,12 +8,12 @@
  * The loop (DESIGN.md "Data flow of one run"): the workload is streamed;
  * exactly one ARRIVAL event is pending at a time (the next request), so
  * memory does not grow with the trace.  An arrival is routed to a replica
- * and wakes it (a WAKE event queued once the next arrival is known to be
- * later, so simultaneous arrivals share a batch); a replica that finishes
- * a step as requests arrive waits for them the same way, and otherwise
- * starts the next one at once (continuous batching) until it has nothing
- * to run.  Events are ordered by (time, insertion number): same config and
- * seed, same bytes.
+ * and wakes it (a WAKE event, which the queue orders behind every arrival
+ * at the same instant, so simultaneous arrivals share a batch); a replica
+ * that finishes a step as requests arrive is woken the same way, and
+ * otherwise starts the next one at once (continuous batching) until it has
+ * nothing to run.  Events are ordered by (time, kind, insertion number):
+ * same config and seed, same bytes.
  */
 #include "config.h"
 
@@ -41,10 +41,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A replica's wake-up: none pending, due after this instant's arrivals,
- * or queued. */
-enum { WAKE_NONE, WAKE_DUE, WAKE_QUEUED };
-
 struct sim_run {
 	struct sim_config cfg;
 	struct sim_run_opts o;
@@ -60,7 +56,7 @@ struct sim_run {
 	struct kvc_config kc;
 	replica **rp;
 	uint32_t nrp;
-	uint8_t *wake;			/* WAKE_NONE, _DUE or _QUEUED */
+	bool *wake;			/* a WAKE is queued */
 	wl_stream *ws;
 	struct sim_evq q;
 	rpt *rep;
@@ -212,18 +208,14 @@ start_step(sim_run *R, uint32_t i, int64_t now)
 	return 0;
 }
 
-/* WAKE events at `now` for the replicas an arrival left due, in order. */
+/* Queue a WAKE of replica i at now, unless one is queued. */
 static int
-queue_wakes(sim_run *R, int64_t now)
+wake(sim_run *R, uint32_t i, int64_t now)
 {
-	for (uint32_t i = 0; i < R->nrp; i++) {
-		if (R->wake[i] != WAKE_DUE)
-			continue;
-		R->wake[i] = WAKE_QUEUED;
-		if (sim_evq_push(&R->q, now, SIM_EV_WAKE, i, NULL) != KV_OK)
-			return 1;
-	}
-	return 0;
+	if (R->wake[i])
+		return 0;
+	R->wake[i] = true;
+	return sim_evq_push(&R->q, now, SIM_EV_WAKE, i, NULL) != KV_OK;
 }
 
 static int
@@ -358,18 +350,14 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 				return 1;
 			}
 			if (!rej && !replica_busy(R->rp[i]) &&
-			    R->wake[i] == WAKE_NONE)
-				R->wake[i] = WAKE_DUE;
+			    wake(R, i, now) != 0)
+				return 1;
 			if ((rc = next_arrival(R, &cur, &have)) != 0)
 				return rc;
-			/* wake behind the last arrival at this instant */
-			if ((!have || cur.arrival_ns > now) &&
-			    queue_wakes(R, now) != 0)
-				return 1;
 			break;
 		}
 		case SIM_EV_WAKE:
-			R->wake[ev.arg] = WAKE_NONE;
+			R->wake[ev.arg] = false;
 			if (!replica_busy(R->rp[ev.arg]) &&
 			    (rc = start_step(R, ev.arg, now)) != 0)
 				return rc;
@@ -382,15 +370,14 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 				rfail(R, "%s\n", why);
 				return 1;
 			}
-			/* requests arriving at this instant, queued behind
-			 * the step's end, join the next step: it starts
-			 * after them, from a WAKE */
-			if (have && cur.arrival_ns == now) {
-				if (R->wake[ev.arg] == WAKE_NONE)
-					R->wake[ev.arg] = WAKE_DUE;
-				break;
-			}
-			if ((rc = start_step(R, ev.arg, now)) != 0)
+			/* requests arriving at this instant (ordered after
+			 * the step's end) join the next step: it starts from
+			 * a WAKE, ordered after them */
+			if (have && cur.arrival_ns == now)
+				rc = wake(R, ev.arg, now);
+			else
+				rc = start_step(R, ev.arg, now);
+			if (rc != 0)
 				return rc;
 			break;
 		}
