@@ -59,7 +59,10 @@ struct replica_cfg {
 	const struct kvc_config *kc;
 	const struct kvs_policy *policy;	/* NULL: sc->policy by name;
 						 * else this one (a plugin's) */
-	const struct cost_model *cm;	/* NULL with step_ns > 0 */
+	const struct cost_model *cm;	/* step and copy times (unused for
+					 * them with step_ns > 0), swapped
+					 * bytes, and the kvsim policy's
+					 * preemption prices */
 	int64_t step_ns;		/* > 0: constant step time */
 	uint32_t vocab;
 	bool check;			/* kvs_audit after every half step */
