@@ -110,6 +110,13 @@ kv_err kvc__enter(kvc *k, int32_t s);
 /* vllm-v1 (kv_v1.c): allocate_slots with lookahead for any chunk of a
  * RUNNING sequence (policy vllm-v1's running loop). */
 kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
+/* vllm-v1: the chunk of RUNNING s from position `from` on, allocated in
+ * this step, will not be computed (a withdrawn chunk): its cached blocks
+ * keep their hashes without that KV. */
+kv_err kvc__v1_withdraw(kvc *k, int32_t s, uint32_t from);
+/* vllm-v1: of the h tokens s was just admitted with from the prefix cache,
+ * the last *stale whose KV (or state) the blocks do not hold. */
+kv_err kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale);
 /*
  * vllm-v0: the tokens of s's leading blocks the GPU prefix cache holds now
  * with their KV computed (find_cached_blocks_prefix, less blocks v0 marked

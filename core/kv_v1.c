@@ -140,17 +140,29 @@ struct v1 {
 	struct v1_sx *sx;
 	uint32_t capsx;
 	/*
-	 * defer_same_step_state_hits (guard: with caching and a state
-	 * group): the (hash, group) of every state-group block cached since
-	 * kvc_step_begin(), vLLM's cached_blocks_this_step.  A step caches
-	 * few state blocks (512-token blocks), so a list is searched.
+	 * With caching and a state group (track): the (hash, group, block)
+	 * of every state-group block cached since kvc_step_begin(), vLLM's
+	 * cached_blocks_this_step.  defer_same_step_state_hits (guard) makes
+	 * an admission whose state hit ends on such a hash wait; without it
+	 * the hit is stale (kvc__v1_stale).  A step caches few state blocks
+	 * (512-token blocks), so a list is searched.
 	 */
-	bool guard;
+	bool track, guard;
 	struct v1_key {
 		uint64_t h;
 		uint32_t g;
+		int32_t b;
 	} *stepk;
 	uint32_t nstepk, capstepk;
+	/*
+	 * Blocks whose hash outlived their KV: the chunk that filled them was
+	 * withdrawn in the step that cached them (kvc__v1_withdraw).
+	 * lost[b] = 1 + the leading slots of b that hold KV; 0 = nothing
+	 * lost.  Allocated at the first withdrawal; a mark goes with the
+	 * hash (v1_evict).  nlost: blocks marked.
+	 */
+	uint32_t *lost;
+	uint32_t nlost;
 	/* scratch for the hit of the request being planned (0 = null) */
 	int32_t *hit[KVC_MAX_GROUPS];
 	uint32_t caphit[KVC_MAX_GROUPS];
@@ -401,6 +413,7 @@ v1_state_free(struct v1 *m)
 		free(m->sx[i].h);
 	free(m->sx);
 	free(m->stepk);
+	free(m->lost);
 	free(m);
 }
 
@@ -449,10 +462,11 @@ v1_coordinator(const kvc *k, struct v1 *m)
 	}
 	m->onegroup = k->cfg.ngroups == 1 && v1_kind(k, 0) == KVC_FULL &&
 	    m->bshift[0] != V1_NOSHIFT;
-	m->guard = false;
+	m->track = false;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
-		m->guard |= v1_kind(k, g) == KVC_STATE;
-	m->guard = m->guard && m->caching && k->cfg.defer_same_step_state_hits;
+		m->track |= v1_kind(k, g) == KVC_STATE;
+	m->track = m->track && m->caching;
+	m->guard = m->track && k->cfg.defer_same_step_state_hits;
 }
 
 static kv_err
@@ -537,6 +551,13 @@ v1_clone(kvc *dst, const kvc *src)
 		memcpy(m->stepk, s->stepk, s->nstepk * sizeof(*m->stepk));
 		m->capstepk = s->capstepk;
 		m->nstepk = s->nstepk;
+	}
+	if (s->lost != NULL) {
+		m->lost = malloc(G * sizeof(*m->lost));
+		if (m->lost == NULL)
+			goto out_free;
+		memcpy(m->lost, s->lost, G * sizeof(*m->lost));
+		m->nlost = s->nlost;
 	}
 	dst->ms = m;
 	return KV_OK;
@@ -695,6 +716,10 @@ v1_evict(struct v1 *m, int32_t b)
 	m->blk[b].hkey = 0;
 	m->blk[b].hgrp = 0;
 	m->blk[b].dnext = m->blk[b].dprev = -1;
+	if (m->nlost > 0 && m->lost[b] != 0) {
+		m->lost[b] = 0;
+		m->nlost--;
+	}
 }
 
 /*
@@ -1149,7 +1174,7 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	ntc = (uint32_t)((uint64_t)q->ncomp + hcomp + nnew);
 	if (ntc > q->ntok)
 		ntc = q->ntok;
-	if (m->guard && (e = v1_stepk_reserve(k, m, ntc)) != KV_OK)
+	if (m->track && (e = v1_stepk_reserve(k, m, ntc)) != KV_OK)
 		return e;
 	/* From here on the reference's own order (R22, R23). */
 	if (m->slidemask)
@@ -1194,7 +1219,7 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* cache_blocks */
 		uint32_t full = (uint32_t)v1_div(k, m, g, ntc);
 		uint32_t *nc = &m->sx[s].ncached[g];
-		bool step = m->guard && v1_kind(k, g) == KVC_STATE;
+		bool step = m->track && v1_kind(k, g) == KVC_STATE;
 
 		for (uint32_t i = *nc; i < full; i++) {
 			int32_t b = q->tab[g].id[i];
@@ -1207,7 +1232,7 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 			v1_map_insert(m, g, m->sx[s].h[i], b);
 			if (step)	/* v1_stepk_reserve made the room */
 				m->stepk[m->nstepk++] = (struct v1_key){
-					m->sx[s].h[i], g };
+					m->sx[s].h[i], g, b };
 		}
 		if (*nc < full)
 			*nc = full;
@@ -1316,6 +1341,114 @@ kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L)
 	    (e = v1_allocate_slots(k, s, n, 0, L, false)) != KV_OK)
 		return e;
 	q->ncomp += n;
+	return KV_OK;
+}
+
+/*
+ * The scheduler withdraws the chunk it allocated s in this step (vLLM v1's
+ * priority preemption of a request scheduled earlier in the step): the
+ * forward pass will not compute s's positions from `from` on, but the
+ * blocks allocate_slots cached for them keep their hashes.  Mark them with
+ * the leading slots that do hold KV, before s frees them.
+ */
+kv_err
+kvc__v1_withdraw(kvc *k, int32_t s, uint32_t from)
+{
+	struct v1 *m;
+	const struct kvc_seq *q;
+	kv_err e;
+
+	if ((e = kvc__enter(k, s)) != KV_OK)
+		return e;
+	m = v1_of(k);
+	q = kvc__seq(k, s);
+	if (k->cfg.mode != KVC_VLLM_V1 || q->state != KVC_RUNNING ||
+	    from > q->ncomp)
+		return kvc__fail(k, KV_EINVAL, "withdraw: no chunk of a "
+				 "running vllm-v1 sequence from %u", from);
+	if (!m->caching)
+		return KV_OK;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		const struct kvc_tab *t = &q->tab[g];
+		uint32_t bs = kvc__bs(k, g);
+
+		for (uint32_t i = from / bs; i < t->n; i++) {
+			int32_t b = t->id[i];
+			uint64_t lo = (uint64_t)i * bs;
+
+			if (b == KVC_NULL || m->blk[b].hkey == 0 ||
+			    (m->lost != NULL && m->lost[b] != 0))
+				continue;
+			if (m->lost == NULL &&
+			    (m->lost = calloc(m->nblk, sizeof(*m->lost))) ==
+			    NULL)
+				return kvc__fail(k, KV_ENOMEM, "out of memory");
+			m->lost[b] = 1 + (from > lo ? (uint32_t)(from - lo) : 0);
+			m->nlost++;
+		}
+	}
+	return KV_OK;
+}
+
+/* Whether state block b of group g was cached in this step. */
+static bool
+v1_cached_this_step(const struct v1 *m, uint32_t g, int32_t b)
+{
+	for (uint32_t i = 0; i < m->nstepk; i++)
+		if (m->stepk[i].b == b && m->stepk[i].g == g &&
+		    m->stepk[i].h == m->blk[b].hkey)
+			return true;
+	return false;
+}
+
+/*
+ * Of the h tokens s was admitted with from the prefix cache, how many the
+ * engine reads from blocks that do not hold them: from the first slot a
+ * withdrawn chunk left without KV, or from the start of a state hit's
+ * block when that state was never written (a withdrawn chunk) or is
+ * written by the forward pass of this very step, which reads it first
+ * (the pinned vLLM without defer_same_step_state_hits).  Attention KV a
+ * block gains in this step is written before any layer reads it.
+ */
+kv_err
+kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale)
+{
+	const struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	uint64_t first = h;
+
+	*stale = 0;
+	if (k->cfg.mode != KVC_VLLM_V1 || q->state != KVC_RUNNING ||
+	    h > q->ncomp)
+		return KV_EINVAL;
+	if (!m->caching || (m->nlost == 0 && !m->track))
+		return KV_OK;
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		const struct kvc_tab *t = &q->tab[g];
+		uint32_t bs = kvc__bs(k, g), nb = h / bs;
+		int32_t b;
+
+		if (nb > t->n)
+			nb = t->n;
+		if (v1_kind(k, g) == KVC_STATE) {
+			if (nb == 0 || (b = t->id[nb - 1]) == KVC_NULL)
+				continue;
+			if ((m->nlost > 0 && m->lost[b] != 0) ||
+			    v1_cached_this_step(m, g, b))
+				if ((uint64_t)(nb - 1) * bs < first)
+					first = (uint64_t)(nb - 1) * bs;
+			continue;
+		}
+		for (uint32_t i = 0; m->nlost > 0 && i < nb; i++) {
+			b = t->id[i];
+			if (b == KVC_NULL || m->lost[b] == 0)
+				continue;
+			if ((uint64_t)i * bs + m->lost[b] - 1 < first)
+				first = (uint64_t)i * bs + m->lost[b] - 1;
+			break;
+		}
+	}
+	*stale = (uint32_t)(h - first);
 	return KV_OK;
 }
 
@@ -1633,6 +1766,23 @@ v1_audit_index(const kvc *k, char *why, size_t whylen)
 		if (m->blk[b].hkey != 0 && (!m->caching || b == V1_NULL ||
 					m->blk[b].hgrp >= k->cfg.ngroups))
 			V1_BAD(4, "block %u carries a hash it cannot have", b);
+	if (m->lost != NULL) {
+		uint32_t n = 0;
+
+		for (uint32_t b = 0; b < m->nblk; b++) {
+			if (m->lost[b] == 0)
+				continue;
+			n++;
+			if (m->blk[b].hkey == 0 ||
+			    m->lost[b] > kvc__bs(k, m->blk[b].hgrp))
+				V1_BAD(4, "block %u: a withdrawn chunk's mark "
+				       "(%u) without its hash", b,
+				       m->lost[b] - 1);
+		}
+		if (n != m->nlost)
+			V1_BAD(4, "%u blocks marked withdrawn, %u counted", n,
+			       m->nlost);
+	}
 	if (!m->caching)
 		return 0;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {

@@ -174,7 +174,9 @@ void kvc_set_time(kvc *k, int64_t t);
 
 /*
  * A scheduler step starts (vLLM v1's new_step_starts()): the blocks cached
- * from now on are this step's.  Only defer_same_step_state_hits reads it.
+ * from now on are this step's.  Mode vllm-v1 with a state group reads it:
+ * defer_same_step_state_hits, and the stale tokens of a hit on a state
+ * the step writes.
  */
 void kvc_step_begin(kvc *k);
 

@@ -13,14 +13,17 @@
  *                  it.  allocate_slots(n); while that fails, preempt the
  *                  last running request (priority: the largest (priority,
  *                  arrival), even one already scheduled this step, whose
- *                  tokens go back to the budget), recompute-style, onto the
- *                  front of the waiting queue; preempting the requester
- *                  itself ends the phase.
+ *                  tokens go back to the budget and whose chunk is
+ *                  withdrawn, kvc__v1_withdraw), recompute-style, onto
+ *                  the front of the waiting queue; preempting the
+ *                  requester itself ends the phase.
  *   waiting phase  only when nobody was preempted: admit from the head
  *                  while the budget lasts and fewer than max_num_seqs run:
  *                  prefix hit h, n = T - h (capped); without chunked prefill
  *                  a request that does not fit the budget is set aside and
  *                  the loop goes on; an allocation failure stops the phase.
+ *                  The hit's stale tokens (kvc__v1_stale) go with the
+ *                  admission.
  *                  Set-aside requests return to the front in reverse order
  *                  of skipping (vLLM's FCFSRequestQueue.prepend_requests
  *                  before PR #32173 reversed them twice).
@@ -286,8 +289,16 @@ v1s_preempt_one(kvs *s, struct v1s *v, bool prio, kvs_req req,
 
 	if (prio)
 		for (uint32_t j = 0; j < v->nrun; j++) {
+			int32_t q = kvs_req_seq(s, victim);
+
 			if (v->run[j].req != victim)
 				continue;
+			/* its chunk will not run: the blocks it cached keep
+			 * their hashes without the KV (kvc__v1_withdraw) */
+			if ((e = kvc__v1_withdraw(kvs_kv(s), q, (uint32_t)
+			    (kvc_seq_computed(kvs_kv(s), q) -
+			     v->run[j].ntokens))) != KV_OK)
+				return e;
 			*budget += v->run[j].ntokens;
 			memmove(v->run + j, v->run + j + 1,
 				(v->nrun - j - 1) * sizeof(*v->run));
@@ -380,6 +391,7 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		int32_t seq;
 		size_t h;
 		uint64_t n;
+		uint32_t stale;
 
 		if (kvs_queue_len(s, KVS_Q_RUNNING) >= c->max_num_seqs)
 			break;
@@ -408,12 +420,14 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		}
 		if (e != KV_OK)
 			goto out;
-		if ((e = kvs_queue_insert(s, KVS_Q_RUNNING,
+		if ((e = kvc__v1_stale(k, seq, (uint32_t)h, &stale)) != KV_OK ||
+		    (e = kvs_queue_insert(s, KVS_Q_RUNNING,
 					  kvs_queue_len(s, KVS_Q_RUNNING),
 					  r)) != KV_OK)
 			goto out;
 		kvs_queue_remove(s, KVS_Q_WAITING, 0);
-		if ((e = kvs_emit_sched(s, r, (uint32_t)n)) != KV_OK)
+		if ((e = kvs_emit_sched_cached(s, r, (uint32_t)n, 0, stale)) !=
+		    KV_OK)
 			goto out;
 		budget -= (uint32_t)n;
 	}

@@ -94,7 +94,9 @@ void kvs_config_init(struct kvs_config *c);	/* every field unset */
  * were computed in filled up and was promoted onto a cached block of the
  * same content whose leading slots they need another request allocated
  * and has not computed, nor computes in the step
- * (promote_to_immutable_block).  Either way the engine's KV for them is
+ * (promote_to_immutable_block).  vLLM v1 (cached 0): an admission's hit
+ * on a block whose chunk priority scheduling withdrew, or on a Mamba
+ * state the same step writes.  Either way the engine's KV for them is
  * not there.  A hazard of the engine modelled, reported, never hidden.
  */
 struct kvs_sched {

@@ -82,6 +82,9 @@ struct kvval_opts {
 	uint32_t frag_every;		/* steps between scans; 0: never */
 	uint32_t state_slots;		/* slots a Mamba state fills; 0 (or
 					 * more than a block): the block */
+	bool skip_stale;		/* leave an engine hazard's positions
+					 * (kvs_sched.stale) unwritten, as the
+					 * engine modelled does: they fail */
 };
 
 /*

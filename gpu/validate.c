@@ -102,6 +102,8 @@ struct kvval {
 				 * slots holding data since its last poison */
 	uint64_t *ckey[2];	/* the slot key of the last of them */
 	uint64_t tick;
+	uint32_t *start;	/* skip_stale: the step's starts past them */
+	size_t capstart;
 };
 
 static int
@@ -168,6 +170,7 @@ kvval_free(kvval *v)
 	free(v->stamp);
 	free(v->fill);
 	free(v->seen);
+	free(v->start);
 	for (int i = 0; i < 2; i++) {
 		free(v->cfill[i]);
 		free(v->ckey[i]);
@@ -704,6 +707,32 @@ copy(kvval *v, enum kvgpu_dir dir, const struct kvc_pair *p, uint32_t n,
 
 /* ---- the hooks -------------------------------------------------------- */
 
+/*
+ * The first position of each scheduled request the verifier writes in the
+ * step: start, from the caller, counts a hazard's stale positions as
+ * written (a correct engine computes them); with skip_stale they stay as
+ * the engine modelled leaves them, and the reads of them fail.  NULL: out
+ * of memory.
+ */
+static const uint32_t *
+wstart(kvval *v, const struct kvs_step *st, const uint32_t *start)
+{
+	if (!v->o.skip_stale)
+		return start;
+	if (grow(&v->start, &v->capstart, st->nsched, sizeof(*v->start)))
+		return NULL;
+	for (uint32_t i = 0; i < st->nsched; i++)
+		v->start[i] = start[i] + st->sched[i].stale;
+	return v->start;
+}
+
+/* The tokens of e the verifier writes from wstart() on. */
+static uint32_t
+wcount(const kvval *v, const struct kvs_sched *e)
+{
+	return kvs_sched_written(e) - (v->o.skip_stale ? e->stale : 0);
+}
+
 int
 kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 		const uint32_t *start, char *why, size_t len)
@@ -713,6 +742,8 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 
 	if ((rc = setup(v, s, why, len)))
 		return rc;
+	if ((start = wstart(v, st, start)) == NULL)
+		return oom(why, len);
 	v->st.steps++;
 	v->tick++;
 	for (uint32_t i = 0; i < st->nsched; i++)
@@ -944,6 +975,8 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 
 	if ((rc = setup(v, s, why, len)))
 		return rc;
+	if ((start = wstart(v, st, start)) == NULL)
+		return oom(why, len);
 	/* the states the step reads, before it rewrites them */
 	v->nslot = v->nvr = 0;
 	for (uint32_t i = 0; i < st->nsched && v->nstg > 0; i++) {
@@ -966,7 +999,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);
 		if ((rc = add_slots(v, s, r, KVGPU_DEV, start[i],
-				    start[i] + kvs_sched_written(&st->sched[i]),
+				    start[i] + wcount(v, &st->sched[i]),
 				    true, why, len)))
 			return rc;
 	}
@@ -979,7 +1012,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		kvs_req r = st->sched[i].req;
 		struct vreq *q = &v->req[r];
-		uint32_t end = start[i] + kvs_sched_written(&st->sched[i]);
+		uint32_t end = start[i] + wcount(v, &st->sched[i]);
 		size_t ntok;
 
 		(void)kvc_seq_tokens(k, kvs_req_seq(s, r), &ntok);

@@ -270,10 +270,14 @@ run_main(int argc, char **argv)
 	if (t.stale_cached_tokens > 0)
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " tokens were "
 			"taken from prefix-cache blocks that do not hold "
-			"their KV (vllm-v0's memo of cached tokens, its early "
-			"computed marks and its promotion of a filling block "
-			"onto a cached one, docs/scheduler.md): the engine "
-			"never computes it there\n", t.stale_cached_tokens);
+			"their KV: the engine modelled never computes it there "
+			"(%s, docs/scheduler.md)\n", t.stale_cached_tokens,
+			strcmp(sim_run_config(R)->policy, "vllm-v1") == 0 ?
+			"vLLM v1: a block whose chunk priority scheduling "
+			"withdrew, or a Mamba state the same step writes" :
+			"vLLM v0: its memo of cached tokens, its early "
+			"computed marks, its promotion of a filling block "
+			"onto a cached one");
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
 	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");

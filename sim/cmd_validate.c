@@ -50,6 +50,7 @@ struct vctx {
 	enum kvgpu_layout layout;
 	bool model_geom;
 	uint32_t frag_every;
+	bool skip_stale;		/* --engine-hazards skip */
 	struct vrep *rep;
 	uint32_t nrep;
 	struct cost_model cm;
@@ -80,6 +81,9 @@ validate_usage(FILE *f)
 "      --strategy S     per-chunk (default), batch, gather, staged\n"
 "      --geometry G     tiny (default: cheap) or model (the model's bytes)\n"
 "      --frag-every N   steps between fragmentation scans (16; 0 never)\n"
+"      --engine-hazards write (default) or skip: an engine's stale prefix-\n"
+"                       cache tokens are written as a correct engine would,\n"
+"                       and counted; or left unwritten, as it leaves them\n"
 "  -o, --out DIR        write validate.csv and validate_summary.csv there\n"
 "  -f, --force          replace those two files if DIR has them\n"
 "      --check          also audit the scheduler after every half step\n"
@@ -97,7 +101,7 @@ rep_of(struct vctx *x, uint32_t r, kvs *s, char *why, size_t len)
 	const struct kvc_config *kc = kvc_config_of(kvs_kv(s));
 	struct kvval_pool pool;
 	struct kvgpu_geom g;
-	struct kvval_opts vo = { x->strat, x->frag_every, 0 };
+	struct kvval_opts vo = { x->strat, x->frag_every, 0, x->skip_stale };
 	kv_err e;
 
 	/* one page size for every group, the pool of every group's ids */
@@ -352,9 +356,11 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	if (t.stale_tokens > 0)
 		printf("  engine hazard: %" PRIu64 " tokens taken from "
 		       "prefix-cache blocks that do not hold their KV "
-		       "(vllm-v0, docs/scheduler.md); written here as a "
-		       "correct engine would, never computed by the engine "
-		       "modelled\n", t.stale_tokens);
+		       "(docs/scheduler.md); %s\n", t.stale_tokens,
+		       x->skip_stale ? "left unwritten, as the engine "
+		       "modelled leaves them (--engine-hazards skip)" :
+		       "written here as a correct engine would, never "
+		       "computed by the engine modelled");
 	if (t.failures > 0)
 		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
 		       "%s\n", t.failures, t.first_failure);
@@ -403,16 +409,17 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		"\nfrag_poison_slots,%" PRIu64 "\nfrag_ahead_slots,%" PRIu64
 		"\nown_data_blocks,%" PRIu64 "\ndup_destinations,%" PRIu64
 		"\ngroups,%u\nstate_checks,%" PRIu64 "\nwindow_skipped_slots,%"
-		PRIu64 "\nstale_cached_tokens,%" PRIu64 "\ndigest,%016" PRIx64
-		"\n", x->backend,
+		PRIu64 "\nstale_cached_tokens,%" PRIu64 "\nengine_hazards,%s"
+		"\ndigest,%016" PRIx64 "\n", x->backend,
 		kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
 		x->model_geom ? "model" : "tiny", sim_run_id(R), t.steps,
 		t.preempt_swap, t.preempt_recompute, t.written_slots,
 		t.verifies, t.full_checks, t.verified_slots, t.verified_words,
 		t.mismatched_words, t.failures, t.frag_scans,
 		t.frag_live_blocks, t.frag_expected_slots, t.frag_poison_slots,
-		t.frag_ahead_slots, t.own_blocks, t.dup_dsts, x->ngroups, t.state_checks, t.window_slots,
-		t.stale_tokens, t.digest);
+		t.frag_ahead_slots, t.own_blocks, t.dup_dsts, x->ngroups,
+		t.state_checks, t.window_slots, t.stale_tokens,
+		x->skip_stale ? "skip" : "write", t.digest);
 	return tmp_commit(f, path, tmp);
 }
 
@@ -427,6 +434,7 @@ validate_main(int argc, char **argv)
 		{ "strategy", required_argument, NULL, 'C' },
 		{ "geometry", required_argument, NULL, 'G' },
 		{ "frag-every", required_argument, NULL, 'F' },
+		{ "engine-hazards", required_argument, NULL, 'H' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "force", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -435,7 +443,7 @@ validate_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
-			  NULL, 0, { 0 }, false, 0, 0, 0 };
+			  false, NULL, 0, { 0 }, false, 0, 0, 0 };
 	struct sim_observer obs = { &x, on_scheduled, on_computed,
 				    on_completed };
 	struct sim_config cfg;
@@ -503,6 +511,17 @@ validate_main(int argc, char **argv)
 				rc = 2;
 				goto done;
 			}
+			break;
+		case 'H':
+			if (strcmp(optarg, "write") != 0 &&
+			    strcmp(optarg, "skip") != 0) {
+				fprintf(stderr, "kvsim validate: "
+					"--engine-hazards: write or skip, not "
+					"'%s'\n", optarg);
+				rc = 2;
+				goto done;
+			}
+			x.skip_stale = strcmp(optarg, "skip") == 0;
 			break;
 		case 'o':
 			outdir = optarg;

@@ -274,7 +274,7 @@ run(struct run *out, const struct kvdrive_opts *o, const char *backend,
     enum kvgpu_layout layout)
 {
 	struct kvgpu_geom g = geom(layout, 0, 0);
-	struct kvval_opts vo = { KVGPU_BATCH, 4, 3 };
+	struct kvval_opts vo = { KVGPU_BATCH, 4, 3, false };
 	struct kvval_pool pool;
 	kvgpu *b;
 	kvval *v;
@@ -455,7 +455,7 @@ START_TEST(pool_too_small)
 	struct kvdrive_opts o;
 	struct kvc_config kc;
 	struct kvgpu_geom g = geom(KVGPU_FA_SPLIT, 0, 0);
-	struct kvval_opts vo = { KVGPU_BATCH, 0, 0 };
+	struct kvval_opts vo = { KVGPU_BATCH, 0, 0, false };
 	struct kvdrive_result r;
 	char why[256];
 	bool refused;

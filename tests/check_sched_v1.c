@@ -255,18 +255,25 @@ sv_audit_ok(const kvs *s, const char *name, int step)
 	ck_assert_msg(rc == 0, "%s, op %d: audit %d: %s", name, step, rc, why);
 }
 
-/* A step's decisions as text, request r printed as 'A' + slot[r]. */
+/*
+ * A step's decisions as text, request r printed as 'A' + slot[r]; a
+ * scheduled request's stale tokens (kvs_sched.stale) follow a '~'.
+ */
 static void
 sv_format(const struct kvs_step *st, const int *slot, char *buf, size_t n)
 {
 	size_t len = 0;
 
 	buf[0] = '\0';
-	for (uint32_t i = 0; i < st->nsched; i++)
+	for (uint32_t i = 0; i < st->nsched; i++) {
 		len += (size_t)snprintf(buf + len, n - len, "%s%c:%u",
 					i ? "," : "sched=",
 					'A' + slot[st->sched[i].req],
 					st->sched[i].ntokens);
+		if (st->sched[i].stale > 0)
+			len += (size_t)snprintf(buf + len, n - len, "~%u",
+						st->sched[i].stale);
+	}
 	for (uint32_t i = 0; i < st->npreempt; i++)
 		len += (size_t)snprintf(buf + len, n - len, "%s%c",
 					i ? "," : len ? " preempt=" :
@@ -582,6 +589,169 @@ START_TEST(test_v1_misuse)
 }
 END_TEST
 
+/* ---- stale prefix-cache tokens (kvs_sched.stale) ------------------------ */
+
+/* One step of s, its decisions compared with want, the audit passed. */
+static void
+sv_step(kvs *s, const int *slot, const char *want, const char *name)
+{
+	const struct kvs_step *st;
+	char got[512];
+
+	ck_assert_int_eq(kvs_schedule(s, &st), KV_OK);
+	ck_assert_int_eq(kvs_complete(s, NULL, &st), KV_OK);
+	sv_format(st, slot, got, sizeof(got));
+	ck_assert_msg(strcmp(got, want) == 0, "%s: got '%s', want '%s'",
+		      name, got, want);
+	sv_audit_ok(s, name, 0);
+}
+
+/* Steps until nobody waits or runs; every stale count must be `stale`. */
+static void
+sv_drain(kvs *s, const char *name, uint32_t stale)
+{
+	const struct kvs_step *st;
+
+	while (kvs_queue_len(s, KVS_Q_RUNNING) +
+	       kvs_queue_len(s, KVS_Q_WAITING) > 0) {
+		ck_assert_int_eq(kvs_schedule(s, &st), KV_OK);
+		for (uint32_t i = 0; i < st->nsched; i++)
+			ck_assert_uint_eq(st->sched[i].stale, stale);
+		ck_assert_int_eq(kvs_complete(s, NULL, &st), KV_OK);
+		sv_audit_ok(s, name, 1);
+	}
+}
+
+static void
+sv_add(kvs *s, const uint32_t *tok, uint32_t n, uint32_t out, int32_t prio,
+       int *slot, int i)
+{
+	kvs_req r;
+
+	ck_assert_int_eq(kvs_add(s, tok, n, out, prio, &r), KV_OK);
+	slot[r] = i;
+}
+
+/*
+ * Priority scheduling withdraws V's decode of position 3 in the step that
+ * cached block 1 for it (tests/replay/sched-v1/priority-withdrawn-cached):
+ * Y's hit on block 1 takes position 3, which nobody computed -- 1 stale
+ * token.  Under fcfs the same requests run without one.  Once block 1 is
+ * reused for other content, a hit on it is sound again.
+ */
+START_TEST(test_v1_stale_withdrawn)
+{
+	struct scase c = { "withdrawn", 4, 5, 16, true, ATTN,
+			   4, 8, U, U, 1, U, { { 0 } } };
+	static const uint32_t v[] = { 100, 101 }, o[] = { 200, 201, 202, 203 },
+	    y[] = { 100, 101, 1000002, 1000003, 300, 301, 302, 303, 304, 305 };
+	uint32_t z[13];
+	char why[256];
+	int slot[NREQ];
+	kv_err e;
+	kvs *s;
+	kvc *cl;
+
+	for (int fcfs = 0; fcfs < 2; fcfs++) {
+		c.prio = fcfs ? 0 : 1;
+		s = sv_make(&c, &e, why, sizeof(why));
+		ck_assert_msg(s != NULL, "%s", why);
+		sv_add(s, v, 2, 8, 9, slot, 0);
+		sv_step(s, slot, "sched=A:2", c.name);
+		sv_add(s, o, 4, 2, 0, slot, 1);
+		sv_add(s, y, 10, 2, 1, slot, 2);
+		sv_step(s, slot, "sched=A:1,B:4,C:3", c.name);
+		if (fcfs) {
+			/* the last running request goes, never one already
+			 * scheduled: no step takes a stale token */
+			sv_step(s, slot, "sched=A:1,B:1 preempt=C finish=B",
+				c.name);
+			sv_drain(s, c.name, 0);
+			kvs_free(s);
+			continue;
+		}
+		sv_step(s, slot, "sched=B:1 preempt=A,C finish=B", c.name);
+		sv_step(s, slot, "sched=C:6~1,A:2", c.name);
+		/* the mark goes with a clone */
+		cl = kvc_clone(kvs_kv(s));
+		ck_assert_ptr_nonnull(cl);
+		ck_assert_int_eq(kvc_audit(cl, why, sizeof(why)), 0);
+		kvc_free(cl);
+		sv_drain(s, c.name, 0);
+		/* new tokens take block 1 for other content: sound again */
+		for (uint32_t j = 0; j < 13; j++)
+			z[j] = 500 + j;
+		sv_add(s, z, 12, 1, 0, slot, 3);
+		sv_step(s, slot, "sched=D:8", c.name);
+		sv_table(s, 3, why, sizeof(why));
+		ck_assert_str_eq(why, "[1,3]");
+		sv_step(s, slot, "sched=D:4 finish=D", c.name);
+		sv_add(s, z, 13, 1, 0, slot, 4);
+		sv_step(s, slot, "sched=E:1 finish=E", c.name);
+		kvs_free(s);
+	}
+}
+END_TEST
+
+/*
+ * vLLM v1 with Mamba prefix caching (tests/replay/sched-v1/
+ * same-step-state-hit*): B's 12-token hit ends on the state block A's
+ * chunk caches in the same step, whose state that step writes after B
+ * reads it -- the 4 tokens of that block are stale.  With
+ * defer_same_step_state_hits B waits a step and reads a written state.
+ */
+START_TEST(test_v1_stale_same_step)
+{
+	struct scase c = { "same step", 4, 40, 32, true,
+			   { { "m", KVC_STATE, 0 }, { "attn", KVC_FULL, 0 } },
+			   U, U, U, U, U, U, { { 0 } } };
+	uint32_t a[13], cc[] = { 200, 201, 202 };
+	char why[256];
+	int slot[NREQ];
+	kv_err e;
+	kvs *s;
+
+	for (uint32_t j = 0; j < 12; j++)
+		a[j] = j;
+	a[12] = 100;
+	state_bs = 4;
+	for (int defer = 0; defer < 2; defer++) {
+		struct kvs_config sc;
+		struct kvc_config kc;
+
+		kvs_config_init(&sc);
+		strcpy(sc.policy, "vllm-v1");
+		kvc_config_default(&kc, KVC_VLLM_V1);
+		kc.block_size = 4;
+		kc.gpu_blocks = 40;
+		kc.max_model_len = 32;
+		kc.prefix_caching = true;
+		kc.ngroups = 2;
+		strcpy(kc.group[0].name, "m");
+		kc.group[0].kind = KVC_STATE;
+		kc.group[0].block_size = 4;
+		strcpy(kc.group[1].name, "attn");
+		kc.group[1].kind = KVC_FULL;
+		kc.defer_same_step_state_hits = defer;
+		s = kvs_new(&sc, &kc, &e, why, sizeof(why));
+		ck_assert_msg(s != NULL, "%s", why);
+		sv_add(s, a, 12, 2, 0, slot, 0);
+		sv_add(s, a, 13, 2, 0, slot, 1);
+		sv_add(s, cc, 3, 2, 0, slot, 2);
+		if (defer) {
+			sv_step(s, slot, "sched=A:12", c.name);
+			sv_step(s, slot, "sched=A:1,B:1,C:3 finish=A", c.name);
+		} else {
+			sv_step(s, slot, "sched=A:12,B:1~4,C:3", c.name);
+			sv_step(s, slot, "sched=A:1,B:1,C:1 finish=A,B,C",
+				c.name);
+		}
+		kvs_free(s);
+	}
+	state_bs = 0;
+}
+END_TEST
+
 /* ---- random walk -------------------------------------------------------- */
 
 static uint64_t
@@ -721,6 +891,8 @@ sched_v1_suite(void)
 			    (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_v1_config);
 	tcase_add_test(tc, test_v1_misuse);
+	tcase_add_test(tc, test_v1_stale_withdrawn);
+	tcase_add_test(tc, test_v1_stale_same_step);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("walk");
 	tcase_set_timeout(tc, 120);

@@ -100,6 +100,10 @@
 #     prompts under pressure are both swapped and recomputed (the policy's
 #     default price, 256 token-equivalents a swap, which the simulator
 #     used to leave in place, recomputed every one of them).
+# 23. vllm-v1's engine hazards are counted and warned of as v0's are: a
+#     prefix hit on a block whose chunk priority scheduling withdrew (1
+#     token, none under fcfs) and a Mamba state hit the same step writes
+#     (its block's 512 tokens, none with defer_same_step_state_hits).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -749,4 +753,24 @@ printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'policy: kvsim' \
 [ "$(sval "$T/kc/summary.csv" swap_out_blocks)" -gt 0 ] &&
 	[ "$(sval "$T/kc/summary.csv" recomputed_tokens)" -gt 0 ] ||
 	bad "kvsim policy: swaps $(sval "$T/kc/summary.csv" swap_out_blocks), recomputed $(sval "$T/kc/summary.csv" recomputed_tokens)"
+# 23.
+v1haz() {	# v1haz NAME FILE WANT [--set ...]
+	n=$1 f=$2 w=$3
+	shift 3
+	"$KVSIM" run -q --no-plot --out "$T/$n" "$top_srcdir/tests/gpu/$f" \
+		"$@" 2>"$T/$n.err" || bad "$n: run failed"
+	[ "$(sval "$T/$n/summary.csv" stale_cached_tokens)" = "$w" ] ||
+		bad "$n: $(sval "$T/$n/summary.csv" stale_cached_tokens) stale tokens, want $w"
+	if [ "$w" = 0 ]; then
+		[ -s "$T/$n.err" ] && bad "$n: warned"
+	else
+		grep -q "warning: $w tokens .* (vLLM v1: " "$T/$n.err" ||
+			bad "$n: no warning"
+	fi
+}
+v1haz wd v1-priority-withdraw.yaml 1
+v1haz wd-fcfs v1-priority-withdraw.yaml 0 --set engine.scheduling_policy=fcfs
+v1haz ss mamba-same-step.yaml 512
+v1haz ss-defer mamba-same-step.yaml 0 \
+	--set engine.defer_same_step_state_hits=true
 exit $fail

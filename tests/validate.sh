@@ -80,23 +80,30 @@ grep -q 'engine hazard: [1-9]' "$tmp/vllm-v0-swap-true.out" ||
 	fail "vllm-v0 without prefix caching: stale cached tokens"
 [ "$(val vllm-v1-recompute-true stale_cached_tokens)" = 0 ] ||
 	fail "vllm-v1: stale cached tokens"
-# v0case NAME FILE SEED KEY: tests/gpu/FILE with seed SEED passes with
-# an exact fragmentation count and a positive KEY
+# v0case NAME FILE SEED KEY [N]: tests/gpu/FILE with seed SEED passes
+# with an exact fragmentation count and a positive KEY; for
+# stale_cached_tokens, with --engine-hazards skip it fails N times
 v0case() {
 	run "$1" 0 "$top_srcdir/tests/gpu/$2" --seed "$3" --out "$tmp/$1"
 	[ "$(val "$1" failures)" = 0 ] || fail "$1: failures"
 	[ "$(val "$1" frag_poison_slots)" = \
 	  "$(val "$1" frag_unwritten_slots)" ] || fail "$1: fragmentation"
 	[ "$(val "$1" "$4")" -gt 0 ] || fail "$1: no $4"
+	[ "$4" = stale_cached_tokens ] || return 0
+	# left as the engine leaves them, the stale tokens fail (the count
+	# before they were counted, below)
+	run "$1-skip" 1 "$top_srcdir/tests/gpu/$2" --seed "$3" \
+		--engine-hazards skip --out "$tmp/$1-skip"
+	[ "$(val "$1-skip" failures)" = "$5" ] || fail "$1: skipped: failures"
 }
 # ... and takes blocks v0 marked computed after a prompt's first chunk,
 # left in the cache by a preemption before the rest ran (6 integrity
 # failures before they were counted)
-v0case v0chunk v0-chunked-prefix.yaml 11 stale_cached_tokens
+v0case v0chunk v0-chunked-prefix.yaml 11 stale_cached_tokens 6
 # ... and, with sessions, promotes a decode's filling block onto a cached
 # block another request allocated and has not computed (2 integrity
 # failures before they were counted)
-v0case v0promo v0-promotion.yaml 13 stale_cached_tokens
+v0case v0promo v0-promotion.yaml 13 stale_cached_tokens 2
 # v0 computes again blocks it shares (its memo of cached tokens predates
 # them): they hold the request's data and are not poisoned, which used to
 # fail the other holder (2 false failures)
@@ -119,31 +126,56 @@ grep -q 'needs 20 blocks' "$tmp/mamba-small.out" ||
 	fail "mamba prefix: small pool not refused"
 
 # ... a hit on a state the same step computes: vLLM at the pinned commit
-# takes it (1 failure, exit 1); with its later fix, which defers the
-# admission a step, the run passes
-run same-step 1 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
+# takes it, an engine hazard the run counts (the 512 tokens of the state's
+# block; --engine-hazards skip leaves them as the engine does: 1 failure,
+# exit 1); with its later fix, which defers the admission a step, there is
+# none
+run same-step 0 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
 	--out "$tmp/same-step"
-[ "$(val same-step failures)" = 1 ] || fail "same-step hit: not caught"
-grep -q 'request 1 group 0 state after 512 tokens' "$tmp/same-step.out" ||
-	fail "same-step hit: not named"
+[ "$(val same-step failures)" = 0 ] || fail "same-step hit: failures"
+[ "$(val same-step stale_cached_tokens)" = 512 ] ||
+	fail "same-step hit: not counted"
+grep -q 'engine hazard: 512 tokens' "$tmp/same-step.out" ||
+	fail "same-step hit: not reported"
 [ "$(val same-step steps)" = 2 ] || fail "same-step hit: steps"
+run same-step-skip 1 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
+	--engine-hazards skip --out "$tmp/same-step-skip"
+[ "$(val same-step-skip failures)" = 1 ] || fail "same-step hit: not caught"
+[ "$(val same-step-skip engine_hazards)" = skip ] ||
+	fail "same-step hit: engine_hazards"
+grep -q 'request 1 group 0 state after 512 tokens' \
+	"$tmp/same-step-skip.out" || fail "same-step hit: not named"
 run deferred 0 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
-	--set engine.defer_same_step_state_hits=true --out "$tmp/deferred"
+	--set engine.defer_same_step_state_hits=true --engine-hazards skip \
+	--out "$tmp/deferred"
 [ "$(val deferred failures)" = 0 ] || fail "deferred hit: failures"
+[ "$(val deferred stale_cached_tokens)" = 0 ] || fail "deferred hit: stale"
 [ "$(val deferred steps)" = 3 ] || fail "deferred hit: steps"
 [ "$(val deferred state_checks)" -gt 0 ] || fail "deferred hit: no state"
 
 # ... and a block cached by a request that priority scheduling withdrew
-# from the step that filled it, hit later (open upstream): 2 failures at
-# the position never computed; under fcfs the run passes
-run withdraw 1 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
+# from the step that filled it, hit later (open upstream): 1 stale token;
+# left unwritten, 2 failures at that position; under fcfs none
+run withdraw 0 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
 	--out "$tmp/withdraw"
-[ "$(val withdraw failures)" = 2 ] || fail "withdrawn block: not caught"
-grep -q 'request 2 group 0 position 3 .* got deadbeef' "$tmp/withdraw.out" ||
-	fail "withdrawn block: not named"
+[ "$(val withdraw failures)" = 0 ] || fail "withdrawn block: failures"
+[ "$(val withdraw stale_cached_tokens)" = 1 ] ||
+	fail "withdrawn block: not counted"
+run withdraw-skip 1 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
+	--engine-hazards skip --out "$tmp/withdraw-skip"
+[ "$(val withdraw-skip failures)" = 2 ] || fail "withdrawn block: not caught"
+grep -q 'request 2 group 0 position 3 .* got deadbeef' \
+	"$tmp/withdraw-skip.out" || fail "withdrawn block: not named"
 run withdraw-fcfs 0 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
-	--set engine.scheduling_policy=fcfs --out "$tmp/withdraw-fcfs"
+	--set engine.scheduling_policy=fcfs --engine-hazards skip \
+	--out "$tmp/withdraw-fcfs"
 [ "$(val withdraw-fcfs failures)" = 0 ] || fail "withdrawn block: fcfs fails"
+[ "$(val withdraw-fcfs stale_cached_tokens)" = 0 ] ||
+	fail "withdrawn block: fcfs stale"
+run hazards-bad 2 "$top_srcdir/tests/gpu/v1-priority-withdraw.yaml" \
+	--engine-hazards frob
+grep -q -- '--engine-hazards: write or skip' "$tmp/hazards-bad.out" ||
+	fail "--engine-hazards frob: message"
 
 # the digest is the run's, whatever the layout and copy strategy
 d0=$(val vllm-v0-swap-true digest)
