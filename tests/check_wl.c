@@ -264,6 +264,105 @@ START_TEST(test_mooncake_gzip)
 }
 END_TEST
 
+static uint32_t
+crc32_of(const unsigned char *p, size_t n)
+{
+	uint32_t c = 0xffffffffu;
+
+	for (size_t i = 0; i < n; i++) {
+		c ^= p[i];
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0xedb88320u : c >> 1;
+	}
+	return ~c;
+}
+
+static void
+put_le(FILE *f, uint32_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		fputc((int)(v >> (8 * i)) & 0xff, f);
+}
+
+/*
+ * A gzip member of stored deflate blocks holding text, its CRC right or
+ * wrong; written to a temporary file whose name goes to path.
+ */
+static void
+write_gzip(char *path, const unsigned char *text, size_t n, bool good_crc)
+{
+	int fd;
+	FILE *f;
+
+	strcpy(path, "/tmp/kvsim-gz-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "wb");
+	ck_assert_ptr_nonnull(f);
+	fwrite("\x1f\x8b\x08\0\0\0\0\0\0\xff", 1, 10, f);
+	for (size_t at = 0; at < n; at += 65535) {
+		uint32_t len = n - at > 65535 ? 65535 : (uint32_t)(n - at);
+
+		fputc(at + len == n ? 1 : 0, f);	/* BFINAL, stored */
+		put_le(f, len, 2);
+		put_le(f, ~len & 0xffff, 2);
+		fwrite(text + at, 1, len, f);
+	}
+	put_le(f, crc32_of(text, n) ^ (good_crc ? 0 : 1), 4);
+	put_le(f, (uint32_t)n, 4);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * A corrupt byte inflates to garbage before zlib's check at the end of the
+ * member sees it: a line that does not parse in gzip input is blamed on
+ * the gzip data when the data is corrupt, on the line when it is not.
+ * Over 1 MiB of text, so that the line is read before the end.
+ */
+START_TEST(test_gzip_corrupt_text)
+{
+	static const char row[] = "{\"timestamp\": 0, \"input_length\": 1200, "
+	    "\"output_length\": 10, \"hash_ids\": [0, 1, 2]}\n";
+	size_t rl = sizeof(row) - 1, n = 0, cap = 16000 * rl;
+	unsigned char *text = malloc(cap);
+	struct wl_config c;
+	struct req q[MAXR];
+	size_t nq;
+	char path[64], msg[1200], want[1200];
+
+	if (!wl_gzip_supported()) {
+		free(text);
+		return;
+	}
+	ck_assert_ptr_nonnull(text);
+	for (int i = 0; i < 16000; i++) {
+		memcpy(text + n, row, rl);
+		if (i == 2)	/* line 3: "timestamp": @ */
+			text[n + 14] = '@';
+		n += rl;
+	}
+	for (int good = 0; good < 2; good++) {
+		write_gzip(path, text, n, good);
+		wl_config_init(&c);
+		c.trace = strdup(path);
+		ck_assert_int_eq(drain(&c, q, &nq, NULL, msg, sizeof(msg)),
+		    WL_EPARSE);
+		ck_assert_uint_eq(nq, 2);
+		if (good)
+			snprintf(want, sizeof(want), "%s:3:15: expected a "
+			    "number", path);
+		else
+			snprintf(want, sizeof(want), "%s: gzip data is corrupt "
+			    "(zlib: incorrect data check); line 3 did not "
+			    "parse (expected a number)", path);
+		ck_assert_str_eq(msg, want);
+		wl_config_release(&c);
+		unlink(path);
+	}
+	free(text);
+}
+END_TEST
+
 /* Shared hash ids give shared leading token ids at any block size. */
 START_TEST(test_mooncake_mapping)
 {
@@ -1207,6 +1306,7 @@ wl_suite(void)
 	tcase_add_test(tc, test_parse_numbers);
 	tcase_add_test(tc, test_azure);
 	tcase_add_test(tc, test_mooncake_gzip);
+	tcase_add_test(tc, test_gzip_corrupt_text);
 	tcase_add_test(tc, test_mooncake_mapping);
 	tcase_add_test(tc, test_formats);
 	tcase_add_loop_test(tc, test_bad_input, 0,

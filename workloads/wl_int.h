@@ -97,6 +97,13 @@ wl_err wl__lines_open(struct wl_lines *lr, const char *path,
 wl_err wl__lines_next(struct wl_lines *lr, const char **line, size_t *len,
     struct wl_error *err);
 void wl__lines_close(struct wl_lines *lr);
+/*
+ * A line of gzip input did not parse: read the rest of the stream, which
+ * is spent, and say whether the gzip data is corrupt (err then gets that
+ * message: a corrupt byte inflates to garbage text before zlib's check at
+ * the end of the member sees it).  False for plain input.
+ */
+bool wl__lines_gz_corrupt(struct wl_lines *lr, struct wl_error *err);
 
 /* wl_gz.c / wl_gz_none.c ------------------------------------------------ */
 

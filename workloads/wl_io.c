@@ -114,44 +114,32 @@ wl__lines_open(struct wl_lines *lr, const char *path, struct wl_error *err)
 	return WL_OK;
 }
 
-/* Append more text at buf[end]; sets *more = false at end of input. */
+/*
+ * Inflate into out[0, room): *got bytes (> 0 unless *more is false, at the
+ * end of the stream).
+ */
 static wl_err
-fill(struct wl_lines *lr, bool *more, struct wl_error *err)
+gz_more(struct wl_lines *lr, char *out, size_t room, size_t *got,
+    bool *more, struct wl_error *err)
 {
-	size_t room = lr->cap - lr->end, got;
 	wl_err rc;
 
 	*more = true;
-	if (!lr->gz) {
-		if (lr->eof) {
-			*more = false;
-			return WL_OK;
-		}
-		rc = read_raw(lr, lr->buf + lr->end, room, &got, err);
-		if (rc != WL_OK)
-			return rc;
-		if (got == 0) {
-			lr->eof = true;
-			*more = false;
-		}
-		lr->end += got;
-		return WL_OK;
-	}
+	*got = 0;
 	for (;;) {
 		const unsigned char *in = lr->raw + lr->raw_pos;
-		size_t in_len = lr->raw_len - lr->raw_pos;
+		size_t in_len = lr->raw_len - lr->raw_pos, k;
 		char what[256];
 
 		if (in_len > 0) {
-			rc = wl__gz_inflate(lr->z, &in, &in_len,
-			    lr->buf + lr->end, room, &got, what, sizeof(what));
+			rc = wl__gz_inflate(lr->z, &in, &in_len, out, room,
+			    got, what, sizeof(what));
 			lr->raw_pos = (size_t)(in - lr->raw);
 			if (rc != WL_OK) {
 				wl__error_set(err, lr->name, 0, 0, "%s", what);
 				return rc;
 			}
-			lr->end += got;
-			if (got > 0)
+			if (*got > 0)
 				return WL_OK;
 			if (in_len > 0)
 				continue;	/* header bytes only */
@@ -165,14 +153,58 @@ fill(struct wl_lines *lr, bool *more, struct wl_error *err)
 			*more = false;
 			return WL_OK;
 		}
-		rc = read_raw(lr, lr->raw, lr->raw_cap, &got, err);
+		rc = read_raw(lr, lr->raw, lr->raw_cap, &k, err);
 		if (rc != WL_OK)
 			return rc;
-		lr->raw_len = got;
+		lr->raw_len = k;
 		lr->raw_pos = 0;
-		if (got == 0)
+		if (k == 0)
 			lr->eof = true;
 	}
+}
+
+/* Append more text at buf[end]; sets *more = false at end of input. */
+static wl_err
+fill(struct wl_lines *lr, bool *more, struct wl_error *err)
+{
+	size_t room = lr->cap - lr->end, got;
+	wl_err rc;
+
+	*more = true;
+	if (lr->gz) {
+		rc = gz_more(lr, lr->buf + lr->end, room, &got, more, err);
+		if (rc == WL_OK)
+			lr->end += got;
+		return rc;
+	}
+	if (lr->eof) {
+		*more = false;
+		return WL_OK;
+	}
+	rc = read_raw(lr, lr->buf + lr->end, room, &got, err);
+	if (rc != WL_OK)
+		return rc;
+	if (got == 0) {
+		lr->eof = true;
+		*more = false;
+	}
+	lr->end += got;
+	return WL_OK;
+}
+
+bool
+wl__lines_gz_corrupt(struct wl_lines *lr, struct wl_error *err)
+{
+	char out[1 << 16];
+	size_t got;
+	bool more = true;
+
+	if (!lr->gz)
+		return false;
+	while (more)
+		if (gz_more(lr, out, sizeof(out), &got, &more, err) != WL_OK)
+			return true;
+	return false;
 }
 
 wl_err

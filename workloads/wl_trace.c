@@ -815,6 +815,27 @@ finish_identity(struct trace *t, struct row *r)
 	return WL_OK;
 }
 
+/*
+ * A row of gzip input that does not parse stops the stream: if the gzip
+ * data is corrupt, say so rather than blame the garbage it inflated to.
+ */
+static wl_err
+gz_blame(struct trace *t, wl_err rc)
+{
+	struct wl_error *e = &t->base.p->err, ge;
+	char what[sizeof(e->what)];
+
+	if ((rc != WL_EPARSE && rc != WL_EORDER) ||
+	    !wl__lines_gz_corrupt(&t->lr, &ge))
+		return rc;
+	snprintf(what, sizeof(what), "%.200s; line %llu did not parse (%.250s)",
+	    ge.what, (unsigned long long)e->line, e->what);
+	snprintf(e->what, sizeof(e->what), "%s", what);
+	e->line = 0;
+	e->col = 0;
+	return WL_EPARSE;
+}
+
 static wl_err
 trace_next(struct wl_stage *st, struct wl_request *out)
 {
@@ -869,7 +890,7 @@ trace_next(struct wl_stage *st, struct wl_request *out)
 		t->data_rows++;
 		if (rc != WL_OK) {
 			if (rc != WL_EPARSE || t->on_error != WL_ON_ERROR_SKIP)
-				return rc;
+				return gz_blame(t, rc);
 			if (p->cnt.skipped++ == 0)
 				p->cnt.first_skip = p->err;
 			wl_error_clear(&p->err);
@@ -893,7 +914,7 @@ trace_next(struct wl_stage *st, struct wl_request *out)
 			    "timestamp %.9f s is earlier than the previous "
 			    "row's %.9f s (set order: sort or order: skip)",
 			    (double)r.t / 1e9, (double)t->last / 1e9);
-			return rc;
+			return gz_blame(t, rc);
 		}
 		t->have_last = true;
 		t->last = r.t;
