@@ -26,7 +26,8 @@
 
 /* Latencies: 5 % higher (queueing delay, small and jumpy: 10 %); the
  * throughputs: 2 % lower; preemption and swap work: 10 % more (any from
- * none); prefix hits: 2 % fewer; KV usage: reported, no direction. */
+ * none); prefix hits: 2 % fewer; KV usage: reported, no direction; engine
+ * hazards (stale cached tokens): 10 % more, any from none. */
 static const struct cmp_threshold defaults[] = {
 	{ "ttft_p50_s", 1, true, 5, "+5%" },
 	{ "ttft_p99_s", 1, true, 5, "+5%" },
@@ -43,6 +44,7 @@ static const struct cmp_threshold defaults[] = {
 	{ "swap_out_blocks", 1, true, 10, "+10%" },
 	{ "kv_usage_mean", 0, false, 0, "none" },
 	{ "prefix_hit_rate", -1, true, 2, "-2%" },
+	{ "stale_cached_tokens", 1, true, 10, "+10%" },
 };
 
 size_t

@@ -54,7 +54,7 @@ C=$T/r2/compare.csv
 [ -f "$C" ] || bad "no compare.csv beside CAND"
 [ "$(head -1 "$C")" = "config,metric,baseline,candidate,delta,delta_pct,threshold,test,p_value,verdict,n_baseline,n_candidate" ] ||
 	bad "compare.csv header: $(head -1 "$C")"
-[ "$(sed 1d "$C" | wc -l)" = 15 ] || bad "not 15 metric rows"
+[ "$(sed 1d "$C" | wc -l)" = 16 ] || bad "not 16 metric rows"
 [ "$(sed 1d "$C" | cut -d, -f10 | sort -u)" = ok ] ||
 	bad "identical runs: verdicts $(sed 1d "$C" | cut -d, -f10 | sort -u | tr '\n' ' ')"
 grep -q '^  ttft_p99_s ' "$T/same.out" || bad "no table"
@@ -249,6 +249,18 @@ done
 "$KVSIM" compare "$T/b1" "$T/b2" -q --fail-on preemptions:off \
 	--fail-on ttft_p99_s:+50% --fail-on ttft_p99_s:+1% >/dev/null &&
 	bad "a default metric named twice: the first --fail-on won"
+# an engine hazard appearing is a regression by default: vLLM v1 under
+# priority scheduling takes a withdrawn block's stale token, under fcfs
+# none (docs/scheduler.md)
+W=$top_srcdir/tests/gpu/v1-priority-withdraw.yaml
+"$KVSIM" run -q --no-plot "$W" --set engine.scheduling_policy=fcfs \
+	--out "$T/hz-fcfs" || bad "run hz-fcfs"
+"$KVSIM" run -q --no-plot "$W" --out "$T/hz-prio" 2>/dev/null ||
+	bad "run hz-prio"
+"$KVSIM" compare "$T/hz-fcfs" "$T/hz-prio" -q --out "$T/hz.csv" >/dev/null &&
+	bad "a stale cached token appearing passes"
+[ "$(row "$T/hz.csv" stale_cached_tokens verdict)" = regression ] ||
+	bad "stale_cached_tokens: $(row "$T/hz.csv" stale_cached_tokens verdict)"
 find "$T" -name '.*.tmp.*' | grep -q . && bad "temporary files left"
 
 exit $fail
