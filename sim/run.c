@@ -274,7 +274,7 @@ stop_now(sim_run *R, int64_t now)
 static int64_t
 interval_ns(double s)
 {
-	double ns = s * 1e9;
+	double ns = s * 1e9 + 0.5;	/* 4.1 s: 4099999999.9999995 ns */
 
 	return !(ns >= 1) ? 1 : ns >= (double)WL_HORIZON_NS ? WL_HORIZON_NS :
 	       (int64_t)ns;
@@ -306,8 +306,7 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 		/* a row at T holds the state after every event at T: the
 		 * events of the interval (T - interval, T] */
 		while (next_ts < now) {
-			sample(R, next_ts, &lp, &lg,
-			       R->cfg.timeseries_interval_s);
+			sample(R, next_ts, &lp, &lg, (double)ts_ns / 1e9);
 			next_ts += ts_ns;
 			if (R->o.stop.nwatch > 0 && stop_now(R, now)) {
 				R->saturated = true;

@@ -458,11 +458,13 @@ set_key(struct sim_config *c, const char *key, const char *v,
 			return BAD("expected pinned or pageable");
 	} else if (strcmp(key, "output.timeseries_interval_s") == 0) {
 		if (!parse_dbl(v, 1e-6, 1e9, &d))
-			return BAD("expected a number of seconds > 0");
+			return BAD("expected a number of seconds from 1e-6 "
+				   "to 1e9");
 		c->timeseries_interval_s = d;
 	} else if (strcmp(key, "output.heartbeat_interval_s") == 0) {
 		if (!parse_dbl(v, 1e-3, 1e12, &d))
-			return BAD("expected a number of seconds > 0");
+			return BAD("expected a number of seconds from 1e-3 "
+				   "to 1e12");
 		c->heartbeat_interval_s = d;
 	} else if (strncmp(key, "slo.", 4) == 0) {
 		double *dst = strcmp(key, "slo.ttft_s") == 0 ? &c->slo_ttft_s

@@ -104,6 +104,9 @@
 #     prefix hit on a block whose chunk priority scheduling withdrew (1
 #     token, none under fcfs) and a Mamba state hit the same step writes
 #     (its block's 512 tokens, none with defer_same_step_state_hits).
+# 24. timeseries rows fall on the first arrival plus whole intervals,
+#     rounded to the nanosecond: 4.1 s, 8.2 s, ... (they drifted by a
+#     nanosecond a row, 4.099999999, 8.199999998, the interval truncated).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -773,4 +776,15 @@ v1haz wd-fcfs v1-priority-withdraw.yaml 0 --set engine.scheduling_policy=fcfs
 v1haz ss mamba-same-step.yaml 512
 v1haz ss-defer mamba-same-step.yaml 0 \
 	--set engine.defer_same_step_state_hits=true
+# 24.
+printf '%s\n' arrival_ns,prompt_tokens,output_tokens 0,10,2 30000000000,10,2 \
+	>"$T/ts.csv"
+printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'cost: {step_ns: 1000000}' \
+	'output: {timeseries_interval_s: 4.1}' 'workload: {trace: ts.csv}' \
+	>"$T/ts.yaml"
+"$KVSIM" run -q --no-plot --out "$T/ts" "$T/ts.yaml" || bad "timeseries run"
+c=$(col "$T/ts/timeseries.csv" t_s)
+[ "$(sed -n '2p;3p;8p' "$T/ts/timeseries.csv" | cut -d, -f"$c" | tr '\n' ' ')" = \
+  "4.100000000 8.200000000 28.700000000 " ] ||
+	bad "timeseries rows: $(cut -d, -f"$c" "$T/ts/timeseries.csv" | tr '\n' ' ')"
 exit $fail
