@@ -1404,10 +1404,11 @@ v1_cached_this_step(const struct v1 *m, uint32_t g, int32_t b)
 /*
  * Of the h tokens s was admitted with from the prefix cache, how many the
  * engine reads from blocks that do not hold them: from the first slot a
- * withdrawn chunk left without KV, or from the start of a state hit's
- * block when that state was never written (a withdrawn chunk) or is
- * written by the forward pass of this very step, which reads it first
- * (the pinned vLLM without defer_same_step_state_hits).  Attention KV a
+ * withdrawn chunk left without KV, or all h when a state hit's state was
+ * never written (a withdrawn chunk) or is written by the forward pass of
+ * this very step, which reads it first (the pinned vLLM without
+ * defer_same_step_state_hits): the hit keeps only its last state block,
+ * so the request holds no earlier state to start from.  Attention KV a
  * block gains in this step is written before any layer reads it.
  */
 kv_err
@@ -1433,10 +1434,10 @@ kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale)
 		if (v1_kind(k, g) == KVC_STATE) {
 			if (nb == 0 || (b = t->id[nb - 1]) == KVC_NULL)
 				continue;
+			/* the request holds no earlier state to start from */
 			if ((m->nlost > 0 && m->lost[b] != 0) ||
 			    v1_cached_this_step(m, g, b))
-				if ((uint64_t)(nb - 1) * bs < first)
-					first = (uint64_t)(nb - 1) * bs;
+				first = 0;
 			continue;
 		}
 		for (uint32_t i = 0; m->nlost > 0 && i < nb; i++) {

@@ -58,5 +58,6 @@ EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
 	tests/gpu/gemma-2-w64.config.json tests/gpu/v0-chunked-prefix.yaml \
 	tests/gpu/v0-promotion.yaml tests/gpu/v0-shared-recompute.yaml \
 	tests/gpu/mamba-prefix.yaml tests/gpu/mamba-same-step.yaml \
-	tests/gpu/mamba-same-step.csv tests/gpu/v1-priority-withdraw.yaml \
+	tests/gpu/mamba-same-step.csv tests/gpu/mamba-same-step-late.yaml \
+	tests/gpu/mamba-same-step-late.csv tests/gpu/v1-priority-withdraw.yaml \
 	tests/gpu/v1-priority-withdraw.csv

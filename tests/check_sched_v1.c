@@ -697,7 +697,7 @@ END_TEST
  * vLLM v1 with Mamba prefix caching (tests/replay/sched-v1/
  * same-step-state-hit*): B's 12-token hit ends on the state block A's
  * chunk caches in the same step, whose state that step writes after B
- * reads it -- the 4 tokens of that block are stale.  With
+ * reads it -- all 12 tokens are stale, B holding no earlier state.  With
  * defer_same_step_state_hits B waits a step and reads a written state.
  */
 START_TEST(test_v1_stale_same_step)
@@ -742,7 +742,7 @@ START_TEST(test_v1_stale_same_step)
 			sv_step(s, slot, "sched=A:12", c.name);
 			sv_step(s, slot, "sched=A:1,B:1,C:3 finish=A", c.name);
 		} else {
-			sv_step(s, slot, "sched=A:12,B:1~4,C:3", c.name);
+			sv_step(s, slot, "sched=A:12,B:1~12,C:3", c.name);
 			sv_step(s, slot, "sched=A:1,B:1,C:1 finish=A,B,C",
 				c.name);
 		}

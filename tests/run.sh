@@ -103,7 +103,7 @@
 # 23. vllm-v1's engine hazards are counted and warned of as v0's are: a
 #     prefix hit on a block whose chunk priority scheduling withdrew (1
 #     token, none under fcfs) and a Mamba state hit the same step writes
-#     (its block's 512 tokens, none with defer_same_step_state_hits).
+#     (the hit's 512 tokens, none with defer_same_step_state_hits).
 # 24. timeseries rows fall on the first arrival plus whole intervals,
 #     rounded to the nanosecond: 4.1 s, 8.2 s, ... (they drifted by a
 #     nanosecond a row, 4.099999999, 8.199999998, the interval truncated).

@@ -126,8 +126,8 @@ grep -q 'needs 20 blocks' "$tmp/mamba-small.out" ||
 	fail "mamba prefix: small pool not refused"
 
 # ... a hit on a state the same step computes: vLLM at the pinned commit
-# takes it, an engine hazard the run counts (the 512 tokens of the state's
-# block; --engine-hazards skip leaves them as the engine does: 1 failure,
+# takes it, an engine hazard the run counts (the hit's 512 tokens;
+# --engine-hazards skip leaves them as the engine does: 1 failure,
 # exit 1); with its later fix, which defers the admission a step, there is
 # none
 run same-step 0 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
@@ -145,6 +145,22 @@ run same-step-skip 1 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
 	fail "same-step hit: engine_hazards"
 grep -q 'request 1 group 0 state after 512 tokens' \
 	"$tmp/same-step-skip.out" || fail "same-step hit: not named"
+# ... over two state blocks, the first computed a step earlier: the hit
+# keeps only its last state block, so all 1024 tokens are stale (the
+# verifier looked for the state after 512 tokens, which the request does
+# not hold, and failed the run)
+run late 0 "$top_srcdir/tests/gpu/mamba-same-step-late.yaml" --out "$tmp/late"
+[ "$(val late failures)" = 0 ] || fail "late same-step hit: failures"
+[ "$(val late stale_cached_tokens)" = 1024 ] ||
+	fail "late same-step hit: $(val late stale_cached_tokens) stale"
+run late-skip 1 "$top_srcdir/tests/gpu/mamba-same-step-late.yaml" \
+	--engine-hazards skip --out "$tmp/late-skip"
+grep -q 'request 1 group 0 state after 1024 tokens' "$tmp/late-skip.out" ||
+	fail "late same-step hit: not named"
+run late-defer 0 "$top_srcdir/tests/gpu/mamba-same-step-late.yaml" \
+	--set engine.defer_same_step_state_hits=true --engine-hazards skip \
+	--out "$tmp/late-defer"
+[ "$(val late-defer stale_cached_tokens)" = 0 ] || fail "late deferred: stale"
 run deferred 0 "$top_srcdir/tests/gpu/mamba-same-step.yaml" \
 	--set engine.defer_same_step_state_hits=true --engine-hazards skip \
 	--out "$tmp/deferred"
