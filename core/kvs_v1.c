@@ -289,12 +289,13 @@ v1s_preempt_one(kvs *s, struct v1s *v, bool prio, kvs_req req,
 
 	if (prio)
 		for (uint32_t j = 0; j < v->nrun; j++) {
-			int32_t q = kvs_req_seq(s, victim);
+			int32_t q;
 
 			if (v->run[j].req != victim)
 				continue;
 			/* its chunk will not run: the blocks it cached keep
 			 * their hashes without the KV (kvc__v1_withdraw) */
+			q = kvs_req_seq(s, victim);
 			if ((e = kvc__v1_withdraw(kvs_kv(s), q, (uint32_t)
 			    (kvc_seq_computed(kvs_kv(s), q) -
 			     v->run[j].ntokens))) != KV_OK)
