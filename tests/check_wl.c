@@ -289,12 +289,15 @@ put_le(FILE *f, uint32_t v, int n)
  * wrong; written to a temporary file whose name goes to path.
  */
 static void
-write_gzip(char *path, const unsigned char *text, size_t n, bool good_crc)
+write_gzip(char *path, size_t len, const unsigned char *text, size_t n,
+    bool good_crc)
 {
+	const char *t = getenv("TMPDIR");
 	int fd;
 	FILE *f;
 
-	strcpy(path, "/tmp/kvsim-gz-XXXXXX");
+	/* mkstemp() fills in the unique suffix */
+	snprintf(path, len, "%s/kvsim-check-gz.XXXXXX", t ? t : "/tmp");
 	fd = mkstemp(path);
 	ck_assert_int_ge(fd, 0);
 	f = fdopen(fd, "wb");
@@ -328,7 +331,7 @@ START_TEST(test_gzip_corrupt_text)
 	struct wl_config c;
 	struct req q[MAXR];
 	size_t nq;
-	char path[64], msg[1200], want[1200];
+	char path[512], msg[1200], want[1200];
 
 	if (!wl_gzip_supported()) {
 		free(text);
@@ -342,7 +345,7 @@ START_TEST(test_gzip_corrupt_text)
 		n += rl;
 	}
 	for (int good = 0; good < 2; good++) {
-		write_gzip(path, text, n, good);
+		write_gzip(path, sizeof(path), text, n, good);
 		wl_config_init(&c);
 		c.trace = strdup(path);
 		ck_assert_int_eq(drain(&c, q, &nq, NULL, msg, sizeof(msg)),
