@@ -9,6 +9,7 @@
  *
  *   kvsim-gpucheck [--backend host|cuda] [--out DIR] [--quick]
  *                  [--deadline SECONDS] [--sections LIST]
+ *                  [--order contiguous|scattered]
  *   kvsim-gpucheck --probe      exit 0 if a CUDA device answers, else 77
  *
  * Sections (LIST is comma-separated; default all): env, capacity, sweep,
@@ -42,6 +43,14 @@ struct ck {
 	char sections[256];
 	int failures;
 };
+
+/*
+ * --order scattered: the blocks of a timed copy are blocks 0..n-1 in a
+ * shuffled order on each side (a fixed seed), as an engine's free list
+ * hands them out, instead of the same n blocks in order; the CSVs are
+ * the same.
+ */
+static bool scattered;
 
 static int64_t
 now_ns(void)
@@ -270,6 +279,26 @@ time_copies(kvgpu *b, enum kvgpu_dir dir, enum kvgpu_strat st, uint32_t n,
 		return -1;
 	for (uint32_t i = 0; i < n; i++)
 		p[i] = (struct kvgpu_pair){ i, dir == KVGPU_D2D ? i + n : i };
+	if (scattered) {
+		uint64_t x = 0x9e3779b97f4a7c15ull;
+
+		for (uint32_t i = n; i > 1; i--)
+			for (int side = 0; side < 2; side++) {
+				uint32_t j, t;
+
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				j = (uint32_t)(x % i);
+				if (side == 0) {
+					t = (uint32_t)p[i - 1].src;
+					p[i - 1].src = p[j].src;
+					p[j].src = t;
+				} else {
+					t = (uint32_t)p[i - 1].dst;
+					p[i - 1].dst = p[j].dst;
+					p[j].dst = t;
+				}
+			}
+	}
 	for (int r = -2; r < reps && rc == 0; r++) {
 		struct kvgpu_timing tt;
 
@@ -702,6 +731,7 @@ usage(FILE *f)
 	fprintf(f, "usage: kvsim-gpucheck [--backend host|cuda] [--out DIR] "
 		"[--quick]\n"
 		"                      [--deadline SECONDS] [--sections LIST]\n"
+		"                      [--order contiguous|scattered]\n"
 		"       kvsim-gpucheck --probe\n"
 		"sections: env,capacity,sweep,layout,cow,integrity (default "
 		"all)\n");
@@ -785,6 +815,10 @@ main(int argc, char **argv)
 			c.out = argv[++i];
 		} else if (i + 1 < argc && strcmp(a, "--deadline") == 0) {
 			c.deadline_s = atof(argv[++i]);
+		} else if (i + 1 < argc && strcmp(a, "--order") == 0 &&
+			   (strcmp(argv[i + 1], "scattered") == 0 ||
+			    strcmp(argv[i + 1], "contiguous") == 0)) {
+			scattered = strcmp(argv[++i], "scattered") == 0;
 		} else if (i + 1 < argc && strcmp(a, "--sections") == 0) {
 			snprintf(c.sections, sizeof(c.sections), "%s",
 				 argv[++i]);
