@@ -347,7 +347,15 @@ check_holdout(struct pts *lay, struct fitted fit[2][4][2],
 				o->bytes);
 
 			h->decisions++;
-			h->agree += (m2 < rec) == (p2 < rec);
+			if ((m2 < rec) == (p2 < rec)) {
+				h->agree++;
+				continue;
+			}
+			printf("decision changed: %s %s, %.0f blocks: swap "
+			       "out + in %.1f us measured, %.1f us "
+			       "predicted; recompute %.1f us\n",
+			       layouts[q->layout], strats[q->strat],
+			       q->blocks, m2 / 1e3, p2 / 1e3, rec / 1e3);
 		}
 	}
 	h->med_rel = calfit_quantile(rel, h->n, 0.5);
