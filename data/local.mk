@@ -5,3 +5,8 @@ dist_pkgdata_DATA = %reldir%/models.yaml %reldir%/gpus.yaml
 # conversation trace, CC-BY-4.0 (data/TRACES.md has the attribution).
 dist_pkgdata_DATA += %reldir%/azure_llm_2023_conv_excerpt.csv \
 	%reldir%/LICENSE-AzurePublicDataset-CC-BY-4.0.txt %reldir%/TRACES.md
+# The H200 copy-term calibration (docs/cost-model.md 5.2), installed for
+# cost.calibration, and the device check's output it was fitted from
+# (docs/gpu.md 5; distributed for tests/calibrate.sh, not installed).
+dist_pkgdata_DATA += %reldir%/costmodel-h200.yaml
+EXTRA_DIST += %reldir%/device

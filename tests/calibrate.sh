@@ -3,7 +3,9 @@
 # sweep with 2% noise; the held-out layout sweep passes and every
 # swap-vs-recompute decision agrees; kvsim run reads the file it writes;
 # host dry-run data gives a file marked "not measured"; bad input exits 2
-# with FILE:LINE:COL.
+# with FILE:LINE:COL.  The committed H200 calibration is what its
+# committed device CSVs give, passes its held-out check, and changes what
+# kvsim run charges.
 : "${KVSIM:?}" "${top_srcdir:?}"
 tmp=${TMPDIR:-/tmp}/kvsim-calibrate.$$
 mkdir -p "$tmp" || exit 99
@@ -115,4 +117,33 @@ grep -q 'tot.csv:3:[0-9]*: total_bytes .* is not chunk_bytes x n_chunks' \
 	"$tmp/tot.out" || { cat "$tmp/tot.out"; fail "total_bytes message"; }
 "$KVSIM" calibrate >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no argument: exit not 2"
+
+# data/costmodel-h200.yaml: fitted again from the device check's CSVs it
+# names (relative paths, as committed), byte for byte, held out passing
+h200=data/device/h200-2026-11-30/run3
+(cd "$top_srcdir" && "$KVSIM" calibrate $h200/copy_sweep.csv \
+	--holdout $h200/layout_sweep.csv --device "NVIDIA H200" \
+	--date 2026-11-30 --measured yes --out "$tmp/h200.yaml") \
+	>"$tmp/h200.out" 2>&1 || { cat "$tmp/h200.out"; fail "H200 refit"; }
+cmp "$tmp/h200.yaml" "$top_srcdir/data/costmodel-h200.yaml" ||
+	fail "data/costmodel-h200.yaml is not what its CSVs give"
+grep -q 'median error 3.9%, p90 20.6%.*unchanged 46/48' "$tmp/h200.out" ||
+	{ cat "$tmp/h200.out"; fail "H200 held-out line"; }
+[ "$(grep -c '^decision changed: fa-split per-chunk' "$tmp/h200.out")" = 2 ] ||
+	{ cat "$tmp/h200.out"; fail "H200 changed decisions"; }
+# and kvsim run charges its (cheaper) swaps: same swaps, shorter run
+for c in default h200; do
+	set --
+	[ $c = h200 ] && set -- --set \
+		cost.calibration="$top_srcdir/data/costmodel-h200.yaml"
+	"$KVSIM" run -q --no-plot "$tmp/run.yaml" "$@" --out "$tmp/r-$c" \
+		>"$tmp/r-$c.out" 2>&1 || { cat "$tmp/r-$c.out"; fail "run $c"; }
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+		 NR == 2 { print $c["swap_out_blocks"], $c["duration_s"] }' \
+		"$tmp/r-$c/summary.csv" >"$tmp/r-$c.key"
+done
+awk 'NR == FNR { b = $1; m = $2; next }
+     !($1 == b && b > 0 && $2 < m) { exit 1 }' \
+	"$tmp/r-default.key" "$tmp/r-h200.key" ||
+	fail "calibrated run: $(cat "$tmp/r-default.key") -> $(cat "$tmp/r-h200.key")"
 echo "calibrate: ok"
