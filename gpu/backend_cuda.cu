@@ -223,7 +223,7 @@ k_digest(const uint32_t *pool, struct kvgpu_lay y, const int32_t *blocks,
  * multiple of CU_SEG_BYTES, so it keeps its chunk's alignment).  With a
  * warp per whole chunk, a few large chunks (a cross-layer block is one
  * 2 MiB chunk) ran on a few warps: one 2 MiB chunk read from pinned host
- * memory moved 0.4 GB/s on an H200 (docs/gpu.md §5).
+ * memory moved 0.4 GB/s on an H200 (docs/gpu.md §5.1).
  */
 __global__ void
 k_gather(const struct cu_chunk *c, uint64_t n, uint64_t bytes)
