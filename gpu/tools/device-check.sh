@@ -1,7 +1,7 @@
 #!/bin/sh
 # The device check (docs/gpu.md, docs/gpu-design.md §6): one command on
-# the GPU machine, from the repository root, about 5 minutes on an H200
-# (7 at most with an nvcc build; DEADLINE and BUDGET below).
+# the GPU machine, from the repository root: 71-91 s on an H200 (three
+# runs, 2026-11-30); 8 minutes at most (DEADLINE and BUDGET below).
 #
 #   sh gpu/tools/device-check.sh OUTDIR           the run on the device
 #   sh gpu/tools/device-check.sh --host OUTDIR    its host half (dry run:
