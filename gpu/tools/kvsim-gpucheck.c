@@ -284,19 +284,12 @@ time_copies(kvgpu *b, enum kvgpu_dir dir, enum kvgpu_strat st, uint32_t n,
 
 		for (uint32_t i = n; i > 1; i--)
 			for (int side = 0; side < 2; side++) {
-				uint32_t j, t;
+				int64_t *u, *v, t;
 
 				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-				j = (uint32_t)(x % i);
-				if (side == 0) {
-					t = (uint32_t)p[i - 1].src;
-					p[i - 1].src = p[j].src;
-					p[j].src = t;
-				} else {
-					t = (uint32_t)p[i - 1].dst;
-					p[i - 1].dst = p[j].dst;
-					p[j].dst = t;
-				}
+				u = side ? &p[i - 1].dst : &p[i - 1].src;
+				v = side ? &p[x % i].dst : &p[x % i].src;
+				t = *u, *u = *v, *v = t;
 			}
 	}
 	for (int r = -2; r < reps && rc == 0; r++) {
