@@ -1,7 +1,14 @@
-# reports/: run metrics (quantiles with GSL), the CSV writers of `kvsim
-# run` (requests.csv, timeseries.csv, summary.csv) and the capacity search.
+# reports/: run metrics (quantiles with GSL) and the CSV writers of `kvsim
+# run` (requests.csv, timeseries.csv, summary.csv), the capacity search,
+# sweeps (grids of runs as child processes, sweep.csv), regression compare
+# (Welch's t-test, compare.csv) and plots (gnuplot scripts, their data,
+# PNG/SVG images and index.html; gnuplot runs when it is on PATH).
 noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_SOURCES = %reldir%/rpt.c %reldir%/rpt.h \
-	%reldir%/capacity.c %reldir%/capacity.h
+	%reldir%/capacity.c %reldir%/capacity.h \
+	%reldir%/sweep.c %reldir%/sweep.h \
+	%reldir%/sweep_csv.c %reldir%/sweep_csv.h \
+	%reldir%/compare.c %reldir%/compare.h \
+	%reldir%/plot.c %reldir%/plot.h
 %canon_reldir%_librpt_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 %canon_reldir%_librpt_la_LIBADD = $(GSL_LIBS)

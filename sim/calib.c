@@ -11,7 +11,7 @@
 #include "config.h"
 
 #include "sim/calib.h"
-#include "sim/ydoc.h"
+#include "util/ydoc.h"
 
 #include <errno.h>
 #include <math.h>

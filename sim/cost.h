@@ -47,7 +47,7 @@
 #ifndef SIM_COST_H
 #define SIM_COST_H
 
-#include "sim/catalog.h"
+#include "sim/model/catalog.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -24,9 +24,6 @@ struct replay_opts {
 int replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 	       const struct replay_opts *o);
 
-/* `kvsim replay [--check] FILE`; argv[0] is "replay". */
-int replay_main(int argc, char **argv);
-
 /*
  * The plugin hook: a `policy` line naming a path (it contains '/') loads a
  * user policy from a shared object (sim/plugin.c; kvsched.h's plugin ABI).

@@ -22,14 +22,14 @@
 #include "core/kvsched.h"
 #include "reports/rpt.h"
 #include "sim/calib.h"
-#include "sim/catalog.h"
+#include "sim/model/catalog.h"
 #include "sim/cost.h"
 #include "sim/ctrace.h"
 #include "sim/engine.h"
 #include "sim/plugin.h"
 #include "sim/replica.h"
 #include "sim/runcfg.h"
-#include "sim/sizing.h"
+#include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
 #include <inttypes.h>

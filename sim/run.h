@@ -22,7 +22,7 @@
 #include "reports/rpt.h"
 #include "sim/cost.h"
 #include "sim/runcfg.h"
-#include "sim/sizing.h"
+#include "sim/model/sizing.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
  */
 #include "config.h"
 
-#include "sim/catalog.h"
+#include "sim/model/catalog.h"
 #include "sim/runcfg.h"
 
 #include <ctype.h>

@@ -28,7 +28,7 @@
 #ifndef SIM_RUNCFG_H
 #define SIM_RUNCFG_H
 
-#include "sim/sizing.h"
+#include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
 #include <stdbool.h>

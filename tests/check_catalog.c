@@ -9,8 +9,8 @@
  * (Granite-4.0-H at max_model_len 2048, block size 400).  The catalogs are
  * the source tree's (data/), found through $top_srcdir.
  */
-#include "sim/catalog.h"
-#include "sim/sizing.h"
+#include "sim/model/catalog.h"
+#include "sim/model/sizing.h"
 
 #include <check.h>
 #include <stdio.h>

@@ -99,7 +99,7 @@ EXTRA_DIST += %reldir%/wl_cli.sh %reldir%/wl_trace_stats.sh \
 check_PROGRAMS += %reldir%/check_catalog
 %canon_reldir%_check_catalog_SOURCES = %reldir%/check_catalog.c
 %canon_reldir%_check_catalog_CFLAGS = $(KV_TEST_CFLAGS) $(YAML_CFLAGS)
-%canon_reldir%_check_catalog_LDADD = sim/libsimcat.la $(KV_TEST_LIBS) \
+%canon_reldir%_check_catalog_LDADD = sim/model/libmodel.la util/libutil.la $(KV_TEST_LIBS) \
 	$(YAML_LIBS)
 TESTS += %reldir%/kvsize.sh
 EXTRA_DIST += %reldir%/kvsize.sh %reldir%/catalog
@@ -179,3 +179,31 @@ EXTRA_DIST += %reldir%/capacity.sh %reldir%/capacity
 # built-in `.sh:` rule from making a file of that name, which `make dist`
 # would then ship in place of the folder.
 %reldir%/run %reldir%/capacity: ;
+
+# Plots: check_plot tests plot.h's contract without gnuplot (statuses,
+# messages, the PATH lookup, CDF data by hand); tests/plot.sh renders when
+# gnuplot is installed (Debian: gnuplot-nox) and skips that part otherwise;
+# tests/plot holds its inputs.
+check_PROGRAMS += %reldir%/check_plot
+%canon_reldir%_check_plot_SOURCES = %reldir%/check_plot.c
+%canon_reldir%_check_plot_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+%canon_reldir%_check_plot_LDADD = reports/librpt.la $(GSL_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/plot.sh
+EXTRA_DIST += %reldir%/plot.sh %reldir%/plot
+
+# Sweeps and compare: check_sweep tests the CSV reader, grids and ids,
+# thresholds, Welch's t-test and verdicts; the scripts run the commands.
+check_PROGRAMS += %reldir%/check_sweep
+%canon_reldir%_check_sweep_SOURCES = %reldir%/check_sweep.c
+%canon_reldir%_check_sweep_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GSL_CFLAGS)
+%canon_reldir%_check_sweep_LDADD = reports/librpt.la $(GSL_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/sweep.sh %reldir%/compare.sh
+EXTRA_DIST += %reldir%/sweep.sh %reldir%/compare.sh %reldir%/sweep \
+	%reldir%/compare
+# tests/plot, tests/sweep and tests/compare are folders of inputs.  Without
+# these empty rules make's built-in `.sh:` suffix rule makes a copy of the
+# script named like the folder in the build tree, and `make dist` ships
+# that copy instead of the folder.
+%reldir%/plot: ;
+%reldir%/sweep: ;
+%reldir%/compare: ;

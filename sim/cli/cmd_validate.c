@@ -23,6 +23,8 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_validate.h"
+
 #include "gpu/kvval.h"
 #include "sim/cost.h"
 #include "sim/run.h"

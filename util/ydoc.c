@@ -7,7 +7,7 @@
  * after a failure half way through.  Cost: O(bytes + keys^2 per map) -- the
  * duplicate-key check is a linear scan, fine for maps of tens of keys.
  */
-#include "sim/ydoc.h"
+#include "util/ydoc.h"
 
 #include <errno.h>
 #include <stdarg.h>

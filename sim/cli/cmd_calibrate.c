@@ -24,9 +24,11 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_calibrate.h"
+
 #include "sim/calfit.h"
 #include "sim/calib.h"
-#include "sim/catalog.h"
+#include "sim/model/catalog.h"
 #include "sim/cost.h"
 
 #include <errno.h>

@@ -25,8 +25,8 @@
  * Units: bytes and tokens are integers; bandwidths are bytes per second in
  * each direction; FLOPs are dense (no structured sparsity) per second.
  */
-#ifndef SIM_CATALOG_H
-#define SIM_CATALOG_H
+#ifndef SIM_MODEL_CATALOG_H
+#define SIM_MODEL_CATALOG_H
 
 #include "core/kvcore.h"
 
@@ -242,8 +242,5 @@ bool cat_parse_bytes(const char *s, uint64_t *out);
 
 /* Bytes per element of a dtype name ("bfloat16", "fp8", ...); 0 unknown. */
 uint32_t cat_dtype_bytes(const char *name);
-
-/* `kvsim catalog`; argv[0] is "catalog". */
-int catalog_main(int argc, char **argv);
 
 #endif

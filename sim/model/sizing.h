@@ -19,11 +19,11 @@
  * the non-torch memory; each can be overridden with a measured value, and
  * kv_cache_memory_bytes skips the estimate altogether, as in vLLM.
  */
-#ifndef SIM_SIZING_H
-#define SIM_SIZING_H
+#ifndef SIM_MODEL_SIZING_H
+#define SIM_MODEL_SIZING_H
 
 #include "core/kvsize.h"
-#include "sim/catalog.h"
+#include "sim/model/catalog.h"
 
 #include <stdio.h>
 
@@ -125,8 +125,5 @@ uint64_t sz_non_torch_bytes(uint32_t tp);
 
 /* vLLM's integer formatting with thousands separators: 436,544. */
 void sz_commas(char *buf, size_t len, uint64_t v);
-
-/* `kvsim kv-size`; argv[0] is "kv-size". */
-int kvsize_main(int argc, char **argv);
 
 #endif

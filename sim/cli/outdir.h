@@ -7,8 +7,8 @@
  * complete one.  The directory is refused when it exists and is not empty,
  * unless `force`; one created here is removed again on failure.
  */
-#ifndef SIM_OUTDIR_H
-#define SIM_OUTDIR_H
+#ifndef SIM_CLI_OUTDIR_H
+#define SIM_CLI_OUTDIR_H
 
 #include <stdbool.h>
 #include <stddef.h>

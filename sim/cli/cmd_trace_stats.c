@@ -1,5 +1,5 @@
 /*
- * trace_stats.c -- `kvsim trace-stats`: the statistics of a workload
+ * cmd_trace_stats.c -- `kvsim trace-stats`: the statistics of a workload
  * stream (a trace file, or whatever a YAML `workload:` section builds),
  * with the definitions and the precision of ../shared/traces/README.md,
  * so its tables can be checked line by line.  --csv prints one tidy row
@@ -7,7 +7,9 @@
  */
 #include "config.h"
 
-#include "sim/trace_stats.h"
+#include "sim/cli/cmd_trace_stats.h"
+
+#include "sim/cli/cmd_trace_stats.h"
 #include "workloads/wl.h"
 
 #include <inttypes.h>

@@ -13,12 +13,14 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_run.h"
+
 #include "reports/plot.h"
 #include "reports/rpt.h"
-#include "sim/outdir.h"
+#include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
-#include "sim/sizing.h"
+#include "sim/model/sizing.h"
 
 #include <getopt.h>
 #include <inttypes.h>

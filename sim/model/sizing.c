@@ -22,7 +22,7 @@
  */
 #include "config.h"
 
-#include "sim/sizing.h"
+#include "sim/model/sizing.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

@@ -14,12 +14,14 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_compare.h"
+
 #include "reports/compare.h"
 #include "reports/sweep.h"
-#include "sim/outdir.h"
+#include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
-#include "sim/ydoc.h"
+#include "util/ydoc.h"
 
 #include <errno.h>
 #include <getopt.h>

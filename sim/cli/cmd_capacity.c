@@ -21,14 +21,16 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_capacity.h"
+
 #include "core/kvsize.h"
 #include "reports/capacity.h"
 #include "reports/plot.h"
 #include "reports/rpt.h"
-#include "sim/outdir.h"
+#include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
-#include "sim/sizing.h"
+#include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
 #include <errno.h>

@@ -8,10 +8,17 @@
 #include "config.h"
 
 #include "core/kvcore.h"
-#include "sim/catalog.h"
-#include "sim/replay.h"
-#include "sim/sizing.h"
-#include "sim/trace_stats.h"
+#include "sim/cli/cmd_calibrate.h"
+#include "sim/cli/cmd_capacity.h"
+#include "sim/cli/cmd_catalog.h"
+#include "sim/cli/cmd_compare.h"
+#include "sim/cli/cmd_kvsize.h"
+#include "sim/cli/cmd_plot.h"
+#include "sim/cli/cmd_replay.h"
+#include "sim/cli/cmd_run.h"
+#include "sim/cli/cmd_sweep.h"
+#include "sim/cli/cmd_trace_stats.h"
+#include "sim/cli/cmd_validate.h"
 
 #include <gsl/gsl_errno.h>
 
@@ -23,14 +30,6 @@ struct cmd {
 	int (*run)(int argc, char **argv);
 	const char *summary;
 };
-
-int run_main(int argc, char **argv);	/* cmd_run.c */
-int capacity_main(int argc, char **argv);	/* cmd_capacity.c */
-int sweep_main(int argc, char **argv);	/* cmd_sweep.c */
-int compare_main(int argc, char **argv);	/* cmd_compare.c */
-int plot_main(int argc, char **argv);	/* cmd_plot.c */
-int validate_main(int argc, char **argv);	/* cmd_validate.c */
-int calibrate_main(int argc, char **argv);	/* cmd_calibrate.c */
 
 static const struct cmd cmds[] = {
 	{ "run", run_main,

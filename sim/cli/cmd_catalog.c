@@ -8,8 +8,10 @@
  */
 #include "config.h"
 
-#include "sim/catalog.h"
-#include "sim/sizing.h"
+#include "sim/cli/cmd_catalog.h"
+
+#include "sim/model/catalog.h"
+#include "sim/model/sizing.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,8 +11,10 @@
  */
 #include "config.h"
 
-#include "sim/catalog.h"
-#include "sim/sizing.h"
+#include "sim/cli/cmd_kvsize.h"
+
+#include "sim/model/catalog.h"
+#include "sim/model/sizing.h"
 
 #include <errno.h>
 #include <getopt.h>

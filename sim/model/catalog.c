@@ -18,8 +18,8 @@
  */
 #include "config.h"
 
-#include "sim/catalog.h"
-#include "sim/ydoc.h"
+#include "sim/model/catalog.h"
+#include "util/ydoc.h"
 
 #include <errno.h>
 #include <math.h>

@@ -3,7 +3,7 @@
  */
 #include "config.h"
 
-#include "sim/outdir.h"
+#include "sim/cli/outdir.h"
 
 #include <dirent.h>
 #include <errno.h>

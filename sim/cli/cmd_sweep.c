@@ -18,11 +18,13 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_sweep.h"
+
 #include "reports/sweep.h"
-#include "sim/outdir.h"
+#include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
-#include "sim/ydoc.h"
+#include "util/ydoc.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -10,6 +10,8 @@
  */
 #include "config.h"
 
+#include "sim/cli/cmd_plot.h"
+
 #include "reports/plot.h"
 
 #include <limits.h>

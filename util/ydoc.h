@@ -17,8 +17,8 @@
  * Ownership: yd_load*() fill a caller-owned struct yd_doc; everything it
  * points to is freed by yd_release().  Nodes are read-only to callers.
  */
-#ifndef SIM_YDOC_H
-#define SIM_YDOC_H
+#ifndef UTIL_YDOC_H
+#define UTIL_YDOC_H
 
 #include "core/kvcore.h"
 

@@ -1,0 +1,65 @@
+/*
+ * cmd_replay.c -- `kvsim replay [--check] FILE`: the command line around
+ * the replay interpreter (sim/replay.h), which does the work.
+ */
+#include "sim/cli/cmd_replay.h"
+#include "sim/replay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int
+replay_main(int argc, char **argv)
+{
+	struct replay_opts o = { 0 };
+	const char *file = NULL;
+	FILE *in;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--check") == 0) {
+			o.check = true;
+		} else if (strcmp(argv[i], "--help") == 0 ||
+			   strcmp(argv[i], "-h") == 0) {
+			printf("usage: kvsim replay [--check] FILE\n\n"
+			       "Run a replay script against libkvcore and "
+			       "print one line per operation.\n"
+			       "FILE may be - for standard input.\n\n"
+			       "  --check   try the action behind every query "
+			       "on a copy of the state and\n"
+			       "            report the first verdict that "
+			       "disagrees with it (exit 1)\n\n"
+			       "Exit status: 0 ok, 1 an expect or check "
+			       "failed, 2 bad script or usage.\n"
+			       "Format: docs/replay.md.\n");
+			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			fprintf(stderr, "kvsim replay: unknown option '%s'\n"
+				"usage: kvsim replay [--check] FILE\n",
+				argv[i]);
+			return 2;
+		} else if (file != NULL) {
+			fprintf(stderr, "kvsim replay: one script at a time\n");
+			return 2;
+		} else {
+			file = argv[i];
+		}
+	}
+	if (file == NULL) {
+		fprintf(stderr, "usage: kvsim replay [--check] FILE\n");
+		return 2;
+	}
+	if (strcmp(file, "-") == 0) {
+		return replay_run(stdin, "<stdin>", stdout, stderr, &o);
+	}
+	in = fopen(file, "r");
+	if (in == NULL) {
+		fprintf(stderr, "kvsim replay: %s: %s\n", file,
+			strerror(errno));
+		return 2;
+	}
+	rc = replay_run(in, file, stdout, stderr, &o);
+	fclose(in);
+	return rc;
+}
