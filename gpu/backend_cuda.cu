@@ -1064,6 +1064,18 @@ cuda_describe(kvgpu *g, kvgpu_fact_fn fn, void *ctx)
 	return KV_OK;
 }
 
+static int
+cuda_check(const kvgpu *g)
+{
+	const struct cuda *c = (const struct cuda *)g->impl;
+
+	if (c->dev == NULL || c->host == NULL || c->st == NULL ||
+	    c->e0 == NULL || c->e1 == NULL || c->dres == NULL ||
+	    c->stage_d == NULL || c->stage_h == NULL)
+		return 30;
+	return 0;
+}
+
 const struct kvgpu_ops kvgpu__cuda_ops = {
 	"cuda",
 	cuda_open,
@@ -1078,4 +1090,5 @@ const struct kvgpu_ops kvgpu__cuda_ops = {
 	cuda_peek,
 	cuda_poke,
 	cuda_describe,
+	cuda_check,
 };

@@ -331,6 +331,27 @@ fault_poke(kvgpu *g, enum kvgpu_side side, uint64_t off, const uint32_t *w,
 	return e != KV_OK ? e : f->in->ops->poke(f->in, side, off, w, n);
 }
 
+static int
+fault_check(const kvgpu *g)
+{
+	const struct fault *f = g->impl;
+
+	if (f->in == NULL || kvgpu_check(f->in) != 0)
+		return 20;
+	if (memcmp(kvgpu_geom_of(f->in), &g->geom, sizeof(g->geom)) != 0)
+		return 21;
+	if ((unsigned)f->mode > KVGPU_FAULT_INVERT ||
+	    (unsigned)f->dir >= KVGPU_NDIRS)
+		return 22;
+	if (f->nheld > f->capheld ||
+	    (f->nheld > 0 && (f->held == NULL ||
+			      f->mode != KVGPU_FAULT_INVERT)))
+		return 23;
+	if (f->done && f->injected == 0)
+		return 24;
+	return 0;
+}
+
 const struct kvgpu_ops kvgpu__fault_ops = {
 	.name = "fault",
 	.open = fault_open,
@@ -344,6 +365,7 @@ const struct kvgpu_ops kvgpu__fault_ops = {
 	.mem_info = fault_mem_info,
 	.peek = fault_peek,
 	.poke = fault_poke,
+	.check = fault_check,
 };
 
 kv_err

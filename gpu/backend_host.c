@@ -199,6 +199,16 @@ host_poke(kvgpu *g, enum kvgpu_side side, uint64_t off, const uint32_t *w,
 	return KV_OK;
 }
 
+static int
+host_check(const kvgpu *g)
+{
+	const struct host *h = g->impl;
+
+	if (h->pool[0] == NULL || h->pool[1] == NULL || h->stage == NULL)
+		return 10;
+	return 0;
+}
+
 const struct kvgpu_ops kvgpu__host_ops = {
 	.name = "host",
 	.open = host_open,
@@ -212,4 +222,5 @@ const struct kvgpu_ops kvgpu__host_ops = {
 	.mem_info = host_mem_info,
 	.peek = host_peek,
 	.poke = host_poke,
+	.check = host_check,
 };

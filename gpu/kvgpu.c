@@ -177,6 +177,50 @@ kvgpu_close(kvgpu *g)
 	free(g);
 }
 
+static bool
+lay_agrees(const struct kvgpu_lay *y, const struct kvgpu_geom *geom,
+	   uint64_t nb)
+{
+	return y->layout == (uint32_t)geom->layout &&
+	       y->layers == geom->layers && y->bs == geom->block_size &&
+	       y->tw == (uint32_t)(kvgpu_slot_bytes(geom) / 4) && y->nb == nb;
+}
+
+int
+kvgpu_check(const kvgpu *g)
+{
+	const struct kvgpu_ops *o = g->ops;
+	char why[128];
+	size_t nlen, nmark;
+
+	if (o == NULL || o->name == NULL || o->open == NULL ||
+	    o->close == NULL || o->poison == NULL || o->fill == NULL ||
+	    o->copy == NULL || o->verify == NULL || o->scan_poison == NULL ||
+	    o->digest == NULL || o->mem_info == NULL || o->peek == NULL ||
+	    o->poke == NULL)
+		return 1;
+	if (kvgpu_geom_check(&g->geom, why, sizeof(why)) != KV_OK)
+		return 2;
+	if (!lay_agrees(&g->lay[KVGPU_DEV], &g->geom, g->geom.dev_blocks) ||
+	    !lay_agrees(&g->lay[KVGPU_HOST], &g->geom, g->geom.host_blocks))
+		return 3;
+	nlen = strlen(o->name);
+	if (memchr(g->name, '\0', sizeof(g->name)) == NULL ||
+	    strncmp(g->name, o->name, nlen) != 0 ||
+	    (g->name[nlen] != '\0' && g->name[nlen] != ':'))
+		return 4;
+	if (g->mark == NULL)
+		return 5;
+	nmark = (size_t)(g->geom.dev_blocks > g->geom.host_blocks ?
+			 g->geom.dev_blocks : g->geom.host_blocks) + 1;
+	for (size_t i = 0; i < nmark; i++)
+		if (g->mark[i] != 0)
+			return 5;
+	if (g->impl == NULL)
+		return 6;
+	return o->check != NULL ? o->check(g) : 0;
+}
+
 const char *
 kvgpu_name(const kvgpu *g)
 {

@@ -148,6 +148,29 @@ kvgpu *kvgpu_open(const char *name, const struct kvgpu_geom *geom,
 		  kv_err *err, char *why, size_t whylen);
 void kvgpu_close(kvgpu *g);
 
+/*
+ * The handle's invariants: 0, or the number of the first one broken.
+ * O(blocks) for the scratch; no pool word is read.  Tests call it after
+ * operations; gpu/drive.c after every batch when its caller asks for
+ * checks.
+ *   1  a backend with every operation (describe and check are optional)
+ *   2  the geometry passes kvgpu_geom_check()
+ *   3  each pool's layout record agrees with the geometry
+ *   4  the name is NUL-terminated and is the backend's, alone or followed
+ *      by ':' and its argument
+ *   5  the independence scratch exists and is clear between calls
+ *   6  the backend's state exists
+ *  10  host: both pools and the staging block exist
+ *  20  fault: the wrapped backend passes kvgpu_check()
+ *  21  fault: the wrapped backend has this handle's geometry
+ *  22  fault: the armed mode and direction are known ones
+ *  23  fault: a held swap-out batch only under invert, within its capacity
+ *  24  fault: a fault marked done has been counted as injected
+ *  30  cuda: the pools, the stream, its events and the staging buffers
+ *      exist
+ */
+int kvgpu_check(const kvgpu *g);
+
 const char *kvgpu_name(const kvgpu *g);
 const struct kvgpu_geom *kvgpu_geom_of(const kvgpu *g);
 const char *kvgpu_errmsg(const kvgpu *g);

@@ -44,6 +44,9 @@ struct kvgpu_ops {
 		       const uint32_t *w, size_t n);
 	/* Optional: device facts as key/value pairs (kvgpu_describe). */
 	kv_err (*describe)(kvgpu *g, kvgpu_fact_fn fn, void *ctx);
+	/* Optional: the backend's own invariants for kvgpu_check(), 0 or
+	 * the number (kvgpu.h) of the first one broken. */
+	int (*check)(const kvgpu *g);
 };
 
 struct kvgpu {

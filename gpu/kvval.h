@@ -85,6 +85,10 @@ struct kvval_opts {
 	bool skip_stale;		/* leave an engine hazard's positions
 					 * (kvs_sched.stale) unwritten, as the
 					 * engine modelled does: they fail */
+	bool check;			/* kvgpu_check() after every batch of
+					 * copies: a broken backend invariant
+					 * fails the step (the expensive
+					 * check level) */
 };
 
 /*

@@ -639,6 +639,7 @@ copy(kvval *v, enum kvgpu_dir dir, const struct kvc_pair *p, uint32_t n,
 	struct kvval_class *c = &v->st.cls[dir];
 	struct kvgpu_timing t;
 	size_t m;
+	int k;
 
 	if (n == 0)
 		return 0;
@@ -682,6 +683,12 @@ copy(kvval *v, enum kvgpu_dir dir, const struct kvc_pair *p, uint32_t n,
 		return dev_fail(v, "poison", why, len);
 	if (kvgpu_copy(v->g, dir, v->o.strat, v->pair, m, &t) != KV_OK)
 		return dev_fail(v, kvgpu_dir_name(dir), why, len);
+	if (v->o.check && (k = kvgpu_check(v->g)) != 0) {
+		snprintf(why, len, "%s: backend invariant %d broken after a "
+			 "%s batch (kvgpu.h)", kvgpu_name(v->g), k,
+			 kvgpu_dir_name(dir));
+		return 1;
+	}
 	{
 		enum kvgpu_side from = dir == KVGPU_H2D ? KVGPU_HOST :
 				       KVGPU_DEV;

@@ -43,7 +43,7 @@ faulty_run_in(struct res *out, const char *policy, int swap,
 	struct kvc_config kc;
 	struct kvgpu_geom g;
 	struct kvval_pool pool;
-	struct kvval_opts vo = { KVGPU_PER_CHUNK, 0, 0, false };
+	struct kvval_opts vo = { KVGPU_PER_CHUNK, 0, 0, false, true };
 	char why[512];
 	bool refused;
 	kvgpu *b;

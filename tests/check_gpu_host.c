@@ -11,6 +11,7 @@
  */
 #include "gpu/kvdrive.h"
 #include "gpu/kv_layout.h"
+#include "gpu/kvgpu_int.h"	/* white-box: kvgpu_check() */
 
 #include <check.h>
 #include <stdio.h>
@@ -172,12 +173,91 @@ START_TEST(copy_round_trip)
 		s[i].block = i < 4 ? 5 : 2;
 	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 8, &d), KV_OK);
 	ck_assert_uint_eq(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_check(b), 0);
 	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, st, cow, 1, NULL), KV_OK);
+	ck_assert_int_eq(kvgpu_check(b), 0);
 	for (int i = 0; i < 4; i++)
 		s[i].block = 1;
 	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 8, &d), KV_OK);
 	ck_assert_uint_eq(d.mismatches, 0);
 	kvgpu_close(b);
+}
+END_TEST
+
+/* kvgpu_check() holds on open handles, after a refused batch, and names
+ * each invariant broken by hand. */
+START_TEST(check_invariants)
+{
+	struct kvgpu_geom g = geom(KVGPU_FI_FUSED, 6, 5);
+	struct kvgpu_pair dep[2] = { { 1, 2 }, { 3, 2 } };
+	struct kvgpu_pair out[1] = { { 1, 4 } };
+	const struct kvgpu_ops *ops;
+	struct kvgpu_ops broken;
+	char why[256], name[64];
+	uint32_t **pools, *pool1;
+	kvgpu *b = open_host(&g), *f, *in;
+	kv_err e;
+	void *impl;
+
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	/* a refused dependent batch leaves the scratch clear */
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2D, KVGPU_PER_CHUNK, dep, 2,
+				    NULL), KV_EINVAL);
+	ck_assert_int_eq(kvgpu_check(b), 0);
+
+	ops = b->ops;
+	broken = *ops;
+	broken.poke = NULL;
+	b->ops = &broken;
+	ck_assert_int_eq(kvgpu_check(b), 1);
+	b->ops = ops;
+	b->geom.dtype_bytes = 3;	/* 2 * 4 * 3 bytes: not whole words */
+	b->geom.kv_heads = 1;
+	b->geom.head_dim = 1;
+	ck_assert_int_eq(kvgpu_check(b), 2);
+	b->geom = g;
+	b->lay[KVGPU_HOST].nb++;
+	ck_assert_int_eq(kvgpu_check(b), 3);
+	b->lay[KVGPU_HOST].nb--;
+	memcpy(name, b->name, sizeof(name));
+	snprintf(b->name, sizeof(b->name), "hostile");
+	ck_assert_int_eq(kvgpu_check(b), 4);
+	memcpy(b->name, name, sizeof(name));
+	b->mark[3] = 1;
+	ck_assert_int_eq(kvgpu_check(b), 5);
+	b->mark[3] = 0;
+	impl = b->impl;
+	b->impl = NULL;
+	ck_assert_int_eq(kvgpu_check(b), 6);
+	b->impl = impl;
+	pools = impl;	/* struct host starts with its two pools */
+	pool1 = pools[1];
+	pools[1] = NULL;
+	ck_assert_int_eq(kvgpu_check(b), 10);
+	pools[1] = pool1;
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	kvgpu_close(b);
+
+	/* fault: the wrapper holds an invert batch and stays sound; a broken
+	 * wrapped handle shows as the wrapper's own invariant 20 */
+	f = kvgpu_open("fault:invert", &g, &e, why, sizeof(why));
+	ck_assert_msg(f != NULL, "%s", why);
+	ck_assert_int_eq(kvgpu_copy(f, KVGPU_D2H, KVGPU_PER_CHUNK, out, 1,
+				    NULL), KV_OK);
+	ck_assert_int_eq(kvgpu_check(f), 0);
+	in = *(kvgpu **)f->impl;	/* struct fault starts with it */
+	in->lay[KVGPU_DEV].bs++;
+	ck_assert_int_eq(kvgpu_check(in), 3);
+	ck_assert_int_eq(kvgpu_check(f), 20);
+	in->lay[KVGPU_DEV].bs--;
+	in->geom.host_blocks++;
+	in->lay[KVGPU_HOST].nb++;
+	ck_assert_int_eq(kvgpu_check(in), 0);
+	ck_assert_int_eq(kvgpu_check(f), 21);
+	in->geom.host_blocks--;
+	in->lay[KVGPU_HOST].nb--;
+	ck_assert_int_eq(kvgpu_check(f), 0);
+	kvgpu_close(f);
 }
 END_TEST
 
@@ -274,7 +354,7 @@ run(struct run *out, const struct kvdrive_opts *o, const char *backend,
     enum kvgpu_layout layout)
 {
 	struct kvgpu_geom g = geom(layout, 0, 0);
-	struct kvval_opts vo = { KVGPU_BATCH, 4, 3, false };
+	struct kvval_opts vo = { KVGPU_BATCH, 4, 3, false, true };
 	struct kvval_pool pool;
 	kvgpu *b;
 	kvval *v;
@@ -455,7 +535,7 @@ START_TEST(pool_too_small)
 	struct kvdrive_opts o;
 	struct kvc_config kc;
 	struct kvgpu_geom g = geom(KVGPU_FA_SPLIT, 0, 0);
-	struct kvval_opts vo = { KVGPU_BATCH, 0, 0, false };
+	struct kvval_opts vo = { KVGPU_BATCH, 0, 0, false, true };
 	struct kvdrive_result r;
 	char why[256];
 	bool refused;
@@ -512,6 +592,7 @@ gpu_host_suite(void)
 	tcase_add_loop_test(t, copy_round_trip, 0,
 			    KVGPU_NLAYOUTS * KVGPU_NSTRATS);
 	tcase_add_test(t, batches_independent);
+	tcase_add_test(t, check_invariants);
 	tcase_add_test(t, digest_layout_free);
 	tcase_add_test(t, open_errors);
 	suite_add_tcase(s, t);

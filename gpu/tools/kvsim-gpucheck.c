@@ -499,7 +499,7 @@ replay(const char *backend, const struct trace *t, bool quick,
 	struct kvval_pool pool;
 	struct kvgpu_geom g = { 4, 2, 64, 2, 16, KVGPU_FA_SPLIT, 0, 0,
 				KVGPU_PINNED };
-	struct kvval_opts vo = { KVGPU_BATCH, 8, 0, false };
+	struct kvval_opts vo = { KVGPU_BATCH, 8, 0, false, false };
 	bool refused;
 	kvgpu *b;
 	kvval *v;
