@@ -43,9 +43,11 @@ TESTS += \
 	%reldir%/replay.sh \
 	%reldir%/badinput.sh \
 	%reldir%/cli.sh \
-	%reldir%/check_layering.sh
+	%reldir%/check_layering.sh \
+	%reldir%/check_funclen.sh
 EXTRA_DIST += %reldir%/replay.sh %reldir%/badinput.sh %reldir%/cli.sh \
-	%reldir%/check_layering.sh %reldir%/replay %reldir%/bad
+	%reldir%/check_layering.sh %reldir%/check_funclen.sh \
+	%reldir%/replay %reldir%/bad
 
 check_PROGRAMS += %reldir%/check_stress
 %canon_reldir%_check_stress_SOURCES = %reldir%/check_stress.c
