@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_kvsize.h"
+#include "sim/cli/opts.h"
 
 #include "sim/model/catalog.h"
 #include "sim/model/sizing.h"
@@ -131,7 +132,7 @@ kvsize_bad(const char *opt, const char *val, const char *want)
 {
 	fprintf(stderr, "kvsim kv-size: %s: bad value '%s' (%s)\n", opt, val,
 		want);
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
 static bool
@@ -163,14 +164,14 @@ kvsize_model(const cat *c, const char *name, const struct cat_model **m,
 			fprintf(stderr, "kvsim kv-size: unknown model '%s': "
 				"not in the catalog ('kvsim catalog list "
 				"models') and not a config.json file\n", name);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		fclose(f);
 	}
 	rc = cat_model_from_hf(owned, name, &e);
 	if (rc != KV_OK) {
 		fprintf(stderr, "kvsim kv-size: %s\n", e.msg);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	*m = *owned;
 	return 0;
@@ -380,11 +381,11 @@ kvsize_main(int argc, char **argv)
 		case ':':
 			fprintf(stderr, "kvsim kv-size: %s needs a value\n",
 				name);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		default:
 			fprintf(stderr, "kvsim kv-size: unknown option '%s'\n"
 				"Try 'kvsim kv-size --help'.\n", name);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		if (size != NULL) {
 			if (!cat_parse_bytes(optarg, &u) || u > INT64_MAX)
@@ -396,23 +397,23 @@ kvsize_main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "kvsim kv-size: unexpected argument '%s'\n",
 			argv[optind]);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (model == NULL || gpu == NULL) {
 		fprintf(stderr, "kvsim kv-size: --model and --gpu are "
 			"required\nTry 'kvsim kv-size --help'.\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (cat_load(&c, datadir, &ce) != KV_OK) {
 		fprintf(stderr, "kvsim kv-size: %s\n", ce.msg);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	g = cat_find_gpu(c, gpu);
 	if (g == NULL) {
 		fprintf(stderr, "kvsim kv-size: unknown GPU '%s' ('kvsim "
 			"catalog list gpus')\n", gpu);
 		cat_free(c);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	rc = kvsize_model(c, model, &m, &owned);
 	if (rc != 0) {
@@ -424,11 +425,11 @@ kvsize_main(int argc, char **argv)
 		fputs("kvsim: out of memory\n", stderr);
 		cat_model_free(owned);
 		cat_free(c);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (sz_compute(m, g, &e, r, why, sizeof(why)) != KV_OK) {
 		fprintf(stderr, "kvsim kv-size: %s\n", why);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 	} else {
 		for (size_t i = 0; i < r->nlog; i++)
 			printf("%s\n", r->log[i]);
@@ -437,7 +438,7 @@ kvsize_main(int argc, char **argv)
 		fflush(stdout);
 		if (!r->fits) {
 			fprintf(stderr, "ValueError: %s\n", r->error);
-			rc = 1;
+			rc = KVSIM_EXIT_FAIL;
 		}
 	}
 	free(r);

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_trace_stats.h"
+#include "sim/cli/opts.h"
 
 #include "sim/cli/cmd_trace_stats.h"
 #include "workloads/wl.h"
@@ -291,7 +292,7 @@ bad_usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nRun 'kvsim trace-stats --help' for usage.\n");
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
 int

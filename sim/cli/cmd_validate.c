@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_validate.h"
+#include "sim/cli/opts.h"
 
 #include "gpu/kvval.h"
 #include "sim/cost.h"
@@ -238,7 +239,7 @@ tmp_commit(FILE *f, const char *path, const char *tmp)
 		fprintf(stderr, "kvsim validate: %s: %s\n", path,
 			strerror(errno));
 		remove(tmp);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -373,11 +374,11 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "kvsim validate: %s: %s\n", outdir,
 			strerror(errno));
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	f = tmp_open(outdir, "validate.csv", path, tmp, sizeof(path));
 	if (f == NULL)
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	fprintf(f, "class,batches,blocks,chunks,bytes,measured_ns,"
 		"submit_ns,model_ns,sim_charged_ns\n");
 	for (int d = 0; d < KVGPU_NDIRS; d++) {
@@ -399,7 +400,7 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		return rc;
 	f = tmp_open(outdir, "validate_summary.csv", path, tmp, sizeof(path));
 	if (f == NULL)
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	fprintf(f, "key,value\nbackend,%s\nlayout,%s\nstrategy,%s\n"
 		"geometry,%s\nrun,%s\nsteps,%" PRIu64 "\n"
 		"preempt_swap,%" PRIu64 "\npreempt_recompute,%" PRIu64 "\n"
@@ -463,7 +464,7 @@ validate_main(int argc, char **argv)
 	sets = calloc((size_t)argc + 2, sizeof(*sets));
 	if (sets == NULL) {
 		fprintf(stderr, "kvsim validate: out of memory\n");
-		return 1;
+		return KVSIM_EXIT_FAIL;
 	}
 	sim_config_init(&cfg);
 	optind = 1;
@@ -482,7 +483,7 @@ validate_main(int argc, char **argv)
 			if (!kvgpu_layout_parse(optarg, &x.layout)) {
 				fprintf(stderr, "kvsim validate: --layout: "
 					"unknown layout '%s'\n", optarg);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				goto done;
 			}
 			break;
@@ -490,7 +491,7 @@ validate_main(int argc, char **argv)
 			if (!kvgpu_strat_parse(optarg, &x.strat)) {
 				fprintf(stderr, "kvsim validate: --strategy: "
 					"unknown strategy '%s'\n", optarg);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				goto done;
 			}
 			break;
@@ -499,7 +500,7 @@ validate_main(int argc, char **argv)
 			    strcmp(optarg, "model") != 0) {
 				fprintf(stderr, "kvsim validate: --geometry: "
 					"tiny or model, not '%s'\n", optarg);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				goto done;
 			}
 			x.model_geom = strcmp(optarg, "model") == 0;
@@ -510,7 +511,7 @@ validate_main(int argc, char **argv)
 			if (errno != 0 || *end != '\0' || *optarg == '-') {
 				fprintf(stderr, "kvsim validate: --frag-every: "
 					"not a count: '%s'\n", optarg);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				goto done;
 			}
 			break;
@@ -520,7 +521,7 @@ validate_main(int argc, char **argv)
 				fprintf(stderr, "kvsim validate: "
 					"--engine-hazards: write or skip, not "
 					"'%s'\n", optarg);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				goto done;
 			}
 			x.skip_stale = strcmp(optarg, "skip") == 0;
@@ -542,7 +543,7 @@ validate_main(int argc, char **argv)
 			goto done;
 		default:
 			validate_usage(stderr);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 			goto done;
 		}
 	}
@@ -562,7 +563,7 @@ validate_main(int argc, char **argv)
 			fprintf(stderr, "kvsim validate: --out %s holds %s; "
 				"refusing to overwrite it (use --force)\n",
 				outdir, names[i]);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 			goto done;
 		}
 	}
@@ -577,7 +578,7 @@ validate_main(int argc, char **argv)
 		if (probe == NULL) {
 			fprintf(stderr, "kvsim validate: --backend %s: %s\n",
 				x.backend, err);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 			goto done;
 		}
 		kvgpu_close(probe);
@@ -585,7 +586,7 @@ validate_main(int argc, char **argv)
 	if (sim_config_from_args(&cfg, file, sets, nsets, err, sizeof(err)) !=
 	    KV_OK) {
 		fprintf(stderr, "%s\n", err);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
 	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
@@ -595,7 +596,7 @@ validate_main(int argc, char **argv)
 	if (x.model_geom && !x.have_cm) {
 		fprintf(stderr, "kvsim validate: --geometry model needs a "
 			"catalog model\n");
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
 	rc = sim_run_exec(R);
@@ -610,7 +611,7 @@ validate_main(int argc, char **argv)
 		if (r2 != 0)
 			rc = r2;
 		else if (rc == 0 && t.failures > 0)
-			rc = 1;
+			rc = KVSIM_EXIT_FAIL;
 	}
 done:
 	for (uint32_t r = 0; r < x.nrep; r++) {
