@@ -167,10 +167,6 @@ describe(const cmp_side *s, char *buf, size_t len)
 			 "each", cmp_side_kind(s), ng, lo, hi);
 }
 
-/*
- * Judge every metric of every configuration on both sides; write
- * compare.csv at `csv` and print the table.  Returns the exit status.
- */
 /* A metric the user named must exist on both sides (a default one may
  * be absent: its rows are left out).  0, or 2 with the message. */
 static int
@@ -189,139 +185,110 @@ named_metrics(const cmp_side *b, const cmp_side *c, const char *bname,
 	return 0;
 }
 
+/*
+ * Pair the configurations of the two sides: pb[k] and pc[k] with label
+ * label[k] (allocated), *npair of them.  0, KVSIM_EXIT_USAGE with the
+ * message, or -1 out of memory.
+ */
 static int
-compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
-	      const char *cname, const struct opts *o, const char *csv)
+compare_pair(const cmp_side *b, const cmp_side *c, const char *bname,
+	     const char *cname, size_t *pb, size_t *pc, char **label,
+	     size_t *npair)
 {
-	size_t nth, npair = 0, nrow = 0, nreg = 0, cap = 0;
-	struct cmp_threshold *th = thresholds(o, &nth);
-	struct cmp_row *row = NULL;
-	size_t *pb = NULL, *pc = NULL;
-	char **label = NULL, tmp[4400], err[1400];
-	double *vb = NULL, *vc = NULL;
-	size_t maxn = 1;
-	FILE *f;
-	int rc = 0;
-
-	if (th == NULL)
-		goto oom;
-	if ((rc = named_metrics(b, c, bname, cname, o)) != 0)
-		goto out;
-	/* Pair the configurations. */
-	cap = cmp_side_ngroups(b) + 1;
-	pb = calloc(cap, sizeof(*pb));
-	pc = calloc(cap, sizeof(*pc));
-	label = calloc(cap, sizeof(*label));
-	if (pb == NULL || pc == NULL || label == NULL)
-		goto oom;
 	if (cmp_side_ngroups(b) == 1 && cmp_side_ngroups(c) == 1) {
 		const char *lb = cmp_side_group(b, 0);
 		const char *lc = cmp_side_group(c, 0);
 		size_t n = strlen(lb) + strlen(lc) + 8;
 
 		if ((label[0] = malloc(n)) == NULL)
-			goto oom;
+			return -1;
 		if (strcmp(lb, lc) == 0)
 			snprintf(label[0], n, "%s", lb);
 		else
 			snprintf(label[0], n, "%s vs %s", lb[0] ? lb : "-",
 				 lc[0] ? lc : "-");
-		npair = 1;
-	} else {
-		if (strcmp(cmp_side_keys(b), cmp_side_keys(c)) != 0) {
-			fprintf(stderr, "kvsim compare: %s varies (%s) and %s "
-				"varies (%s): their configurations cannot be "
-				"matched\n", bname, cmp_side_keys(b)[0] ?
-				cmp_side_keys(b) : "seed only", cname,
-				cmp_side_keys(c)[0] ? cmp_side_keys(c)
-				: "seed only");
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
-		}
-		for (size_t g = 0; g < cmp_side_ngroups(b); g++) {
-			size_t h;
-
-			for (h = 0; h < cmp_side_ngroups(c); h++)
-				if (strcmp(cmp_side_group(b, g),
-					   cmp_side_group(c, h)) == 0)
-					break;
-			if (h == cmp_side_ngroups(c)) {
-				fprintf(stderr, "kvsim compare: %s: only in "
-					"%s, not compared\n",
-					cmp_side_group(b, g), bname);
-				continue;
-			}
-			pb[npair] = g;
-			pc[npair] = h;
-			if ((label[npair] = strdup(cmp_side_group(b, g))) ==
-			    NULL)
-				goto oom;
-			npair++;
-		}
-		for (size_t h = 0; h < cmp_side_ngroups(c); h++) {
-			bool seen = false;
-
-			for (size_t k = 0; k < npair; k++)
-				seen = seen || pc[k] == h;
-			if (!seen)
-				fprintf(stderr, "kvsim compare: %s: only in "
-					"%s, not compared\n",
-					cmp_side_group(c, h), cname);
-		}
-		if (npair == 0) {
-			fprintf(stderr, "kvsim compare: %s and %s have no "
-				"configuration in common\n", bname, cname);
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
-		}
+		*npair = 1;
+		return KVSIM_EXIT_OK;
 	}
+	if (strcmp(cmp_side_keys(b), cmp_side_keys(c)) != 0) {
+		fprintf(stderr, "kvsim compare: %s varies (%s) and %s varies "
+			"(%s): their configurations cannot be matched\n",
+			bname, cmp_side_keys(b)[0] ? cmp_side_keys(b)
+			: "seed only", cname, cmp_side_keys(c)[0] ?
+			cmp_side_keys(c) : "seed only");
+		return KVSIM_EXIT_USAGE;
+	}
+	for (size_t g = 0; g < cmp_side_ngroups(b); g++) {
+		size_t h;
+
+		for (h = 0; h < cmp_side_ngroups(c); h++)
+			if (strcmp(cmp_side_group(b, g),
+				   cmp_side_group(c, h)) == 0)
+				break;
+		if (h == cmp_side_ngroups(c)) {
+			fprintf(stderr, "kvsim compare: %s: only in %s, not "
+				"compared\n", cmp_side_group(b, g), bname);
+			continue;
+		}
+		pb[*npair] = g;
+		pc[*npair] = h;
+		if ((label[*npair] = strdup(cmp_side_group(b, g))) == NULL)
+			return -1;
+		(*npair)++;
+	}
+	for (size_t h = 0; h < cmp_side_ngroups(c); h++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < *npair; k++)
+			seen = seen || pc[k] == h;
+		if (!seen)
+			fprintf(stderr, "kvsim compare: %s: only in %s, not "
+				"compared\n", cmp_side_group(c, h), cname);
+	}
+	if (*npair == 0) {
+		fprintf(stderr, "kvsim compare: %s and %s have no "
+			"configuration in common\n", bname, cname);
+		return KVSIM_EXIT_USAGE;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The largest group of either side: room for its values. */
+static size_t
+compare_maxn(const cmp_side *b, const cmp_side *c)
+{
+	size_t maxn = 1;
+
 	for (size_t g = 0; g < cmp_side_ngroups(b); g++)
 		maxn = cmp_side_group_size(b, g) > maxn
 		     ? cmp_side_group_size(b, g) : maxn;
 	for (size_t g = 0; g < cmp_side_ngroups(c); g++)
 		maxn = cmp_side_group_size(c, g) > maxn
 		     ? cmp_side_group_size(c, g) : maxn;
-	vb = calloc(maxn, sizeof(*vb));
-	vc = calloc(maxn, sizeof(*vc));
-	row = calloc(npair * nth + 1, sizeof(*row));
-	if (vb == NULL || vc == NULL || row == NULL)
-		goto oom;
-	for (size_t k = 0; k < npair; k++)
-		for (size_t i = 0; i < nth; i++) {
-			size_t nb, nc;
+	return maxn;
+}
 
-			if (cmp_side_values(b, pb[k], th[i].metric, vb, &nb,
-					    err, sizeof(err)) != KV_OK ||
-			    cmp_side_values(c, pc[k], th[i].metric, vc, &nc,
-					    err, sizeof(err)) != KV_OK) {
-				fprintf(stderr, "kvsim compare: %s\n", err);
-				rc = KVSIM_EXIT_USAGE;
-				goto out;
-			}
-			if (nb == 0 || nc == 0)
-				continue;	/* absent or empty (tpot) */
-			row[nrow].config = label[k];
-			snprintf(row[nrow].metric, sizeof(row[nrow].metric),
-				 "%s", th[i].metric);
-			cmp_judge(vb, nb, vc, nc, &th[i], o->alpha,
-				  &row[nrow]);
-			if (row[nrow].verdict == CMP_REGRESSION)
-				nreg++;
-			nrow++;
-		}
+/* compare.csv at `csv`, the table, the verdict line and the plots;
+ * returns the exit status. */
+static int
+compare_report(const cmp_side *b, const cmp_side *c, const char *bname,
+	       const char *cname, const struct opts *o, const char *csv,
+	       const struct cmp_row *row, size_t nrow, size_t nreg)
+{
+	char tmp[4400];
+	FILE *f;
+	int rc = KVSIM_EXIT_OK;
 
 	if ((f = sweep_create(csv, tmp, sizeof(tmp))) == NULL) {
 		fprintf(stderr, "kvsim compare: %s: %s\n", csv,
 			strerror(errno));
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (cmp_write_csv(f, row, nrow) != 0 ||
 	    sweep_commit(f, tmp, csv) != 0) {
 		fprintf(stderr, "kvsim compare: %s: %s\n", csv,
 			strerror(errno));
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (!o->c.quiet) {
 		char db[128], dc[128];
@@ -364,6 +331,70 @@ compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 		fflush(stdout);
 		auto_plot("kvsim compare", tmp, o->c.quiet);
 	}
+	return rc;
+}
+
+/*
+ * Judge every metric of every configuration on both sides; write
+ * compare.csv at `csv` and print the table.  Returns the exit status.
+ */
+static int
+compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
+	      const char *cname, const struct opts *o, const char *csv)
+{
+	size_t nth, npair = 0, nrow = 0, nreg = 0, cap = 0, maxn;
+	struct cmp_threshold *th = thresholds(o, &nth);
+	struct cmp_row *row = NULL;
+	size_t *pb = NULL, *pc = NULL;
+	char **label = NULL, err[1400];
+	double *vb = NULL, *vc = NULL;
+	int rc = 0;
+
+	if (th == NULL)
+		goto oom;
+	if ((rc = named_metrics(b, c, bname, cname, o)) != 0)
+		goto out;
+	cap = cmp_side_ngroups(b) + 1;
+	pb = calloc(cap, sizeof(*pb));
+	pc = calloc(cap, sizeof(*pc));
+	label = calloc(cap, sizeof(*label));
+	if (pb == NULL || pc == NULL || label == NULL)
+		goto oom;
+	if ((rc = compare_pair(b, c, bname, cname, pb, pc, label,
+			       &npair)) < 0)
+		goto oom;
+	if (rc != 0)
+		goto out;
+	maxn = compare_maxn(b, c);
+	vb = calloc(maxn, sizeof(*vb));
+	vc = calloc(maxn, sizeof(*vc));
+	row = calloc(npair * nth + 1, sizeof(*row));
+	if (vb == NULL || vc == NULL || row == NULL)
+		goto oom;
+	for (size_t k = 0; k < npair; k++)
+		for (size_t i = 0; i < nth; i++) {
+			size_t nb, nc;
+
+			if (cmp_side_values(b, pb[k], th[i].metric, vb, &nb,
+					    err, sizeof(err)) != KV_OK ||
+			    cmp_side_values(c, pc[k], th[i].metric, vc, &nc,
+					    err, sizeof(err)) != KV_OK) {
+				fprintf(stderr, "kvsim compare: %s\n", err);
+				rc = KVSIM_EXIT_USAGE;
+				goto out;
+			}
+			if (nb == 0 || nc == 0)
+				continue;	/* absent or empty (tpot) */
+			row[nrow].config = label[k];
+			snprintf(row[nrow].metric, sizeof(row[nrow].metric),
+				 "%s", th[i].metric);
+			cmp_judge(vb, nb, vc, nc, &th[i], o->alpha,
+				  &row[nrow]);
+			if (row[nrow].verdict == CMP_REGRESSION)
+				nreg++;
+			nrow++;
+		}
+	rc = compare_report(b, c, bname, cname, o, csv, row, nrow, nreg);
 	goto out;
 oom:
 	fprintf(stderr, "kvsim compare: out of memory\n");
