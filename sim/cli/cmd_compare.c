@@ -653,27 +653,14 @@ result_name(const struct suite *s, const char *path)
 	}
 }
 
+/* The suite's keys, and its configs:, traces: and config: entries. */
 static int
-suite_load(const char *file, struct suite *s)
+suite_top(const char *file, const struct yd_node *r,
+	  const struct yd_node **cfp, const struct yd_node **trp,
+	  const struct yd_node **basep)
 {
-	struct yd_doc d;
-	const struct yd_node *cf, *tr, *base, *sd, *r;
-	char err[1400];
-	size_t n;
-	int rc = 0;
+	const struct yd_node *cf, *tr, *base;
 
-	memset(s, 0, sizeof(*s));
-	if (yd_load_path(&d, file, err, sizeof(err)) != KV_OK) {
-		fprintf(stderr, "%s\n", err);
-		return KVSIM_EXIT_USAGE;
-	}
-	r = d.root;
-	if (r == NULL || r->type != YD_MAP) {
-		fprintf(stderr, "%s:1:1: expected a mapping with configs, "
-			"seeds, baseline and candidate\n", file);
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
-	}
 	for (size_t i = 0; i < r->n; i++) {
 		const struct yd_node *k = yd_key(r, i);
 		static const char *const known[] = { "configs", "traces",
@@ -686,13 +673,12 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: unknown key '%s' (configs, "
 				"traces, config, seeds, set, baseline, "
 				"candidate)\n", file, k->line, k->col, k->str);
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	cf = yd_get(r, "configs");
-	tr = yd_get(r, "traces");
-	base = yd_get(r, "config");
+	*cfp = cf = yd_get(r, "configs");
+	*trp = tr = yd_get(r, "traces");
+	*basep = base = yd_get(r, "config");
 	for (int l = 0; l < 2; l++) {
 		const struct yd_node *x = l == 0 ? cf : tr;
 
@@ -700,23 +686,31 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: %s: expected a non-empty "
 				"list of files\n", file, x->line, x->col,
 				l == 0 ? "configs" : "traces");
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	if (cf == NULL && tr == NULL) {
 		fprintf(stderr, "%s:1:1: no configs: or traces: list to run\n",
 			file);
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (base != NULL && (base->type != YD_SCALAR || tr == NULL)) {
 		fprintf(stderr, "%s:%lu:%lu: config: %s\n", file, base->line,
 			base->col, tr == NULL ? "the base configuration of "
 			"traces:, and there are none" : "expected a file name");
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The configurations: configs: files, then traces: over config:. */
+static int
+suite_configs(const char *file, struct suite *s, const struct yd_node *cf,
+	      const struct yd_node *tr, const struct yd_node *base)
+{
+	size_t n;
+	int rc = 0;
+
 	n = (cf != NULL ? cf->n : 0) + (tr != NULL ? tr->n : 0);
 	s->config = calloc(n, sizeof(*s->config));
 	s->trace = calloc(n, sizeof(*s->trace));
@@ -724,8 +718,7 @@ suite_load(const char *file, struct suite *s)
 	s->cwhere = calloc(n, sizeof(*s->cwhere));
 	if (s->config == NULL || s->trace == NULL || s->name == NULL ||
 	    s->cwhere == NULL) {
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < n; i++) {
 		bool is_trace = cf == NULL || i >= cf->n;
@@ -738,14 +731,12 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: %s: expected a file "
 				"name\n", file, x->line, x->col,
 				is_trace ? "traces" : "configs");
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		snprintf(s->cwhere[i], sizeof(s->cwhere[i]), "%s:%lu:%lu",
 			 file, x->line, x->col);
 		if ((path = dup_path(file, x->str)) == NULL) {
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		s->nconfig++;
 		if (is_trace) {
@@ -759,8 +750,7 @@ suite_load(const char *file, struct suite *s)
 			    (s->config[i] = dup_path(file, base->str)) ==
 			    NULL) {
 				free(path);
-				rc = KVSIM_EXIT_USAGE;
-				goto out;
+				return KVSIM_EXIT_USAGE;
 			}
 		} else {
 			s->config[i] = path;
@@ -775,8 +765,7 @@ suite_load(const char *file, struct suite *s)
 			free(path);
 		if (rc != 0 || s->name[i] == NULL ||
 		    (is_trace && s->trace[i] == NULL)) {
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	if (base != NULL) {
@@ -786,21 +775,27 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: config: %s: %s\n", file,
 				base->line, base->col, s->config[n - 1],
 				strerror(errno));
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
+	return KVSIM_EXIT_OK;
+}
+
+/* seeds: (default one seed, 0), each once. */
+static int
+suite_seeds(const char *file, struct suite *s, const struct yd_node *r)
+{
+	const struct yd_node *sd;
+
 	sd = yd_get(r, "seeds");
 	if (sd != NULL && (sd->type != YD_SEQ || sd->n == 0)) {
 		fprintf(stderr, "%s:%lu:%lu: seeds: expected a non-empty list "
 			"of seeds\n", file, sd->line, sd->col);
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	s->seed = calloc(sd != NULL ? sd->n : 1, sizeof(*s->seed));
 	if (s->seed == NULL) {
-		rc = KVSIM_EXIT_USAGE;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < (sd != NULL ? sd->n : 1); i++) {
 		const struct yd_node *x = sd != NULL ? sd->kid[i] : NULL;
@@ -814,22 +809,28 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: seeds: expected a "
 				"non-negative integer\n", file, x->line,
 				x->col);
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		for (size_t j = 0; j < s->nseed; j++)
 			if (strcmp(s->seed[j], v) == 0) {
 				fprintf(stderr, "%s:%lu:%lu: seeds: %s twice\n",
 					file, x->line, x->col, v);
-				rc = KVSIM_EXIT_USAGE;
-				goto out;
+				return KVSIM_EXIT_USAGE;
 			}
 		if ((s->seed[s->nseed] = strdup(v)) == NULL) {
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		s->nseed++;
 	}
+	return KVSIM_EXIT_OK;
+}
+
+/* set:, baseline: and candidate:, flattened into assignments. */
+static int
+suite_sides(const char *file, struct suite *s, const struct yd_node *r)
+{
+	int rc;
+
 	for (int k = 0; k < 3; k++) {
 		const struct yd_node *m = yd_get(r, side_key[k]);
 
@@ -837,13 +838,40 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:1:1: no `%s:` mapping of overrides "
 				"(e.g. %s: {policy: vllm-v1})\n", file,
 				side_key[k], side_key[k]);
-			rc = KVSIM_EXIT_USAGE;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		if (m != NULL && (rc = flatten(file, m, "", &s->side[k],
 					       &s->nside[k])) != 0)
-			goto out;
+			return rc;
 	}
+	return KVSIM_EXIT_OK;
+}
+
+static int
+suite_load(const char *file, struct suite *s)
+{
+	struct yd_doc d;
+	const struct yd_node *cf, *tr, *base, *r;
+	char err[1400];
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (yd_load_path(&d, file, err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "%s\n", err);
+		return KVSIM_EXIT_USAGE;
+	}
+	r = d.root;
+	if (r == NULL || r->type != YD_MAP) {
+		fprintf(stderr, "%s:1:1: expected a mapping with configs, "
+			"seeds, baseline and candidate\n", file);
+		rc = KVSIM_EXIT_USAGE;
+		goto out;
+	}
+	if ((rc = suite_top(file, r, &cf, &tr, &base)) != 0 ||
+	    (rc = suite_configs(file, s, cf, tr, base)) != 0 ||
+	    (rc = suite_seeds(file, s, r)) != 0 ||
+	    (rc = suite_sides(file, s, r)) != 0)
+		goto out;
 	rc = suite_check(s);
 out:
 	yd_release(&d);
