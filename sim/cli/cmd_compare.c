@@ -604,7 +604,7 @@ suite_check(const struct suite *s)
 				ro.prog = prog;
 				ro.quiet = true;
 				if (sim_run_open(&R, &c, &ro) != 0)
-					rc = KVSIM_EXIT_USAGE;
+					rc = 2;
 				sim_run_close(R);
 			}
 			sim_config_release(&c);
