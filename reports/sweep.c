@@ -1,15 +1,9 @@
 /*
- * sweep.c -- sweep grids, the child-process pool and sweep.csv (sweep.h).
+ * sweep.c -- sweep grids, their run directories and sweep.csv (sweep.h).
  *
- * Why child processes and not threads: a point is a whole `kvsim run`
- * (catalogs, plugins, a workload stream, its own output directory and exit
- * status), and a run that crashes or is killed must not take its siblings
- * down.  A process per point also makes a point reproducible by hand: its
- * command line is the sweep's, with the point's --set assignments.
- *
- * The pool blocks SIGINT, SIGTERM and SIGCHLD while it runs and takes them
- * with sigtimedwait(), so no handler and no global flag are needed; the
- * children get the caller's mask back before exec.
+ * The points run as child processes (util/pool.h): a process per point
+ * makes a point reproducible by hand, its command line being the sweep's
+ * with the point's --set assignments.
  */
 #include "config.h"
 
@@ -19,14 +13,10 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 struct axis {
@@ -416,203 +406,4 @@ sweep_merge(const sweep *s, const char *dir, size_t *missing, char *err,
 		return KV_EINVAL;
 	}
 	return KV_OK;
-}
-
-/* ---- the pool ---------------------------------------------------------- */
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Remove ".NAME.tmp.PID" files a killed child left in dir. */
-static void
-remove_temporaries(const char *dir, pid_t pid)
-{
-	char suffix[64], path[4600];
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	size_t ls;
-
-	if (d == NULL)
-		return;
-	snprintf(suffix, sizeof(suffix), ".tmp.%ld", (long)pid);
-	ls = strlen(suffix);
-	while ((e = readdir(d)) != NULL) {
-		size_t n = strlen(e->d_name);
-
-		if (e->d_name[0] == '.' && n > ls &&
-		    strcmp(e->d_name + n - ls, suffix) == 0) {
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-			unlink(path);
-		}
-	}
-	closedir(d);
-}
-
-/* The first line of a failed job's stderr.txt, for the progress line. */
-static void
-first_line(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	buf[0] = '\0';
-	if (f == NULL)
-		return;
-	if (fgets(buf, (int)len, f) != NULL)
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
-}
-
-static pid_t
-start(struct sweep_job *j, const sigset_t *mask, char *err, size_t errlen)
-{
-	char path[4200];
-	pid_t pid;
-
-	snprintf(path, sizeof(path), "%s/stderr.txt", j->dir);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(err, errlen, "fork: %s", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-		int nul = open("/dev/null", O_WRONLY);
-
-		sigprocmask(SIG_SETMASK, mask, NULL);
-		if (fd >= 0) {
-			dup2(fd, STDERR_FILENO);
-			close(fd);
-		}
-		if (nul >= 0) {
-			dup2(nul, STDOUT_FILENO);
-			close(nul);
-		}
-		execv(j->argv[0], j->argv);
-		fprintf(stderr, "cannot run %s: %s\n", j->argv[0],
-			strerror(errno));
-		_exit(127);
-	}
-	return pid;
-}
-
-static void
-finish(struct sweep_job *j, pid_t pid, int st, double t0, size_t done,
-       size_t n, bool stopping, const char *who, FILE *log)
-{
-	char path[4200], line[512];
-
-	j->status = WIFEXITED(st) ? WEXITSTATUS(st)
-		  : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 1;
-	j->wall_s = now_s() - t0;
-	snprintf(path, sizeof(path), "%s/stderr.txt", j->dir);
-	if (j->status == 0) {
-		unlink(path);
-	} else {
-		remove_temporaries(j->dir, pid);
-		if (stopping && WIFSIGNALED(st))
-			unlink(path);	/* we stopped it: nothing to read */
-	}
-	if (log == NULL)
-		return;
-	if (j->status == 0) {
-		fprintf(log, "%s: [%zu/%zu] %s ok (%.3f s)\n", who, done, n,
-			j->id, j->wall_s);
-	} else if (stopping && WIFSIGNALED(st)) {
-		fprintf(log, "%s: [%zu/%zu] %s stopped\n", who, done, n,
-			j->id);
-	} else {
-		first_line(path, line, sizeof(line));
-		fprintf(log, "%s: [%zu/%zu] %s FAILED (exit %d): %s\n"
-			"%s:   its standard error: %s\n", who, done, n, j->id,
-			j->status, line[0] ? line : "(no message)", who, path);
-	}
-	fflush(log);
-}
-
-int
-sweep_exec(struct sweep_job *job, size_t n, unsigned par, const char *who,
-	   FILE *log, char *err, size_t errlen)
-{
-	sigset_t set, old;
-	pid_t *pid;
-	double *t0;
-	size_t next = 0, running = 0, done = 0;
-	bool stopping = false;
-	int rc = 0;
-
-	if (par == 0)
-		par = 1;
-	for (size_t i = 0; i < n; i++)
-		job[i].status = -1;
-	pid = calloc(n ? n : 1, sizeof(*pid));
-	t0 = calloc(n ? n : 1, sizeof(*t0));
-	if (pid == NULL || t0 == NULL) {
-		free(pid);
-		free(t0);
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	for (;;) {
-		struct timespec to = { 0, 50 * 1000 * 1000 };
-		bool reaped = false;
-		int sig;
-
-		while (!stopping && running < par && next < n) {
-			t0[next] = now_s();
-			pid[next] = start(&job[next], &old, err, errlen);
-			if (pid[next] < 0) {
-				rc = -1;
-				stopping = true;
-				break;
-			}
-			next++;
-			running++;
-		}
-		if (stopping && rc == -1)
-			for (size_t i = 0; i < next; i++)
-				if (pid[i] > 0 && job[i].status < 0)
-					kill(pid[i], SIGTERM);
-		if (running == 0)
-			break;
-		for (size_t i = 0; i < next; i++) {
-			int st;
-
-			if (pid[i] <= 0 || job[i].status >= 0 ||
-			    waitpid(pid[i], &st, WNOHANG) != pid[i])
-				continue;
-			running--;
-			finish(&job[i], pid[i], st, t0[i], ++done, n, stopping,
-			       who, log);
-			reaped = true;
-		}
-		if (reaped)
-			continue;
-		sig = sigtimedwait(&set, NULL, &to);
-		if ((sig == SIGINT || sig == SIGTERM) && !stopping) {
-			stopping = true;
-			rc = 1;
-			if (log != NULL)
-				fprintf(log, "%s: interrupted; stopping %zu "
-					"running job%s\n", who, running,
-					running == 1 ? "" : "s");
-			for (size_t i = 0; i < next; i++)
-				if (job[i].status < 0)
-					kill(pid[i], SIGTERM);
-		}
-	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	free(pid);
-	free(t0);
-	return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * sweep.h -- a grid of runs: the cross product of swept keys, each point
- * with a stable id, run as child processes K at a time, merged into one
+ * with a stable id, each a run directory, merged into one
  * sweep.csv (docs/sweep.md).
  *
  * Points.  Axes are kept in the order they were added; point i takes value
@@ -21,8 +21,10 @@
  * A point is complete when DIR/points/ID/summary.csv is a well-formed table
  * of one row ending in a newline (kvsim run renames it into place whole).
  *
+ * The points run as child processes through util/pool.h.
+ *
  * Errors: kv_err codes with a message in the caller's buffer; nothing here
- * exits.  sweep_exec() prints one progress line a finished job to `log`.
+ * exits.
  */
 #ifndef REPORTS_SWEEP_H
 #define REPORTS_SWEEP_H
@@ -79,30 +81,6 @@ void sweep_run_clean(const char *rundir);
  */
 kv_err sweep_merge(const sweep *s, const char *dir, size_t *missing,
 		   char *err, size_t errlen);
-
-/* ---- child processes ---------------------------------------------------- */
-
-struct sweep_job {
-	char *const *argv;	/* argv[0]: the program's path; NULL-ended */
-	const char *dir;	/* an existing directory: stderr.txt lands
-				 * here, kept only when the job fails */
-	const char *id;		/* its name in progress lines */
-	int status;		/* out: exit status, 128 + signal number, or
-				 * -1 when it never ran */
-	double wall_s;		/* out */
-};
-
-/*
- * Run the jobs in order, at most `par` at a time; the children's standard
- * output goes to /dev/null.  SIGINT and SIGTERM stop the launching, send
- * SIGTERM to the running jobs, wait for them and remove the temporary
- * files they left (".NAME.tmp.PID" in their directory).  `who` names the
- * command in the progress lines written to `log` (NULL: none).
- * Returns 0 when every job ran (check each status), 1 when interrupted,
- * -1 when a child could not be started (err set).
- */
-int sweep_exec(struct sweep_job *job, size_t n, unsigned par,
-	       const char *who, FILE *log, char *err, size_t errlen);
 
 /* ---- atomic files -------------------------------------------------------- */
 

@@ -209,3 +209,9 @@ EXTRA_DIST += %reldir%/sweep.sh %reldir%/compare.sh %reldir%/sweep \
 %reldir%/plot: ;
 %reldir%/sweep: ;
 %reldir%/compare: ;
+
+# The process pool under sweep, compare --suite and capacity (util/pool.h).
+check_PROGRAMS += %reldir%/check_pool
+%canon_reldir%_check_pool_SOURCES = %reldir%/check_pool.c
+%canon_reldir%_check_pool_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_pool_LDADD = util/libutil.la $(KV_TEST_LIBS)

@@ -6,3 +6,8 @@ noinst_LTLIBRARIES += %reldir%/libutil.la
 	%reldir%/ydoc.c %reldir%/ydoc.h
 %canon_reldir%_libutil_la_CFLAGS = $(AM_CFLAGS) $(YAML_CFLAGS)
 %canon_reldir%_libutil_la_LIBADD = $(YAML_LIBS)
+
+# The process pool: N jobs in child processes, K at a time, each job's
+# status and result bytes in its own slot (sweep, compare --suite and
+# capacity run their children through it).  libc only.
+%canon_reldir%_libutil_la_SOURCES += %reldir%/pool.c %reldir%/pool.h

@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_calibrate.h"
+#include "sim/cli/opts.h"
 
 #include "sim/calfit.h"
 #include "sim/calib.h"
@@ -206,7 +207,7 @@ read_sweep(const char *path, struct pts *s, size_t *rows)
 		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
 			fprintf(stderr, "kvsim calibrate: out of memory\n");
 			calfit_csv_close(&c);
-			return 1;
+			return KVSIM_EXIT_FAIL;
 		}
 		q->dir = d;
 		q->strat = st;
@@ -228,7 +229,7 @@ read_sweep(const char *path, struct pts *s, size_t *rows)
 bad:
 	fprintf(stderr, "%s\n", c.err);
 	calfit_csv_close(&c);
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
 static int
@@ -271,7 +272,7 @@ read_layout(const char *path, struct pts *s)
 		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
 			fprintf(stderr, "kvsim calibrate: out of memory\n");
 			calfit_csv_close(&c);
-			return 1;
+			return KVSIM_EXIT_FAIL;
 		}
 		q->layout = l;
 		q->dir = d;
@@ -287,7 +288,7 @@ read_layout(const char *path, struct pts *s)
 bad:
 	fprintf(stderr, "%s\n", c.err);
 	calfit_csv_close(&c);
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
 struct fitted {
@@ -393,7 +394,7 @@ write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
 	if (f == NULL) {
 		fprintf(stderr, "kvsim calibrate: %s: %s\n", tmp,
 			strerror(errno));
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	fprintf(f, "# Copy terms fitted by kvsim calibrate (docs/cost-model.md "
 		"5.2):\n# T = alpha * calls + beta * chunks + bytes * "
@@ -462,7 +463,7 @@ write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
 		fprintf(stderr, "kvsim calibrate: %s: %s\n", path,
 			strerror(errno));
 		remove(tmp);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -504,19 +505,19 @@ load_cost(const char *model, const char *gpu, cat **c, struct cost_model *cm)
 
 	if (cat_load(c, NULL, &ce) != KV_OK) {
 		fprintf(stderr, "kvsim calibrate: %s\n", ce.msg);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	m = cat_find_model(*c, model);
 	g = cat_find_gpu(*c, gpu);
 	if (m == NULL || g == NULL) {
 		fprintf(stderr, "kvsim calibrate: unknown %s '%s'\n",
 			m == NULL ? "model" : "GPU", m == NULL ? model : gpu);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	cost_config_init(&cc);
 	if (cost_model_init(cm, m, g, &cc, why, sizeof(why)) != KV_OK) {
 		fprintf(stderr, "kvsim calibrate: cost model: %s\n", why);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -569,7 +570,7 @@ calibrate_main(int argc, char **argv)
 			    strcmp(optarg, "no") != 0) {
 				fprintf(stderr, "kvsim calibrate: --measured: "
 					"yes or no, not '%s'\n", optarg);
-				return 2;
+				return KVSIM_EXIT_USAGE;
 			}
 			measured = strcmp(optarg, "yes") == 0;
 			break;
@@ -584,12 +585,12 @@ calibrate_main(int argc, char **argv)
 			return 0;
 		default:
 			calibrate_usage(stderr);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		calibrate_usage(stderr);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	gsl_set_error_handler_off();
 	if ((rc = read_sweep(argv[optind], &sw, &rows)) != 0)
@@ -607,7 +608,7 @@ calibrate_main(int argc, char **argv)
 				size_t n = 0;
 
 				if (o == NULL) {
-					rc = 1;
+					rc = KVSIM_EXIT_FAIL;
 					goto done;
 				}
 				for (size_t i = 0; i < sw.n; i++) {
@@ -646,7 +647,7 @@ calibrate_main(int argc, char **argv)
 		    (rc = load_cost(model, gpu, &catalog, &cm)) != 0)
 			goto done;
 		if (check_holdout(&lay, fit, &cm, cm.block_size, &h) != 0) {
-			rc = 1;
+			rc = KVSIM_EXIT_FAIL;
 			goto done;
 		}
 		printf("held out (%s): %zu points, median error %.1f%%, p90 "
@@ -663,7 +664,7 @@ calibrate_main(int argc, char **argv)
 	if (hold != NULL && (h.n == 0 || !(h.med_rel <= 0.15) ||
 			     !(h.p90_rel <= 0.30))) {
 		printf("held-out check FAILED\n");
-		rc = 1;
+		rc = KVSIM_EXIT_FAIL;
 	}
 done:
 	pts_free(&sw);

@@ -27,20 +27,20 @@
 #include "reports/capacity.h"
 #include "reports/plot.h"
 #include "reports/rpt.h"
+#include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
 #include "sim/model/sizing.h"
+#include "util/pool.h"
 #include "workloads/wl.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -230,7 +230,7 @@ eval(void *ctx, double qps, bool *met)
 	*met = p.met;
 	if (push_point(C, &p) != 0) {
 		fprintf(stderr, "kvsim capacity: out of memory\n");
-		return 1;
+		return KVSIM_EXIT_FAIL;
 	}
 	return 0;
 }
@@ -255,24 +255,6 @@ write_all(int fd, const void *buf, size_t n)
 	return 0;
 }
 
-static int
-read_all(int fd, void *buf, size_t n)
-{
-	char *p = buf;
-
-	while (n > 0) {
-		ssize_t r = read(fd, p, n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 /* One search; its points are appended to C->pts. */
 static int
 search_seed(struct cap *C, uint32_t seed, struct seedres *out)
@@ -286,116 +268,82 @@ search_seed(struct cap *C, uint32_t seed, struct seedres *out)
 	return rc;
 }
 
-struct child {
-	pid_t pid;
-	int fd;
-	uint32_t seed;
-};
-
-/* Collect a child's result: seedres, then its points. */
+/* pool_run_fn, in a child: search seed `index` and write the seedres,
+ * then its points, to fd. */
 static int
-reap(struct cap *C, struct child *ch, struct seedres *res)
+seed_job(void *ctx, size_t index, int fd)
 {
-	int st, rc = 0;
-	int32_t status;
+	struct cap *C = ctx;
+	struct seedres r;
+	int status;
 
-	if (read_all(ch->fd, &status, sizeof(status)) != 0)
-		rc = 1;
-	else if (status != 0)
-		rc = status;
-	else if (read_all(ch->fd, res, sizeof(*res)) != 0)
-		rc = 1;
-	for (uint32_t i = 0; rc == 0 && i < res->npoints; i++) {
+	C->npts = 0;
+	memset(&r, 0, sizeof(r));
+	status = search_seed(C, (uint32_t)index, &r);
+	if (status != 0)
+		return status;
+	if (write_all(fd, &r, sizeof(r)) != 0 ||
+	    write_all(fd, C->pts, C->npts * sizeof(*C->pts)) != 0)
+		return KVSIM_EXIT_FAIL;
+	return KVSIM_EXIT_OK;
+}
+
+/* A finished seed job: its status, or its seedres and points taken. */
+static int
+seed_result(struct cap *C, const struct pool_job *j, struct seedres *res)
+{
+	size_t want;
+
+	if (j->status == KVSIM_EXIT_FAIL || j->status == KVSIM_EXIT_USAGE)
+		return j->status;
+	if (j->status != 0 || j->resultlen < sizeof(*res))
+		return KVSIM_EXIT_FAIL;
+	memcpy(res, j->result, sizeof(*res));
+	want = sizeof(*res) + (size_t)res->npoints * sizeof(struct point);
+	if (j->resultlen != want)
+		return KVSIM_EXIT_FAIL;
+	for (uint32_t i = 0; i < res->npoints; i++) {
 		struct point p;
 
-		if (read_all(ch->fd, &p, sizeof(p)) != 0 ||
-		    push_point(C, &p) != 0)
-			rc = 1;
+		memcpy(&p, j->result + sizeof(*res) + i * sizeof(p),
+		       sizeof(p));
+		if (push_point(C, &p) != 0)
+			return KVSIM_EXIT_FAIL;
 	}
-	close(ch->fd);
-	while (waitpid(ch->pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (rc == 0 && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
-		rc = 1;
-	return rc;
+	return KVSIM_EXIT_OK;
 }
 
-static int
-spawn(struct cap *C, uint32_t seed, struct child *ch)
-{
-	int fds[2];
-	pid_t pid;
-
-	fflush(stdout);
-	fflush(stderr);
-	if (pipe(fds) != 0)
-		return -1;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		struct seedres r;
-		int32_t status;
-
-		close(fds[0]);
-		C->npts = 0;
-		memset(&r, 0, sizeof(r));
-		status = search_seed(C, seed, &r);
-		if (write_all(fds[1], &status, sizeof(status)) != 0 ||
-		    (status == 0 &&
-		     (write_all(fds[1], &r, sizeof(r)) != 0 ||
-		      write_all(fds[1], C->pts, C->npts * sizeof(*C->pts)) !=
-		      0)))
-			_exit(1);
-		_exit(0);
-	}
-	close(fds[1]);
-	ch->pid = pid;
-	ch->fd = fds[0];
-	ch->seed = seed;
-	return 0;
-}
-
-/* Every seed's search, results in seed order in res[]. */
+/*
+ * Every seed's search, results in seed order in res[].  In parallel the
+ * seeds run in child processes (util/pool.h), which finish in any order;
+ * their results are taken back in seed order so that the points come
+ * out the same every time.  A failed seed stops the launching.
+ */
 static int
 search_all(struct cap *C, struct seedres *res)
 {
-	struct child ch[MAX_SEEDS];
-	uint32_t next = 0, done = 0, nrun = 0;
-	int rc = 0;
+	struct pool_job job[MAX_SEEDS];
+	struct pool_opts po = {
+		.par = C->jobs, .run = seed_job, .ctx = C,
+		.stop_on_fail = true,
+	};
+	char err[256];
+	int rc = KVSIM_EXIT_OK;
 
 	if (C->jobs <= 1 || C->seeds == 1) {
 		for (uint32_t s = 0; s < C->seeds && rc == 0; s++)
 			rc = search_seed(C, s, &res[s]);
 		return rc;
 	}
-	/* Children finish in any order; take them back in seed order so
-	 * that the points come out the same every time. */
-	while (done < C->seeds) {
-		while (rc == 0 && nrun < C->jobs && next < C->seeds) {
-			if (spawn(C, next, &ch[next]) != 0) {
-				fprintf(stderr, "kvsim capacity: fork: %s\n",
-					strerror(errno));
-				rc = 1;
-				break;
-			}
-			next++;
-			nrun++;
-		}
-		if (done == next)
-			break;
-		{
-			int e = reap(C, &ch[done], &res[done]);
-
-			if (e != 0 && rc == 0)
-				rc = e;
-		}
-		done++;
-		nrun--;
+	memset(job, 0, sizeof(job));
+	if (pool_exec(job, C->seeds, &po, err, sizeof(err)) == POOL_ERROR) {
+		fprintf(stderr, "kvsim capacity: %s\n", err);
+		rc = KVSIM_EXIT_FAIL;
 	}
+	for (uint32_t s = 0; s < C->seeds && rc == 0; s++)
+		if (job[s].status >= 0)
+			rc = seed_result(C, &job[s], &res[s]);
+	pool_jobs_release(job, C->seeds);
 	return rc;
 }
 
@@ -426,14 +374,14 @@ workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
 	wl_error_clear(&we);
 	if (wl_config_copy(&wc, &cfg->wl) != WL_OK) {
 		fprintf(stderr, "kvsim capacity: out of memory\n");
-		return 1;
+		return KVSIM_EXIT_FAIL;
 	}
 	wc.target_rate = 0;
 	if (wl_open(&wc, &ws, &we) != WL_OK) {
 		wl_error_format(&we, buf, sizeof(buf));
 		fprintf(stderr, "kvsim capacity: %s\n", buf);
 		wl_config_release(&wc);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	while ((e = wl_stream_next(ws, &r)) == WL_OK) {
 		uint64_t len = (uint64_t)r.prompt_tokens + r.output_tokens;
@@ -457,14 +405,14 @@ workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
 		fprintf(stderr, "kvsim capacity: %s\n", buf);
 		wl_stream_free(ws);
 		wl_config_release(&wc);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	wl_stream_free(ws);
 	wl_config_release(&wc);
 	if (m->nreq == 0) {
 		fprintf(stderr, "kvsim capacity: the workload has no "
 			"requests\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	m->span_s = (double)(t1 - t0) / 1e9;
 	m->mean_tokens = tok / (double)m->nreq;
@@ -538,520 +486,598 @@ struct cfgsrc {
 	char across[256];		/* "KEY=VALUE" or "" */
 };
 
-int
-capacity_main(int argc, char **argv)
-{
-	static const struct option lo[] = {
-		{ "slo", required_argument, NULL, 'L' },
-		{ "set", required_argument, NULL, 's' },
-		{ "across", required_argument, NULL, 'A' },
-		{ "seeds", required_argument, NULL, 'N' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "qps-start", required_argument, NULL, 'Q' },
-		{ "qps-min", required_argument, NULL, 'm' },
-		{ "qps-max", required_argument, NULL, 'M' },
-		{ "tolerance", required_argument, NULL, 't' },
-		{ "max-sims", required_argument, NULL, 'x' },
-		{ "no-early-stop", no_argument, NULL, 'E' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "no-plot", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	static const char *const names[] = { "capacity.csv",
-		"capacity_points.csv", "capacity_groups.csv" };
+struct cap_cmd {
 	struct cap C;
-	struct outdir od;
-	const char **sets = NULL, **files = NULL;
-	size_t nsets = 0, nfiles = 0, ncfg = 0;
-	char across_key[128] = "", *across_vals = NULL;
+	struct cli_opts o;		/* --set, --out, --force, --quiet,
+					 * --no-plot */
+	const char **files;
+	size_t nfiles;
+	char across_key[128], *across_vals;
 	const char *across_list[MAX_ACROSS];
-	size_t nacross = 0;
-	struct cfgsrc *srcs = NULL;
-	char outdir[1024] = "", why[1400];
-	bool force = false, any_none = false, no_plot = false;
-	int c, rc = 0;
-	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-	struct timespec w0, w1;
+	size_t nacross;
+	struct cfgsrc *srcs;
+	size_t ncfg;
+	char outdir[1024];
+	char slotxt[512];		/* the SLOs, ';'-separated */
+	bool any_none;			/* an SLO missed at every rate */
+};
 
-	clock_gettime(CLOCK_MONOTONIC, &w0);
-	memset(&C, 0, sizeof(C));
-	memset(&od, 0, sizeof(od));
-	C.seeds = 3;
-	C.jobs = jobs > 0 ? (uint32_t)jobs : 1;
-	C.so.qps_min = 0.01;
-	C.so.qps_max = 10000;
-	C.so.tol = 0.05;
-	C.so.max_sims = 40;
-	C.early_stop = true;
-	sets = calloc((size_t)argc + 1, sizeof(*sets));
-	files = calloc((size_t)argc + 1, sizeof(*files));
-	if (sets == NULL || files == NULL) {
-		fprintf(stderr, "kvsim capacity: out of memory\n");
-		rc = 1;
-		goto done;
+/* --slo S (at most MAX_SLO). */
+static int
+cap_opt_slo(struct cap *C, const char *v)
+{
+	char why[1400];
+
+	if (C->nslo == MAX_SLO) {
+		fprintf(stderr, "kvsim capacity: at most %d --slo\n", MAX_SLO);
+		return KVSIM_EXIT_USAGE;
 	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:j:o:fqh", lo, NULL)) != -1) {
-		char *end = NULL;
-		double d;
-		unsigned long u;
+	if (cap_slo_parse(v, &C->slo[C->nslo], why, sizeof(why)) != 0) {
+		fprintf(stderr, "kvsim capacity: %s\n", why);
+		return KVSIM_EXIT_USAGE;
+	}
+	C->nslo++;
+	return KVSIM_EXIT_OK;
+}
 
+/* --across KEY=V1,V2,... (once). */
+static int
+cap_opt_across(struct cap_cmd *x, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *tok, *save = NULL;
+
+	if (eq == NULL || eq == v || x->across_vals != NULL ||
+	    (size_t)(eq - v) >= sizeof(x->across_key)) {
+		fprintf(stderr, "kvsim capacity: --across KEY=V1,V2,... "
+			"(once)\n");
+		return KVSIM_EXIT_USAGE;
+	}
+	snprintf(x->across_key, sizeof(x->across_key), "%.*s",
+		 (int)(eq - v), v);
+	if ((x->across_vals = strdup(eq + 1)) == NULL)
+		return KVSIM_EXIT_FAIL;
+	for (tok = strtok_r(x->across_vals, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (x->nacross == MAX_ACROSS) {
+			fprintf(stderr, "kvsim capacity: --across: at most "
+				"%d values\n", MAX_ACROSS);
+			return KVSIM_EXIT_USAGE;
+		}
+		x->across_list[x->nacross++] = tok;
+	}
+	if (x->nacross == 0) {
+		fprintf(stderr, "kvsim capacity: --across %s: no values\n", v);
+		return KVSIM_EXIT_USAGE;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* --seed S, a non-negative integer. */
+static int
+cap_opt_seed(struct cap *C, const char *v)
+{
+	char *end = NULL;
+
+	errno = 0;
+	C->seed0 = strtoull(v, &end, 10);
+	if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0) {
+		fprintf(stderr, "kvsim capacity: --seed %s: expected a "
+			"non-negative integer\n", v);
+		return KVSIM_EXIT_USAGE;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* --seeds N ('N'), --jobs K ('j'), --max-sims N ('x'). */
+static int
+cap_opt_count(struct cap *C, int c, const char *v)
+{
+	char *end = NULL;
+	unsigned long u;
+
+	errno = 0;
+	u = strtoul(v, &end, 10);
+	if (*v == '\0' || *end != '\0' || errno != 0 || u < 1 ||
+	    (c == 'N' && u > MAX_SEEDS) || u > 100000) {
+		fprintf(stderr, "kvsim capacity: --%s %s: expected an integer "
+			"in 1..%d\n", c == 'N' ? "seeds" : c == 'j' ? "jobs"
+			: "max-sims", v, c == 'N' ? MAX_SEEDS : 100000);
+		return KVSIM_EXIT_USAGE;
+	}
+	if (c == 'N')
+		C->seeds = (uint32_t)u;
+	else if (c == 'j')
+		C->jobs = (uint32_t)u;
+	else
+		C->so.max_sims = (uint32_t)u;
+	return KVSIM_EXIT_OK;
+}
+
+/* --qps-start ('Q'), --qps-min ('m'), --qps-max ('M'), --tolerance. */
+static int
+cap_opt_rate(struct cap *C, int c, const char *v)
+{
+	char *end = NULL;
+	double d;
+
+	errno = 0;
+	d = strtod(v, &end);
+	if (*v == '\0' || *end != '\0' || errno != 0 || !(d > 0) ||
+	    !isfinite(d) || (c == 't' && d >= 1)) {
+		fprintf(stderr, "kvsim capacity: bad value '%s' for --%s\n", v,
+			c == 'Q' ? "qps-start" : c == 'm' ? "qps-min"
+			: c == 'M' ? "qps-max" : "tolerance (0 < F < 1)");
+		return KVSIM_EXIT_USAGE;
+	}
+	if (c == 'Q') {
+		C->so.qps_start = d;
+		C->qps_start_given = true;
+	} else if (c == 'm') {
+		C->so.qps_min = d;
+	} else if (c == 'M') {
+		C->so.qps_max = d;
+	} else {
+		C->so.tol = d;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+static const struct option cap_lo[] = {
+	{ "slo", required_argument, NULL, 'L' },
+	CLI_LO_SET,
+	{ "across", required_argument, NULL, 'A' },
+	{ "seeds", required_argument, NULL, 'N' },
+	CLI_LO_SEED,
+	CLI_LO_JOBS,
+	{ "qps-start", required_argument, NULL, 'Q' },
+	{ "qps-min", required_argument, NULL, 'm' },
+	{ "qps-max", required_argument, NULL, 'M' },
+	{ "tolerance", required_argument, NULL, 't' },
+	{ "max-sims", required_argument, NULL, 'x' },
+	{ "no-early-stop", no_argument, NULL, 'E' },
+	CLI_LO_OUT,
+	CLI_LO_FORCE,
+	CLI_LO_QUIET,
+	CLI_LO_NO_PLOT,
+	CLI_LO_HELP,
+	CLI_LO_END
+};
+
+/* The options, then the positional arguments (KEY=VALUE is a --set);
+ * -1 after --help. */
+static int
+cap_parse(struct cap_cmd *x, int argc, char **argv)
+{
+	struct cap *C = &x->C;
+	int c, rc = KVSIM_EXIT_OK;
+
+	optind = 1;
+	while (rc == 0 &&
+	       (c = cli_getopt(&x->o, argc, argv, "s:j:o:fqh", cap_lo)) != -1) {
 		switch (c) {
 		case 'L':
-			if (C.nslo == MAX_SLO) {
-				fprintf(stderr, "kvsim capacity: at most %d "
-					"--slo\n", MAX_SLO);
-				rc = 2;
-				goto done;
-			}
-			if (cap_slo_parse(optarg, &C.slo[C.nslo], why,
-					  sizeof(why)) != 0) {
-				fprintf(stderr, "kvsim capacity: %s\n", why);
-				rc = 2;
-				goto done;
-			}
-			C.nslo++;
+			rc = cap_opt_slo(C, optarg);
 			break;
-		case 's':
-			sets[nsets++] = optarg;
+		case 'A':
+			rc = cap_opt_across(x, optarg);
 			break;
-		case 'A': {
-			const char *eq = strchr(optarg, '=');
-			char *tok, *save = NULL;
-
-			if (eq == NULL || eq == optarg || across_vals != NULL ||
-			    (size_t)(eq - optarg) >= sizeof(across_key)) {
-				fprintf(stderr, "kvsim capacity: --across "
-					"KEY=V1,V2,... (once)\n");
-				rc = 2;
-				goto done;
-			}
-			snprintf(across_key, sizeof(across_key), "%.*s",
-				 (int)(eq - optarg), optarg);
-			across_vals = strdup(eq + 1);
-			if (across_vals == NULL) {
-				rc = 1;
-				goto done;
-			}
-			for (tok = strtok_r(across_vals, ",", &save);
-			     tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-				if (nacross == MAX_ACROSS) {
-					fprintf(stderr, "kvsim capacity: "
-						"--across: at most %d values\n",
-						MAX_ACROSS);
-					rc = 2;
-					goto done;
-				}
-				across_list[nacross++] = tok;
-			}
-			if (nacross == 0) {
-				fprintf(stderr, "kvsim capacity: --across "
-					"%s: no values\n", optarg);
-				rc = 2;
-				goto done;
-			}
+		case CLI_OPT_SEED:
+			rc = cap_opt_seed(C, optarg);
 			break;
-		}
-		case 'S':
-			errno = 0;
-			C.seed0 = strtoull(optarg, &end, 10);
-			if (*optarg == '\0' || *optarg == '-' || *end != '\0' ||
-			    errno != 0) {
-				fprintf(stderr, "kvsim capacity: --seed %s: "
-					"expected a non-negative integer\n",
-					optarg);
-				rc = 2;
-				goto done;
-			}
+		case 'N': case 'j': case 'x':
+			rc = cap_opt_count(C, c, optarg);
 			break;
-		case 'N':
-		case 'j':
-		case 'x':
-			errno = 0;
-			u = strtoul(optarg, &end, 10);
-			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
-			    u < 1 || (c == 'N' && u > MAX_SEEDS) ||
-			    u > 100000) {
-				fprintf(stderr, "kvsim capacity: --%s %s: "
-					"expected an integer in 1..%d\n",
-					c == 'N' ? "seeds" : c == 'j' ? "jobs"
-					: "max-sims", optarg,
-					c == 'N' ? MAX_SEEDS : 100000);
-				rc = 2;
-				goto done;
-			}
-			if (c == 'N')
-				C.seeds = (uint32_t)u;
-			else if (c == 'j')
-				C.jobs = (uint32_t)u;
-			else
-				C.so.max_sims = (uint32_t)u;
-			break;
-		case 'Q':
-		case 'm':
-		case 'M':
-		case 't':
-			errno = 0;
-			d = strtod(optarg, &end);
-			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
-			    !(d > 0) || !isfinite(d) ||
-			    (c == 't' && d >= 1)) {
-				fprintf(stderr, "kvsim capacity: bad value "
-					"'%s' for --%s\n", optarg,
-					c == 'Q' ? "qps-start" : c == 'm' ?
-					"qps-min" : c == 'M' ? "qps-max"
-					: "tolerance (0 < F < 1)");
-				rc = 2;
-				goto done;
-			}
-			if (c == 'Q') {
-				C.so.qps_start = d;
-				C.qps_start_given = true;
-			} else if (c == 'm')
-				C.so.qps_min = d;
-			else if (c == 'M')
-				C.so.qps_max = d;
-			else
-				C.so.tol = d;
+		case 'Q': case 'm': case 'M': case 't':
+			rc = cap_opt_rate(C, c, optarg);
 			break;
 		case 'E':
-			C.early_stop = false;
-			break;
-		case 'o':
-			snprintf(outdir, sizeof(outdir), "%s", optarg);
-			break;
-		case 'f':
-			force = true;
-			break;
-		case 'q':
-			C.quiet = true;
-			break;
-		case 'P':
-			no_plot = true;
+			C->early_stop = false;
 			break;
 		case 'h':
 			usage(stdout);
-			goto done;
+			return -1;
 		default:
 			usage(stderr);
-			rc = 2;
-			goto done;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
+	if (rc != 0)
+		return rc;
+	C->quiet = x->o.quiet;
+	if (x->o.out != NULL)
+		snprintf(x->outdir, sizeof(x->outdir), "%s", x->o.out);
 	for (int i = optind; i < argc; i++) {
 		if (strchr(argv[i], '=') != NULL)
-			sets[nsets++] = argv[i];
+			x->o.sets[x->o.nsets++] = argv[i];
 		else
-			files[nfiles++] = argv[i];
+			x->files[x->nfiles++] = argv[i];
 	}
-	if (C.nslo == 0) {
+	return KVSIM_EXIT_OK;
+}
+
+/* The options together; the configurations to search (files x --across
+ * values) and the SLOs' text. */
+static int
+cap_sources(struct cap_cmd *x)
+{
+	const struct cap *C = &x->C;
+
+	if (C->nslo == 0) {
 		fprintf(stderr, "kvsim capacity: give at least one --slo, e.g. "
 			"--slo ttft_s:p99<=2.0\n");
-		rc = 2;
-		goto done;
+		return KVSIM_EXIT_USAGE;
 	}
-	if (C.so.qps_min > C.so.qps_max) {
+	if (C->so.qps_min > C->so.qps_max) {
 		fprintf(stderr, "kvsim capacity: --qps-min is above "
 			"--qps-max\n");
-		rc = 2;
-		goto done;
+		return KVSIM_EXIT_USAGE;
 	}
-	ncfg = (nfiles ? nfiles : 1) * (nacross ? nacross : 1);
-	srcs = calloc(ncfg, sizeof(*srcs));
-	if (srcs == NULL) {
-		rc = 1;
-		goto done;
+	x->ncfg = (x->nfiles ? x->nfiles : 1) * (x->nacross ? x->nacross : 1);
+	if ((x->srcs = calloc(x->ncfg, sizeof(*x->srcs))) == NULL)
+		return KVSIM_EXIT_FAIL;
+	for (size_t i = 0; i < x->ncfg; i++) {
+		size_t a = x->nacross ? i % x->nacross : 0;
+		struct cfgsrc *sc = &x->srcs[i];
+
+		sc->file = x->nfiles ? x->files[x->nacross ? i / x->nacross
+						: i] : NULL;
+		if (x->nacross)
+			snprintf(sc->across, sizeof(sc->across), "%s=%s",
+				 x->across_key, x->across_list[a]);
 	}
-	for (size_t i = 0; i < ncfg; i++) {
-		size_t a = nacross ? i % nacross : 0;
+	for (size_t i = 0; i < C->nslo; i++) {
+		char one[96];
+		size_t n = strlen(x->slotxt);
 
-		srcs[i].file = nfiles ? files[nacross ? i / nacross : i] : NULL;
-		if (nacross)
-			snprintf(srcs[i].across, sizeof(srcs[i].across),
-				 "%s=%s", across_key, across_list[a]);
+		cap_slo_format(&C->slo[i], one, sizeof(one));
+		snprintf(x->slotxt + n, sizeof(x->slotxt) - n, "%s%s",
+			 i ? ";" : "", one);
 	}
-	/* Every configuration is read (and rejected) before anything runs. */
-	{
-		struct sim_config *all = calloc(ncfg, sizeof(*all));
-		struct seedres *res = calloc(MAX_SEEDS, sizeof(*res));
-		FILE *fc, *fp, *fg;
-		char slotxt[512] = "";
+	return KVSIM_EXIT_OK;
+}
 
-		if (all == NULL || res == NULL) {
-			free(all);
-			free(res);
-			rc = 1;
-			goto done;
-		}
-		for (size_t i = 0; i < ncfg && rc == 0; i++) {
-			/* --across comes after every --set */
-			sets[nsets] = srcs[i].across;
-			if (sim_config_from_args(&all[i], srcs[i].file, sets,
-						 nsets + (srcs[i].across[0] !=
-							  '\0'), why,
-						 sizeof(why)) != KV_OK) {
-				fprintf(stderr, "%s\n", why);
-				rc = 2;
-			}
-		}
-		for (size_t i = 0; i < C.nslo; i++) {
-			char one[96];
+/* Every configuration read (and rejected) before anything runs. */
+static int
+cap_load(struct cap_cmd *x, struct sim_config *all)
+{
+	const char **sets = x->o.sets;
+	size_t nsets = x->o.nsets;
+	char why[1400];
+	int rc = KVSIM_EXIT_OK;
 
-			cap_slo_format(&C.slo[i], one, sizeof(one));
-			snprintf(slotxt + strlen(slotxt),
-				 sizeof(slotxt) - strlen(slotxt), "%s%s",
-				 i ? ";" : "", one);
+	for (size_t i = 0; i < x->ncfg && rc == 0; i++) {
+		/* --across comes after every --set */
+		sets[nsets] = x->srcs[i].across;
+		if (sim_config_from_args(&all[i], x->srcs[i].file, sets,
+					 nsets + (x->srcs[i].across[0] !=
+						  '\0'), why,
+					 sizeof(why)) != KV_OK) {
+			fprintf(stderr, "%s\n", why);
+			rc = KVSIM_EXIT_USAGE;
 		}
-		if (rc == 0) {
-			if (outdir[0] == '\0')
-				outdir_default(outdir, sizeof(outdir));
-			rc = outdir_open(&od, "kvsim capacity", outdir, force,
-					 names, 3);
-		}
-		if (rc != 0)
-			goto cfgdone;
-		fc = od.f[0];
-		fp = od.f[1];
-		fg = od.f[2];
-		fputs("config_id,config,across,model,gpu,tp,policy,block_size,"
-		      "kv_cache_dtype,gpu_memory_utilization,max_model_len,"
-		      "trace,requests,trace_rate_req_s,num_gpu_blocks,"
-		      "kv_cache_tokens,max_concurrency,mean_request_tokens,"
-		      "mean_request_blocks,max_concurrency_trace_mix,slo,seeds,"
-		      "max_qps_under_slo,max_qps_min,max_qps_max,"
-		      "max_qps_per_seed,min_fail_qps,"
-		      "max_concurrency_under_slo,goodput_at_max_req_s,"
-		      "search_iterations,simulations,stopped_early,capped,"
-		      "met_at_no_rate\n", fc);
-		fputs("config_id,seed,qps,meets_slo,stopped_early,completed,"
-		      "rejected,throughput_req_s,goodput_req_s,ttft_p50_s,"
-		      "ttft_p99_s,tpot_p99_s,e2e_p99_s,queue_p99_s,"
-		      "kv_usage_max,preemptions,max_running", fp);
-		for (size_t i = 0; i < C.nslo; i++) {
-			fprintf(fp, ",slo%zu_value_s", i + 1);
-		}
-		fputc('\n', fp);
-		fputs("config_id,group,kind,block_size,blocks,"
-		      "blocks_per_request_max_len,blocks_per_request_mean,"
-		      "concurrency_max_len,concurrency_trace_mix\n", fg);
-		for (size_t i = 0; i < ncfg && rc == 0; i++) {
-			struct sim_run_opts o;
-			sim_run *R = NULL;
-			const struct sz_result *sr;
-			struct mix mx;
-			double q[MAX_SEEDS];
-			uint32_t sims = 0, stopped = 0, iters = 0;
-			bool capped = false, none = false;
-			const char *src = srcs[i].file ? srcs[i].file
-					  : "(embedded default)";
-			const struct point *best = NULL;
-			uint32_t ms;
+	}
+	return rc;
+}
 
-			memset(&o, 0, sizeof(o));
-			o.prog = "kvsim capacity";
-			o.quiet = C.quiet;
-			if (!C.quiet)
-				printf("== configuration %zu: %s%s%s\n", i,
-				       src, srcs[i].across[0] ? " " : "",
-				       srcs[i].across);
-			fflush(stdout);
-			/* sizing (vLLM's startup lines), then the mix */
-			rc = sim_run_open(&R, &all[i], &o);
-			if (rc != 0) {
-				sim_run_close(R);
-				break;
-			}
-			sr = sim_run_sizing(R);
-			rc = workload_mix(&all[i], sr, &mx);
-			if (rc != 0) {
-				sim_run_close(R);
-				break;
-			}
-			C.cfg = all[i];
-			C.config = (uint32_t)i;
-			C.nreq = mx.nreq;
-			C.npts = 0;
-			if (!C.qps_start_given)
-				C.so.qps_start = mx.span_s > 0
-					? (double)mx.nreq / mx.span_s : 1.0;
-			rc = search_all(&C, res);
-			if (rc != 0) {
-				sim_run_close(R);
-				break;
-			}
-			for (uint32_t s = 0; s < C.seeds; s++) {
-				q[s] = res[s].r.max_qps;
-				sims += res[s].r.sims;
-				if (res[s].r.sims > iters)
-					iters = res[s].r.sims;
-			}
-			ms = median_seed(q, C.seeds);
-			/* the flags of the answer reported: the median
-			 * seed's (another seed's shows in max_qps_min) */
-			capped = res[ms].r.capped;
-			none = res[ms].r.none;
-			for (size_t k = 0; k < C.npts; k++) {
-				const struct point *p = &C.pts[k];
+static void
+cap_headers(FILE *fc, FILE *fp, FILE *fg, size_t nslo)
+{
+	fputs("config_id,config,across,model,gpu,tp,policy,block_size,"
+	      "kv_cache_dtype,gpu_memory_utilization,max_model_len,"
+	      "trace,requests,trace_rate_req_s,num_gpu_blocks,"
+	      "kv_cache_tokens,max_concurrency,mean_request_tokens,"
+	      "mean_request_blocks,max_concurrency_trace_mix,slo,seeds,"
+	      "max_qps_under_slo,max_qps_min,max_qps_max,"
+	      "max_qps_per_seed,min_fail_qps,"
+	      "max_concurrency_under_slo,goodput_at_max_req_s,"
+	      "search_iterations,simulations,stopped_early,capped,"
+	      "met_at_no_rate\n", fc);
+	fputs("config_id,seed,qps,meets_slo,stopped_early,completed,"
+	      "rejected,throughput_req_s,goodput_req_s,ttft_p50_s,"
+	      "ttft_p99_s,tpot_p99_s,e2e_p99_s,queue_p99_s,"
+	      "kv_usage_max,preemptions,max_running", fp);
+	for (size_t i = 0; i < nslo; i++)
+		fprintf(fp, ",slo%zu_value_s", i + 1);
+	fputc('\n', fp);
+	fputs("config_id,group,kind,block_size,blocks,"
+	      "blocks_per_request_max_len,blocks_per_request_mean,"
+	      "concurrency_max_len,concurrency_trace_mix\n", fg);
+}
 
-				stopped += p->stopped;
-				fprintf(fp, "%" PRIu32 ",%" PRIu64 ",%.17g,%d,%d,%"
-					PRIu64 ",%" PRIu64 ",%.6f,%.6f",
-					p->config, C.seed0 + p->seed, p->qps,
-					p->met,
-					p->stopped, p->completed, p->rejected,
-					p->throughput, p->goodput);
-				/* A run stopped early has no final statistics:
-				 * what it had so far is below the truth, so
-				 * the fields are left empty. */
-				if (p->stopped)
-					fputs(",,,,,", fp);
-				else
-					fprintf(fp, ",%.9f,%.9f,%.9f,%.9f,%.9f",
-						p->ttft_p50, p->ttft_p99,
-						p->tpot_p99, p->e2e_p99,
-						p->queue_p99);
-				fprintf(fp, ",%.6f,%" PRIu64 ",%" PRIu64,
-					p->kv_usage_max, p->preemptions,
-					p->max_running);
-				for (size_t j = 0; j < C.nslo; j++)
-					if (p->stopped)
-						fputc(',', fp);
-					else
-						fprintf(fp, ",%.9f", p->val[j]);
-				fputc('\n', fp);
-				/* the point behind the median seed's answer */
-				if (p->met && p->seed == ms &&
-				    p->qps == res[ms].r.max_qps)
-					best = p;
-			}
-			put_cfg_cols(fc, (uint32_t)i, src, srcs[i].across,
-				     &all[i], sr, sim_run_model(R),
-				     sim_run_gpu(R));
-			{
-				double med = q[ms], mn = q[0], mxq = q[0];
-
-				for (uint32_t s = 1; s < C.seeds; s++) {
-					if (q[s] < mn)
-						mn = q[s];
-					if (q[s] > mxq)
-						mxq = q[s];
-				}
-				fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu64 ",%"
-					PRIu64 ",%.2f,%.1f,%.2f,%.2f,",
-					mx.nreq, mx.span_s > 0 ?
-					(double)mx.nreq / mx.span_s : 0.0,
-					sr->num_blocks, sr->cache_tokens,
-					sr->max_concurrency, mx.mean_tokens,
-					mx.mean_blocks, mx.mean_blocks > 0 ?
-					(double)sr->num_blocks / mx.mean_blocks
-					: 0.0);
-				rpt_csv_field(fc, slotxt);
-				/* rates exactly as simulated (the fewest
-				 * digits that read back): a rerun at the
-				 * reported rate is the same simulation */
-				fprintf(fc, ",%" PRIu32 ",", C.seeds);
-				wl_yaml_num(fc, med);
-				fputc(',', fc);
-				wl_yaml_num(fc, mn);
-				fputc(',', fc);
-				wl_yaml_num(fc, mxq);
-				fputc(',', fc);
-				for (uint32_t s = 0; s < C.seeds; s++) {
-					if (s)
-						fputc(';', fc);
-					wl_yaml_num(fc, q[s]);
-				}
-				fputc(',', fc);
-				wl_yaml_num(fc, res[ms].r.min_fail_qps);
-				fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu32
-					",%" PRIu32 ",%" PRIu32 ",%d,%d\n",
-					best ? best->max_running : 0,
-					best ? best->goodput : 0.0, iters,
-					sims, stopped, capped, none);
-				for (size_t g = 0; g < sr->ngroup; g++) {
-					const struct kvc_spec *sp =
-						&sr->group[g];
-					uint64_t w = kvc_worst_blocks(sp,
-								      &sr->lim);
-
-					fprintf(fg, "%zu,%zu,%s,%" PRIu32 ",%"
-						PRIu64 ",%" PRIu64 ",%.2f,%.2f,"
-						"%.2f\n", i, g,
-						kind_name(sp->kind),
-						sp->block_size, sr->num_blocks,
-						w, mx.group_blocks[g], w ?
-						(double)sr->num_blocks /
-						(double)w : 0.0,
-						mx.group_blocks[g] > 0 ?
-						(double)sr->num_blocks /
-						mx.group_blocks[g] : 0.0);
-				}
-				if (!C.quiet) {
-					printf("static: %" PRIu64 " KV tokens, %"
-					       PRIu64 " blocks, max concurrency "
-					       "%.2fx at %" PRIu64 " tokens, "
-					       "%.2fx at the workload's mix "
-					       "(mean %.0f tokens)\n",
-					       sr->cache_tokens, sr->num_blocks,
-					       sr->max_concurrency,
-					       sr->max_model_len,
-					       mx.mean_blocks > 0 ?
-					       (double)sr->num_blocks /
-					       mx.mean_blocks : 0.0,
-					       mx.mean_tokens);
-					printf("dynamic: %s -> max %.4g req/s "
-					       "(seeds %.4g..%.4g; workload "
-					       "%.4g req/s), %" PRIu32
-					       " simulations (%" PRIu32
-					       " stopped early)%s\n", slotxt,
-					       med, mn, mxq,
-					       mx.span_s > 0 ? (double)mx.nreq /
-					       mx.span_s : 0.0, sims, stopped,
-					       capped ? ", met at the highest "
-					       "rate tried (--qps-max or "
-					       "--max-sims)" : none ?
-					       ", missed at every rate tried "
-					       "(down to --qps-min, or as far "
-					       "as --max-sims allowed)" : "");
-				}
-			}
-			any_none |= none;
-			sim_run_close(R);
-		}
-		if (rc == 0 && (ferror(fc) || ferror(fp) || ferror(fg))) {
-			fprintf(stderr, "kvsim capacity: write error\n");
-			rc = 1;
-		}
-		if (rc == 0)
-			rc = outdir_commit(&od);
+/* One row of capacity_points.csv. */
+static void
+cap_point_row(FILE *fp, const struct cap *C, const struct point *p)
+{
+	fprintf(fp, "%" PRIu32 ",%" PRIu64 ",%.17g,%d,%d,%" PRIu64 ",%"
+		PRIu64 ",%.6f,%.6f", p->config, C->seed0 + p->seed, p->qps,
+		p->met, p->stopped, p->completed, p->rejected, p->throughput,
+		p->goodput);
+	/* A run stopped early has no final statistics: what it had so far
+	 * is below the truth, so the fields are left empty. */
+	if (p->stopped)
+		fputs(",,,,,", fp);
+	else
+		fprintf(fp, ",%.9f,%.9f,%.9f,%.9f,%.9f", p->ttft_p50,
+			p->ttft_p99, p->tpot_p99, p->e2e_p99, p->queue_p99);
+	fprintf(fp, ",%.6f,%" PRIu64 ",%" PRIu64, p->kv_usage_max,
+		p->preemptions, p->max_running);
+	for (size_t j = 0; j < C->nslo; j++)
+		if (p->stopped)
+			fputc(',', fp);
 		else
-			outdir_abort(&od);
-cfgdone:
-		for (size_t i = 0; i < ncfg; i++)
-			sim_config_release(&all[i]);
+			fprintf(fp, ",%.9f", p->val[j]);
+	fputc('\n', fp);
+}
+
+/* A configuration's searches, summed up. */
+struct cap_outcome {
+	double q[MAX_SEEDS];		/* each seed's answer */
+	uint32_t ms;			/* the median seed */
+	double med, mn, mx;
+	uint32_t sims, stopped, iters;
+	bool capped, none;
+	const struct point *best;	/* behind the median seed's answer */
+};
+
+static void
+cap_outcome(const struct cap *C, const struct seedres *res,
+	    struct cap_outcome *u)
+{
+	memset(u, 0, sizeof(*u));
+	for (uint32_t s = 0; s < C->seeds; s++) {
+		u->q[s] = res[s].r.max_qps;
+		u->sims += res[s].r.sims;
+		if (res[s].r.sims > u->iters)
+			u->iters = res[s].r.sims;
+	}
+	u->ms = median_seed(u->q, C->seeds);
+	/* the flags of the answer reported: the median seed's (another
+	 * seed's shows in max_qps_min) */
+	u->capped = res[u->ms].r.capped;
+	u->none = res[u->ms].r.none;
+	for (size_t k = 0; k < C->npts; k++) {
+		const struct point *p = &C->pts[k];
+
+		u->stopped += p->stopped;
+		if (p->met && p->seed == u->ms &&
+		    p->qps == res[u->ms].r.max_qps)
+			u->best = p;
+	}
+	u->med = u->q[u->ms];
+	u->mn = u->mx = u->q[0];
+	for (uint32_t s = 1; s < C->seeds; s++) {
+		if (u->q[s] < u->mn)
+			u->mn = u->q[s];
+		if (u->q[s] > u->mx)
+			u->mx = u->q[s];
+	}
+}
+
+/* The figures of capacity.csv after the configuration's columns. */
+static void
+cap_config_row(FILE *fc, const struct cap_cmd *x, const struct sz_result *sr,
+	       const struct mix *mx, const struct seedres *res,
+	       const struct cap_outcome *u)
+{
+	const struct cap *C = &x->C;
+
+	fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu64 ",%" PRIu64 ",%.2f,%.1f,"
+		"%.2f,%.2f,", mx->nreq, mx->span_s > 0 ?
+		(double)mx->nreq / mx->span_s : 0.0, sr->num_blocks,
+		sr->cache_tokens, sr->max_concurrency, mx->mean_tokens,
+		mx->mean_blocks, mx->mean_blocks > 0 ?
+		(double)sr->num_blocks / mx->mean_blocks : 0.0);
+	rpt_csv_field(fc, x->slotxt);
+	/* rates exactly as simulated (the fewest digits that read back): a
+	 * rerun at the reported rate is the same simulation */
+	fprintf(fc, ",%" PRIu32 ",", C->seeds);
+	wl_yaml_num(fc, u->med);
+	fputc(',', fc);
+	wl_yaml_num(fc, u->mn);
+	fputc(',', fc);
+	wl_yaml_num(fc, u->mx);
+	fputc(',', fc);
+	for (uint32_t s = 0; s < C->seeds; s++) {
+		if (s)
+			fputc(';', fc);
+		wl_yaml_num(fc, u->q[s]);
+	}
+	fputc(',', fc);
+	wl_yaml_num(fc, res[u->ms].r.min_fail_qps);
+	fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu32 ",%" PRIu32 ",%" PRIu32
+		",%d,%d\n", u->best ? u->best->max_running : 0,
+		u->best ? u->best->goodput : 0.0, u->iters, u->sims,
+		u->stopped, u->capped, u->none);
+}
+
+/* capacity_groups.csv: the static figures of each KV cache group. */
+static void
+cap_group_rows(FILE *fg, size_t i, const struct sz_result *sr,
+	       const struct mix *mx)
+{
+	for (size_t g = 0; g < sr->ngroup; g++) {
+		const struct kvc_spec *sp = &sr->group[g];
+		uint64_t w = kvc_worst_blocks(sp, &sr->lim);
+
+		fprintf(fg, "%zu,%zu,%s,%" PRIu32 ",%" PRIu64 ",%" PRIu64
+			",%.2f,%.2f,%.2f\n", i, g, kind_name(sp->kind),
+			sp->block_size, sr->num_blocks, w,
+			mx->group_blocks[g], w ? (double)sr->num_blocks /
+			(double)w : 0.0, mx->group_blocks[g] > 0 ?
+			(double)sr->num_blocks / mx->group_blocks[g] : 0.0);
+	}
+}
+
+/* The static and dynamic lines of a configuration on stdout. */
+static void
+cap_print(const struct cap_cmd *x, const struct sz_result *sr,
+	  const struct mix *mx, const struct cap_outcome *u)
+{
+	printf("static: %" PRIu64 " KV tokens, %" PRIu64 " blocks, max "
+	       "concurrency %.2fx at %" PRIu64 " tokens, %.2fx at the "
+	       "workload's mix (mean %.0f tokens)\n", sr->cache_tokens,
+	       sr->num_blocks, sr->max_concurrency, sr->max_model_len,
+	       mx->mean_blocks > 0 ? (double)sr->num_blocks /
+	       mx->mean_blocks : 0.0, mx->mean_tokens);
+	printf("dynamic: %s -> max %.4g req/s (seeds %.4g..%.4g; workload "
+	       "%.4g req/s), %" PRIu32 " simulations (%" PRIu32 " stopped "
+	       "early)%s\n", x->slotxt, u->med, u->mn, u->mx,
+	       mx->span_s > 0 ? (double)mx->nreq / mx->span_s : 0.0,
+	       u->sims, u->stopped, u->capped ? ", met at the highest rate "
+	       "tried (--qps-max or --max-sims)" : u->none ? ", missed at "
+	       "every rate tried (down to --qps-min, or as far as "
+	       "--max-sims allowed)" : "");
+}
+
+/* Search configuration i and write its rows. */
+static int
+cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
+	   struct seedres *res, struct outdir *od)
+{
+	struct cap *C = &x->C;
+	struct sim_run_opts o;
+	sim_run *R = NULL;
+	const struct sz_result *sr;
+	struct mix mx;
+	struct cap_outcome u;
+	const char *src = x->srcs[i].file ? x->srcs[i].file
+			  : "(embedded default)";
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.prog = "kvsim capacity";
+	o.quiet = C->quiet;
+	if (!C->quiet)
+		printf("== configuration %zu: %s%s%s\n", i, src,
+		       x->srcs[i].across[0] ? " " : "", x->srcs[i].across);
+	fflush(stdout);
+	/* sizing (vLLM's startup lines), then the mix */
+	rc = sim_run_open(&R, &all[i], &o);
+	if (rc != 0) {
+		sim_run_close(R);
+		return rc;
+	}
+	sr = sim_run_sizing(R);
+	if ((rc = workload_mix(&all[i], sr, &mx)) != 0)
+		goto out;
+	C->cfg = all[i];
+	C->config = (uint32_t)i;
+	C->nreq = mx.nreq;
+	C->npts = 0;
+	if (!C->qps_start_given)
+		C->so.qps_start = mx.span_s > 0
+			? (double)mx.nreq / mx.span_s : 1.0;
+	if ((rc = search_all(C, res)) != 0)
+		goto out;
+	cap_outcome(C, res, &u);
+	for (size_t k = 0; k < C->npts; k++)
+		cap_point_row(od->f[1], C, &C->pts[k]);
+	put_cfg_cols(od->f[0], (uint32_t)i, src, x->srcs[i].across, &all[i],
+		     sr, sim_run_model(R), sim_run_gpu(R));
+	cap_config_row(od->f[0], x, sr, &mx, res, &u);
+	cap_group_rows(od->f[2], i, sr, &mx);
+	if (!C->quiet)
+		cap_print(x, sr, &mx, &u);
+	x->any_none |= u.none;
+out:
+	sim_run_close(R);
+	return rc;
+}
+
+/* Every configuration searched, its reports written and committed. */
+static int
+cap_run(struct cap_cmd *x)
+{
+	static const char *const names[] = { "capacity.csv",
+		"capacity_points.csv", "capacity_groups.csv" };
+	struct sim_config *all = calloc(x->ncfg, sizeof(*all));
+	struct seedres *res = calloc(MAX_SEEDS, sizeof(*res));
+	struct outdir od;
+	int rc;
+
+	memset(&od, 0, sizeof(od));
+	if (all == NULL || res == NULL) {
 		free(all);
 		free(res);
+		return KVSIM_EXIT_FAIL;
 	}
+	rc = cap_load(x, all);
 	if (rc == 0) {
-		clock_gettime(CLOCK_MONOTONIC, &w1);
-		if (!C.quiet)
-			printf("reports: %s (%.2f s)\n", outdir,
-			       (double)(w1.tv_sec - w0.tv_sec) +
-			       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
-		if (!no_plot)
-			auto_plot("kvsim capacity", outdir, C.quiet);
-		if (any_none)
-			rc = 1;
+		if (x->outdir[0] == '\0')
+			outdir_default(x->outdir, sizeof(x->outdir));
+		rc = outdir_open(&od, "kvsim capacity", x->outdir,
+				 x->o.force, names, 3);
 	}
+	if (rc != 0)
+		goto out;
+	cap_headers(od.f[0], od.f[1], od.f[2], x->C.nslo);
+	for (size_t i = 0; i < x->ncfg && rc == 0; i++)
+		rc = cap_config(x, all, i, res, &od);
+	if (rc == 0 &&
+	    (ferror(od.f[0]) || ferror(od.f[1]) || ferror(od.f[2]))) {
+		fprintf(stderr, "kvsim capacity: write error\n");
+		rc = KVSIM_EXIT_FAIL;
+	}
+	if (rc == 0)
+		rc = outdir_commit(&od);
+	else
+		outdir_abort(&od);
+out:
+	for (size_t i = 0; i < x->ncfg; i++)
+		sim_config_release(&all[i]);
+	free(all);
+	free(res);
+	return rc;
+}
+
+int
+capacity_main(int argc, char **argv)
+{
+	struct cap_cmd x;
+	struct cap *C = &x.C;
+	struct timespec w0, w1;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &w0);
+	memset(&x, 0, sizeof(x));
+	C->seeds = 3;
+	C->so.qps_min = 0.01;
+	C->so.qps_max = 10000;
+	C->so.tol = 0.05;
+	C->so.max_sims = 40;
+	C->early_stop = true;
+	rc = cli_opts_init(&x.o, "kvsim capacity", CLI_SET | CLI_OUT |
+			   CLI_FORCE | CLI_QUIET | CLI_NO_PLOT, argc);
+	C->jobs = (uint32_t)x.o.jobs;
+	x.files = calloc((size_t)argc + 1, sizeof(*x.files));
+	if (rc != 0 || x.files == NULL) {
+		if (rc == 0)
+			fprintf(stderr, "kvsim capacity: out of memory\n");
+		rc = KVSIM_EXIT_FAIL;
+		goto done;
+	}
+	if ((rc = cap_parse(&x, argc, argv)) != 0) {
+		if (rc < 0)
+			rc = KVSIM_EXIT_OK;
+		goto done;
+	}
+	if ((rc = cap_sources(&x)) != 0 || (rc = cap_run(&x)) != 0)
+		goto done;
+	clock_gettime(CLOCK_MONOTONIC, &w1);
+	if (!C->quiet)
+		printf("reports: %s (%.2f s)\n", x.outdir,
+		       (double)(w1.tv_sec - w0.tv_sec) +
+		       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
+	if (!x.o.no_plot)
+		auto_plot("kvsim capacity", x.outdir, C->quiet);
+	if (x.any_none)
+		rc = KVSIM_EXIT_FAIL;
 done:
-	free(C.pts);
-	free(srcs);
-	free(across_vals);
-	free(sets);
-	free(files);
+	free(C->pts);
+	free(x.srcs);
+	free(x.across_vals);
+	free(x.files);
+	cli_opts_release(&x.o);
 	return rc;
 }

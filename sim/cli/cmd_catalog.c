@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_catalog.h"
+#include "sim/cli/opts.h"
 
 #include "sim/model/catalog.h"
 #include "sim/model/sizing.h"
@@ -328,7 +329,7 @@ catalog_main(int argc, char **argv)
 			if (++i == argc) {
 				fprintf(stderr, "kvsim catalog: --datadir "
 					"needs a directory\n");
-				return 2;
+				return KVSIM_EXIT_USAGE;
 			}
 			datadir = argv[i];
 		} else if (strncmp(argv[i], "--datadir=", 10) == 0) {
@@ -336,7 +337,7 @@ catalog_main(int argc, char **argv)
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
 			fprintf(stderr, "kvsim catalog: unknown option '%s'\n"
 				"Try 'kvsim catalog --help'.\n", argv[i]);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		} else if (verb == NULL) {
 			verb = argv[i];
 		} else if (what == NULL &&
@@ -349,23 +350,23 @@ catalog_main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "kvsim catalog: unexpected argument "
 				"'%s'\n", argv[i]);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	if (verb == NULL || (strcmp(verb, "list") != 0 &&
 			     strcmp(verb, "show") != 0)) {
 		catalog_usage(stderr);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (strcmp(verb, "list") == 0 && name != NULL) {
 		fprintf(stderr, "kvsim catalog list: unexpected argument '%s' "
 			"(models or gpus)\n", name);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (strcmp(verb, "show") == 0 && name == NULL) {
 		fprintf(stderr, "kvsim catalog show: which entry?\n"
 			"usage: kvsim catalog show [models|gpus] NAME\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (name != NULL && what == NULL && strlen(name) > 5 &&
 	    strcmp(name + strlen(name) - 5, ".json") == 0) {
@@ -373,7 +374,7 @@ catalog_main(int argc, char **argv)
 
 		if (cat_model_from_hf(&m, name, &e) != KV_OK) {
 			fprintf(stderr, "kvsim catalog: %s\n", e.msg);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		catalog_show_model(m);
 		cat_model_free(m);
@@ -381,7 +382,7 @@ catalog_main(int argc, char **argv)
 	}
 	if (cat_load(&c, datadir, &e) != KV_OK) {
 		fprintf(stderr, "kvsim catalog: %s\n", e.msg);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (strcmp(verb, "list") == 0) {
 		if (what == NULL || strcmp(what, "models") == 0)
@@ -408,7 +409,7 @@ catalog_main(int argc, char **argv)
 				what == NULL ? "model or GPU" :
 				strcmp(what, "models") == 0 ? "model" : "GPU",
 				name);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 		}
 	}
 	cat_free(c);

@@ -18,13 +18,14 @@
 
 #include "reports/compare.h"
 #include "reports/sweep.h"
+#include "sim/cli/children.h"
+#include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
 #include "util/ydoc.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -74,12 +75,12 @@ compare_usage(FILE *f)
 }
 
 struct opts {
+	struct cli_opts c;		/* --out, --jobs, --resume, --force,
+					 * --no-plot, --quiet */
 	struct cmp_threshold *th;	/* the user's --fail-on */
 	size_t nth;
-	bool no_defaults, quiet, resume, force, no_plot;
+	bool no_defaults;
 	double alpha;
-	long jobs;
-	const char *out;
 };
 
 /* The thresholds in report order: defaults (less those overridden), then
@@ -129,7 +130,7 @@ out_path(const char *path, char *buf, size_t len)
 	if (outdir_mkdir_p(path) != 0) {
 		fprintf(stderr, "kvsim compare: --out %s: %s\n", path,
 			strerror(errno));
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	while (n > 1 && path[n - 1] == '/')
 		n--;
@@ -166,10 +167,6 @@ describe(const cmp_side *s, char *buf, size_t len)
 			 "each", cmp_side_kind(s), ng, lo, hi);
 }
 
-/*
- * Judge every metric of every configuration on both sides; write
- * compare.csv at `csv` and print the table.  Returns the exit status.
- */
 /* A metric the user named must exist on both sides (a default one may
  * be absent: its rows are left out).  0, or 2 with the message. */
 static int
@@ -183,146 +180,117 @@ named_metrics(const cmp_side *b, const cmp_side *c, const char *bname,
 				"column '%s' in %s\n", o->th[j].metric,
 				o->th[j].metric, cmp_side_has(b,
 				o->th[j].metric) ? cname : bname);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 	return 0;
 }
 
+/*
+ * Pair the configurations of the two sides: pb[k] and pc[k] with label
+ * label[k] (allocated), *npair of them.  0, KVSIM_EXIT_USAGE with the
+ * message, or -1 out of memory.
+ */
 static int
-compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
-	      const char *cname, const struct opts *o, const char *csv)
+compare_pair(const cmp_side *b, const cmp_side *c, const char *bname,
+	     const char *cname, size_t *pb, size_t *pc, char **label,
+	     size_t *npair)
 {
-	size_t nth, npair = 0, nrow = 0, nreg = 0, cap = 0;
-	struct cmp_threshold *th = thresholds(o, &nth);
-	struct cmp_row *row = NULL;
-	size_t *pb = NULL, *pc = NULL;
-	char **label = NULL, tmp[4400], err[1400];
-	double *vb = NULL, *vc = NULL;
-	size_t maxn = 1;
-	FILE *f;
-	int rc = 0;
-
-	if (th == NULL)
-		goto oom;
-	if ((rc = named_metrics(b, c, bname, cname, o)) != 0)
-		goto out;
-	/* Pair the configurations. */
-	cap = cmp_side_ngroups(b) + 1;
-	pb = calloc(cap, sizeof(*pb));
-	pc = calloc(cap, sizeof(*pc));
-	label = calloc(cap, sizeof(*label));
-	if (pb == NULL || pc == NULL || label == NULL)
-		goto oom;
 	if (cmp_side_ngroups(b) == 1 && cmp_side_ngroups(c) == 1) {
 		const char *lb = cmp_side_group(b, 0);
 		const char *lc = cmp_side_group(c, 0);
 		size_t n = strlen(lb) + strlen(lc) + 8;
 
 		if ((label[0] = malloc(n)) == NULL)
-			goto oom;
+			return -1;
 		if (strcmp(lb, lc) == 0)
 			snprintf(label[0], n, "%s", lb);
 		else
 			snprintf(label[0], n, "%s vs %s", lb[0] ? lb : "-",
 				 lc[0] ? lc : "-");
-		npair = 1;
-	} else {
-		if (strcmp(cmp_side_keys(b), cmp_side_keys(c)) != 0) {
-			fprintf(stderr, "kvsim compare: %s varies (%s) and %s "
-				"varies (%s): their configurations cannot be "
-				"matched\n", bname, cmp_side_keys(b)[0] ?
-				cmp_side_keys(b) : "seed only", cname,
-				cmp_side_keys(c)[0] ? cmp_side_keys(c)
-				: "seed only");
-			rc = 2;
-			goto out;
-		}
-		for (size_t g = 0; g < cmp_side_ngroups(b); g++) {
-			size_t h;
-
-			for (h = 0; h < cmp_side_ngroups(c); h++)
-				if (strcmp(cmp_side_group(b, g),
-					   cmp_side_group(c, h)) == 0)
-					break;
-			if (h == cmp_side_ngroups(c)) {
-				fprintf(stderr, "kvsim compare: %s: only in "
-					"%s, not compared\n",
-					cmp_side_group(b, g), bname);
-				continue;
-			}
-			pb[npair] = g;
-			pc[npair] = h;
-			if ((label[npair] = strdup(cmp_side_group(b, g))) ==
-			    NULL)
-				goto oom;
-			npair++;
-		}
-		for (size_t h = 0; h < cmp_side_ngroups(c); h++) {
-			bool seen = false;
-
-			for (size_t k = 0; k < npair; k++)
-				seen = seen || pc[k] == h;
-			if (!seen)
-				fprintf(stderr, "kvsim compare: %s: only in "
-					"%s, not compared\n",
-					cmp_side_group(c, h), cname);
-		}
-		if (npair == 0) {
-			fprintf(stderr, "kvsim compare: %s and %s have no "
-				"configuration in common\n", bname, cname);
-			rc = 2;
-			goto out;
-		}
+		*npair = 1;
+		return KVSIM_EXIT_OK;
 	}
+	if (strcmp(cmp_side_keys(b), cmp_side_keys(c)) != 0) {
+		fprintf(stderr, "kvsim compare: %s varies (%s) and %s varies "
+			"(%s): their configurations cannot be matched\n",
+			bname, cmp_side_keys(b)[0] ? cmp_side_keys(b)
+			: "seed only", cname, cmp_side_keys(c)[0] ?
+			cmp_side_keys(c) : "seed only");
+		return KVSIM_EXIT_USAGE;
+	}
+	for (size_t g = 0; g < cmp_side_ngroups(b); g++) {
+		size_t h;
+
+		for (h = 0; h < cmp_side_ngroups(c); h++)
+			if (strcmp(cmp_side_group(b, g),
+				   cmp_side_group(c, h)) == 0)
+				break;
+		if (h == cmp_side_ngroups(c)) {
+			fprintf(stderr, "kvsim compare: %s: only in %s, not "
+				"compared\n", cmp_side_group(b, g), bname);
+			continue;
+		}
+		pb[*npair] = g;
+		pc[*npair] = h;
+		if ((label[*npair] = strdup(cmp_side_group(b, g))) == NULL)
+			return -1;
+		(*npair)++;
+	}
+	for (size_t h = 0; h < cmp_side_ngroups(c); h++) {
+		bool seen = false;
+
+		for (size_t k = 0; k < *npair; k++)
+			seen = seen || pc[k] == h;
+		if (!seen)
+			fprintf(stderr, "kvsim compare: %s: only in %s, not "
+				"compared\n", cmp_side_group(c, h), cname);
+	}
+	if (*npair == 0) {
+		fprintf(stderr, "kvsim compare: %s and %s have no "
+			"configuration in common\n", bname, cname);
+		return KVSIM_EXIT_USAGE;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The largest group of either side: room for its values. */
+static size_t
+compare_maxn(const cmp_side *b, const cmp_side *c)
+{
+	size_t maxn = 1;
+
 	for (size_t g = 0; g < cmp_side_ngroups(b); g++)
 		maxn = cmp_side_group_size(b, g) > maxn
 		     ? cmp_side_group_size(b, g) : maxn;
 	for (size_t g = 0; g < cmp_side_ngroups(c); g++)
 		maxn = cmp_side_group_size(c, g) > maxn
 		     ? cmp_side_group_size(c, g) : maxn;
-	vb = calloc(maxn, sizeof(*vb));
-	vc = calloc(maxn, sizeof(*vc));
-	row = calloc(npair * nth + 1, sizeof(*row));
-	if (vb == NULL || vc == NULL || row == NULL)
-		goto oom;
-	for (size_t k = 0; k < npair; k++)
-		for (size_t i = 0; i < nth; i++) {
-			size_t nb, nc;
+	return maxn;
+}
 
-			if (cmp_side_values(b, pb[k], th[i].metric, vb, &nb,
-					    err, sizeof(err)) != KV_OK ||
-			    cmp_side_values(c, pc[k], th[i].metric, vc, &nc,
-					    err, sizeof(err)) != KV_OK) {
-				fprintf(stderr, "kvsim compare: %s\n", err);
-				rc = 2;
-				goto out;
-			}
-			if (nb == 0 || nc == 0)
-				continue;	/* absent or empty (tpot) */
-			row[nrow].config = label[k];
-			snprintf(row[nrow].metric, sizeof(row[nrow].metric),
-				 "%s", th[i].metric);
-			cmp_judge(vb, nb, vc, nc, &th[i], o->alpha,
-				  &row[nrow]);
-			if (row[nrow].verdict == CMP_REGRESSION)
-				nreg++;
-			nrow++;
-		}
+/* compare.csv at `csv`, the table, the verdict line and the plots;
+ * returns the exit status. */
+static int
+compare_report(const cmp_side *b, const cmp_side *c, const char *bname,
+	       const char *cname, const struct opts *o, const char *csv,
+	       const struct cmp_row *row, size_t nrow, size_t nreg)
+{
+	char tmp[4400];
+	FILE *f;
+	int rc = KVSIM_EXIT_OK;
 
 	if ((f = sweep_create(csv, tmp, sizeof(tmp))) == NULL) {
 		fprintf(stderr, "kvsim compare: %s: %s\n", csv,
 			strerror(errno));
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (cmp_write_csv(f, row, nrow) != 0 ||
 	    sweep_commit(f, tmp, csv) != 0) {
 		fprintf(stderr, "kvsim compare: %s: %s\n", csv,
 			strerror(errno));
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
-	if (!o->quiet) {
+	if (!o->c.quiet) {
 		char db[128], dc[128];
 
 		describe(b, db, sizeof(db));
@@ -349,24 +317,88 @@ compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
 				       row[i].config,
 				       row[i].config[0] ? ")" : "");
 		printf("%s; %s\n", nreg > shown ? ", ..." : "", csv);
-		rc = 1;
+		rc = KVSIM_EXIT_FAIL;
 	} else {
 		printf("kvsim compare: no regression (%zu metric%s compared); "
 		       "%s\n", nrow, nrow == 1 ? "" : "s", csv);
 	}
-	if (!o->no_plot && strcmp(base_name(csv), "compare.csv") == 0) {
+	if (!o->c.no_plot && strcmp(base_name(csv), "compare.csv") == 0) {
 		/* plots beside compare.csv (plot_dir finds it by name) */
 		const char *slash = strrchr(csv, '/');
 
 		snprintf(tmp, sizeof(tmp), "%.*s", slash != NULL ?
 			 (int)(slash - csv) : 1, slash != NULL ? csv : ".");
 		fflush(stdout);
-		auto_plot("kvsim compare", tmp, o->quiet);
+		auto_plot("kvsim compare", tmp, o->c.quiet);
 	}
+	return rc;
+}
+
+/*
+ * Judge every metric of every configuration on both sides; write
+ * compare.csv at `csv` and print the table.  Returns the exit status.
+ */
+static int
+compare_sides(const cmp_side *b, const cmp_side *c, const char *bname,
+	      const char *cname, const struct opts *o, const char *csv)
+{
+	size_t nth, npair = 0, nrow = 0, nreg = 0, cap = 0, maxn;
+	struct cmp_threshold *th = thresholds(o, &nth);
+	struct cmp_row *row = NULL;
+	size_t *pb = NULL, *pc = NULL;
+	char **label = NULL, err[1400];
+	double *vb = NULL, *vc = NULL;
+	int rc = 0;
+
+	if (th == NULL)
+		goto oom;
+	if ((rc = named_metrics(b, c, bname, cname, o)) != 0)
+		goto out;
+	cap = cmp_side_ngroups(b) + 1;
+	pb = calloc(cap, sizeof(*pb));
+	pc = calloc(cap, sizeof(*pc));
+	label = calloc(cap, sizeof(*label));
+	if (pb == NULL || pc == NULL || label == NULL)
+		goto oom;
+	if ((rc = compare_pair(b, c, bname, cname, pb, pc, label,
+			       &npair)) < 0)
+		goto oom;
+	if (rc != 0)
+		goto out;
+	maxn = compare_maxn(b, c);
+	vb = calloc(maxn, sizeof(*vb));
+	vc = calloc(maxn, sizeof(*vc));
+	row = calloc(npair * nth + 1, sizeof(*row));
+	if (vb == NULL || vc == NULL || row == NULL)
+		goto oom;
+	for (size_t k = 0; k < npair; k++)
+		for (size_t i = 0; i < nth; i++) {
+			size_t nb, nc;
+
+			if (cmp_side_values(b, pb[k], th[i].metric, vb, &nb,
+					    err, sizeof(err)) != KV_OK ||
+			    cmp_side_values(c, pc[k], th[i].metric, vc, &nc,
+					    err, sizeof(err)) != KV_OK) {
+				fprintf(stderr, "kvsim compare: %s\n", err);
+				rc = KVSIM_EXIT_USAGE;
+				goto out;
+			}
+			if (nb == 0 || nc == 0)
+				continue;	/* absent or empty (tpot) */
+			row[nrow].config = label[k];
+			snprintf(row[nrow].metric, sizeof(row[nrow].metric),
+				 "%s", th[i].metric);
+			cmp_judge(vb, nb, vc, nc, &th[i], o->alpha,
+				  &row[nrow]);
+			if (row[nrow].verdict == CMP_REGRESSION)
+				nreg++;
+			nrow++;
+		}
+	rc = compare_report(b, c, bname, cname, o, csv, row, nrow, nreg);
 	goto out;
 oom:
 	fprintf(stderr, "kvsim compare: out of memory\n");
-	rc = 2;
+	rc = KVSIM_EXIT_USAGE;
 out:
 	for (size_t k = 0; label != NULL && k < cap; k++)
 		free(label[k]);
@@ -431,7 +463,7 @@ flatten(const char *file, const struct yd_node *m, const char *prefix,
 	if (m->type != YD_MAP) {
 		fprintf(stderr, "%s:%lu:%lu: %s: expected a mapping of keys "
 			"to values\n", file, m->line, m->col, prefix);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < m->n; i++) {
 		const struct yd_node *k = yd_key(m, i), *v = yd_val(m, i);
@@ -440,7 +472,7 @@ flatten(const char *file, const struct yd_node *m, const char *prefix,
 		int rc = 0;
 
 		if (key == NULL)
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		snprintf(key, len, "%s%s%s", prefix, prefix[0] ? "." : "",
 			 k->str);
 		if (v->type == YD_MAP && strcmp(key, "set") != 0) {
@@ -448,7 +480,7 @@ flatten(const char *file, const struct yd_node *m, const char *prefix,
 		} else if (v->type != YD_SCALAR) {
 			fprintf(stderr, "%s:%lu:%lu: %s: expected a scalar "
 				"value\n", file, v->line, v->col, key);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 		} else {
 			struct assign *p = realloc(*a, (*n + 1) * sizeof(*p));
 			size_t tl = strlen(key) + strlen(v->str) + 2;
@@ -457,7 +489,7 @@ flatten(const char *file, const struct yd_node *m, const char *prefix,
 				if (p != NULL)
 					*a = p;
 				free(key);
-				return 2;
+				return KVSIM_EXIT_USAGE;
 			}
 			*a = p;
 			snprintf(p[*n].text, tl, "%s=%s", key, v->str);
@@ -504,7 +536,7 @@ suite_names(const struct suite *s, int side, const struct sim_config *c)
 		fprintf(stderr, "%s: %s\n", sim_config_where(c, bad), err);
 	else
 		fprintf(stderr, "%s\n", err);
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
 /* Each configuration loads, and takes the overrides of both sides. */
@@ -523,14 +555,14 @@ suite_check(const struct suite *s)
 			    sim_config_load(&c, s->config[i], err,
 					    sizeof(err)) != KV_OK) {
 				fprintf(stderr, "%s\n", err);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 			}
 			if (rc == 0 && s->trace[i] != NULL &&
 			    sim_config_set(&c, s->trace[i], err, sizeof(err))
 			    != KV_OK) {
 				fprintf(stderr, "%s: %s\n", s->cwhere[i],
 					sweep_set_message(err, s->trace[i]));
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 			}
 			/* the common overrides, then this side's */
 			for (int x = 0; x < 2 && rc == 0; x++) {
@@ -547,13 +579,13 @@ suite_check(const struct suite *s)
 					fprintf(stderr, "%s: %s\n", a->where,
 						sweep_set_message(err,
 								  a->text));
-					rc = 2;
+					rc = KVSIM_EXIT_USAGE;
 				}
 			}
 			if (rc == 0 && sim_config_finish(&c, err, sizeof(err))
 			    != KV_OK) {
 				fprintf(stderr, "%s: %s\n", s->cwhere[i], err);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 			}
 			if (rc == 0)
 				rc = suite_names(s, side, &c);
@@ -621,27 +653,14 @@ result_name(const struct suite *s, const char *path)
 	}
 }
 
+/* The suite's keys, and its configs:, traces: and config: entries. */
 static int
-suite_load(const char *file, struct suite *s)
+suite_top(const char *file, const struct yd_node *r,
+	  const struct yd_node **cfp, const struct yd_node **trp,
+	  const struct yd_node **basep)
 {
-	struct yd_doc d;
-	const struct yd_node *cf, *tr, *base, *sd, *r;
-	char err[1400];
-	size_t n;
-	int rc = 0;
+	const struct yd_node *cf, *tr, *base;
 
-	memset(s, 0, sizeof(*s));
-	if (yd_load_path(&d, file, err, sizeof(err)) != KV_OK) {
-		fprintf(stderr, "%s\n", err);
-		return 2;
-	}
-	r = d.root;
-	if (r == NULL || r->type != YD_MAP) {
-		fprintf(stderr, "%s:1:1: expected a mapping with configs, "
-			"seeds, baseline and candidate\n", file);
-		rc = 2;
-		goto out;
-	}
 	for (size_t i = 0; i < r->n; i++) {
 		const struct yd_node *k = yd_key(r, i);
 		static const char *const known[] = { "configs", "traces",
@@ -654,13 +673,12 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: unknown key '%s' (configs, "
 				"traces, config, seeds, set, baseline, "
 				"candidate)\n", file, k->line, k->col, k->str);
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	cf = yd_get(r, "configs");
-	tr = yd_get(r, "traces");
-	base = yd_get(r, "config");
+	*cfp = cf = yd_get(r, "configs");
+	*trp = tr = yd_get(r, "traces");
+	*basep = base = yd_get(r, "config");
 	for (int l = 0; l < 2; l++) {
 		const struct yd_node *x = l == 0 ? cf : tr;
 
@@ -668,23 +686,31 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: %s: expected a non-empty "
 				"list of files\n", file, x->line, x->col,
 				l == 0 ? "configs" : "traces");
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	if (cf == NULL && tr == NULL) {
 		fprintf(stderr, "%s:1:1: no configs: or traces: list to run\n",
 			file);
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (base != NULL && (base->type != YD_SCALAR || tr == NULL)) {
 		fprintf(stderr, "%s:%lu:%lu: config: %s\n", file, base->line,
 			base->col, tr == NULL ? "the base configuration of "
 			"traces:, and there are none" : "expected a file name");
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The configurations: configs: files, then traces: over config:. */
+static int
+suite_configs(const char *file, struct suite *s, const struct yd_node *cf,
+	      const struct yd_node *tr, const struct yd_node *base)
+{
+	size_t n;
+	int rc = 0;
+
 	n = (cf != NULL ? cf->n : 0) + (tr != NULL ? tr->n : 0);
 	s->config = calloc(n, sizeof(*s->config));
 	s->trace = calloc(n, sizeof(*s->trace));
@@ -692,8 +718,7 @@ suite_load(const char *file, struct suite *s)
 	s->cwhere = calloc(n, sizeof(*s->cwhere));
 	if (s->config == NULL || s->trace == NULL || s->name == NULL ||
 	    s->cwhere == NULL) {
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < n; i++) {
 		bool is_trace = cf == NULL || i >= cf->n;
@@ -706,14 +731,12 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: %s: expected a file "
 				"name\n", file, x->line, x->col,
 				is_trace ? "traces" : "configs");
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		snprintf(s->cwhere[i], sizeof(s->cwhere[i]), "%s:%lu:%lu",
 			 file, x->line, x->col);
 		if ((path = dup_path(file, x->str)) == NULL) {
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		s->nconfig++;
 		if (is_trace) {
@@ -727,8 +750,7 @@ suite_load(const char *file, struct suite *s)
 			    (s->config[i] = dup_path(file, base->str)) ==
 			    NULL) {
 				free(path);
-				rc = 2;
-				goto out;
+				return KVSIM_EXIT_USAGE;
 			}
 		} else {
 			s->config[i] = path;
@@ -737,14 +759,13 @@ suite_load(const char *file, struct suite *s)
 		if (stat(path, &sb) != 0) {
 			fprintf(stderr, "%s: %s: %s\n", s->cwhere[i], path,
 				strerror(errno));
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 		}
 		if (is_trace)
 			free(path);
 		if (rc != 0 || s->name[i] == NULL ||
 		    (is_trace && s->trace[i] == NULL)) {
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	if (base != NULL) {
@@ -754,21 +775,27 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: config: %s: %s\n", file,
 				base->line, base->col, s->config[n - 1],
 				strerror(errno));
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
+	return KVSIM_EXIT_OK;
+}
+
+/* seeds: (default one seed, 0), each once. */
+static int
+suite_seeds(const char *file, struct suite *s, const struct yd_node *r)
+{
+	const struct yd_node *sd;
+
 	sd = yd_get(r, "seeds");
 	if (sd != NULL && (sd->type != YD_SEQ || sd->n == 0)) {
 		fprintf(stderr, "%s:%lu:%lu: seeds: expected a non-empty list "
 			"of seeds\n", file, sd->line, sd->col);
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	s->seed = calloc(sd != NULL ? sd->n : 1, sizeof(*s->seed));
 	if (s->seed == NULL) {
-		rc = 2;
-		goto out;
+		return KVSIM_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < (sd != NULL ? sd->n : 1); i++) {
 		const struct yd_node *x = sd != NULL ? sd->kid[i] : NULL;
@@ -782,22 +809,28 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:%lu:%lu: seeds: expected a "
 				"non-negative integer\n", file, x->line,
 				x->col);
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		for (size_t j = 0; j < s->nseed; j++)
 			if (strcmp(s->seed[j], v) == 0) {
 				fprintf(stderr, "%s:%lu:%lu: seeds: %s twice\n",
 					file, x->line, x->col, v);
-				rc = 2;
-				goto out;
+				return KVSIM_EXIT_USAGE;
 			}
 		if ((s->seed[s->nseed] = strdup(v)) == NULL) {
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		s->nseed++;
 	}
+	return KVSIM_EXIT_OK;
+}
+
+/* set:, baseline: and candidate:, flattened into assignments. */
+static int
+suite_sides(const char *file, struct suite *s, const struct yd_node *r)
+{
+	int rc;
+
 	for (int k = 0; k < 3; k++) {
 		const struct yd_node *m = yd_get(r, side_key[k]);
 
@@ -805,30 +838,232 @@ suite_load(const char *file, struct suite *s)
 			fprintf(stderr, "%s:1:1: no `%s:` mapping of overrides "
 				"(e.g. %s: {policy: vllm-v1})\n", file,
 				side_key[k], side_key[k]);
-			rc = 2;
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
 		if (m != NULL && (rc = flatten(file, m, "", &s->side[k],
 					       &s->nside[k])) != 0)
-			goto out;
+			return rc;
 	}
+	return KVSIM_EXIT_OK;
+}
+
+static int
+suite_load(const char *file, struct suite *s)
+{
+	struct yd_doc d;
+	const struct yd_node *cf, *tr, *base, *r;
+	char err[1400];
+	int rc = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (yd_load_path(&d, file, err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "%s\n", err);
+		return KVSIM_EXIT_USAGE;
+	}
+	r = d.root;
+	if (r == NULL || r->type != YD_MAP) {
+		fprintf(stderr, "%s:1:1: expected a mapping with configs, "
+			"seeds, baseline and candidate\n", file);
+		rc = KVSIM_EXIT_USAGE;
+		goto out;
+	}
+	if ((rc = suite_top(file, r, &cf, &tr, &base)) != 0 ||
+	    (rc = suite_configs(file, s, cf, tr, base)) != 0 ||
+	    (rc = suite_seeds(file, s, r)) != 0 ||
+	    (rc = suite_sides(file, s, r)) != 0)
+		goto out;
 	rc = suite_check(s);
 out:
 	yd_release(&d);
 	return rc;
 }
 
+/* The run directories of a suite, all checked before anything runs. */
+static int
+suite_dirs(const struct suite *s, const struct opts *o, const char *out,
+	   char **dirs)
+{
+	char dir[4096];
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->nconfig; i++)
+		for (int side = 1; side < 3; side++)
+			for (size_t j = 0; j < s->nseed; j++, k++) {
+				snprintf(dir, sizeof(dir), "%s/%s/%s/seed-%s",
+					 out, s->name[i], side_key[side],
+					 s->seed[j]);
+				if ((dirs[k] = strdup(dir)) == NULL) {
+					fprintf(stderr, "kvsim compare: out "
+						"of memory\n");
+					return KVSIM_EXIT_USAGE;
+				}
+				/* --resume keeps complete runs and runs
+				 * the rest again (an interrupted or failed
+				 * suite); it used to refuse the rest */
+				if (access(dir, F_OK) == 0 && !o->c.force &&
+				    !o->c.resume) {
+					fprintf(stderr, "kvsim compare: %s "
+						"exists; use --resume to keep "
+						"complete runs or --force to "
+						"run them again\n", dir);
+					return KVSIM_EXIT_USAGE;
+				}
+			}
+	return KVSIM_EXIT_OK;
+}
+
+/* argv of the run of configuration i, side `side`, seed j in dir. */
+static char **
+suite_argv(const struct suite *s, size_t i, int side, size_t j,
+	   char *exe, char *dir)
+{
+	size_t na = 13 + 2 * (s->nside[0] + s->nside[side]), m = 0;
+	char **a = calloc(na, sizeof(*a));
+
+	if (a == NULL)
+		return NULL;
+	a[m++] = exe;
+	a[m++] = "run";
+	if (s->config[i] != NULL)
+		a[m++] = s->config[i];
+	a[m++] = "--quiet";
+	a[m++] = "--no-plot";
+	a[m++] = "--force";
+	a[m++] = "--out";
+	a[m++] = dir;
+	a[m++] = "--seed";
+	a[m++] = s->seed[j];
+	if (s->trace[i] != NULL) {
+		a[m++] = "--set";
+		a[m++] = s->trace[i];
+	}
+	for (size_t x = 0; x < s->nside[0]; x++) {
+		a[m++] = "--set";
+		a[m++] = s->side[0][x].text;
+	}
+	for (size_t x = 0; x < s->nside[side]; x++) {
+		a[m++] = "--set";
+		a[m++] = s->side[side][x].text;
+	}
+	return a;
+}
+
+/* The jobs of the runs to do (those --resume does not keep). */
+static int
+suite_jobs(const struct suite *s, const struct opts *o, char *exe,
+	   char **dirs, char ***argvs, struct pool_job *job, size_t *nrun,
+	   size_t *nskip)
+{
+	size_t k = 0;
+	int rc;
+
+	for (size_t i = 0; i < s->nconfig; i++)
+		for (int side = 1; side < 3; side++)
+			for (size_t j = 0; j < s->nseed; j++, k++) {
+				if (o->c.resume && !o->c.force &&
+				    sweep_run_complete(dirs[k])) {
+					(*nskip)++;
+					continue;
+				}
+				rc = children_dir_ready("kvsim compare",
+							dirs[k]);
+				if (rc != 0)
+					return rc;
+				argvs[k] = suite_argv(s, i, side, j, exe,
+						      dirs[k]);
+				if (argvs[k] == NULL) {
+					fprintf(stderr, "kvsim compare: out "
+						"of memory\n");
+					return KVSIM_EXIT_USAGE;
+				}
+				job[*nrun].argv = argvs[k];
+				job[*nrun].dir = dirs[k];
+				job[*nrun].id = dirs[k];
+				(*nrun)++;
+			}
+	return KVSIM_EXIT_OK;
+}
+
+/* Compare the suite's results, once every run is complete. */
+static int
+suite_compare(const struct suite *s, const struct opts *o, const char *out,
+	      char **dirs)
+{
+	cmp_side *b = cmp_side_new(), *c = cmp_side_new();
+	char err[1400], csv[4400];
+	size_t k = 0;
+	int rc = KVSIM_EXIT_OK;
+
+	if (b == NULL || c == NULL) {
+		fprintf(stderr, "kvsim compare: out of memory\n");
+		rc = KVSIM_EXIT_USAGE;
+		goto done;
+	}
+	for (size_t i = 0; i < s->nconfig; i++)
+		for (int side = 1; side < 3; side++)
+			for (size_t j = 0; j < s->nseed; j++, k++)
+				if (cmp_side_add_run(side == 1 ? b : c,
+						     s->name[i], dirs[k], err,
+						     sizeof(err)) != KV_OK) {
+					fprintf(stderr, "kvsim compare: %s\n",
+						err);
+					rc = KVSIM_EXIT_FAIL;
+					goto done;
+				}
+	if (o->c.out != NULL && strlen(o->c.out) >= 4 &&
+	    strcmp(o->c.out + strlen(o->c.out) - 4, ".csv") == 0)
+		snprintf(csv, sizeof(csv), "%s", o->c.out);
+	else if ((rc = out_path(out, csv, sizeof(csv))) != 0)
+		goto done;
+	rc = compare_sides(b, c, "baseline", "candidate", o, csv);
+done:
+	cmp_side_free(b);
+	cmp_side_free(c);
+	return rc;
+}
+
+/* Run the suite's jobs; KVSIM_EXIT_OK when every one succeeded. */
+static int
+suite_run(const char *file, const struct suite *s, const struct opts *o,
+	  const char *out, struct pool_job *job, size_t nrun, size_t nskip)
+{
+	char err[1400];
+	enum pool_end end;
+	size_t nfail = 0;
+
+	if (!o->c.quiet)
+		fprintf(stderr, "kvsim compare: suite %s: %zu configuration%s x "
+			"%zu seed%s x 2 sides: %zu run%s to do, %zu complete "
+			"already, in %s\n", file, s->nconfig,
+			s->nconfig == 1 ? "" : "s", s->nseed,
+			s->nseed == 1 ? "" : "s", nrun, nrun == 1 ? "" : "s",
+			nskip, out);
+	end = children_run("kvsim compare", job, nrun, o->c.jobs, o->c.quiet,
+			   err, sizeof(err));
+	if (end == POOL_ERROR) {
+		fprintf(stderr, "kvsim compare: %s\n", err);
+		return KVSIM_EXIT_FAIL;
+	}
+	for (size_t i = 0; i < nrun; i++)
+		nfail += job[i].status != 0;
+	if (end == POOL_INTERRUPTED || nfail > 0) {
+		fprintf(stderr, "kvsim compare: %s; nothing compared\n",
+			end == POOL_INTERRUPTED ? "interrupted"
+			: "a suite run failed");
+		return KVSIM_EXIT_FAIL;
+	}
+	return KVSIM_EXIT_OK;
+}
+
 static int
 suite_main(const char *file, const struct opts *o)
 {
 	struct suite s;
-	char exe[PATH_MAX], err[1400], dir[4096], csv[4400];
-	const char *out = o->out != NULL ? o->out : "kvsim-out/suite";
-	struct sweep_job *job = NULL;
+	char exe[PATH_MAX];
+	const char *out = o->c.out != NULL ? o->c.out : "kvsim-out/suite";
+	struct pool_job *job = NULL;
 	char ***argvs = NULL, **dirs = NULL;
-	size_t nrun = 0, total, nfail = 0, nskip = 0, k = 0;
-	cmp_side *b = NULL, *c = NULL;
-	ssize_t el;
+	size_t nrun = 0, total, nskip = 0;
 	int rc;
 
 	if ((rc = suite_load(file, &s)) != 0) {
@@ -839,138 +1074,23 @@ suite_main(const char *file, const struct opts *o)
 	job = calloc(total, sizeof(*job));
 	argvs = calloc(total, sizeof(*argvs));
 	dirs = calloc(total, sizeof(*dirs));
-	if (job == NULL || argvs == NULL || dirs == NULL)
-		goto oom;
-	el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (el <= 0 || (size_t)el >= sizeof(exe) - 1) {
+	if (job == NULL || argvs == NULL || dirs == NULL) {
+		fprintf(stderr, "kvsim compare: out of memory\n");
+		rc = KVSIM_EXIT_USAGE;
+		goto done;
+	}
+	if (!children_self_exe(exe, sizeof(exe))) {
 		fprintf(stderr, "kvsim compare: cannot find the kvsim "
 			"executable (/proc/self/exe)\n");
-		rc = 1;
+		rc = KVSIM_EXIT_FAIL;
 		goto done;
 	}
-	exe[el] = '\0';
-	/* Every directory is checked before anything runs. */
-	for (size_t i = 0; i < s.nconfig; i++)
-		for (int side = 1; side < 3; side++)
-			for (size_t j = 0; j < s.nseed; j++, k++) {
-				snprintf(dir, sizeof(dir), "%s/%s/%s/seed-%s",
-					 out, s.name[i], side_key[side],
-					 s.seed[j]);
-				if ((dirs[k] = strdup(dir)) == NULL)
-					goto oom;
-				/* --resume keeps complete runs and runs
-				 * the rest again (an interrupted or failed
-				 * suite); it used to refuse the rest */
-				if (access(dir, F_OK) == 0 && !o->force &&
-				    !o->resume) {
-					fprintf(stderr, "kvsim compare: %s "
-						"exists; use --resume to keep "
-						"complete runs or --force to "
-						"run them again\n", dir);
-					rc = 2;
-					goto done;
-				}
-			}
-	k = 0;
-	for (size_t i = 0; i < s.nconfig; i++)
-		for (int side = 1; side < 3; side++)
-			for (size_t j = 0; j < s.nseed; j++, k++) {
-				size_t na = 0, m = 0;
-				char **a;
-
-				if (o->resume && !o->force &&
-				    sweep_run_complete(dirs[k])) {
-					nskip++;
-					continue;
-				}
-				if (outdir_mkdir_p(dirs[k]) != 0) {
-					fprintf(stderr, "kvsim compare: %s: "
-						"%s\n", dirs[k],
-						strerror(errno));
-					rc = 2;
-					goto done;
-				}
-				sweep_run_clean(dirs[k]);
-				na = 13 + 2 * (s.nside[0] + s.nside[side]);
-				if ((a = calloc(na, sizeof(*a))) == NULL)
-					goto oom;
-				argvs[k] = a;
-				a[m++] = exe;
-				a[m++] = "run";
-				if (s.config[i] != NULL)
-					a[m++] = s.config[i];
-				a[m++] = "--quiet";
-				a[m++] = "--no-plot";
-				a[m++] = "--force";
-				a[m++] = "--out";
-				a[m++] = dirs[k];
-				a[m++] = "--seed";
-				a[m++] = s.seed[j];
-				if (s.trace[i] != NULL) {
-					a[m++] = "--set";
-					a[m++] = s.trace[i];
-				}
-				for (size_t x = 0; x < s.nside[0]; x++) {
-					a[m++] = "--set";
-					a[m++] = s.side[0][x].text;
-				}
-				for (size_t x = 0; x < s.nside[side]; x++) {
-					a[m++] = "--set";
-					a[m++] = s.side[side][x].text;
-				}
-				job[nrun].argv = a;
-				job[nrun].dir = dirs[k];
-				job[nrun].id = dirs[k];
-				nrun++;
-			}
-	if (!o->quiet)
-		fprintf(stderr, "kvsim compare: suite %s: %zu configuration%s x "
-			"%zu seed%s x 2 sides: %zu run%s to do, %zu complete "
-			"already, in %s\n", file, s.nconfig,
-			s.nconfig == 1 ? "" : "s", s.nseed,
-			s.nseed == 1 ? "" : "s", nrun, nrun == 1 ? "" : "s",
-			nskip, out);
-	rc = sweep_exec(job, nrun, (unsigned)o->jobs, "kvsim compare",
-			o->quiet ? NULL : stderr, err, sizeof(err));
-	if (rc < 0) {
-		fprintf(stderr, "kvsim compare: %s\n", err);
-		rc = 1;
+	if ((rc = suite_dirs(&s, o, out, dirs)) != 0 ||
+	    (rc = suite_jobs(&s, o, exe, dirs, argvs, job, &nrun,
+			     &nskip)) != 0 ||
+	    (rc = suite_run(file, &s, o, out, job, nrun, nskip)) != 0)
 		goto done;
-	}
-	for (size_t i = 0; i < nrun; i++)
-		nfail += job[i].status != 0;
-	if (rc == 1 || nfail > 0) {
-		fprintf(stderr, "kvsim compare: %s; nothing compared\n",
-			rc == 1 ? "interrupted" : "a suite run failed");
-		rc = 1;
-		goto done;
-	}
-	b = cmp_side_new();
-	c = cmp_side_new();
-	if (b == NULL || c == NULL)
-		goto oom;
-	k = 0;
-	for (size_t i = 0; i < s.nconfig; i++)
-		for (int side = 1; side < 3; side++)
-			for (size_t j = 0; j < s.nseed; j++, k++)
-				if (cmp_side_add_run(side == 1 ? b : c,
-						     s.name[i], dirs[k], err,
-						     sizeof(err)) != KV_OK) {
-					fprintf(stderr, "kvsim compare: %s\n",
-						err);
-					rc = 1;
-					goto done;
-				}
-	if (o->out != NULL && strlen(o->out) >= 4 &&
-	    strcmp(o->out + strlen(o->out) - 4, ".csv") == 0)
-		snprintf(csv, sizeof(csv), "%s", o->out);
-	else if ((rc = out_path(out, csv, sizeof(csv))) != 0)
-		goto done;
-	rc = compare_sides(b, c, "baseline", "candidate", o, csv);
-	goto done;
-oom:
-	fprintf(stderr, "kvsim compare: out of memory\n");
-	rc = 2;
+	rc = suite_compare(&s, o, out, dirs);
 done:
 	for (size_t i = 0; i < total; i++) {
 		if (argvs != NULL)
@@ -980,153 +1100,99 @@ done:
 	}
 	free(argvs);
 	free(dirs);
+	pool_jobs_release(job, nrun);
 	free(job);
-	cmp_side_free(b);
-	cmp_side_free(c);
 	suite_release(&s);
 	return rc;
 }
 
-int
-compare_main(int argc, char **argv)
+/* The options; -1 after --help.  *suite: --suite's file. */
+static int
+compare_parse(struct opts *o, const char **suite, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "fail-on", required_argument, NULL, 'F' },
 		{ "no-defaults", no_argument, NULL, 'N' },
 		{ "alpha", required_argument, NULL, 'a' },
-		{ "out", required_argument, NULL, 'o' },
+		CLI_LO_OUT,
 		{ "suite", required_argument, NULL, 'S' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "resume", no_argument, NULL, 'r' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "no-plot", no_argument, NULL, 'P' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		CLI_LO_JOBS,
+		CLI_LO_RESUME,
+		CLI_LO_FORCE,
+		CLI_LO_NO_PLOT,
+		CLI_LO_QUIET,
+		CLI_LO_HELP,
+		CLI_LO_END
 	};
-	struct opts o;
-	const char *suite = NULL;
-	char err[1400], csv[4400];
-	cmp_side *b = NULL, *c = NULL;
-	int ch, rc = 0;
+	char err[1400], *end;
+	int ch;
 
-	memset(&o, 0, sizeof(o));
-	o.alpha = 0.05;
-	o.jobs = sysconf(_SC_NPROCESSORS_ONLN);
-	if (o.jobs < 1)
-		o.jobs = 1;
-	o.th = calloc((size_t)argc + 1, sizeof(*o.th));
-	if (o.th == NULL)
-		return 2;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:j:rfqh", lo, NULL)) != -1) {
-		char *end;
-
+	while ((ch = cli_getopt(&o->c, argc, argv, "o:j:rfqh", lo)) != -1) {
 		switch (ch) {
 		case 'F':
-			if (cmp_threshold_parse(optarg, &o.th[o.nth], err,
+			if (cmp_threshold_parse(optarg, &o->th[o->nth], err,
 						sizeof(err)) != KV_OK) {
 				fprintf(stderr, "kvsim compare: %s\n", err);
-				rc = 2;
-				goto done;
+				return KVSIM_EXIT_USAGE;
 			}
-			o.nth++;
+			o->nth++;
 			break;
 		case 'N':
-			o.no_defaults = true;
+			o->no_defaults = true;
 			break;
 		case 'a':
 			errno = 0;
-			o.alpha = strtod(optarg, &end);
-			if (errno || *end || !(o.alpha > 0 && o.alpha < 1)) {
+			o->alpha = strtod(optarg, &end);
+			if (errno || *end || !(o->alpha > 0 && o->alpha < 1)) {
 				fprintf(stderr, "kvsim compare: --alpha %s: "
 					"expected a number in (0, 1)\n", optarg);
-				rc = 2;
-				goto done;
+				return KVSIM_EXIT_USAGE;
 			}
-			break;
-		case 'o':
-			o.out = optarg;
 			break;
 		case 'S':
-			suite = optarg;
-			break;
-		case 'j':
-			errno = 0;
-			o.jobs = strtol(optarg, &end, 10);
-			if (errno || *end || o.jobs < 1 || o.jobs > 4096) {
-				fprintf(stderr, "kvsim compare: --jobs %s: "
-					"expected an integer in [1, 4096]\n",
-					optarg);
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 'r':
-			o.resume = true;
-			break;
-		case 'f':
-			o.force = true;
-			break;
-		case 'P':
-			o.no_plot = true;
-			break;
-		case 'q':
-			o.quiet = true;
+			*suite = optarg;
 			break;
 		case 'h':
 			compare_usage(stdout);
-			goto done;
+			return -1;
+		case CLI_OPT_BAD:
+			return KVSIM_EXIT_USAGE;
 		default:
 			compare_usage(stderr);
-			rc = 2;
-			goto done;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	if (suite != NULL) {
-		if (optind != argc) {
-			fprintf(stderr, "kvsim compare: --suite takes no BASE "
-				"or CAND\n");
-			rc = 2;
-			goto done;
-		}
-		rc = suite_main(suite, &o);
-		goto done;
-	}
-	if (optind != argc - 2) {
-		fprintf(stderr, "kvsim compare: expected BASE and CAND (or "
-			"--suite FILE)\n");
-		compare_usage(stderr);
-		rc = 2;
-		goto done;
-	}
-	if (o.resume || o.force) {
-		fprintf(stderr, "kvsim compare: --resume and --force are for "
-			"--suite\n");
-		rc = 2;
-		goto done;
-	}
-	b = cmp_side_new();
-	c = cmp_side_new();
+	return KVSIM_EXIT_OK;
+}
+
+/* `kvsim compare BASE CAND` (argv[0], argv[1]). */
+static int
+compare_two(const struct opts *o, char **argv)
+{
+	char err[1400], csv[4400];
+	cmp_side *b = cmp_side_new(), *c = cmp_side_new();
+	int rc;
+
 	if (b == NULL || c == NULL) {
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
-	if (cmp_side_load(b, argv[optind], err, sizeof(err)) != KV_OK ||
-	    cmp_side_load(c, argv[optind + 1], err, sizeof(err)) != KV_OK) {
+	if (cmp_side_load(b, argv[0], err, sizeof(err)) != KV_OK ||
+	    cmp_side_load(c, argv[1], err, sizeof(err)) != KV_OK) {
 		fprintf(stderr, "kvsim compare: %s\n", err);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
 	/* bad input before --out DIR is made */
-	if ((rc = named_metrics(b, c, argv[optind], argv[optind + 1], &o)))
+	if ((rc = named_metrics(b, c, argv[0], argv[1], o)))
 		goto done;
-	if (o.out != NULL) {
-		if ((rc = out_path(o.out, csv, sizeof(csv))) != 0)
+	if (o->c.out != NULL) {
+		if ((rc = out_path(o->c.out, csv, sizeof(csv))) != 0)
 			goto done;
 	} else {
 		struct stat sb;
-		const char *cand = argv[optind + 1];
+		const char *cand = argv[1];
 		const char *slash = strrchr(cand, '/');
 
 		if (stat(cand, &sb) == 0 && S_ISDIR(sb.st_mode))
@@ -1137,10 +1203,60 @@ compare_main(int argc, char **argv)
 		else
 			snprintf(csv, sizeof(csv), "compare.csv");
 	}
-	rc = compare_sides(b, c, argv[optind], argv[optind + 1], &o, csv);
+	rc = compare_sides(b, c, argv[0], argv[1], o, csv);
 done:
 	cmp_side_free(b);
 	cmp_side_free(c);
+	return rc;
+}
+
+int
+compare_main(int argc, char **argv)
+{
+	struct opts o;
+	const char *suite = NULL;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.alpha = 0.05;
+	if (cli_opts_init(&o.c, "kvsim compare", CLI_OUT | CLI_JOBS |
+			  CLI_RESUME | CLI_FORCE | CLI_NO_PLOT | CLI_QUIET,
+			  argc) != 0 ||
+	    (o.th = calloc((size_t)argc + 1, sizeof(*o.th))) == NULL) {
+		rc = KVSIM_EXIT_USAGE;
+		goto done;
+	}
+	if ((rc = compare_parse(&o, &suite, argc, argv)) != 0) {
+		if (rc < 0)
+			rc = KVSIM_EXIT_OK;
+		goto done;
+	}
+	if (suite != NULL) {
+		if (optind != argc) {
+			fprintf(stderr, "kvsim compare: --suite takes no BASE "
+				"or CAND\n");
+			rc = KVSIM_EXIT_USAGE;
+			goto done;
+		}
+		rc = suite_main(suite, &o);
+		goto done;
+	}
+	if (optind != argc - 2) {
+		fprintf(stderr, "kvsim compare: expected BASE and CAND (or "
+			"--suite FILE)\n");
+		compare_usage(stderr);
+		rc = KVSIM_EXIT_USAGE;
+		goto done;
+	}
+	if (o.c.resume || o.c.force) {
+		fprintf(stderr, "kvsim compare: --resume and --force are for "
+			"--suite\n");
+		rc = KVSIM_EXIT_USAGE;
+		goto done;
+	}
+	rc = compare_two(&o, argv + optind);
+done:
 	free(o.th);
+	cli_opts_release(&o.c);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_kvsize.h"
+#include "sim/cli/opts.h"
 
 #include "sim/model/catalog.h"
 #include "sim/model/sizing.h"
@@ -131,7 +132,7 @@ kvsize_bad(const char *opt, const char *val, const char *want)
 {
 	fprintf(stderr, "kvsim kv-size: %s: bad value '%s' (%s)\n", opt, val,
 		want);
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
 static bool
@@ -163,14 +164,14 @@ kvsize_model(const cat *c, const char *name, const struct cat_model **m,
 			fprintf(stderr, "kvsim kv-size: unknown model '%s': "
 				"not in the catalog ('kvsim catalog list "
 				"models') and not a config.json file\n", name);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		fclose(f);
 	}
 	rc = cat_model_from_hf(owned, name, &e);
 	if (rc != KV_OK) {
 		fprintf(stderr, "kvsim kv-size: %s\n", e.msg);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	*m = *owned;
 	return 0;
@@ -233,22 +234,129 @@ kvsize_explain(const struct cat_model *m, const struct cat_gpu *g,
 	       (unsigned long long)r->blocks_per_request);
 }
 
-int
-kvsize_main(int argc, char **argv)
+/*
+ * An engine option (into e); a size option only points *size at its
+ * field, read by the caller.  0, KVSIM_EXIT_USAGE with the message, or
+ * -1 when opt is not an engine option.
+ */
+static int
+kvsize_engine_opt(struct sz_engine *e, int opt, const char *optarg,
+		  int64_t **size)
 {
-	struct sz_engine e;
-	struct sz_result *r;
-	const char *model = NULL, *gpu = NULL, *datadir = NULL;
-	const struct cat_model *m;
-	struct cat_model *owned = NULL;
-	const struct cat_gpu *g;
-	struct cat_err ce;
-	bool verbose = false;
-	char why[512];
-	cat *c;
-	int opt, rc = 0;
+	uint64_t u;
+	char *end;
 
-	sz_engine_init(&e);
+	switch (opt) {
+	case 't':
+		if (!kvsize_uint(optarg, 1024, &u) || u == 0)
+			return kvsize_bad("--tensor-parallel-size",
+					  optarg, "1 to 1024");
+		e->tensor_parallel_size = (uint32_t)u;
+		break;
+	case OPT_UTIL:
+		errno = 0;
+		e->gpu_memory_utilization = strtod(optarg, &end);
+		if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+		    !(e->gpu_memory_utilization > 0 &&
+		      e->gpu_memory_utilization <= 1))
+			return kvsize_bad("--gpu-memory-utilization",
+					  optarg,
+					  "a fraction in (0, 1]");
+		break;
+	case OPT_BS:
+		if (!kvsize_uint(optarg, 1u << 20, &u) || u == 0)
+			return kvsize_bad("--block-size", optarg,
+					  "a positive integer");
+		e->block_size = (uint32_t)u;
+		break;
+	case OPT_KVDT:
+		if (!kvsize_copy(e->kv_cache_dtype,
+				 sizeof(e->kv_cache_dtype), optarg))
+			return kvsize_bad("--kv-cache-dtype", optarg,
+					  "a dtype name");
+		break;
+	case OPT_DTYPE:
+		if (!kvsize_copy(e->dtype, sizeof(e->dtype), optarg))
+			return kvsize_bad("--dtype", optarg,
+					  "a dtype name");
+		break;
+	case OPT_SSMDT:
+		if (!kvsize_copy(e->mamba_ssm_cache_dtype,
+				 sizeof(e->mamba_ssm_cache_dtype),
+				 optarg))
+			return kvsize_bad("--mamba-ssm-cache-dtype",
+					  optarg, "a dtype name");
+		break;
+	case OPT_MML:
+		if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+			return kvsize_bad("--max-model-len", optarg,
+					  "a positive integer");
+		e->max_model_len = u;
+		break;
+	case OPT_MNBT:
+		if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+			return kvsize_bad("--max-num-batched-tokens",
+					  optarg, "a positive integer");
+		e->max_num_batched_tokens = u;
+		break;
+	case OPT_MNS:
+		if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
+			return kvsize_bad("--max-num-seqs", optarg,
+					  "a positive integer");
+		e->max_num_seqs = (uint32_t)u;
+		break;
+	case OPT_PC:
+		e->enable_prefix_caching = 1;
+		break;
+	case OPT_NOPC:
+		e->enable_prefix_caching = 0;
+		break;
+	case OPT_OVERRIDE:
+		/* as engine->num_gpu_blocks_override: the pools
+		 * libkvcore takes (at most 2^30 blocks) */
+		if (!kvsize_uint(optarg, 1u << 30, &u) || u == 0)
+			return kvsize_bad("--num-gpu-blocks-override",
+					  optarg, "a block count "
+					  "(1 to 2^30)");
+		e->num_gpu_blocks_override = (int64_t)u;
+		break;
+	case OPT_KVMEM:
+		*size = &e->kv_cache_memory_bytes;
+		break;
+	case OPT_GPUMEM:
+		*size = &e->gpu_memory_bytes;
+		break;
+	case OPT_WEIGHTS:
+		*size = &e->weights_bytes;
+		break;
+	case OPT_ACT:
+		*size = &e->activation_bytes;
+		break;
+	case OPT_NONTORCH:
+		*size = &e->non_torch_bytes;
+		break;
+	case OPT_CUDAGRAPH:
+		*size = &e->cudagraph_bytes;
+		break;
+	default:
+		return -1;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+struct kvsize_args {
+	struct sz_engine e;
+	const char *model, *gpu, *datadir;
+	bool verbose;
+};
+
+/* The options (getopt_long's messages are kv-size's own); -1 after
+ * --help. */
+static int
+kvsize_parse(struct kvsize_args *k, int argc, char **argv)
+{
+	int opt, rc;
+
 	optind = 1;
 	opterr = 0;
 	for (;;) {
@@ -256,7 +364,7 @@ kvsize_main(int argc, char **argv)
 		uint64_t u;
 		int64_t *size = NULL;
 		const char *name;
-		char *end, lname[64];
+		char lname[64];
 
 		opt = getopt_long(argc, argv, ":m:g:t:vh", kvsize_opts, &li);
 		if (opt == -1)
@@ -269,122 +377,35 @@ kvsize_main(int argc, char **argv)
 			name = optind > 0 && optind <= argc ?
 			       argv[optind - 1] : "?";
 		}
-
-		switch (opt) {
+		rc = kvsize_engine_opt(&k->e, opt, optarg, &size);
+		if (rc > 0)
+			return rc;
+		switch (rc == 0 ? 0 : opt) {
+		case 0:
+			break;
 		case 'm':
-			model = optarg;
+			k->model = optarg;
 			break;
 		case 'g':
-			gpu = optarg;
-			break;
-		case 't':
-			if (!kvsize_uint(optarg, 1024, &u) || u == 0)
-				return kvsize_bad("--tensor-parallel-size",
-						  optarg, "1 to 1024");
-			e.tensor_parallel_size = (uint32_t)u;
-			break;
-		case OPT_UTIL:
-			errno = 0;
-			e.gpu_memory_utilization = strtod(optarg, &end);
-			if (*optarg == '\0' || *end != '\0' || errno != 0 ||
-			    !(e.gpu_memory_utilization > 0 &&
-			      e.gpu_memory_utilization <= 1))
-				return kvsize_bad("--gpu-memory-utilization",
-						  optarg,
-						  "a fraction in (0, 1]");
-			break;
-		case OPT_BS:
-			if (!kvsize_uint(optarg, 1u << 20, &u) || u == 0)
-				return kvsize_bad("--block-size", optarg,
-						  "a positive integer");
-			e.block_size = (uint32_t)u;
-			break;
-		case OPT_KVDT:
-			if (!kvsize_copy(e.kv_cache_dtype,
-					 sizeof(e.kv_cache_dtype), optarg))
-				return kvsize_bad("--kv-cache-dtype", optarg,
-						  "a dtype name");
-			break;
-		case OPT_DTYPE:
-			if (!kvsize_copy(e.dtype, sizeof(e.dtype), optarg))
-				return kvsize_bad("--dtype", optarg,
-						  "a dtype name");
-			break;
-		case OPT_SSMDT:
-			if (!kvsize_copy(e.mamba_ssm_cache_dtype,
-					 sizeof(e.mamba_ssm_cache_dtype),
-					 optarg))
-				return kvsize_bad("--mamba-ssm-cache-dtype",
-						  optarg, "a dtype name");
-			break;
-		case OPT_MML:
-			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
-				return kvsize_bad("--max-model-len", optarg,
-						  "a positive integer");
-			e.max_model_len = u;
-			break;
-		case OPT_MNBT:
-			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
-				return kvsize_bad("--max-num-batched-tokens",
-						  optarg, "a positive integer");
-			e.max_num_batched_tokens = u;
-			break;
-		case OPT_MNS:
-			if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
-				return kvsize_bad("--max-num-seqs", optarg,
-						  "a positive integer");
-			e.max_num_seqs = (uint32_t)u;
-			break;
-		case OPT_PC:
-			e.enable_prefix_caching = 1;
-			break;
-		case OPT_NOPC:
-			e.enable_prefix_caching = 0;
-			break;
-		case OPT_OVERRIDE:
-			/* as engine.num_gpu_blocks_override: the pools
-			 * libkvcore takes (at most 2^30 blocks) */
-			if (!kvsize_uint(optarg, 1u << 30, &u) || u == 0)
-				return kvsize_bad("--num-gpu-blocks-override",
-						  optarg, "a block count "
-						  "(1 to 2^30)");
-			e.num_gpu_blocks_override = (int64_t)u;
-			break;
-		case OPT_KVMEM:
-			size = &e.kv_cache_memory_bytes;
-			break;
-		case OPT_GPUMEM:
-			size = &e.gpu_memory_bytes;
-			break;
-		case OPT_WEIGHTS:
-			size = &e.weights_bytes;
-			break;
-		case OPT_ACT:
-			size = &e.activation_bytes;
-			break;
-		case OPT_NONTORCH:
-			size = &e.non_torch_bytes;
-			break;
-		case OPT_CUDAGRAPH:
-			size = &e.cudagraph_bytes;
+			k->gpu = optarg;
 			break;
 		case OPT_DATADIR:
-			datadir = optarg;
+			k->datadir = optarg;
 			break;
 		case 'v':
-			verbose = true;
+			k->verbose = true;
 			break;
 		case 'h':
 			kvsize_usage(stdout);
-			return 0;
+			return -1;
 		case ':':
 			fprintf(stderr, "kvsim kv-size: %s needs a value\n",
 				name);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		default:
 			fprintf(stderr, "kvsim kv-size: unknown option '%s'\n"
 				"Try 'kvsim kv-size --help'.\n", name);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		if (size != NULL) {
 			if (!cat_parse_bytes(optarg, &u) || u > INT64_MAX)
@@ -396,51 +417,76 @@ kvsize_main(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "kvsim kv-size: unexpected argument '%s'\n",
 			argv[optind]);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
-	if (model == NULL || gpu == NULL) {
+	if (k->model == NULL || k->gpu == NULL) {
 		fprintf(stderr, "kvsim kv-size: --model and --gpu are "
 			"required\nTry 'kvsim kv-size --help'.\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
-	if (cat_load(&c, datadir, &ce) != KV_OK) {
-		fprintf(stderr, "kvsim kv-size: %s\n", ce.msg);
-		return 2;
-	}
-	g = cat_find_gpu(c, gpu);
-	if (g == NULL) {
-		fprintf(stderr, "kvsim kv-size: unknown GPU '%s' ('kvsim "
-			"catalog list gpus')\n", gpu);
-		cat_free(c);
-		return 2;
-	}
-	rc = kvsize_model(c, model, &m, &owned);
-	if (rc != 0) {
-		cat_free(c);
-		return rc;
-	}
-	r = malloc(sizeof(*r));
+	return KVSIM_EXIT_OK;
+}
+
+/* Size model m on GPU g and print vLLM's lines. */
+static int
+kvsize_print(const struct kvsize_args *k, const struct cat_model *m,
+	     const struct cat_gpu *g)
+{
+	struct sz_result *r = malloc(sizeof(*r));
+	char why[512];
+	int rc = KVSIM_EXIT_OK;
+
 	if (r == NULL) {
 		fputs("kvsim: out of memory\n", stderr);
-		cat_model_free(owned);
-		cat_free(c);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
-	if (sz_compute(m, g, &e, r, why, sizeof(why)) != KV_OK) {
+	if (sz_compute(m, g, &k->e, r, why, sizeof(why)) != KV_OK) {
 		fprintf(stderr, "kvsim kv-size: %s\n", why);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 	} else {
 		for (size_t i = 0; i < r->nlog; i++)
 			printf("%s\n", r->log[i]);
-		if (verbose)
+		if (k->verbose)
 			kvsize_explain(m, g, r);
 		fflush(stdout);
 		if (!r->fits) {
 			fprintf(stderr, "ValueError: %s\n", r->error);
-			rc = 1;
+			rc = KVSIM_EXIT_FAIL;
 		}
 	}
 	free(r);
+	return rc;
+}
+
+int
+kvsize_main(int argc, char **argv)
+{
+	struct kvsize_args k;
+	const struct cat_model *m;
+	struct cat_model *owned = NULL;
+	const struct cat_gpu *g;
+	struct cat_err ce;
+	cat *c;
+	int rc;
+
+	memset(&k, 0, sizeof(k));
+	sz_engine_init(&k.e);
+	if ((rc = kvsize_parse(&k, argc, argv)) != 0)
+		return rc < 0 ? KVSIM_EXIT_OK : rc;
+	if (cat_load(&c, k.datadir, &ce) != KV_OK) {
+		fprintf(stderr, "kvsim kv-size: %s\n", ce.msg);
+		return KVSIM_EXIT_USAGE;
+	}
+	g = cat_find_gpu(c, k.gpu);
+	if (g == NULL) {
+		fprintf(stderr, "kvsim kv-size: unknown GPU '%s' ('kvsim "
+			"catalog list gpus')\n", k.gpu);
+		cat_free(c);
+		return KVSIM_EXIT_USAGE;
+	}
+	rc = kvsize_model(c, k.model, &m, &owned);
+	if (rc == 0)
+		rc = kvsize_print(&k, m, g);
 	cat_model_free(owned);
 	cat_free(c);
 	return rc;

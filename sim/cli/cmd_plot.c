@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_plot.h"
+#include "sim/cli/opts.h"
 
 #include "reports/plot.h"
 
@@ -85,11 +86,11 @@ plot_main(int argc, char **argv)
 	const char **dirs = calloc((size_t)argc, sizeof(*dirs));
 	size_t ndirs = 0;
 	bool opts = true;
-	int rc = 2;
+	int rc = KVSIM_EXIT_USAGE;
 
 	if (!dirs) {
 		fprintf(stderr, "kvsim plot: out of memory\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;

@@ -3,6 +3,7 @@
  * the replay interpreter (sim/replay.h), which does the work.
  */
 #include "sim/cli/cmd_replay.h"
+#include "sim/cli/opts.h"
 #include "sim/replay.h"
 
 #include <errno.h>
@@ -38,17 +39,17 @@ replay_main(int argc, char **argv)
 			fprintf(stderr, "kvsim replay: unknown option '%s'\n"
 				"usage: kvsim replay [--check] FILE\n",
 				argv[i]);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		} else if (file != NULL) {
 			fprintf(stderr, "kvsim replay: one script at a time\n");
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		} else {
 			file = argv[i];
 		}
 	}
 	if (file == NULL) {
 		fprintf(stderr, "usage: kvsim replay [--check] FILE\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (strcmp(file, "-") == 0) {
 		return replay_run(stdin, "<stdin>", stdout, stderr, &o);
@@ -57,7 +58,7 @@ replay_main(int argc, char **argv)
 	if (in == NULL) {
 		fprintf(stderr, "kvsim replay: %s: %s\n", file,
 			strerror(errno));
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	rc = replay_run(in, file, stdout, stderr, &o);
 	fclose(in);

@@ -17,12 +17,12 @@
 
 #include "reports/plot.h"
 #include "reports/rpt.h"
+#include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
 #include "sim/model/sizing.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,137 +131,101 @@ enum { F_REQ, F_TS, F_SUM, F_CFG, F_GRP, F_TRACE };
 static const char *const out_names[] = { "requests.csv", "timeseries.csv",
 	"summary.csv", "config.yaml", "groups.csv", "trace.json" };
 
-int
-run_main(int argc, char **argv)
+struct run_cmd {
+	struct cli_opts o;
+	struct sim_config *cfg;
+	struct sim_run_opts *ro;
+	const char *file;
+	char outdir[1024];
+	char seedset[128];
+	bool ctrace;
+};
+
+/* Options, the positional arguments and the configuration they make. */
+static int
+run_parse(struct run_cmd *x, int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "set", required_argument, NULL, 's' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
+		CLI_LO_SET,
+		CLI_LO_SEED,
+		CLI_LO_OUT,
+		CLI_LO_FORCE,
 		{ "check", no_argument, NULL, 'c' },
-		{ "quiet", no_argument, NULL, 'q' },
+		CLI_LO_QUIET,
 		{ "chrome-trace", no_argument, NULL, 'T' },
-		{ "no-plot", no_argument, NULL, 'P' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		CLI_LO_NO_PLOT,
+		CLI_LO_HELP,
+		CLI_LO_END
 	};
-	struct sim_config cfg;
-	struct sim_run_opts ro;
-	sim_run *R = NULL;
-	struct outdir od;
-	char err[1400], outdir[1024] = "";
-	const char **sets;
-	size_t nsets = 0;
-	const char *seed = NULL;
-	const char *file = NULL;
-	char seedset[128];
-	bool force = false, ctrace = false, no_plot = false;
-	int c, rc = 0;
-	struct rpt_totals t;
+	char err[1400];
+	int c, rc;
 
-	memset(&od, 0, sizeof(od));
-	memset(&ro, 0, sizeof(ro));
-	ro.prog = "kvsim run";
-	sets = calloc((size_t)argc + 2, sizeof(*sets));
-	if (sets == NULL) {
-		fprintf(stderr, "kvsim run: out of memory\n");
-		return 1;
-	}
-	sim_config_init(&cfg);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:o:fqh", lo, NULL)) != -1) {
+	while ((c = cli_getopt(&x->o, argc, argv, "s:o:fqh", lo)) != -1) {
 		switch (c) {
-		case 's':
-			sets[nsets++] = optarg;
-			break;
-		case 'S':
-			seed = optarg;
-			break;
-		case 'o':
-			snprintf(outdir, sizeof(outdir), "%s", optarg);
-			break;
-		case 'f':
-			force = true;
-			break;
 		case 'c':
-			ro.check = true;
-			break;
-		case 'q':
-			ro.quiet = true;
+			x->ro->check = true;
 			break;
 		case 'T':
-			ctrace = true;
-			break;
-		case 'P':
-			no_plot = true;
+			x->ctrace = true;
 			break;
 		case 'h':
 			run_usage(stdout);
-			goto done;
+			return -1;
 		default:
 			run_usage(stderr);
-			rc = 2;
-			goto done;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	if ((rc = sim_config_positional("kvsim run", argc, argv, optind, sets,
-					&nsets, &file, seed, seedset,
-					sizeof(seedset))) != 0)
-		goto done;
-	if (sim_config_from_args(&cfg, file, sets, nsets, err, sizeof(err)) !=
-	    KV_OK) {
+	x->ro->quiet = x->o.quiet;
+	if (x->o.out != NULL)
+		snprintf(x->outdir, sizeof(x->outdir), "%s", x->o.out);
+	if ((rc = sim_config_positional("kvsim run", argc, argv, optind,
+					x->o.sets, &x->o.nsets, &x->file,
+					x->o.seed, x->seedset,
+					sizeof(x->seedset))) != 0)
+		return rc;
+	if (sim_config_from_args(x->cfg, x->file, x->o.sets, x->o.nsets,
+				 err, sizeof(err)) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
-		rc = 2;
-		goto done;
+		return KVSIM_EXIT_USAGE;
 	}
-	ro.progress = !ro.quiet;
-	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
-		goto done;
-	if (outdir[0] == '\0')
-		outdir_default(outdir, sizeof(outdir));
-	if ((rc = outdir_open(&od, "kvsim run", outdir, force, out_names,
-			      ctrace ? 6 : 5)) != 0) {
-		outdir_abort(&od);
-		goto done;
-	}
-	sim_config_write(sim_run_config(R), sim_run_sizing(R), od.f[F_CFG]);
-	sim_run_outputs(R, od.f[F_REQ], od.f[F_TS],
-			ctrace ? od.f[F_TRACE] : NULL);
-	if (!ro.quiet) {
-		const struct sim_config *rc2 = sim_run_config(R);
+	return KVSIM_EXIT_OK;
+}
 
-		printf("kvsim run: %s on %s (tp %u), policy %s, %u replica%s, "
-		       "router %s, seed %" PRIu64 "\n", sim_run_model(R),
-		       sim_run_gpu(R), sim_run_sizing(R)->tp, rc2->policy,
-		       rc2->replicas, rc2->replicas == 1 ? "" : "s",
-		       sim_router_name(rc2->router), rc2->seed);
-		printf("kvsim run: workload %s\n",
-		       rc2->wl.trace ? rc2->wl.trace : "(generator)");
-		fflush(stdout);
-	}
-	if ((rc = sim_run_exec(R)) != 0) {
-		outdir_abort(&od);
-		goto done;
-	}
-	t = *sim_run_totals(R);
-	{
-		/* rows skipped (workload.on_error: skip) and requests left
-		 * out, as trace-stats reports them (docs/workloads.md) */
-		const struct wl_counts *wc = sim_run_wl_counts(R);
-		char msg[512];
+/* The startup lines, before the run. */
+static void
+run_announce(sim_run *R)
+{
+	const struct sim_config *rc2 = sim_run_config(R);
 
-		if (wc != NULL) {
-			wl_counts_format(wc, msg, sizeof(msg));
-			if (msg[0] != '\0')
-				fprintf(stderr, "kvsim run: not replayed: "
-					"%s\n", msg);
-			if (wc->skipped > 0) {
-				wl_error_format(&wc->first_skip, msg,
-						sizeof(msg));
-				fprintf(stderr, "kvsim run: first skipped "
-					"row: %s\n", msg);
-			}
+	printf("kvsim run: %s on %s (tp %u), policy %s, %u replica%s, "
+	       "router %s, seed %" PRIu64 "\n", sim_run_model(R),
+	       sim_run_gpu(R), sim_run_sizing(R)->tp, rc2->policy,
+	       rc2->replicas, rc2->replicas == 1 ? "" : "s",
+	       sim_router_name(rc2->router), rc2->seed);
+	printf("kvsim run: workload %s\n",
+	       rc2->wl.trace ? rc2->wl.trace : "(generator)");
+	fflush(stdout);
+}
+
+/* What the run left out or could not model, on stderr after it. */
+static void
+run_warnings(sim_run *R, const struct rpt_totals *t)
+{
+	/* rows skipped (workload.on_error: skip) and requests left out,
+	 * as trace-stats reports them (docs/workloads.md) */
+	const struct wl_counts *wc = sim_run_wl_counts(R);
+	char msg[512];
+
+	if (wc != NULL) {
+		wl_counts_format(wc, msg, sizeof(msg));
+		if (msg[0] != '\0')
+			fprintf(stderr, "kvsim run: not replayed: %s\n", msg);
+		if (wc->skipped > 0) {
+			wl_error_format(&wc->first_skip, msg, sizeof(msg));
+			fprintf(stderr, "kvsim run: first skipped row: %s\n",
+				msg);
 		}
 	}
 	if (sim_run_parallel_requests(R) > 0)
@@ -269,44 +233,115 @@ run_main(int argc, char **argv)
 			"for parallel sampling (n > 1); each ran as one "
 			"sequence: kvsim run does not fork them "
 			"(docs/workloads.md)\n", sim_run_parallel_requests(R));
-	if (t.stale_cached_tokens > 0)
+	if (t->stale_cached_tokens > 0)
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " tokens were "
 			"taken from prefix-cache blocks that do not hold "
 			"their KV: the engine modelled never computes it there "
-			"(%s, docs/scheduler.md)\n", t.stale_cached_tokens,
+			"(%s, docs/scheduler.md)\n", t->stale_cached_tokens,
 			strcmp(sim_run_config(R)->policy, "vllm-v1") == 0 ?
 			"vLLM v1: a block whose chunk priority scheduling "
 			"withdrew, or a Mamba state the same step writes" :
 			"vLLM v0: its memo of cached tokens, its early "
 			"computed marks, its promotion of a filling block "
 			"onto a cached one");
+}
+
+/*
+ * After the reports are in place: with --force, an earlier run's outputs
+ * that this one does not write again would sit beside reports they do
+ * not describe; then the table and the plots.
+ */
+static void
+run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
+{
+	if (x->o.force) {
+		char p[1100];
+
+		snprintf(p, sizeof(p), "%s/%s", x->outdir,
+			 out_names[F_TRACE]);
+		if (!x->ctrace)
+			(void)unlink(p);
+		if (x->o.no_plot || !plot_have_gnuplot())
+			plot_forget_run(x->outdir);
+	}
+	if (!x->ro->quiet)
+		print_table(x->outdir, sim_run_report(R), t);
+	if (!x->o.no_plot)
+		auto_plot("kvsim run", x->outdir, x->ro->quiet);
+}
+
+/* Open the reports, run, write the summary and commit. */
+static int
+run_exec(struct run_cmd *x, sim_run *R)
+{
+	struct outdir od;
+	struct rpt_totals t;
+	int rc;
+
+	memset(&od, 0, sizeof(od));
+	if (x->outdir[0] == '\0')
+		outdir_default(x->outdir, sizeof(x->outdir));
+	if ((rc = outdir_open(&od, "kvsim run", x->outdir, x->o.force,
+			      out_names, x->ctrace ? 6 : 5)) != 0) {
+		outdir_abort(&od);
+		return rc;
+	}
+	sim_config_write(sim_run_config(R), sim_run_sizing(R), od.f[F_CFG]);
+	sim_run_outputs(R, od.f[F_REQ], od.f[F_TS],
+			x->ctrace ? od.f[F_TRACE] : NULL);
+	if (!x->ro->quiet)
+		run_announce(R);
+	if ((rc = sim_run_exec(R)) != 0) {
+		outdir_abort(&od);
+		return rc;
+	}
+	t = *sim_run_totals(R);
+	run_warnings(R, &t);
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
 	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");
-		rc = 1;
 		outdir_abort(&od);
-		goto done;
+		return KVSIM_EXIT_FAIL;
 	}
 	if ((rc = outdir_commit(&od)) != 0)
-		goto done;
-	if (force) {
-		/* an earlier run's outputs that this one does not write
-		 * again would sit beside reports they do not describe */
-		char p[1100];
+		return rc;
+	run_after(x, R, &t);
+	return KVSIM_EXIT_OK;
+}
 
-		snprintf(p, sizeof(p), "%s/%s", outdir, out_names[F_TRACE]);
-		if (!ctrace)
-			(void)unlink(p);
-		if (no_plot || !plot_have_gnuplot())
-			plot_forget_run(outdir);
+int
+run_main(int argc, char **argv)
+{
+	struct run_cmd x;
+	struct sim_config cfg;
+	struct sim_run_opts ro;
+	sim_run *R = NULL;
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	memset(&ro, 0, sizeof(ro));
+	ro.prog = "kvsim run";
+	x.cfg = &cfg;
+	x.ro = &ro;
+	if (cli_opts_init(&x.o, "kvsim run", CLI_SET | CLI_SEED | CLI_OUT |
+			  CLI_FORCE | CLI_QUIET | CLI_NO_PLOT, argc) != 0) {
+		cli_opts_release(&x.o);
+		return KVSIM_EXIT_FAIL;
 	}
-	if (!ro.quiet)
-		print_table(outdir, sim_run_report(R), &t);
-	if (!no_plot)
-		auto_plot("kvsim run", outdir, ro.quiet);
+	sim_config_init(&cfg);
+	rc = run_parse(&x, argc, argv);
+	if (rc != KVSIM_EXIT_OK) {
+		if (rc < 0)
+			rc = KVSIM_EXIT_OK;
+		goto done;
+	}
+	ro.progress = !ro.quiet;
+	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
+		goto done;
+	rc = run_exec(&x, R);
 done:
 	sim_run_close(R);
 	sim_config_release(&cfg);
-	free(sets);
+	cli_opts_release(&x.o);
 	return rc;
 }

@@ -21,6 +21,8 @@
 #include "sim/cli/cmd_sweep.h"
 
 #include "reports/sweep.h"
+#include "sim/cli/children.h"
+#include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
@@ -28,7 +30,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,19 +178,19 @@ load_grid(const char *file, sweep *s)
 
 	if (yd_load_path(&d, file, err, sizeof(err)) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	g = d.root != NULL ? yd_get(d.root, "sweep") : NULL;
 	if (g == NULL) {
 		fprintf(stderr, "%s:1:1: no `sweep:` mapping of keys to lists "
 			"of values (one run is `kvsim run`)\n", file);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto out;
 	}
 	if (g->type != YD_MAP || g->n == 0) {
 		fprintf(stderr, "%s:%lu:%lu: sweep: expected a mapping of "
 			"keys to lists of values\n", file, g->line, g->col);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto out;
 	}
 	for (size_t i = 0; i < g->n && rc == 0; i++) {
@@ -198,20 +199,20 @@ load_grid(const char *file, sweep *s)
 		if (sweep_add_axis(s, k->str) != KV_OK) {
 			fprintf(stderr, "%s:%lu:%lu: sweep: key '%s' twice\n",
 				file, k->line, k->col, k->str);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 			break;
 		}
 		if (strcmp(k->str, "sweep") == 0) {
 			fprintf(stderr, "%s:%lu:%lu: sweep: 'sweep' is not a "
 				"configuration key\n", file, k->line, k->col);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 			break;
 		}
 		if (v->type != YD_SEQ || v->n == 0) {
 			fprintf(stderr, "%s:%lu:%lu: sweep: %s: expected a "
 				"non-empty list of values, e.g. [16, 32]\n",
 				file, v->line, v->col, k->str);
-			rc = 2;
+			rc = KVSIM_EXIT_USAGE;
 			break;
 		}
 		for (size_t j = 0; j < v->n; j++) {
@@ -221,18 +222,18 @@ load_grid(const char *file, sweep *s)
 				fprintf(stderr, "%s:%lu:%lu: sweep: %s: "
 					"expected a scalar value\n", file,
 					x->line, x->col, k->str);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				break;
 			}
 			if (sweep_add_value(s, x->str) != KV_OK) {
 				fprintf(stderr, "%s:%lu:%lu: sweep: %s: "
 					"value '%s' twice\n", file, x->line,
 					x->col, k->str, x->str);
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				break;
 			}
 			if (!check_value(file, k, x)) {
-				rc = 2;
+				rc = KVSIM_EXIT_USAGE;
 				break;
 			}
 		}
@@ -240,7 +241,7 @@ load_grid(const char *file, sweep *s)
 	if (rc == 0 && sweep_npoints(s) == SIZE_MAX) {
 		fprintf(stderr, "%s:%lu:%lu: sweep: more than %u points\n",
 			file, g->line, g->col, SWEEP_MAX_POINTS);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 	}
 out:
 	yd_release(&d);
@@ -349,242 +350,203 @@ default_out(const char *file, char *out, size_t len)
 	snprintf(out, len, "kvsim-out/%.*s", (int)n, b);
 }
 
-int
-sweep_main(int argc, char **argv)
+struct sweep_cmd {
+	struct cli_opts o;
+	char out[3800];
+	const char *file;
+	unsigned long shard_i, shard_n;
+	bool sharded, merge, list;
+	sweep *s;
+	size_t np;			/* points of the grid */
+	struct point *pt;		/* the selected ones (this shard) */
+	size_t nsel;
+};
+
+/* The options; -1 after --help. */
+static int
+sweep_parse(struct sweep_cmd *x, int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "resume", no_argument, NULL, 'r' },
+		CLI_LO_OUT,
+		CLI_LO_JOBS,
+		CLI_LO_RESUME,
 		{ "shard", required_argument, NULL, 'S' },
 		{ "merge", no_argument, NULL, 'M' },
 		{ "list", no_argument, NULL, 'L' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "no-plot", no_argument, NULL, 'P' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		CLI_LO_FORCE,
+		CLI_LO_NO_PLOT,
+		CLI_LO_QUIET,
+		CLI_LO_HELP,
+		CLI_LO_END
 	};
-	char out[3800] = "", exe[PATH_MAX], err[1400], path[4200];
-	const char *file;
-	unsigned long shard_i = 0, shard_n = 1;
-	long jobs = sysconf(_SC_NPROCESSORS_ONLN);
-	bool resume = false, force = false, quiet = false, merge = false;
-	bool list = false, sharded = false, no_plot = false;
-	sweep *s = NULL;
-	kv_err e;
-	struct point *pt = NULL;
-	struct sweep_job *job = NULL;
-	size_t np, nsel = 0, nrun = 0, nskip = 0, nfail = 0, missing = 0;
-	int c, rc = 0;
-	ssize_t el;
+	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:j:rfqh", lo, NULL)) != -1) {
-		char *end;
-
+	while ((c = cli_getopt(&x->o, argc, argv, "o:j:rfqh", lo)) != -1) {
 		switch (c) {
-		case 'o':
-			snprintf(out, sizeof(out), "%s", optarg);
-			break;
-		case 'j':
-			errno = 0;
-			jobs = strtol(optarg, &end, 10);
-			if (errno || *end || jobs < 1 || jobs > 4096) {
-				fprintf(stderr, "kvsim sweep: --jobs %s: "
-					"expected an integer in [1, 4096]\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case 'r':
-			resume = true;
-			break;
 		case 'S':
-			if (!parse_shard(optarg, &shard_i, &shard_n)) {
+			if (!parse_shard(optarg, &x->shard_i, &x->shard_n)) {
 				fprintf(stderr, "kvsim sweep: --shard %s: "
 					"expected I/N with 0 <= I < N\n",
 					optarg);
-				return 2;
+				return KVSIM_EXIT_USAGE;
 			}
-			sharded = true;
+			x->sharded = true;
 			break;
 		case 'M':
-			merge = true;
+			x->merge = true;
 			break;
 		case 'L':
-			list = true;
-			break;
-		case 'f':
-			force = true;
-			break;
-		case 'P':
-			no_plot = true;
-			break;
-		case 'q':
-			quiet = true;
+			x->list = true;
 			break;
 		case 'h':
 			sweep_usage(stdout);
-			return 0;
+			return -1;
+		case CLI_OPT_BAD:
+			return KVSIM_EXIT_USAGE;
 		default:
 			sweep_usage(stderr);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
+	if (x->o.out != NULL)
+		snprintf(x->out, sizeof(x->out), "%s", x->o.out);
 	if (optind != argc - 1) {
 		fprintf(stderr, "kvsim sweep: expected one SWEEP.yaml\n");
 		sweep_usage(stderr);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
-	if (merge && (sharded || force || resume)) {
+	if (x->merge && (x->sharded || x->o.force || x->o.resume)) {
 		fprintf(stderr, "kvsim sweep: --merge runs nothing; it takes "
 			"no --shard, --force or --resume\n");
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
-	file = argv[optind];
-	if (jobs < 1)
-		jobs = 1;
-	if (out[0] == '\0')
-		default_out(file, out, sizeof(out));
-	if ((s = sweep_new()) == NULL) {
-		fprintf(stderr, "kvsim sweep: out of memory\n");
-		return 1;
-	}
-	if ((rc = load_grid(file, s)) != 0)
-		goto done;
-	np = sweep_npoints(s);
-	{
-		size_t a, b;
+	x->file = argv[optind];
+	if (x->out[0] == '\0')
+		default_out(x->file, x->out, sizeof(x->out));
+	return KVSIM_EXIT_OK;
+}
 
-		if (!sweep_ids_unique(s, &a, &b)) {
-			char id[SWEEP_ID_LEN];
+/* The points of this shard, with their ids and directories. */
+static int
+sweep_select(struct sweep_cmd *x)
+{
+	size_t a, b;
 
-			sweep_point_id(s, a, id);
-			fprintf(stderr, "%s: points %zu and %zu share the id "
-				"%s; change a value's spelling\n", file, a, b,
-				id);
-			rc = 2;
-			goto done;
-		}
+	x->np = sweep_npoints(x->s);
+	if (!sweep_ids_unique(x->s, &a, &b)) {
+		char id[SWEEP_ID_LEN];
+
+		sweep_point_id(x->s, a, id);
+		fprintf(stderr, "%s: points %zu and %zu share the id %s; "
+			"change a value's spelling\n", x->file, a, b, id);
+		return KVSIM_EXIT_USAGE;
 	}
-	pt = calloc(np, sizeof(*pt));
-	if (pt == NULL) {
+	x->pt = calloc(x->np, sizeof(*x->pt));
+	if (x->pt == NULL) {
 		fprintf(stderr, "kvsim sweep: out of memory\n");
-		rc = 1;
-		goto done;
+		return KVSIM_EXIT_FAIL;
 	}
-	for (size_t i = shard_i; i < np; i += shard_n) {
-		struct point *p = &pt[nsel++];
+	for (size_t i = x->shard_i; i < x->np; i += x->shard_n) {
+		struct point *p = &x->pt[x->nsel++];
 
 		p->index = i;
-		sweep_point_id(s, i, p->id);
-		if (!sweep_point_dir(s, out, i, p->dir, sizeof(p->dir))) {
+		sweep_point_id(x->s, i, p->id);
+		if (!sweep_point_dir(x->s, x->out, i, p->dir,
+				     sizeof(p->dir))) {
 			fprintf(stderr, "kvsim sweep: --out %s: path too "
-				"long\n", out);
-			rc = 2;
-			goto done;
+				"long\n", x->out);
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	if (list) {
-		for (size_t i = 0; i < nsel; i++) {
-			printf("%zu %s", pt[i].index, pt[i].id);
-			for (size_t a = 0; a < sweep_naxes(s); a++)
-				printf(" %s=%s", sweep_axis_key(s, a),
-				       sweep_value(s, pt[i].index, a));
-			printf("\n");
-		}
-		goto done;
-	}
-	if (merge)
-		goto merge;
+	return KVSIM_EXIT_OK;
+}
 
-	/* Refuse to overwrite, before anything runs. */
-	snprintf(path, sizeof(path), "%s/sweep.csv", out);
-	if (!resume && !force && !sharded && access(path, F_OK) == 0) {
-		fprintf(stderr, "kvsim sweep: %s exists; refusing to overwrite "
-			"it (use --resume or --force)\n", path);
-		rc = 2;
-		goto done;
+/* --list: index, id and assignments of each selected point. */
+static void
+sweep_list(const struct sweep_cmd *x)
+{
+	for (size_t i = 0; i < x->nsel; i++) {
+		printf("%zu %s", x->pt[i].index, x->pt[i].id);
+		for (size_t a = 0; a < sweep_naxes(x->s); a++)
+			printf(" %s=%s", sweep_axis_key(x->s, a),
+			       sweep_value(x->s, x->pt[i].index, a));
+		printf("\n");
 	}
-	for (size_t i = 0; i < nsel; i++) {
-		struct point *p = &pt[i];
+}
+
+/* Refuse to overwrite sweep.csv (at `csv`) or a point, before anything
+ * runs. */
+static int
+sweep_refuse(const struct sweep_cmd *x, const char *csv)
+{
+	bool resume = x->o.resume, force = x->o.force;
+
+	if (!resume && !force && !x->sharded && access(csv, F_OK) == 0) {
+		fprintf(stderr, "kvsim sweep: %s exists; refusing to overwrite "
+			"it (use --resume or --force)\n", csv);
+		return KVSIM_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < x->nsel; i++) {
+		const struct point *p = &x->pt[i];
 
 		if (!dir_has_files(p->dir))
 			continue;
 		if (resume && sweep_run_complete(p->dir))
-			continue;	/* skipped below */
+			continue;	/* skipped */
 		if (!resume && !force) {
 			fprintf(stderr, "kvsim sweep: %s exists and is not "
 				"empty; refusing to overwrite it (use --resume "
 				"or --force)\n", p->dir);
-			rc = 2;
-			goto done;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	el = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (el <= 0 || (size_t)el >= sizeof(exe) - 1) {
-		fprintf(stderr, "kvsim sweep: cannot find the kvsim executable "
-			"(/proc/self/exe): %s\n", strerror(errno));
-		rc = 1;
-		goto done;
-	}
-	exe[el] = '\0';
+	return KVSIM_EXIT_OK;
+}
 
-	job = calloc(nsel ? nsel : 1, sizeof(*job));
-	if (job == NULL) {
-		fprintf(stderr, "kvsim sweep: out of memory\n");
-		rc = 1;
-		goto done;
-	}
-	for (size_t i = 0; i < nsel; i++) {
-		struct point *p = &pt[i];
+/* The jobs of the points to run (those --resume does not skip), their
+ * directories made ready; *nrun of them, *nskip skipped. */
+static int
+sweep_jobs(struct sweep_cmd *x, const char *exe, struct pool_job *job,
+	   size_t *nrun, size_t *nskip)
+{
+	int rc;
 
-		if (resume && sweep_run_complete(p->dir)) {
-			nskip++;
+	for (size_t i = 0; i < x->nsel; i++) {
+		struct point *p = &x->pt[i];
+
+		if (x->o.resume && sweep_run_complete(p->dir)) {
+			(*nskip)++;
 			continue;
 		}
-		if (outdir_mkdir_p(p->dir) != 0) {
-			fprintf(stderr, "kvsim sweep: %s: %s\n", p->dir,
-				strerror(errno));
-			rc = 2;
-			goto done;
-		}
-		sweep_run_clean(p->dir);
-		p->argv = point_argv(s, p->index, exe, file, p->dir);
+		if ((rc = children_dir_ready("kvsim sweep", p->dir)) != 0)
+			return rc;
+		p->argv = point_argv(x->s, p->index, exe, x->file, p->dir);
 		if (p->argv == NULL) {
 			fprintf(stderr, "kvsim sweep: out of memory\n");
-			rc = 1;
-			goto done;
+			return KVSIM_EXIT_FAIL;
 		}
-		job[nrun].argv = p->argv;
-		job[nrun].dir = p->dir;
-		job[nrun].id = p->id;
-		nrun++;
+		job[*nrun].argv = p->argv;
+		job[*nrun].dir = p->dir;
+		job[*nrun].id = p->id;
+		(*nrun)++;
 	}
-	/* A sweep.csv from before would no longer describe the points. */
-	if (nrun > 0)
-		unlink(path);
-	if (!quiet)
-		fprintf(stderr, "kvsim sweep: %zu point%s%s, %zu to run, %zu "
-			"complete already, %ld at a time, in %s\n", nsel,
-			nsel == 1 ? "" : "s", sharded ? " in this shard" : "",
-			nrun, nskip, jobs, out);
-	c = sweep_exec(job, nrun, (unsigned)jobs, "kvsim sweep",
-		       quiet ? NULL : stderr, err, sizeof(err));
-	if (c < 0) {
-		fprintf(stderr, "kvsim sweep: %s\n", err);
-		rc = 1;
-		goto done;
-	}
+	return KVSIM_EXIT_OK;
+}
+
+/* After the pool: interrupted, or the points that failed. */
+static int
+sweep_failures(const struct pool_job *job, size_t nrun, enum pool_end end)
+{
+	size_t nfail = 0;
+
 	for (size_t i = 0; i < nrun; i++)
 		if (job[i].status != 0)
 			nfail++;
-	if (c == 1) {
+	if (end == POOL_INTERRUPTED) {
 		fprintf(stderr, "kvsim sweep: interrupted; no sweep.csv (run "
 			"again with --resume to finish)\n");
-		rc = 1;
-		goto done;
+		return KVSIM_EXIT_FAIL;
 	}
 	if (nfail > 0) {
 		fprintf(stderr, "kvsim sweep: %zu of %zu point%s failed (their "
@@ -594,42 +556,134 @@ sweep_main(int argc, char **argv)
 			if (job[i].status != 0)
 				fprintf(stderr, "  %s  exit %d  %s/stderr.txt\n",
 					job[i].id, job[i].status, job[i].dir);
-		rc = 1;
+		return KVSIM_EXIT_FAIL;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* Run the selected points that need it; sweep.csv is at `csv`. */
+static int
+sweep_run(struct sweep_cmd *x, const char *csv)
+{
+	char exe[PATH_MAX], err[1400];
+	struct pool_job *job;
+	size_t nrun = 0, nskip = 0;
+	enum pool_end end;
+	int rc;
+
+	if ((rc = sweep_refuse(x, csv)) != 0)
+		return rc;
+	if (!children_self_exe(exe, sizeof(exe))) {
+		fprintf(stderr, "kvsim sweep: cannot find the kvsim executable "
+			"(/proc/self/exe): %s\n", strerror(errno));
+		return KVSIM_EXIT_FAIL;
+	}
+	job = calloc(x->nsel ? x->nsel : 1, sizeof(*job));
+	if (job == NULL) {
+		fprintf(stderr, "kvsim sweep: out of memory\n");
+		return KVSIM_EXIT_FAIL;
+	}
+	if ((rc = sweep_jobs(x, exe, job, &nrun, &nskip)) != 0)
+		goto done;
+	/* A sweep.csv from before would no longer describe the points. */
+	if (nrun > 0)
+		unlink(csv);
+	if (!x->o.quiet)
+		fprintf(stderr, "kvsim sweep: %zu point%s%s, %zu to run, %zu "
+			"complete already, %ld at a time, in %s\n", x->nsel,
+			x->nsel == 1 ? "" : "s",
+			x->sharded ? " in this shard" : "", nrun, nskip,
+			x->o.jobs, x->out);
+	end = children_run("kvsim sweep", job, nrun, x->o.jobs, x->o.quiet,
+			   err, sizeof(err));
+	if (end == POOL_ERROR) {
+		fprintf(stderr, "kvsim sweep: %s\n", err);
+		rc = KVSIM_EXIT_FAIL;
 		goto done;
 	}
-merge:
-	switch ((e = sweep_merge(s, out, &missing, err, sizeof(err)))) {
+	rc = sweep_failures(job, nrun, end);
+done:
+	pool_jobs_release(job, nrun);
+	free(job);
+	return rc;
+}
+
+/* sweep.csv from the points, when every point is complete. */
+static int
+sweep_write_csv(const struct sweep_cmd *x)
+{
+	char err[1400];
+	size_t missing = 0;
+	kv_err e;
+
+	switch ((e = sweep_merge(x->s, x->out, &missing, err, sizeof(err)))) {
 	case KV_OK:
-		if (!quiet)
+		if (!x->o.quiet)
 			fprintf(stderr, "kvsim sweep: %s/sweep.csv: %zu "
-				"points\n", out, np);
-		if (!no_plot)
-			auto_plot("kvsim sweep", out, quiet);
-		break;
+				"points\n", x->out, x->np);
+		if (!x->o.no_plot)
+			auto_plot("kvsim sweep", x->out, x->o.quiet);
+		return KVSIM_EXIT_OK;
 	case KV_ENOENT:
-		if (merge) {
+		if (x->merge) {
 			fprintf(stderr, "kvsim sweep: %zu of %zu points are "
 				"not complete in %s; no sweep.csv\n", missing,
-				np, out);
-			rc = 1;
-		} else if (!quiet) {
+				x->np, x->out);
+			return KVSIM_EXIT_FAIL;
+		}
+		if (!x->o.quiet)
 			fprintf(stderr, "kvsim sweep: shard %lu/%lu done; %zu "
 				"of %zu points of the grid are not complete "
 				"yet (sweep.csv comes with the last of them, "
-				"or with --merge)\n", shard_i, shard_n,
-				missing, np);
-		}
-		break;
+				"or with --merge)\n", x->shard_i, x->shard_n,
+				missing, x->np);
+		return KVSIM_EXIT_OK;
 	default:
 		/* points whose summary.csv columns differ, or a sweep.csv
 		 * that cannot be made (the --out DIR): bad input */
 		fprintf(stderr, "kvsim sweep: %s\n", err);
-		rc = e == KV_EINVAL ? 2 : 1;
-		break;
+		return e == KV_EINVAL ? KVSIM_EXIT_USAGE : KVSIM_EXIT_FAIL;
 	}
+}
+
+int
+sweep_main(int argc, char **argv)
+{
+	struct sweep_cmd x;
+	char csv[4200];
+	int rc;
+
+	memset(&x, 0, sizeof(x));
+	x.shard_n = 1;
+	rc = cli_opts_init(&x.o, "kvsim sweep", CLI_OUT | CLI_JOBS |
+			   CLI_RESUME | CLI_FORCE | CLI_NO_PLOT | CLI_QUIET,
+			   argc);
+	if (rc != KVSIM_EXIT_OK)
+		goto done;
+	if ((rc = sweep_parse(&x, argc, argv)) != 0) {
+		if (rc < 0)
+			rc = KVSIM_EXIT_OK;
+		goto done;
+	}
+	if ((x.s = sweep_new()) == NULL) {
+		fprintf(stderr, "kvsim sweep: out of memory\n");
+		rc = KVSIM_EXIT_FAIL;
+		goto done;
+	}
+	if ((rc = load_grid(x.file, x.s)) != 0 ||
+	    (rc = sweep_select(&x)) != 0)
+		goto done;
+	if (x.list) {
+		sweep_list(&x);
+		goto done;
+	}
+	snprintf(csv, sizeof(csv), "%s/sweep.csv", x.out);
+	if (!x.merge && (rc = sweep_run(&x, csv)) != 0)
+		goto done;
+	rc = sweep_write_csv(&x);
 done:
-	points_free(pt, nsel);
-	free(job);
-	sweep_free(s);
+	points_free(x.pt, x.nsel);
+	sweep_free(x.s);
+	cli_opts_release(&x.o);
 	return rc;
 }

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_trace_stats.h"
+#include "sim/cli/opts.h"
 
 #include "sim/cli/cmd_trace_stats.h"
 #include "workloads/wl.h"
@@ -291,184 +292,235 @@ bad_usage(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nRun 'kvsim trace-stats --help' for usage.\n");
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }
 
-int
-trace_stats_main(int argc, char **argv)
-{
-	struct wl_config cfg;
-	struct wl_error err;
-	struct wl_request r;
-	struct wl_summary sum;
-	const char *file = NULL, *config = NULL, *fmt = NULL;
-	const char *on_error = NULL, *order = NULL;
-	uint64_t block = 0, hb = 0, seed = 0, maxreq = 0, tile = 0;
-	double ws = -1, we = -1, tscale = 0, trate = 0;
-	bool csv = false, dump = false, have_seed = false;
-	wl_stream *s = NULL;
-	wl_stats *st = NULL;
-	wl_err rc;
-	int status = 2;
-	char msg[1200];
+struct ts_args {
+	const char *file, *config, *fmt, *on_error, *order;
+	uint64_t block, hb, seed, maxreq, tile;
+	double ws, we, tscale, trate;
+	bool csv, dump, have_seed;
+};
 
-	wl_config_init(&cfg);
+/* The value v of option `name` (one valued_option() knows). */
+static int
+ts_value(struct ts_args *t, const char *name, const char *v)
+{
+#define BADV(what) bad_usage("%s: expected %s, got '%s'", name, what, v)
+	if (strcmp(name, "--format") == 0)
+		t->fmt = v;
+	else if (strcmp(name, "--config") == 0)
+		t->config = v;
+	else if (strcmp(name, "--on-error") == 0)
+		t->on_error = v;
+	else if (strcmp(name, "--order") == 0)
+		t->order = v;
+	else if (strcmp(name, "--block-size") == 0) {
+		if (!arg_u64(v, &t->block) || t->block == 0 ||
+		    t->block >= (1u << 20))
+			return BADV("an integer in [1, 1048575]");
+	} else if (strcmp(name, "--hash-block") == 0) {
+		if (!arg_u64(v, &t->hb) || t->hb == 0 || t->hb >= (1u << 24))
+			return BADV("an integer in [1, 16777215]");
+	} else if (strcmp(name, "--seed") == 0) {
+		if (!arg_u64(v, &t->seed))
+			return BADV("an integer >= 0");
+		t->have_seed = true;
+	} else if (strcmp(name, "--max-requests") == 0) {
+		if (!arg_u64(v, &t->maxreq))
+			return BADV("an integer >= 0 (0: all)");
+	} else if (strcmp(name, "--tile") == 0) {
+		if (!arg_u64(v, &t->tile) || t->tile == 0 ||
+		    t->tile >= (1u << 24))
+			return BADV("an integer in [1, 16777215]");
+	} else if (strcmp(name, "--time-scale") == 0) {
+		if (!arg_double(v, &t->tscale) || !(t->tscale > 0))
+			return BADV("a number > 0");
+	} else if (strcmp(name, "--target-rate") == 0) {
+		if (!arg_double(v, &t->trate) || !(t->trate > 0))
+			return BADV("requests/s, a number > 0");
+	} else {	/* --window */
+		char lo[64];
+		const char *colon = strchr(v, ':');
+
+		if (colon == NULL || colon - v >= (ptrdiff_t)sizeof(lo))
+			return BADV("S:E seconds, 0 <= S < E");
+		snprintf(lo, sizeof(lo), "%.*s", (int)(colon - v), v);
+		if (!arg_double(lo[0] ? lo : "0", &t->ws) || t->ws < 0 ||
+		    (colon[1] != '\0' && (!arg_double(colon + 1, &t->we) ||
+		    t->we <= t->ws)))
+			return BADV("S:E seconds, 0 <= S < E");
+	}
+#undef BADV
+	return KVSIM_EXIT_OK;
+}
+
+/* The arguments (by hand: "--name=value" and "--name value"); -1 after
+ * --help. */
+static int
+ts_parse(struct ts_args *t, int argc, char **argv)
+{
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL;
 		const char *eq = NULL;
 		char name[32];
+		int rc;
 
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			usage(stdout);
-			wl_config_release(&cfg);
-			return 0;
+			return -1;
 		}
 		if (strcmp(a, "--csv") == 0) {
-			csv = true;
+			t->csv = true;
 			continue;
 		}
 		if (strcmp(a, "--dump") == 0) {
-			dump = true;
+			t->dump = true;
 			continue;
 		}
 		if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-			if (file != NULL) {
-				wl_config_release(&cfg);
+			if (t->file != NULL)
 				return bad_usage("more than one FILE ('%s')",
 				    a);
-			}
-			file = a;
+			t->file = a;
 			continue;
 		}
 		eq = strchr(a, '=');
 		snprintf(name, sizeof(name), "%.*s", eq != NULL ?
 		    (int)(eq - a) : (int)strlen(a), a);
-		if (!valued_option(name)) {
-			wl_config_release(&cfg);
+		if (!valued_option(name))
 			return bad_usage("unknown option '%s'", name);
-		}
 		if (eq != NULL)
 			v = eq + 1;
 		else if (i + 1 < argc)
 			v = argv[++i];
-		else {
-			wl_config_release(&cfg);
+		else
 			return bad_usage("option '%s' needs a value", a);
-		}
-#define BADV(what) (wl_config_release(&cfg), \
-		    bad_usage("%s: expected %s, got '%s'", name, what, v))
-		if (strcmp(name, "--format") == 0)
-			fmt = v;
-		else if (strcmp(name, "--config") == 0)
-			config = v;
-		else if (strcmp(name, "--on-error") == 0)
-			on_error = v;
-		else if (strcmp(name, "--order") == 0)
-			order = v;
-		else if (strcmp(name, "--block-size") == 0) {
-			if (!arg_u64(v, &block) || block == 0 ||
-			    block >= (1u << 20))
-				return BADV("an integer in [1, 1048575]");
-		} else if (strcmp(name, "--hash-block") == 0) {
-			if (!arg_u64(v, &hb) || hb == 0 || hb >= (1u << 24))
-				return BADV("an integer in [1, 16777215]");
-		} else if (strcmp(name, "--seed") == 0) {
-			if (!arg_u64(v, &seed))
-				return BADV("an integer >= 0");
-			have_seed = true;
-		} else if (strcmp(name, "--max-requests") == 0) {
-			if (!arg_u64(v, &maxreq))
-				return BADV("an integer >= 0 (0: all)");
-		} else if (strcmp(name, "--tile") == 0) {
-			if (!arg_u64(v, &tile) || tile == 0 ||
-			    tile >= (1u << 24))
-				return BADV("an integer in [1, 16777215]");
-		} else if (strcmp(name, "--time-scale") == 0) {
-			if (!arg_double(v, &tscale) || !(tscale > 0))
-				return BADV("a number > 0");
-		} else if (strcmp(name, "--target-rate") == 0) {
-			if (!arg_double(v, &trate) || !(trate > 0))
-				return BADV("requests/s, a number > 0");
-		} else {	/* --window */
-			char lo[64];
-			const char *colon = strchr(v, ':');
+		if ((rc = ts_value(t, name, v)) != 0)
+			return rc;
+	}
+	return KVSIM_EXIT_OK;
+}
 
-			if (colon == NULL || colon - v >= (ptrdiff_t)sizeof(lo))
-				return BADV("S:E seconds, 0 <= S < E");
-			snprintf(lo, sizeof(lo), "%.*s", (int)(colon - v), v);
-			if (!arg_double(lo[0] ? lo : "0", &ws) || ws < 0 ||
-			    (colon[1] != '\0' && (!arg_double(colon + 1, &we) ||
-			    we <= ws)))
-				return BADV("S:E seconds, 0 <= S < E");
-		}
-#undef BADV
+/* --format, --on-error and --order into cfg. */
+static int
+ts_modes(const struct ts_args *t, struct wl_config *cfg)
+{
+	if (t->fmt != NULL && !wl_format_parse(t->fmt, &cfg->format))
+		return bad_usage("unknown --format '%s'", t->fmt);
+	if (t->on_error != NULL) {
+		if (strcmp(t->on_error, "stop") == 0)
+			cfg->on_error = WL_ON_ERROR_STOP;
+		else if (strcmp(t->on_error, "skip") == 0)
+			cfg->on_error = WL_ON_ERROR_SKIP;
+		else
+			return bad_usage("unknown --on-error '%s'",
+			    t->on_error);
 	}
-	if (config != NULL) {
-		rc = wl_config_load(config, &cfg, &err);
-		if (rc != WL_OK)
-			goto fail;
+	if (t->order != NULL) {
+		if (strcmp(t->order, "error") == 0)
+			cfg->order = WL_ORDER_ERROR;
+		else if (strcmp(t->order, "skip") == 0)
+			cfg->order = WL_ORDER_SKIP;
+		else if (strcmp(t->order, "sort") == 0)
+			cfg->order = WL_ORDER_SORT;
+		else
+			return bad_usage("unknown --order '%s'", t->order);
 	}
-	if (file != NULL) {
-		free(cfg.trace);
-		cfg.trace = strdup(file);
-		if (cfg.trace == NULL) {
+	return KVSIM_EXIT_OK;
+}
+
+/* The workload configuration: --config, FILE, then the options. */
+static int
+ts_config(const struct ts_args *t, struct wl_config *cfg)
+{
+	struct wl_error err;
+	char msg[1200];
+	int rc;
+
+	if (t->config != NULL && wl_config_load(t->config, cfg, &err) !=
+	    WL_OK) {
+		wl_error_format(&err, msg, sizeof(msg));
+		fprintf(stderr, "kvsim trace-stats: %s\n", msg);
+		return KVSIM_EXIT_USAGE;
+	}
+	if (t->file != NULL) {
+		free(cfg->trace);
+		cfg->trace = strdup(t->file);
+		if (cfg->trace == NULL) {
 			fprintf(stderr, "kvsim trace-stats: out of memory\n");
-			goto out;
+			return KVSIM_EXIT_USAGE;
 		}
-	} else if (config == NULL) {
-		wl_config_release(&cfg);
+	} else if (t->config == NULL) {
 		return bad_usage("no FILE (and no --config)");
 	}
-	if (fmt != NULL && !wl_format_parse(fmt, &cfg.format)) {
-		wl_config_release(&cfg);
-		return bad_usage("unknown --format '%s'", fmt);
+	if ((rc = ts_modes(t, cfg)) != 0)
+		return rc;
+	if (t->hb)
+		cfg->hash_block_tokens = (uint32_t)t->hb;
+	if (t->have_seed)
+		cfg->seed = t->seed;
+	if (t->maxreq)
+		cfg->max_requests = t->maxreq;
+	if (t->tile)
+		cfg->tile_copies = (uint32_t)t->tile;
+	if (t->tscale > 0)
+		cfg->time_scale = t->tscale;
+	if (t->trate > 0)
+		cfg->target_rate = t->trate;
+	if (t->ws >= 0) {
+		cfg->window_start_s = t->ws;
+		cfg->window_end_s = t->we > 0 ? t->we : 0;
 	}
-	if (on_error != NULL) {
-		if (strcmp(on_error, "stop") == 0)
-			cfg.on_error = WL_ON_ERROR_STOP;
-		else if (strcmp(on_error, "skip") == 0)
-			cfg.on_error = WL_ON_ERROR_SKIP;
-		else {
-			wl_config_release(&cfg);
-			return bad_usage("unknown --on-error '%s'", on_error);
-		}
+	return KVSIM_EXIT_OK;
+}
+
+/* The table (or --csv) of the statistics, and what was left out. */
+static void
+ts_print(const struct ts_args *t, const struct wl_config *cfg,
+	 wl_stream *s, wl_stats *st)
+{
+	const struct wl_counts *c = wl_stream_counts(s);
+	struct wl_summary sum;
+	char msg[1200];
+
+	wl_stats_summary(st, &sum);
+	if (t->csv)
+		print_csv(cfg->trace ? cfg->trace : "(generator)",
+		    wl_stream_info(s), &sum, c);
+	else
+		print_table(cfg->trace ? cfg->trace : "(generator)",
+		    wl_stream_info(s), &sum);
+	wl_counts_format(c, msg, sizeof(msg));
+	if (msg[0] != '\0' && !t->csv)
+		printf("not replayed: %s\n", msg);
+	if (c->skipped > 0) {
+		wl_error_format(&c->first_skip, msg, sizeof(msg));
+		fprintf(stderr, "kvsim trace-stats: first skipped row: "
+		    "%s\n", msg);
 	}
-	if (order != NULL) {
-		if (strcmp(order, "error") == 0)
-			cfg.order = WL_ORDER_ERROR;
-		else if (strcmp(order, "skip") == 0)
-			cfg.order = WL_ORDER_SKIP;
-		else if (strcmp(order, "sort") == 0)
-			cfg.order = WL_ORDER_SORT;
-		else {
-			wl_config_release(&cfg);
-			return bad_usage("unknown --order '%s'", order);
-		}
-	}
-	if (hb)
-		cfg.hash_block_tokens = (uint32_t)hb;
-	if (have_seed)
-		cfg.seed = seed;
-	if (maxreq)
-		cfg.max_requests = maxreq;
-	if (tile)
-		cfg.tile_copies = (uint32_t)tile;
-	if (tscale > 0)
-		cfg.time_scale = tscale;
-	if (trate > 0)
-		cfg.target_rate = trate;
-	if (ws >= 0) {
-		cfg.window_start_s = ws;
-		cfg.window_end_s = we > 0 ? we : 0;
-	}
-	rc = wl_open(&cfg, &s, &err);
+}
+
+/* Read the stream: its statistics, or its rows with --dump. */
+static int
+ts_read(const struct ts_args *t, const struct wl_config *cfg)
+{
+	struct wl_error err;
+	struct wl_request r;
+	wl_stream *s = NULL;
+	wl_stats *st = NULL;
+	wl_err rc;
+	int status = KVSIM_EXIT_USAGE;
+	char msg[1200];
+
+	rc = wl_open(cfg, &s, &err);
 	if (rc != WL_OK)
 		goto fail;
-	if (dump) {
+	if (t->dump) {
 		if (wl_write_kvsim_header(stdout) != WL_OK)
 			goto wfail;
 	} else {
-		st = wl_stats_new((uint32_t)block, cfg.vocab_size,
+		st = wl_stats_new((uint32_t)t->block, cfg->vocab_size,
 		    wl_stream_info(s)->hash_block);
 		if (st == NULL) {
 			fprintf(stderr, "kvsim trace-stats: out of memory\n");
@@ -476,7 +528,7 @@ trace_stats_main(int argc, char **argv)
 		}
 	}
 	while ((rc = wl_stream_next(s, &r)) == WL_OK) {
-		if (dump) {
+		if (t->dump) {
 			if (wl_write_kvsim_row(stdout, &r) != WL_OK)
 				goto wfail;
 		} else if (wl_stats_add(st, &r) != WL_OK) {
@@ -488,40 +540,37 @@ trace_stats_main(int argc, char **argv)
 		err = *wl_stream_error(s);
 		goto fail;
 	}
-	if (!dump) {
-		const struct wl_counts *c = wl_stream_counts(s);
-
-		wl_stats_summary(st, &sum);
-		if (csv)
-			print_csv(cfg.trace ? cfg.trace : "(generator)",
-			    wl_stream_info(s), &sum, c);
-		else
-			print_table(cfg.trace ? cfg.trace : "(generator)",
-			    wl_stream_info(s), &sum);
-		wl_counts_format(c, msg, sizeof(msg));
-		if (msg[0] != '\0' && !csv)
-			printf("not replayed: %s\n", msg);
-		if (c->skipped > 0) {
-			wl_error_format(&c->first_skip, msg, sizeof(msg));
-			fprintf(stderr, "kvsim trace-stats: first skipped row: "
-			    "%s\n", msg);
-		}
-	}
+	if (!t->dump)
+		ts_print(t, cfg, s, st);
 	if (fflush(stdout) != 0)
 		goto wfail;
-	status = 0;
+	status = KVSIM_EXIT_OK;
 	goto out;
 wfail:
 	fprintf(stderr, "kvsim trace-stats: write error on standard output\n");
-	status = 2;
+	status = KVSIM_EXIT_USAGE;
 	goto out;
 fail:
 	wl_error_format(&err, msg, sizeof(msg));
 	fprintf(stderr, "kvsim trace-stats: %s\n", msg);
-	status = 2;
+	status = KVSIM_EXIT_USAGE;
 out:
 	wl_stats_free(st);
 	wl_stream_free(s);
-	wl_config_release(&cfg);
 	return status;
+}
+
+int
+trace_stats_main(int argc, char **argv)
+{
+	struct ts_args t = { .ws = -1, .we = -1 };
+	struct wl_config cfg;
+	int rc;
+
+	wl_config_init(&cfg);
+	if ((rc = ts_parse(&t, argc, argv)) == 0 &&
+	    (rc = ts_config(&t, &cfg)) == 0)
+		rc = ts_read(&t, &cfg);
+	wl_config_release(&cfg);
+	return rc < 0 ? KVSIM_EXIT_OK : rc;
 }

@@ -24,13 +24,13 @@
 #include "config.h"
 
 #include "sim/cli/cmd_validate.h"
+#include "sim/cli/opts.h"
 
 #include "gpu/kvval.h"
 #include "sim/cost.h"
 #include "sim/run.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,7 +239,7 @@ tmp_commit(FILE *f, const char *path, const char *tmp)
 		fprintf(stderr, "kvsim validate: %s: %s\n", path,
 			strerror(errno));
 		remove(tmp);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -374,11 +374,11 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
 		fprintf(stderr, "kvsim validate: %s: %s\n", outdir,
 			strerror(errno));
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	f = tmp_open(outdir, "validate.csv", path, tmp, sizeof(path));
 	if (f == NULL)
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	fprintf(f, "class,batches,blocks,chunks,bytes,measured_ns,"
 		"submit_ns,model_ns,sim_charged_ns\n");
 	for (int d = 0; d < KVGPU_NDIRS; d++) {
@@ -400,7 +400,7 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		return rc;
 	f = tmp_open(outdir, "validate_summary.csv", path, tmp, sizeof(path));
 	if (f == NULL)
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	fprintf(f, "key,value\nbackend,%s\nlayout,%s\nstrategy,%s\n"
 		"geometry,%s\nrun,%s\nsteps,%" PRIu64 "\n"
 		"preempt_swap,%" PRIu64 "\npreempt_recompute,%" PRIu64 "\n"
@@ -426,136 +426,120 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	return tmp_commit(f, path, tmp);
 }
 
-int
-validate_main(int argc, char **argv)
+/* An option of validate's own: --backend, --layout, --strategy,
+ * --geometry, --frag-every, --engine-hazards. */
+static int
+validate_opt(struct vctx *x, int c, char *optarg)
+{
+	char *end;
+
+	switch (c) {
+	case 'b':
+		x->backend = optarg;
+		break;
+	case 'L':
+		if (!kvgpu_layout_parse(optarg, &x->layout)) {
+			fprintf(stderr, "kvsim validate: --layout: unknown "
+				"layout '%s'\n", optarg);
+			return KVSIM_EXIT_USAGE;
+		}
+		break;
+	case 'C':
+		if (!kvgpu_strat_parse(optarg, &x->strat)) {
+			fprintf(stderr, "kvsim validate: --strategy: unknown "
+				"strategy '%s'\n", optarg);
+			return KVSIM_EXIT_USAGE;
+		}
+		break;
+	case 'G':
+		if (strcmp(optarg, "tiny") != 0 &&
+		    strcmp(optarg, "model") != 0) {
+			fprintf(stderr, "kvsim validate: --geometry: tiny or "
+				"model, not '%s'\n", optarg);
+			return KVSIM_EXIT_USAGE;
+		}
+		x->model_geom = strcmp(optarg, "model") == 0;
+		break;
+	case 'F':
+		errno = 0;
+		x->frag_every = (uint32_t)strtoul(optarg, &end, 10);
+		if (errno != 0 || *end != '\0' || *optarg == '-') {
+			fprintf(stderr, "kvsim validate: --frag-every: not a "
+				"count: '%s'\n", optarg);
+			return KVSIM_EXIT_USAGE;
+		}
+		break;
+	case 'H':
+		if (strcmp(optarg, "write") != 0 &&
+		    strcmp(optarg, "skip") != 0) {
+			fprintf(stderr, "kvsim validate: --engine-hazards: "
+				"write or skip, not '%s'\n", optarg);
+			return KVSIM_EXIT_USAGE;
+		}
+		x->skip_stale = strcmp(optarg, "skip") == 0;
+		break;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The options; -1 after --help. */
+static int
+validate_parse(struct cli_opts *o, struct vctx *x, struct sim_run_opts *ro,
+	       int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "backend", required_argument, NULL, 'b' },
-		{ "set", required_argument, NULL, 's' },
-		{ "seed", required_argument, NULL, 'S' },
+		CLI_LO_SET,
+		CLI_LO_SEED,
 		{ "layout", required_argument, NULL, 'L' },
 		{ "strategy", required_argument, NULL, 'C' },
 		{ "geometry", required_argument, NULL, 'G' },
 		{ "frag-every", required_argument, NULL, 'F' },
 		{ "engine-hazards", required_argument, NULL, 'H' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "quiet", no_argument, NULL, 'q' },
+		CLI_LO_OUT,
+		CLI_LO_FORCE,
+		CLI_LO_QUIET,
 		{ "check", no_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		CLI_LO_HELP,
+		CLI_LO_END
 	};
-	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
-			  false, NULL, 0, { 0 }, false, 0, 0, 0 };
-	struct sim_observer obs = { &x, on_scheduled, on_computed,
-				    on_completed };
-	struct sim_config cfg;
-	struct sim_run_opts ro;
-	sim_run *R = NULL;
-	const char **sets, *file = NULL, *seed = NULL, *outdir = NULL;
-	char err[1400], seedset[128], *end;
-	size_t nsets = 0;
-	bool force = false;
-	int c, rc = 0;
+	int c, rc;
 
-	memset(&ro, 0, sizeof(ro));
-	ro.prog = "kvsim validate";
-	ro.obs = &obs;
-	sets = calloc((size_t)argc + 2, sizeof(*sets));
-	if (sets == NULL) {
-		fprintf(stderr, "kvsim validate: out of memory\n");
-		return 1;
-	}
-	sim_config_init(&cfg);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "b:s:o:fqh", lo, NULL)) != -1) {
+	while ((c = cli_getopt(o, argc, argv, "b:s:o:fqh", lo)) != -1) {
 		switch (c) {
-		case 'b':
-			x.backend = optarg;
-			break;
-		case 's':
-			sets[nsets++] = optarg;
-			break;
-		case 'S':
-			seed = optarg;
-			break;
-		case 'L':
-			if (!kvgpu_layout_parse(optarg, &x.layout)) {
-				fprintf(stderr, "kvsim validate: --layout: "
-					"unknown layout '%s'\n", optarg);
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 'C':
-			if (!kvgpu_strat_parse(optarg, &x.strat)) {
-				fprintf(stderr, "kvsim validate: --strategy: "
-					"unknown strategy '%s'\n", optarg);
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 'G':
-			if (strcmp(optarg, "tiny") != 0 &&
-			    strcmp(optarg, "model") != 0) {
-				fprintf(stderr, "kvsim validate: --geometry: "
-					"tiny or model, not '%s'\n", optarg);
-				rc = 2;
-				goto done;
-			}
-			x.model_geom = strcmp(optarg, "model") == 0;
-			break;
-		case 'F':
-			errno = 0;
-			x.frag_every = (uint32_t)strtoul(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || *optarg == '-') {
-				fprintf(stderr, "kvsim validate: --frag-every: "
-					"not a count: '%s'\n", optarg);
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 'H':
-			if (strcmp(optarg, "write") != 0 &&
-			    strcmp(optarg, "skip") != 0) {
-				fprintf(stderr, "kvsim validate: "
-					"--engine-hazards: write or skip, not "
-					"'%s'\n", optarg);
-				rc = 2;
-				goto done;
-			}
-			x.skip_stale = strcmp(optarg, "skip") == 0;
-			break;
-		case 'o':
-			outdir = optarg;
-			break;
-		case 'f':
-			force = true;
-			break;
-		case 'q':
-			ro.quiet = true;
+		case 'b': case 'L': case 'C': case 'G': case 'F': case 'H':
+			if ((rc = validate_opt(x, c, optarg)) != 0)
+				return rc;
 			break;
 		case 'c':
-			ro.check = true;
+			ro->check = true;
 			break;
 		case 'h':
 			validate_usage(stdout);
-			goto done;
+			return -1;
 		default:
 			validate_usage(stderr);
-			rc = 2;
-			goto done;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	if ((rc = sim_config_positional("kvsim validate", argc, argv, optind, sets,
-					&nsets, &file, seed, seedset,
-					sizeof(seedset))) != 0)
-		goto done;
-	/* an earlier run's reports are not replaced unless asked (before
-	 * the run, which may be long) */
+	ro->quiet = o->quiet;
+	return KVSIM_EXIT_OK;
+}
+
+/* Before the run, which may be long: an earlier run's reports are not
+ * replaced unless asked, and the backend must open (name, device). */
+static int
+validate_ready(const char *outdir, bool force, const struct vctx *x)
+{
+	static const char *const names[] = { "validate.csv",
+					     "validate_summary.csv" };
+	struct kvgpu_geom g = { 1, 1, 4, 1, 1, x->layout, 1, 1, KVGPU_PINNED };
+	char err[1400];
+	kvgpu *probe;
+	kv_err e;
+
 	for (int i = 0; outdir != NULL && !force && i < 2; i++) {
-		static const char *const names[] = { "validate.csv",
-						     "validate_summary.csv" };
 		char p[1100];
 
 		snprintf(p, sizeof(p), "%s/%s", outdir, names[i]);
@@ -563,30 +547,57 @@ validate_main(int argc, char **argv)
 			fprintf(stderr, "kvsim validate: --out %s holds %s; "
 				"refusing to overwrite it (use --force)\n",
 				outdir, names[i]);
-			rc = 2;
-			goto done;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
-	/* the backend must open (name, device) before a long run starts */
-	{
-		struct kvgpu_geom g = { 1, 1, 4, 1, 1, x.layout, 1, 1,
-					KVGPU_PINNED };
-		kv_err e;
-		kvgpu *probe = kvgpu_open(x.backend, &g, &e, err,
-					  sizeof(err));
+	probe = kvgpu_open(x->backend, &g, &e, err, sizeof(err));
+	if (probe == NULL) {
+		fprintf(stderr, "kvsim validate: --backend %s: %s\n",
+			x->backend, err);
+		return KVSIM_EXIT_USAGE;
+	}
+	kvgpu_close(probe);
+	return KVSIM_EXIT_OK;
+}
 
-		if (probe == NULL) {
-			fprintf(stderr, "kvsim validate: --backend %s: %s\n",
-				x.backend, err);
-			rc = 2;
-			goto done;
-		}
-		kvgpu_close(probe);
+int
+validate_main(int argc, char **argv)
+{
+	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
+			  false, NULL, 0, { 0 }, false, 0, 0, 0 };
+	struct sim_observer obs = { &x, on_scheduled, on_computed,
+				    on_completed };
+	struct sim_config cfg;
+	struct sim_run_opts ro;
+	struct cli_opts co;
+	sim_run *R = NULL;
+	const char *file = NULL, *outdir;
+	char err[1400], seedset[128];
+	int rc;
+
+	memset(&ro, 0, sizeof(ro));
+	ro.prog = "kvsim validate";
+	ro.obs = &obs;
+	sim_config_init(&cfg);
+	if ((rc = cli_opts_init(&co, "kvsim validate", CLI_SET | CLI_SEED |
+				CLI_OUT | CLI_FORCE | CLI_QUIET, argc)) != 0)
+		goto done;
+	if ((rc = validate_parse(&co, &x, &ro, argc, argv)) != 0) {
+		if (rc < 0)
+			rc = KVSIM_EXIT_OK;
+		goto done;
 	}
-	if (sim_config_from_args(&cfg, file, sets, nsets, err, sizeof(err)) !=
-	    KV_OK) {
+	outdir = co.out;
+	if ((rc = sim_config_positional("kvsim validate", argc, argv, optind, co.sets,
+					&co.nsets, &file, co.seed, seedset,
+					sizeof(seedset))) != 0)
+		goto done;
+	if ((rc = validate_ready(outdir, co.force, &x)) != 0)
+		goto done;
+	if (sim_config_from_args(&cfg, file, co.sets, co.nsets, err,
+				 sizeof(err)) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
 	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
@@ -596,7 +607,7 @@ validate_main(int argc, char **argv)
 	if (x.model_geom && !x.have_cm) {
 		fprintf(stderr, "kvsim validate: --geometry model needs a "
 			"catalog model\n");
-		rc = 2;
+		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
 	rc = sim_run_exec(R);
@@ -611,7 +622,7 @@ validate_main(int argc, char **argv)
 		if (r2 != 0)
 			rc = r2;
 		else if (rc == 0 && t.failures > 0)
-			rc = 1;
+			rc = KVSIM_EXIT_FAIL;
 	}
 done:
 	for (uint32_t r = 0; r < x.nrep; r++) {
@@ -621,6 +632,6 @@ done:
 	free(x.rep);
 	sim_run_close(R);
 	sim_config_release(&cfg);
-	free(sets);
+	cli_opts_release(&co);
 	return rc;
 }

@@ -4,6 +4,8 @@
 bin_PROGRAMS += sim/kvsim
 sim_kvsim_SOURCES = \
 	%reldir%/main.c \
+	%reldir%/opts.c %reldir%/opts.h \
+	%reldir%/children.c %reldir%/children.h \
 	%reldir%/outdir.c %reldir%/outdir.h \
 	%reldir%/cmd_calibrate.c %reldir%/cmd_calibrate.h \
 	%reldir%/cmd_capacity.c %reldir%/cmd_capacity.h \

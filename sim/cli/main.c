@@ -2,8 +2,9 @@
  * main.c -- the kvsim command line: global options and subcommand dispatch.
  *
  * Each subcommand is a function taking (argc, argv) with argv[0] its own
- * name and returning the exit status: 0 ok, 1 an expect/SLO/regression
- * failed, 2 bad usage or bad input.  --help and --version print to stdout.
+ * name and returning the exit status (enum kvsim_exit, sim/cli/opts.h):
+ * 0 ok, 1 a check, SLO or regression failed, 2 bad usage or bad input.
+ * --help and --version print to stdout.
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 #include "sim/cli/cmd_sweep.h"
 #include "sim/cli/cmd_trace_stats.h"
 #include "sim/cli/cmd_validate.h"
+#include "sim/cli/opts.h"
 
 #include <gsl/gsl_errno.h>
 
@@ -77,22 +79,22 @@ main(int argc, char **argv)
 	gsl_set_error_handler_off();
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
 		usage(stdout);
-		return 0;
+		return KVSIM_EXIT_OK;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("kvsim %s (libkvcore %s, ABI %d)\n", PACKAGE_VERSION,
 		       KVCORE_VERSION, KVCORE_ABI);
-		return 0;
+		return KVSIM_EXIT_OK;
 	}
 	for (size_t i = 0; i < NCMDS; i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return cmds[i].run(argc - 1, argv + 1);
 	fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return 2;
+	return KVSIM_EXIT_USAGE;
 }

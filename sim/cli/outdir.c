@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "sim/cli/outdir.h"
+#include "sim/cli/opts.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -98,26 +99,26 @@ outdir_open(struct outdir *o, const char *prog, const char *dir, bool force,
 	o->prog = prog;
 	if (n > OUTDIR_MAX || strlen(dir) >= sizeof(o->dir)) {
 		fprintf(stderr, "%s: --out %s: name too long\n", prog, dir);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
 	snprintf(o->dir, sizeof(o->dir), "%s", dir);
 	if (stat(dir, &sb) == 0) {
 		if (!S_ISDIR(sb.st_mode)) {
 			fprintf(stderr, "%s: --out %s: not a directory\n",
 				prog, dir);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		if (!force && !dir_empty(dir)) {
 			fprintf(stderr, "%s: --out %s exists and is not "
 				"empty; refusing to overwrite it (use --force)\n",
 				prog, dir);
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 	} else {
 		if (outdir_mkdir_p(dir) != 0) {
 			fprintf(stderr, "%s: --out %s: %s\n", prog, dir,
 				strerror(errno));
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 		o->created = true;
 	}
@@ -132,7 +133,7 @@ outdir_open(struct outdir *o, const char *prog, const char *dir, bool force,
 		if (o->f[i] == NULL) {
 			fprintf(stderr, "%s: %s: %s\n", prog, o->tmp[i],
 				strerror(errno));
-			return 2;
+			return KVSIM_EXIT_USAGE;
 		}
 	}
 	return 0;
@@ -165,7 +166,7 @@ outdir_commit(struct outdir *o)
 			fprintf(stderr, "%s: %s: %s\n", o->prog, o->tmp[i],
 				strerror(errno));
 			outdir_abort(o);
-			return 1;
+			return KVSIM_EXIT_FAIL;
 		}
 	}
 	for (size_t i = 0; i < o->n; i++)
@@ -173,7 +174,7 @@ outdir_commit(struct outdir *o)
 			fprintf(stderr, "%s: %s: %s\n", o->prog, o->fin[i],
 				strerror(errno));
 			outdir_abort(o);
-			return 1;
+			return KVSIM_EXIT_FAIL;
 		}
 	o->n = 0;
 	watch(NULL);

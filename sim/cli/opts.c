@@ -1,0 +1,120 @@
+/*
+ * opts.c -- the options several kvsim commands share (opts.h).
+ *
+ * One parser, so that --jobs is checked the same way in sweep and
+ * compare, and --set collects the same way in run, capacity and
+ * validate.  Values are borrowed from argv, as getopt_long leaves them.
+ */
+#include "config.h"
+
+#include "sim/cli/opts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+int
+cli_opts_init(struct cli_opts *o, const char *prog, unsigned accept, int argc)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	*o = (struct cli_opts){ .prog = prog, .accept = accept };
+	o->jobs = cpus > 0 ? cpus : 1;
+	o->sets = calloc((size_t)argc + 2, sizeof(*o->sets));
+	if (o->sets == NULL) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return KVSIM_EXIT_FAIL;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+void
+cli_opts_release(struct cli_opts *o)
+{
+	free(o->sets);
+	o->sets = NULL;
+	o->nsets = 0;
+}
+
+/* --jobs K: an integer in [1, 4096]. */
+static bool
+cli__jobs(struct cli_opts *o, const char *v)
+{
+	char *end;
+
+	errno = 0;
+	o->jobs = strtol(v, &end, 10);
+	if (errno || *end || o->jobs < 1 || o->jobs > 4096) {
+		fprintf(stderr, "%s: --jobs %s: expected an integer in "
+			"[1, 4096]\n", o->prog, v);
+		return false;
+	}
+	return true;
+}
+
+/* Take option c when it is a shared one `o` accepts; false if not. */
+static bool
+cli__take(struct cli_opts *o, int c, const char *v, bool *bad)
+{
+	switch (c) {
+	case 's':
+		if (!(o->accept & CLI_SET))
+			return false;
+		o->sets[o->nsets++] = v;
+		return true;
+	case CLI_OPT_SEED:
+		if (!(o->accept & CLI_SEED))
+			return false;
+		o->seed = v;
+		return true;
+	case 'o':
+		if (!(o->accept & CLI_OUT))
+			return false;
+		o->out = v;
+		return true;
+	case 'j':
+		if (!(o->accept & CLI_JOBS))
+			return false;
+		*bad = !cli__jobs(o, v);
+		return true;
+	default:
+		break;
+	}
+	return false;
+}
+
+/* The shared flags: --force, --quiet, --no-plot, --resume. */
+static bool
+cli__flag(struct cli_opts *o, int c)
+{
+	if (c == 'f' && (o->accept & CLI_FORCE))
+		o->force = true;
+	else if (c == 'q' && (o->accept & CLI_QUIET))
+		o->quiet = true;
+	else if (c == CLI_OPT_NO_PLOT && (o->accept & CLI_NO_PLOT))
+		o->no_plot = true;
+	else if (c == 'r' && (o->accept & CLI_RESUME))
+		o->resume = true;
+	else
+		return false;
+	return true;
+}
+
+int
+cli_getopt(struct cli_opts *o, int argc, char **argv, const char *shortopts,
+	   const struct option *lo)
+{
+	int c;
+	bool bad = false;
+
+	while ((c = getopt_long(argc, argv, shortopts, lo, NULL)) != -1) {
+		if (cli__flag(o, c))
+			continue;
+		if (!cli__take(o, c, optarg, &bad))
+			return c;
+		if (bad)
+			return CLI_OPT_BAD;
+	}
+	return -1;
+}
