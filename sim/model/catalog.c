@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "sim/model/catalog.h"
+#include "sim/model/mixer.h"
 #include "util/ydoc.h"
 
 #include <errno.h>
@@ -205,6 +206,19 @@ cat_dtype_bytes(const char *name)
 		if (strcasecmp(name, t[i].name) == 0)
 			return t[i].bytes;
 	return 0;
+}
+
+kv_err
+cat_fail(char *why, size_t whylen, kv_err rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }
 
 /* ---- typed reads of YAML nodes ----------------------------------------- */
@@ -1052,74 +1066,10 @@ cat_model_count_params(const struct cat_model *m, uint64_t *total,
 	act = tot;
 	for (uint32_t i = 0; i < m->num_layers; i++) {
 		const struct cat_layer *l = &m->layer[i];
-		const struct cat_ssm *s = &m->ssm;
-		uint64_t mix = 0, ffn = 0, ffn_act = 0;
-		uint64_t q = (uint64_t)m->num_heads * m->head_dim;
-		uint64_t kv = (uint64_t)m->num_kv_heads * m->head_dim;
+		uint64_t mix, ffn = 0, ffn_act = 0;
 		uint64_t up = m->mlp_gated ? 3 : 2;
 
-		switch ((enum cat_mixer)l->mixer) {
-		case CAT_MIX_NONE:
-			break;
-		case CAT_MIX_FULL:
-		case CAT_MIX_SLIDING:
-		case CAT_MIX_CHUNKED:
-			mix = h * q * (m->attn_output_gate ? 2 : 1) +
-			      2 * h * kv + q * h;
-			if (m->attention_bias)
-				mix += q + 2 * kv;
-			if (m->qk_norm)
-				mix += 2 * (uint64_t)m->head_dim;
-			break;
-		case CAT_MIX_MLA: {
-			uint64_t qk = (uint64_t)m->qk_nope_head_dim +
-				      m->qk_rope_head_dim;
-			uint64_t nh = m->num_heads;
-
-			if (m->q_lora_rank > 0)
-				mix = h * m->q_lora_rank + m->q_lora_rank +
-				      (uint64_t)m->q_lora_rank * nh * qk;
-			else
-				mix = h * nh * qk;
-			mix += h * ((uint64_t)m->kv_lora_rank +
-				    m->qk_rope_head_dim) + m->kv_lora_rank;
-			mix += (uint64_t)m->kv_lora_rank * nh *
-			       ((uint64_t)m->qk_nope_head_dim + m->v_head_dim);
-			mix += nh * m->v_head_dim * h;
-			break;
-		}
-		case CAT_MIX_MAMBA1: {
-			uint64_t di = s->d_inner;
-
-			mix = h * 2 * di + di * s->d_conv + di +
-			      di * ((uint64_t)s->dt_rank + 2 * s->d_state) +
-			      (uint64_t)s->dt_rank * di + di +
-			      di * s->d_state + di + di * h;
-			if (strcmp(m->model_type, "jamba") == 0)
-				mix += s->dt_rank + 2 * (uint64_t)s->d_state;
-			break;
-		}
-		case CAT_MIX_MAMBA2: {
-			uint64_t conv = s->d_inner +
-					2 * (uint64_t)s->n_groups * s->d_state;
-
-			mix = h * (s->d_inner + conv + s->n_heads) +
-			      conv * s->d_conv + conv +
-			      3 * (uint64_t)s->n_heads + s->d_inner +
-			      (uint64_t)s->d_inner * h;
-			break;
-		}
-		case CAT_MIX_GDN: {
-			uint64_t kd = (uint64_t)s->key_heads * s->key_dim;
-			uint64_t vd = (uint64_t)s->value_heads * s->value_dim;
-
-			mix = h * (2 * kd + 2 * vd) + h * 2 * s->value_heads +
-			      (2 * kd + vd) * s->conv_kernel +
-			      2 * (uint64_t)s->value_heads + s->value_dim +
-			      vd * h;
-			break;
-		}
-		}
+		mix = cat_layer_mixer(l)->params(m);
 		switch ((enum cat_ffn)l->ffn) {
 		case CAT_FFN_NONE:
 			break;
@@ -1163,10 +1113,14 @@ cat_model_count(const struct cat_model *m, enum cat_mixer kind)
 bool
 cat_model_is_hybrid(const struct cat_model *m)
 {
-	uint32_t state = cat_model_count(m, CAT_MIX_MAMBA1) +
-			 cat_model_count(m, CAT_MIX_MAMBA2) +
-			 cat_model_count(m, CAT_MIX_GDN);
-	uint32_t none = cat_model_count(m, CAT_MIX_NONE);
+	uint32_t state = 0, none = 0;
+
+	for (uint32_t i = 0; i < m->num_layers; i++) {
+		enum cat_mixer_class c = cat_layer_mixer(&m->layer[i])->cls;
+
+		state += c == CAT_MIXC_RECURRENT;
+		none += c == CAT_MIXC_NONE;
+	}
 
 	return state > 0 && state + none < m->num_layers;
 }
@@ -1183,25 +1137,9 @@ cat_model_source(const struct cat_model *m, const char *field)
 const char *
 cat_mixer_name(enum cat_mixer k)
 {
-	switch (k) {
-	case CAT_MIX_NONE:
-		return "none";
-	case CAT_MIX_FULL:
-		return "full attention";
-	case CAT_MIX_SLIDING:
-		return "sliding window";
-	case CAT_MIX_CHUNKED:
-		return "chunked local attention";
-	case CAT_MIX_MLA:
-		return "MLA";
-	case CAT_MIX_MAMBA1:
-		return "Mamba-1";
-	case CAT_MIX_MAMBA2:
-		return "Mamba-2";
-	case CAT_MIX_GDN:
-		return "Gated DeltaNet";
-	}
-	return "?";
+	const struct cat_mixer_ops *ops = cat_mixer_ops(k);
+
+	return ops != NULL ? ops->name : "?";
 }
 
 void
