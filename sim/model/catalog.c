@@ -765,22 +765,16 @@ cp_ssm(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
 	return rc;
 }
 
-/*
- * Interpret one config mapping.  `m` has id/source set by the caller;
- * everything else is filled here.  Field semantics: docs/catalog.md.
- */
+/* The mapping that holds the language model's fields: the config itself,
+ * or its text_config (VLM wrappers). */
 static kv_err
-cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
+cp_config_map(struct cp *p, const struct yd_node *top,
+	      const struct yd_node **cfg)
 {
-	const struct yd_node *cfg = top, *v;
-	const char *s;
-	uint32_t sliding = 0, chunk = 0, interval = 0, pattern = 0;
-	uint32_t attn_period = 0, attn_offset = 0, n_shared = 0;
-	uint32_t max_window_layers = 0;
-	bool use_sliding = true;
-	double partial = 1.0;
+	const struct yd_node *v;
 	kv_err rc;
 
+	*cfg = top;
 	if (top->type != YD_MAP)
 		return cp_fail(p, top, "a model config must be a mapping");
 	if (p->strict && (rc = cp_known(p, top, cp_config_keys, "a config")))
@@ -789,11 +783,23 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	if (v != NULL && !yd_is_null(v)) {
 		if (v->type != YD_MAP)
 			return cp_fail(p, v, "'text_config' must be a mapping");
-		cfg = v;	/* VLM wrappers: the language model's fields */
+		*cfg = v;	/* VLM wrappers: the language model's fields */
 		if (p->strict &&
-		    (rc = cp_known(p, cfg, cp_config_keys, "text_config")))
+		    (rc = cp_known(p, v, cp_config_keys, "text_config")))
 			return rc;
 	}
+	return KV_OK;
+}
+
+/* model_type (the family the defaults below key on) and
+ * architectures[0]. */
+static kv_err
+cp_identity(struct cp *p, const struct yd_node *top,
+	    const struct yd_node *cfg, struct cat_model *m)
+{
+	const struct yd_node *v;
+	const char *s;
+	kv_err rc;
 
 	if ((rc = cp_str(p, cfg, "model_type", &s, NULL)))
 		return rc;
@@ -813,8 +819,19 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	m->architecture = cp_strdup(s);
 	if (m->model_type == NULL || m->architecture == NULL)
 		return cp_nomem(p);
+	return KV_OK;
+}
 
-	/* dtype: torch_dtype, newer transformers spell it dtype */
+/* The weights' dtype (torch_dtype, newer transformers spell it dtype),
+ * fp8 checkpoints, and the SSM cache dtype. */
+static kv_err
+cp_dtypes(struct cp *p, const struct yd_node *top, const struct yd_node *cfg,
+	  struct cat_model *m)
+{
+	const struct yd_node *v;
+	const char *s;
+	kv_err rc;
+
 	if ((rc = cp_str(p, cfg, "torch_dtype", &s, NULL)))
 		return rc;
 	if (s == NULL && (rc = cp_str(p, cfg, "dtype", &s, NULL)))
@@ -845,6 +862,14 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	if (s != NULL)
 		snprintf(m->ssm_cache_dtype, sizeof(m->ssm_cache_dtype), "%s",
 			 s);
+	return KV_OK;
+}
+
+/* The sizes every model has; head_dim from hidden_size when absent. */
+static kv_err
+cp_dims(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	kv_err rc;
 
 	if ((rc = cp_u32_req(p, cfg, "num_hidden_layers", &m->num_layers,
 			     true)) ||
@@ -878,8 +903,15 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 		m->head_dim = m->hidden_size / m->num_heads;
 	}
 	m->v_head_dim = m->head_dim;
+	return KV_OK;
+}
 
-	/* MLA */
+/* MLA (DeepSeek): the latent rank and the split q/k head. */
+static kv_err
+cp_mla(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	kv_err rc;
+
 	if ((rc = cp_u32(p, cfg, "kv_lora_rank", &m->kv_lora_rank)) ||
 	    (rc = cp_u32(p, cfg, "q_lora_rank", &m->q_lora_rank)))
 		return rc;
@@ -893,8 +925,16 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 			return rc;
 		m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
 	}
+	return KV_OK;
+}
 
-	/* MoE */
+/* MoE: the experts under each family's spelling, shared experts. */
+static kv_err
+cp_moe(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	uint32_t n_shared = 0;
+	kv_err rc;
+
 	if ((rc = cp_u32(p, cfg, "num_experts", &m->num_experts)))
 		return rc;
 	if (m->num_experts == 0 &&
@@ -923,8 +963,15 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 		m->shared_intermediate_size = n_shared *
 					      m->moe_intermediate_size;
 	m->router_bias = cp_type_is(m, "deepseek_v3");
+	return KV_OK;
+}
 
-	/* flags by family */
+/* Flags by family; tie_word_embeddings and attention_bias may be given. */
+static kv_err
+cp_flags(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	kv_err rc;
+
 	m->tie_word_embeddings = cp_type_is(m, "gemma2") ||
 				 cp_type_is(m, "gemma3") ||
 				 cp_type_is(m, "gemma3_text");
@@ -945,12 +992,99 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 		m->norms_per_layer = 4;
 	else if (cp_type_is(m, "nemotron_h"))
 		m->norms_per_layer = 1;
+	return KV_OK;
+}
 
-	if ((rc = cp_max_len(p, cfg, m)))
+/* The config keys that place the mixers when there is no per-layer list. */
+struct cp_layer_keys {
+	uint32_t sliding, chunk, interval, pattern;
+	uint32_t attn_period, attn_offset, max_window_layers;
+};
+
+static kv_err
+cp_layer_keys(struct cp *p, const struct yd_node *cfg,
+	      struct cp_layer_keys *k)
+{
+	bool use_sliding = true;
+	kv_err rc;
+
+	memset(k, 0, sizeof(*k));
+	if ((rc = cp_u32(p, cfg, "sliding_window", &k->sliding)) ||
+	    (rc = cp_u32(p, cfg, "attention_chunk_size", &k->chunk)) ||
+	    (rc = cp_bool(p, cfg, "use_sliding_window", &use_sliding)) ||
+	    (rc = cp_u32(p, cfg, "max_window_layers",
+			 &k->max_window_layers)) ||
+	    (rc = cp_u32(p, cfg, "full_attention_interval", &k->interval)) ||
+	    (rc = cp_u32(p, cfg, "attn_layer_period", &k->attn_period)) ||
+	    (rc = cp_u32(p, cfg, "attn_layer_offset", &k->attn_offset)) ||
+	    (rc = cp_u32(p, cfg, "sliding_window_pattern", &k->pattern)))
 		return rc;
+	if (k->pattern == 0 &&
+	    (rc = cp_u32(p, cfg, "_sliding_window_pattern", &k->pattern)))
+		return rc;
+	if (!use_sliding)
+		k->sliding = 0;
+	return KV_OK;
+}
 
-	/* layers: every layer full attention with a dense/MoE FFN unless a
-	 * family field says otherwise */
+/* Mixers from the family's periods and window rules. */
+static kv_err
+cp_layers_by_family(struct cp *p, const struct yd_node *cfg,
+		    struct cat_model *m, const struct cp_layer_keys *k)
+{
+	if (cp_type_is(m, "jamba")) {
+		if (k->attn_period == 0)
+			return cp_fail(p, cfg, "jamba needs "
+				       "'attn_layer_period'");
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			m->layer[i].mixer =
+				i % k->attn_period == k->attn_offset ?
+				CAT_MIX_FULL : CAT_MIX_MAMBA1;
+	} else if (cp_type_is(m, "qwen3_next")) {
+		if (k->interval == 0)
+			return cp_fail(p, cfg, "qwen3_next needs "
+				       "'full_attention_interval' or "
+				       "'layer_types'");
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			m->layer[i].mixer = (i + 1) % k->interval == 0 ?
+					    CAT_MIX_FULL : CAT_MIX_GDN;
+	} else if (k->sliding > 0 && cp_type_is(m, "gemma2")) {
+		/* HF Gemma2: even layers slide, odd layers are global */
+		for (uint32_t i = 0; i < m->num_layers; i += 2) {
+			m->layer[i].mixer = CAT_MIX_SLIDING;
+			m->layer[i].window = k->sliding;
+		}
+	} else if (k->sliding > 0 && k->pattern > 0) {
+		/* Gemma-3: every pattern-th layer is global */
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			if ((i + 1) % k->pattern != 0) {
+				m->layer[i].mixer = CAT_MIX_SLIDING;
+				m->layer[i].window = k->sliding;
+			}
+	} else if (k->sliding > 0 && m->kv_lora_rank == 0) {
+		/* Mistral: every layer; Qwen2 with use_sliding_window: the
+		 * layers from max_window_layers on */
+		bool qwen2 = cp_type_is(m, "qwen2") ||
+			     cp_type_is(m, "qwen2_moe");
+
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			if (!qwen2 || i >= k->max_window_layers) {
+				m->layer[i].mixer = CAT_MIX_SLIDING;
+				m->layer[i].window = k->sliding;
+			}
+	}
+	return KV_OK;
+}
+
+/* The per-layer table: every layer full attention (MLA when the model has
+ * a latent) with a dense FFN, unless a family field says otherwise. */
+static kv_err
+cp_layers(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	const struct yd_node *v;
+	struct cp_layer_keys k;
+	kv_err rc;
+
 	m->layer = calloc(m->num_layers, sizeof(*m->layer));
 	if (m->layer == NULL)
 		return cp_nomem(p);
@@ -959,70 +1093,21 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 				    CAT_MIX_FULL;
 		m->layer[i].ffn = CAT_FFN_DENSE;
 	}
-	if ((rc = cp_u32(p, cfg, "sliding_window", &sliding)) ||
-	    (rc = cp_u32(p, cfg, "attention_chunk_size", &chunk)) ||
-	    (rc = cp_bool(p, cfg, "use_sliding_window", &use_sliding)) ||
-	    (rc = cp_u32(p, cfg, "max_window_layers", &max_window_layers)) ||
-	    (rc = cp_u32(p, cfg, "full_attention_interval", &interval)) ||
-	    (rc = cp_u32(p, cfg, "attn_layer_period", &attn_period)) ||
-	    (rc = cp_u32(p, cfg, "attn_layer_offset", &attn_offset)) ||
-	    (rc = cp_u32(p, cfg, "sliding_window_pattern", &pattern)))
+	if ((rc = cp_layer_keys(p, cfg, &k)))
 		return rc;
-	if (pattern == 0 &&
-	    (rc = cp_u32(p, cfg, "_sliding_window_pattern", &pattern)))
-		return rc;
-	if (!use_sliding)
-		sliding = 0;
 	if ((v = yd_get(cfg, "hybrid_override_pattern")) != NULL &&
-	    !yd_is_null(v)) {
-		rc = cp_layers_from_pattern(p, v, m);
-	} else if ((v = yd_get(cfg, "layer_types")) != NULL &&
-		   !yd_is_null(v)) {
-		rc = cp_layers_from_types(p, v, m, sliding, chunk);
-	} else if (cp_type_is(m, "jamba")) {
-		if (attn_period == 0)
-			return cp_fail(p, cfg, "jamba needs "
-				       "'attn_layer_period'");
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			m->layer[i].mixer = i % attn_period == attn_offset ?
-					    CAT_MIX_FULL : CAT_MIX_MAMBA1;
-	} else if (cp_type_is(m, "qwen3_next")) {
-		if (interval == 0)
-			return cp_fail(p, cfg, "qwen3_next needs "
-				       "'full_attention_interval' or "
-				       "'layer_types'");
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			m->layer[i].mixer = (i + 1) % interval == 0 ?
-					    CAT_MIX_FULL : CAT_MIX_GDN;
-	} else if (sliding > 0 && cp_type_is(m, "gemma2")) {
-		/* HF Gemma2: even layers slide, odd layers are global */
-		for (uint32_t i = 0; i < m->num_layers; i += 2) {
-			m->layer[i].mixer = CAT_MIX_SLIDING;
-			m->layer[i].window = sliding;
-		}
-	} else if (sliding > 0 && pattern > 0) {
-		/* Gemma-3: every pattern-th layer is global */
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			if ((i + 1) % pattern != 0) {
-				m->layer[i].mixer = CAT_MIX_SLIDING;
-				m->layer[i].window = sliding;
-			}
-	} else if (sliding > 0 && m->kv_lora_rank == 0) {
-		/* Mistral: every layer; Qwen2 with use_sliding_window: the
-		 * layers from max_window_layers on */
-		bool qwen2 = cp_type_is(m, "qwen2") ||
-			     cp_type_is(m, "qwen2_moe");
+	    !yd_is_null(v))
+		return cp_layers_from_pattern(p, v, m);
+	if ((v = yd_get(cfg, "layer_types")) != NULL && !yd_is_null(v))
+		return cp_layers_from_types(p, v, m, k.sliding, k.chunk);
+	return cp_layers_by_family(p, cfg, m, &k);
+}
 
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			if (!qwen2 || i >= max_window_layers) {
-				m->layer[i].mixer = CAT_MIX_SLIDING;
-				m->layer[i].window = sliding;
-			}
-	}
-	if (rc != KV_OK)
-		return rc;
-	if ((rc = cp_moe_layers(p, cfg, m)) || (rc = cp_ssm(p, cfg, m)))
-		return rc;
+/* Every FFN has its sizes. */
+static kv_err
+cp_check_ffn(struct cp *p, const struct yd_node *cfg,
+	     const struct cat_model *m)
+{
 	for (uint32_t i = 0; i < m->num_layers; i++) {
 		const struct cat_layer *l = &m->layer[i];
 
@@ -1033,8 +1118,17 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 			return cp_fail(p, cfg, "layer %u is MoE but there are "
 				       "no experts", i);
 	}
+	return KV_OK;
+}
 
-	/* rotary embedding: NoPE families and position_embedding_type nope */
+/* Rotary embedding: NoPE families and position_embedding_type nope. */
+static kv_err
+cp_rotary(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	const char *s;
+	double partial = 1.0;
+	kv_err rc;
+
 	if ((rc = cp_str(p, cfg, "position_embedding_type", &s, NULL)) ||
 	    (rc = cp_double(p, cfg, "partial_rotary_factor", &partial)))
 		return rc;
@@ -1049,6 +1143,34 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	else
 		m->rotary_dim = (uint32_t)((double)m->head_dim * partial);
 	return KV_OK;
+}
+
+/*
+ * Interpret one config mapping.  `m` has id/source set by the caller;
+ * everything else is filled here, in this order (a field's per-field
+ * source and the first error depend on it).  Field semantics:
+ * docs/catalog.md.
+ */
+static kv_err
+cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
+{
+	const struct yd_node *cfg;
+	kv_err rc;
+
+	if ((rc = cp_config_map(p, top, &cfg)) ||
+	    (rc = cp_identity(p, top, cfg, m)) ||
+	    (rc = cp_dtypes(p, top, cfg, m)) ||
+	    (rc = cp_dims(p, cfg, m)) ||
+	    (rc = cp_mla(p, cfg, m)) ||
+	    (rc = cp_moe(p, cfg, m)) ||
+	    (rc = cp_flags(p, cfg, m)) ||
+	    (rc = cp_max_len(p, cfg, m)) ||
+	    (rc = cp_layers(p, cfg, m)) ||
+	    (rc = cp_moe_layers(p, cfg, m)) ||
+	    (rc = cp_ssm(p, cfg, m)) ||
+	    (rc = cp_check_ffn(p, cfg, m)))
+		return rc;
+	return cp_rotary(p, cfg, m);
 }
 
 /* ---- parameter count --------------------------------------------------- */
