@@ -890,6 +890,62 @@ term_line(FILE *f, const char *name, const struct cost_term *t,
 	fprintf(f, "  %-22s %12.6g %-6s %s\n", name, t->v, unit, t->src);
 }
 
+/* One line per group of layers: what it keeps and what it costs. */
+static void
+describe_mixers(const struct cost_model *cm, FILE *f)
+{
+	fprintf(f, "token mixers (per layer, per rank)\n");
+	for (size_t i = 0; i < cm->ngroups; i++) {
+		const struct cost_group *g = &cm->group[i];
+		const struct cat_mixer_ops *ops = cat_mixer_ops(
+			(enum cat_mixer)g->mixer);
+		const struct cat_mixer_cost *c = &g->fig;
+		const char *kind = ops != NULL ? ops->key : "?";
+
+		if (ops != NULL && ops->cls == CAT_MIXC_RECURRENT)
+			fprintf(f, "  %-8s x%-3u window %-7u state %.6g B a "
+				"sequence (read + written a step), scan "
+				"%.6g FLOPs a token\n", kind, g->nlayers,
+				g->window, c->state_bytes, c->state_flops);
+		else if (ops != NULL && ops->latent)
+			fprintf(f, "  %-8s x%-3u latent %.6g B a token "
+				"(replicated), %.6g FLOPs a pair (decode), "
+				"%.6g a pair + %.6g a context token "
+				"(prefill)\n", kind, g->nlayers,
+				c->token_bytes, c->pair_flops,
+				c->pair_flops_pf, c->ctx_flops_pf);
+		else
+			fprintf(f, "  %-8s x%-3u window %-7u KV %.6g B a "
+				"token, %.6g FLOPs a query-key pair\n", kind,
+				g->nlayers, g->window, c->token_bytes,
+				c->pair_flops);
+	}
+}
+
+/* The swap copy terms, each direction, strategy and host memory. */
+static void
+describe_copies(const struct cost_model *cm, FILE *f)
+{
+	char name[64];
+
+	for (int d = 0; d < COST_NDIRS; d++)
+		for (int c = 0; c < COST_NCOPIES; c++)
+			for (int k = 0; k < COST_NHOSTMEMS; k++) {
+				const struct cost_copy_terms *t =
+					&cm->copy_t[d][c][k];
+
+				snprintf(name, sizeof(name), "%s %s %s",
+					 cost_dir_name((enum cost_dir)d),
+					 cost_copy_name((enum cost_copy)c),
+					 cost_hostmem_name(
+						 (enum cost_hostmem)k));
+				fprintf(f, "  %s\n", name);
+				term_line(f, "  alpha", &t->alpha_ns, "ns");
+				term_line(f, "  beta", &t->beta_ns, "ns");
+				term_line(f, "  1/B", &t->ns_per_byte, "ns/B");
+			}
+}
+
 void
 cost_describe(const struct cost_model *cm, FILE *f)
 {
@@ -940,32 +996,7 @@ cost_describe(const struct cost_model *cm, FILE *f)
 		"FLOPs per sequence", cm->flops_seq, "");
 	fprintf(f, "  %-22s %12.6g %-6s activations in and out of each "
 		"matmul\n", "bytes per token", cm->act_bytes_token, "B");
-	fprintf(f, "token mixers (per layer, per rank)\n");
-	for (size_t i = 0; i < cm->ngroups; i++) {
-		const struct cost_group *g = &cm->group[i];
-		const struct cat_mixer_ops *ops = cat_mixer_ops(
-			(enum cat_mixer)g->mixer);
-		const struct cat_mixer_cost *c = &g->fig;
-		const char *kind = ops != NULL ? ops->key : "?";
-
-		if (ops != NULL && ops->cls == CAT_MIXC_RECURRENT)
-			fprintf(f, "  %-8s x%-3u window %-7u state %.6g B a "
-				"sequence (read + written a step), scan "
-				"%.6g FLOPs a token\n", kind, g->nlayers,
-				g->window, c->state_bytes, c->state_flops);
-		else if (ops != NULL && ops->latent)
-			fprintf(f, "  %-8s x%-3u latent %.6g B a token "
-				"(replicated), %.6g FLOPs a pair (decode), "
-				"%.6g a pair + %.6g a context token "
-				"(prefill)\n", kind, g->nlayers,
-				c->token_bytes, c->pair_flops,
-				c->pair_flops_pf, c->ctx_flops_pf);
-		else
-			fprintf(f, "  %-8s x%-3u window %-7u KV %.6g B a "
-				"token, %.6g FLOPs a query-key pair\n", kind,
-				g->nlayers, g->window, c->token_bytes,
-				c->pair_flops);
-	}
+	describe_mixers(cm, f);
 	fprintf(f, "tensor parallel\n");
 	fprintf(f, "  %u all-reduces a step of %.6g B a token (ring: "
 		"2(p-1)/p of it on the link)\n", cm->allreduces,
@@ -978,20 +1009,5 @@ cost_describe(const struct cost_model *cm, FILE *f)
 			(unsigned long long)cost_layout_chunks(
 				cm, (enum cost_layout)l));
 	fprintf(f, "\n");
-	for (int d = 0; d < COST_NDIRS; d++)
-		for (int c = 0; c < COST_NCOPIES; c++)
-			for (int k = 0; k < COST_NHOSTMEMS; k++) {
-				const struct cost_copy_terms *t =
-					&cm->copy_t[d][c][k];
-
-				snprintf(name, sizeof(name), "%s %s %s",
-					 cost_dir_name((enum cost_dir)d),
-					 cost_copy_name((enum cost_copy)c),
-					 cost_hostmem_name(
-						 (enum cost_hostmem)k));
-				fprintf(f, "  %s\n", name);
-				term_line(f, "  alpha", &t->alpha_ns, "ns");
-				term_line(f, "  beta", &t->beta_ns, "ns");
-				term_line(f, "  1/B", &t->ns_per_byte, "ns/B");
-			}
+	describe_copies(cm, f);
 }

@@ -1477,33 +1477,14 @@ cp_gpu_num(struct cp *p, const struct yd_node *map, const char *key,
 	return KV_OK;
 }
 
+/* id, name, vendor, note, device name and aliases. */
 static kv_err
-cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+cp_gpu_names(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 {
-	static const struct {
-		const char *key;
-		enum cat_dtype dt;
-		enum cat_gpu_field f;
-	} fl[] = {
-		{ "fp32", CAT_FP32, CAT_G_FLOPS_FP32 },
-		{ "bf16", CAT_BF16, CAT_G_FLOPS_BF16 },
-		{ "fp16", CAT_FP16, CAT_G_FLOPS_FP16 },
-		{ "fp8", CAT_FP8, CAT_G_FLOPS_FP8 },
-	};
-	static const char *const fkeys[] = { "fp32", "bf16", "fp16", "fp8",
-					     NULL };
-	const struct yd_node *flops, *vendor;
+	const struct yd_node *vendor;
 	const char *s, *src;
-	double x;
 	kv_err rc;
 
-	if (ent->type != YD_MAP)
-		return cp_fail(p, ent, "a GPU entry must be a mapping");
-	if ((rc = cp_known(p, ent, cp_gpu_keys, "a GPU entry")))
-		return rc;
-	g->origin = cp_origin(p->file, ent);
-	if (g->origin == NULL)
-		return cp_nomem(p);
 	if ((rc = cp_str(p, ent, "id", &s, NULL)))
 		return rc;
 	if (s == NULL || *s == '\0')
@@ -1536,6 +1517,15 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 		return cp_nomem(p);
 	if ((rc = cp_aliases(p, ent, &g->alias, &g->nalias)))
 		return rc;
+	return KV_OK;
+}
+
+static kv_err
+cp_gpu_cc(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	const char *s, *src;
+	kv_err rc;
+
 	if ((rc = cp_str(p, ent, "compute_capability", &s, &src)))
 		return rc;
 	if (s != NULL) {
@@ -1554,6 +1544,16 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 		if (g->src[CAT_G_CC] == NULL)
 			return cp_nomem(p);
 	}
+	return KV_OK;
+}
+
+/* memory, and usable_memory (the runtime's total; memory when absent) */
+static kv_err
+cp_gpu_memory(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	double x;
+	kv_err rc;
+
 	if ((rc = cp_gpu_num(p, ent, "memory", cp_byte_units, true, &x,
 			     CAT_G_MEMORY)))
 		return rc;
@@ -1573,14 +1573,28 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 		return cp_fail(p, yd_get(ent, "usable_memory") ?
 			       yd_get(ent, "usable_memory") : ent,
 			       "'usable_memory' must be at most 'memory'");
-	if ((rc = cp_gpu_num(p, ent, "memory_bandwidth", cp_rate_units, true,
-			     &g->hbm_bw, CAT_G_HBM_BW)) ||
-	    (rc = cp_gpu_num(p, ent, "interconnect", cp_rate_units, false,
-			     &g->interconnect_bw, CAT_G_INTERCONNECT)) ||
-	    (rc = cp_gpu_num(p, ent, "host_link", cp_rate_units, false,
-			     &g->host_bw, CAT_G_HOST)) ||
-	    (rc = cp_bool(p, ent, "unified_memory", &g->unified_memory)))
-		return rc;
+	return KV_OK;
+}
+
+/* dense FLOP/s per dtype */
+static kv_err
+cp_gpu_flops(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	static const struct {
+		const char *key;
+		enum cat_dtype dt;
+		enum cat_gpu_field f;
+	} fl[] = {
+		{ "fp32", CAT_FP32, CAT_G_FLOPS_FP32 },
+		{ "bf16", CAT_BF16, CAT_G_FLOPS_BF16 },
+		{ "fp16", CAT_FP16, CAT_G_FLOPS_FP16 },
+		{ "fp8", CAT_FP8, CAT_G_FLOPS_FP8 },
+	};
+	static const char *const fkeys[] = { "fp32", "bf16", "fp16", "fp8",
+					     NULL };
+	const struct yd_node *flops;
+	kv_err rc;
+
 	flops = yd_get(ent, "flops");
 	if (flops != NULL && !yd_is_null(flops)) {
 		if (flops->type != YD_MAP)
@@ -1596,6 +1610,32 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 				return rc;
 	}
 	return KV_OK;
+}
+
+static kv_err
+cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	kv_err rc;
+
+	if (ent->type != YD_MAP)
+		return cp_fail(p, ent, "a GPU entry must be a mapping");
+	if ((rc = cp_known(p, ent, cp_gpu_keys, "a GPU entry")))
+		return rc;
+	g->origin = cp_origin(p->file, ent);
+	if (g->origin == NULL)
+		return cp_nomem(p);
+	if ((rc = cp_gpu_names(p, ent, g)) || (rc = cp_gpu_cc(p, ent, g)) ||
+	    (rc = cp_gpu_memory(p, ent, g)))
+		return rc;
+	if ((rc = cp_gpu_num(p, ent, "memory_bandwidth", cp_rate_units, true,
+			     &g->hbm_bw, CAT_G_HBM_BW)) ||
+	    (rc = cp_gpu_num(p, ent, "interconnect", cp_rate_units, false,
+			     &g->interconnect_bw, CAT_G_INTERCONNECT)) ||
+	    (rc = cp_gpu_num(p, ent, "host_link", cp_rate_units, false,
+			     &g->host_bw, CAT_G_HOST)) ||
+	    (rc = cp_bool(p, ent, "unified_memory", &g->unified_memory)))
+		return rc;
+	return cp_gpu_flops(p, ent, g);
 }
 
 static void
@@ -1659,6 +1699,80 @@ cat__taken(const cat *c, bool models, const char *name)
 	       cat_find_gpu(c, name) != NULL;
 }
 
+/* The first of id and the aliases an earlier entry has; NULL if none. */
+static const char *
+cat__clash(const cat *c, bool models, const char *id, char *const *alias,
+	   size_t nalias)
+{
+	if (cat__taken(c, models, id))
+		return id;
+	for (size_t k = 0; k < nalias; k++)
+		if (cat__taken(c, models, alias[k]))
+			return alias[k];
+	return NULL;
+}
+
+static kv_err
+cat__add_model(cat *c, struct cp *p, const struct yd_node *ent)
+{
+	struct cat_model *m = calloc(1, sizeof(*m)), **v;
+	const char *clash;
+	kv_err rc;
+
+	if (m == NULL)
+		return cp_nomem(p);
+	p->m = m;
+	rc = cp_model_entry(p, ent, m);
+	p->m = NULL;
+	if (rc == KV_OK &&
+	    (clash = cat__clash(c, true, m->id, m->alias, m->nalias)) != NULL)
+		rc = cp_fail(p, ent, "name '%s' is already used by another "
+			     "model", clash);
+	if (rc != KV_OK) {
+		cat_model_free(m);
+		return rc;
+	}
+	v = realloc(c->model, (c->nmodel + 1) * sizeof(*v));
+	if (v == NULL) {
+		cat_model_free(m);
+		return cp_nomem(p);
+	}
+	c->model = v;
+	c->model[c->nmodel++] = m;
+	return KV_OK;
+}
+
+static kv_err
+cat__add_gpu(cat *c, struct cp *p, const struct yd_node *ent)
+{
+	struct cat_gpu *g = calloc(1, sizeof(*g)), **v;
+	const char *clash;
+	kv_err rc;
+
+	if (g == NULL)
+		return cp_nomem(p);
+	p->g = g;
+	p->entry_source = NULL;
+	rc = cp_gpu_entry(p, ent, g);
+	p->g = NULL;
+	if (rc == KV_OK &&
+	    (clash = cat__clash(c, false, g->id, g->alias, g->nalias)) != NULL)
+		rc = cp_fail(p, ent, "name '%s' is already used by another "
+			     "GPU", clash);
+	if (rc != KV_OK) {
+		cat_gpu_free(g);
+		return rc;
+	}
+	v = realloc(c->gpu, (c->ngpu + 1) * sizeof(*v));
+	if (v == NULL) {
+		cat_gpu_free(g);
+		return cp_nomem(p);
+	}
+	c->gpu = v;
+	c->gpu[c->ngpu++] = g;
+	return KV_OK;
+}
+
 static kv_err
 cat__load_list(cat *c, const char *path, bool models, struct cat_err *e)
 {
@@ -1688,79 +1802,9 @@ cat__load_list(cat *c, const char *path, bool models, struct cat_err *e)
 			     top);
 		goto out;
 	}
-	for (size_t i = 0; i < list->n; i++) {
-		const struct yd_node *ent = list->kid[i];
-		const char *clash = NULL;
-
-		if (models) {
-			struct cat_model *m = calloc(1, sizeof(*m)), **v;
-
-			if (m == NULL) {
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			p.m = m;
-			rc = cp_model_entry(&p, ent, m);
-			p.m = NULL;
-			if (rc == KV_OK) {
-				if (cat__taken(c, true, m->id))
-					clash = m->id;
-				for (size_t k = 0; !clash && k < m->nalias; k++)
-					if (cat__taken(c, true, m->alias[k]))
-						clash = m->alias[k];
-				if (clash != NULL)
-					rc = cp_fail(&p, ent, "name '%s' is "
-						     "already used by another "
-						     "model", clash);
-			}
-			if (rc != KV_OK) {
-				cat_model_free(m);
-				goto out;
-			}
-			v = realloc(c->model, (c->nmodel + 1) * sizeof(*v));
-			if (v == NULL) {
-				cat_model_free(m);
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			c->model = v;
-			c->model[c->nmodel++] = m;
-		} else {
-			struct cat_gpu *g = calloc(1, sizeof(*g)), **v;
-
-			if (g == NULL) {
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			p.g = g;
-			p.entry_source = NULL;
-			rc = cp_gpu_entry(&p, ent, g);
-			p.g = NULL;
-			if (rc == KV_OK) {
-				if (cat__taken(c, false, g->id))
-					clash = g->id;
-				for (size_t k = 0; !clash && k < g->nalias; k++)
-					if (cat__taken(c, false, g->alias[k]))
-						clash = g->alias[k];
-				if (clash != NULL)
-					rc = cp_fail(&p, ent, "name '%s' is "
-						     "already used by another "
-						     "GPU", clash);
-			}
-			if (rc != KV_OK) {
-				cat_gpu_free(g);
-				goto out;
-			}
-			v = realloc(c->gpu, (c->ngpu + 1) * sizeof(*v));
-			if (v == NULL) {
-				cat_gpu_free(g);
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			c->gpu = v;
-			c->gpu[c->ngpu++] = g;
-		}
-	}
+	for (size_t i = 0; i < list->n && rc == KV_OK; i++)
+		rc = models ? cat__add_model(c, &p, list->kid[i]) :
+			      cat__add_gpu(c, &p, list->kid[i]);
 out:
 	yd_release(&d);
 	return rc;
