@@ -92,6 +92,20 @@ mx_add_kvtok(struct cat_mixer_work *out, uint64_t read, uint64_t q)
 	out->kvtok = cat_sat_add(out->kvtok, cat_sat_add(read, q));
 }
 
+/*
+ * A recurrent layer's figures on one of tp ranks: its whole state (st
+ * bytes) split over the ranks, and SCAN_FLOPS_PER_ELEM a token for each
+ * element of an a x b x c state (c = 1 for a two-factor state).  The
+ * products run left to right, as the docs' formulas read.
+ */
+static void
+mx_state_cost(struct cat_mixer_cost *out, uint32_t tp, uint64_t st,
+	      double a, double b, double c)
+{
+	out->state_bytes = (double)st / tp;
+	out->state_flops = SCAN_FLOPS_PER_ELEM * a * b * c / tp;
+}
+
 /* ---- no mixer ----------------------------------------------------------- */
 
 static uint64_t
@@ -341,16 +355,14 @@ mamba1_cost(const struct cat_model *m, const struct cat_mixer_dims *d,
 	    struct cat_mixer_cost *out, char *why, size_t whylen)
 {
 	const struct cat_ssm *s = &m->ssm;
-	double st;
 
 	(void)why;
 	(void)whylen;
-	st = (double)kvc_mamba1_state_bytes(s->d_conv, s->d_inner, s->d_state,
-					    d->dtype_bytes,
-					    d->ssm_dtype_bytes);
-	out->state_bytes = st / d->tp;
-	out->state_flops = SCAN_FLOPS_PER_ELEM * s->d_inner *
-			   (double)s->d_state / d->tp;
+	mx_state_cost(out, d->tp,
+		      kvc_mamba1_state_bytes(s->d_conv, s->d_inner, s->d_state,
+					     d->dtype_bytes,
+					     d->ssm_dtype_bytes),
+		      s->d_inner, s->d_state, 1);
 	return KV_OK;
 }
 
@@ -413,17 +425,16 @@ mamba2_cost(const struct cat_model *m, const struct cat_mixer_dims *d,
 	    struct cat_mixer_cost *out, char *why, size_t whylen)
 {
 	const struct cat_ssm *s = &m->ssm;
-	double st;
 
 	(void)why;
 	(void)whylen;
-	st = (double)kvc_mamba2_state_bytes(s->d_conv, s->d_inner, s->n_groups,
-					    s->d_state, s->n_heads,
-					    s->head_dim, d->dtype_bytes,
-					    d->ssm_dtype_bytes);
-	out->state_bytes = st / d->tp;
-	out->state_flops = SCAN_FLOPS_PER_ELEM * s->n_heads *
-			   (double)s->head_dim * s->d_state / d->tp;
+	mx_state_cost(out, d->tp,
+		      kvc_mamba2_state_bytes(s->d_conv, s->d_inner,
+					     s->n_groups, s->d_state,
+					     s->n_heads, s->head_dim,
+					     d->dtype_bytes,
+					     d->ssm_dtype_bytes),
+		      s->n_heads, s->head_dim, s->d_state);
 	return KV_OK;
 }
 
@@ -478,17 +489,15 @@ gdn_cost(const struct cat_model *m, const struct cat_mixer_dims *d,
 	 struct cat_mixer_cost *out, char *why, size_t whylen)
 {
 	const struct cat_ssm *s = &m->ssm;
-	double st;
 
 	(void)why;
 	(void)whylen;
-	st = (double)kvc_gdn_state_bytes(s->conv_kernel, s->key_heads,
-					 s->key_dim, s->value_heads,
-					 s->value_dim, d->dtype_bytes,
-					 d->ssm_dtype_bytes);
-	out->state_bytes = st / d->tp;
-	out->state_flops = SCAN_FLOPS_PER_ELEM * s->value_heads *
-			   (double)s->key_dim * s->value_dim / d->tp;
+	mx_state_cost(out, d->tp,
+		      kvc_gdn_state_bytes(s->conv_kernel, s->key_heads,
+					  s->key_dim, s->value_heads,
+					  s->value_dim, d->dtype_bytes,
+					  d->ssm_dtype_bytes),
+		      s->value_heads, s->key_dim, s->value_dim);
 	return KV_OK;
 }
 
