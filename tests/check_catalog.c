@@ -1065,7 +1065,8 @@ START_TEST(test_mixer_kv_bytes)
 	ck_assert_ptr_nonnull(d);
 	ck_assert_uint_eq(full->kv_bytes(l, 1, 2, 1), 4096);
 	ck_assert_uint_eq(full->kv_bytes(l, 8, 2, 1), 512);
-	ck_assert_uint_eq(full->kv_bytes(l, 16, 2, 1), 512);	/* replicated */
+	/* 16 ranks, 8 KV heads: each rank holds one (replicated) */
+	ck_assert_uint_eq(full->kv_bytes(l, 16, 2, 1), 512);
 	ck_assert_uint_eq(full->kv_bytes(l, 1, 2, 16), 65536);
 	ck_assert_uint_eq(mla->kv_bytes(d, 1, 2, 1), 1152);
 	ck_assert_uint_eq(mla->kv_bytes(d, 8, 2, 1), 1152);
