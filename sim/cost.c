@@ -9,6 +9,11 @@
  * cost of a step is O(nseq * ngroups) integer operations plus O(ngroups)
  * floating-point ones.
  *
+ * What differs between token-mixer kinds (KV bytes a token, FLOPs a
+ * query-key pair, the recurrent state and its scan, which pairs a window
+ * sees) is the kind's row in sim/model/mixer.c; this file sums over
+ * groups of layers of one kind.
+ *
  * No libm: the expert-coverage power is computed by squaring and the final
  * rounding by hand, so nothing here depends on the C library's math.
  */
