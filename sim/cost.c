@@ -9,6 +9,11 @@
  * cost of a step is O(nseq * ngroups) integer operations plus O(ngroups)
  * floating-point ones.
  *
+ * What differs between token-mixer kinds (KV bytes a token, FLOPs a
+ * query-key pair, the recurrent state and its scan, which pairs a window
+ * sees) is the kind's row in sim/model/mixer.c; this file sums over
+ * groups of layers of one kind.
+ *
  * No libm: the expert-coverage power is computed by squaring and the final
  * rounding by hand, so nothing here depends on the C library's math.
  */
@@ -107,56 +112,7 @@ static const char SRC_PAGEABLE[] =
 
 static const char SRC_NONE[] = "no host link in the GPU catalog entry";
 
-/*
- * Mamba / linear-attention scan: per state element and token, the update
- * h = a*h + b*x (about 4 FLOPs with the input product) and the read-out
- * y = C*h (2): 6.  Our derivation; small next to the projections.
- */
-#define SCAN_FLOPS_PER_ELEM 6.0
-
-/*
- * MLA has two ways to attend (vllm/v1/attention/backends/mla/common.py):
- * the absorbed, data-movement friendly "decode" path and the expanded,
- * compute friendly "prefill" path, which first up-projects the context's
- * latents.  vLLM picks by query length (reorder_batch_threshold: 1 in
- * MLACommonMetadataBuilder, 128 for FlashMLA, a value marked untuned
- * there); we charge each sequence the cheaper of the two, which lands near
- * that threshold
- * (absorbed wins below q ~ 171 for DeepSeek-V3) and keeps the cost
- * non-decreasing in q and ctx (a minimum of non-decreasing functions).
- */
-
 /* ---- small helpers ------------------------------------------------------ */
-
-static kv_err
-fail(kv_err rc, char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && len > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
-static uint64_t
-sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static uint64_t
-sat_mul(uint64_t a, uint64_t b)
-{
-	/* Both below 2^32 cannot overflow: no divide on the per-step path. */
-	if ((a | b) >> 32 == 0)
-		return a * b;
-	if (a != 0 && b > UINT64_MAX / a)
-		return UINT64_MAX;
-	return a * b;
-}
 
 /* x^e by squaring (no libm). */
 static double
@@ -190,87 +146,10 @@ dmax(double a, double b)
 	return a > b ? a : b;
 }
 
-/* sum of x for x = a..b (a <= b) */
-static uint64_t
-sum_range(uint64_t a, uint64_t b)
-{
-	uint64_t n = b - a + 1, s = a + b;
-
-	/* one of n, s is even */
-	return n % 2 == 0 ? sat_mul(n / 2, s) : sat_mul(n, s / 2);
-}
-
-/* Keys seen by the q tokens at positions c..c+q-1, causal, full. */
-static uint64_t
-pairs_full(uint64_t c, uint64_t q)
-{
-	return sum_range(c + 1, c + q);
-}
-
-/* ... with a window of w keys: sum of min(w, p + 1). */
-static uint64_t
-pairs_window(uint64_t c, uint64_t q, uint64_t w)
-{
-	uint64_t a = c + 1, b = c + q;
-
-	if (w == 0 || b <= w)
-		return sum_range(a, b);
-	if (a >= w)
-		return sat_mul(w, q);
-	return sat_add(sum_range(a, w), sat_mul(w, b - w));
-}
-
-/* chunked local attention: position p sees (p mod n) + 1 keys; the sum
- * over p < x */
-static uint64_t
-chunk_prefix(uint64_t x, uint64_t n)
-{
-	uint64_t r = x % n;
-
-	return sat_add(sat_mul(x / n, n * (n + 1) / 2), r * (r + 1) / 2);
-}
-
-static uint64_t
-pairs_chunked(uint64_t c, uint64_t q, uint64_t n)
-{
-	if (n == 0)
-		return pairs_full(c, q);
-	return chunk_prefix(c + q, n) - chunk_prefix(c, n);
-}
-
-/* KV tokens of one layer a sequence touches: read (context and the new
- * tokens) plus the new tokens written. */
-static uint64_t
-kv_tokens(const struct cost_group *g, uint64_t c, uint64_t q)
-{
-	uint64_t read = c + q;
-
-	switch ((enum cat_mixer)g->mixer) {
-	case CAT_MIX_SLIDING:
-		if (g->window > 0 && read > g->window - 1 + q)
-			read = g->window - 1 + q;
-		break;
-	case CAT_MIX_CHUNKED:
-		if (g->window > 0 && read > c % g->window + q)
-			read = c % g->window + q;
-		break;
-	default:
-		break;
-	}
-	return sat_add(read, q);
-}
-
-static bool
-is_attention(uint8_t k)
-{
-	return k == CAT_MIX_FULL || k == CAT_MIX_SLIDING ||
-	       k == CAT_MIX_CHUNKED || k == CAT_MIX_MLA;
-}
-
 static bool
 is_recurrent(uint8_t k)
 {
-	return k == CAT_MIX_MAMBA1 || k == CAT_MIX_MAMBA2 || k == CAT_MIX_GDN;
+	return cat_mixer_ops((enum cat_mixer)k)->cls == CAT_MIXC_RECURRENT;
 }
 
 /* ---- names -------------------------------------------------------------- */
@@ -439,12 +318,6 @@ term_ok(const struct cost_term *t, bool positive)
 
 /* ---- building the model ------------------------------------------------- */
 
-static uint32_t
-div_at_least_one(uint32_t a, uint32_t tp)
-{
-	return a / tp > 0 ? a / tp : 1;
-}
-
 /* The dense FLOP/s the model's matmuls run at, and its dtype name. */
 static bool
 pick_flops(struct cost_model *cm, const struct cat_model *m,
@@ -491,41 +364,9 @@ layer_activations(const struct cat_model *m, const struct cat_layer *l,
 		  double *rep, double *shard)
 {
 	const double h = m->hidden_size;
-	const struct cat_ssm *s = &m->ssm;
-	double q = (double)m->num_heads * m->head_dim;
-	double kv = (double)m->num_kv_heads * m->head_dim;
 	double up = m->mlp_gated ? 6.0 : 4.0;
 
-	switch ((enum cat_mixer)l->mixer) {
-	case CAT_MIX_NONE:
-		break;
-	case CAT_MIX_FULL:
-	case CAT_MIX_SLIDING:
-	case CAT_MIX_CHUNKED:
-		*rep += 5 * h;
-		*shard += q * (m->attn_output_gate ? 3 : 2) + 2 * kv;
-		break;
-	case CAT_MIX_MLA:
-		*rep += 5 * h + 2.0 * m->q_lora_rank + m->kv_lora_rank +
-			m->qk_rope_head_dim;
-		*shard += (double)m->num_heads *
-			  ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
-			   m->v_head_dim);
-		break;
-	case CAT_MIX_MAMBA1:
-		*rep += 5 * h;
-		*shard += 3.0 * s->d_inner;
-		break;
-	case CAT_MIX_MAMBA2:
-		*rep += 5 * h;
-		*shard += 3.0 * s->d_inner + 2.0 * s->n_groups * s->d_state;
-		break;
-	case CAT_MIX_GDN:
-		*rep += 5 * h;
-		*shard += 2.0 * s->key_heads * s->key_dim +
-			  3.0 * s->value_heads * s->value_dim;
-		break;
-	}
+	cat_layer_mixer(l)->activations(m, rep, shard);
 	switch ((enum cat_ffn)l->ffn) {
 	case CAT_FFN_NONE:
 		break;
@@ -557,101 +398,12 @@ group_for(struct cost_model *cm, uint8_t mixer, uint32_t window)
 	return &cm->group[cm->ngroups++];
 }
 
-/* Per-layer, per-rank figures of a group's kind. */
+/* The run's settings: dtypes, block size, how swaps copy. */
 static kv_err
-group_figures(struct cost_model *cm, const struct cat_model *m,
-	      struct cost_group *g, char *why, size_t whylen)
+init_settings(struct cost_model *cm, const struct cat_model *m,
+	      const struct cat_gpu *g, const struct cost_config *cfg,
+	      char *why, size_t whylen)
 {
-	const uint32_t tp = cm->tp;
-	const struct cat_ssm *s = &m->ssm;
-	double nh = (double)m->num_heads / tp;
-	uint32_t vhd = m->v_head_dim ? m->v_head_dim : m->head_dim;
-	double st;
-
-	switch ((enum cat_mixer)g->mixer) {
-	case CAT_MIX_FULL:
-	case CAT_MIX_SLIDING:
-	case CAT_MIX_CHUNKED:
-		if (m->num_kv_heads == 0 || m->head_dim == 0)
-			return fail(KV_EINVAL, why, whylen,
-				    "attention layers need num_key_value_heads "
-				    "and head_dim");
-		g->token_bytes = (double)kvc_page_bytes(
-			div_at_least_one(m->num_kv_heads, tp), m->head_dim,
-			cm->kv_dtype_bytes, 1, false);
-		g->pair_flops = 2.0 * nh * ((double)m->head_dim + vhd);
-		break;
-	case CAT_MIX_MLA: {
-		double r = m->kv_lora_rank, rope = m->qk_rope_head_dim;
-		double nope = m->qk_nope_head_dim, v = m->v_head_dim;
-
-		if (m->kv_lora_rank == 0)
-			return fail(KV_EINVAL, why, whylen,
-				    "MLA layers need kv_lora_rank");
-		/* the latent is replicated on every rank */
-		g->token_bytes = (double)kvc_page_bytes(
-			1, m->kv_lora_rank + m->qk_rope_head_dim,
-			cm->kv_dtype_bytes, 1, true);
-		g->pair_flops = 2.0 * nh * (r + rope) + 2.0 * nh * r;
-		g->pair_flops_pf = 2.0 * nh * (nope + rope + v);
-		g->ctx_flops_pf = 2.0 * r * nh * (nope + v);
-		break;
-	}
-	case CAT_MIX_MAMBA1:
-		st = (double)kvc_mamba1_state_bytes(s->d_conv, s->d_inner,
-						    s->d_state,
-						    cm->dtype_bytes,
-						    cm->ssm_dtype_bytes);
-		g->state_bytes = st / tp;
-		g->state_flops = SCAN_FLOPS_PER_ELEM * s->d_inner *
-				 (double)s->d_state / tp;
-		break;
-	case CAT_MIX_MAMBA2:
-		st = (double)kvc_mamba2_state_bytes(s->d_conv, s->d_inner,
-						    s->n_groups, s->d_state,
-						    s->n_heads, s->head_dim,
-						    cm->dtype_bytes,
-						    cm->ssm_dtype_bytes);
-		g->state_bytes = st / tp;
-		g->state_flops = SCAN_FLOPS_PER_ELEM * s->n_heads *
-				 (double)s->head_dim * s->d_state / tp;
-		break;
-	case CAT_MIX_GDN:
-		st = (double)kvc_gdn_state_bytes(s->conv_kernel, s->key_heads,
-						 s->key_dim, s->value_heads,
-						 s->value_dim, cm->dtype_bytes,
-						 cm->ssm_dtype_bytes);
-		g->state_bytes = st / tp;
-		g->state_flops = SCAN_FLOPS_PER_ELEM * s->value_heads *
-				 (double)s->key_dim * s->value_dim / tp;
-		break;
-	case CAT_MIX_NONE:
-		break;
-	}
-	return KV_OK;
-}
-
-kv_err
-cost_model_init(struct cost_model *cm, const struct cat_model *m,
-		const struct cat_gpu *g, const struct cost_config *cfg,
-		char *why, size_t whylen)
-{
-	struct cost_config defcfg;
-	const struct cost_calib *cal;
-	uint64_t h, emb, head_emb, dec, per_expert, routed;
-	double rep = 0, shard = 0;
-	uint32_t up;
-	kv_err rc;
-
-	if (why != NULL && whylen > 0)
-		why[0] = '\0';
-	if (cm == NULL || m == NULL || g == NULL)
-		return fail(KV_EINVAL, why, whylen, "no model or GPU");
-	if (cfg == NULL) {
-		cost_config_init(&defcfg);
-		cfg = &defcfg;
-	}
-	cal = cfg->calib;
 	memset(cm, 0, sizeof(*cm));
 	cm->model_id = m->id;
 	cm->gpu_id = g->id;
@@ -666,31 +418,37 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	if ((unsigned)cfg->layout >= COST_NLAYOUTS ||
 	    (unsigned)cfg->copy >= COST_NCOPIES ||
 	    (unsigned)cfg->hostmem >= COST_NHOSTMEMS)
-		return fail(KV_EINVAL, why, whylen,
-			    "bad KV layout, copy strategy or host memory");
+		return cat_fail(why, whylen, KV_EINVAL,
+				"bad KV layout, copy strategy or host memory");
 	cm->layout = cfg->layout;
 	cm->copy = cfg->copy;
 	cm->hostmem = cfg->hostmem;
 
 	if (m->num_layers == 0 || m->layer == NULL || m->hidden_size == 0)
-		return fail(KV_EINVAL, why, whylen,
-			    "model %s has no layers or hidden size",
-			    m->id ? m->id : "?");
+		return cat_fail(why, whylen, KV_EINVAL,
+				"model %s has no layers or hidden size",
+				m->id ? m->id : "?");
 	if (m->num_heads > 0 && m->num_heads % cm->tp != 0)
-		return fail(KV_EINVAL, why, whylen,
-			    "Total number of attention heads (%u) must be "
-			    "divisible by tensor parallel size (%u).",
-			    m->num_heads, cm->tp);
+		return cat_fail(why, whylen, KV_EINVAL,
+				"Total number of attention heads (%u) must be "
+				"divisible by tensor parallel size (%u).",
+				m->num_heads, cm->tp);
+	return KV_OK;
+}
 
-	/* the GPU */
+/* The GPU: compute, memory and the links, with their sources. */
+static kv_err
+init_gpu(struct cost_model *cm, const struct cat_model *m,
+	 const struct cat_gpu *g, char *why, size_t whylen)
+{
 	if (!(g->hbm_bw > 0.0))
-		return fail(KV_EINVAL, why, whylen,
-			    "GPU %s has no memory bandwidth",
-			    g->id ? g->id : "?");
+		return cat_fail(why, whylen, KV_EINVAL,
+				"GPU %s has no memory bandwidth",
+				g->id ? g->id : "?");
 	if (!pick_flops(cm, m, g))
-		return fail(KV_EINVAL, why, whylen,
-			    "GPU %s has no dense FLOP/s for %s",
-			    g->id ? g->id : "?", m->dtype);
+		return cat_fail(why, whylen, KV_EINVAL,
+				"GPU %s has no dense FLOP/s for %s",
+				g->id ? g->id : "?", m->dtype);
 	cm->hbm_bw = g->hbm_bw;
 	cm->hbm_bw_src = g->src[CAT_G_HBM_BW];
 	cm->host_bw = g->host_bw;
@@ -705,19 +463,29 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 		cm->link_bw_src = g->src[CAT_G_HOST];
 	}
 	if (cm->tp > 1 && !(cm->link_bw > 0.0))
-		return fail(KV_EINVAL, why, whylen,
-			    "GPU %s has no GPU-to-GPU or host link for tensor "
-			    "parallel size %u", g->id ? g->id : "?", cm->tp);
+		return cat_fail(why, whylen, KV_EINVAL,
+				"GPU %s has no GPU-to-GPU or host link for "
+				"tensor parallel size %u", g->id ? g->id : "?",
+				cm->tp);
+	return KV_OK;
+}
 
-	/* linear layers: decoder-layer active parameters, routed experts,
-	 * LM head (the input embedding is a gather, not a read) */
+/* Linear layers: decoder-layer active parameters, routed experts, LM head
+ * (the input embedding is a gather, not a read). */
+static kv_err
+init_linear(struct cost_model *cm, const struct cat_model *m, char *why,
+	    size_t whylen)
+{
+	uint64_t h, emb, head_emb, dec, per_expert, routed;
+	uint32_t up;
+
 	h = m->hidden_size;
 	emb = (uint64_t)m->vocab_size * h;
 	head_emb = m->tie_word_embeddings ? emb : 2 * emb;
 	if (m->active_params <= head_emb + h)
-		return fail(KV_EINVAL, why, whylen,
-			    "model %s has no (or too small a) parameter count",
-			    m->id ? m->id : "?");
+		return cat_fail(why, whylen, KV_EINVAL,
+				"model %s has no (or too small a) parameter "
+				"count", m->id ? m->id : "?");
 	dec = m->active_params - head_emb - h;
 	up = m->mlp_gated ? 3 : 2;
 	per_expert = (uint64_t)up * h * m->moe_intermediate_size;
@@ -726,15 +494,15 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	if (cm->moe_layers > 0 && (m->num_experts == 0 ||
 				   m->experts_per_tok == 0 ||
 				   m->experts_per_tok > m->num_experts))
-		return fail(KV_EINVAL, why, whylen,
-			    "MoE layers need num_experts >= experts_per_tok > "
-			    "0");
+		return cat_fail(why, whylen, KV_EINVAL,
+				"MoE layers need num_experts >= "
+				"experts_per_tok > 0");
 	routed = (uint64_t)cm->moe_layers * m->experts_per_tok * per_expert;
 	if (routed > dec)
-		return fail(KV_EINVAL, why, whylen,
-			    "model %s: active parameters (%llu) smaller than "
-			    "its routed experts", m->id ? m->id : "?",
-			    (unsigned long long)m->active_params);
+		return cat_fail(why, whylen, KV_EINVAL,
+				"model %s: active parameters (%llu) smaller "
+				"than its routed experts", m->id ? m->id : "?",
+				(unsigned long long)m->active_params);
 	cm->num_experts = m->num_experts;
 	cm->experts_per_tok = m->experts_per_tok;
 	cm->weight_bytes_fixed = (double)(dec - routed + emb) *
@@ -743,45 +511,58 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 			   cm->weight_bytes / cm->tp;
 	cm->flops_token = 2.0 * (double)dec / cm->tp;
 	cm->flops_seq = 2.0 * (double)emb / cm->tp;
+	return KV_OK;
+}
 
-	/* per layer: activations, groups, all-reduces, KV pages */
+/* Per layer: activations, groups and their figures, all-reduces, KV
+ * pages. */
+static kv_err
+init_layers(struct cost_model *cm, const struct cat_model *m, char *why,
+	    size_t whylen)
+{
+	const struct cat_mixer_dims dims = {
+		.tp = cm->tp, .dtype_bytes = cm->dtype_bytes,
+		.kv_dtype_bytes = cm->kv_dtype_bytes,
+		.ssm_dtype_bytes = cm->ssm_dtype_bytes,
+	};
+	const uint64_t h = m->hidden_size;
+	double rep = 0, shard = 0;
+	kv_err rc;
+
 	for (uint32_t i = 0; i < m->num_layers; i++) {
 		const struct cat_layer *l = &m->layer[i];
-		uint32_t w = l->mixer == CAT_MIX_SLIDING ||
-			     l->mixer == CAT_MIX_CHUNKED ? l->window : 0;
+		const struct cat_mixer_ops *ops = cat_layer_mixer(l);
+		uint32_t w = ops->windowed ? l->window : 0;
 		struct cost_group *gr;
 
 		layer_activations(m, l, &rep, &shard);
-		cm->allreduces += (l->mixer != CAT_MIX_NONE) +
+		cm->allreduces += (ops->cls != CAT_MIXC_NONE) +
 				  (l->ffn != CAT_FFN_NONE);
-		if (l->mixer == CAT_MIX_NONE)
+		if (ops->cls == CAT_MIXC_NONE)
 			continue;
 		if ((gr = group_for(cm, l->mixer, w)) == NULL)
-			return fail(KV_ENOTSUP, why, whylen,
-				    "model %s has more than %d kinds of layer",
-				    m->id ? m->id : "?", COST_MAX_GROUPS);
+			return cat_fail(why, whylen, KV_ENOTSUP,
+					"model %s has more than %d kinds of "
+					"layer", m->id ? m->id : "?",
+					COST_MAX_GROUPS);
 		gr->nlayers++;
-		if (is_attention(l->mixer)) {
-			bool mla = l->mixer == CAT_MIX_MLA;
-
+		if (ops->cls == CAT_MIXC_ATTENTION) {
 			cm->paged_layers++;
-			cm->mla_layers += mla;
-			cm->block_bytes = sat_add(
+			cm->mla_layers += ops->latent;
+			cm->block_bytes = cat_sat_add(
 				cm->block_bytes,
-				mla ? kvc_page_bytes(1, m->kv_lora_rank +
-							     m->qk_rope_head_dim,
-						     cm->kv_dtype_bytes,
-						     cm->block_size, true) :
-				      kvc_page_bytes(
-					      div_at_least_one(m->num_kv_heads,
-							       cm->tp),
-					      m->head_dim, cm->kv_dtype_bytes,
-					      cm->block_size, false));
+				ops->kv_bytes(m, cm->tp, cm->kv_dtype_bytes,
+					      cm->block_size));
 		}
 	}
-	for (size_t i = 0; i < cm->ngroups; i++)
-		if ((rc = group_figures(cm, m, &cm->group[i], why, whylen)))
+	for (size_t i = 0; i < cm->ngroups; i++) {
+		struct cost_group *g = &cm->group[i];
+
+		rc = cat_mixer_ops((enum cat_mixer)g->mixer)->cost(
+			m, &dims, &g->fig, why, whylen);
+		if (rc != KV_OK)
 			return rc;
+	}
 	cm->block_layers = cm->paged_layers;
 	cm->block_mla = cm->mla_layers;
 	/* embedding row, final norm, LM head input */
@@ -789,32 +570,15 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	cm->act_bytes_token = (rep + shard / cm->tp) * cm->dtype_bytes;
 	cm->allreduces += 1;	/* VocabParallelEmbedding */
 	cm->allreduce_token_bytes = (double)h * cm->dtype_bytes;
+	return KV_OK;
+}
 
-	/* terms */
-	pick(&cm->eff_compute, cal ? &cal->eff_compute : NULL, EFF_COMPUTE,
-	     SRC_EFF_COMPUTE);
-	pick(&cm->eff_memory, cal ? &cal->eff_memory : NULL, EFF_MEMORY,
-	     SRC_EFF_MEMORY);
-	pick(&cm->eff_interconnect, cal ? &cal->eff_interconnect : NULL,
-	     EFF_INTERCONNECT, SRC_EFF_INTERCONNECT);
-	pick(&cm->allreduce_ns, cal ? &cal->allreduce_ns : NULL, ALLREDUCE_NS,
-	     SRC_ALLREDUCE);
-	pick(&cm->cpu_step_ns, cal ? &cal->cpu_step_ns : NULL, CPU_STEP_NS,
-	     SRC_CPU_STEP);
-	pick(&cm->cpu_seq_ns, cal ? &cal->cpu_seq_ns : NULL, CPU_SEQ_NS,
-	     SRC_CPU_SEQ);
-	pick(&cm->cpu_token_ns, cal ? &cal->cpu_token_ns : NULL, CPU_TOKEN_NS,
-	     SRC_CPU_TOKEN);
-	if (!term_ok(&cm->eff_compute, true) ||
-	    !term_ok(&cm->eff_memory, true) ||
-	    !term_ok(&cm->eff_interconnect, true) ||
-	    !term_ok(&cm->allreduce_ns, false) ||
-	    !term_ok(&cm->cpu_step_ns, false) ||
-	    !term_ok(&cm->cpu_seq_ns, false) ||
-	    !term_ok(&cm->cpu_token_ns, false))
-		return fail(KV_EINVAL, why, whylen,
-			    "calibration: efficiencies must be > 0 and times "
-			    ">= 0");
+/* The swap copy terms, each direction, strategy and host memory: the
+ * calibration's where it has one, else the default. */
+static kv_err
+init_copy_terms(struct cost_model *cm, const struct cost_calib *cal,
+		char *why, size_t whylen)
+{
 	for (int d = 0; d < COST_NDIRS; d++)
 		for (int c = 0; c < COST_NCOPIES; c++)
 			for (int k = 0; k < COST_NHOSTMEMS; k++) {
@@ -836,11 +600,67 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 				if (!term_ok(&t->alpha_ns, false) ||
 				    !term_ok(&t->beta_ns, false) ||
 				    !term_ok(&t->ns_per_byte, false))
-					return fail(KV_EINVAL, why, whylen,
-						    "calibration: copy terms "
-						    "must be >= 0");
+					return cat_fail(why, whylen, KV_EINVAL,
+							"calibration: copy "
+							"terms must be >= 0");
 			}
 	return KV_OK;
+}
+
+/* Efficiencies and overheads: the calibration's, else the defaults. */
+static kv_err
+init_terms(struct cost_model *cm, const struct cost_calib *cal, char *why,
+	   size_t whylen)
+{
+	pick(&cm->eff_compute, cal ? &cal->eff_compute : NULL, EFF_COMPUTE,
+	     SRC_EFF_COMPUTE);
+	pick(&cm->eff_memory, cal ? &cal->eff_memory : NULL, EFF_MEMORY,
+	     SRC_EFF_MEMORY);
+	pick(&cm->eff_interconnect, cal ? &cal->eff_interconnect : NULL,
+	     EFF_INTERCONNECT, SRC_EFF_INTERCONNECT);
+	pick(&cm->allreduce_ns, cal ? &cal->allreduce_ns : NULL, ALLREDUCE_NS,
+	     SRC_ALLREDUCE);
+	pick(&cm->cpu_step_ns, cal ? &cal->cpu_step_ns : NULL, CPU_STEP_NS,
+	     SRC_CPU_STEP);
+	pick(&cm->cpu_seq_ns, cal ? &cal->cpu_seq_ns : NULL, CPU_SEQ_NS,
+	     SRC_CPU_SEQ);
+	pick(&cm->cpu_token_ns, cal ? &cal->cpu_token_ns : NULL, CPU_TOKEN_NS,
+	     SRC_CPU_TOKEN);
+	if (!term_ok(&cm->eff_compute, true) ||
+	    !term_ok(&cm->eff_memory, true) ||
+	    !term_ok(&cm->eff_interconnect, true) ||
+	    !term_ok(&cm->allreduce_ns, false) ||
+	    !term_ok(&cm->cpu_step_ns, false) ||
+	    !term_ok(&cm->cpu_seq_ns, false) ||
+	    !term_ok(&cm->cpu_token_ns, false))
+		return cat_fail(why, whylen, KV_EINVAL,
+				"calibration: efficiencies must be > 0 and "
+				"times >= 0");
+	return init_copy_terms(cm, cal, why, whylen);
+}
+
+kv_err
+cost_model_init(struct cost_model *cm, const struct cat_model *m,
+		const struct cat_gpu *g, const struct cost_config *cfg,
+		char *why, size_t whylen)
+{
+	struct cost_config defcfg;
+	kv_err rc;
+
+	if (why != NULL && whylen > 0)
+		why[0] = '\0';
+	if (cm == NULL || m == NULL || g == NULL)
+		return cat_fail(why, whylen, KV_EINVAL, "no model or GPU");
+	if (cfg == NULL) {
+		cost_config_init(&defcfg);
+		cfg = &defcfg;
+	}
+	if ((rc = init_settings(cm, m, g, cfg, why, whylen)) ||
+	    (rc = init_gpu(cm, m, g, why, whylen)) ||
+	    (rc = init_linear(cm, m, why, whylen)) ||
+	    (rc = init_layers(cm, m, why, whylen)))
+		return rc;
+	return init_terms(cm, cfg->calib, why, whylen);
 }
 
 /* ---- a step ------------------------------------------------------------- */
@@ -851,46 +671,20 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
  * replay); the sums saturate and so do not depend on the order.
  */
 static void
-group_pairs(const struct cost_group *g, const struct cost_batch *b,
-	    uint64_t *pairs, uint64_t *pairs_pf, uint64_t *ctx_pf,
-	    uint64_t *kvtok)
+group_work(const struct cost_group *g, const struct cost_batch *b,
+	   struct cat_mixer_work *w)
 {
-	if (!is_attention(g->mixer))
+	const struct cat_mixer_ops *ops = cat_mixer_ops(
+		(enum cat_mixer)g->mixer);
+
+	if (ops->cls != CAT_MIXC_ATTENTION)
 		return;		/* recurrent: per sequence */
 	for (size_t i = 0; i < b->nseq; i++) {
 		uint64_t q = b->seq[i].q, c = b->seq[i].ctx;
 
 		if (q == 0)
 			continue;
-		switch ((enum cat_mixer)g->mixer) {
-		case CAT_MIX_FULL:
-			/* a decode sees c + 1 keys: pairs_full() without the
-			 * product, exact below 2^62 */
-			*pairs = sat_add(*pairs, q == 1 && c < (1ull << 62) ?
-					 c + 1 : pairs_full(c, q));
-			break;
-		case CAT_MIX_SLIDING:
-			*pairs = sat_add(*pairs, pairs_window(c, q, g->window));
-			break;
-		case CAT_MIX_CHUNKED:
-			*pairs = sat_add(*pairs, pairs_chunked(c, q,
-							       g->window));
-			break;
-		default: {	/* CAT_MIX_MLA */
-			uint64_t p = pairs_full(c, q);
-
-			if ((double)p * g->pair_flops <=
-			    (double)p * g->pair_flops_pf +
-				    (double)c * g->ctx_flops_pf) {
-				*pairs = sat_add(*pairs, p);
-			} else {
-				*pairs_pf = sat_add(*pairs_pf, p);
-				*ctx_pf = sat_add(*ctx_pf, c);
-			}
-			break;
-		}
-		}
-		*kvtok = sat_add(*kvtok, kv_tokens(g, c, q));
+		ops->work(&g->fig, g->window, c, q, w);
 	}
 }
 
@@ -898,14 +692,12 @@ int64_t
 cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		  struct cost_breakdown *out)
 {
-	uint64_t pairs[COST_MAX_GROUPS] = { 0 };
-	uint64_t pairs_pf[COST_MAX_GROUPS] = { 0 };
-	uint64_t ctx_pf[COST_MAX_GROUPS] = { 0 };
-	uint64_t kvtok[COST_MAX_GROUPS] = { 0 };
+	struct cat_mixer_work work[COST_MAX_GROUPS];
 	static const struct cost_breakdown zero;
 	struct cost_breakdown bd = zero;
 	double pc, pm, tok, seqs;
 
+	memset(work, 0, sizeof(work));
 	if (cm == NULL || b == NULL || (b->seq == NULL && b->nseq > 0)) {
 		if (out != NULL)
 			*out = bd;
@@ -916,12 +708,11 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 
 		if (q == 0)
 			continue;
-		bd.tokens = sat_add(bd.tokens, q);
+		bd.tokens = cat_sat_add(bd.tokens, q);
 		bd.seqs++;
 	}
 	for (size_t k = 0; k < cm->ngroups; k++)
-		group_pairs(&cm->group[k], b, &pairs[k], &pairs_pf[k],
-			    &ctx_pf[k], &kvtok[k]);
+		group_work(&cm->group[k], b, &work[k]);
 	if (bd.tokens == 0) {
 		if (out != NULL)
 			*out = bd;
@@ -946,15 +737,18 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		const struct cost_group *g = &cm->group[k];
 		double nl = g->nlayers;
 
+		const struct cat_mixer_cost *f = &g->fig;
+		const struct cat_mixer_work *w = &work[k];
+
 		if (is_recurrent(g->mixer)) {
-			bd.rec_bytes += nl * 2.0 * g->state_bytes * seqs;
-			bd.rec_flops += nl * g->state_flops * tok;
+			bd.rec_bytes += nl * 2.0 * f->state_bytes * seqs;
+			bd.rec_flops += nl * f->state_flops * tok;
 			continue;
 		}
-		bd.attn_flops += nl * ((double)pairs[k] * g->pair_flops +
-				       (double)pairs_pf[k] * g->pair_flops_pf +
-				       (double)ctx_pf[k] * g->ctx_flops_pf);
-		bd.attn_bytes += nl * g->token_bytes * (double)kvtok[k];
+		bd.attn_flops += nl * ((double)w->pairs * f->pair_flops +
+				       (double)w->pairs_pf * f->pair_flops_pf +
+				       (double)w->ctx_pf * f->ctx_flops_pf);
+		bd.attn_bytes += nl * f->token_bytes * (double)w->kvtok;
 	}
 
 	/* rooflines, in FLOP/ns and byte/ns */
@@ -1038,7 +832,7 @@ cost_model_groups(struct cost_model *cm, uint32_t layers_per_group,
 	/* an MLA latent is one chunk a layer; a group of MLA layers only */
 	cm->block_mla = cm->mla_layers == cm->paged_layers ? layers_per_group :
 							     0;
-	cm->block_bytes = sat_mul(page_bytes, layers_per_group);
+	cm->block_bytes = cat_sat_mul(page_bytes, layers_per_group);
 }
 
 uint64_t
@@ -1081,8 +875,9 @@ cost_swap_ns(const struct cost_model *cm, enum cost_dir dir, uint64_t nblocks,
 		return -1;
 	return cost_copy_ns(cm, dir, cm->copy, cm->hostmem,
 			    cost_swap_calls(cm, layout, cm->copy),
-			    sat_mul(nblocks, cost_layout_chunks(cm, layout)),
-			    sat_mul(nblocks, cm->block_bytes));
+			    cat_sat_mul(nblocks,
+					cost_layout_chunks(cm, layout)),
+			    cat_sat_mul(nblocks, cm->block_bytes));
 }
 
 /* ---- description -------------------------------------------------------- */
@@ -1100,14 +895,65 @@ term_line(FILE *f, const char *name, const struct cost_term *t,
 	fprintf(f, "  %-22s %12.6g %-6s %s\n", name, t->v, unit, t->src);
 }
 
+/* One line per group of layers: what it keeps and what it costs. */
+static void
+describe_mixers(const struct cost_model *cm, FILE *f)
+{
+	fprintf(f, "token mixers (per layer, per rank)\n");
+	for (size_t i = 0; i < cm->ngroups; i++) {
+		const struct cost_group *g = &cm->group[i];
+		const struct cat_mixer_ops *ops = cat_mixer_ops(
+			(enum cat_mixer)g->mixer);
+		const struct cat_mixer_cost *c = &g->fig;
+		const char *kind = ops != NULL ? ops->key : "?";
+
+		if (ops != NULL && ops->cls == CAT_MIXC_RECURRENT)
+			fprintf(f, "  %-8s x%-3u window %-7u state %.6g B a "
+				"sequence (read + written a step), scan "
+				"%.6g FLOPs a token\n", kind, g->nlayers,
+				g->window, c->state_bytes, c->state_flops);
+		else if (ops != NULL && ops->latent)
+			fprintf(f, "  %-8s x%-3u latent %.6g B a token "
+				"(replicated), %.6g FLOPs a pair (decode), "
+				"%.6g a pair + %.6g a context token "
+				"(prefill)\n", kind, g->nlayers,
+				c->token_bytes, c->pair_flops,
+				c->pair_flops_pf, c->ctx_flops_pf);
+		else
+			fprintf(f, "  %-8s x%-3u window %-7u KV %.6g B a "
+				"token, %.6g FLOPs a query-key pair\n", kind,
+				g->nlayers, g->window, c->token_bytes,
+				c->pair_flops);
+	}
+}
+
+/* The swap copy terms, each direction, strategy and host memory. */
+static void
+describe_copies(const struct cost_model *cm, FILE *f)
+{
+	char name[64];
+
+	for (int d = 0; d < COST_NDIRS; d++)
+		for (int c = 0; c < COST_NCOPIES; c++)
+			for (int k = 0; k < COST_NHOSTMEMS; k++) {
+				const struct cost_copy_terms *t =
+					&cm->copy_t[d][c][k];
+
+				snprintf(name, sizeof(name), "%s %s %s",
+					 cost_dir_name((enum cost_dir)d),
+					 cost_copy_name((enum cost_copy)c),
+					 cost_hostmem_name(
+						 (enum cost_hostmem)k));
+				fprintf(f, "  %s\n", name);
+				term_line(f, "  alpha", &t->alpha_ns, "ns");
+				term_line(f, "  beta", &t->beta_ns, "ns");
+				term_line(f, "  1/B", &t->ns_per_byte, "ns/B");
+			}
+}
+
 void
 cost_describe(const struct cost_model *cm, FILE *f)
 {
-	static const char *const mixer_name[] = {
-		"none", "full", "sliding", "chunked", "mla", "mamba1",
-		"mamba2", "gdn",
-	};
-
 	char name[64];
 
 	if (cm == NULL || f == NULL)
@@ -1155,31 +1001,7 @@ cost_describe(const struct cost_model *cm, FILE *f)
 		"FLOPs per sequence", cm->flops_seq, "");
 	fprintf(f, "  %-22s %12.6g %-6s activations in and out of each "
 		"matmul\n", "bytes per token", cm->act_bytes_token, "B");
-	fprintf(f, "token mixers (per layer, per rank)\n");
-	for (size_t i = 0; i < cm->ngroups; i++) {
-		const struct cost_group *g = &cm->group[i];
-		const char *kind = g->mixer < sizeof(mixer_name) /
-						      sizeof(mixer_name[0]) ?
-					   mixer_name[g->mixer] : "?";
-
-		if (is_recurrent(g->mixer))
-			fprintf(f, "  %-8s x%-3u window %-7u state %.6g B a "
-				"sequence (read + written a step), scan "
-				"%.6g FLOPs a token\n", kind, g->nlayers,
-				g->window, g->state_bytes, g->state_flops);
-		else if (g->mixer == CAT_MIX_MLA)
-			fprintf(f, "  %-8s x%-3u latent %.6g B a token "
-				"(replicated), %.6g FLOPs a pair (decode), "
-				"%.6g a pair + %.6g a context token "
-				"(prefill)\n", kind, g->nlayers,
-				g->token_bytes, g->pair_flops,
-				g->pair_flops_pf, g->ctx_flops_pf);
-		else
-			fprintf(f, "  %-8s x%-3u window %-7u KV %.6g B a "
-				"token, %.6g FLOPs a query-key pair\n", kind,
-				g->nlayers, g->window, g->token_bytes,
-				g->pair_flops);
-	}
+	describe_mixers(cm, f);
 	fprintf(f, "tensor parallel\n");
 	fprintf(f, "  %u all-reduces a step of %.6g B a token (ring: "
 		"2(p-1)/p of it on the link)\n", cm->allreduces,
@@ -1192,20 +1014,5 @@ cost_describe(const struct cost_model *cm, FILE *f)
 			(unsigned long long)cost_layout_chunks(
 				cm, (enum cost_layout)l));
 	fprintf(f, "\n");
-	for (int d = 0; d < COST_NDIRS; d++)
-		for (int c = 0; c < COST_NCOPIES; c++)
-			for (int k = 0; k < COST_NHOSTMEMS; k++) {
-				const struct cost_copy_terms *t =
-					&cm->copy_t[d][c][k];
-
-				snprintf(name, sizeof(name), "%s %s %s",
-					 cost_dir_name((enum cost_dir)d),
-					 cost_copy_name((enum cost_copy)c),
-					 cost_hostmem_name(
-						 (enum cost_hostmem)k));
-				fprintf(f, "  %s\n", name);
-				term_line(f, "  alpha", &t->alpha_ns, "ns");
-				term_line(f, "  beta", &t->beta_ns, "ns");
-				term_line(f, "  1/B", &t->ns_per_byte, "ns/B");
-			}
+	describe_copies(cm, f);
 }

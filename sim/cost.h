@@ -48,6 +48,7 @@
 #define SIM_COST_H
 
 #include "sim/model/catalog.h"
+#include "sim/model/mixer.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -146,13 +147,7 @@ struct cost_group {
 	uint8_t mixer;		/* enum cat_mixer */
 	uint32_t window;	/* SLIDING: window, CHUNKED: chunk, else 0 */
 	uint32_t nlayers;
-	double token_bytes;	/* attention: KV bytes of one token */
-	double pair_flops;	/* per query-key pair (MLA: absorbed path) */
-	double pair_flops_pf;	/* MLA prefill (expanded) path */
-	double ctx_flops_pf;	/* MLA prefill: up-projection per context
-				 * token */
-	double state_bytes;	/* recurrent: conv + SSM state, one seq */
-	double state_flops;	/* recurrent: scan FLOPs per token */
+	struct cat_mixer_cost fig;	/* the kind's figures (mixer.h) */
 };
 
 /*

@@ -10,6 +10,7 @@
  * the source tree's (data/), found through $top_srcdir.
  */
 #include "sim/model/catalog.h"
+#include "sim/model/mixer.h"
 #include "sim/model/sizing.h"
 
 #include <check.h>
@@ -992,6 +993,86 @@ START_TEST(test_commas)
 }
 END_TEST
 
+/*
+ * Every mixer kind has a complete row in sim/model/mixer.c, with the hooks
+ * its class needs: a kind added to enum cat_mixer without one fails here.
+ */
+static void
+check_mixer_row(int k, const struct cat_mixer_ops *o)
+{
+	bool attn = o->cls == CAT_MIXC_ATTENTION;
+	bool rec = o->cls == CAT_MIXC_RECURRENT;
+
+	ck_assert_msg(o->name != NULL && o->key != NULL && o->letter != '\0',
+		      "mixer kind %d has no row", k);
+	ck_assert_str_eq(cat_mixer_name((enum cat_mixer)k), o->name);
+	ck_assert_msg(o->params != NULL && o->activations != NULL,
+		      "mixer %s: params and activations are required", o->key);
+	ck_assert_msg((o->kv_bytes != NULL) == attn &&
+		      (o->work != NULL) == attn,
+		      "mixer %s: kv_bytes and work go with attention", o->key);
+	ck_assert_msg((o->state_bytes != NULL) == rec,
+		      "mixer %s: state_bytes goes with recurrent state",
+		      o->key);
+	ck_assert_msg((o->cost != NULL) == (o->cls != CAT_MIXC_NONE),
+		      "mixer %s: every mixer has cost figures", o->key);
+	ck_assert_msg((o->spec == KVC_SPEC_STATE) == rec || !(attn || rec),
+		      "mixer %s: recurrent kinds and only they are state "
+		      "specs", o->key);
+	ck_assert_msg(!o->latent || attn, "mixer %s: a latent is attention",
+		      o->key);
+	ck_assert_msg(!o->prefix_caching || rec, "mixer %s: prefix caching "
+		      "is a recurrent-state property", o->key);
+	ck_assert_msg(!o->windowed || attn, "mixer %s: a window is "
+		      "attention", o->key);
+}
+
+START_TEST(test_mixer_table_complete)
+{
+	ck_assert_ptr_null(cat_mixer_ops(CAT_NMIXERS));
+	ck_assert_str_eq(cat_mixer_name(CAT_NMIXERS), "?");
+	ck_assert_int_eq(cat_mixer_ops(CAT_MIX_NONE)->cls, CAT_MIXC_NONE);
+	for (int k = 0; k < CAT_NMIXERS; k++) {
+		const struct cat_mixer_ops *o =
+			cat_mixer_ops((enum cat_mixer)k);
+
+		ck_assert_ptr_nonnull(o);
+		check_mixer_row(k, o);
+		/* names, keys and letters tell the kinds apart */
+		for (int j = 0; j < k; j++) {
+			const struct cat_mixer_ops *p =
+				cat_mixer_ops((enum cat_mixer)j);
+
+			ck_assert_str_ne(p->name, o->name);
+			ck_assert_str_ne(p->key, o->key);
+			ck_assert_int_ne(p->letter, o->letter);
+		}
+	}
+}
+END_TEST
+
+/* The KV hooks give the numbers the catalog documents: Llama-3.1-8B's
+ * 131,072 B of KV a token (32 layers of 4 KiB; one KV head a rank from TP
+ * 8 on), DeepSeek-V3's 70,272 (61 latents of 1,152 B, on every rank). */
+START_TEST(test_mixer_kv_bytes)
+{
+	const struct cat_model *l = cat_find_model(C, "llama-3.1-8b");
+	const struct cat_model *d = cat_find_model(C, "deepseek-v3");
+	const struct cat_mixer_ops *full = cat_mixer_ops(CAT_MIX_FULL);
+	const struct cat_mixer_ops *mla = cat_mixer_ops(CAT_MIX_MLA);
+
+	ck_assert_ptr_nonnull(l);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(full->kv_bytes(l, 1, 2, 1), 4096);
+	ck_assert_uint_eq(full->kv_bytes(l, 8, 2, 1), 512);
+	/* 16 ranks, 8 KV heads: each rank holds one (replicated) */
+	ck_assert_uint_eq(full->kv_bytes(l, 16, 2, 1), 512);
+	ck_assert_uint_eq(full->kv_bytes(l, 1, 2, 16), 65536);
+	ck_assert_uint_eq(mla->kv_bytes(d, 1, 2, 1), 1152);
+	ck_assert_uint_eq(mla->kv_bytes(d, 8, 2, 1), 1152);
+}
+END_TEST
+
 static Suite *
 catalog_suite(void)
 {
@@ -1017,6 +1098,8 @@ catalog_suite(void)
 	tcase_add_loop_test(tc, test_bad_input_file_line_col, 0,
 			    sizeof(bad_cases) / sizeof(bad_cases[0]));
 	tcase_add_test(tc, test_missing_files);
+	tcase_add_test(tc, test_mixer_table_complete);
+	tcase_add_test(tc, test_mixer_kv_bytes);
 	tcase_add_test(sz, test_fixture_pr10511_memory);
 	tcase_add_test(sz, test_fixture_436544_tokens);
 	tcase_add_test(sz, test_fixture_pr17122_l40s);

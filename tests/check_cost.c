@@ -429,7 +429,7 @@ START_TEST(test_tensor_parallel)
 		struct cost_config c16 = cfg_tp(16);
 
 		init_ok(&c2, &f.m, &g, &c16);
-		ck_assert_double_eq(c2.group[0].token_bytes,
+		ck_assert_double_eq(c2.group[0].fig.token_bytes,
 				    (double)kvc_page_bytes(1, 128, 2, 1,
 							   false));
 	}
@@ -635,17 +635,19 @@ START_TEST(test_mla)
 	init_ok(&mla8, &f.m, &g, &c8);
 	ck_assert_str_eq(mla.peak_flops_dtype, "fp8");
 	ck_assert_uint_eq(mla.ngroups, 1);
-	ck_assert_double_eq(mla.group[0].token_bytes, 1152.0);
-	ck_assert_double_eq(mla8.group[0].token_bytes, 1152.0);
+	ck_assert_double_eq(mla.group[0].fig.token_bytes, 1152.0);
+	ck_assert_double_eq(mla8.group[0].fig.token_bytes, 1152.0);
 	ck_assert_uint_eq(mla.block_bytes, 61ull * 16 * 1152);
 	ck_assert_uint_eq(cost_layout_chunks(&mla, COST_LAYOUT_FA_SPLIT), 61);
 	deepseek_v3_as_mha(&f);
 	init_ok(&mha, &f.m, &g, NULL);
 	init_ok(&mha8, &f.m, &g, &c8);
-	ck_assert_double_eq(mha.group[0].token_bytes, 98304.0);
-	ck_assert_double_eq(mha8.group[0].token_bytes, 98304.0 / 8);
-	ck_assert(mla.group[0].token_bytes < mha.group[0].token_bytes);
-	ck_assert(mla8.group[0].token_bytes < mha8.group[0].token_bytes);
+	ck_assert_double_eq(mha.group[0].fig.token_bytes, 98304.0);
+	ck_assert_double_eq(mha8.group[0].fig.token_bytes, 98304.0 / 8);
+	ck_assert(mla.group[0].fig.token_bytes <
+		  mha.group[0].fig.token_bytes);
+	ck_assert(mla8.group[0].fig.token_bytes <
+		  mha8.group[0].fig.token_bytes);
 
 	one(&mla, 1, 8191, &b1);
 	one(&mha, 1, 8191, &b2);
@@ -735,7 +737,7 @@ START_TEST(test_window_and_state)
 	f.m.active_params = f.m.params = 7000000000ull;
 	init_ok(&cm, &f.m, &g, NULL);
 	ck_assert_uint_eq(cm.paged_layers, 0);
-	ck_assert_double_eq(cm.group[0].state_bytes, 806400.0);
+	ck_assert_double_eq(cm.group[0].fig.state_bytes, 806400.0);
 	one(&cm, 1, 10, &a);
 	one(&cm, 1, 1000000, &b);
 	ck_assert_double_eq(a.rec_bytes, b.rec_bytes);

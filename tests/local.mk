@@ -111,7 +111,8 @@ check_PROGRAMS += %reldir%/check_cost
 %canon_reldir%_check_cost_SOURCES = %reldir%/check_cost.c sim/cost.c \
 	sim/cost.h
 %canon_reldir%_check_cost_CFLAGS = $(KV_TEST_CFLAGS)
-%canon_reldir%_check_cost_LDADD = $(KV_TEST_LIBS)
+%canon_reldir%_check_cost_LDADD = sim/model/libmodel.la util/libutil.la \
+	$(KV_TEST_LIBS) $(YAML_LIBS)
 
 # Scheduler policies sarathi, deepspeed-fastgen and kvsim (issue 3): their
 # scenarios, the randomized invariant test of all five policies (>= 10^5

@@ -12,6 +12,7 @@
 #include "sim/cli/opts.h"
 
 #include "sim/model/catalog.h"
+#include "sim/model/mixer.h"
 #include "sim/model/sizing.h"
 
 #include <stdio.h>
@@ -48,21 +49,10 @@ catalog_kv_token(const struct cat_model *m)
 	uint64_t sum = 0;
 
 	for (uint32_t i = 0; i < m->num_layers; i++) {
-		switch ((enum cat_mixer)m->layer[i].mixer) {
-		case CAT_MIX_FULL:
-		case CAT_MIX_SLIDING:
-		case CAT_MIX_CHUNKED:
-			sum += kvc_page_bytes(m->num_kv_heads, m->head_dim,
-					      m->dtype_bytes, 1, false);
-			break;
-		case CAT_MIX_MLA:
-			sum += kvc_page_bytes(1, m->kv_lora_rank +
-					      m->qk_rope_head_dim,
-					      m->dtype_bytes, 1, true);
-			break;
-		default:
-			break;
-		}
+		const struct cat_mixer_ops *k = cat_layer_mixer(&m->layer[i]);
+
+		if (k->kv_bytes != NULL)
+			sum += k->kv_bytes(m, 1, m->dtype_bytes, 1);
 	}
 	return sum;
 }
@@ -73,7 +63,7 @@ catalog_layers_summary(const struct cat_model *m, char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (int k = CAT_MIX_FULL; k <= CAT_MIX_GDN; k++) {
+	for (int k = CAT_MIX_FULL; k < CAT_NMIXERS; k++) {
 		uint32_t n = cat_model_count(m, (enum cat_mixer)k);
 		int w;
 
@@ -165,7 +155,7 @@ catalog_mfield(const struct cat_model *m, const char *field,
 static void
 catalog_show_model(const struct cat_model *m)
 {
-	static const char mix[] = "-FSCLmMG", ffn[] = "-de";
+	static const char ffn[] = "-de";
 	char buf[64];
 
 	printf("id: %s\n", m->id);
@@ -229,7 +219,7 @@ catalog_show_model(const struct cat_model *m)
 	printf("layers: %s\n", buf);
 	printf("layer_pattern: ");
 	for (uint32_t i = 0; i < m->num_layers; i++)
-		putchar(mix[m->layer[i].mixer]);
+		putchar(cat_layer_mixer(&m->layer[i])->letter);
 	printf("  (F full, S sliding, C chunked, L MLA, m Mamba-1, "
 	       "M Mamba-2, G GDN, - none)\n");
 	printf("ffn_pattern: ");
@@ -237,8 +227,7 @@ catalog_show_model(const struct cat_model *m)
 		putchar(ffn[m->layer[i].ffn]);
 	printf("  (d dense, e MoE, - none)\n");
 	for (uint32_t i = 0; i < m->num_layers; i++)
-		if (m->layer[i].mixer == CAT_MIX_SLIDING ||
-		    m->layer[i].mixer == CAT_MIX_CHUNKED) {
+		if (cat_layer_mixer(&m->layer[i])->windowed) {
 			printf("window: %u tokens\n", m->layer[i].window);
 			break;
 		}

@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "sim/model/catalog.h"
+#include "sim/model/mixer.h"
 #include "util/ydoc.h"
 
 #include <errno.h>
@@ -205,6 +206,19 @@ cat_dtype_bytes(const char *name)
 		if (strcasecmp(name, t[i].name) == 0)
 			return t[i].bytes;
 	return 0;
+}
+
+kv_err
+cat_fail(char *why, size_t whylen, kv_err rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
 }
 
 /* ---- typed reads of YAML nodes ----------------------------------------- */
@@ -751,22 +765,16 @@ cp_ssm(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
 	return rc;
 }
 
-/*
- * Interpret one config mapping.  `m` has id/source set by the caller;
- * everything else is filled here.  Field semantics: docs/catalog.md.
- */
+/* The mapping that holds the language model's fields: the config itself,
+ * or its text_config (VLM wrappers). */
 static kv_err
-cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
+cp_config_map(struct cp *p, const struct yd_node *top,
+	      const struct yd_node **cfg)
 {
-	const struct yd_node *cfg = top, *v;
-	const char *s;
-	uint32_t sliding = 0, chunk = 0, interval = 0, pattern = 0;
-	uint32_t attn_period = 0, attn_offset = 0, n_shared = 0;
-	uint32_t max_window_layers = 0;
-	bool use_sliding = true;
-	double partial = 1.0;
+	const struct yd_node *v;
 	kv_err rc;
 
+	*cfg = top;
 	if (top->type != YD_MAP)
 		return cp_fail(p, top, "a model config must be a mapping");
 	if (p->strict && (rc = cp_known(p, top, cp_config_keys, "a config")))
@@ -775,11 +783,23 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	if (v != NULL && !yd_is_null(v)) {
 		if (v->type != YD_MAP)
 			return cp_fail(p, v, "'text_config' must be a mapping");
-		cfg = v;	/* VLM wrappers: the language model's fields */
+		*cfg = v;	/* VLM wrappers: the language model's fields */
 		if (p->strict &&
-		    (rc = cp_known(p, cfg, cp_config_keys, "text_config")))
+		    (rc = cp_known(p, v, cp_config_keys, "text_config")))
 			return rc;
 	}
+	return KV_OK;
+}
+
+/* model_type (the family the defaults below key on) and
+ * architectures[0]. */
+static kv_err
+cp_identity(struct cp *p, const struct yd_node *top,
+	    const struct yd_node *cfg, struct cat_model *m)
+{
+	const struct yd_node *v;
+	const char *s;
+	kv_err rc;
 
 	if ((rc = cp_str(p, cfg, "model_type", &s, NULL)))
 		return rc;
@@ -799,8 +819,19 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	m->architecture = cp_strdup(s);
 	if (m->model_type == NULL || m->architecture == NULL)
 		return cp_nomem(p);
+	return KV_OK;
+}
 
-	/* dtype: torch_dtype, newer transformers spell it dtype */
+/* The weights' dtype (torch_dtype, newer transformers spell it dtype),
+ * fp8 checkpoints, and the SSM cache dtype. */
+static kv_err
+cp_dtypes(struct cp *p, const struct yd_node *top, const struct yd_node *cfg,
+	  struct cat_model *m)
+{
+	const struct yd_node *v;
+	const char *s;
+	kv_err rc;
+
 	if ((rc = cp_str(p, cfg, "torch_dtype", &s, NULL)))
 		return rc;
 	if (s == NULL && (rc = cp_str(p, cfg, "dtype", &s, NULL)))
@@ -831,6 +862,14 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	if (s != NULL)
 		snprintf(m->ssm_cache_dtype, sizeof(m->ssm_cache_dtype), "%s",
 			 s);
+	return KV_OK;
+}
+
+/* The sizes every model has; head_dim from hidden_size when absent. */
+static kv_err
+cp_dims(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	kv_err rc;
 
 	if ((rc = cp_u32_req(p, cfg, "num_hidden_layers", &m->num_layers,
 			     true)) ||
@@ -864,8 +903,15 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 		m->head_dim = m->hidden_size / m->num_heads;
 	}
 	m->v_head_dim = m->head_dim;
+	return KV_OK;
+}
 
-	/* MLA */
+/* MLA (DeepSeek): the latent rank and the split q/k head. */
+static kv_err
+cp_mla(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	kv_err rc;
+
 	if ((rc = cp_u32(p, cfg, "kv_lora_rank", &m->kv_lora_rank)) ||
 	    (rc = cp_u32(p, cfg, "q_lora_rank", &m->q_lora_rank)))
 		return rc;
@@ -879,8 +925,16 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 			return rc;
 		m->head_dim = m->qk_nope_head_dim + m->qk_rope_head_dim;
 	}
+	return KV_OK;
+}
 
-	/* MoE */
+/* MoE: the experts under each family's spelling, shared experts. */
+static kv_err
+cp_moe(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	uint32_t n_shared = 0;
+	kv_err rc;
+
 	if ((rc = cp_u32(p, cfg, "num_experts", &m->num_experts)))
 		return rc;
 	if (m->num_experts == 0 &&
@@ -909,8 +963,15 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 		m->shared_intermediate_size = n_shared *
 					      m->moe_intermediate_size;
 	m->router_bias = cp_type_is(m, "deepseek_v3");
+	return KV_OK;
+}
 
-	/* flags by family */
+/* Flags by family; tie_word_embeddings and attention_bias may be given. */
+static kv_err
+cp_flags(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	kv_err rc;
+
 	m->tie_word_embeddings = cp_type_is(m, "gemma2") ||
 				 cp_type_is(m, "gemma3") ||
 				 cp_type_is(m, "gemma3_text");
@@ -931,12 +992,99 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 		m->norms_per_layer = 4;
 	else if (cp_type_is(m, "nemotron_h"))
 		m->norms_per_layer = 1;
+	return KV_OK;
+}
 
-	if ((rc = cp_max_len(p, cfg, m)))
+/* The config keys that place the mixers when there is no per-layer list. */
+struct cp_layer_keys {
+	uint32_t sliding, chunk, interval, pattern;
+	uint32_t attn_period, attn_offset, max_window_layers;
+};
+
+static kv_err
+cp_layer_keys(struct cp *p, const struct yd_node *cfg,
+	      struct cp_layer_keys *k)
+{
+	bool use_sliding = true;
+	kv_err rc;
+
+	memset(k, 0, sizeof(*k));
+	if ((rc = cp_u32(p, cfg, "sliding_window", &k->sliding)) ||
+	    (rc = cp_u32(p, cfg, "attention_chunk_size", &k->chunk)) ||
+	    (rc = cp_bool(p, cfg, "use_sliding_window", &use_sliding)) ||
+	    (rc = cp_u32(p, cfg, "max_window_layers",
+			 &k->max_window_layers)) ||
+	    (rc = cp_u32(p, cfg, "full_attention_interval", &k->interval)) ||
+	    (rc = cp_u32(p, cfg, "attn_layer_period", &k->attn_period)) ||
+	    (rc = cp_u32(p, cfg, "attn_layer_offset", &k->attn_offset)) ||
+	    (rc = cp_u32(p, cfg, "sliding_window_pattern", &k->pattern)))
 		return rc;
+	if (k->pattern == 0 &&
+	    (rc = cp_u32(p, cfg, "_sliding_window_pattern", &k->pattern)))
+		return rc;
+	if (!use_sliding)
+		k->sliding = 0;
+	return KV_OK;
+}
 
-	/* layers: every layer full attention with a dense/MoE FFN unless a
-	 * family field says otherwise */
+/* Mixers from the family's periods and window rules. */
+static kv_err
+cp_layers_by_family(struct cp *p, const struct yd_node *cfg,
+		    struct cat_model *m, const struct cp_layer_keys *k)
+{
+	if (cp_type_is(m, "jamba")) {
+		if (k->attn_period == 0)
+			return cp_fail(p, cfg, "jamba needs "
+				       "'attn_layer_period'");
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			m->layer[i].mixer =
+				i % k->attn_period == k->attn_offset ?
+				CAT_MIX_FULL : CAT_MIX_MAMBA1;
+	} else if (cp_type_is(m, "qwen3_next")) {
+		if (k->interval == 0)
+			return cp_fail(p, cfg, "qwen3_next needs "
+				       "'full_attention_interval' or "
+				       "'layer_types'");
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			m->layer[i].mixer = (i + 1) % k->interval == 0 ?
+					    CAT_MIX_FULL : CAT_MIX_GDN;
+	} else if (k->sliding > 0 && cp_type_is(m, "gemma2")) {
+		/* HF Gemma2: even layers slide, odd layers are global */
+		for (uint32_t i = 0; i < m->num_layers; i += 2) {
+			m->layer[i].mixer = CAT_MIX_SLIDING;
+			m->layer[i].window = k->sliding;
+		}
+	} else if (k->sliding > 0 && k->pattern > 0) {
+		/* Gemma-3: every pattern-th layer is global */
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			if ((i + 1) % k->pattern != 0) {
+				m->layer[i].mixer = CAT_MIX_SLIDING;
+				m->layer[i].window = k->sliding;
+			}
+	} else if (k->sliding > 0 && m->kv_lora_rank == 0) {
+		/* Mistral: every layer; Qwen2 with use_sliding_window: the
+		 * layers from max_window_layers on */
+		bool qwen2 = cp_type_is(m, "qwen2") ||
+			     cp_type_is(m, "qwen2_moe");
+
+		for (uint32_t i = 0; i < m->num_layers; i++)
+			if (!qwen2 || i >= k->max_window_layers) {
+				m->layer[i].mixer = CAT_MIX_SLIDING;
+				m->layer[i].window = k->sliding;
+			}
+	}
+	return KV_OK;
+}
+
+/* The per-layer table: every layer full attention (MLA when the model has
+ * a latent) with a dense FFN, unless a family field says otherwise. */
+static kv_err
+cp_layers(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	const struct yd_node *v;
+	struct cp_layer_keys k;
+	kv_err rc;
+
 	m->layer = calloc(m->num_layers, sizeof(*m->layer));
 	if (m->layer == NULL)
 		return cp_nomem(p);
@@ -945,70 +1093,21 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 				    CAT_MIX_FULL;
 		m->layer[i].ffn = CAT_FFN_DENSE;
 	}
-	if ((rc = cp_u32(p, cfg, "sliding_window", &sliding)) ||
-	    (rc = cp_u32(p, cfg, "attention_chunk_size", &chunk)) ||
-	    (rc = cp_bool(p, cfg, "use_sliding_window", &use_sliding)) ||
-	    (rc = cp_u32(p, cfg, "max_window_layers", &max_window_layers)) ||
-	    (rc = cp_u32(p, cfg, "full_attention_interval", &interval)) ||
-	    (rc = cp_u32(p, cfg, "attn_layer_period", &attn_period)) ||
-	    (rc = cp_u32(p, cfg, "attn_layer_offset", &attn_offset)) ||
-	    (rc = cp_u32(p, cfg, "sliding_window_pattern", &pattern)))
+	if ((rc = cp_layer_keys(p, cfg, &k)))
 		return rc;
-	if (pattern == 0 &&
-	    (rc = cp_u32(p, cfg, "_sliding_window_pattern", &pattern)))
-		return rc;
-	if (!use_sliding)
-		sliding = 0;
 	if ((v = yd_get(cfg, "hybrid_override_pattern")) != NULL &&
-	    !yd_is_null(v)) {
-		rc = cp_layers_from_pattern(p, v, m);
-	} else if ((v = yd_get(cfg, "layer_types")) != NULL &&
-		   !yd_is_null(v)) {
-		rc = cp_layers_from_types(p, v, m, sliding, chunk);
-	} else if (cp_type_is(m, "jamba")) {
-		if (attn_period == 0)
-			return cp_fail(p, cfg, "jamba needs "
-				       "'attn_layer_period'");
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			m->layer[i].mixer = i % attn_period == attn_offset ?
-					    CAT_MIX_FULL : CAT_MIX_MAMBA1;
-	} else if (cp_type_is(m, "qwen3_next")) {
-		if (interval == 0)
-			return cp_fail(p, cfg, "qwen3_next needs "
-				       "'full_attention_interval' or "
-				       "'layer_types'");
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			m->layer[i].mixer = (i + 1) % interval == 0 ?
-					    CAT_MIX_FULL : CAT_MIX_GDN;
-	} else if (sliding > 0 && cp_type_is(m, "gemma2")) {
-		/* HF Gemma2: even layers slide, odd layers are global */
-		for (uint32_t i = 0; i < m->num_layers; i += 2) {
-			m->layer[i].mixer = CAT_MIX_SLIDING;
-			m->layer[i].window = sliding;
-		}
-	} else if (sliding > 0 && pattern > 0) {
-		/* Gemma-3: every pattern-th layer is global */
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			if ((i + 1) % pattern != 0) {
-				m->layer[i].mixer = CAT_MIX_SLIDING;
-				m->layer[i].window = sliding;
-			}
-	} else if (sliding > 0 && m->kv_lora_rank == 0) {
-		/* Mistral: every layer; Qwen2 with use_sliding_window: the
-		 * layers from max_window_layers on */
-		bool qwen2 = cp_type_is(m, "qwen2") ||
-			     cp_type_is(m, "qwen2_moe");
+	    !yd_is_null(v))
+		return cp_layers_from_pattern(p, v, m);
+	if ((v = yd_get(cfg, "layer_types")) != NULL && !yd_is_null(v))
+		return cp_layers_from_types(p, v, m, k.sliding, k.chunk);
+	return cp_layers_by_family(p, cfg, m, &k);
+}
 
-		for (uint32_t i = 0; i < m->num_layers; i++)
-			if (!qwen2 || i >= max_window_layers) {
-				m->layer[i].mixer = CAT_MIX_SLIDING;
-				m->layer[i].window = sliding;
-			}
-	}
-	if (rc != KV_OK)
-		return rc;
-	if ((rc = cp_moe_layers(p, cfg, m)) || (rc = cp_ssm(p, cfg, m)))
-		return rc;
+/* Every FFN has its sizes. */
+static kv_err
+cp_check_ffn(struct cp *p, const struct yd_node *cfg,
+	     const struct cat_model *m)
+{
 	for (uint32_t i = 0; i < m->num_layers; i++) {
 		const struct cat_layer *l = &m->layer[i];
 
@@ -1019,8 +1118,17 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 			return cp_fail(p, cfg, "layer %u is MoE but there are "
 				       "no experts", i);
 	}
+	return KV_OK;
+}
 
-	/* rotary embedding: NoPE families and position_embedding_type nope */
+/* Rotary embedding: NoPE families and position_embedding_type nope. */
+static kv_err
+cp_rotary(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
+{
+	const char *s;
+	double partial = 1.0;
+	kv_err rc;
+
 	if ((rc = cp_str(p, cfg, "position_embedding_type", &s, NULL)) ||
 	    (rc = cp_double(p, cfg, "partial_rotary_factor", &partial)))
 		return rc;
@@ -1035,6 +1143,34 @@ cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
 	else
 		m->rotary_dim = (uint32_t)((double)m->head_dim * partial);
 	return KV_OK;
+}
+
+/*
+ * Interpret one config mapping.  `m` has id/source set by the caller;
+ * everything else is filled here, in this order (a field's per-field
+ * source and the first error depend on it).  Field semantics:
+ * docs/catalog.md.
+ */
+static kv_err
+cp_model_config(struct cp *p, const struct yd_node *top, struct cat_model *m)
+{
+	const struct yd_node *cfg;
+	kv_err rc;
+
+	if ((rc = cp_config_map(p, top, &cfg)) ||
+	    (rc = cp_identity(p, top, cfg, m)) ||
+	    (rc = cp_dtypes(p, top, cfg, m)) ||
+	    (rc = cp_dims(p, cfg, m)) ||
+	    (rc = cp_mla(p, cfg, m)) ||
+	    (rc = cp_moe(p, cfg, m)) ||
+	    (rc = cp_flags(p, cfg, m)) ||
+	    (rc = cp_max_len(p, cfg, m)) ||
+	    (rc = cp_layers(p, cfg, m)) ||
+	    (rc = cp_moe_layers(p, cfg, m)) ||
+	    (rc = cp_ssm(p, cfg, m)) ||
+	    (rc = cp_check_ffn(p, cfg, m)))
+		return rc;
+	return cp_rotary(p, cfg, m);
 }
 
 /* ---- parameter count --------------------------------------------------- */
@@ -1052,74 +1188,10 @@ cat_model_count_params(const struct cat_model *m, uint64_t *total,
 	act = tot;
 	for (uint32_t i = 0; i < m->num_layers; i++) {
 		const struct cat_layer *l = &m->layer[i];
-		const struct cat_ssm *s = &m->ssm;
-		uint64_t mix = 0, ffn = 0, ffn_act = 0;
-		uint64_t q = (uint64_t)m->num_heads * m->head_dim;
-		uint64_t kv = (uint64_t)m->num_kv_heads * m->head_dim;
+		uint64_t mix, ffn = 0, ffn_act = 0;
 		uint64_t up = m->mlp_gated ? 3 : 2;
 
-		switch ((enum cat_mixer)l->mixer) {
-		case CAT_MIX_NONE:
-			break;
-		case CAT_MIX_FULL:
-		case CAT_MIX_SLIDING:
-		case CAT_MIX_CHUNKED:
-			mix = h * q * (m->attn_output_gate ? 2 : 1) +
-			      2 * h * kv + q * h;
-			if (m->attention_bias)
-				mix += q + 2 * kv;
-			if (m->qk_norm)
-				mix += 2 * (uint64_t)m->head_dim;
-			break;
-		case CAT_MIX_MLA: {
-			uint64_t qk = (uint64_t)m->qk_nope_head_dim +
-				      m->qk_rope_head_dim;
-			uint64_t nh = m->num_heads;
-
-			if (m->q_lora_rank > 0)
-				mix = h * m->q_lora_rank + m->q_lora_rank +
-				      (uint64_t)m->q_lora_rank * nh * qk;
-			else
-				mix = h * nh * qk;
-			mix += h * ((uint64_t)m->kv_lora_rank +
-				    m->qk_rope_head_dim) + m->kv_lora_rank;
-			mix += (uint64_t)m->kv_lora_rank * nh *
-			       ((uint64_t)m->qk_nope_head_dim + m->v_head_dim);
-			mix += nh * m->v_head_dim * h;
-			break;
-		}
-		case CAT_MIX_MAMBA1: {
-			uint64_t di = s->d_inner;
-
-			mix = h * 2 * di + di * s->d_conv + di +
-			      di * ((uint64_t)s->dt_rank + 2 * s->d_state) +
-			      (uint64_t)s->dt_rank * di + di +
-			      di * s->d_state + di + di * h;
-			if (strcmp(m->model_type, "jamba") == 0)
-				mix += s->dt_rank + 2 * (uint64_t)s->d_state;
-			break;
-		}
-		case CAT_MIX_MAMBA2: {
-			uint64_t conv = s->d_inner +
-					2 * (uint64_t)s->n_groups * s->d_state;
-
-			mix = h * (s->d_inner + conv + s->n_heads) +
-			      conv * s->d_conv + conv +
-			      3 * (uint64_t)s->n_heads + s->d_inner +
-			      (uint64_t)s->d_inner * h;
-			break;
-		}
-		case CAT_MIX_GDN: {
-			uint64_t kd = (uint64_t)s->key_heads * s->key_dim;
-			uint64_t vd = (uint64_t)s->value_heads * s->value_dim;
-
-			mix = h * (2 * kd + 2 * vd) + h * 2 * s->value_heads +
-			      (2 * kd + vd) * s->conv_kernel +
-			      2 * (uint64_t)s->value_heads + s->value_dim +
-			      vd * h;
-			break;
-		}
-		}
+		mix = cat_layer_mixer(l)->params(m);
 		switch ((enum cat_ffn)l->ffn) {
 		case CAT_FFN_NONE:
 			break;
@@ -1163,10 +1235,14 @@ cat_model_count(const struct cat_model *m, enum cat_mixer kind)
 bool
 cat_model_is_hybrid(const struct cat_model *m)
 {
-	uint32_t state = cat_model_count(m, CAT_MIX_MAMBA1) +
-			 cat_model_count(m, CAT_MIX_MAMBA2) +
-			 cat_model_count(m, CAT_MIX_GDN);
-	uint32_t none = cat_model_count(m, CAT_MIX_NONE);
+	uint32_t state = 0, none = 0;
+
+	for (uint32_t i = 0; i < m->num_layers; i++) {
+		enum cat_mixer_class c = cat_layer_mixer(&m->layer[i])->cls;
+
+		state += c == CAT_MIXC_RECURRENT;
+		none += c == CAT_MIXC_NONE;
+	}
 
 	return state > 0 && state + none < m->num_layers;
 }
@@ -1183,25 +1259,9 @@ cat_model_source(const struct cat_model *m, const char *field)
 const char *
 cat_mixer_name(enum cat_mixer k)
 {
-	switch (k) {
-	case CAT_MIX_NONE:
-		return "none";
-	case CAT_MIX_FULL:
-		return "full attention";
-	case CAT_MIX_SLIDING:
-		return "sliding window";
-	case CAT_MIX_CHUNKED:
-		return "chunked local attention";
-	case CAT_MIX_MLA:
-		return "MLA";
-	case CAT_MIX_MAMBA1:
-		return "Mamba-1";
-	case CAT_MIX_MAMBA2:
-		return "Mamba-2";
-	case CAT_MIX_GDN:
-		return "Gated DeltaNet";
-	}
-	return "?";
+	const struct cat_mixer_ops *ops = cat_mixer_ops(k);
+
+	return ops != NULL ? ops->name : "?";
 }
 
 void
@@ -1417,33 +1477,14 @@ cp_gpu_num(struct cp *p, const struct yd_node *map, const char *key,
 	return KV_OK;
 }
 
+/* id, name, vendor, note, device name and aliases. */
 static kv_err
-cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+cp_gpu_names(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 {
-	static const struct {
-		const char *key;
-		enum cat_dtype dt;
-		enum cat_gpu_field f;
-	} fl[] = {
-		{ "fp32", CAT_FP32, CAT_G_FLOPS_FP32 },
-		{ "bf16", CAT_BF16, CAT_G_FLOPS_BF16 },
-		{ "fp16", CAT_FP16, CAT_G_FLOPS_FP16 },
-		{ "fp8", CAT_FP8, CAT_G_FLOPS_FP8 },
-	};
-	static const char *const fkeys[] = { "fp32", "bf16", "fp16", "fp8",
-					     NULL };
-	const struct yd_node *flops, *vendor;
+	const struct yd_node *vendor;
 	const char *s, *src;
-	double x;
 	kv_err rc;
 
-	if (ent->type != YD_MAP)
-		return cp_fail(p, ent, "a GPU entry must be a mapping");
-	if ((rc = cp_known(p, ent, cp_gpu_keys, "a GPU entry")))
-		return rc;
-	g->origin = cp_origin(p->file, ent);
-	if (g->origin == NULL)
-		return cp_nomem(p);
 	if ((rc = cp_str(p, ent, "id", &s, NULL)))
 		return rc;
 	if (s == NULL || *s == '\0')
@@ -1476,6 +1517,15 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 		return cp_nomem(p);
 	if ((rc = cp_aliases(p, ent, &g->alias, &g->nalias)))
 		return rc;
+	return KV_OK;
+}
+
+static kv_err
+cp_gpu_cc(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	const char *s, *src;
+	kv_err rc;
+
 	if ((rc = cp_str(p, ent, "compute_capability", &s, &src)))
 		return rc;
 	if (s != NULL) {
@@ -1494,6 +1544,16 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 		if (g->src[CAT_G_CC] == NULL)
 			return cp_nomem(p);
 	}
+	return KV_OK;
+}
+
+/* memory, and usable_memory (the runtime's total; memory when absent) */
+static kv_err
+cp_gpu_memory(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	double x;
+	kv_err rc;
+
 	if ((rc = cp_gpu_num(p, ent, "memory", cp_byte_units, true, &x,
 			     CAT_G_MEMORY)))
 		return rc;
@@ -1513,14 +1573,28 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 		return cp_fail(p, yd_get(ent, "usable_memory") ?
 			       yd_get(ent, "usable_memory") : ent,
 			       "'usable_memory' must be at most 'memory'");
-	if ((rc = cp_gpu_num(p, ent, "memory_bandwidth", cp_rate_units, true,
-			     &g->hbm_bw, CAT_G_HBM_BW)) ||
-	    (rc = cp_gpu_num(p, ent, "interconnect", cp_rate_units, false,
-			     &g->interconnect_bw, CAT_G_INTERCONNECT)) ||
-	    (rc = cp_gpu_num(p, ent, "host_link", cp_rate_units, false,
-			     &g->host_bw, CAT_G_HOST)) ||
-	    (rc = cp_bool(p, ent, "unified_memory", &g->unified_memory)))
-		return rc;
+	return KV_OK;
+}
+
+/* dense FLOP/s per dtype */
+static kv_err
+cp_gpu_flops(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	static const struct {
+		const char *key;
+		enum cat_dtype dt;
+		enum cat_gpu_field f;
+	} fl[] = {
+		{ "fp32", CAT_FP32, CAT_G_FLOPS_FP32 },
+		{ "bf16", CAT_BF16, CAT_G_FLOPS_BF16 },
+		{ "fp16", CAT_FP16, CAT_G_FLOPS_FP16 },
+		{ "fp8", CAT_FP8, CAT_G_FLOPS_FP8 },
+	};
+	static const char *const fkeys[] = { "fp32", "bf16", "fp16", "fp8",
+					     NULL };
+	const struct yd_node *flops;
+	kv_err rc;
+
 	flops = yd_get(ent, "flops");
 	if (flops != NULL && !yd_is_null(flops)) {
 		if (flops->type != YD_MAP)
@@ -1536,6 +1610,32 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 				return rc;
 	}
 	return KV_OK;
+}
+
+static kv_err
+cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
+{
+	kv_err rc;
+
+	if (ent->type != YD_MAP)
+		return cp_fail(p, ent, "a GPU entry must be a mapping");
+	if ((rc = cp_known(p, ent, cp_gpu_keys, "a GPU entry")))
+		return rc;
+	g->origin = cp_origin(p->file, ent);
+	if (g->origin == NULL)
+		return cp_nomem(p);
+	if ((rc = cp_gpu_names(p, ent, g)) || (rc = cp_gpu_cc(p, ent, g)) ||
+	    (rc = cp_gpu_memory(p, ent, g)))
+		return rc;
+	if ((rc = cp_gpu_num(p, ent, "memory_bandwidth", cp_rate_units, true,
+			     &g->hbm_bw, CAT_G_HBM_BW)) ||
+	    (rc = cp_gpu_num(p, ent, "interconnect", cp_rate_units, false,
+			     &g->interconnect_bw, CAT_G_INTERCONNECT)) ||
+	    (rc = cp_gpu_num(p, ent, "host_link", cp_rate_units, false,
+			     &g->host_bw, CAT_G_HOST)) ||
+	    (rc = cp_bool(p, ent, "unified_memory", &g->unified_memory)))
+		return rc;
+	return cp_gpu_flops(p, ent, g);
 }
 
 static void
@@ -1599,6 +1699,80 @@ cat__taken(const cat *c, bool models, const char *name)
 	       cat_find_gpu(c, name) != NULL;
 }
 
+/* The first of id and the aliases an earlier entry has; NULL if none. */
+static const char *
+cat__clash(const cat *c, bool models, const char *id, char *const *alias,
+	   size_t nalias)
+{
+	if (cat__taken(c, models, id))
+		return id;
+	for (size_t k = 0; k < nalias; k++)
+		if (cat__taken(c, models, alias[k]))
+			return alias[k];
+	return NULL;
+}
+
+static kv_err
+cat__add_model(cat *c, struct cp *p, const struct yd_node *ent)
+{
+	struct cat_model *m = calloc(1, sizeof(*m)), **v;
+	const char *clash;
+	kv_err rc;
+
+	if (m == NULL)
+		return cp_nomem(p);
+	p->m = m;
+	rc = cp_model_entry(p, ent, m);
+	p->m = NULL;
+	if (rc == KV_OK &&
+	    (clash = cat__clash(c, true, m->id, m->alias, m->nalias)) != NULL)
+		rc = cp_fail(p, ent, "name '%s' is already used by another "
+			     "model", clash);
+	if (rc != KV_OK) {
+		cat_model_free(m);
+		return rc;
+	}
+	v = realloc(c->model, (c->nmodel + 1) * sizeof(*v));
+	if (v == NULL) {
+		cat_model_free(m);
+		return cp_nomem(p);
+	}
+	c->model = v;
+	c->model[c->nmodel++] = m;
+	return KV_OK;
+}
+
+static kv_err
+cat__add_gpu(cat *c, struct cp *p, const struct yd_node *ent)
+{
+	struct cat_gpu *g = calloc(1, sizeof(*g)), **v;
+	const char *clash;
+	kv_err rc;
+
+	if (g == NULL)
+		return cp_nomem(p);
+	p->g = g;
+	p->entry_source = NULL;
+	rc = cp_gpu_entry(p, ent, g);
+	p->g = NULL;
+	if (rc == KV_OK &&
+	    (clash = cat__clash(c, false, g->id, g->alias, g->nalias)) != NULL)
+		rc = cp_fail(p, ent, "name '%s' is already used by another "
+			     "GPU", clash);
+	if (rc != KV_OK) {
+		cat_gpu_free(g);
+		return rc;
+	}
+	v = realloc(c->gpu, (c->ngpu + 1) * sizeof(*v));
+	if (v == NULL) {
+		cat_gpu_free(g);
+		return cp_nomem(p);
+	}
+	c->gpu = v;
+	c->gpu[c->ngpu++] = g;
+	return KV_OK;
+}
+
 static kv_err
 cat__load_list(cat *c, const char *path, bool models, struct cat_err *e)
 {
@@ -1628,79 +1802,9 @@ cat__load_list(cat *c, const char *path, bool models, struct cat_err *e)
 			     top);
 		goto out;
 	}
-	for (size_t i = 0; i < list->n; i++) {
-		const struct yd_node *ent = list->kid[i];
-		const char *clash = NULL;
-
-		if (models) {
-			struct cat_model *m = calloc(1, sizeof(*m)), **v;
-
-			if (m == NULL) {
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			p.m = m;
-			rc = cp_model_entry(&p, ent, m);
-			p.m = NULL;
-			if (rc == KV_OK) {
-				if (cat__taken(c, true, m->id))
-					clash = m->id;
-				for (size_t k = 0; !clash && k < m->nalias; k++)
-					if (cat__taken(c, true, m->alias[k]))
-						clash = m->alias[k];
-				if (clash != NULL)
-					rc = cp_fail(&p, ent, "name '%s' is "
-						     "already used by another "
-						     "model", clash);
-			}
-			if (rc != KV_OK) {
-				cat_model_free(m);
-				goto out;
-			}
-			v = realloc(c->model, (c->nmodel + 1) * sizeof(*v));
-			if (v == NULL) {
-				cat_model_free(m);
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			c->model = v;
-			c->model[c->nmodel++] = m;
-		} else {
-			struct cat_gpu *g = calloc(1, sizeof(*g)), **v;
-
-			if (g == NULL) {
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			p.g = g;
-			p.entry_source = NULL;
-			rc = cp_gpu_entry(&p, ent, g);
-			p.g = NULL;
-			if (rc == KV_OK) {
-				if (cat__taken(c, false, g->id))
-					clash = g->id;
-				for (size_t k = 0; !clash && k < g->nalias; k++)
-					if (cat__taken(c, false, g->alias[k]))
-						clash = g->alias[k];
-				if (clash != NULL)
-					rc = cp_fail(&p, ent, "name '%s' is "
-						     "already used by another "
-						     "GPU", clash);
-			}
-			if (rc != KV_OK) {
-				cat_gpu_free(g);
-				goto out;
-			}
-			v = realloc(c->gpu, (c->ngpu + 1) * sizeof(*v));
-			if (v == NULL) {
-				cat_gpu_free(g);
-				rc = cp_nomem(&p);
-				goto out;
-			}
-			c->gpu = v;
-			c->gpu[c->ngpu++] = g;
-		}
-	}
+	for (size_t i = 0; i < list->n && rc == KV_OK; i++)
+		rc = models ? cat__add_model(c, &p, list->kid[i]) :
+			      cat__add_gpu(c, &p, list->kid[i]);
 out:
 	yd_release(&d);
 	return rc;

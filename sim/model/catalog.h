@@ -48,7 +48,8 @@ enum cat_mixer {
 	CAT_MIX_MLA,		/* multi-head latent attention (DeepSeek) */
 	CAT_MIX_MAMBA1,		/* Mamba-1 selective scan (Jamba) */
 	CAT_MIX_MAMBA2,		/* Mamba-2 (Granite-4.0-H, Nemotron-H) */
-	CAT_MIX_GDN		/* Gated DeltaNet (Qwen3-Next) */
+	CAT_MIX_GDN,		/* Gated DeltaNet (Qwen3-Next) */
+	CAT_NMIXERS		/* the number of kinds (sim/model/mixer.h) */
 };
 
 enum cat_ffn {
@@ -242,5 +243,11 @@ bool cat_parse_bytes(const char *s, uint64_t *out);
 
 /* Bytes per element of a dtype name ("bfloat16", "fp8", ...); 0 unknown. */
 uint32_t cat_dtype_bytes(const char *name);
+
+/* Write a printf message into why (when why != NULL and whylen > 0) and
+ * return rc: the failure path of the sizing, the mixer hooks and the cost
+ * model. */
+kv_err cat_fail(char *why, size_t whylen, kv_err rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

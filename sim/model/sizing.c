@@ -23,6 +23,7 @@
 #include "config.h"
 
 #include "sim/model/sizing.h"
+#include "sim/model/mixer.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -109,23 +110,6 @@ sz_log(struct sz_result *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static kv_err
-sz_fail(char *why, size_t len, kv_err rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static kv_err
-sz_fail(char *why, size_t len, kv_err rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (len > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 /* ASCII case-insensitive substring test (vLLM lower-cases the name). */
 static bool
 sz_contains_ci(const char *hay, const char *needle)
@@ -139,17 +123,23 @@ sz_contains_ci(const char *hay, const char *needle)
 }
 
 static bool
-sz_is_state(uint8_t mixer)
-{
-	return mixer == CAT_MIX_MAMBA1 || mixer == CAT_MIX_MAMBA2 ||
-	       mixer == CAT_MIX_GDN;
-}
-
-static bool
 sz_is_attn(uint8_t mixer)
 {
-	return mixer == CAT_MIX_FULL || mixer == CAT_MIX_SLIDING ||
-	       mixer == CAT_MIX_CHUNKED || mixer == CAT_MIX_MLA;
+	return cat_mixer_ops((enum cat_mixer)mixer)->cls == CAT_MIXC_ATTENTION;
+}
+
+/*
+ * The kind whose KV page every attention layer of m has: MLA models hold
+ * latents in all of them (vLLM's use_mla is per model), every other
+ * model K and V heads.
+ */
+static const struct cat_mixer_ops *
+sz_attn_ops(const struct cat_model *m)
+{
+	for (uint32_t i = 0; i < m->num_layers; i++)
+		if (cat_layer_mixer(&m->layer[i])->latent)
+			return cat_layer_mixer(&m->layer[i]);
+	return cat_mixer_ops(CAT_MIX_FULL);
 }
 
 /* ---- the estimates ----------------------------------------------------- */
@@ -210,69 +200,6 @@ sz_non_torch_bytes(uint32_t tp)
 			  GIB + 0.5);
 }
 
-/* ---- per-rank state bytes (mamba_utils.MambaStateShapeCalculator) ----- */
-
-/* extra_groups_for_head_shards: groups are replicated so that each head
- * shard has its group */
-static uint32_t
-sz_extra_groups(uint32_t ngroups, uint32_t tp)
-{
-	return ngroups % tp == 0 ? 0 : tp - ngroups;
-}
-
-static kv_err
-sz_state_bytes(const struct cat_model *m, uint8_t kind, uint32_t tp,
-	       uint32_t conv_b, uint32_t ssm_b, uint64_t *out, char *why,
-	       size_t wl)
-{
-	const struct cat_ssm *s = &m->ssm;
-
-	switch (kind) {
-	case CAT_MIX_MAMBA2: {
-		uint32_t ng = s->n_groups;
-
-		if (ng % tp != 0 && ng > tp)
-			return sz_fail(why, wl, KV_EINVAL, "Mamba n_groups %u "
-				       "cannot be sharded over tensor "
-				       "parallel size %u", ng, tp);
-		ng += sz_extra_groups(ng, tp);
-		if (s->n_heads % tp || s->d_inner % tp || ng % tp)
-			return sz_fail(why, wl, KV_EINVAL, "Mamba heads (%u) "
-				       "are not divisible by tensor parallel "
-				       "size %u", s->n_heads, tp);
-		*out = kvc_mamba2_state_bytes(s->d_conv, s->d_inner / tp,
-					      ng / tp, s->d_state,
-					      s->n_heads / tp, s->head_dim,
-					      conv_b, ssm_b);
-		return KV_OK;
-	}
-	case CAT_MIX_MAMBA1:
-		if (s->d_inner % tp)
-			return sz_fail(why, wl, KV_EINVAL, "Mamba inner size "
-				       "%u is not divisible by tensor parallel "
-				       "size %u", s->d_inner, tp);
-		*out = kvc_mamba1_state_bytes(s->d_conv, s->d_inner / tp,
-					      s->d_state, conv_b, ssm_b);
-		return KV_OK;
-	case CAT_MIX_GDN:
-		if (s->key_heads % tp || s->value_heads % tp)
-			return sz_fail(why, wl, KV_EINVAL, "linear attention "
-				       "heads (%u key, %u value) are not "
-				       "divisible by tensor parallel size %u",
-				       s->key_heads, s->value_heads, tp);
-		/* gated_delta_net_state_dtype: both tensors in the
-		 * mamba cache dtype */
-		*out = kvc_gdn_state_bytes(s->conv_kernel, s->key_heads / tp,
-					   s->key_dim, s->value_heads / tp,
-					   s->value_dim, conv_b, conv_b);
-		return KV_OK;
-	default:
-		break;
-	}
-	*out = 0;
-	return KV_OK;
-}
-
 /* ---- settings ---------------------------------------------------------- */
 
 static kv_err
@@ -285,14 +212,14 @@ sz_settings(const struct cat_model *m, const struct cat_gpu *g,
 
 	r->tp = e->tensor_parallel_size ? e->tensor_parallel_size : 1;
 	if (m->num_heads % r->tp != 0)
-		return sz_fail(why, wl, KV_EINVAL, "Total number of attention "
-			       "heads (%u) must be divisible by tensor "
-			       "parallel size (%u).", m->num_heads, r->tp);
+		return cat_fail(why, wl, KV_EINVAL, "Total number of attention "
+				"heads (%u) must be divisible by tensor "
+				"parallel size (%u).", m->num_heads, r->tp);
 	if (!(e->gpu_memory_utilization > 0 &&
 	      e->gpu_memory_utilization <= 1.0))
-		return sz_fail(why, wl, KV_EINVAL, "gpu_memory_utilization "
-			       "must be in (0, 1], got %g",
-			       e->gpu_memory_utilization);
+		return cat_fail(why, wl, KV_EINVAL, "gpu_memory_utilization "
+				"must be in (0, 1], got %g",
+				e->gpu_memory_utilization);
 
 	/* dtype "auto": the checkpoint's, float32 checkpoints run bf16 */
 	if (e->dtype[0] == '\0' || strcmp(e->dtype, "auto") == 0) {
@@ -300,16 +227,16 @@ sz_settings(const struct cat_model *m, const struct cat_gpu *g,
 	} else {
 		r->dtype_bytes = cat_dtype_bytes(e->dtype);
 		if (r->dtype_bytes == 0 || r->dtype_bytes == 1)
-			return sz_fail(why, wl, KV_EINVAL, "unknown dtype "
-				       "'%s' (auto, bfloat16, float16, "
-				       "float32)", e->dtype);
+			return cat_fail(why, wl, KV_EINVAL, "unknown dtype "
+					"'%s' (auto, bfloat16, float16, "
+					"float32)", e->dtype);
 	}
 	if (kvd[0] == '\0' || strcmp(kvd, "auto") == 0) {
 		r->kv_dtype_bytes = r->dtype_bytes;
 	} else if (strcmp(kvd, "fp8_ds_mla") == 0) {
-		if (cat_model_count(m, CAT_MIX_MLA) == 0)
-			return sz_fail(why, wl, KV_EINVAL, "kv_cache_dtype "
-				       "fp8_ds_mla needs an MLA model");
+		if (!sz_attn_ops(m)->latent)
+			return cat_fail(why, wl, KV_EINVAL, "kv_cache_dtype "
+					"fp8_ds_mla needs an MLA model");
 		r->kv_dtype_bytes = 1;
 	} else if (strcmp(kvd, "bfloat16") == 0 ||
 		   strcmp(kvd, "float16") == 0 || strcmp(kvd, "fp8") == 0 ||
@@ -318,9 +245,9 @@ sz_settings(const struct cat_model *m, const struct cat_gpu *g,
 		   strcmp(kvd, "fp8_inc") == 0) {
 		r->kv_dtype_bytes = cat_dtype_bytes(kvd);
 	} else {
-		return sz_fail(why, wl, KV_EINVAL, "unknown kv_cache_dtype "
-			       "'%s' (auto, bfloat16, float16, fp8, fp8_e4m3, "
-			       "fp8_e5m2, fp8_inc, fp8_ds_mla)", kvd);
+		return cat_fail(why, wl, KV_EINVAL, "unknown kv_cache_dtype "
+				"'%s' (auto, bfloat16, float16, fp8, fp8_e4m3, "
+				"fp8_e5m2, fp8_inc, fp8_ds_mla)", kvd);
 	}
 	if (e->mamba_ssm_cache_dtype[0] == '\0' ||
 	    strcmp(e->mamba_ssm_cache_dtype, "auto") == 0) {
@@ -328,23 +255,23 @@ sz_settings(const struct cat_model *m, const struct cat_gpu *g,
 	} else {
 		r->ssm_dtype_bytes = cat_dtype_bytes(e->mamba_ssm_cache_dtype);
 		if (r->ssm_dtype_bytes < 2)
-			return sz_fail(why, wl, KV_EINVAL, "unknown "
-				       "mamba_ssm_cache_dtype '%s' (auto, "
-				       "float32, bfloat16, float16)",
-				       e->mamba_ssm_cache_dtype);
+			return cat_fail(why, wl, KV_EINVAL, "unknown "
+					"mamba_ssm_cache_dtype '%s' (auto, "
+					"float32, bfloat16, float16)",
+					e->mamba_ssm_cache_dtype);
 	}
 
 	r->max_model_len = e->max_model_len ? e->max_model_len :
 			   m->max_model_len;
 	if (r->max_model_len > UINT32_MAX)
-		return sz_fail(why, wl, KV_EINVAL, "max_model_len %llu is too "
-			       "large", (unsigned long long)r->max_model_len);
+		return cat_fail(why, wl, KV_EINVAL, "max_model_len %llu is too "
+				"large", (unsigned long long)r->max_model_len);
 	if (r->max_model_len > m->max_model_len)
-		return sz_fail(why, wl, KV_EINVAL, "User-specified "
-			       "max_model_len (%llu) is greater than the "
-			       "derived max_model_len (%llu) of %s.",
-			       (unsigned long long)r->max_model_len,
-			       (unsigned long long)m->max_model_len, m->id);
+		return cat_fail(why, wl, KV_EINVAL, "User-specified "
+				"max_model_len (%llu) is greater than the "
+				"derived max_model_len (%llu) of %s.",
+				(unsigned long long)r->max_model_len,
+				(unsigned long long)m->max_model_len, m->id);
 
 	total = e->gpu_memory_bytes >= 0 ? (uint64_t)e->gpu_memory_bytes :
 		g->usable_bytes;
@@ -361,82 +288,131 @@ sz_settings(const struct cat_model *m, const struct cat_gpu *g,
 	if (e->max_num_seqs)
 		r->max_num_seqs = e->max_num_seqs;
 	if (r->max_num_batched_tokens < r->max_num_seqs)
-		return sz_fail(why, wl, KV_EINVAL, "max_num_batched_tokens "
-			       "(%llu) must be greater than or equal to "
-			       "max_num_seqs (%u).",
-			       (unsigned long long)r->max_num_batched_tokens,
-			       r->max_num_seqs);
+		return cat_fail(why, wl, KV_EINVAL, "max_num_batched_tokens "
+				"(%llu) must be greater than or equal to "
+				"max_num_seqs (%u).",
+				(unsigned long long)r->max_num_batched_tokens,
+				r->max_num_seqs);
 	r->total_bytes = total;
 	return KV_OK;
 }
 
 /* ---- block size and pages ---------------------------------------------- */
 
+/*
+ * The model's kind of recurrent state (NULL: none) and whether it has
+ * attention layers.  vLLM groups one kind of state only.
+ */
+static kv_err
+sz_kinds(const struct cat_model *m, bool *has_attn,
+	 const struct cat_mixer_ops **state, char *why, size_t wl)
+{
+	*has_attn = false;
+	*state = NULL;
+	for (uint32_t i = 0; i < m->num_layers; i++) {
+		const struct cat_mixer_ops *k = cat_layer_mixer(&m->layer[i]);
+
+		*has_attn |= k->cls == CAT_MIXC_ATTENTION;
+		if (k->cls == CAT_MIXC_RECURRENT) {
+			if (*state != NULL && k != *state)
+				return cat_fail(why, wl, KV_ENOTSUP, "%s mixes "
+						"two kinds of recurrent state",
+						m->id);
+			*state = k;
+		}
+	}
+	return KV_OK;
+}
+
+/* prefix caching: on by default except for hybrids (EngineArgs); only
+ * Mamba-2 hybrids may keep it (MambaModelConfig) */
+static void
+sz_prefix_caching(const struct sz_engine *e,
+		  const struct cat_mixer_ops *state, struct sz_result *r)
+{
+	r->prefix_caching = e->enable_prefix_caching < 0 ?
+			    state == NULL : e->enable_prefix_caching != 0;
+	if (state == NULL || !r->prefix_caching)
+		return;
+	if (state->prefix_caching) {
+		sz_log(r, "Warning: Prefix caching is currently enabled. Its "
+		       "support for Mamba2 layers is experimental. Please "
+		       "report any issues you may observe.");
+	} else {
+		sz_log(r, "Hybrid or mamba-based model detected without "
+		       "support for prefix caching: disabling.");
+		r->prefix_caching = false;
+	}
+}
+
+/* A hybrid: one page size for the attention and state layers
+ * (HybridAttentionMambaModelConfig). */
+static kv_err
+sz_hybrid_pages(const struct cat_model *m, const struct cat_gpu *g,
+		const struct sz_engine *e, struct sz_result *r, bool mla,
+		char *why, size_t wl)
+{
+	bool nv = strcmp(g->vendor, "nvidia") == 0;
+	struct kvc_hybrid h = {
+		.attn_token_bytes = r->attn_token_bytes,
+		.mamba_page_bytes = r->mamba_state_bytes,
+		.align = 16,
+		.mamba_chunk = m->ssm.chunk_size,
+		.prefix_caching = r->prefix_caching,
+		.block_size = e->block_size,
+	};
+	struct kvc_hybrid_result hr;
+
+	if (mla)
+		h.align = nv && g->cc_major == 10 ? 128 : 64;
+	else if (nv && g->cc_major == 10 && m->head_dim == 256)
+		h.align = 32;	/* FlashInfer on Blackwell */
+	if (r->prefix_caching && h.mamba_chunk == 0)
+		return cat_fail(why, wl, KV_EINVAL, "prefix caching on %s "
+				"needs the Mamba chunk size (chunk_size in "
+				"the config)", m->id);
+	if (kvc_hybrid_unify(&h, &hr) != KV_OK)
+		return cat_fail(why, wl, KV_EINVAL, "cannot align the "
+				"attention and Mamba pages of %s", m->id);
+	if (hr.overridden)
+		sz_log(r, "Setting attention block size to %u tokens to ensure "
+		       "that attention page size is >= mamba page size.",
+		       hr.block_size);
+	if (hr.mamba_padding > 0)
+		sz_log(r, "Padding mamba page size by %.2f%% to ensure that "
+		       "mamba page size and attention page size are exactly "
+		       "equal.", 100.0 * (double)hr.mamba_padding /
+		       (double)r->mamba_state_bytes);
+	r->block_size = hr.block_size;
+	if (r->prefix_caching)
+		r->mamba_block_size = hr.mamba_block_size;
+	r->page_bytes = hr.page_bytes;
+	return KV_OK;
+}
+
 static kv_err
 sz_pages(const struct cat_model *m, const struct cat_gpu *g,
 	 const struct sz_engine *e, struct sz_result *r, char *why, size_t wl)
 {
 	bool nv = strcmp(g->vendor, "nvidia") == 0;
-	bool mla = cat_model_count(m, CAT_MIX_MLA) > 0;
-	bool has_attn = false, has_state = false, only_mamba2 = true;
-	uint8_t state_kind = CAT_MIX_NONE;
-	uint32_t kvh;
+	const struct cat_mixer_ops *attn = sz_attn_ops(m), *state;
+	bool mla = attn->latent, has_attn;
 	kv_err rc;
 
-	for (uint32_t i = 0; i < m->num_layers; i++) {
-		uint8_t k = m->layer[i].mixer;
-
-		has_attn |= sz_is_attn(k);
-		if (sz_is_state(k)) {
-			if (has_state && k != state_kind)
-				return sz_fail(why, wl, KV_ENOTSUP, "%s mixes "
-					       "two kinds of recurrent state",
-					       m->id);
-			has_state = true;
-			state_kind = k;
-			only_mamba2 &= k == CAT_MIX_MAMBA2;
-		}
-	}
-
-	/* prefix caching: on by default except for hybrids (EngineArgs);
-	 * only Mamba-2 hybrids may keep it (MambaModelConfig) */
-	r->prefix_caching = e->enable_prefix_caching < 0 ?
-			    !has_state : e->enable_prefix_caching != 0;
-	if (has_state && r->prefix_caching) {
-		if (only_mamba2) {
-			sz_log(r, "Warning: Prefix caching is currently "
-			       "enabled. Its support for Mamba2 layers is "
-			       "experimental. Please report any issues you "
-			       "may observe.");
-		} else {
-			sz_log(r, "Hybrid or mamba-based model detected "
-			       "without support for prefix caching: "
-			       "disabling.");
-			r->prefix_caching = false;
-		}
-	}
+	if ((rc = sz_kinds(m, &has_attn, &state, why, wl)))
+		return rc;
+	sz_prefix_caching(e, state, r);
 
 	/* one token of one attention layer, per rank */
-	if (mla) {
-		uint32_t head = m->kv_lora_rank + m->qk_rope_head_dim;
-
-		r->attn_token_bytes = strcmp(e->kv_cache_dtype,
-					     "fp8_ds_mla") == 0 ?
-				      kvc_page_bytes_fp8_ds_mla(1) :
-				      kvc_page_bytes(1, head, r->kv_dtype_bytes,
-						     1, true);
-	} else {
-		kvh = m->num_kv_heads / r->tp;
-		if (kvh == 0)
-			kvh = 1;	/* replicated when tp > kv heads */
-		r->attn_token_bytes = kvc_page_bytes(kvh, m->head_dim,
-						     r->kv_dtype_bytes, 1,
-						     false);
-	}
-	if (has_state) {
-		rc = sz_state_bytes(m, state_kind, r->tp, r->dtype_bytes,
-				    r->ssm_dtype_bytes, &r->mamba_state_bytes,
-				    why, wl);
+	if (mla && strcmp(e->kv_cache_dtype, "fp8_ds_mla") == 0)
+		r->attn_token_bytes = kvc_page_bytes_fp8_ds_mla(1);
+	else
+		r->attn_token_bytes = attn->kv_bytes(m, r->tp,
+						     r->kv_dtype_bytes, 1);
+	if (state != NULL) {
+		rc = state->state_bytes(m, r->tp, r->dtype_bytes,
+					r->ssm_dtype_bytes,
+					&r->mamba_state_bytes, why, wl);
 		if (rc != KV_OK)
 			return rc;
 	}
@@ -444,43 +420,9 @@ sz_pages(const struct cat_model *m, const struct cat_gpu *g,
 	r->block_size = e->block_size;
 	r->mamba_block_size = (uint32_t)r->max_model_len;
 	r->page_bytes = 0;
-	if (has_attn && has_state) {
-		struct kvc_hybrid h = {
-			.attn_token_bytes = r->attn_token_bytes,
-			.mamba_page_bytes = r->mamba_state_bytes,
-			.align = 16,
-			.mamba_chunk = m->ssm.chunk_size,
-			.prefix_caching = r->prefix_caching,
-			.block_size = e->block_size,
-		};
-		struct kvc_hybrid_result hr;
-
-		if (mla)
-			h.align = nv && g->cc_major == 10 ? 128 : 64;
-		else if (nv && g->cc_major == 10 && m->head_dim == 256)
-			h.align = 32;	/* FlashInfer on Blackwell */
-		if (r->prefix_caching && h.mamba_chunk == 0)
-			return sz_fail(why, wl, KV_EINVAL, "prefix caching on "
-				       "%s needs the Mamba chunk size "
-				       "(chunk_size in the config)", m->id);
-		if (kvc_hybrid_unify(&h, &hr) != KV_OK)
-			return sz_fail(why, wl, KV_EINVAL, "cannot align the "
-				       "attention and Mamba pages of %s",
-				       m->id);
-		if (hr.overridden)
-			sz_log(r, "Setting attention block size to %u tokens "
-			       "to ensure that attention page size is >= "
-			       "mamba page size.", hr.block_size);
-		if (hr.mamba_padding > 0)
-			sz_log(r, "Padding mamba page size by %.2f%% to ensure "
-			       "that mamba page size and attention page size "
-			       "are exactly equal.",
-			       100.0 * (double)hr.mamba_padding /
-			       (double)r->mamba_state_bytes);
-		r->block_size = hr.block_size;
-		if (r->prefix_caching)
-			r->mamba_block_size = hr.mamba_block_size;
-		r->page_bytes = hr.page_bytes;
+	if (has_attn && state != NULL) {
+		if ((rc = sz_hybrid_pages(m, g, e, r, mla, why, wl)))
+			return rc;
 	} else if (r->block_size == 0) {
 		r->block_size = 16;	/* CudaPlatform: block_size None */
 	}
@@ -513,34 +455,23 @@ sz_specs(const struct cat_model *m, struct sz_result *r, char *why,
 {
 	for (uint32_t i = 0; i < m->num_layers; i++) {
 		const struct cat_layer *l = &m->layer[i];
+		const struct cat_mixer_ops *ops = cat_layer_mixer(l);
 		struct kvc_spec s = { .block_size = r->block_size,
 				      .nlayers = 1 };
 		size_t k;
 
-		switch ((enum cat_mixer)l->mixer) {
-		case CAT_MIX_NONE:
+		if (ops->cls == CAT_MIXC_NONE)
 			continue;
-		case CAT_MIX_FULL:
-		case CAT_MIX_MLA:
-			s.kind = KVC_SPEC_FULL;
-			break;
-		case CAT_MIX_SLIDING:
-			s.kind = KVC_SPEC_SLIDING;
+		s.kind = ops->spec;
+		if (s.kind == KVC_SPEC_SLIDING) {
 			s.window = l->window;
-			break;
-		case CAT_MIX_CHUNKED:
-			s.kind = KVC_SPEC_CHUNKED;
+		} else if (s.kind == KVC_SPEC_CHUNKED) {
 			s.chunk = l->window;
-			break;
-		case CAT_MIX_MAMBA1:
-		case CAT_MIX_MAMBA2:
-		case CAT_MIX_GDN:
-			s.kind = KVC_SPEC_STATE;
+		} else if (s.kind == KVC_SPEC_STATE) {
 			s.block_size = r->mamba_block_size;
 			/* page_size_padded when a hybrid unified it */
 			s.page_bytes = r->page_bytes ? r->page_bytes :
 				       r->mamba_state_bytes;
-			break;
 		}
 		if (s.kind != KVC_SPEC_STATE)
 			s.page_bytes = r->attn_token_bytes * r->block_size;
@@ -550,16 +481,16 @@ sz_specs(const struct cat_model *m, struct sz_result *r, char *why,
 		if (k < r->nspec) {
 			r->spec[k].nlayers++;
 		} else if (r->nspec == SZ_MAX_SPECS) {
-			return sz_fail(why, wl, KV_ENOTSUP, "%s has more than "
-				       "%d kinds of KV cache layers", m->id,
-				       SZ_MAX_SPECS);
+			return cat_fail(why, wl, KV_ENOTSUP, "%s has more than "
+					"%d kinds of KV cache layers", m->id,
+					SZ_MAX_SPECS);
 		} else {
 			r->spec[r->nspec++] = s;
 		}
 	}
 	if (r->nspec == 0)
-		return sz_fail(why, wl, KV_ENOTSUP, "%s is attention-free: it "
-			       "has no KV cache to size", m->id);
+		return cat_fail(why, wl, KV_ENOTSUP, "%s is attention-free: it "
+				"has no KV cache to size", m->id);
 	return KV_OK;
 }
 
@@ -593,10 +524,10 @@ sz_groups(const struct cat_model *m, struct sz_result *r, char *why,
 			continue;
 		if (u[k].kind == KVC_SPEC_STATE ||
 		    maxpage % u[k].page_bytes != 0)
-			return sz_fail(why, wl, KV_ENOTSUP, "%s: The page size "
-				       "of the layer is not divisible by the "
-				       "maximum page size. Cannot unify by "
-				       "adjusting block_size.", m->id);
+			return cat_fail(why, wl, KV_ENOTSUP, "%s: The page "
+					"size of the layer is not divisible by "
+					"the maximum page size. Cannot unify "
+					"by adjusting block_size.", m->id);
 		u[k].block_size *= (uint32_t)(maxpage / u[k].page_bytes);
 		u[k].page_bytes = maxpage;
 	}
@@ -625,9 +556,9 @@ sz_groups(const struct cat_model *m, struct sz_result *r, char *why,
 			struct kvc_spec g = u[k];
 
 			if (r->ngroup == SZ_MAX_GROUPS)
-				return sz_fail(why, wl, KV_ENOTSUP, "%s needs "
-					       "more than %d KV cache groups",
-					       m->id, SZ_MAX_GROUPS);
+				return cat_fail(why, wl, KV_ENOTSUP, "%s needs "
+						"more than %d KV cache groups",
+						m->id, SZ_MAX_GROUPS);
 			/* layers[j::ng] */
 			g.nlayers = n / ng + (j < n % ng);
 			if (g.nlayers > r->layers_per_group)
