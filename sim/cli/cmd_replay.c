@@ -9,6 +9,19 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Run one script; the exit status (2 when memory runs out). */
+static int
+replay_file(FILE *in, const char *name, const struct replay_opts *o)
+{
+	enum replay_result res;
+
+	if (replay_run(in, name, stdout, stderr, o, &res) != KV_OK) {
+		fputs("kvsim: out of memory\n", stderr);
+		return 2;
+	}
+	return (int)res;
+}
+
 int
 replay_main(int argc, char **argv)
 {
@@ -51,7 +64,7 @@ replay_main(int argc, char **argv)
 		return 2;
 	}
 	if (strcmp(file, "-") == 0) {
-		return replay_run(stdin, "<stdin>", stdout, stderr, &o);
+		return replay_file(stdin, "<stdin>", &o);
 	}
 	in = fopen(file, "r");
 	if (in == NULL) {
@@ -59,7 +72,7 @@ replay_main(int argc, char **argv)
 			strerror(errno));
 		return 2;
 	}
-	rc = replay_run(in, file, stdout, stderr, &o);
+	rc = replay_file(in, file, &o);
 	fclose(in);
 	return rc;
 }
