@@ -453,18 +453,29 @@ rp_insert(struct rp *r, const char *name, int32_t seq)
 	return RP_OK;
 }
 
+/* Positional i as a name the script declared, a "sequence" or a "request"
+ * (what, for the messages). */
+static int
+rp_named(struct rp *r, const struct rp_line *l, int i, const char *what,
+	 struct rp_id **id)
+{
+	if (!rp_valid_seqid(l->pos[i]))
+		return rp_error(r, "bad %s id '%s'", what, l->pos[i]);
+	*id = rp_find(r, l->pos[i]);
+	if (*id == NULL)
+		return rp_error(r, "%s: unknown %s '%s'", l->kw, what,
+				l->pos[i]);
+	return RP_OK;
+}
+
 /* Resolve positional i to a live sequence. */
 static int
 rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s)
 {
 	struct rp_id *id;
 
-	if (!rp_valid_seqid(l->pos[i]))
-		return rp_error(r, "bad sequence id '%s'", l->pos[i]);
-	id = rp_find(r, l->pos[i]);
-	if (id == NULL)
-		return rp_error(r, "%s: unknown sequence '%s'", l->kw,
-				l->pos[i]);
+	if (rp_named(r, l, i, "sequence", &id))
+		return RP_BAD;
 	if (kvc_seq_state(r->k, id->seq) == KVC_DEAD)
 		return rp_error(r, "%s: sequence '%s' is dead (its request "
 				"was freed)", l->kw, l->pos[i]);
@@ -1088,6 +1099,40 @@ rp_pool_line(struct rp *r, struct rp_line *l, const char *text)
 	return RP_OK;
 }
 
+/* Resolve positional i to a declared request. */
+static int
+rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out)
+{
+	struct rp_id *id;
+
+	if (rp_named(r, l, i, "request", &id))
+		return RP_BAD;
+	*out = id->seq;
+	return RP_OK;
+}
+
+/* "KW ID ok" (and the line into the history) or "KW ID fail". */
+static int
+rp_outcome(struct rp *r, const struct rp_line *l, const char *text, bool ok)
+{
+	rp_emit(r, "%s %s %s", l->kw, l->pos[0], ok ? "ok" : "fail");
+	if (ok)
+		rp_hist_push(r, text);
+	return RP_OK;
+}
+
+/* The operand of a one-sequence operation: one positional, a live
+ * sequence, and only the options `allowed`. */
+static int
+rp_seq_arg(struct rp *r, const struct rp_line *l, const char *allowed,
+	   int32_t *s)
+{
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, allowed) ||
+	    rp_seq(r, l, 0, s))
+		return RP_BAD;
+	return RP_OK;
+}
+
 /*
  * The operations without a policy (R12-R31), one function each, in the
  * order of docs/replay.md.  Each gets the parsed line and the line as
@@ -1164,8 +1209,7 @@ rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
 	kv_err e;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "lookahead") ||
-	    rp_seq(r, l, 0, &s) ||
+	if (rp_seq_arg(r, l, "lookahead", &s) ||
 	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
 		return RP_BAD;
 	e = in ? kvc_can_swap_in(r->k, s, L, &v)
@@ -1181,26 +1225,23 @@ rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
 	return rp_check_verdict(r, l->kw, v, ok, left, in || L == 0);
 }
 
+/* `allocate S [n=N]` (ok or fail) and `computed S [n=N]`. */
 static int
-rp_op_allocate(struct rp *r, struct rp_line *l, const char *text)
+rp_op_count(struct rp *r, struct rp_line *l, const char *text)
 {
+	bool alloc = strcmp(l->kw, "allocate") == 0, has_n;
 	uint32_t n = 0;
-	bool has_n;
 	int32_t s;
 	kv_err e;
 
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n") ||
-	    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n))
+	if (rp_seq_arg(r, l, "n", &s) || rp_opt_u32(r, l, "n", &n, &has_n))
 		return RP_BAD;
-	if (has_n && n == 0)
+	if (alloc && has_n && n == 0)
 		return rp_error(r, "allocate: n must be at least 1");
-	e = kvc_allocate(r->k, s, n);
-	if (e != KV_OK && e != KV_ENOSPC)
+	e = alloc ? kvc_allocate(r->k, s, n) : kvc_computed(r->k, s, n, has_n);
+	if (e != KV_OK && !(alloc && e == KV_ENOSPC))
 		return rp_kverr(r, l->kw, e);
-	rp_emit(r, "allocate %s %s", l->pos[0], e ? "fail" : "ok");
-	if (e == KV_OK)
-		rp_hist_push(r, text);
-	return RP_OK;
+	return rp_outcome(r, l, text, e == KV_OK);
 }
 
 static int
@@ -1214,8 +1255,8 @@ rp_op_append(struct rp *r, struct rp_line *l, const char *text)
 	char *buf;
 	kv_err e;
 
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens lookahead") ||
-	    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "lookahead", &L, &has_L))
+	if (rp_seq_arg(r, l, "tokens lookahead", &s) ||
+	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
 		return RP_BAD;
 	t = rp_opt(l, "tokens");
 	if (t == NULL)
@@ -1249,8 +1290,8 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 	kv_err e;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n lookahead") ||
-	    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n) ||
+	if (rp_seq_arg(r, l, "n lookahead", &s) ||
+	    rp_opt_u32(r, l, "n", &n, &has_n) ||
 	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
 		return RP_BAD;
 	e = kvc_can_append(r->k, s, n, has_n, L, &yes);
@@ -1268,25 +1309,6 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 }
 
 static int
-rp_op_computed(struct rp *r, struct rp_line *l, const char *text)
-{
-	uint32_t n = 0;
-	bool has_n;
-	int32_t s;
-	kv_err e;
-
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n") ||
-	    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n))
-		return RP_BAD;
-	e = kvc_computed(r->k, s, n, has_n);
-	if (e != KV_OK)
-		return rp_kverr(r, l->kw, e);
-	rp_emit(r, "computed %s ok", l->pos[0]);
-	rp_hist_push(r, text);
-	return RP_OK;
-}
-
-static int
 rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
 {
 	bool yes, ok;
@@ -1295,8 +1317,7 @@ rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
 	kv_err e;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-	    rp_seq(r, l, 0, &s))
+	if (rp_seq_arg(r, l, "", &s))
 		return RP_BAD;
 	e = kvc_can_swap_out(r->k, s, &yes);
 	if (e != KV_OK)
@@ -1319,9 +1340,8 @@ rp_op_swap(struct rp *r, struct rp_line *l, const char *text)
 	char *buf;
 	kv_err e;
 
-	if (rp_npos(r, l, 1) ||
-	    rp_opts_allowed(r, l, in ? "lookahead" : "") ||
-	    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "lookahead", &L, &has_L))
+	if (rp_seq_arg(r, l, in ? "lookahead" : "", &s) ||
+	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
 		return RP_BAD;
 	e = in ? kvc_swap_in(r->k, s, L) : kvc_swap_out(r->k, s);
 	if (e != KV_OK && e != KV_ENOSPC)
@@ -1344,29 +1364,33 @@ rp_op_free(struct rp *r, struct rp_line *l, const char *text)
 	int32_t s;
 	kv_err e;
 
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-	    rp_seq(r, l, 0, &s))
+	if (rp_seq_arg(r, l, "", &s))
 		return RP_BAD;
 	e = kvc_free_seq(r->k, s);
 	if (e != KV_OK && e != KV_ENOSPC && e != KV_ESTATE)
 		return rp_kverr(r, l->kw, e);
 	if (e == KV_ESTATE && kvc_seq_state(r->k, s) != KVC_WAITING)
 		return rp_kverr(r, l->kw, e);
-	rp_emit(r, "free %s %s", l->pos[0], e ? "fail" : "ok");
-	if (e == KV_OK)
-		rp_hist_push(r, text);
-	return RP_OK;
+	return rp_outcome(r, l, text, e == KV_OK);
 }
 
+/* `table ID`: a sequence's, or with a policy a request's (R19, R50). */
 static int
 rp_op_table(struct rp *r, struct rp_line *l, const char *text)
 {
 	int32_t s;
+	kvs_req q;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-	    rp_seq(r, l, 0, &s))
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
 		return RP_BAD;
+	if (r->s != NULL) {
+		if (rp_req(r, l, 0, &q))
+			return RP_BAD;
+		s = kvs_req_seq(r->s, q);
+	} else if (rp_seq(r, l, 0, &s)) {
+		return RP_BAD;
+	}
 	rp_table(r, l->pos[0], s);
 	return RP_OK;
 }
@@ -1379,8 +1403,7 @@ rp_op_cached(struct rp *r, struct rp_line *l, const char *text)
 	kv_err e;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-	    rp_seq(r, l, 0, &s))
+	if (rp_seq_arg(r, l, "", &s))
 		return RP_BAD;
 	e = kvc_cached(r->k, s, &tokens);
 	if (e != KV_OK)
@@ -1390,22 +1413,6 @@ rp_op_cached(struct rp *r, struct rp_line *l, const char *text)
 }
 
 /* ---- scheduler lines (docs/scheduler.md) ------------------------- */
-
-/* Resolve positional i to a declared request. */
-static int
-rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out)
-{
-	struct rp_id *id;
-
-	if (!rp_valid_seqid(l->pos[i]))
-		return rp_error(r, "bad request id '%s'", l->pos[i]);
-	id = rp_find(r, l->pos[i]);
-	if (id == NULL)
-		return rp_error(r, "%s: unknown request '%s'", l->kw,
-				l->pos[i]);
-	*out = id->seq;
-	return RP_OK;
-}
 
 /* A growing output line (its text cut short, r->nomem set, when memory
  * runs out). */
@@ -1623,23 +1630,7 @@ rp_sched_abort(struct rp *r, struct rp_line *l, const char *text)
 	e = kvs_abort(r->s, q);
 	if (e != KV_OK && e != KV_ESTATE)
 		return rp_error(r, "abort: %s", kvs_errmsg(r->s));
-	rp_emit(r, "abort %s %s", l->pos[0], e ? "fail" : "ok");
-	if (e == KV_OK)
-		rp_hist_push(r, text);
-	return RP_OK;
-}
-
-static int
-rp_sched_table(struct rp *r, struct rp_line *l, const char *text)
-{
-	kvs_req q;
-
-	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-	    rp_req(r, l, 0, &q))
-		return RP_BAD;
-	rp_table(r, l->pos[0], kvs_req_seq(r->s, q));
-	return RP_OK;
+	return rp_outcome(r, l, text, e == KV_OK);
 }
 
 /* ---- dispatch ----------------------------------------------------- */
@@ -1663,16 +1654,16 @@ static const struct rp_opdef {
 	{ "new_step", rp_op_new_step, NULL, false },
 	{ "fork", rp_op_fork, NULL, false },
 	{ "can_allocate", rp_op_can_verdict, NULL, true },
-	{ "allocate", rp_op_allocate, NULL, true },
+	{ "allocate", rp_op_count, NULL, true },
 	{ "append", rp_op_append, NULL, true },
 	{ "can_append", rp_op_can_append, NULL, true },
-	{ "computed", rp_op_computed, NULL, true },
+	{ "computed", rp_op_count, NULL, true },
 	{ "can_swap_out", rp_op_can_swap_out, NULL, true },
 	{ "can_swap_in", rp_op_can_verdict, NULL, true },
 	{ "swap_out", rp_op_swap, NULL, true },
 	{ "swap_in", rp_op_swap, NULL, true },
 	{ "free", rp_op_free, NULL, true },
-	{ "table", rp_op_table, rp_sched_table, true },
+	{ "table", rp_op_table, rp_op_table, true },
 	{ "cached", rp_op_cached, NULL, true },
 	{ "request", NULL, rp_sched_request, false },
 	{ "step", NULL, rp_sched_step, false },
