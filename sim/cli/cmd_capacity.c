@@ -160,11 +160,14 @@ eval(void *ctx, double qps, bool *met)
 	rpt *rep;
 	const struct rpt_totals *t;
 	double dur;
-	int rc;
+	char err[SIM_RUN_ERRLEN];
+	kv_err e;
 
 	memset(&o, 0, sizeof(o));
 	o.prog = "kvsim capacity";
 	o.quiet = true;
+	o.log = stdout;
+	o.diag = stderr;
 	c.seed = C->seed0 + C->seed;
 	c.wl.seed = c.seed;
 	c.wl.target_rate = qps;
@@ -191,12 +194,13 @@ eval(void *ctx, double qps, bool *met)
 		}
 		o.stop.n_max = C->nreq;
 	}
-	rc = sim_run_open(&R, &c, &o);
-	if (rc == 0)
-		rc = sim_run_exec(R);
-	if (rc != 0) {
+	e = sim_run_open(&R, &c, &o, err, sizeof(err));
+	if (e == KV_OK)
+		e = sim_run_exec(R, err, sizeof(err));
+	if (e != KV_OK) {
+		fprintf(stderr, "%s\n", err);
 		sim_run_close(R);
-		return rc;
+		return sim_run_exit_status(e);
 	}
 	rep = sim_run_report(R);
 	t = sim_run_totals(R);
@@ -850,18 +854,24 @@ capacity_main(int argc, char **argv)
 					  : "(embedded default)";
 			const struct point *best = NULL;
 			uint32_t ms;
+			char err[SIM_RUN_ERRLEN];
+			kv_err e;
 
 			memset(&o, 0, sizeof(o));
 			o.prog = "kvsim capacity";
 			o.quiet = C.quiet;
+			o.log = stdout;
+			o.diag = stderr;
 			if (!C.quiet)
 				printf("== configuration %zu: %s%s%s\n", i,
 				       src, srcs[i].across[0] ? " " : "",
 				       srcs[i].across);
 			fflush(stdout);
 			/* sizing (vLLM's startup lines), then the mix */
-			rc = sim_run_open(&R, &all[i], &o);
-			if (rc != 0) {
+			e = sim_run_open(&R, &all[i], &o, err, sizeof(err));
+			if (e != KV_OK) {
+				fprintf(stderr, "%s\n", err);
+				rc = sim_run_exit_status(e);
 				sim_run_close(R);
 				break;
 			}

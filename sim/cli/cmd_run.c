@@ -150,7 +150,7 @@ run_main(int argc, char **argv)
 	struct sim_run_opts ro;
 	sim_run *R = NULL;
 	struct outdir od;
-	char err[1400], outdir[1024] = "";
+	char err[1400], outdir[1024] = "", rerr[SIM_RUN_ERRLEN];
 	const char **sets;
 	size_t nsets = 0;
 	const char *seed = NULL;
@@ -158,11 +158,14 @@ run_main(int argc, char **argv)
 	char seedset[128];
 	bool force = false, ctrace = false, no_plot = false;
 	int c, rc = 0;
+	kv_err e;
 	struct rpt_totals t;
 
 	memset(&od, 0, sizeof(od));
 	memset(&ro, 0, sizeof(ro));
 	ro.prog = "kvsim run";
+	ro.log = stdout;
+	ro.diag = stderr;
 	sets = calloc((size_t)argc + 2, sizeof(*sets));
 	if (sets == NULL) {
 		fprintf(stderr, "kvsim run: out of memory\n");
@@ -216,8 +219,11 @@ run_main(int argc, char **argv)
 		goto done;
 	}
 	ro.progress = !ro.quiet;
-	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
+	if ((e = sim_run_open(&R, &cfg, &ro, rerr, sizeof(rerr))) != KV_OK) {
+		fprintf(stderr, "%s\n", rerr);
+		rc = sim_run_exit_status(e);
 		goto done;
+	}
 	if (outdir[0] == '\0')
 		outdir_default(outdir, sizeof(outdir));
 	if ((rc = outdir_open(&od, "kvsim run", outdir, force, out_names,
@@ -240,7 +246,9 @@ run_main(int argc, char **argv)
 		       rc2->wl.trace ? rc2->wl.trace : "(generator)");
 		fflush(stdout);
 	}
-	if ((rc = sim_run_exec(R)) != 0) {
+	if ((e = sim_run_exec(R, rerr, sizeof(rerr))) != KV_OK) {
+		fprintf(stderr, "%s\n", rerr);
+		rc = sim_run_exit_status(e);
 		outdir_abort(&od);
 		goto done;
 	}

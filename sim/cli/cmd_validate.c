@@ -452,13 +452,16 @@ validate_main(int argc, char **argv)
 	struct sim_run_opts ro;
 	sim_run *R = NULL;
 	const char **sets, *file = NULL, *seed = NULL, *outdir = NULL;
-	char err[1400], seedset[128], *end;
+	char err[1400], seedset[128], *end, rerr[SIM_RUN_ERRLEN];
 	size_t nsets = 0;
 	bool force = false;
 	int c, rc = 0;
+	kv_err e;
 
 	memset(&ro, 0, sizeof(ro));
 	ro.prog = "kvsim validate";
+	ro.log = stdout;
+	ro.diag = stderr;
 	ro.obs = &obs;
 	sets = calloc((size_t)argc + 2, sizeof(*sets));
 	if (sets == NULL) {
@@ -588,8 +591,11 @@ validate_main(int argc, char **argv)
 		rc = 2;
 		goto done;
 	}
-	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
+	if ((e = sim_run_open(&R, &cfg, &ro, rerr, sizeof(rerr))) != KV_OK) {
+		fprintf(stderr, "%s\n", rerr);
+		rc = sim_run_exit_status(e);
 		goto done;
+	}
 	if ((rc = build_cost(&x, R)) != 0)
 		goto done;
 	if (x.model_geom && !x.have_cm) {
@@ -598,7 +604,9 @@ validate_main(int argc, char **argv)
 		rc = 2;
 		goto done;
 	}
-	rc = sim_run_exec(R);
+	if ((e = sim_run_exec(R, rerr, sizeof(rerr))) != KV_OK)
+		fprintf(stderr, "%s\n", rerr);
+	rc = sim_run_exit_status(e);
 	if (rc != 0 && x.nrep == 0)
 		goto done;
 	{
