@@ -263,52 +263,43 @@ frag_tokens(replica *rp, uint64_t *slots)
 	return kvs_running_unused(rp->s, rp->block_size, slots);
 }
 
-kv_err
-replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
-	      char *why, size_t whylen)
+/* Room for n scheduled requests in the step's scratch arrays. */
+static kv_err
+sched_reserve(replica *rp, uint32_t n)
 {
-	const struct kvs_step *st;
-	kvc *k = kvs_kv(rp->s);
-	int64_t dt = 0;
-	kv_err e;
+	size_t cap = n * 2u;
+	struct cost_seq *s2;
+	kvs_req *r2;
+	uint32_t *t2;
 
-	*dt_ns = 0;
-	*started = false;
-	assert(!rp->busy);
-	if (kvs_nunfinished(rp->s) == 0)
+	if (n <= rp->capsched)
 		return KV_OK;
-	e = kvs_schedule(rp->s, &st);
-	if (e != KV_OK) {
-		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
-			 kvs_errmsg(rp->s));
-		return e;
-	}
-	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
-	    KV_OK)
-		return e;
-	if (st->nsched > rp->capsched) {
-		size_t cap = st->nsched * 2u;
-		struct cost_seq *s2 = realloc(rp->seq, cap * sizeof(*s2));
-		kvs_req *r2;
-		uint32_t *t2;
+	if ((s2 = realloc(rp->seq, cap * sizeof(*s2))) == NULL)
+		return KV_ENOMEM;
+	rp->seq = s2;
+	if ((r2 = realloc(rp->sreq, cap * sizeof(*r2))) == NULL)
+		return KV_ENOMEM;
+	rp->sreq = r2;
+	if ((t2 = realloc(rp->stok, cap * sizeof(*t2))) == NULL)
+		return KV_ENOMEM;
+	rp->stok = t2;
+	if ((t2 = realloc(rp->start, cap * sizeof(*t2))) == NULL)
+		return KV_ENOMEM;
+	rp->start = t2;
+	rp->capsched = cap;
+	return KV_OK;
+}
 
-		if (s2 == NULL)
-			goto nomem;
-		rp->seq = s2;
-		r2 = realloc(rp->sreq, cap * sizeof(*r2));
-		if (r2 == NULL)
-			goto nomem;
-		rp->sreq = r2;
-		t2 = realloc(rp->stok, cap * sizeof(*t2));
-		if (t2 == NULL)
-			goto nomem;
-		rp->stok = t2;
-		t2 = realloc(rp->start, cap * sizeof(*t2));
-		if (t2 == NULL)
-			goto nomem;
-		rp->start = t2;
-		rp->capsched = cap;
-	}
+/*
+ * The step's batch for the cost model (tokens computed, context before
+ * them), each request's first-scheduled and prefix-hit milestones, and
+ * the recomputation and prompt work counted.
+ */
+static void
+note_sched(replica *rp, const struct kvs_step *st, int64_t now)
+{
+	const kvc *k = kvs_kv(rp->s);
+
 	rp->nsched = st->nsched;
 	if (st->nsched > rp->st.max_batch)
 		rp->st.max_batch = st->nsched;
@@ -349,84 +340,99 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		if (q->gen == 0 || n > 1)
 			rp->st.prompt_tokens_done += n;
 	}
+}
+
+/* Preemptions, the blocks swapped out, and the step's copies. */
+static void
+note_preempt(replica *rp, const struct kvs_step *st)
+{
+	const kvc *k = kvs_kv(rp->s);
+
 	for (uint32_t i = 0; i < st->npreempt; i++) {
 		kvs_req h = st->preempt[i];
 
 		rp->st.preemptions++;
-		if (st->preempt_swap[i]) {
-			int32_t seq = kvs_req_seq(rp->s, h);
+		if (!st->preempt_swap[i])
+			continue;
+		/* every group's blocks (a sliding window's null entries move
+		 * nothing) */
+		for (uint32_t g = 0; g < kvc_ngroups(k); g++) {
+			size_t nb = 0;
+			const int32_t *t = kvc_table(k, kvs_req_seq(rp->s, h),
+						     g, &nb);
 
-			/* every group's blocks (a sliding window's null
-			 * entries move nothing) */
-			for (uint32_t g = 0; g < kvc_ngroups(k); g++) {
-				size_t nb = 0;
-				const int32_t *t = kvc_table(k, seq, g, &nb);
-
-				for (size_t j = 0; j < nb; j++)
-					rp->byreq[h]->swapped_blocks +=
-						t[j] != KVC_NULL;
-			}
+			for (size_t j = 0; j < nb; j++)
+				rp->byreq[h]->swapped_blocks +=
+					t[j] != KVC_NULL;
 		}
 	}
 	rp->st.swap_out_blocks += st->nswap_out;
 	rp->st.swap_in_blocks += st->nswap_in;
 	rp->st.cow_blocks += st->ncow;
-	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
-	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
-			       now, why, whylen) != 0)
+}
+
+/*
+ * Nothing runnable: close the step and idle until the next arrival or
+ * finish.  (A step that only preempted -- FastGen's reset -- changed the
+ * queues: it is timed like any other and the next one follows.)
+ */
+static kv_err
+idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
+	  size_t whylen)
+{
+	kv_err e;
+
+	rp->nsched = 0;
+	if (rp->obs != NULL && rp->obs->computed != NULL &&
+	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s, st, rp->start,
+			      now, why, whylen) != 0)
 		return KV_ESTATE;
-	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
-	    st->npreempt == 0) {
-		/* Nothing runnable: close the step and idle until the next
-		 * arrival or finish.  (A step that only preempted -- FastGen's
-		 * reset -- changed the queues: it is timed like any other and
-		 * the next one follows.) */
-		rp->nsched = 0;
-		if (rp->obs != NULL && rp->obs->computed != NULL &&
-		    rp->obs->computed(rp->obs->ctx, rp->index, rp->s, st,
-				      rp->start, now, why, whylen) != 0)
-			return KV_ESTATE;
-		e = kvs_complete(rp->s, NULL, &st);
-		if (e != KV_OK) {
-			snprintf(why, whylen, "replica %u: complete: %s",
-				 rp->index, kvs_errmsg(rp->s));
-			return e;
-		}
-		if (rp->obs != NULL && rp->obs->completed != NULL &&
-		    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now,
-				       why, whylen) != 0)
-			return KV_ESTATE;
-		usage_mark(rp, now);
-		return KV_OK;
+	e = kvs_complete(rp->s, NULL, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
 	}
-	if (rp->step_ns > 0) {
-		dt = rp->step_ns;
-	} else {
-		struct cost_batch b = { rp->seq, st->nsched };
-		int64_t so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out,
-					  rp->cm->layout);
-		int64_t si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in,
-					  rp->cm->layout);
+	if (rp->obs != NULL && rp->obs->completed != NULL &&
+	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
+			       whylen) != 0)
+		return KV_ESTATE;
+	usage_mark(rp, now);
+	return KV_OK;
+}
 
-		dt = cost_step_ns(rp->cm, &b);
-		dt += so > 0 ? so : 0;
-		dt += si > 0 ? si : 0;
-		if (st->ncow > 0 && rp->cm->hbm_bw > 0)
-			/* A device-to-device copy reads and writes each
-			 * block once. */
-			dt += (int64_t)(2.0 * (double)st->ncow *
-					(double)rp->cm->block_bytes /
-					rp->cm->hbm_bw * 1e9);
-	}
-	if (dt < 1)
-		dt = 1;	/* time always moves: no zero-length steps */
-	{
-		uint64_t slots = 0, frag = frag_tokens(rp, &slots);
+/* The step's duration: the batch's time and its copies', at least 1 ns. */
+static int64_t
+step_time(const replica *rp, const struct kvs_step *st)
+{
+	struct cost_batch b = { rp->seq, st->nsched };
+	int64_t dt, so, si;
 
-		if (slots > 0) {
-			rp->st.frag_sum += (double)frag / (double)slots;
-			rp->st.frag_steps++;
-		}
+	if (rp->step_ns > 0)
+		return rp->step_ns;
+	so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out, rp->cm->layout);
+	si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in, rp->cm->layout);
+	dt = cost_step_ns(rp->cm, &b);
+	dt += so > 0 ? so : 0;
+	dt += si > 0 ? si : 0;
+	if (st->ncow > 0 && rp->cm->hbm_bw > 0)
+		/* A device-to-device copy reads and writes each block
+		 * once. */
+		dt += (int64_t)(2.0 * (double)st->ncow *
+				(double)rp->cm->block_bytes /
+				rp->cm->hbm_bw * 1e9);
+	return dt < 1 ? 1 : dt;	/* time always moves: no zero-length steps */
+}
+
+/* The per-step metrics of a step that runs: fragmentation, usage, trace. */
+static void
+note_step(replica *rp, const struct kvs_step *st, int64_t now, int64_t dt)
+{
+	uint64_t slots = 0, frag = frag_tokens(rp, &slots);
+
+	if (slots > 0) {
+		rp->st.frag_sum += (double)frag / (double)slots;
+		rp->st.frag_steps++;
 	}
 	rp->st.steps++;
 	usage_mark(rp, now);
@@ -440,48 +446,55 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 
 		ctrace_step(rp->ct, rp->index, now, dt, &cs);
 	}
+}
+
+kv_err
+replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
+	      char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	int64_t dt;
+	kv_err e;
+
+	*dt_ns = 0;
+	*started = false;
+	assert(!rp->busy);
+	if (kvs_nunfinished(rp->s) == 0)
+		return KV_OK;
+	e = kvs_schedule(rp->s, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
+	    KV_OK)
+		return e;
+	if (sched_reserve(rp, st->nsched) != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	note_sched(rp, st, now);
+	note_preempt(rp, st);
+	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
+	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
+			       now, why, whylen) != 0)
+		return KV_ESTATE;
+	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
+	    st->npreempt == 0)
+		return idle_step(rp, st, now, why, whylen);
+	dt = step_time(rp, st);
+	note_step(rp, st, now, dt);
 	rp->busy = true;
 	*dt_ns = dt;
 	*started = true;
 	return KV_OK;
-nomem:
-	snprintf(why, whylen, "out of memory");
-	return KV_ENOMEM;
 }
 
-kv_err
-replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+/* The tokens the step generated: first-token and inter-token times. */
+static kv_err
+note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 {
-	const struct kvs_step *st;
-	kv_err e;
-	int rc;
-
-	assert(rp->busy);
-	rp->busy = false;
-	for (uint32_t i = 0; i < rp->nsched; i++) {
-		const struct rq *q = rp->byreq[rp->sreq[i]];
-
-		/* wl_output_tokens' token of sample 0, without its call */
-		rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
-	}
-	if (rp->obs != NULL && rp->obs->computed != NULL &&
-	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
-			      kvs_current_step(rp->s), rp->start, now, why,
-			      whylen) != 0)
-		return KV_ESTATE;
-	e = kvs_complete(rp->s, rp->stok, &st);
-	if (e != KV_OK) {
-		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
-			 kvs_errmsg(rp->s));
-		return e;
-	}
-	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
-	    KV_OK)
-		return e;
-	if (rp->obs != NULL && rp->obs->completed != NULL &&
-	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
-			       whylen) != 0)
-		return KV_ESTATE;
 	for (uint32_t i = 0; i < rp->nsched; i++) {
 		kvs_req h = rp->sreq[i];
 		struct rq *q = rp->byreq[h];
@@ -510,43 +523,91 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		q->gen = g;
 		q->last_tok = now;
 	}
-	for (uint32_t i = 0; i < st->nfinish; i++) {
-		kvs_req h = st->finish[i];
-		struct rq *q = rp->byreq[h];
-		struct rpt_req out;
+	return KV_OK;
+}
 
-		memset(&out, 0, sizeof(out));
-		out.id = q->id;
-		out.replica = rp->index;
-		out.arrival_ns = q->arrival;
-		out.first_scheduled_ns = q->first_sched;
-		out.first_token_ns = q->first_tok;
-		out.finish_ns = now;
-		out.input_tokens = q->prompt;
-		out.output_tokens = q->gen;
-		out.cached_prefix_tokens = q->hit;
-		out.preemptions = kvs_req_preemptions(rp->s, h);
-		out.recomputed_tokens = q->recomputed;
-		out.swapped_out_blocks = q->swapped_blocks;
-		out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
-					rp->cm->block_bytes : 0;
-		out.itl_sum_ns = q->itl_sum;
-		out.itl_max_ns = q->itl_max;
-		if (q->gen < q->output)
-			rp->st.truncated++;
-		rp->st.recomputed_tokens += out.recomputed_tokens;
-		rp->st.finished++;
-		rp->outstanding -= (uint64_t)q->prompt + q->output;
-		rc = rpt_add_request(rep, &out);
-		if (rp->ct != NULL)
-			ctrace_request(rp->ct, &out);
-		rp->byreq[h] = NULL;
-		rq_put(rp, q);
-		if (rc != 0) {
-			snprintf(why, whylen, "writing requests.csv failed");
-			return KV_ENOMEM;
-		}
+/* A finished request's row for the report (and the trace); its record
+ * goes back to the free list. */
+static kv_err
+finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
+       size_t whylen)
+{
+	struct rq *q = rp->byreq[h];
+	struct rpt_req out;
+	int rc;
+
+	memset(&out, 0, sizeof(out));
+	out.id = q->id;
+	out.replica = rp->index;
+	out.arrival_ns = q->arrival;
+	out.first_scheduled_ns = q->first_sched;
+	out.first_token_ns = q->first_tok;
+	out.finish_ns = now;
+	out.input_tokens = q->prompt;
+	out.output_tokens = q->gen;
+	out.cached_prefix_tokens = q->hit;
+	out.preemptions = kvs_req_preemptions(rp->s, h);
+	out.recomputed_tokens = q->recomputed;
+	out.swapped_out_blocks = q->swapped_blocks;
+	out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
+				rp->cm->block_bytes : 0;
+	out.itl_sum_ns = q->itl_sum;
+	out.itl_max_ns = q->itl_max;
+	if (q->gen < q->output)
+		rp->st.truncated++;
+	rp->st.recomputed_tokens += out.recomputed_tokens;
+	rp->st.finished++;
+	rp->outstanding -= (uint64_t)q->prompt + q->output;
+	rc = rpt_add_request(rep, &out);
+	if (rp->ct != NULL)
+		ctrace_request(rp->ct, &out);
+	rp->byreq[h] = NULL;
+	rq_put(rp, q);
+	if (rc != 0) {
+		snprintf(why, whylen, "writing requests.csv failed");
+		return KV_ENOMEM;
 	}
+	return KV_OK;
+}
+
+kv_err
+replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	kv_err e;
+
+	assert(rp->busy);
+	rp->busy = false;
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		const struct rq *q = rp->byreq[rp->sreq[i]];
+
+		/* wl_output_tokens' token of sample 0, without its call */
+		rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
+	}
+	if (rp->obs != NULL && rp->obs->computed != NULL &&
+	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
+			      kvs_current_step(rp->s), rp->start, now, why,
+			      whylen) != 0)
+		return KV_ESTATE;
+	e = kvs_complete(rp->s, rp->stok, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
+	    KV_OK)
+		return e;
+	if (rp->obs != NULL && rp->obs->completed != NULL &&
+	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
+			       whylen) != 0)
+		return KV_ESTATE;
+	if ((e = note_tokens(rp, now, rep, why, whylen)) != KV_OK)
+		return e;
+	for (uint32_t i = 0; i < st->nfinish; i++)
+		if ((e = finish(rp, st->finish[i], now, rep, why, whylen)) !=
+		    KV_OK)
+			return e;
 	usage_mark(rp, now);
 	return KV_OK;
 }

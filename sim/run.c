@@ -74,54 +74,25 @@ struct sim_run {
 	size_t errlen;			/* sim_run_open and sim_run_exec */
 };
 
-/*
- * A failure: the message (prefixed with opts.prog, or not) into the
- * caller's buffer, and e back.
- */
+/* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
+ * and e back. */
 static kv_err
-rvfail(sim_run *R, kv_err e, bool prog, const char *fmt, va_list ap)
-{
-	int n = 0;
+rfail(sim_run *R, kv_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-	if (R->err == NULL || R->errlen == 0)
-		return e;
-	if (prog)
-		n = snprintf(R->err, R->errlen, "%s: ",
-			     R->o.prog ? R->o.prog : "kvsim");
-	if (n >= 0 && (size_t)n < R->errlen)
+static kv_err
+rfail(sim_run *R, kv_err e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(R->err, R->errlen, "%s: ",
+		     R->o.prog ? R->o.prog : "kvsim");
+	if (n >= 0 && (size_t)n < R->errlen) {
+		va_start(ap, fmt);
 		vsnprintf(R->err + n, R->errlen - (size_t)n, fmt, ap);
-	return e;
-}
-
-/* "PROG: what" */
-static kv_err
-rfail(sim_run *R, kv_err e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static kv_err
-rfail(sim_run *R, kv_err e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rvfail(R, e, true, fmt, ap);
-	va_end(ap);
-	return e;
-}
-
-/* A message that names its own place ("FILE:LINE:COL: what"). */
-static kv_err
-rfail_at(sim_run *R, kv_err e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static kv_err
-rfail_at(sim_run *R, kv_err e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	rvfail(R, e, false, fmt, ap);
-	va_end(ap);
+		va_end(ap);
+	}
 	return e;
 }
 
@@ -616,19 +587,23 @@ setup_names(sim_run *R, const struct kvs_policy **pol)
 		    &R->plugin, &key, why, sizeof(why)) != KV_OK) {
 		if (key[0] == '\0')
 			return rfail(R, KV_EINVAL, "%s", why);
-		return rfail_at(R, KV_EINVAL, "%s: %s",
-				sim_config_where(&R->cfg, key), why);
+		snprintf(R->err, R->errlen, "%s: %s",
+			 sim_config_where(&R->cfg, key), why);
+		return KV_EINVAL;
 	}
 	if (R->cfg.calibration[0] != '\0') {
 		char cerr[1400];
 		kv_err e = cost_calib_load(R->cfg.calibration, &R->calib,
 					   cerr, sizeof(cerr));
 
+		/* messages that name their own place */
 		if (e == KV_ENOENT)
-			return rfail_at(R, KV_EINVAL, "%s: cost.calibration: "
-					"%s", R->cfg.calibration_where, cerr);
+			snprintf(R->err, R->errlen, "%s: cost.calibration: %s",
+				 R->cfg.calibration_where, cerr);
+		else if (e != KV_OK)
+			snprintf(R->err, R->errlen, "%s", cerr);
 		if (e != KV_OK)
-			return rfail_at(R, KV_EINVAL, "%s", cerr);
+			return KV_EINVAL;
 	}
 	return KV_OK;
 }
