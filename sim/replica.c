@@ -1,5 +1,6 @@
 /*
- * replica.c -- one replica: scheduler step, cost, milestones (replica.h).
+ * replica.c -- one replica: scheduler step, cost, milestones, and the
+ * invariants replica_check() verifies (replica.h).
  */
 #include "config.h"
 
@@ -8,6 +9,7 @@
 #include "core/kvspolicy.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,6 @@ struct replica {
 	ctrace *ct;
 	uint32_t *start;	/* the step's first computed position per
 				 * scheduled request (observer) */
-	int64_t step_t0, step_dt;
 	struct rq **byreq;	/* kvs_req -> record (NULL once finished) */
 	size_t nbyreq, capbyreq;
 	struct rq *freelist;	/* recycled records, linked through id */
@@ -699,4 +700,173 @@ kvs *
 replica_kvs(replica *rp)
 {
 	return rp->s;
+}
+
+/* ---- invariants (replica.h) ---------------------------------------- */
+
+static int
+check_fail(char *why, size_t whylen, int n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+check_fail(char *why, size_t whylen, int n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return n;
+}
+
+/* Invariants 3, 4 and 5: the records against the scheduler's requests. */
+static int
+check_records(const replica *rp, char *why, size_t whylen)
+{
+	uint64_t held = 0, tokens = 0, queued = 0;
+
+	if (rp->nbyreq != kvs_nreqs(rp->s))
+		return check_fail(why, whylen, 3, "%zu request records, %u "
+				  "requests in the scheduler", rp->nbyreq,
+				  kvs_nreqs(rp->s));
+	for (size_t h = 0; h < rp->nbyreq; h++) {
+		const struct rq *q = rp->byreq[h];
+		kvs_status st = kvs_req_status(rp->s, (kvs_req)h);
+		bool live = st != KVS_FINISHED && st != KVS_ABORTED;
+
+		if ((q != NULL) != live)
+			return check_fail(why, whylen, 3, "request %zu "
+					  "(status %d) %s a record", h,
+					  (int)st, live ? "without" : "with");
+		if (q != NULL) {
+			held++;
+			tokens += (uint64_t)q->prompt + q->output;
+		}
+	}
+	queued = (uint64_t)kvs_queue_len(rp->s, KVS_Q_WAITING) +
+		 kvs_queue_len(rp->s, KVS_Q_RUNNING) +
+		 kvs_queue_len(rp->s, KVS_Q_SWAPPED);
+	if (held != kvs_nunfinished(rp->s) || held != queued ||
+	    rp->st.added != rp->st.finished + held)
+		return check_fail(why, whylen, 4, "%llu records held, %u "
+				  "unfinished, %llu queued, %llu added, %llu "
+				  "finished", (unsigned long long)held,
+				  kvs_nunfinished(rp->s),
+				  (unsigned long long)queued,
+				  (unsigned long long)rp->st.added,
+				  (unsigned long long)rp->st.finished);
+	if (tokens != rp->outstanding)
+		return check_fail(why, whylen, 5, "%llu outstanding tokens, "
+				  "the records hold %llu",
+				  (unsigned long long)rp->outstanding,
+				  (unsigned long long)tokens);
+	return 0;
+}
+
+/* Invariant 6: blocks and usage against the allocator. */
+static int
+check_blocks(const replica *rp, char *why, size_t whylen)
+{
+	const kvc *k = kvs_kv(rp->s);
+	uint64_t used;
+	double u;
+
+	if (rp->st.ngroups != kvc_ngroups(k))
+		return check_fail(why, whylen, 6, "%u groups, the allocator "
+				  "has %u", rp->st.ngroups, kvc_ngroups(k));
+	for (uint32_t g = 0; g < rp->st.ngroups; g++)
+		if (kvc_free_blocks(k, g) > rp->st.group_blocks[g])
+			return check_fail(why, whylen, 6, "group %u: %u free "
+					  "blocks of %llu", g,
+					  kvc_free_blocks(k, g),
+					  (unsigned long long)
+					  rp->st.group_blocks[g]);
+	/* as usage_mark computes it */
+	used = rp->blocks_total - kvc_free_blocks(k, 0);
+	u = rp->blocks_total ? (double)used / (double)rp->blocks_total : 0.0;
+	if (u != rp->st.usage_now)
+		return check_fail(why, whylen, 6, "usage %g at the last mark, "
+				  "the allocator's is %g", rp->st.usage_now, u);
+	return 0;
+}
+
+/* Invariant 7: every record's milestones in order, none after the clock. */
+static int
+check_time(const replica *rp, char *why, size_t whylen)
+{
+	int64_t clock = rp->st.usage_t;
+
+	for (size_t h = 0; h < rp->nbyreq; h++) {
+		const struct rq *q = rp->byreq[h];
+		bool bad;
+
+		if (q == NULL || !q->scheduled)
+			continue;
+		bad = q->first_sched < q->arrival || q->first_sched > clock;
+		if (q->gen > 0)
+			bad = bad || q->first_tok < q->first_sched ||
+			      q->last_tok < q->first_tok ||
+			      q->last_tok > clock;
+		if (bad)
+			return check_fail(why, whylen, 7, "request %llu: "
+					  "arrival %lld, first scheduled %lld, "
+					  "first token %lld, last token %lld, "
+					  "clock %lld",
+					  (unsigned long long)q->id,
+					  (long long)q->arrival,
+					  (long long)q->first_sched,
+					  (long long)q->first_tok,
+					  (long long)q->last_tok,
+					  (long long)clock);
+	}
+	return 0;
+}
+
+/* Invariant 8: the step in flight and its token budget. */
+static int
+check_batch(const replica *rp, char *why, size_t whylen)
+{
+	const struct kvs_step *st = kvs_current_step(rp->s);
+	int64_t budget = kvs_config_of(rp->s)->max_num_batched_tokens;
+	uint64_t tokens = 0;
+
+	if (!rp->busy)
+		return 0;
+	if (st == NULL || st->nsched != rp->nsched)
+		return check_fail(why, whylen, 8, "%u requests in the step in "
+				  "flight, the scheduler's has %u", rp->nsched,
+				  st != NULL ? st->nsched : 0);
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		if (st->sched[i].req != rp->sreq[i])
+			return check_fail(why, whylen, 8, "scheduled request "
+					  "%u is %d, the scheduler's is %d", i,
+					  (int)rp->sreq[i],
+					  (int)st->sched[i].req);
+		tokens += rp->seq[i].q;
+	}
+	if (budget > 0 && tokens > (uint64_t)budget)
+		return check_fail(why, whylen, 8, "the step computes %llu "
+				  "tokens, max_num_batched_tokens %lld",
+				  (unsigned long long)tokens,
+				  (long long)budget);
+	return 0;
+}
+
+int
+replica_check(const replica *rp, char *why, size_t whylen)
+{
+	char msg[512];
+	int n;
+
+	if (kvc_audit(kvs_kv(rp->s), msg, sizeof(msg)) != 0)
+		return check_fail(why, whylen, 1, "allocator: %s", msg);
+	if (kvs_audit(rp->s, msg, sizeof(msg)) != 0)
+		return check_fail(why, whylen, 2, "scheduler: %s", msg);
+	if ((n = check_records(rp, why, whylen)) != 0 ||
+	    (n = check_blocks(rp, why, whylen)) != 0 ||
+	    (n = check_time(rp, why, whylen)) != 0)
+		return n;
+	return check_batch(rp, why, whylen);
 }
