@@ -1,11 +1,13 @@
 /*
- * plugin.c -- load a user policy from a shared object (plugin.h).
+ * plugin.c -- load a user policy from a shared object, and find a policy
+ * by name or path for the run configuration and the replay interpreter
+ * alike (plugin.h).
  *
  * dlopen with RTLD_NOW, so a plugin that calls a function kvsim does not
  * export fails here, with the loader's message, instead of at its first
  * step; RTLD_LOCAL, so two plugins may use the same internal names.
  */
-#include "plugin.h"
+#include "sim/plugin.h"
 
 #include "core/kvsched.h"
 

@@ -32,7 +32,7 @@ struct replica {
 	const struct cost_model *cm;
 	int64_t step_ns;
 	uint32_t vocab, block_size, max_model_len;
-	uint64_t blocks_total;	/* usable GPU blocks (v1: less the null) */
+	uint64_t blocks_total;	/* usable GPU blocks (v1: less null) */
 	bool check;
 	bool busy;
 	const struct sim_observer *obs;
@@ -422,7 +422,8 @@ step_time(const replica *rp, const struct kvs_step *st)
 		dt += (int64_t)(2.0 * (double)st->ncow *
 				(double)rp->cm->block_bytes /
 				rp->cm->hbm_bw * 1e9);
-	return dt < 1 ? 1 : dt;	/* time always moves: no zero-length steps */
+	/* time always moves: no zero-length steps */
+	return dt < 1 ? 1 : dt;
 }
 
 /* The per-step metrics of a step that runs: fragmentation, usage, trace. */

@@ -70,8 +70,10 @@ struct sim_run {
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
-	char *err;			/* the caller's message buffer, set by */
-	size_t errlen;			/* sim_run_open and sim_run_exec */
+	/* the caller's message buffer, set by sim_run_open and
+	 * sim_run_exec */
+	char *err;
+	size_t errlen;
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -321,7 +323,7 @@ struct ticks {
 	int64_t t_first;	/* the first arrival */
 	int64_t ts_ns, next_ts;	/* timeseries interval, next row */
 	int64_t hb_ns, next_hb;	/* heartbeat interval, next line */
-	uint64_t lp, lg;	/* prompt and generated tokens at the last row */
+	uint64_t lp, lg;	/* prompt, generated tokens at the last row */
 };
 
 static void

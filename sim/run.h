@@ -97,11 +97,12 @@ struct sim_run_opts {
 	const char *prog;		/* message prefix, "kvsim run" */
 	bool check;			/* audits after every half step */
 	bool quiet;			/* no startup lines */
-	bool progress;			/* progress/heartbeat lines on diag */
-	FILE *log;			/* startup lines (flushed after them,
-					 * even when quiet); NULL: none */
-	FILE *diag;			/* warnings, progress (a terminal gets
-					 * a line redrawn); NULL: none */
+	bool progress;			/* progress, heartbeats on diag */
+	/* startup lines (flushed after them, even when quiet); NULL: none */
+	FILE *log;
+	/* warnings, progress (a terminal gets one line redrawn); NULL:
+	 * none */
+	FILE *diag;
 	const struct sim_observer *obs;	/* or NULL */
 	struct sim_stop stop;
 };

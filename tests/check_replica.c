@@ -210,48 +210,58 @@ START_TEST(test_broken)
 	rp = d.rp;
 	assert_check(&d, 0);
 
-	k = kvs_kv(rp->s);			/* 1: a bad request link */
+	/* 1: a bad request link */
+	k = kvs_kv(rp->s);
 	link = k->seq[0].req;
 	k->seq[0].req = -1;
 	assert_check(&d, 1);
 	k->seq[0].req = link;
 
-	h = kvs_queue_remove(rp->s, KVS_Q_RUNNING, 0);	/* 2: unqueued */
+	/* 2: unqueued */
+	h = kvs_queue_remove(rp->s, KVS_Q_RUNNING, 0);
 	assert_check(&d, 2);
 	ck_assert_int_eq(kvs_queue_insert(rp->s, KVS_Q_RUNNING, 0, h), KV_OK);
 
-	h = rp->sreq[0];			/* 3: a live request unrecorded */
+	/* 3: a live request unrecorded */
+	h = rp->sreq[0];
 	q = rp->byreq[h];
 	rp->byreq[h] = NULL;
 	assert_check(&d, 3);
 	rp->byreq[h] = q;
 
-	u64 = rp->st.added++;			/* 4: counts disagree */
+	/* 4: counts disagree */
+	u64 = rp->st.added++;
 	assert_check(&d, 4);
 	rp->st.added = u64;
 
-	rp->outstanding++;			/* 5: outstanding tokens */
+	/* 5: outstanding tokens */
+	rp->outstanding++;
 	assert_check(&d, 5);
 	rp->outstanding--;
 
-	u = rp->st.usage_now;			/* 6: usage off the allocator */
+	/* 6: usage off the allocator */
+	u = rp->st.usage_now;
 	rp->st.usage_now = u + 0.25;
 	assert_check(&d, 6);
 	rp->st.usage_now = u;
 
-	t = q->first_sched;			/* 7: scheduled before arrival */
+	/* 7: scheduled before arrival */
+	t = q->first_sched;
 	q->first_sched = q->arrival - 1;
 	assert_check(&d, 7);
 	q->first_sched = t;
-	t = rp->st.usage_t;			/* 7: the clock set back */
+	/* 7: the clock set back */
+	t = rp->st.usage_t;
 	rp->st.usage_t = q->last_tok - 1;
 	assert_check(&d, 7);
 	rp->st.usage_t = t;
 
-	rp->seq[0].q += 100000;			/* 8: over the token budget */
+	/* 8: over the token budget */
+	rp->seq[0].q += 100000;
 	assert_check(&d, 8);
 	rp->seq[0].q -= 100000;
-	u64 = rp->nsched;			/* 8: not the scheduler's step */
+	/* 8: not the scheduler's step */
+	u64 = rp->nsched;
 	rp->nsched = 0;
 	assert_check(&d, 8);
 	rp->nsched = (uint32_t)u64;
