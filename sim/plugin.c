@@ -1,12 +1,13 @@
 /*
- * plugin.c -- load a user policy from a shared object (plugin.h).
+ * plugin.c -- load a user policy from a shared object, and find a policy
+ * by name or path for the run configuration and the replay interpreter
+ * alike (plugin.h).
  *
  * dlopen with RTLD_NOW, so a plugin that calls a function kvsim does not
  * export fails here, with the loader's message, instead of at its first
  * step; RTLD_LOCAL, so two plugins may use the same internal names.
  */
-#include "plugin.h"
-#include "replay.h"
+#include "sim/plugin.h"
 
 #include "core/kvsched.h"
 
@@ -83,15 +84,30 @@ sim_plugin_unload(void *handle)
 		dlclose(handle);
 }
 
-/* The replay driver's hook (replay.h). */
-const struct kvs_policy *
-replay_load_policy(const char *path, void **handle, char *why, size_t whylen)
-{
-	return sim_plugin_load(path, handle, why, whylen);
-}
+/* The names kvs_builtin_policy() knows, for the message that lists them. */
+#define SIM_POLICY_NAMES "vllm-v0, vllm-v1, sarathi, deepspeed-fastgen, kvsim"
 
-void
-replay_unload_policy(void *handle)
+kv_err
+sim_policy_find(const char *name, const struct kvs_policy **pol,
+		void **handle, char *why, size_t whylen)
 {
-	sim_plugin_unload(handle);
+	char msg[768];
+
+	*handle = NULL;
+	if (strchr(name, '/') != NULL) {
+		*pol = sim_plugin_load(name, handle, msg, sizeof(msg));
+		if (*pol == NULL) {
+			snprintf(why, whylen, "cannot load '%s': %s", name,
+				 msg);
+			return KV_EINVAL;
+		}
+		return KV_OK;
+	}
+	*pol = kvs_builtin_policy(name);
+	if (*pol == NULL) {
+		snprintf(why, whylen, "unknown policy '%s' (" SIM_POLICY_NAMES
+			 ", or the path of a plugin)", name);
+		return KV_ENOENT;
+	}
+	return KV_OK;
 }

@@ -17,9 +17,23 @@
 #ifndef SIM_PLUGIN_H
 #define SIM_PLUGIN_H
 
+#include "core/kvcore.h"
+
 #include <stddef.h>
 
 struct kvs_policy;
+
+/*
+ * The policy a configuration or a replay script names, the one place that
+ * tells the two kinds apart: a value with a '/' is a plugin's path, loaded
+ * by sim_plugin_load() (*handle then owns it); any other is a built-in
+ * policy's name (kvs_builtin_policy; *handle stays NULL).
+ * KV_OK with *pol set; KV_ENOENT, no built-in policy of that name, why
+ * "unknown policy 'NAME' (vllm-v0, ..., or the path of a plugin)";
+ * KV_EINVAL, the plugin did not load, why "cannot load 'PATH': reason".
+ */
+kv_err sim_policy_find(const char *name, const struct kvs_policy **pol,
+		       void **handle, char *why, size_t whylen);
 
 /*
  * dlopen(path) and resolve its policy.  On success *handle owns the

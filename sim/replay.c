@@ -27,6 +27,7 @@
 
 #include "core/kvcore.h"
 #include "core/kvsched.h"
+#include "sim/plugin.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -55,7 +56,7 @@ struct rp {
 	/* scheduler (docs/scheduler.md): set up by `policy` */
 	struct kvs_config scfg;
 	const struct kvs_policy *pol;
-	void *plugin;		/* replay_load_policy() handle */
+	void *plugin;		/* sim_policy_find() handle */
 	kvs *s;
 	const char **reqname;	/* by kvs_req, borrowed from ids */
 	uint32_t capreqname;
@@ -73,9 +74,12 @@ struct rp {
 	char **hist;
 	long *histline;
 	size_t nhist, caphist;
+	/* memory ran out: nothing more is written, replay_run stops at the
+	 * end of the line and returns KV_ENOMEM */
+	bool nomem;
 };
 
-enum { RP_OK = 0, RP_FAIL = 1, RP_BAD = 2 };
+enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
 
 static int
 rp_error(struct rp *r, const char *fmt, ...)
@@ -86,6 +90,8 @@ rp_error(struct rp *r, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (r->nomem)
+		return RP_BAD;
 	fflush(r->out);
 	fprintf(r->err, "%s:%ld: ", r->file, r->line);
 	va_start(ap, fmt);
@@ -95,16 +101,25 @@ rp_error(struct rp *r, const char *fmt, ...)
 	return RP_BAD;
 }
 
+/* realloc, or NULL (p still valid) with r->nomem set. */
 static void *
-rp_xrealloc(void *p, size_t n)
+rp_xrealloc(struct rp *r, void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
 
-	if (q == NULL) {
-		fputs("kvsim: out of memory\n", stderr);
-		exit(2);
-	}
+	if (q == NULL)
+		r->nomem = true;
 	return q;
+}
+
+static char *
+rp_strdup(struct rp *r, const char *s)
+{
+	char *d = strdup(s);
+
+	if (d == NULL)
+		r->nomem = true;
+	return d;
 }
 
 /* Print one result line and remember it for `expect`. */
@@ -118,12 +133,18 @@ rp_emit(struct rp *r, const char *fmt, ...)
 	va_list ap;
 	int n;
 
+	if (r->nomem)
+		return;
 	va_start(ap, fmt);
 	n = vsnprintf(r->last, r->lastcap, fmt, ap);
 	va_end(ap);
 	if (n >= 0 && (size_t)n >= r->lastcap) {
+		char *q = rp_xrealloc(r, r->last, (size_t)n + 1);
+
+		if (q == NULL)
+			return;
+		r->last = q;
 		r->lastcap = (size_t)n + 1;
-		r->last = rp_xrealloc(r->last, r->lastcap);
 		va_start(ap, fmt);
 		vsnprintf(r->last, r->lastcap, fmt, ap);
 		va_end(ap);
@@ -239,9 +260,14 @@ rp_tokens(struct rp *r, const char *s)
 			return rp_error(r, "tokens: list too long (at most "
 					"%u tokens)", RP_MAXTOKENS);
 		if (r->ntok + (hi - lo + 1) > r->captok) {
-			r->captok = 2 * (r->ntok + (hi - lo + 1));
-			r->tok = rp_xrealloc(r->tok,
-					     r->captok * sizeof(*r->tok));
+			size_t cap = 2 * (r->ntok + (hi - lo + 1));
+			uint32_t *t = rp_xrealloc(r, r->tok,
+						  cap * sizeof(*t));
+
+			if (t == NULL)
+				return RP_BAD;
+			r->tok = t;
+			r->captok = cap;
 		}
 		for (uint64_t v = lo; v <= hi; v++)
 			r->tok[r->ntok++] = (uint32_t)v;
@@ -385,17 +411,23 @@ rp_find(struct rp *r, const char *name)
 	}
 }
 
-static void
+/* RP_OK, or RP_BAD with r->nomem set (nothing inserted). */
+static int
 rp_insert(struct rp *r, const char *name, int32_t seq)
 {
 	uint32_t i;
+	char *dup;
 
 	if (2 * (r->nids + 1) > r->idmask + 1 || r->ids == NULL) {
 		struct rp_id *old = r->ids;
 		uint32_t oldsize = r->ids ? r->idmask + 1 : 0;
 		uint32_t size = oldsize ? 2 * oldsize : 64;
+		struct rp_id *ids = rp_xrealloc(r, NULL,
+						size * sizeof(*ids));
 
-		r->ids = rp_xrealloc(NULL, size * sizeof(*r->ids));
+		if (ids == NULL)
+			return RP_BAD;
+		r->ids = ids;
 		memset(r->ids, 0, size * sizeof(*r->ids));
 		r->idmask = size - 1;
 		r->nids = 0;
@@ -410,16 +442,30 @@ rp_insert(struct rp *r, const char *name, int32_t seq)
 			}
 		free(old);
 	}
+	if ((dup = rp_strdup(r, name)) == NULL)
+		return RP_BAD;
 	for (i = rp_strhash(name) & r->idmask; r->ids[i].name != NULL;
 	     i = (i + 1) & r->idmask)
 		;
-	r->ids[i].name = strdup(name);
-	if (r->ids[i].name == NULL) {
-		fputs("kvsim: out of memory\n", stderr);
-		exit(2);
-	}
+	r->ids[i].name = dup;
 	r->ids[i].seq = seq;
 	r->nids++;
+	return RP_OK;
+}
+
+/* Positional i as a name the script declared, a "sequence" or a "request"
+ * (what, for the messages). */
+static int
+rp_named(struct rp *r, const struct rp_line *l, int i, const char *what,
+	 struct rp_id **id)
+{
+	if (!rp_valid_seqid(l->pos[i]))
+		return rp_error(r, "bad %s id '%s'", what, l->pos[i]);
+	*id = rp_find(r, l->pos[i]);
+	if (*id == NULL)
+		return rp_error(r, "%s: unknown %s '%s'", l->kw, what,
+				l->pos[i]);
+	return RP_OK;
 }
 
 /* Resolve positional i to a live sequence. */
@@ -428,12 +474,8 @@ rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s)
 {
 	struct rp_id *id;
 
-	if (!rp_valid_seqid(l->pos[i]))
-		return rp_error(r, "bad sequence id '%s'", l->pos[i]);
-	id = rp_find(r, l->pos[i]);
-	if (id == NULL)
-		return rp_error(r, "%s: unknown sequence '%s'", l->kw,
-				l->pos[i]);
+	if (rp_named(r, l, i, "sequence", &id))
+		return RP_BAD;
 	if (kvc_seq_state(r->k, id->seq) == KVC_DEAD)
 		return rp_error(r, "%s: sequence '%s' is dead (its request "
 				"was freed)", l->kw, l->pos[i]);
@@ -500,11 +542,6 @@ rp_apply_mode(struct rp *r, kvc_mode m)
 		r->cfg.watermark = m == KVC_VLLM_V0 ? 0.01 : 0.0;
 }
 
-/*
- * A policy named by a path (it contains '/') is a plugin, loaded by
- * replay_load_policy() (sim/plugin.c).
- */
-
 static int
 rp_onoff(struct rp *r, const struct rp_line *l, const char *on,
 	 const char *off, int64_t *out)
@@ -534,24 +571,16 @@ rp_sched_setup(struct rp *r, int idx, struct rp_line *l)
 	switch (idx) {
 	case RP_POLICY_KW: {
 		const struct kvs_policy *p;
-		char why[256];
+		char why[1100];
+		kv_err e;
 
 		if (strlen(v) >= sizeof(c->policy))
 			return rp_error(r, "policy: name too long");
-		if (strchr(v, '/') != NULL) {
-			p = replay_load_policy(v, &r->plugin, why,
-					       sizeof(why));
-			if (p == NULL)
-				return rp_error(r, "policy: cannot load '%s': "
-						"%s", v, why);
-		} else {
-			p = kvs_builtin_policy(v);
-			if (p == NULL)
-				return rp_error(r, "unknown policy '%s' "
-						"(vllm-v0, vllm-v1, sarathi, "
-						"deepspeed-fastgen, kvsim, or "
-						"the path of a plugin)", v);
-		}
+		/* a path (it has a '/') is a plugin (sim/plugin.h) */
+		e = sim_policy_find(v, &p, &r->plugin, why, sizeof(why));
+		if (e != KV_OK)
+			return rp_error(r, "%s%s", e == KV_EINVAL ?
+					"policy: " : "", why);
 		if (r->have_mode && r->cfg.mode != p->mode)
 			return rp_error(r, "policy %s runs on mode %s, but "
 					"the mode line says %s", v,
@@ -590,6 +619,65 @@ rp_sched_setup(struct rp *r, int idx, struct rp_line *l)
 	default:
 		return rp_error(r, "internal: bad setup keyword");
 	}
+	return RP_OK;
+}
+
+/* `group NAME kind=... [window=N] [block_size=N]` (R35). */
+static int
+rp_setup_group(struct rp *r, struct rp_line *l)
+{
+	struct kvc_config *c = &r->cfg;
+	struct kvc_group_config *g;
+	const char *kind, *win, *bs;
+
+	if (rp_npos(r, l, 1) ||
+	    rp_opts_allowed(r, l, "kind window block_size"))
+		return RP_BAD;
+	if (!rp_valid_group(l->pos[0]))
+		return rp_error(r, "bad group name '%s'", l->pos[0]);
+	if (strlen(l->pos[0]) >= KVC_NAME_MAX)
+		return rp_error(r, "group name too long");
+	if (c->ngroups == KVC_MAX_GROUPS)
+		return rp_error(r, "at most %d groups",
+				KVC_MAX_GROUPS);
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		if (strcmp(c->group[i].name, l->pos[0]) == 0)
+			return rp_error(r, "group '%s' declared twice",
+					l->pos[0]);
+	g = &c->group[c->ngroups];
+	memset(g, 0, sizeof(*g));
+	strcpy(g->name, l->pos[0]);
+	kind = rp_opt(l, "kind");
+	if (kind == NULL)
+		return rp_error(r, "group: kind= is required");
+	if (strcmp(kind, "full") == 0)
+		g->kind = KVC_FULL;
+	else if (strcmp(kind, "sliding") == 0)
+		g->kind = KVC_SLIDING;
+	else if (strcmp(kind, "state") == 0)
+		g->kind = KVC_STATE;
+	else
+		return rp_error(r, "group: unknown kind '%s' (full, "
+				"sliding, state)", kind);
+	win = rp_opt(l, "window");
+	if ((win != NULL) != (g->kind == KVC_SLIDING))
+		return rp_error(r, "group: window= is required for, "
+				"and only for, kind=sliding");
+	if (win != NULL) {
+		if (rp_u32(r, "window", win, &g->window))
+			return RP_BAD;
+		if (g->window == 0)
+			return rp_error(r, "window must be at least 1");
+	}
+	bs = rp_opt(l, "block_size");
+	if (bs != NULL) {
+		if (rp_u32(r, "block_size", bs, &g->block_size))
+			return RP_BAD;
+		if (g->block_size == 0)
+			return rp_error(r, "block_size must be at "
+					"least 1");
+	}
+	c->ngroups++;
 	return RP_OK;
 }
 
@@ -674,60 +762,8 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 			return rp_error(r, "max_model_len must be at least 1");
 		c->max_model_len = v;
 		return RP_OK;
-	case RP_GROUP_KW: {
-		struct kvc_group_config *g;
-		const char *kind, *win, *bs;
-
-		if (rp_npos(r, l, 1) ||
-		    rp_opts_allowed(r, l, "kind window block_size"))
-			return RP_BAD;
-		if (!rp_valid_group(l->pos[0]))
-			return rp_error(r, "bad group name '%s'", l->pos[0]);
-		if (strlen(l->pos[0]) >= KVC_NAME_MAX)
-			return rp_error(r, "group name too long");
-		if (c->ngroups == KVC_MAX_GROUPS)
-			return rp_error(r, "at most %d groups",
-					KVC_MAX_GROUPS);
-		for (uint32_t i = 0; i < c->ngroups; i++)
-			if (strcmp(c->group[i].name, l->pos[0]) == 0)
-				return rp_error(r, "group '%s' declared twice",
-						l->pos[0]);
-		g = &c->group[c->ngroups];
-		memset(g, 0, sizeof(*g));
-		strcpy(g->name, l->pos[0]);
-		kind = rp_opt(l, "kind");
-		if (kind == NULL)
-			return rp_error(r, "group: kind= is required");
-		if (strcmp(kind, "full") == 0)
-			g->kind = KVC_FULL;
-		else if (strcmp(kind, "sliding") == 0)
-			g->kind = KVC_SLIDING;
-		else if (strcmp(kind, "state") == 0)
-			g->kind = KVC_STATE;
-		else
-			return rp_error(r, "group: unknown kind '%s' (full, "
-					"sliding, state)", kind);
-		win = rp_opt(l, "window");
-		if ((win != NULL) != (g->kind == KVC_SLIDING))
-			return rp_error(r, "group: window= is required for, "
-					"and only for, kind=sliding");
-		if (win != NULL) {
-			if (rp_u32(r, "window", win, &g->window))
-				return RP_BAD;
-			if (g->window == 0)
-				return rp_error(r, "window must be at least 1");
-		}
-		bs = rp_opt(l, "block_size");
-		if (bs != NULL) {
-			if (rp_u32(r, "block_size", bs, &g->block_size))
-				return RP_BAD;
-			if (g->block_size == 0)
-				return rp_error(r, "block_size must be at "
-						"least 1");
-		}
-		c->ngroups++;
-		return RP_OK;
-	}
+	case RP_GROUP_KW:
+		return rp_setup_group(r, l);
 	}
 	return rp_error(r, "internal: bad setup keyword");
 }
@@ -797,17 +833,19 @@ rp_opt_u32(struct rp *r, const struct rp_line *l, const char *key,
 	return rp_u32(r, key, s, v);
 }
 
-/* Append ", src>dst" pairs to a line under construction. */
+/*
+ * The last action's pairs as "src>dst,..." in a new string (the caller
+ * frees it), or NULL with r->nomem set.
+ */
 static char *
-rp_pairs_str(struct rp *r, char *buf, size_t *cap)
+rp_pairs_str(struct rp *r)
 {
 	size_t n, len = 0;
 	const struct kvc_pair *p = kvc_pairs(r->k, &n);
+	char *buf = rp_xrealloc(r, NULL, 24 * n + 1);
 
-	if (*cap < 24 * n + 1) {
-		*cap = 24 * n + 1;
-		buf = rp_xrealloc(buf, *cap);
-	}
+	if (buf == NULL)
+		return NULL;
 	buf[0] = '\0';
 	for (size_t i = 0; i < n; i++)
 		len += (size_t)sprintf(buf + len, "%s%d>%d", i ? "," : "",
@@ -818,15 +856,23 @@ rp_pairs_str(struct rp *r, char *buf, size_t *cap)
 static void
 rp_hist_push(struct rp *r, const char *text)
 {
-	if (!r->o->check)
+	if (!r->o->check || r->nomem)
 		return;
 	if (r->nhist == r->caphist) {
-		r->caphist = r->caphist ? 2 * r->caphist : 64;
-		r->hist = rp_xrealloc(r->hist, r->caphist * sizeof(*r->hist));
-		r->histline = rp_xrealloc(r->histline,
-					  r->caphist * sizeof(*r->histline));
+		size_t cap = r->caphist ? 2 * r->caphist : 64;
+		char **h = rp_xrealloc(r, r->hist, cap * sizeof(*h));
+		long *hl;
+
+		if (h == NULL)
+			return;
+		r->hist = h;
+		hl = rp_xrealloc(r, r->histline, cap * sizeof(*hl));
+		if (hl == NULL)
+			return;
+		r->histline = hl;
+		r->caphist = cap;
 	}
-	r->hist[r->nhist] = strdup(text);
+	r->hist[r->nhist] = rp_strdup(r, text);
 	r->histline[r->nhist++] = r->line;
 }
 
@@ -839,6 +885,8 @@ rp_disagree(struct rp *r, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (r->nomem)
+		return RP_FAIL;
 	fflush(r->out);
 	fprintf(r->err, "%s:%ld: check: ", r->file, r->line);
 	va_start(ap, fmt);
@@ -868,43 +916,53 @@ rp_min_free(const kvc *c)
 
 enum rp_action { RA_ALLOCATE, RA_APPEND, RA_SWAP_OUT, RA_SWAP_IN };
 
+/* Run action a on clone c: its kv_err (KV_ENOMEM with r->nomem set when
+ * the trial's own scratch could not be had). */
+static kv_err
+rp_trial_action(struct rp *r, kvc *c, enum rp_action a, int32_t s,
+		uint32_t n, uint32_t L)
+{
+	uint32_t *t;
+	kv_err e = KV_OK;
+
+	switch (a) {
+	case RA_ALLOCATE:
+		return kvc_allocate(c, s, 0);
+	case RA_APPEND:
+		t = rp_xrealloc(r, NULL, (n ? n : 1) * sizeof(*t));
+		if (t == NULL)
+			return KV_ENOMEM;
+		/* Fresh token values that no prompt in a script uses. */
+		for (uint32_t i = 0; i < n; i++)
+			t[i] = UINT32_MAX - i;
+		e = kvc_append(c, s, t, n, L, L > 0);
+		free(t);
+		return e;
+	case RA_SWAP_OUT:
+		return kvc_swap_out(c, s);
+	case RA_SWAP_IN:
+		return kvc_swap_in(c, s, L);
+	}
+	return KV_EINVAL;
+}
+
 /*
  * Try an action on a clone.  *ok = it succeeded; *left = the least free
  * count after it.  Misuse errors other than KV_ENOSPC also count as
- * "does not succeed".
+ * "does not succeed".  Out of memory: RP_FAIL with r->nomem set.
  */
 static int
 rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
 	 bool *ok, uint32_t *left)
 {
 	kvc *c = kvc_clone(r->k);
-	kv_err e = KV_OK;
+	kv_err e;
 
 	if (c == NULL) {
-		fputs("kvsim: out of memory\n", stderr);
-		exit(2);
+		r->nomem = true;
+		return RP_FAIL;
 	}
-	switch (a) {
-	case RA_ALLOCATE:
-		e = kvc_allocate(c, s, 0);
-		break;
-	case RA_APPEND: {
-		uint32_t *t = rp_xrealloc(NULL, (n ? n : 1) * sizeof(*t));
-
-		/* Fresh token values that no prompt in a script uses. */
-		for (uint32_t i = 0; i < n; i++)
-			t[i] = UINT32_MAX - i;
-		e = kvc_append(c, s, t, n, L, L > 0);
-		free(t);
-		break;
-	}
-	case RA_SWAP_OUT:
-		e = kvc_swap_out(c, s);
-		break;
-	case RA_SWAP_IN:
-		e = kvc_swap_in(c, s, L);
-		break;
-	}
+	e = rp_trial_action(r, c, a, s, n, L);
 	*ok = e == KV_OK;
 	*left = rp_min_free(c);
 	if (*ok) {
@@ -917,7 +975,7 @@ rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
 		}
 	}
 	kvc_free(c);
-	return RP_OK;
+	return r->nomem ? RP_FAIL : RP_OK;
 }
 
 static uint32_t
@@ -972,7 +1030,9 @@ rp_table(struct rp *r, const char *name, int32_t s)
 		kvc_table(r->k, s, g, &tn);
 		cap += 16 * tn + KVC_NAME_MAX + 8;
 	}
-	buf = rp_xrealloc(NULL, cap + strlen(name));
+	buf = rp_xrealloc(r, NULL, cap + strlen(name));
+	if (buf == NULL)
+		return;
 	len = (size_t)sprintf(buf, "table %s", name);
 	for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
 		size_t tn;
@@ -1002,7 +1062,9 @@ rp_free_blocks(struct rp *r)
 	char *buf;
 	size_t len;
 
-	buf = rp_xrealloc(NULL, 64 * (kvc_ngroups(r->k) + 2));
+	buf = rp_xrealloc(r, NULL, 64 * (kvc_ngroups(r->k) + 2));
+	if (buf == NULL)
+		return;
 	len = (size_t)sprintf(buf, "free_blocks");
 	for (uint32_t g = 0; g < kvc_ngroups(r->k); g++)
 		len += (size_t)sprintf(buf + len, " %s=%u",
@@ -1016,11 +1078,12 @@ rp_free_blocks(struct rp *r)
 /* `free_blocks` or `audit` (R20, R31): no operand, the same in both
  * modes; with a policy, the audit also checks the scheduler's lists. */
 static int
-rp_pool_line(struct rp *r, const struct rp_line *l)
+rp_pool_line(struct rp *r, struct rp_line *l, const char *text)
 {
 	char why[512];
 	int bad;
 
+	(void)text;
 	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
 		return RP_BAD;
 	if (strcmp(l->kw, "free_blocks") == 0) {
@@ -1036,306 +1099,325 @@ rp_pool_line(struct rp *r, const struct rp_line *l)
 	return RP_OK;
 }
 
-/* One operation line.  `text` is the line as written, for the history. */
-static int
-rp_op(struct rp *r, struct rp_line *l, const char *text)
-{
-	const char *kw = l->kw;
-	int32_t s = -1;
-	uint32_t n = 0, L = 0;
-	bool has_n = false, has_L = false;
-	kv_err e;
-	int rc;
-
-	kvc_set_time(r->k, r->line);
-
-	if (strcmp(kw, "request") == 0 || strcmp(kw, "step") == 0 ||
-	    strcmp(kw, "run") == 0 || strcmp(kw, "abort") == 0)
-		return rp_error(r, "%s needs a policy line (scheduler "
-				"steps, docs/scheduler.md)", kw);
-	if (strcmp(kw, "seq") == 0) {
-		const char *t;
-
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens") ||
-		    rp_new_name(r, l->pos[0]))
-			return RP_BAD;
-		t = rp_opt(l, "tokens");
-		if (t == NULL)
-			return rp_error(r, "seq: tokens= is required");
-		if (rp_tokens(r, t))
-			return RP_BAD;
-		e = kvc_seq_new(r->k, r->tok, r->ntok, &s);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_insert(r, l->pos[0], s);
-		rp_hist_push(r, text);
-		return RP_OK;
-	}
-	if (strcmp(kw, "free_blocks") == 0 || strcmp(kw, "audit") == 0)
-		return rp_pool_line(r, l);
-	if (strcmp(kw, "new_step") == 0) {
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-			return RP_BAD;
-		kvc_step_begin(r->k);
-		rp_hist_push(r, text);
-		rp_emit(r, "new_step ok");
-		return RP_OK;
-	}
-
-	/* The rest name one sequence first. */
-	if (strcmp(kw, "fork") == 0) {
-		int32_t child;
-
-		if (rp_npos(r, l, 2) || rp_opts_allowed(r, l, "") ||
-		    rp_seq(r, l, 0, &s) || rp_new_name(r, l->pos[1]))
-			return RP_BAD;
-		e = kvc_fork(r->k, s, &child);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_insert(r, l->pos[1], child);
-		rp_emit(r, "fork %s %s ok", l->pos[0], l->pos[1]);
-		rp_hist_push(r, text);
-		return RP_OK;
-	}
-	if (l->npos < 1)
-		return rp_error(r, "%s: expected a sequence id", kw);
-
-	if (strcmp(kw, "can_allocate") == 0) {
-		kvc_verdict v;
-		bool ok;
-		uint32_t left;
-
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "lookahead") ||
-		    rp_seq(r, l, 0, &s) ||
-		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
-			return RP_BAD;
-		e = kvc_can_allocate(r->k, s, L, &v);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "can_allocate %s %s", l->pos[0],
-			rp_verdict_name[v]);
-		if (r->o->check) {
-			if (rp_trial(r, RA_ALLOCATE, s, 0, 0, &ok, &left))
-				return RP_FAIL;
-			rc = rp_check_verdict(r, "can_allocate", v, ok, left,
-					      L == 0);
-			if (rc)
-				return rc;
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "allocate") == 0) {
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n") ||
-		    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n))
-			return RP_BAD;
-		if (has_n && n == 0)
-			return rp_error(r, "allocate: n must be at least 1");
-		e = kvc_allocate(r->k, s, n);
-		if (e != KV_OK && e != KV_ENOSPC)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "allocate %s %s", l->pos[0], e ? "fail" : "ok");
-		if (e == KV_OK)
-			rp_hist_push(r, text);
-		return RP_OK;
-	}
-	if (strcmp(kw, "append") == 0) {
-		const char *t;
-
-		if (rp_npos(r, l, 1) ||
-		    rp_opts_allowed(r, l, "tokens lookahead") ||
-		    rp_seq(r, l, 0, &s) ||
-		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
-			return RP_BAD;
-		t = rp_opt(l, "tokens");
-		if (t == NULL)
-			return rp_error(r, "append: tokens= is required");
-		if (rp_tokens(r, t))
-			return RP_BAD;
-		e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
-		if (e != KV_OK && e != KV_ENOSPC)
-			return rp_kverr(r, kw, e);
-		if (e == KV_OK) {
-			size_t np;
-			char *buf = NULL;
-			size_t cap = 0;
-
-			kvc_pairs(r->k, &np);
-			if (np > 0) {
-				buf = rp_pairs_str(r, buf, &cap);
-				rp_emit(r, "append %s ok cow=%s", l->pos[0],
-					buf);
-			} else {
-				rp_emit(r, "append %s ok", l->pos[0]);
-			}
-			free(buf);
-			rp_hist_push(r, text);
-		} else {
-			rp_emit(r, "append %s fail", l->pos[0]);
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "can_append") == 0) {
-		bool yes, ok;
-		uint32_t left;
-
-		if (rp_npos(r, l, 1) ||
-		    rp_opts_allowed(r, l, "n lookahead") ||
-		    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n) ||
-		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
-			return RP_BAD;
-		e = kvc_can_append(r->k, s, n, has_n, L, &yes);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "can_append %s %s", l->pos[0], yes ? "yes" : "no");
-		if (r->o->check && has_n && n > RP_MAXTOKENS)
-			return rp_error(r, "--check: n=%u is more tokens than "
-					"a trial append may hold (%u)", n,
-					RP_MAXTOKENS);
-		if (r->o->check && (has_n ? n : 1) > 0) {
-			if (rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok,
-				     &left))
-				return RP_FAIL;
-			rc = rp_check_bool(r, "can_append", yes, ok);
-			if (rc)
-				return rc;
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "computed") == 0) {
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "n") ||
-		    rp_seq(r, l, 0, &s) || rp_opt_u32(r, l, "n", &n, &has_n))
-			return RP_BAD;
-		e = kvc_computed(r->k, s, n, has_n);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "computed %s ok", l->pos[0]);
-		rp_hist_push(r, text);
-		return RP_OK;
-	}
-	if (strcmp(kw, "can_swap_out") == 0) {
-		bool yes, ok;
-		uint32_t left;
-
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-		    rp_seq(r, l, 0, &s))
-			return RP_BAD;
-		e = kvc_can_swap_out(r->k, s, &yes);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "can_swap_out %s %s", l->pos[0],
-			yes ? "yes" : "no");
-		if (r->o->check) {
-			if (rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left))
-				return RP_FAIL;
-			rc = rp_check_bool(r, "can_swap_out", yes, ok);
-			if (rc)
-				return rc;
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "can_swap_in") == 0) {
-		kvc_verdict v;
-		bool ok;
-		uint32_t left;
-
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "lookahead") ||
-		    rp_seq(r, l, 0, &s) ||
-		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
-			return RP_BAD;
-		e = kvc_can_swap_in(r->k, s, L, &v);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "can_swap_in %s %s", l->pos[0],
-			rp_verdict_name[v]);
-		if (r->o->check) {
-			if (rp_trial(r, RA_SWAP_IN, s, 0, L, &ok, &left))
-				return RP_FAIL;
-			rc = rp_check_verdict(r, "can_swap_in", v, ok, left,
-					      true);
-			if (rc)
-				return rc;
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "swap_out") == 0 || strcmp(kw, "swap_in") == 0) {
-		bool in = kw[5] == 'i';
-		char *buf = NULL;
-		size_t cap = 0;
-
-		if (rp_npos(r, l, 1) ||
-		    rp_opts_allowed(r, l, in ? "lookahead" : "") ||
-		    rp_seq(r, l, 0, &s) ||
-		    rp_opt_u32(r, l, "lookahead", &L, &has_L))
-			return RP_BAD;
-		e = in ? kvc_swap_in(r->k, s, L) : kvc_swap_out(r->k, s);
-		if (e != KV_OK && e != KV_ENOSPC)
-			return rp_kverr(r, kw, e);
-		if (e == KV_OK) {
-			buf = rp_pairs_str(r, buf, &cap);
-			rp_emit(r, "%s %s ok map=%s", kw, l->pos[0], buf);
-			free(buf);
-			rp_hist_push(r, text);
-		} else {
-			rp_emit(r, "%s %s fail", kw, l->pos[0]);
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "free") == 0) {
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-		    rp_seq(r, l, 0, &s))
-			return RP_BAD;
-		e = kvc_free_seq(r->k, s);
-		if (e != KV_OK && e != KV_ENOSPC && e != KV_ESTATE)
-			return rp_kverr(r, kw, e);
-		if (e == KV_ESTATE && kvc_seq_state(r->k, s) != KVC_WAITING)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "free %s %s", l->pos[0], e ? "fail" : "ok");
-		if (e == KV_OK)
-			rp_hist_push(r, text);
-		return RP_OK;
-	}
-	if (strcmp(kw, "table") == 0) {
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-		    rp_seq(r, l, 0, &s))
-			return RP_BAD;
-		rp_table(r, l->pos[0], s);
-		return RP_OK;
-	}
-	if (strcmp(kw, "cached") == 0) {
-		size_t tokens;
-
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-		    rp_seq(r, l, 0, &s))
-			return RP_BAD;
-		e = kvc_cached(r->k, s, &tokens);
-		if (e != KV_OK)
-			return rp_kverr(r, kw, e);
-		rp_emit(r, "cached %s %zu", l->pos[0], tokens);
-		return RP_OK;
-	}
-	return rp_error(r, "unknown keyword '%s'", kw);
-}
-
-/* ---- scheduler lines (docs/scheduler.md) ------------------------- */
-
 /* Resolve positional i to a declared request. */
 static int
 rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out)
 {
 	struct rp_id *id;
 
-	if (!rp_valid_seqid(l->pos[i]))
-		return rp_error(r, "bad request id '%s'", l->pos[i]);
-	id = rp_find(r, l->pos[i]);
-	if (id == NULL)
-		return rp_error(r, "%s: unknown request '%s'", l->kw,
-				l->pos[i]);
+	if (rp_named(r, l, i, "request", &id))
+		return RP_BAD;
 	*out = id->seq;
 	return RP_OK;
 }
 
-/* A growing output line. */
+/* "KW ID ok" (and the line into the history) or "KW ID fail". */
+static int
+rp_outcome(struct rp *r, const struct rp_line *l, const char *text, bool ok)
+{
+	rp_emit(r, "%s %s %s", l->kw, l->pos[0], ok ? "ok" : "fail");
+	if (ok)
+		rp_hist_push(r, text);
+	return RP_OK;
+}
+
+/* The operand of a one-sequence operation: one positional, a live
+ * sequence, and only the options `allowed`. */
+static int
+rp_seq_arg(struct rp *r, const struct rp_line *l, const char *allowed,
+	   int32_t *s)
+{
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, allowed) ||
+	    rp_seq(r, l, 0, s))
+		return RP_BAD;
+	return RP_OK;
+}
+
+/*
+ * The operations without a policy (R12-R31), one function each, in the
+ * order of docs/replay.md.  Each gets the parsed line and the line as
+ * written (for the --check history); the dispatcher (rp_op) has set the
+ * allocator's clock and, for those that name a sequence first, checked
+ * there is a positional.
+ */
+static int
+rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
+{
+	const char *t;
+	int32_t s;
+	kv_err e;
+
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens") ||
+	    rp_new_name(r, l->pos[0]))
+		return RP_BAD;
+	t = rp_opt(l, "tokens");
+	if (t == NULL)
+		return rp_error(r, "seq: tokens= is required");
+	if (rp_tokens(r, t))
+		return RP_BAD;
+	e = kvc_seq_new(r->k, r->tok, r->ntok, &s);
+	if (e != KV_OK)
+		return rp_kverr(r, l->kw, e);
+	if (rp_insert(r, l->pos[0], s) != RP_OK)
+		return RP_BAD;
+	rp_hist_push(r, text);
+	return RP_OK;
+}
+
+static int
+rp_op_new_step(struct rp *r, struct rp_line *l, const char *text)
+{
+	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+		return RP_BAD;
+	kvc_step_begin(r->k);
+	rp_hist_push(r, text);
+	rp_emit(r, "new_step ok");
+	return RP_OK;
+}
+
+static int
+rp_op_fork(struct rp *r, struct rp_line *l, const char *text)
+{
+	int32_t s, child;
+	kv_err e;
+
+	if (rp_npos(r, l, 2) || rp_opts_allowed(r, l, "") ||
+	    rp_seq(r, l, 0, &s) || rp_new_name(r, l->pos[1]))
+		return RP_BAD;
+	e = kvc_fork(r->k, s, &child);
+	if (e != KV_OK)
+		return rp_kverr(r, l->kw, e);
+	if (rp_insert(r, l->pos[1], child) != RP_OK)
+		return RP_BAD;
+	rp_emit(r, "fork %s %s ok", l->pos[0], l->pos[1]);
+	rp_hist_push(r, text);
+	return RP_OK;
+}
+
+/*
+ * `can_allocate S [lookahead=L]` and `can_swap_in S [lookahead=L]`: a
+ * three-way verdict, tried on a clone under --check (only a plain
+ * can_allocate is checked in reverse: a lookahead is not the action's).
+ */
+static int
+rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
+{
+	bool in = strcmp(l->kw, "can_swap_in") == 0, has_L, ok;
+	uint32_t L = 0, left;
+	kvc_verdict v;
+	int32_t s;
+	kv_err e;
+
+	(void)text;
+	if (rp_seq_arg(r, l, "lookahead", &s) ||
+	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+		return RP_BAD;
+	e = in ? kvc_can_swap_in(r->k, s, L, &v)
+	       : kvc_can_allocate(r->k, s, L, &v);
+	if (e != KV_OK)
+		return rp_kverr(r, l->kw, e);
+	rp_emit(r, "%s %s %s", l->kw, l->pos[0], rp_verdict_name[v]);
+	if (!r->o->check)
+		return RP_OK;
+	if (rp_trial(r, in ? RA_SWAP_IN : RA_ALLOCATE, s, 0, in ? L : 0, &ok,
+		     &left))
+		return RP_FAIL;
+	return rp_check_verdict(r, l->kw, v, ok, left, in || L == 0);
+}
+
+/* `allocate S [n=N]` (ok or fail) and `computed S [n=N]`. */
+static int
+rp_op_count(struct rp *r, struct rp_line *l, const char *text)
+{
+	bool alloc = strcmp(l->kw, "allocate") == 0, has_n;
+	uint32_t n = 0;
+	int32_t s;
+	kv_err e;
+
+	if (rp_seq_arg(r, l, "n", &s) || rp_opt_u32(r, l, "n", &n, &has_n))
+		return RP_BAD;
+	if (alloc && has_n && n == 0)
+		return rp_error(r, "allocate: n must be at least 1");
+	e = alloc ? kvc_allocate(r->k, s, n) : kvc_computed(r->k, s, n, has_n);
+	if (e != KV_OK && !(alloc && e == KV_ENOSPC))
+		return rp_kverr(r, l->kw, e);
+	return rp_outcome(r, l, text, e == KV_OK);
+}
+
+static int
+rp_op_append(struct rp *r, struct rp_line *l, const char *text)
+{
+	const char *t;
+	uint32_t L = 0;
+	bool has_L;
+	int32_t s;
+	size_t np;
+	char *buf;
+	kv_err e;
+
+	if (rp_seq_arg(r, l, "tokens lookahead", &s) ||
+	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+		return RP_BAD;
+	t = rp_opt(l, "tokens");
+	if (t == NULL)
+		return rp_error(r, "append: tokens= is required");
+	if (rp_tokens(r, t))
+		return RP_BAD;
+	e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
+	if (e != KV_OK && e != KV_ENOSPC)
+		return rp_kverr(r, l->kw, e);
+	if (e != KV_OK) {
+		rp_emit(r, "append %s fail", l->pos[0]);
+		return RP_OK;
+	}
+	kvc_pairs(r->k, &np);
+	if (np == 0) {
+		rp_emit(r, "append %s ok", l->pos[0]);
+	} else if ((buf = rp_pairs_str(r)) != NULL) {
+		rp_emit(r, "append %s ok cow=%s", l->pos[0], buf);
+		free(buf);
+	}
+	rp_hist_push(r, text);
+	return RP_OK;
+}
+
+static int
+rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
+{
+	uint32_t n = 0, L = 0, left;
+	bool has_n, has_L, yes, ok;
+	int32_t s;
+	kv_err e;
+
+	(void)text;
+	if (rp_seq_arg(r, l, "n lookahead", &s) ||
+	    rp_opt_u32(r, l, "n", &n, &has_n) ||
+	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+		return RP_BAD;
+	e = kvc_can_append(r->k, s, n, has_n, L, &yes);
+	if (e != KV_OK)
+		return rp_kverr(r, l->kw, e);
+	rp_emit(r, "can_append %s %s", l->pos[0], yes ? "yes" : "no");
+	if (r->o->check && has_n && n > RP_MAXTOKENS)
+		return rp_error(r, "--check: n=%u is more tokens than a trial "
+				"append may hold (%u)", n, RP_MAXTOKENS);
+	if (!r->o->check || (has_n ? n : 1) == 0)
+		return RP_OK;
+	if (rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok, &left))
+		return RP_FAIL;
+	return rp_check_bool(r, "can_append", yes, ok);
+}
+
+static int
+rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
+{
+	bool yes, ok;
+	uint32_t left;
+	int32_t s;
+	kv_err e;
+
+	(void)text;
+	if (rp_seq_arg(r, l, "", &s))
+		return RP_BAD;
+	e = kvc_can_swap_out(r->k, s, &yes);
+	if (e != KV_OK)
+		return rp_kverr(r, l->kw, e);
+	rp_emit(r, "can_swap_out %s %s", l->pos[0], yes ? "yes" : "no");
+	if (!r->o->check)
+		return RP_OK;
+	if (rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left))
+		return RP_FAIL;
+	return rp_check_bool(r, "can_swap_out", yes, ok);
+}
+
+static int
+rp_op_swap(struct rp *r, struct rp_line *l, const char *text)
+{
+	const char *kw = l->kw;
+	bool in = kw[5] == 'i', has_L;
+	uint32_t L = 0;
+	int32_t s;
+	char *buf;
+	kv_err e;
+
+	if (rp_seq_arg(r, l, in ? "lookahead" : "", &s) ||
+	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
+		return RP_BAD;
+	e = in ? kvc_swap_in(r->k, s, L) : kvc_swap_out(r->k, s);
+	if (e != KV_OK && e != KV_ENOSPC)
+		return rp_kverr(r, kw, e);
+	if (e != KV_OK) {
+		rp_emit(r, "%s %s fail", kw, l->pos[0]);
+		return RP_OK;
+	}
+	if ((buf = rp_pairs_str(r)) != NULL) {
+		rp_emit(r, "%s %s ok map=%s", kw, l->pos[0], buf);
+		free(buf);
+	}
+	rp_hist_push(r, text);
+	return RP_OK;
+}
+
+static int
+rp_op_free(struct rp *r, struct rp_line *l, const char *text)
+{
+	int32_t s;
+	kv_err e;
+
+	if (rp_seq_arg(r, l, "", &s))
+		return RP_BAD;
+	e = kvc_free_seq(r->k, s);
+	if (e != KV_OK && e != KV_ENOSPC && e != KV_ESTATE)
+		return rp_kverr(r, l->kw, e);
+	if (e == KV_ESTATE && kvc_seq_state(r->k, s) != KVC_WAITING)
+		return rp_kverr(r, l->kw, e);
+	return rp_outcome(r, l, text, e == KV_OK);
+}
+
+/* `table ID`: a sequence's, or with a policy a request's (R19, R50). */
+static int
+rp_op_table(struct rp *r, struct rp_line *l, const char *text)
+{
+	int32_t s;
+	kvs_req q;
+
+	(void)text;
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
+		return RP_BAD;
+	if (r->s != NULL) {
+		if (rp_req(r, l, 0, &q))
+			return RP_BAD;
+		s = kvs_req_seq(r->s, q);
+	} else if (rp_seq(r, l, 0, &s)) {
+		return RP_BAD;
+	}
+	rp_table(r, l->pos[0], s);
+	return RP_OK;
+}
+
+static int
+rp_op_cached(struct rp *r, struct rp_line *l, const char *text)
+{
+	size_t tokens;
+	int32_t s;
+	kv_err e;
+
+	(void)text;
+	if (rp_seq_arg(r, l, "", &s))
+		return RP_BAD;
+	e = kvc_cached(r->k, s, &tokens);
+	if (e != KV_OK)
+		return rp_kverr(r, l->kw, e);
+	rp_emit(r, "cached %s %zu", l->pos[0], tokens);
+	return RP_OK;
+}
+
+/* ---- scheduler lines (docs/scheduler.md) ------------------------- */
+
+/* A growing output line (its text cut short, r->nomem set, when memory
+ * runs out). */
 struct rp_buf {
+	struct rp *r;
 	char *p;
 	size_t len, cap;
 };
@@ -1349,6 +1431,7 @@ rp_buf_add(struct rp_buf *b, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
+	char *p;
 
 	va_start(ap, fmt);
 	n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0,
@@ -1357,8 +1440,12 @@ rp_buf_add(struct rp_buf *b, const char *fmt, ...)
 	if (n < 0)
 		return;
 	if (b->p == NULL || b->len + (size_t)n >= b->cap) {
-		b->cap = 2 * (b->len + (size_t)n + 64);
-		b->p = rp_xrealloc(b->p, b->cap);
+		size_t cap = 2 * (b->len + (size_t)n + 64);
+
+		if ((p = rp_xrealloc(b->r, b->p, cap)) == NULL)
+			return;
+		b->p = p;
+		b->cap = cap;
 		va_start(ap, fmt);
 		vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
 		va_end(ap);
@@ -1389,7 +1476,7 @@ rp_buf_reqs(struct rp *r, struct rp_buf *b, const char *key,
 static void
 rp_step_line(struct rp *r, const struct kvs_step *st)
 {
-	struct rp_buf b = { 0 };
+	struct rp_buf b = { r, NULL, 0, 0 };
 
 	rp_buf_add(&b, "step %llu", (unsigned long long)st->number);
 	for (uint32_t i = 0; i < st->nsched; i++)
@@ -1422,8 +1509,27 @@ rp_one_step(struct rp *r, const struct kvs_step **out)
 	return RP_OK;
 }
 
+/* Remember request q's name (the script's id) for the step lines. */
 static int
-rp_sched_request(struct rp *r, const struct rp_line *l)
+rp_name_request(struct rp *r, const char *name, kvs_req q)
+{
+	if (rp_insert(r, name, q) != RP_OK)
+		return RP_BAD;
+	if ((uint32_t)q >= r->capreqname) {
+		uint32_t cap = 2 * (uint32_t)q + 16;
+		const char **n = rp_xrealloc(r, r->reqname, cap * sizeof(*n));
+
+		if (n == NULL)
+			return RP_BAD;
+		r->reqname = n;
+		r->capreqname = cap;
+	}
+	r->reqname[q] = rp_find(r, name)->name;
+	return RP_OK;
+}
+
+static int
+rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 {
 	const char *t = rp_opt(l, "tokens"), *o = rp_opt(l, "output");
 	const char *pr = rp_opt(l, "priority");
@@ -1457,99 +1563,142 @@ rp_sched_request(struct rp *r, const struct rp_line *l)
 	if (e != KV_OK)
 		return rp_error(r, "request: %s", kvs_errmsg(r->s)[0] ?
 				kvs_errmsg(r->s) : kv_strerror(e));
-	rp_insert(r, l->pos[0], q);
-	if ((uint32_t)q >= r->capreqname) {
-		r->capreqname = 2 * (uint32_t)q + 16;
-		r->reqname = rp_xrealloc(r->reqname, r->capreqname *
-					 sizeof(*r->reqname));
-	}
-	r->reqname[q] = rp_find(r, l->pos[0])->name;
+	if (rp_name_request(r, l->pos[0], q) != RP_OK)
+		return RP_BAD;
+	rp_hist_push(r, text);
 	return RP_OK;
 }
 
-/* An operation line when a policy runs the requests (R50). */
+/*
+ * The operations with a policy (R50), one function each: the scheduler
+ * owns the requests.
+ */
 static int
-rp_sched_op(struct rp *r, struct rp_line *l, const char *text)
+rp_sched_step(struct rp *r, struct rp_line *l, const char *text)
 {
-	const char *kw = l->kw;
 	const struct kvs_step *st;
-	kvs_req q;
+
+	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+		return RP_BAD;
+	rp_hist_push(r, text);
+	return rp_one_step(r, &st);
+}
+
+static int
+rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
+{
+	const char *v = rp_opt(l, "steps");
+	const struct kvs_step *st;
+	uint32_t max = 0;
 	int rc;
 
-	if (strcmp(kw, "request") == 0) {
-		if ((rc = rp_sched_request(r, l)) == RP_OK)
-			rp_hist_push(r, text);
-		return rc;
-	}
-	if (strcmp(kw, "step") == 0) {
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
+	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, "steps"))
+		return RP_BAD;
+	if (v != NULL) {
+		if (rp_u32(r, "steps", v, &max))
 			return RP_BAD;
-		rp_hist_push(r, text);
-		return rp_one_step(r, &st);
+		if (max == 0)
+			return rp_error(r, "run: steps must be at least 1");
 	}
-	if (strcmp(kw, "run") == 0) {
-		const char *v = rp_opt(l, "steps");
-		uint32_t max = 0;
+	rp_hist_push(r, text);
+	for (uint32_t i = 0; kvs_nunfinished(r->s) > 0 &&
+	     (max == 0 || i < max); i++) {
+		if ((rc = rp_one_step(r, &st)) != RP_OK)
+			return rc;
+		if (st->nsched == 0 && st->npreempt == 0 &&
+		    st->nfinish == 0 && kvs_nunfinished(r->s) > 0)
+			return rp_error(r, "run: step %llu made no progress "
+					"with %u requests unfinished; it "
+					"would repeat forever",
+					(unsigned long long)st->number,
+					kvs_nunfinished(r->s));
+		if (r->nomem)
+			return RP_BAD;
+	}
+	return RP_OK;
+}
 
-		if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, "steps"))
-			return RP_BAD;
-		if (v != NULL) {
-			if (rp_u32(r, "steps", v, &max))
-				return RP_BAD;
-			if (max == 0)
-				return rp_error(r, "run: steps must be at "
-						"least 1");
-		}
-		rp_hist_push(r, text);
-		for (uint32_t i = 0; kvs_nunfinished(r->s) > 0 &&
-		     (max == 0 || i < max); i++) {
-			if ((rc = rp_one_step(r, &st)) != RP_OK)
-				return rc;
-			if (st->nsched == 0 && st->npreempt == 0 &&
-			    st->nfinish == 0 && kvs_nunfinished(r->s) > 0)
-				return rp_error(r, "run: step %llu made no "
-						"progress with %u requests "
-						"unfinished; it would repeat "
-						"forever",
-						(unsigned long long)st->number,
-						kvs_nunfinished(r->s));
-		}
-		return RP_OK;
-	}
-	if (strcmp(kw, "abort") == 0) {
-		kv_err e;
+static int
+rp_sched_abort(struct rp *r, struct rp_line *l, const char *text)
+{
+	kvs_req q;
+	kv_err e;
 
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-		    rp_req(r, l, 0, &q))
-			return RP_BAD;
-		e = kvs_abort(r->s, q);
-		if (e != KV_OK && e != KV_ESTATE)
-			return rp_error(r, "abort: %s", kvs_errmsg(r->s));
-		rp_emit(r, "abort %s %s", l->pos[0], e ? "fail" : "ok");
-		if (e == KV_OK)
-			rp_hist_push(r, text);
-		return RP_OK;
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+	    rp_req(r, l, 0, &q))
+		return RP_BAD;
+	e = kvs_abort(r->s, q);
+	if (e != KV_OK && e != KV_ESTATE)
+		return rp_error(r, "abort: %s", kvs_errmsg(r->s));
+	return rp_outcome(r, l, text, e == KV_OK);
+}
+
+/* ---- dispatch ----------------------------------------------------- */
+
+typedef int (*rp_op_fn)(struct rp *r, struct rp_line *l, const char *text);
+
+/*
+ * Every operation keyword: its function without a policy (kvc, NULL: it
+ * needs one) and with one (kvs, NULL: the scheduler owns what it would
+ * touch), and whether it names a sequence first (checked before the
+ * keyword is looked at further, R12).
+ */
+static const struct rp_opdef {
+	const char *kw;
+	rp_op_fn kvc, kvs;
+	bool names_seq;
+} rp_opdefs[] = {
+	{ "seq", rp_op_seq, NULL, false },
+	{ "free_blocks", rp_pool_line, rp_pool_line, false },
+	{ "audit", rp_pool_line, rp_pool_line, false },
+	{ "new_step", rp_op_new_step, NULL, false },
+	{ "fork", rp_op_fork, NULL, false },
+	{ "can_allocate", rp_op_can_verdict, NULL, true },
+	{ "allocate", rp_op_count, NULL, true },
+	{ "append", rp_op_append, NULL, true },
+	{ "can_append", rp_op_can_append, NULL, true },
+	{ "computed", rp_op_count, NULL, true },
+	{ "can_swap_out", rp_op_can_swap_out, NULL, true },
+	{ "can_swap_in", rp_op_can_verdict, NULL, true },
+	{ "swap_out", rp_op_swap, NULL, true },
+	{ "swap_in", rp_op_swap, NULL, true },
+	{ "free", rp_op_free, NULL, true },
+	{ "table", rp_op_table, rp_op_table, true },
+	{ "cached", rp_op_cached, NULL, true },
+	{ "request", NULL, rp_sched_request, false },
+	{ "step", NULL, rp_sched_step, false },
+	{ "run", NULL, rp_sched_run, false },
+	{ "abort", NULL, rp_sched_abort, false },
+};
+
+/* One operation line.  `text` is the line as written, for the history. */
+static int
+rp_op(struct rp *r, struct rp_line *l, const char *text)
+{
+	const struct rp_opdef *op = NULL;
+
+	for (size_t i = 0; i < sizeof(rp_opdefs) / sizeof(*rp_opdefs); i++)
+		if (strcmp(rp_opdefs[i].kw, l->kw) == 0)
+			op = &rp_opdefs[i];
+	if (r->s != NULL) {
+		if (op != NULL && op->kvs == NULL)
+			return rp_error(r, "%s is not available with a "
+					"policy: the scheduler owns the "
+					"requests (request, step, run, abort, "
+					"table, free_blocks, audit)", l->kw);
+		if (op == NULL)
+			return rp_error(r, "unknown keyword '%s'", l->kw);
+		return op->kvs(r, l, text);
 	}
-	if (strcmp(kw, "table") == 0) {
-		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
-		    rp_req(r, l, 0, &q))
-			return RP_BAD;
-		rp_table(r, l->pos[0], kvs_req_seq(r->s, q));
-		return RP_OK;
-	}
-	if (strcmp(kw, "free_blocks") == 0 || strcmp(kw, "audit") == 0)
-		return rp_pool_line(r, l);
-	if (strcmp(kw, "seq") == 0 || strcmp(kw, "allocate") == 0 ||
-	    strcmp(kw, "append") == 0 || strcmp(kw, "can_allocate") == 0 ||
-	    strcmp(kw, "can_append") == 0 || strcmp(kw, "computed") == 0 ||
-	    strcmp(kw, "fork") == 0 || strcmp(kw, "can_swap_out") == 0 ||
-	    strcmp(kw, "swap_out") == 0 || strcmp(kw, "can_swap_in") == 0 ||
-	    strcmp(kw, "swap_in") == 0 || strcmp(kw, "free") == 0 ||
-	    strcmp(kw, "cached") == 0 || strcmp(kw, "new_step") == 0)
-		return rp_error(r, "%s is not available with a policy: the "
-				"scheduler owns the requests (request, step, "
-				"run, abort, table, free_blocks, audit)", kw);
-	return rp_error(r, "unknown keyword '%s'", kw);
+	kvc_set_time(r->k, r->line);
+	if (op != NULL && op->kvc == NULL)
+		return rp_error(r, "%s needs a policy line (scheduler steps, "
+				"docs/scheduler.md)", l->kw);
+	if ((op == NULL || op->names_seq) && l->npos < 1)
+		return rp_error(r, "%s: expected a sequence id", l->kw);
+	if (op == NULL)
+		return rp_error(r, "unknown keyword '%s'", l->kw);
+	return op->kvc(r, l, text);
 }
 
 /* Strip the comment and blanks; returns NULL for an empty line. */
@@ -1591,7 +1740,7 @@ rp_release(struct rp *r)
 		kvs_free(r->s);
 	else
 		kvc_free(r->k);
-	replay_unload_policy(r->plugin);
+	sim_plugin_unload(r->plugin);
 	free(r->reqname);
 	if (r->ids != NULL)
 		for (uint32_t i = 0; i <= r->idmask; i++)
@@ -1605,9 +1754,47 @@ rp_release(struct rp *r)
 	free(r->histline);
 }
 
-int
+/*
+ * One physical line (got bytes in buf): setup, expect or an operation.
+ * *copy keeps the line as written for the --check history.
+ */
+static int
+rp_line_run(struct rp *r, char *buf, ssize_t got, char **copy,
+	    bool *ops_started)
+{
+	struct rp_line l;
+	char *s;
+	int idx, rc;
+
+	r->line++;
+	if (memchr(buf, '\0', (size_t)got) != NULL)
+		return rp_error(r, "NUL byte in line");
+	s = rp_clean(buf);
+	if (s == NULL)
+		return RP_OK;
+	free(*copy);
+	if ((*copy = rp_strdup(r, s)) == NULL)
+		return RP_BAD;
+	if (rp_split(r, s, &l))
+		return RP_BAD;
+	idx = rp_setup_index(l.kw);
+	if (idx >= 0) {
+		if (*ops_started)
+			return rp_error(r, "setup line '%s' after the first "
+					"operation", l.kw);
+		return rp_setup(r, idx, &l);
+	}
+	if (strcmp(l.kw, "expect") == 0)
+		return rp_expect(r, &l);
+	*ops_started = true;
+	if ((rc = rp_start(r)) != RP_OK)
+		return rc;
+	return rp_op(r, &l, *copy);
+}
+
+kv_err
 replay_run(FILE *in, const char *name, FILE *out, FILE *err,
-	   const struct replay_opts *o)
+	   const struct replay_opts *o, enum replay_result *res)
 {
 	struct rp r;
 	char *buf = NULL, *copy = NULL;
@@ -1622,63 +1809,22 @@ replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 	r.err = err;
 	r.o = o;
 	r.lastcap = 256;
-	r.last = rp_xrealloc(NULL, r.lastcap);
+	r.last = rp_xrealloc(&r, NULL, r.lastcap);
 	kvc_config_default(&r.cfg, KVC_EXACT);
 	kvs_config_init(&r.scfg);
 
-	while ((got = getline(&buf, &cap, in)) != -1) {
-		struct rp_line l;
-		char *s;
-		int idx;
-
-		r.line++;
-		if (memchr(buf, '\0', (size_t)got) != NULL) {
-			rc = rp_error(&r, "NUL byte in line");
+	while (!r.nomem && (got = getline(&buf, &cap, in)) != -1)
+		if ((rc = rp_line_run(&r, buf, got, &copy, &ops_started)) !=
+		    RP_OK)
 			break;
-		}
-		s = rp_clean(buf);
-		if (s == NULL)
-			continue;
-		free(copy);
-		copy = strdup(s);
-		if (copy == NULL) {
-			rc = rp_error(&r, "out of memory");
-			break;
-		}
-		if (rp_split(&r, s, &l)) {
-			rc = RP_BAD;
-			break;
-		}
-		idx = rp_setup_index(l.kw);
-		if (idx >= 0) {
-			if (ops_started) {
-				rc = rp_error(&r, "setup line '%s' after the "
-					      "first operation", l.kw);
-				break;
-			}
-			if ((rc = rp_setup(&r, idx, &l)) != RP_OK)
-				break;
-			continue;
-		}
-		if (strcmp(l.kw, "expect") == 0) {
-			if ((rc = rp_expect(&r, &l)) != RP_OK)
-				break;
-			continue;
-		}
-		ops_started = true;
-		if ((rc = rp_start(&r)) != RP_OK)
-			break;
-		if ((rc = r.s != NULL ? rp_sched_op(&r, &l, copy) :
-			   rp_op(&r, &l, copy)) != RP_OK)
-			break;
-	}
-	if (rc == RP_OK && ferror(in))
+	if (rc == RP_OK && !r.nomem && ferror(in))
 		rc = rp_error(&r, "read error: %s", strerror(errno));
-	if (rc == RP_OK && !ops_started)
+	if (rc == RP_OK && !r.nomem && !ops_started)
 		rc = rp_start(&r);
 	free(buf);
 	free(copy);
 	rp_release(&r);
 	fflush(out);
-	return rc;
+	*res = r.nomem ? REPLAY_BAD : (enum replay_result)rc;
+	return r.nomem ? KV_ENOMEM : KV_OK;
 }

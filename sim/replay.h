@@ -4,14 +4,16 @@
  * The format is DESIGN.md "Replay scripts"; docs/replay.md fixes the meaning
  * of every line in every mode (R1-R47) and docs/scheduler.md the scheduler
  * lines (R48-R72).  One result line per operation goes to `out`; errors go
- * to `err` as "FILE:LINE: message".
+ * to `err` as "FILE:LINE: message".  Writing to those two streams is the
+ * interpreter's job; nothing else is printed, and it never exits.
  *
- * Exit status: 0 ok, 1 an `expect` failed or (with check) a decision
- * disagreed with its action, 2 a malformed script or misuse.  Output
- * printed before an error stays printed.
+ * A `policy` line names a built-in policy or a plugin's path
+ * (sim_policy_find, sim/plugin.h).
  */
 #ifndef SIM_REPLAY_H
 #define SIM_REPLAY_H
+
+#include "core/kvcore.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,18 +23,22 @@ struct replay_opts {
 	bool check;	/* decision/action consistency on every query */
 };
 
-int replay_run(FILE *in, const char *name, FILE *out, FILE *err,
-	       const struct replay_opts *o);
+/* What a script came to (`kvsim replay` exits with it).  Output printed
+ * before an error stays printed. */
+enum replay_result {
+	REPLAY_OK = 0,
+	REPLAY_FAIL = 1,	/* an `expect` failed, or (with check) a
+				 * decision disagreed with its action */
+	REPLAY_BAD = 2		/* a malformed script or misuse */
+};
 
 /*
- * The plugin hook: a `policy` line naming a path (it contains '/') loads a
- * user policy from a shared object (sim/plugin.c; kvsched.h's plugin ABI).
- * Returns the policy, valid until replay_unload_policy(*handle), or NULL
- * with a message in why[0..whylen).  replay_unload_policy(NULL) is a no-op.
+ * Run the script read from `in`, called `name` in messages.  KV_OK with
+ * *res the script's result; KV_ENOMEM when memory ran out (the script
+ * stopped there, nothing was said about it on err: the caller reports it;
+ * *res is REPLAY_BAD).
  */
-struct kvs_policy;
-const struct kvs_policy *replay_load_policy(const char *path, void **handle,
-					    char *why, size_t whylen);
-void replay_unload_policy(void *handle);
+kv_err replay_run(FILE *in, const char *name, FILE *out, FILE *err,
+		  const struct replay_opts *o, enum replay_result *res);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * replica.c -- one replica: scheduler step, cost, milestones (replica.h).
+ * replica.c -- one replica: scheduler step, cost, milestones, and the
+ * invariants replica_check() verifies (replica.h).
  */
 #include "config.h"
 
@@ -8,6 +9,7 @@
 #include "core/kvspolicy.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +32,13 @@ struct replica {
 	const struct cost_model *cm;
 	int64_t step_ns;
 	uint32_t vocab, block_size, max_model_len;
-	uint64_t blocks_total;	/* usable GPU blocks (v1: less the null) */
+	uint64_t blocks_total;	/* usable GPU blocks (v1: less null) */
 	bool check;
 	bool busy;
 	const struct sim_observer *obs;
 	ctrace *ct;
 	uint32_t *start;	/* the step's first computed position per
 				 * scheduled request (observer) */
-	int64_t step_t0, step_dt;
 	struct rq **byreq;	/* kvs_req -> record (NULL once finished) */
 	size_t nbyreq, capbyreq;
 	struct rq *freelist;	/* recycled records, linked through id */
@@ -263,52 +264,43 @@ frag_tokens(replica *rp, uint64_t *slots)
 	return kvs_running_unused(rp->s, rp->block_size, slots);
 }
 
-kv_err
-replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
-	      char *why, size_t whylen)
+/* Room for n scheduled requests in the step's scratch arrays. */
+static kv_err
+sched_reserve(replica *rp, uint32_t n)
 {
-	const struct kvs_step *st;
-	kvc *k = kvs_kv(rp->s);
-	int64_t dt = 0;
-	kv_err e;
+	size_t cap = n * 2u;
+	struct cost_seq *s2;
+	kvs_req *r2;
+	uint32_t *t2;
 
-	*dt_ns = 0;
-	*started = false;
-	assert(!rp->busy);
-	if (kvs_nunfinished(rp->s) == 0)
+	if (n <= rp->capsched)
 		return KV_OK;
-	e = kvs_schedule(rp->s, &st);
-	if (e != KV_OK) {
-		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
-			 kvs_errmsg(rp->s));
-		return e;
-	}
-	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
-	    KV_OK)
-		return e;
-	if (st->nsched > rp->capsched) {
-		size_t cap = st->nsched * 2u;
-		struct cost_seq *s2 = realloc(rp->seq, cap * sizeof(*s2));
-		kvs_req *r2;
-		uint32_t *t2;
+	if ((s2 = realloc(rp->seq, cap * sizeof(*s2))) == NULL)
+		return KV_ENOMEM;
+	rp->seq = s2;
+	if ((r2 = realloc(rp->sreq, cap * sizeof(*r2))) == NULL)
+		return KV_ENOMEM;
+	rp->sreq = r2;
+	if ((t2 = realloc(rp->stok, cap * sizeof(*t2))) == NULL)
+		return KV_ENOMEM;
+	rp->stok = t2;
+	if ((t2 = realloc(rp->start, cap * sizeof(*t2))) == NULL)
+		return KV_ENOMEM;
+	rp->start = t2;
+	rp->capsched = cap;
+	return KV_OK;
+}
 
-		if (s2 == NULL)
-			goto nomem;
-		rp->seq = s2;
-		r2 = realloc(rp->sreq, cap * sizeof(*r2));
-		if (r2 == NULL)
-			goto nomem;
-		rp->sreq = r2;
-		t2 = realloc(rp->stok, cap * sizeof(*t2));
-		if (t2 == NULL)
-			goto nomem;
-		rp->stok = t2;
-		t2 = realloc(rp->start, cap * sizeof(*t2));
-		if (t2 == NULL)
-			goto nomem;
-		rp->start = t2;
-		rp->capsched = cap;
-	}
+/*
+ * The step's batch for the cost model (tokens computed, context before
+ * them), each request's first-scheduled and prefix-hit milestones, and
+ * the recomputation and prompt work counted.
+ */
+static void
+note_sched(replica *rp, const struct kvs_step *st, int64_t now)
+{
+	const kvc *k = kvs_kv(rp->s);
+
 	rp->nsched = st->nsched;
 	if (st->nsched > rp->st.max_batch)
 		rp->st.max_batch = st->nsched;
@@ -349,84 +341,100 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		if (q->gen == 0 || n > 1)
 			rp->st.prompt_tokens_done += n;
 	}
+}
+
+/* Preemptions, the blocks swapped out, and the step's copies. */
+static void
+note_preempt(replica *rp, const struct kvs_step *st)
+{
+	const kvc *k = kvs_kv(rp->s);
+
 	for (uint32_t i = 0; i < st->npreempt; i++) {
 		kvs_req h = st->preempt[i];
 
 		rp->st.preemptions++;
-		if (st->preempt_swap[i]) {
-			int32_t seq = kvs_req_seq(rp->s, h);
+		if (!st->preempt_swap[i])
+			continue;
+		/* every group's blocks (a sliding window's null entries move
+		 * nothing) */
+		for (uint32_t g = 0; g < kvc_ngroups(k); g++) {
+			size_t nb = 0;
+			const int32_t *t = kvc_table(k, kvs_req_seq(rp->s, h),
+						     g, &nb);
 
-			/* every group's blocks (a sliding window's null
-			 * entries move nothing) */
-			for (uint32_t g = 0; g < kvc_ngroups(k); g++) {
-				size_t nb = 0;
-				const int32_t *t = kvc_table(k, seq, g, &nb);
-
-				for (size_t j = 0; j < nb; j++)
-					rp->byreq[h]->swapped_blocks +=
-						t[j] != KVC_NULL;
-			}
+			for (size_t j = 0; j < nb; j++)
+				rp->byreq[h]->swapped_blocks +=
+					t[j] != KVC_NULL;
 		}
 	}
 	rp->st.swap_out_blocks += st->nswap_out;
 	rp->st.swap_in_blocks += st->nswap_in;
 	rp->st.cow_blocks += st->ncow;
-	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
-	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
-			       now, why, whylen) != 0)
+}
+
+/*
+ * Nothing runnable: close the step and idle until the next arrival or
+ * finish.  (A step that only preempted -- FastGen's reset -- changed the
+ * queues: it is timed like any other and the next one follows.)
+ */
+static kv_err
+idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
+	  size_t whylen)
+{
+	kv_err e;
+
+	rp->nsched = 0;
+	if (rp->obs != NULL && rp->obs->computed != NULL &&
+	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s, st, rp->start,
+			      now, why, whylen) != 0)
 		return KV_ESTATE;
-	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
-	    st->npreempt == 0) {
-		/* Nothing runnable: close the step and idle until the next
-		 * arrival or finish.  (A step that only preempted -- FastGen's
-		 * reset -- changed the queues: it is timed like any other and
-		 * the next one follows.) */
-		rp->nsched = 0;
-		if (rp->obs != NULL && rp->obs->computed != NULL &&
-		    rp->obs->computed(rp->obs->ctx, rp->index, rp->s, st,
-				      rp->start, now, why, whylen) != 0)
-			return KV_ESTATE;
-		e = kvs_complete(rp->s, NULL, &st);
-		if (e != KV_OK) {
-			snprintf(why, whylen, "replica %u: complete: %s",
-				 rp->index, kvs_errmsg(rp->s));
-			return e;
-		}
-		if (rp->obs != NULL && rp->obs->completed != NULL &&
-		    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now,
-				       why, whylen) != 0)
-			return KV_ESTATE;
-		usage_mark(rp, now);
-		return KV_OK;
+	e = kvs_complete(rp->s, NULL, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
 	}
-	if (rp->step_ns > 0) {
-		dt = rp->step_ns;
-	} else {
-		struct cost_batch b = { rp->seq, st->nsched };
-		int64_t so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out,
-					  rp->cm->layout);
-		int64_t si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in,
-					  rp->cm->layout);
+	if (rp->obs != NULL && rp->obs->completed != NULL &&
+	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
+			       whylen) != 0)
+		return KV_ESTATE;
+	usage_mark(rp, now);
+	return KV_OK;
+}
 
-		dt = cost_step_ns(rp->cm, &b);
-		dt += so > 0 ? so : 0;
-		dt += si > 0 ? si : 0;
-		if (st->ncow > 0 && rp->cm->hbm_bw > 0)
-			/* A device-to-device copy reads and writes each
-			 * block once. */
-			dt += (int64_t)(2.0 * (double)st->ncow *
-					(double)rp->cm->block_bytes /
-					rp->cm->hbm_bw * 1e9);
-	}
-	if (dt < 1)
-		dt = 1;	/* time always moves: no zero-length steps */
-	{
-		uint64_t slots = 0, frag = frag_tokens(rp, &slots);
+/* The step's duration: the batch's time and its copies', at least 1 ns. */
+static int64_t
+step_time(const replica *rp, const struct kvs_step *st)
+{
+	struct cost_batch b = { rp->seq, st->nsched };
+	int64_t dt, so, si;
 
-		if (slots > 0) {
-			rp->st.frag_sum += (double)frag / (double)slots;
-			rp->st.frag_steps++;
-		}
+	if (rp->step_ns > 0)
+		return rp->step_ns;
+	so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out, rp->cm->layout);
+	si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in, rp->cm->layout);
+	dt = cost_step_ns(rp->cm, &b);
+	dt += so > 0 ? so : 0;
+	dt += si > 0 ? si : 0;
+	if (st->ncow > 0 && rp->cm->hbm_bw > 0)
+		/* A device-to-device copy reads and writes each block
+		 * once. */
+		dt += (int64_t)(2.0 * (double)st->ncow *
+				(double)rp->cm->block_bytes /
+				rp->cm->hbm_bw * 1e9);
+	/* time always moves: no zero-length steps */
+	return dt < 1 ? 1 : dt;
+}
+
+/* The per-step metrics of a step that runs: fragmentation, usage, trace. */
+static void
+note_step(replica *rp, const struct kvs_step *st, int64_t now, int64_t dt)
+{
+	uint64_t slots = 0, frag = frag_tokens(rp, &slots);
+
+	if (slots > 0) {
+		rp->st.frag_sum += (double)frag / (double)slots;
+		rp->st.frag_steps++;
 	}
 	rp->st.steps++;
 	usage_mark(rp, now);
@@ -440,48 +448,55 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 
 		ctrace_step(rp->ct, rp->index, now, dt, &cs);
 	}
+}
+
+kv_err
+replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
+	      char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	int64_t dt;
+	kv_err e;
+
+	*dt_ns = 0;
+	*started = false;
+	assert(!rp->busy);
+	if (kvs_nunfinished(rp->s) == 0)
+		return KV_OK;
+	e = kvs_schedule(rp->s, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
+	    KV_OK)
+		return e;
+	if (sched_reserve(rp, st->nsched) != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	note_sched(rp, st, now);
+	note_preempt(rp, st);
+	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
+	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
+			       now, why, whylen) != 0)
+		return KV_ESTATE;
+	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
+	    st->npreempt == 0)
+		return idle_step(rp, st, now, why, whylen);
+	dt = step_time(rp, st);
+	note_step(rp, st, now, dt);
 	rp->busy = true;
 	*dt_ns = dt;
 	*started = true;
 	return KV_OK;
-nomem:
-	snprintf(why, whylen, "out of memory");
-	return KV_ENOMEM;
 }
 
-kv_err
-replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+/* The tokens the step generated: first-token and inter-token times. */
+static kv_err
+note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 {
-	const struct kvs_step *st;
-	kv_err e;
-	int rc;
-
-	assert(rp->busy);
-	rp->busy = false;
-	for (uint32_t i = 0; i < rp->nsched; i++) {
-		const struct rq *q = rp->byreq[rp->sreq[i]];
-
-		/* wl_output_tokens' token of sample 0, without its call */
-		rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
-	}
-	if (rp->obs != NULL && rp->obs->computed != NULL &&
-	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
-			      kvs_current_step(rp->s), rp->start, now, why,
-			      whylen) != 0)
-		return KV_ESTATE;
-	e = kvs_complete(rp->s, rp->stok, &st);
-	if (e != KV_OK) {
-		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
-			 kvs_errmsg(rp->s));
-		return e;
-	}
-	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
-	    KV_OK)
-		return e;
-	if (rp->obs != NULL && rp->obs->completed != NULL &&
-	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
-			       whylen) != 0)
-		return KV_ESTATE;
 	for (uint32_t i = 0; i < rp->nsched; i++) {
 		kvs_req h = rp->sreq[i];
 		struct rq *q = rp->byreq[h];
@@ -510,43 +525,91 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		q->gen = g;
 		q->last_tok = now;
 	}
-	for (uint32_t i = 0; i < st->nfinish; i++) {
-		kvs_req h = st->finish[i];
-		struct rq *q = rp->byreq[h];
-		struct rpt_req out;
+	return KV_OK;
+}
 
-		memset(&out, 0, sizeof(out));
-		out.id = q->id;
-		out.replica = rp->index;
-		out.arrival_ns = q->arrival;
-		out.first_scheduled_ns = q->first_sched;
-		out.first_token_ns = q->first_tok;
-		out.finish_ns = now;
-		out.input_tokens = q->prompt;
-		out.output_tokens = q->gen;
-		out.cached_prefix_tokens = q->hit;
-		out.preemptions = kvs_req_preemptions(rp->s, h);
-		out.recomputed_tokens = q->recomputed;
-		out.swapped_out_blocks = q->swapped_blocks;
-		out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
-					rp->cm->block_bytes : 0;
-		out.itl_sum_ns = q->itl_sum;
-		out.itl_max_ns = q->itl_max;
-		if (q->gen < q->output)
-			rp->st.truncated++;
-		rp->st.recomputed_tokens += out.recomputed_tokens;
-		rp->st.finished++;
-		rp->outstanding -= (uint64_t)q->prompt + q->output;
-		rc = rpt_add_request(rep, &out);
-		if (rp->ct != NULL)
-			ctrace_request(rp->ct, &out);
-		rp->byreq[h] = NULL;
-		rq_put(rp, q);
-		if (rc != 0) {
-			snprintf(why, whylen, "writing requests.csv failed");
-			return KV_ENOMEM;
-		}
+/* A finished request's row for the report (and the trace); its record
+ * goes back to the free list. */
+static kv_err
+finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
+       size_t whylen)
+{
+	struct rq *q = rp->byreq[h];
+	struct rpt_req out;
+	int rc;
+
+	memset(&out, 0, sizeof(out));
+	out.id = q->id;
+	out.replica = rp->index;
+	out.arrival_ns = q->arrival;
+	out.first_scheduled_ns = q->first_sched;
+	out.first_token_ns = q->first_tok;
+	out.finish_ns = now;
+	out.input_tokens = q->prompt;
+	out.output_tokens = q->gen;
+	out.cached_prefix_tokens = q->hit;
+	out.preemptions = kvs_req_preemptions(rp->s, h);
+	out.recomputed_tokens = q->recomputed;
+	out.swapped_out_blocks = q->swapped_blocks;
+	out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
+				rp->cm->block_bytes : 0;
+	out.itl_sum_ns = q->itl_sum;
+	out.itl_max_ns = q->itl_max;
+	if (q->gen < q->output)
+		rp->st.truncated++;
+	rp->st.recomputed_tokens += out.recomputed_tokens;
+	rp->st.finished++;
+	rp->outstanding -= (uint64_t)q->prompt + q->output;
+	rc = rpt_add_request(rep, &out);
+	if (rp->ct != NULL)
+		ctrace_request(rp->ct, &out);
+	rp->byreq[h] = NULL;
+	rq_put(rp, q);
+	if (rc != 0) {
+		snprintf(why, whylen, "writing requests.csv failed");
+		return KV_ENOMEM;
 	}
+	return KV_OK;
+}
+
+kv_err
+replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	kv_err e;
+
+	assert(rp->busy);
+	rp->busy = false;
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		const struct rq *q = rp->byreq[rp->sreq[i]];
+
+		/* wl_output_tokens' token of sample 0, without its call */
+		rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
+	}
+	if (rp->obs != NULL && rp->obs->computed != NULL &&
+	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
+			      kvs_current_step(rp->s), rp->start, now, why,
+			      whylen) != 0)
+		return KV_ESTATE;
+	e = kvs_complete(rp->s, rp->stok, &st);
+	if (e != KV_OK) {
+		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
+	    KV_OK)
+		return e;
+	if (rp->obs != NULL && rp->obs->completed != NULL &&
+	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
+			       whylen) != 0)
+		return KV_ESTATE;
+	if ((e = note_tokens(rp, now, rep, why, whylen)) != KV_OK)
+		return e;
+	for (uint32_t i = 0; i < st->nfinish; i++)
+		if ((e = finish(rp, st->finish[i], now, rep, why, whylen)) !=
+		    KV_OK)
+			return e;
 	usage_mark(rp, now);
 	return KV_OK;
 }
@@ -638,4 +701,173 @@ kvs *
 replica_kvs(replica *rp)
 {
 	return rp->s;
+}
+
+/* ---- invariants (replica.h) ---------------------------------------- */
+
+static int
+check_fail(char *why, size_t whylen, int n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+check_fail(char *why, size_t whylen, int n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return n;
+}
+
+/* Invariants 3, 4 and 5: the records against the scheduler's requests. */
+static int
+check_records(const replica *rp, char *why, size_t whylen)
+{
+	uint64_t held = 0, tokens = 0, queued = 0;
+
+	if (rp->nbyreq != kvs_nreqs(rp->s))
+		return check_fail(why, whylen, 3, "%zu request records, %u "
+				  "requests in the scheduler", rp->nbyreq,
+				  kvs_nreqs(rp->s));
+	for (size_t h = 0; h < rp->nbyreq; h++) {
+		const struct rq *q = rp->byreq[h];
+		kvs_status st = kvs_req_status(rp->s, (kvs_req)h);
+		bool live = st != KVS_FINISHED && st != KVS_ABORTED;
+
+		if ((q != NULL) != live)
+			return check_fail(why, whylen, 3, "request %zu "
+					  "(status %d) %s a record", h,
+					  (int)st, live ? "without" : "with");
+		if (q != NULL) {
+			held++;
+			tokens += (uint64_t)q->prompt + q->output;
+		}
+	}
+	queued = (uint64_t)kvs_queue_len(rp->s, KVS_Q_WAITING) +
+		 kvs_queue_len(rp->s, KVS_Q_RUNNING) +
+		 kvs_queue_len(rp->s, KVS_Q_SWAPPED);
+	if (held != kvs_nunfinished(rp->s) || held != queued ||
+	    rp->st.added != rp->st.finished + held)
+		return check_fail(why, whylen, 4, "%llu records held, %u "
+				  "unfinished, %llu queued, %llu added, %llu "
+				  "finished", (unsigned long long)held,
+				  kvs_nunfinished(rp->s),
+				  (unsigned long long)queued,
+				  (unsigned long long)rp->st.added,
+				  (unsigned long long)rp->st.finished);
+	if (tokens != rp->outstanding)
+		return check_fail(why, whylen, 5, "%llu outstanding tokens, "
+				  "the records hold %llu",
+				  (unsigned long long)rp->outstanding,
+				  (unsigned long long)tokens);
+	return 0;
+}
+
+/* Invariant 6: blocks and usage against the allocator. */
+static int
+check_blocks(const replica *rp, char *why, size_t whylen)
+{
+	const kvc *k = kvs_kv(rp->s);
+	uint64_t used;
+	double u;
+
+	if (rp->st.ngroups != kvc_ngroups(k))
+		return check_fail(why, whylen, 6, "%u groups, the allocator "
+				  "has %u", rp->st.ngroups, kvc_ngroups(k));
+	for (uint32_t g = 0; g < rp->st.ngroups; g++)
+		if (kvc_free_blocks(k, g) > rp->st.group_blocks[g])
+			return check_fail(why, whylen, 6, "group %u: %u free "
+					  "blocks of %llu", g,
+					  kvc_free_blocks(k, g),
+					  (unsigned long long)
+					  rp->st.group_blocks[g]);
+	/* as usage_mark computes it */
+	used = rp->blocks_total - kvc_free_blocks(k, 0);
+	u = rp->blocks_total ? (double)used / (double)rp->blocks_total : 0.0;
+	if (u != rp->st.usage_now)
+		return check_fail(why, whylen, 6, "usage %g at the last mark, "
+				  "the allocator's is %g", rp->st.usage_now, u);
+	return 0;
+}
+
+/* Invariant 7: every record's milestones in order, none after the clock. */
+static int
+check_time(const replica *rp, char *why, size_t whylen)
+{
+	int64_t clock = rp->st.usage_t;
+
+	for (size_t h = 0; h < rp->nbyreq; h++) {
+		const struct rq *q = rp->byreq[h];
+		bool bad;
+
+		if (q == NULL || !q->scheduled)
+			continue;
+		bad = q->first_sched < q->arrival || q->first_sched > clock;
+		if (q->gen > 0)
+			bad = bad || q->first_tok < q->first_sched ||
+			      q->last_tok < q->first_tok ||
+			      q->last_tok > clock;
+		if (bad)
+			return check_fail(why, whylen, 7, "request %llu: "
+					  "arrival %lld, first scheduled %lld, "
+					  "first token %lld, last token %lld, "
+					  "clock %lld",
+					  (unsigned long long)q->id,
+					  (long long)q->arrival,
+					  (long long)q->first_sched,
+					  (long long)q->first_tok,
+					  (long long)q->last_tok,
+					  (long long)clock);
+	}
+	return 0;
+}
+
+/* Invariant 8: the step in flight and its token budget. */
+static int
+check_batch(const replica *rp, char *why, size_t whylen)
+{
+	const struct kvs_step *st = kvs_current_step(rp->s);
+	int64_t budget = kvs_config_of(rp->s)->max_num_batched_tokens;
+	uint64_t tokens = 0;
+
+	if (!rp->busy)
+		return 0;
+	if (st == NULL || st->nsched != rp->nsched)
+		return check_fail(why, whylen, 8, "%u requests in the step in "
+				  "flight, the scheduler's has %u", rp->nsched,
+				  st != NULL ? st->nsched : 0);
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		if (st->sched[i].req != rp->sreq[i])
+			return check_fail(why, whylen, 8, "scheduled request "
+					  "%u is %d, the scheduler's is %d", i,
+					  (int)rp->sreq[i],
+					  (int)st->sched[i].req);
+		tokens += rp->seq[i].q;
+	}
+	if (budget > 0 && tokens > (uint64_t)budget)
+		return check_fail(why, whylen, 8, "the step computes %llu "
+				  "tokens, max_num_batched_tokens %lld",
+				  (unsigned long long)tokens,
+				  (long long)budget);
+	return 0;
+}
+
+int
+replica_check(const replica *rp, char *why, size_t whylen)
+{
+	char msg[512];
+	int n;
+
+	if (kvc_audit(kvs_kv(rp->s), msg, sizeof(msg)) != 0)
+		return check_fail(why, whylen, 1, "allocator: %s", msg);
+	if (kvs_audit(rp->s, msg, sizeof(msg)) != 0)
+		return check_fail(why, whylen, 2, "scheduler: %s", msg);
+	if ((n = check_records(rp, why, whylen)) != 0 ||
+	    (n = check_blocks(rp, why, whylen)) != 0 ||
+	    (n = check_time(rp, why, whylen)) != 0)
+		return n;
+	return check_batch(rp, why, whylen);
 }

@@ -119,4 +119,36 @@ uint64_t replica_late(const replica *rp, int64_t now,
 void replica_set_ctrace(replica *rp, ctrace *ct);
 kvs *replica_kvs(replica *rp);
 
+/*
+ * The replica's invariants, for a caller to check after any call above (a
+ * step half, an add, a close).  0, or the number of the first one broken
+ * with a message in why (why may be NULL).  Cost: O(requests ever added +
+ * the allocator's blocks), so meant for tests and expensive-check builds.
+ *
+ *  1  The allocator's own invariants hold (kvc_audit).
+ *  2  The scheduler's own invariants hold (kvs_audit: every unfinished
+ *     request in exactly one queue with the matching status, running
+ *     ones within max_num_seqs, ...).
+ *  3  Requests are accounted once: a record slot for every request the
+ *     scheduler was given (kvs_nreqs), holding a record exactly while the
+ *     request is unfinished.
+ *  4  The counts agree: records held = the scheduler's unfinished
+ *     requests = the lengths of its waiting, running and swapped queues,
+ *     and requests added = finished + held.
+ *  5  The outstanding tokens (the router's measure) are the sum of prompt
+ *     and output tokens over the records held.
+ *  6  KV blocks agree with the allocator: as many groups, none with more
+ *     free blocks than it had at the start, and the usage level taken at
+ *     the last mark (every step half, replica_close) is the allocator's
+ *     used / total (no block moves between marks).
+ *  7  Time runs forward: each record's milestones are in order (arrival
+ *     <= first scheduled <= first token <= last token) and none is later
+ *     than the replica's clock, the time of its last mark (a call with an
+ *     earlier time than the one before sets the clock back behind them).
+ *  8  The step in flight (between replica_begin and replica_end) is the
+ *     scheduler's current step, and the tokens its batch computes
+ *     (scheduled less prefix-cached) keep within max_num_batched_tokens.
+ */
+int replica_check(const replica *rp, char *why, size_t whylen);
+
 #endif

@@ -70,16 +70,59 @@ struct sim_run {
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
+	/* the caller's message buffer, set by sim_run_open and
+	 * sim_run_exec */
+	char *err;
+	size_t errlen;
 };
 
+/* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
+ * and e back. */
+static kv_err
+rfail(sim_run *R, kv_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static kv_err
+rfail(sim_run *R, kv_err e, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(R->err, R->errlen, "%s: ",
+		     R->o.prog ? R->o.prog : "kvsim");
+	if (n >= 0 && (size_t)n < R->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(R->err + n, R->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return e;
+}
+
+/*
+ * A replica's or the engine's failure ends the run (exit 1), whatever its
+ * code: KV_EINVAL from below would read as bad input (run.h).
+ */
+static kv_err
+run_err(kv_err e)
+{
+	return e == KV_EINVAL ? KV_ESTATE : e;
+}
+
+/* "PROG: what" on opts.diag (warnings, heartbeats), if there is one. */
 static void
-rfail(const sim_run *R, const char *fmt, ...)
+rnote(const sim_run *R, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void
+rnote(const sim_run *R, const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: ", R->o.prog ? R->o.prog : "kvsim");
+	if (R->o.diag == NULL)
+		return;
+	fprintf(R->o.diag, "%s: ", R->o.prog ? R->o.prog : "kvsim");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vfprintf(R->o.diag, fmt, ap);
 	va_end(ap);
 }
 
@@ -180,14 +223,14 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 	/* a row per interval, idle ones too: a sparse workload stretched
 	 * over a long simulated time writes very many (said once) */
 	if (++R->nsamples == SIM_MANY_SAMPLES)
-		rfail(R, "warning: %llu timeseries rows written so far, one "
+		rnote(R, "warning: %llu timeseries rows written so far, one "
 		      "per %g simulated s (idle intervals too); a larger "
 		      "output.timeseries_interval_s writes fewer\n",
 		      (unsigned long long)SIM_MANY_SAMPLES,
 		      R->cfg.timeseries_interval_s);
 }
 
-static int
+static kv_err
 start_step(sim_run *R, uint32_t i, int64_t now)
 {
 	char why[1024];
@@ -196,29 +239,27 @@ start_step(sim_run *R, uint32_t i, int64_t now)
 	kv_err e;
 
 	e = replica_begin(R->rp[i], now, &dt, &started, why, sizeof(why));
-	if (e != KV_OK) {
-		rfail(R, "%s\n", why);
-		return 1;
-	}
+	if (e != KV_OK)
+		return rfail(R, run_err(e), "%s", why);
 	if (started && sim_evq_push(&R->q, now + dt, SIM_EV_STEP_DONE, i,
-				    NULL) != KV_OK) {
-		rfail(R, "out of memory\n");
-		return 1;
-	}
-	return 0;
+				    NULL) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	return KV_OK;
 }
 
 /* Queue a WAKE of replica i at now, unless one is queued. */
-static int
+static kv_err
 wake(sim_run *R, uint32_t i, int64_t now)
 {
 	if (R->wake[i])
-		return 0;
+		return KV_OK;
 	R->wake[i] = true;
-	return sim_evq_push(&R->q, now, SIM_EV_WAKE, i, NULL) != KV_OK;
+	if (sim_evq_push(&R->q, now, SIM_EV_WAKE, i, NULL) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	return KV_OK;
 }
 
-static int
+static kv_err
 next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 {
 	wl_err we = wl_stream_next(R->ws, cur);
@@ -226,21 +267,18 @@ next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 
 	*have = false;
 	if (we == WL_END)
-		return 0;
+		return KV_OK;
 	if (we != WL_OK) {
 		wl_error_format(wl_stream_error(R->ws), buf, sizeof(buf));
-		rfail(R, "%s\n", buf);
-		return 2;
+		return rfail(R, KV_EINVAL, "%s", buf);
 	}
 	if (sim_evq_push(&R->q, cur->arrival_ns, SIM_EV_ARRIVAL, 0, NULL) !=
-	    KV_OK) {
-		rfail(R, "request %" PRIu64 " arrives at "
-			"%" PRId64 " ns, before the clock\n", cur->id,
-			cur->arrival_ns);
-		return 2;
-	}
+	    KV_OK)
+		return rfail(R, KV_EINVAL, "request %" PRIu64 " arrives at "
+			     "%" PRId64 " ns, before the clock", cur->id,
+			     cur->arrival_ns);
 	*have = true;
-	return 0;
+	return KV_OK;
 }
 
 /*
@@ -280,149 +318,187 @@ interval_ns(double s)
 	       (int64_t)ns;
 }
 
-static int
+/* The loop's timeseries rows and progress lines. */
+struct ticks {
+	int64_t t_first;	/* the first arrival */
+	int64_t ts_ns, next_ts;	/* timeseries interval, next row */
+	int64_t hb_ns, next_hb;	/* heartbeat interval, next line */
+	uint64_t lp, lg;	/* prompt, generated tokens at the last row */
+};
+
+static void
+ticks_init(struct ticks *k, const sim_run *R, int64_t t_first)
+{
+	memset(k, 0, sizeof(*k));
+	/* intervals within [1 ns, the horizon]: the clock adds them to times
+	 * below the horizon without overflow */
+	k->ts_ns = interval_ns(R->cfg.timeseries_interval_s);
+	k->hb_ns = interval_ns(R->cfg.heartbeat_interval_s);
+	k->t_first = t_first;
+	k->next_ts = t_first + k->ts_ns;
+	k->next_hb = t_first + k->hb_ns;
+}
+
+/*
+ * The rows and progress lines due before an event at now.  true: stop
+ * the run here, its SLO is certainly missed.
+ */
+static bool
+tick(sim_run *R, struct ticks *k, int64_t now)
+{
+	/* a row at T holds the state after every event at T: the events of
+	 * the interval (T - interval, T] */
+	while (k->next_ts < now) {
+		sample(R, k->next_ts, &k->lp, &k->lg, (double)k->ts_ns / 1e9);
+		k->next_ts += k->ts_ns;
+		if (R->o.stop.nwatch > 0 && stop_now(R, now))
+			return true;
+		if (R->tty && R->o.progress)
+			fprintf(R->o.diag, "\r[kvsim run] t=%.0fs "
+				"arrived=%" PRIu64 " done=%" PRIu64 "   ",
+				(double)(k->next_ts - k->t_first) / 1e9,
+				R->arrived, rpt_completed(R->rep));
+	}
+	while (k->next_hb <= now) {
+		if (!R->tty && R->o.progress)
+			rnote(R, "t=%.0fs arrived=%" PRIu64 " completed=%"
+			      PRIu64 "\n", (double)(k->next_hb - k->t_first) /
+			      1e9, R->arrived, rpt_completed(R->rep));
+		k->next_hb += k->hb_ns;
+	}
+	return false;
+}
+
+/* An ARRIVAL: route the request, wake its replica, queue the next one. */
+static kv_err
+arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
+{
+	uint32_t i = route(R, cur);
+	char why[1024];
+	bool rej;
+	kv_err e;
+
+	R->arrived++;
+	R->nparallel += cur->n > 1;
+	e = replica_add(R->rp[i], cur, &rej, why, sizeof(why));
+	if (e != KV_OK)
+		return rfail(R, run_err(e), "%s", why);
+	if (!rej && !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
+		return e;
+	return next_arrival(R, cur, have);
+}
+
+/* A STEP_DONE of replica i; cur is the next arrival, if have. */
+static kv_err
+step_done(sim_run *R, uint32_t i, int64_t now, const struct wl_request *cur,
+	  bool have)
+{
+	char why[1024];
+	kv_err e;
+
+	e = replica_end(R->rp[i], now, R->rep, why, sizeof(why));
+	if (e != KV_OK)
+		return rfail(R, run_err(e), "%s", why);
+	/* requests arriving at this instant (ordered after the step's end)
+	 * join the next step: it starts from a WAKE, ordered after them */
+	if (have && cur->arrival_ns == now)
+		return wake(R, i, now);
+	return start_step(R, i, now);
+}
+
+static kv_err
+event(sim_run *R, const struct sim_ev *ev, struct wl_request *cur,
+      bool *have)
+{
+	switch (ev->kind) {
+	case SIM_EV_ARRIVAL:
+		return arrive(R, ev->t, cur, have);
+	case SIM_EV_WAKE:
+		R->wake[ev->arg] = false;
+		if (replica_busy(R->rp[ev->arg]))
+			return KV_OK;
+		return start_step(R, ev->arg, ev->t);
+	case SIM_EV_STEP_DONE:
+		return step_done(R, ev->arg, ev->t, cur, *have);
+	default:
+		return rfail(R, KV_ESTATE, "event of unknown kind %" PRIu32,
+			     ev->kind);
+	}
+}
+
+/* The end of the workload: a replica with requests left has stalled. */
+static kv_err
+stalled(sim_run *R, int64_t t_last)
+{
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		uint64_t run, wait, swp, used, total, frag;
+
+		replica_close(R->rp[i], t_last);
+		if (!replica_has_work(R->rp[i]))
+			continue;
+		/* the policy schedules nothing more (vllm-v0, say, swaps a
+		 * prefill back in only whole, and never when its rest is
+		 * over the token budget) */
+		replica_state(R->rp[i], &run, &wait, &swp, &used, &total,
+			      &frag);
+		return rfail(R, KV_ESTATE, "replica %u stalled with unfinished "
+			     "requests (%" PRIu64 " running, %" PRIu64
+			     " waiting, %" PRIu64 " swapped): the policy "
+			     "schedules none of them%s", i, run, wait, swp,
+			     swp > 0 && strcmp(R->cfg.policy, "vllm-v0") == 0 ?
+			     " (vllm-v0 swaps a prefill back in only when "
+			     "all its remaining tokens fit "
+			     "max_num_batched_tokens, as vLLM v0 does: see "
+			     "docs/scheduler.md)" : "");
+	}
+	return KV_OK;
+}
+
+static kv_err
 loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 {
 	struct wl_request cur;
 	struct sim_ev ev;
+	struct ticks k;
 	bool have;
-	int rc;
-	/* intervals within [1 ns, the horizon]: the clock adds them to times
-	 * below the horizon without overflow */
-	int64_t ts_ns = interval_ns(R->cfg.timeseries_interval_s);
-	int64_t hb_ns = interval_ns(R->cfg.heartbeat_interval_s);
-	int64_t next_ts = 0, next_hb = hb_ns;
-	uint64_t lp = 0, lg = 0;
+	kv_err e;
 
-	if ((rc = next_arrival(R, &cur, &have)) != 0)
-		return rc;
+	if ((e = next_arrival(R, &cur, &have)) != KV_OK)
+		return e;
 	*t_first = have ? cur.arrival_ns : 0;
 	*t_last = *t_first;
-	next_ts = *t_first + ts_ns;
-	next_hb = *t_first + hb_ns;
+	ticks_init(&k, R, *t_first);
 	while (sim_evq_pop(&R->q, &ev)) {
-		int64_t now = ev.t;
-
-		/* a row at T holds the state after every event at T: the
-		 * events of the interval (T - interval, T] */
-		while (next_ts < now) {
-			sample(R, next_ts, &lp, &lg, (double)ts_ns / 1e9);
-			next_ts += ts_ns;
-			if (R->o.stop.nwatch > 0 && stop_now(R, now)) {
-				R->saturated = true;
-				return 0;
-			}
-			if (R->tty && R->o.progress)
-				fprintf(stderr, "\r[kvsim run] t=%.0fs "
-					"arrived=%" PRIu64 " done=%" PRIu64
-					"   ", (double)(next_ts - *t_first) /
-					1e9, R->arrived,
-					rpt_completed(R->rep));
-		}
-		while (next_hb <= now) {
-			if (!R->tty && R->o.progress)
-				rfail(R, "t=%.0fs "
-					"arrived=%" PRIu64 " completed=%"
-					PRIu64 "\n",
-					(double)(next_hb - *t_first) / 1e9,
-					R->arrived, rpt_completed(R->rep));
-			next_hb += hb_ns;
+		if (tick(R, &k, ev.t)) {
+			R->saturated = true;
+			return KV_OK;
 		}
 		(*events)++;
-		*t_last = now;
-		if (R->o.check && sim_evq_check(&R->q) != 0) {
-			rfail(R, "--check: event queue "
-				"invariant %d broken\n", sim_evq_check(&R->q));
-			return 1;
-		}
-		switch (ev.kind) {
-		case SIM_EV_ARRIVAL: {
-			uint32_t i = route(R, &cur);
-			bool rej;
-			char why[1024];
-
-			R->arrived++;
-			R->nparallel += cur.n > 1;
-			if (replica_add(R->rp[i], &cur, &rej, why,
-					sizeof(why)) != KV_OK) {
-				rfail(R, "%s\n", why);
-				return 1;
-			}
-			if (!rej && !replica_busy(R->rp[i]) &&
-			    wake(R, i, now) != 0)
-				return 1;
-			if ((rc = next_arrival(R, &cur, &have)) != 0)
-				return rc;
-			break;
-		}
-		case SIM_EV_WAKE:
-			R->wake[ev.arg] = false;
-			if (!replica_busy(R->rp[ev.arg]) &&
-			    (rc = start_step(R, ev.arg, now)) != 0)
-				return rc;
-			break;
-		case SIM_EV_STEP_DONE: {
-			char why[1024];
-
-			if (replica_end(R->rp[ev.arg], now, R->rep, why,
-					sizeof(why)) != KV_OK) {
-				rfail(R, "%s\n", why);
-				return 1;
-			}
-			/* requests arriving at this instant (ordered after
-			 * the step's end) join the next step: it starts from
-			 * a WAKE, ordered after them */
-			if (have && cur.arrival_ns == now)
-				rc = wake(R, ev.arg, now);
-			else
-				rc = start_step(R, ev.arg, now);
-			if (rc != 0)
-				return rc;
-			break;
-		}
-		default:
-			return 1;
-		}
+		*t_last = ev.t;
+		if (R->o.check && sim_evq_check(&R->q) != 0)
+			return rfail(R, KV_ESTATE, "--check: event queue "
+				     "invariant %d broken",
+				     sim_evq_check(&R->q));
+		if ((e = event(R, &ev, &cur, &have)) != KV_OK)
+			return e;
 	}
 	/* The last interval, closed at the end of the run (at its last
 	 * tick, when the run ends on one). */
-	if (next_ts - ts_ns < *t_last)
-		sample(R, *t_last, &lp, &lg,
-		       (double)(*t_last - (next_ts - ts_ns)) / 1e9);
+	if (k.next_ts - k.ts_ns < *t_last)
+		sample(R, *t_last, &k.lp, &k.lg,
+		       (double)(*t_last - (k.next_ts - k.ts_ns)) / 1e9);
 	if (R->tty && R->o.progress)
-		fputc('\n', stderr);
-	for (uint32_t i = 0; i < R->nrp; i++) {
-		replica_close(R->rp[i], *t_last);
-		if (replica_has_work(R->rp[i])) {
-			uint64_t run, wait, swp, used, total, frag;
-
-			/* the policy schedules nothing more (vllm-v0, say,
-			 * swaps a prefill back in only whole, and never when
-			 * its rest is over the token budget) */
-			replica_state(R->rp[i], &run, &wait, &swp, &used,
-				      &total, &frag);
-			rfail(R, "replica %u stalled with unfinished requests "
-			      "(%" PRIu64 " running, %" PRIu64 " waiting, %"
-			      PRIu64 " swapped): the policy schedules none of "
-			      "them%s\n", i, run, wait, swp, swp > 0 &&
-			      strcmp(R->cfg.policy, "vllm-v0") == 0 ?
-			      " (vllm-v0 swaps a prefill back in only when "
-			      "all its remaining tokens fit "
-			      "max_num_batched_tokens, as vLLM v0 does: see "
-			      "docs/scheduler.md)" : "");
-			return 1;
-		}
-	}
-	return 0;
+		fputc('\n', R->o.diag);
+	return stalled(R, *t_last);
 }
 
 /*
  * The model (catalog name, or a config.json path), GPU and policy (built-in
- * name, or a plugin's path) a configuration names.  0; 2 with "KEY: what"
- * in err and *key "model", "gpu" or "policy" ("" for another failure).
- * *hf and *plugin are owned by the caller when set.
+ * name, or a plugin's path) a configuration names.  KV_OK; KV_EINVAL with
+ * "KEY: what" in err and *key "model", "gpu" or "policy" ("" for another
+ * failure).  *hf and *plugin are owned by the caller when set.
  */
-static int
+static kv_err
 resolve(const struct sim_config *cfg, const cat *ct,
 	const struct cat_model **model, struct cat_model **hf,
 	const struct cat_gpu **gpu, const struct kvs_policy **pol,
@@ -431,7 +507,7 @@ resolve(const struct sim_config *cfg, const cat *ct,
 	struct cat_err ce;
 	struct stat sb;
 	size_t len = strlen(cfg->model);
-	char why[768];
+	char why[1100];
 
 	*key = "model";
 	*model = cat_find_model(ct, cfg->model);
@@ -440,43 +516,35 @@ resolve(const struct sim_config *cfg, const cat *ct,
 		if (cat_model_from_hf(hf, cfg->model, &ce) != KV_OK) {
 			*key = "";
 			snprintf(err, errlen, "%s", ce.msg);
-			return 2;
+			return KV_EINVAL;
 		}
 		*model = *hf;
 	}
 	if (*model == NULL) {
 		snprintf(err, errlen, "model: unknown model '%s' (kvsim "
 			 "catalog list)", cfg->model);
-		return 2;
+		return KV_EINVAL;
 	}
 	*key = "gpu";
 	if ((*gpu = cat_find_gpu(ct, cfg->gpu)) == NULL) {
 		snprintf(err, errlen, "gpu: unknown GPU '%s' (kvsim catalog "
 			 "list)", cfg->gpu);
-		return 2;
+		return KV_EINVAL;
 	}
 	/* A value with a '/' is a plugin's path (sim/plugin.h), as in
 	 * `kvsim replay`; dlopen takes it relative to the current
 	 * directory. */
 	*key = "policy";
-	if (strchr(cfg->policy, '/') != NULL) {
-		*pol = sim_plugin_load(cfg->policy, plugin, why, sizeof(why));
-		if (*pol == NULL) {
-			snprintf(err, errlen, "policy: cannot load '%s': %s",
-				 cfg->policy, why);
-			return 2;
-		}
-	} else if ((*pol = kvs_builtin_policy(cfg->policy)) == NULL) {
-		snprintf(err, errlen, "policy: unknown policy '%s' (vllm-v0, "
-			 "vllm-v1, sarathi, deepspeed-fastgen, kvsim, or the "
-			 "path of a plugin)", cfg->policy);
-		return 2;
+	if (sim_policy_find(cfg->policy, pol, plugin, why, sizeof(why)) !=
+	    KV_OK) {
+		snprintf(err, errlen, "policy: %s", why);
+		return KV_EINVAL;
 	}
 	*key = "";
-	return 0;
+	return KV_OK;
 }
 
-int
+kv_err
 sim_run_check_names(const struct sim_config *cfg, const char **key,
 		    char *err, size_t errlen)
 {
@@ -487,66 +555,77 @@ sim_run_check_names(const struct sim_config *cfg, const char **key,
 	const struct cat_gpu *g;
 	const struct kvs_policy *pol;
 	void *plugin = NULL;
-	int rc;
+	kv_err e;
 
 	if (cat_load(&ct, NULL, &ce) != KV_OK) {
 		*key = "";
 		snprintf(err, errlen, "%s", ce.msg);
-		return 2;
+		return KV_EINVAL;
 	}
-	rc = resolve(cfg, ct, &m, &hf, &g, &pol, &plugin, key, err, errlen);
+	e = resolve(cfg, ct, &m, &hf, &g, &pol, &plugin, key, err, errlen);
 	if (plugin != NULL)
 		sim_plugin_unload(plugin);
 	cat_model_free(hf);
 	cat_free(ct);
-	return rc;
+	return e;
 }
 
-static int
-setup(sim_run *R)
+/*
+ * setup(), in the order of run.c's header: every step KV_OK, or KV_EINVAL
+ * (bad input) / KV_ENOMEM with the message in the caller's buffer.
+ */
+
+/* The catalogs; the model, GPU and policy; the calibration file. */
+static kv_err
+setup_names(sim_run *R, const struct kvs_policy **pol)
 {
 	char why[1024];
 	struct cat_err ce;
-	struct cost_config cc;
-	const struct kvs_policy *pol;
 	const char *key;
 
-	if (cat_load(&R->cat, NULL, &ce) != KV_OK) {
-		rfail(R, "%s\n", ce.msg);
-		return 2;
-	}
-	if (resolve(&R->cfg, R->cat, &R->model, &R->hf, &R->gpu, &pol,
-		    &R->plugin, &key, why, sizeof(why)) != 0) {
+	if (cat_load(&R->cat, NULL, &ce) != KV_OK)
+		return rfail(R, KV_EINVAL, "%s", ce.msg);
+	if (resolve(&R->cfg, R->cat, &R->model, &R->hf, &R->gpu, pol,
+		    &R->plugin, &key, why, sizeof(why)) != KV_OK) {
 		if (key[0] == '\0')
-			rfail(R, "%s\n", why);
-		else
-			fprintf(stderr, "%s: %s\n",
-				sim_config_where(&R->cfg, key), why);
-		return 2;
+			return rfail(R, KV_EINVAL, "%s", why);
+		snprintf(R->err, R->errlen, "%s: %s",
+			 sim_config_where(&R->cfg, key), why);
+		return KV_EINVAL;
 	}
 	if (R->cfg.calibration[0] != '\0') {
 		char cerr[1400];
 		kv_err e = cost_calib_load(R->cfg.calibration, &R->calib,
 					   cerr, sizeof(cerr));
 
+		/* messages that name their own place */
 		if (e == KV_ENOENT)
-			fprintf(stderr, "%s: cost.calibration: %s\n",
-				R->cfg.calibration_where, cerr);
+			snprintf(R->err, R->errlen, "%s: cost.calibration: %s",
+				 R->cfg.calibration_where, cerr);
 		else if (e != KV_OK)
-			fprintf(stderr, "%s\n", cerr);
+			snprintf(R->err, R->errlen, "%s", cerr);
 		if (e != KV_OK)
-			return 2;
+			return KV_EINVAL;
 	}
+	return KV_OK;
+}
+
+/* vLLM's KV sizing, with the engine defaults that depend on the policy;
+ * its startup lines go to opts.log. */
+static kv_err
+setup_sizing(sim_run *R, const struct kvs_policy *pol)
+{
+	char why[1024];
+
 	/* The engine defaults that depend on the policy, as the engines set
 	 * them: DeepSpeed FastGen has no prefix cache; vLLM v0 without
 	 * chunked prefill batches max(max_model_len, 2048) tokens (its
 	 * SchedulerConfig), which the memory profile then sees. */
-	if (R->cfg.defer_same_step_state_hits && pol->mode != KVC_VLLM_V1) {
-		rfail(R, "%s: engine.defer_same_step_state_hits is a vllm-v1 "
-		      "setting; policy %s runs on %s\n", R->cfg.source,
-		      pol->name, kvc_mode_name(pol->mode));
-		return 2;
-	}
+	if (R->cfg.defer_same_step_state_hits && pol->mode != KVC_VLLM_V1)
+		return rfail(R, KV_EINVAL, "%s: engine.defer_same_step_state_"
+			     "hits is a vllm-v1 setting; policy %s runs on %s",
+			     R->cfg.source, pol->name,
+			     kvc_mode_name(pol->mode));
 	if (pol->mode == KVC_DEEPSPEED && R->cfg.eng.enable_prefix_caching < 0)
 		R->cfg.eng.enable_prefix_caching = 0;
 	if (pol->mode == KVC_VLLM_V0 && R->cfg.chunked_prefill != 1 &&
@@ -556,18 +635,25 @@ setup(sim_run *R)
 		R->cfg.eng.max_num_batched_tokens =
 			R->sr.max_model_len > 2048 ? R->sr.max_model_len : 2048;
 	if (sz_compute(R->model, R->gpu, &R->cfg.eng, &R->sr, why,
-		       sizeof(why)) != KV_OK) {
-		rfail(R, "%s: %s\n", R->cfg.source, why);
-		return 2;
+		       sizeof(why)) != KV_OK)
+		return rfail(R, KV_EINVAL, "%s: %s", R->cfg.source, why);
+	if (R->o.log != NULL) {
+		if (!R->o.quiet)
+			for (size_t i = 0; i < R->sr.nlog; i++)
+				fprintf(R->o.log, "%s\n", R->sr.log[i]);
+		fflush(R->o.log);
 	}
-	if (!R->o.quiet)
-		for (size_t i = 0; i < R->sr.nlog; i++)
-			printf("%s\n", R->sr.log[i]);
-	fflush(stdout);
-	if (!R->sr.fits) {
-		rfail(R, "%s\n", R->sr.error);
-		return 2;
-	}
+	if (!R->sr.fits)
+		return rfail(R, KV_EINVAL, "%s", R->sr.error);
+	return KV_OK;
+}
+
+static kv_err
+setup_cost(sim_run *R)
+{
+	char why[1024];
+	struct cost_config cc;
+
 	cost_config_init(&cc);
 	cc.tp = R->sr.tp;
 	cc.block_size = R->sr.block_size;
@@ -581,22 +667,64 @@ setup(sim_run *R)
 	if (R->cfg.host_memory >= 0)
 		cc.hostmem = (enum cost_hostmem)R->cfg.host_memory;
 	if (cost_model_init(&R->cm, R->model, R->gpu, &cc, why,
-			    sizeof(why)) != KV_OK) {
-		rfail(R, "cost model: %s\n", why);
-		return 2;
-	}
+			    sizeof(why)) != KV_OK)
+		return rfail(R, KV_EINVAL, "cost model: %s", why);
 	if (R->sr.ngroup > 1)
 		cost_model_groups(&R->cm, R->sr.layers_per_group,
 				  R->sr.page_bytes);
+	return KV_OK;
+}
 
-	if (R->sr.num_blocks > (1u << 30)) {
-		/* no silent truncation: libkvcore's pools hold 2^30 blocks */
-		rfail(R, "%llu GPU blocks: more than the allocator's 2^30; "
-		      "raise engine.block_size or set "
-		      "engine.num_gpu_blocks_override\n",
-		      (unsigned long long)R->sr.num_blocks);
-		return 2;
+/* The sizing's KV cache groups as the allocator's (a plain model: none,
+ * the allocator's single full-attention group). */
+static kv_err
+setup_groups(sim_run *R)
+{
+	uint32_t ng = 0;
+
+	if (R->sr.ngroup == 0 || (R->sr.ngroup == 1 &&
+				  R->sr.group[0].kind == KVC_SPEC_FULL))
+		return KV_OK;
+	/* No silent caps: a model with more groups than the allocator
+	 * takes is refused, not cut down. */
+	if (R->sr.ngroup > KVC_MAX_GROUPS)
+		return rfail(R, KV_EINVAL, "model %s: %zu KV cache groups; the "
+			     "allocator takes at most %d", R->model->id,
+			     R->sr.ngroup, KVC_MAX_GROUPS);
+	for (size_t g = 0; g < R->sr.ngroup; g++) {
+		const struct kvc_spec *sp = &R->sr.group[g];
+		struct kvc_group_config *gc = &R->kc.group[ng];
+
+		memset(gc, 0, sizeof(*gc));
+		snprintf(gc->name, sizeof(gc->name), "g%zu", g);
+		gc->block_size = sp->block_size;
+		if (sp->kind == KVC_SPEC_FULL)
+			gc->kind = KVC_FULL;
+		else if (sp->kind == KVC_SPEC_SLIDING) {
+			gc->kind = KVC_SLIDING;
+			gc->window = sp->window;
+		} else if (sp->kind == KVC_SPEC_STATE)
+			gc->kind = KVC_STATE;
+		else
+			return rfail(R, KV_EINVAL, "model %s: KV cache group "
+				     "kind %d is not simulated yet",
+				     R->model->id, (int)sp->kind);
+		ng++;
 	}
+	R->kc.ngroups = ng;
+	return KV_OK;
+}
+
+/* The allocator's and the scheduler's configurations. */
+static kv_err
+setup_configs(sim_run *R, const struct kvs_policy *pol)
+{
+	if (R->sr.num_blocks > (1u << 30))
+		/* no silent truncation: libkvcore's pools hold 2^30 blocks */
+		return rfail(R, KV_EINVAL, "%llu GPU blocks: more than the "
+			     "allocator's 2^30; raise engine.block_size or "
+			     "set engine.num_gpu_blocks_override",
+			     (unsigned long long)R->sr.num_blocks);
 	kvc_config_default(&R->kc, pol->mode);
 	R->kc.block_size = R->sr.block_size;
 	R->kc.gpu_blocks = (uint32_t)R->sr.num_blocks;
@@ -610,43 +738,6 @@ setup(sim_run *R)
 		R->kc.cpu_blocks = (uint32_t)(R->cfg.swap_space_gib *
 					      1073741824.0 /
 					      (double)R->cm.block_bytes);
-	if (R->sr.ngroup > 1 || (R->sr.ngroup == 1 &&
-				 R->sr.group[0].kind != KVC_SPEC_FULL)) {
-		uint32_t ng = 0;
-
-		/* No silent caps: a model with more groups than the
-		 * allocator takes is refused, not cut down. */
-		if (R->sr.ngroup > KVC_MAX_GROUPS) {
-			rfail(R, "model %s: %zu KV cache groups; the allocator "
-			      "takes at most %d\n", R->model->id,
-			      R->sr.ngroup, KVC_MAX_GROUPS);
-			return 2;
-		}
-		for (size_t g = 0; g < R->sr.ngroup; g++) {
-			const struct kvc_spec *sp = &R->sr.group[g];
-			struct kvc_group_config *gc = &R->kc.group[ng];
-
-			memset(gc, 0, sizeof(*gc));
-			snprintf(gc->name, sizeof(gc->name), "g%zu", g);
-			gc->block_size = sp->block_size;
-			if (sp->kind == KVC_SPEC_FULL)
-				gc->kind = KVC_FULL;
-			else if (sp->kind == KVC_SPEC_SLIDING) {
-				gc->kind = KVC_SLIDING;
-				gc->window = sp->window;
-			} else if (sp->kind == KVC_SPEC_STATE)
-				gc->kind = KVC_STATE;
-			else {
-				rfail(R, "model %s: KV cache "
-					"group kind %d is not simulated yet\n",
-					R->model->id, (int)sp->kind);
-				return 2;
-			}
-			ng++;
-		}
-		R->kc.ngroups = ng;
-	}
-
 	kvs_config_init(&R->sc);
 	snprintf(R->sc.policy, sizeof(R->sc.policy), "%s", R->cfg.policy);
 	R->sc.max_num_seqs = R->sr.max_num_seqs;
@@ -659,14 +750,21 @@ setup(sim_run *R)
 		R->sc.priority = R->cfg.scheduling_policy;
 	if (R->cfg.num_lookahead_slots >= 0)
 		R->sc.lookahead = R->cfg.num_lookahead_slots;
+	return setup_groups(R);
+}
+
+/* The replicas, and the workload stream. */
+static kv_err
+setup_replicas(sim_run *R, const struct kvs_policy *pol)
+{
+	char why[1024];
+	struct wl_error we;
 
 	R->nrp = R->cfg.replicas;
 	R->rp = calloc(R->nrp, sizeof(*R->rp));
 	R->wake = calloc(R->nrp, sizeof(*R->wake));
-	if (R->rp == NULL || R->wake == NULL) {
-		rfail(R, "out of memory\n");
-		return 1;
-	}
+	if (R->rp == NULL || R->wake == NULL)
+		return rfail(R, KV_ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < R->nrp; i++) {
 		struct replica_cfg rc = {
 			.index = i, .sc = &R->sc, .kc = &R->kc, .cm = &R->cm,
@@ -676,23 +774,32 @@ setup(sim_run *R)
 		};
 
 		R->rp[i] = replica_new(&rc, why, sizeof(why));
-		if (R->rp[i] == NULL) {
-			rfail(R, "%s: engine: %s\n", R->cfg.source, why);
-			return 2;
-		}
+		if (R->rp[i] == NULL)
+			return rfail(R, KV_EINVAL, "%s: engine: %s",
+				     R->cfg.source, why);
 	}
-	{
-		struct wl_error we;
+	wl_error_clear(&we);
+	if (wl_open(&R->cfg.wl, &R->ws, &we) != WL_OK) {
 		char buf[1200];
 
-		wl_error_clear(&we);
-		if (wl_open(&R->cfg.wl, &R->ws, &we) != WL_OK) {
-			wl_error_format(&we, buf, sizeof(buf));
-			rfail(R, "%s\n", buf);
-			return 2;
-		}
+		wl_error_format(&we, buf, sizeof(buf));
+		return rfail(R, KV_EINVAL, "%s", buf);
 	}
-	return 0;
+	return KV_OK;
+}
+
+static kv_err
+setup(sim_run *R)
+{
+	const struct kvs_policy *pol;
+	kv_err e;
+
+	if ((e = setup_names(R, &pol)) != KV_OK ||
+	    (e = setup_sizing(R, pol)) != KV_OK ||
+	    (e = setup_cost(R)) != KV_OK ||
+	    (e = setup_configs(R, pol)) != KV_OK)
+		return e;
+	return setup_replicas(R, pol);
 }
 
 static void
@@ -727,52 +834,56 @@ wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int
-sim_run_open(sim_run **out, const struct sim_config *cfg,
-	     const struct sim_run_opts *o)
+/* The run id: a digest of the resolved configuration. */
+static kv_err
+make_run_id(sim_run *R)
 {
-	sim_run *R = calloc(1, sizeof(*R));
 	char *buf = NULL;
 	size_t n = 0;
-	FILE *mf;
-	int rc;
+	FILE *mf = open_memstream(&buf, &n);
+
+	if (mf == NULL)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	sim_config_write(&R->cfg, &R->sr, mf);
+	fclose(mf);
+	snprintf(R->run_id, sizeof(R->run_id), "%012" PRIx64,
+		 (uint64_t)(fnv1a_config(buf, n) & 0xffffffffffffull));
+	free(buf);
+	return KV_OK;
+}
+
+kv_err
+sim_run_open(sim_run **out, const struct sim_config *cfg,
+	     const struct sim_run_opts *o, char *err, size_t errlen)
+{
+	sim_run *R = calloc(1, sizeof(*R));
+	kv_err e;
 
 	*out = R;
 	if (R == NULL) {
-		fprintf(stderr, "%s: out of memory\n", o->prog);
-		return 1;
+		snprintf(err, errlen, "%s: out of memory",
+			 o->prog ? o->prog : "kvsim");
+		return KV_ENOMEM;
 	}
+	R->err = err;
+	R->errlen = errlen;
 	R->w0 = wall_now();
 	R->o = *o;
 	R->cfg = *cfg;
 	/* The copy owns its own workload allocations. */
 	if (wl_config_copy(&R->cfg.wl, &cfg->wl) != WL_OK) {
 		memset(&R->cfg.wl, 0, sizeof(R->cfg.wl));
-		rfail(R, "out of memory\n");
-		return 1;
+		return rfail(R, KV_ENOMEM, "out of memory");
 	}
 	cost_calib_init(&R->calib);
 	sim_evq_init(&R->q);
-	R->tty = isatty(STDERR_FILENO);
-	if ((rc = setup(R)) != 0)
-		return rc;
-	/* The run id: a digest of the resolved configuration. */
-	mf = open_memstream(&buf, &n);
-	if (mf == NULL) {
-		rfail(R, "out of memory\n");
-		return 1;
-	}
-	sim_config_write(&R->cfg, &R->sr, mf);
-	fclose(mf);
-	snprintf(R->run_id, sizeof(R->run_id), "%012" PRIx64,
-		 (uint64_t)(fnv1a_config(buf, n) & 0xffffffffffffull));
-	free(buf);
+	R->tty = o->diag != NULL && isatty(fileno(o->diag));
+	if ((e = setup(R)) != KV_OK || (e = make_run_id(R)) != KV_OK)
+		return e;
 	R->rep = rpt_new(R->run_id, NULL, NULL);
-	if (R->rep == NULL) {
-		rfail(R, "out of memory\n");
-		return 1;
-	}
-	return 0;
+	if (R->rep == NULL)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	return KV_OK;
 }
 
 void
@@ -853,37 +964,34 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	t->sim_wall_s = wall_now() - R->w0;
 }
 
-int
-sim_run_exec(sim_run *R)
+kv_err
+sim_run_exec(sim_run *R, char *err, size_t errlen)
 {
 	int64_t t_first = 0, t_last = 0;
 	uint64_t events = 0;
-	int rc;
+	kv_err e;
 
+	R->err = err;
+	R->errlen = errlen;
 	rpt_set_slo(R->rep, R->cfg.slo_ttft_s, R->cfg.slo_tpot_s,
 		    R->cfg.slo_e2e_s);
-	if (rpt_begin(R->rep) != 0) {
-		rfail(R, "writing the report failed\n");
-		return 1;
-	}
-	rc = loop(R, &t_first, &t_last, &events);
-	if (rc != 0)
-		return rc;
+	if (rpt_begin(R->rep) != 0)
+		return rfail(R, KV_ESTATE, "writing the report failed");
+	if ((e = loop(R, &t_first, &t_last, &events)) != KV_OK)
+		return e;
 	if (R->saturated)
 		for (uint32_t i = 0; i < R->nrp; i++)
 			replica_close(R->rp[i], t_last);
 	totals(R, t_first, t_last, events);
 	R->t.stopped = R->saturated;
 	if (R->ct != NULL) {
-		int e = ctrace_end(R->ct);
+		int te = ctrace_end(R->ct);
 
 		R->ct = NULL;
-		if (e != 0) {
-			rfail(R, "writing the trace failed\n");
-			return 1;
-		}
+		if (te != 0)
+			return rfail(R, KV_ESTATE, "writing the trace failed");
 	}
-	return 0;
+	return KV_OK;
 }
 
 bool

@@ -5,15 +5,22 @@
  * with a device backend watching every block operation) and the tests.
  *
  *   sim_run *R;
- *   int rc = sim_run_open(&R, &cfg, &opts);     0, 1 or 2 (message printed)
- *   if (rc == 0) rc = sim_run_exec(R);          the event loop
+ *   char err[SIM_RUN_ERRLEN];
+ *   kv_err e = sim_run_open(&R, &cfg, &opts, err, sizeof(err));
+ *   if (e == KV_OK) e = sim_run_exec(R, err, sizeof(err));   the event loop
+ *   if (e != KV_OK) report err; a command exits 2 for KV_EINVAL, else 1
  *   ... sim_run_totals(R), sim_run_report(R) ...
  *   sim_run_close(R);
  *
- * Errors are printed on stderr by the calls themselves ("kvsim run: ..."
- * or "FILE:LINE:COL: ..."), prefixed with opts.prog, and returned as the
- * exit status the command should use: 1 the run could not finish (or an
- * observer or --check failed), 2 bad input.
+ * The library prints nothing for the user and never exits.  A failure is a
+ * kv_err with one line in the caller's err (no newline): "PROG: what"
+ * (PROG is opts.prog) or "FILE:LINE:COL: what".  KV_EINVAL: bad input (the
+ * configuration, a catalog, the trace, the sizing); a command exits 2.  Any
+ * other code: the run could not finish (KV_ENOMEM; KV_ESTATE: a replica
+ * stalled or failed, an observer or --check stopped it, an output could not
+ * be written); a command exits 1.  What a run says along the way goes to
+ * the streams in its options: vLLM's startup lines to opts.log, warnings
+ * and progress to opts.diag (the command line passes stdout and stderr).
  */
 #ifndef SIM_RUN_H
 #define SIM_RUN_H
@@ -90,30 +97,41 @@ struct sim_run_opts {
 	const char *prog;		/* message prefix, "kvsim run" */
 	bool check;			/* audits after every half step */
 	bool quiet;			/* no startup lines */
-	bool progress;			/* progress/heartbeat on stderr */
+	bool progress;			/* progress, heartbeats on diag */
+	/* startup lines (flushed after them, even when quiet); NULL: none */
+	FILE *log;
+	/* warnings, progress (a terminal gets one line redrawn); NULL:
+	 * none */
+	FILE *diag;
 	const struct sim_observer *obs;	/* or NULL */
 	struct sim_stop stop;
 };
 
 typedef struct sim_run sim_run;
 
+/* Room for any message of sim_run_open and sim_run_exec. */
+#define SIM_RUN_ERRLEN 4096
+
 /*
  * Resolve the configuration (catalogs, sizing, cost model, replicas,
- * workload).  cfg is copied (the caller keeps its own).  Prints vLLM's
- * startup lines unless quiet.  On failure *out may still be set: close it.
+ * workload).  cfg is copied (the caller keeps its own).  Writes vLLM's
+ * startup lines to opts.log unless quiet.  KV_OK, or an error of the head
+ * comment with its message in err.  On failure *out may still be set:
+ * close it.
  */
-int sim_run_open(sim_run **out, const struct sim_config *cfg,
-		 const struct sim_run_opts *o);
+kv_err sim_run_open(sim_run **out, const struct sim_config *cfg,
+		    const struct sim_run_opts *o, char *err, size_t errlen);
 
 /*
  * Whether cfg names a model, GPU and policy kvsim can run (what
  * sim_run_open checks first), without opening a run: for commands that
  * check every configuration before running any (sweep, compare --suite).
- * 0; 2 with "KEY: what" in err and *key the key at fault ("model", "gpu",
- * "policy"; "" when the catalog or a config.json itself is bad).
+ * KV_OK; KV_EINVAL with "KEY: what" in err and *key the key at fault
+ * ("model", "gpu", "policy"; "" when the catalog or a config.json itself
+ * is bad).
  */
-int sim_run_check_names(const struct sim_config *cfg, const char **key,
-			char *err, size_t errlen);
+kv_err sim_run_check_names(const struct sim_config *cfg, const char **key,
+			   char *err, size_t errlen);
 
 /*
  * Where the rows go, before exec (each may be NULL: not written):
@@ -123,8 +141,9 @@ int sim_run_check_names(const struct sim_config *cfg, const char **key,
 void sim_run_outputs(sim_run *R, FILE *requests, FILE *timeseries,
 		     FILE *chrome_trace);
 
-/* Run the event loop to the end of the workload (or an early stop). */
-int sim_run_exec(sim_run *R);
+/* Run the event loop to the end of the workload (or an early stop).
+ * KV_OK, or an error of the head comment with its message in err. */
+kv_err sim_run_exec(sim_run *R, char *err, size_t errlen);
 
 /* The run stopped early: its SLO (opts.stop) is certainly missed. */
 bool sim_run_stopped(const sim_run *R);

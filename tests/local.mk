@@ -168,6 +168,17 @@ check_PROGRAMS += %reldir%/check_engine
 TESTS += %reldir%/run.sh
 EXTRA_DIST += %reldir%/run.sh %reldir%/run
 
+# The replica's invariants (replica_check) after every call of small real
+# runs, and each one broken on purpose.  It includes sim/replica.c to reach
+# the fields it breaks.
+check_PROGRAMS += %reldir%/check_replica
+%canon_reldir%_check_replica_SOURCES = %reldir%/check_replica.c
+%canon_reldir%_check_replica_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS) \
+	$(YAML_CFLAGS)
+%canon_reldir%_check_replica_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+
 # reports/ (issue 6): quantiles against GSL and by hand, the ITL
 # histogram's bound, goodput, the SLO syntax, the capacity search on
 # synthetic thresholds; `kvsim capacity` end to end on a hand-sized system.

@@ -28,6 +28,7 @@
 #include "reports/plot.h"
 #include "reports/rpt.h"
 #include "sim/cli/opts.h"
+#include "sim/cli/simrun.h"
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
@@ -191,9 +192,9 @@ eval(void *ctx, double qps, bool *met)
 		}
 		o.stop.n_max = C->nreq;
 	}
-	rc = sim_run_open(&R, &c, &o);
+	rc = simrun_open(&R, &c, &o);
 	if (rc == 0)
-		rc = sim_run_exec(R);
+		rc = simrun_exec(R);
 	if (rc != 0) {
 		sim_run_close(R);
 		return rc;
@@ -953,7 +954,7 @@ cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
 		       x->srcs[i].across[0] ? " " : "", x->srcs[i].across);
 	fflush(stdout);
 	/* sizing (vLLM's startup lines), then the mix */
-	rc = sim_run_open(&R, &all[i], &o);
+	rc = simrun_open(&R, &all[i], &o);
 	if (rc != 0) {
 		sim_run_close(R);
 		return rc;

@@ -596,6 +596,7 @@ suite_check(const struct suite *s)
 				struct sim_run_opts ro;
 				sim_run *R = NULL;
 				char prog[SIM_WHERE_LEN + 32];
+				char rerr[SIM_RUN_ERRLEN];
 
 				memset(&ro, 0, sizeof(ro));
 				snprintf(prog, sizeof(prog), "%s: %s",
@@ -603,8 +604,13 @@ suite_check(const struct suite *s)
 					 "baseline" : "candidate");
 				ro.prog = prog;
 				ro.quiet = true;
-				if (sim_run_open(&R, &c, &ro) != 0)
+				ro.log = stdout;
+				ro.diag = stderr;
+				if (sim_run_open(&R, &c, &ro, rerr,
+						 sizeof(rerr)) != KV_OK) {
+					fprintf(stderr, "%s\n", rerr);
 					rc = 2;
+				}
 				sim_run_close(R);
 			}
 			sim_config_release(&c);

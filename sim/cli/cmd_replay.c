@@ -10,6 +10,19 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Run one script; the exit status (2 when memory runs out). */
+static int
+replay_file(FILE *in, const char *name, const struct replay_opts *o)
+{
+	enum replay_result res;
+
+	if (replay_run(in, name, stdout, stderr, o, &res) != KV_OK) {
+		fputs("kvsim: out of memory\n", stderr);
+		return 2;
+	}
+	return (int)res;
+}
+
 int
 replay_main(int argc, char **argv)
 {
@@ -52,7 +65,7 @@ replay_main(int argc, char **argv)
 		return KVSIM_EXIT_USAGE;
 	}
 	if (strcmp(file, "-") == 0) {
-		return replay_run(stdin, "<stdin>", stdout, stderr, &o);
+		return replay_file(stdin, "<stdin>", &o);
 	}
 	in = fopen(file, "r");
 	if (in == NULL) {
@@ -60,7 +73,7 @@ replay_main(int argc, char **argv)
 			strerror(errno));
 		return KVSIM_EXIT_USAGE;
 	}
-	rc = replay_run(in, file, stdout, stderr, &o);
+	rc = replay_file(in, file, &o);
 	fclose(in);
 	return rc;
 }

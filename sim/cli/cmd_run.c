@@ -18,6 +18,7 @@
 #include "reports/plot.h"
 #include "reports/rpt.h"
 #include "sim/cli/opts.h"
+#include "sim/cli/simrun.h"
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
@@ -291,7 +292,7 @@ run_exec(struct run_cmd *x, sim_run *R)
 			x->ctrace ? od.f[F_TRACE] : NULL);
 	if (!x->ro->quiet)
 		run_announce(R);
-	if ((rc = sim_run_exec(R)) != 0) {
+	if ((rc = simrun_exec(R)) != 0) {
 		outdir_abort(&od);
 		return rc;
 	}
@@ -336,7 +337,7 @@ run_main(int argc, char **argv)
 		goto done;
 	}
 	ro.progress = !ro.quiet;
-	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
+	if ((rc = simrun_open(&R, &cfg, &ro)) != 0)
 		goto done;
 	rc = run_exec(&x, R);
 done:

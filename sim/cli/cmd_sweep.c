@@ -150,15 +150,20 @@ check_value(const char *file, const struct yd_node *k,
 			 * starts: sizing, the policy's setup, the trace */
 			struct sim_run_opts ro;
 			sim_run *R = NULL;
-			char prog[1600];
+			char prog[1600], rerr[SIM_RUN_ERRLEN];
 
 			memset(&ro, 0, sizeof(ro));
 			snprintf(prog, sizeof(prog), "%s:%lu:%lu: %s", file,
 				 v->line, v->col, assign);
 			ro.prog = prog;
 			ro.quiet = true;
-			if (sim_run_open(&R, &c, &ro) != 0)
+			ro.log = stdout;
+			ro.diag = stderr;
+			if (sim_run_open(&R, &c, &ro, rerr, sizeof(rerr)) !=
+			    KV_OK) {
+				fprintf(stderr, "%s\n", rerr);
 				ok = false;
+			}
 			sim_run_close(R);
 		}
 	}

@@ -25,6 +25,7 @@
 
 #include "sim/cli/cmd_validate.h"
 #include "sim/cli/opts.h"
+#include "sim/cli/simrun.h"
 
 #include "gpu/kvval.h"
 #include "sim/cost.h"
@@ -600,7 +601,7 @@ validate_main(int argc, char **argv)
 		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
-	if ((rc = sim_run_open(&R, &cfg, &ro)) != 0)
+	if ((rc = simrun_open(&R, &cfg, &ro)) != 0)
 		goto done;
 	if ((rc = build_cost(&x, R)) != 0)
 		goto done;
@@ -610,7 +611,7 @@ validate_main(int argc, char **argv)
 		rc = KVSIM_EXIT_USAGE;
 		goto done;
 	}
-	rc = sim_run_exec(R);
+	rc = simrun_exec(R);
 	if (rc != 0 && x.nrep == 0)
 		goto done;
 	{

@@ -7,6 +7,7 @@ sim_kvsim_SOURCES = \
 	%reldir%/opts.c %reldir%/opts.h \
 	%reldir%/children.c %reldir%/children.h \
 	%reldir%/outdir.c %reldir%/outdir.h \
+	%reldir%/simrun.c %reldir%/simrun.h \
 	%reldir%/cmd_calibrate.c %reldir%/cmd_calibrate.h \
 	%reldir%/cmd_capacity.c %reldir%/cmd_capacity.h \
 	%reldir%/cmd_catalog.c %reldir%/cmd_catalog.h \

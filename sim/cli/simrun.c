@@ -1,0 +1,45 @@
+/*
+ * simrun.c -- sim_run_open/sim_run_exec for the commands (simrun.h).
+ */
+#include "sim/cli/simrun.h"
+#include "sim/cli/opts.h"
+
+#include <stdio.h>
+
+static int
+exit_status(kv_err e)
+{
+	return e == KV_OK ? KVSIM_EXIT_OK : e == KV_EINVAL ? KVSIM_EXIT_USAGE :
+	       KVSIM_EXIT_FAIL;
+}
+
+int
+simrun_open(sim_run **out, const struct sim_config *cfg,
+	    struct sim_run_opts *o)
+{
+	char err[SIM_RUN_ERRLEN];
+	kv_err e;
+
+	if (o->log == NULL)
+		o->log = stdout;
+	if (o->diag == NULL)
+		o->diag = stderr;
+	if ((e = sim_run_open(out, cfg, o, err, sizeof(err))) != KV_OK) {
+		fprintf(stderr, "%s\n", err);
+		return exit_status(e);
+	}
+	return KVSIM_EXIT_OK;
+}
+
+int
+simrun_exec(sim_run *R)
+{
+	char err[SIM_RUN_ERRLEN];
+	kv_err e;
+
+	if ((e = sim_run_exec(R, err, sizeof(err))) != KV_OK) {
+		fprintf(stderr, "%s\n", err);
+		return exit_status(e);
+	}
+	return KVSIM_EXIT_OK;
+}

@@ -1,0 +1,300 @@
+/*
+ * check_replica.c -- the replica's invariants (replica_check, sim/replica.h).
+ *
+ * A small real configuration per built-in policy (a 64-block allocator,
+ * prompts up to 400 tokens, some sharing a prefix: preemptions and prefix
+ * hits happen) is driven one call at a time, as the run's event loop
+ * drives it, and replica_check() must be 0 after every add, every step
+ * half and the close.  Then each invariant is broken on purpose in a live
+ * state and must be reported by its own number, and the state restored
+ * must pass again and run to the end.
+ *
+ * The test includes replica.c itself (and libkvcore's internal header) to
+ * reach the fields it breaks; everything else comes from the libraries.
+ */
+#include "sim/replica.c"
+
+#include "core/kv_int.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define NREQ 24
+#define BASE_TOKENS 1024
+
+/* The configurations: every built-in policy, and swap preemption where
+ * the policy has it. */
+static const struct config {
+	const char *policy;
+	int64_t preemption;		/* 1 swap; KVS_UNSET the default */
+} configs[] = {
+	{ "vllm-v0", KVS_UNSET }, { "vllm-v0", 1 }, { "vllm-v1", KVS_UNSET },
+	{ "sarathi", KVS_UNSET }, { "deepspeed-fastgen", KVS_UNSET },
+	{ "kvsim", KVS_UNSET }, { "kvsim", 1 },
+};
+
+/* One replica and its workload, driven one call at a time. */
+struct drive {
+	const char *policy;
+	struct kvs_config sc;
+	struct kvc_config kc;
+	replica *rp;
+	rpt *rep;
+	uint32_t base[BASE_TOKENS];	/* prompts are slices of it */
+	struct wl_request req[NREQ];
+	size_t next;			/* the next request to arrive */
+	int64_t now;
+	int64_t dt;			/* the step in flight's duration */
+	bool in_step;			/* between begin and end */
+	uint64_t calls;
+};
+
+static void
+drive_init(struct drive *d, const struct config *c)
+{
+	const char *policy = c->policy;
+	const struct kvs_policy *p = kvs_builtin_policy(policy);
+	struct replica_cfg rc;
+	uint64_t x = 12345;
+	char why[512];
+
+	ck_assert_ptr_nonnull(p);
+	memset(d, 0, sizeof(*d));
+	d->policy = policy;
+	kvc_config_default(&d->kc, p->mode);
+	d->kc.block_size = 16;
+	d->kc.gpu_blocks = 64;
+	d->kc.max_model_len = 512;
+	d->kc.prefix_caching = p->mode != KVC_DEEPSPEED;
+	if (p->mode != KVC_VLLM_V1 && p->mode != KVC_DEEPSPEED)
+		d->kc.cpu_blocks = 64;
+	kvs_config_init(&d->sc);
+	snprintf(d->sc.policy, sizeof(d->sc.policy), "%s", policy);
+	d->sc.max_num_seqs = 8;
+	d->sc.max_num_batched_tokens = 512;
+	d->sc.preemption = c->preemption;
+	for (uint32_t i = 0; i < BASE_TOKENS; i++)
+		d->base[i] = 100 + i;
+	for (size_t i = 0; i < NREQ; i++) {
+		struct wl_request *r = &d->req[i];
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		r->id = i;
+		r->arrival_ns = (int64_t)i * 2000000;
+		r->prompt_tokens = 20 + (uint32_t)((x >> 33) % 380);
+		r->output_tokens = 1 + (uint32_t)((x >> 13) % 40);
+		r->n = 1;
+		r->out_key = 7919 * i + 1;
+		/* every third prompt starts with the first one's tokens */
+		r->tokens = d->base + (i % 3 == 0 ? 0 : 7 * i);
+	}
+	memset(&rc, 0, sizeof(rc));
+	rc.sc = &d->sc;
+	rc.kc = &d->kc;
+	rc.policy = p;
+	rc.step_ns = 1000000;
+	rc.vocab = 32000;
+	d->rp = replica_new(&rc, why, sizeof(why));
+	ck_assert_msg(d->rp != NULL, "%s: %s", policy, why);
+	d->rep = rpt_new("check_replica", NULL, NULL);
+	ck_assert_ptr_nonnull(d->rep);
+}
+
+static void
+drive_release(struct drive *d)
+{
+	replica_free(d->rp);
+	rpt_free(d->rep);
+}
+
+/* One call on the replica, as the run's loop makes them.  false: the
+ * workload is over (every request finished, the replica closed). */
+static bool
+drive_step(struct drive *d)
+{
+	char why[512];
+	int64_t dt;
+	bool rej, started;
+
+	d->calls++;
+	if (d->in_step) {
+		d->now += d->dt;
+		ck_assert_int_eq(replica_end(d->rp, d->now, d->rep, why,
+					     sizeof(why)), KV_OK);
+		d->in_step = false;
+		return true;
+	}
+	if (d->next < NREQ && d->req[d->next].arrival_ns <= d->now) {
+		ck_assert_int_eq(replica_add(d->rp, &d->req[d->next++], &rej,
+					     why, sizeof(why)), KV_OK);
+		ck_assert(!rej);
+		return true;
+	}
+	if (replica_has_work(d->rp)) {
+		ck_assert_int_eq(replica_begin(d->rp, d->now, &dt, &started,
+					       why, sizeof(why)), KV_OK);
+		if (started) {
+			d->dt = dt;
+			d->in_step = true;
+			return true;
+		}
+	}
+	if (d->next < NREQ) {
+		d->now = d->req[d->next].arrival_ns;
+		return true;
+	}
+	ck_assert_msg(!replica_has_work(d->rp), "%s stalled", d->policy);
+	replica_close(d->rp, d->now);
+	return false;
+}
+
+static void
+assert_check(const struct drive *d, int want)
+{
+	char why[512] = "";
+	int got = replica_check(d->rp, why, sizeof(why));
+
+	ck_assert_msg(got == want, "%s, call %llu: invariant %d (%s), "
+		      "expected %d", d->policy, (unsigned long long)d->calls,
+		      got, why, want);
+}
+
+/* Every call of a whole run keeps every invariant. */
+START_TEST(test_run_checked)
+{
+	struct drive d;
+	bool more;
+
+	drive_init(&d, &configs[_i]);
+	assert_check(&d, 0);
+	do {
+		more = drive_step(&d);
+		assert_check(&d, 0);
+	} while (more);
+	ck_assert_uint_eq(replica_stats(d.rp)->finished, NREQ);
+	ck_assert_uint_eq(replica_outstanding(d.rp), 0);
+	drive_release(&d);
+}
+END_TEST
+
+/* Drive until a step is in flight with a request that has generated. */
+static void
+drive_to_busy(struct drive *d)
+{
+	for (;;) {
+		ck_assert(drive_step(d));
+		if (!d->rp->busy || d->rp->nsched == 0 ||
+		    kvs_queue_len(d->rp->s, KVS_Q_RUNNING) == 0)
+			continue;
+		if (d->rp->byreq[d->rp->sreq[0]]->gen > 0)
+			return;
+	}
+}
+
+/* Each invariant broken on purpose is reported by its number. */
+START_TEST(test_broken)
+{
+	struct drive d;
+	replica *rp;
+	kvc *k;
+	struct rq *q;
+	kvs_req h;
+	int32_t link;
+	uint64_t u64;
+	int64_t t;
+	double u;
+
+	drive_init(&d, &configs[_i]);
+	drive_to_busy(&d);
+	rp = d.rp;
+	assert_check(&d, 0);
+
+	/* 1: a bad request link */
+	k = kvs_kv(rp->s);
+	link = k->seq[0].req;
+	k->seq[0].req = -1;
+	assert_check(&d, 1);
+	k->seq[0].req = link;
+
+	/* 2: unqueued */
+	h = kvs_queue_remove(rp->s, KVS_Q_RUNNING, 0);
+	assert_check(&d, 2);
+	ck_assert_int_eq(kvs_queue_insert(rp->s, KVS_Q_RUNNING, 0, h), KV_OK);
+
+	/* 3: a live request unrecorded */
+	h = rp->sreq[0];
+	q = rp->byreq[h];
+	rp->byreq[h] = NULL;
+	assert_check(&d, 3);
+	rp->byreq[h] = q;
+
+	/* 4: counts disagree */
+	u64 = rp->st.added++;
+	assert_check(&d, 4);
+	rp->st.added = u64;
+
+	/* 5: outstanding tokens */
+	rp->outstanding++;
+	assert_check(&d, 5);
+	rp->outstanding--;
+
+	/* 6: usage off the allocator */
+	u = rp->st.usage_now;
+	rp->st.usage_now = u + 0.25;
+	assert_check(&d, 6);
+	rp->st.usage_now = u;
+
+	/* 7: scheduled before arrival */
+	t = q->first_sched;
+	q->first_sched = q->arrival - 1;
+	assert_check(&d, 7);
+	q->first_sched = t;
+	/* 7: the clock set back */
+	t = rp->st.usage_t;
+	rp->st.usage_t = q->last_tok - 1;
+	assert_check(&d, 7);
+	rp->st.usage_t = t;
+
+	/* 8: over the token budget */
+	rp->seq[0].q += 100000;
+	assert_check(&d, 8);
+	rp->seq[0].q -= 100000;
+	/* 8: not the scheduler's step */
+	u64 = rp->nsched;
+	rp->nsched = 0;
+	assert_check(&d, 8);
+	rp->nsched = (uint32_t)u64;
+
+	assert_check(&d, 0);
+	while (drive_step(&d))
+		assert_check(&d, 0);
+	ck_assert_uint_eq(replica_stats(rp)->finished, NREQ);
+	drive_release(&d);
+}
+END_TEST
+
+static Suite *
+replica_suite(void)
+{
+	Suite *s = suite_create("replica");
+	TCase *tc = tcase_create("invariants");
+	int n = (int)(sizeof(configs) / sizeof(configs[0]));
+
+	tcase_add_loop_test(tc, test_run_checked, 0, n);
+	tcase_add_loop_test(tc, test_broken, 0, n);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(replica_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
