@@ -10,10 +10,10 @@
 
 #include "workloads/wl.h"
 #include "workloads/wl_int.h"
+#include "util/ydoc.h"
 
 #include <check.h>
 #include <inttypes.h>
-#include <yaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -832,18 +832,17 @@ END_TEST
 static wl_err
 apply_yaml(const char *text, struct wl_config *c, struct wl_error *err)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct yd_doc doc;
+	char msg[512];
+	FILE *in = fmemopen((void *)text, strlen(text), "r");
 	wl_err rc;
 
-	ck_assert(yaml_parser_initialize(&parser));
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
-	    strlen(text));
-	ck_assert(yaml_parser_load(&parser, &doc));
-	rc = wl_config_from_yaml(&doc, yaml_document_get_root_node(&doc),
-	    "--set", c, err);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	ck_assert_ptr_nonnull(in);
+	ck_assert_msg(yd_read(&doc, in, "--set", YD_LOADER, msg,
+	    sizeof(msg)) == KV_OK, "%s", msg);
+	fclose(in);
+	rc = wl_config_from_yaml(doc.root, "--set", c, err);
+	yd_release(&doc);
 	return rc;
 }
 
@@ -1274,9 +1273,9 @@ START_TEST(test_yaml_escape)
 	    "l\\u2028 x\\xFF");
 	free(buf);
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
-		yaml_parser_t parser;
-		yaml_document_t doc;
-		yaml_node_t *root;
+		struct yd_doc doc;
+		char msg[512];
+		FILE *rd;
 
 		buf = NULL;
 		f = open_memstream(&buf, &len);
@@ -1285,16 +1284,15 @@ START_TEST(test_yaml_escape)
 		wl_yaml_escape(f, in[i]);
 		fputc('"', f);
 		ck_assert_int_eq(fclose(f), 0);
-		ck_assert(yaml_parser_initialize(&parser));
-		yaml_parser_set_input_string(&parser,
-		    (const unsigned char *)buf, len);
-		ck_assert_msg(yaml_parser_load(&parser, &doc), "%s", buf);
-		root = yaml_document_get_root_node(&doc);
-		ck_assert_ptr_nonnull(root);
-		ck_assert_int_eq(root->type, YAML_SCALAR_NODE);
-		ck_assert_str_eq((const char *)root->data.scalar.value, in[i]);
-		yaml_document_delete(&doc);
-		yaml_parser_delete(&parser);
+		rd = fmemopen(buf, len, "r");
+		ck_assert_ptr_nonnull(rd);
+		ck_assert_msg(yd_read(&doc, rd, "escaped", YD_LOADER, msg,
+		    sizeof(msg)) == KV_OK, "%s: %s", buf, msg);
+		fclose(rd);
+		ck_assert_ptr_nonnull(doc.root);
+		ck_assert_int_eq(doc.root->type, YD_SCALAR);
+		ck_assert_str_eq(doc.root->str, in[i]);
+		yd_release(&doc);
 		free(buf);
 	}
 }

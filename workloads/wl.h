@@ -41,9 +41,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* libyaml's yaml_document_t and yaml_node_t, without needing <yaml.h>. */
-struct yaml_document_s;
-struct yaml_node_s;
+/* A node of a YAML document read by util/ydoc.h. */
+struct yd_node;
 
 #ifdef __cplusplus
 extern "C" {
@@ -240,18 +239,19 @@ void wl_config_release(struct wl_config *c);
 /* Deep copy; on failure dst is released and WL_ENOMEM returned. */
 wl_err wl_config_copy(struct wl_config *dst, const struct wl_config *src);
 /*
- * Read the `workload:` mapping `node` of `doc` (parsed by libyaml from
- * `file`) into c, over whatever c already holds (start from
+ * Read the `workload:` mapping `node` (of a document util/ydoc.h read
+ * from `file`) into c, over whatever c already holds (start from
  * wl_config_init()).  Unknown keys and bad values are errors with the
  * node's line and column.  Relative trace paths are resolved against the
- * directory of `file`.  On error c may be partly updated; release it.
+ * directory of `file` (none when it starts with "--": a command line's).
+ * On error c may be partly updated; release it.
  */
-wl_err wl_config_from_yaml(struct yaml_document_s *doc,
-    struct yaml_node_s *node, const char *file, struct wl_config *c,
-    struct wl_error *err);
+wl_err wl_config_from_yaml(const struct yd_node *node, const char *file,
+    struct wl_config *c, struct wl_error *err);
 /*
- * Parse a YAML file: its `workload:` key if the top level is a mapping
- * holding one, else the whole top-level mapping.
+ * Parse a YAML file (as libyaml's document loader reads one: ydoc.h's
+ * YD_LOADER): its `workload:` key if the top level is a mapping holding
+ * one, else the whole top-level mapping.
  */
 wl_err wl_config_load(const char *path, struct wl_config *c,
     struct wl_error *err);
