@@ -95,21 +95,34 @@ yd__parse_err(struct yd_rd *r)
 		       (unsigned long)m->column + 1, "%s", what);
 }
 
+/*
+ * The array p of *cap elements of `size` bytes, n of them used, with room
+ * for one more: p itself, or moved (*cap doubled, `first` at first).
+ * NULL when out of memory, p still allocated.
+ */
+static void *
+yd__grow(void *p, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t nc = *cap ? 2 * *cap : first;
+
+	if (n < *cap)
+		return p;
+	p = realloc(p, nc * size);
+	if (p != NULL)
+		*cap = nc;
+	return p;
+}
+
 static struct yd_node *
 yd__node(struct yd_doc *d, enum yd_type t, const yaml_mark_t *m,
 	 const char *s, size_t len)
 {
 	struct yd_node *n;
+	void **mem = yd__grow(d->mem, &d->capmem, d->nmem, sizeof(*mem), 64);
 
-	if (d->nmem == d->capmem) {
-		size_t cap = d->capmem ? 2 * d->capmem : 64;
-		void **p = realloc(d->mem, cap * sizeof(*p));
-
-		if (p == NULL)
-			return NULL;
-		d->mem = p;
-		d->capmem = cap;
-	}
+	if (mem == NULL)
+		return NULL;
+	d->mem = mem;
 	n = calloc(1, sizeof(*n) + (s ? len + 1 : 0));
 	if (n == NULL)
 		return NULL;
@@ -143,15 +156,12 @@ yd__want_key(const struct yd_frame *f)
 static bool
 yd__add(struct yd_frame *f, struct yd_node *kid)
 {
-	if (f->used == f->cap) {
-		size_t nc = f->cap ? 2 * f->cap : 8;
-		struct yd_node **p = realloc(f->node->kid, nc * sizeof(*p));
+	struct yd_node **kids = yd__grow(f->node->kid, &f->cap, f->used,
+					 sizeof(*kids), 8);
 
-		if (p == NULL)
-			return false;
-		f->node->kid = p;
-		f->cap = nc;
-	}
+	if (kids == NULL)
+		return false;
+	f->node->kid = kids;
 	f->node->kid[f->used++] = kid;
 	if (f->node->type == YD_SEQ)
 		f->node->n = f->used;
@@ -184,20 +194,17 @@ yd__attach(struct yd_rd *r, struct yd_node *n)
 static kv_err
 yd__anchor(struct yd_rd *r, const yaml_char_t *name, struct yd_node *n)
 {
+	struct yd_anchor *anch;
+
 	if (name == NULL || !(r->flags & YD_LOADER))
 		return KV_OK;
 	for (size_t i = 0; i < r->nanch; i++)
 		if (strcmp(r->anch[i].name, (const char *)name) == 0)
 			return yd__err(r, n->line, n->col, "second occurrence");
-	if (r->nanch == r->capanch) {
-		size_t cap = r->capanch ? 2 * r->capanch : 8;
-		struct yd_anchor *p = realloc(r->anch, cap * sizeof(*p));
-
-		if (p == NULL)
-			return KV_ENOMEM;
-		r->anch = p;
-		r->capanch = cap;
-	}
+	anch = yd__grow(r->anch, &r->capanch, r->nanch, sizeof(*anch), 8);
+	if (anch == NULL)
+		return KV_ENOMEM;
+	r->anch = anch;
 	r->anch[r->nanch].name = strdup((const char *)name);
 	if (r->anch[r->nanch].name == NULL)
 		return KV_ENOMEM;
@@ -252,6 +259,7 @@ yd__open(struct yd_rd *r, const yaml_event_t *e)
 	bool map = e->type == YAML_MAPPING_START_EVENT;
 	unsigned long line = (unsigned long)e->start_mark.line + 1;
 	unsigned long col = (unsigned long)e->start_mark.column + 1;
+	struct yd_frame *stack;
 	struct yd_node *n;
 	kv_err rc;
 
@@ -264,15 +272,10 @@ yd__open(struct yd_rd *r, const yaml_event_t *e)
 			return yd__err(r, line, col,
 				       "a key must be a plain value");
 	}
-	if (r->depth == r->capstack) {
-		size_t cap = r->capstack ? 2 * r->capstack : 16;
-		struct yd_frame *p = realloc(r->stack, cap * sizeof(*p));
-
-		if (p == NULL)
-			return KV_ENOMEM;
-		r->stack = p;
-		r->capstack = cap;
-	}
+	stack = yd__grow(r->stack, &r->capstack, r->depth, sizeof(*stack), 16);
+	if (stack == NULL)
+		return KV_ENOMEM;
+	r->stack = stack;
 	n = yd__node(r->d, map ? YD_MAP : YD_SEQ, &e->start_mark, NULL, 0);
 	if (n == NULL)
 		return KV_ENOMEM;
