@@ -321,6 +321,44 @@ const struct wl_info *wl_stream_info(const wl_stream *s);
 /* Accepts NULL. */
 void wl_stream_free(wl_stream *s);
 
+/*
+ * The stream's invariants, numbered as wl_stream_check() reports the first
+ * one broken (0: all hold).  The stream's own, then each stage's from the
+ * top of the pipeline down (a stage's "out" is the requests it returned,
+ * its "in" those the stage below it returned).  Cost: O(sort window).
+ */
+enum wl_check {
+	WL_CHECK_OK = 0,
+	WL_CHECK_IDS = 1,	/* emitted == the next request id */
+	WL_CHECK_ORDER = 2,	/* the last two arrivals returned in order */
+	WL_CHECK_HORIZON = 3,	/* the last arrival returned within the
+				 * horizon */
+	WL_CHECK_COUNTS = 4,	/* emitted + skipped + rejected (each reason)
+				 * + outside_window <= rows */
+	WL_CHECK_MARKS = 5,	/* capped <= rows, sorted <= rows */
+	WL_CHECK_END = 6,	/* a top stage while live (last code WL_OK),
+				 * none once ended */
+	WL_CHECK_TOP = 7,	/* the top stage's out == emitted */
+	WL_CHECK_SORT_SLOTS = 10,	/* free + in the heap + the one lent
+					 * out == the sort window */
+	WL_CHECK_SORT_SEQ = 11,	/* rows in == in, rows out == out, in - out
+				 * == rows in the heap */
+	WL_CHECK_SORT_HEAP = 12,	/* heap order: (arrival, row order) */
+	WL_CHECK_WINDOW = 20,	/* 0 <= start, end 0 or after it; out <= in */
+	WL_CHECK_FILTER = 30,	/* out <= in */
+	WL_CHECK_HEAD = 40,	/* out + left == N, out == in */
+	WL_CHECK_SCALE = 50,	/* the factor finite and > 0; out == in */
+	WL_CHECK_TILE_COPY = 60,	/* the copy < copies */
+	WL_CHECK_TILE_PERIOD = 61,	/* copies after the first: period > 0 */
+	WL_CHECK_TILE_FIRST = 62,	/* copy 0: its requests == out */
+	WL_CHECK_GEN = 70,	/* requests generated == out */
+	WL_CHECK_TRACE = 80	/* out <= data rows read */
+};
+
+/* 0, or the first broken invariant's enum wl_check (above).  Read-only;
+ * any time between calls of wl_stream_next, ended streams too. */
+int wl_stream_check(const wl_stream *s);
+
 /* Whether gzip-compressed traces can be read (built with zlib). */
 bool wl_gzip_supported(void);
 
