@@ -856,7 +856,8 @@ load_doc(struct sim_config *c, const struct yd_node *root, const char *file,
 		return fail(err, errlen, where, "expected a mapping of keys");
 	}
 	for (size_t i = 0; i < root->n; i++) {
-		const struct yd_node *kn = yd_key(root, i), *vn = yd_val(root, i);
+		const struct yd_node *kn = yd_key(root, i);
+		const struct yd_node *vn = yd_val(root, i);
 		kv_err e;
 
 		if (kn->type != YD_SCALAR) {

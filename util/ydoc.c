@@ -376,7 +376,8 @@ yd__unique(struct yd_rd *r, const struct yd_node *n, int depth)
 		for (size_t j = 0; k->type == YD_SCALAR && j < i; j++) {
 			const struct yd_node *kj = n->kid[2 * j];
 
-			if (kj->type == YD_SCALAR && strcmp(kj->str, k->str) == 0)
+			if (kj->type == YD_SCALAR &&
+			    strcmp(kj->str, k->str) == 0)
 				return yd__err(r, k->line, k->col,
 					       "duplicate key '%s'", k->str);
 		}
