@@ -1,11 +1,14 @@
 /*
  * runcfg.c -- one run's configuration from YAML and --set (runcfg.h).
  *
- * Every scalar key goes through one setter, set_key(), whether it comes
- * from the file or from --set, so both reject the same values with the
- * same words; only the location differs ("FILE:LINE:COL" or "--set
- * KEY=VALUE").  The workload: section is handed to wl_config_from_yaml; a
- * --set workload.a.b=v override is turned into the YAML "{a: {b: v}}" and
+ * Every scalar key has one setter in run_keys[], reached through
+ * set_key() whether the value comes from the file or from --set, so both
+ * reject the same values with the same words; only the location differs
+ * ("FILE:LINE:COL" or "--set KEY=VALUE").  The file is read by util/ydoc
+ * as libyaml's document loader reads one (YD_LOADER: the messages are
+ * worded by it), repeated keys and a second document refused.  The
+ * workload: section is handed to wl_config_from_yaml; a --set
+ * workload.a.b=v override is turned into the YAML "{a: {b: v}}" and
  * handed over the same way.  The user never sees that text, so its errors
  * name the override alone, without a LINE:COL.
  */
@@ -22,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <yaml.h>
 
 #include "sim/cost.h"
+#include "util/ydoc.h"
 
 void
 sim_config_init(struct sim_config *c)
@@ -144,25 +147,6 @@ static const char *const kv_dtype_names[] = { "bfloat16", "float16",
 
 #define U32MAX 4294967295ull
 
-/* The scalar keys (docs/run.md). */
-static const char *const known_keys[] = {
-	"model", "gpu", "policy", "replicas", "router", "seed",
-	"engine.block_size", "engine.gpu_memory_utilization",
-	"engine.max_num_seqs", "engine.max_num_batched_tokens",
-	"engine.max_model_len", "engine.enable_prefix_caching",
-	"engine.enable_chunked_prefill", "engine.preemption_mode",
-	"engine.scheduling_policy",
-	"engine.swap_space", "engine.num_lookahead_slots",
-	"engine.kv_cache_dtype", "engine.kv_cache_memory_bytes",
-	"engine.num_gpu_blocks_override", "engine.tensor_parallel_size",
-	"engine.dtype", "engine.defer_same_step_state_hits",
-	"cost.step_ns", "cost.calibration", "cost.kv_layout", "cost.copy",
-	"cost.host_memory",
-	"output.timeseries_interval_s", "output.heartbeat_interval_s",
-	"slo.ttft_s", "slo.tpot_s", "slo.e2e_s",
-	NULL
-};
-
 /*
  * dst = path, taken relative to the directory of the file `file` (NULL:
  * the current directory), then made absolute so that the resolved
@@ -237,275 +221,520 @@ restore_default(struct sim_config *c, const char *key)
 	return true;
 }
 
+/* One value being set: the key, its text and where it came from. */
+struct setv {
+	const char *key;
+	const char *v;
+	const char *where;	/* "FILE:LINE:COL", or "--set KEY=VALUE" */
+	const char *file;	/* the file it is written in; NULL: --set */
+	char *err;
+	size_t errlen;
+};
+
+/* The value refused: "WHERE: KEY: what, got 'VALUE'". */
+static kv_err
+bad(const struct setv *s, const char *what)
+{
+	return fail(s->err, s->errlen, s->where, "%s: %s, got '%s'", s->key,
+		    what, s->v);
+}
+
+/* `auto` (or null): 0; else an integer in [lo, hi].  False: neither. */
+static bool
+opt_u64(const struct setv *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	if (is_null_text(s->v)) {
+		*out = 0;
+		return true;
+	}
+	return parse_u64(s->v, lo, hi, out);
+}
+
+/* `auto` (or null): -1 (the policy's default); else true or false. */
+static kv_err
+set_tri_bool(const struct setv *s, int *dst)
+{
+	int b;
+
+	if (is_null_text(s->v))
+		*dst = -1;
+	else if ((b = parse_bool(s->v)) < 0)
+		return bad(s, "expected true or false");
+	else
+		*dst = b;
+	return KV_OK;
+}
+
+/* `auto` (or null): -1 (the policy's default); else name0 0, name1 1. */
+static kv_err
+set_tri_name(const struct setv *s, const char *name0, const char *name1,
+	     int *dst)
+{
+	char what[64];
+
+	if (is_null_text(s->v))
+		*dst = -1;
+	else if (strcmp(s->v, name0) == 0)
+		*dst = 0;
+	else if (strcmp(s->v, name1) == 0)
+		*dst = 1;
+	else {
+		snprintf(what, sizeof(what), "expected %s or %s", name0, name1);
+		return bad(s, what);
+	}
+	return KV_OK;
+}
+
+static kv_err
+set_model(struct sim_config *c, const struct setv *s)
+{
+	size_t n = strlen(s->v);
+
+	if (s->v[0] == '\0')
+		return bad(s, "expected a catalog model or a config.json");
+	/* a config.json path, as a trace's: relative to the file it is
+	 * written in (so a run's own config.yaml reads it from anywhere); a
+	 * catalog name as it is */
+	if (n > 5 && strcmp(s->v + n - 5, ".json") == 0) {
+		if (!resolve_path(c->model, sizeof(c->model), s->v, s->file))
+			return bad(s, "path too long");
+	} else {
+		snprintf(c->model, sizeof(c->model), "%s", s->v);
+	}
+	snprintf(c->model_where, sizeof(c->model_where), "%s", s->where);
+	return KV_OK;
+}
+
+static kv_err
+set_gpu(struct sim_config *c, const struct setv *s)
+{
+	if (s->v[0] == '\0')
+		return bad(s, "expected a catalog GPU");
+	snprintf(c->gpu, sizeof(c->gpu), "%s", s->v);
+	snprintf(c->gpu_where, sizeof(c->gpu_where), "%s", s->where);
+	return KV_OK;
+}
+
+static kv_err
+set_policy(struct sim_config *c, const struct setv *s)
+{
+	if (s->v[0] == '\0')
+		return bad(s, "expected a policy name");
+	snprintf(c->policy, sizeof(c->policy), "%s", s->v);
+	snprintf(c->policy_where, sizeof(c->policy_where), "%s", s->where);
+	return KV_OK;
+}
+
+static kv_err
+set_replicas(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!parse_u64(s->v, 1, 4096, &u))
+		return bad(s, "expected an integer in [1, 4096]");
+	c->replicas = (uint32_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_router(struct sim_config *c, const struct setv *s)
+{
+	for (int r = 0; r < 3; r++) {
+		if (strcmp(s->v, router_names[r]) == 0) {
+			c->router = (enum sim_router)r;
+			return KV_OK;
+		}
+	}
+	return bad(s, "expected round-robin, least-outstanding or "
+		   "prefix-affinity");
+}
+
+static kv_err
+set_seed(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!parse_u64(s->v, 0, UINT64_MAX, &u))
+		return bad(s, "expected a non-negative integer");
+	c->seed = u;
+	c->wl.seed = u;
+	return KV_OK;
+}
+
+static kv_err
+set_block_size(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!opt_u64(s, 1, 65536, &u))
+		return bad(s, "expected an integer in [1, 65536]");
+	c->eng.block_size = (uint32_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_gpu_memory_utilization(struct sim_config *c, const struct setv *s)
+{
+	double d;
+
+	if (!parse_dbl(s->v, 1e-9, 1.0, &d))
+		return bad(s, "expected a number in (0, 1]");
+	c->eng.gpu_memory_utilization = d;
+	return KV_OK;
+}
+
+static kv_err
+set_max_num_seqs(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!opt_u64(s, 1, U32MAX, &u))
+		return bad(s, "expected a positive integer");
+	c->eng.max_num_seqs = (uint32_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_max_num_batched_tokens(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!opt_u64(s, 1, U32MAX, &u))
+		return bad(s, "expected a positive integer");
+	c->eng.max_num_batched_tokens = u;
+	return KV_OK;
+}
+
+static kv_err
+set_max_model_len(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!opt_u64(s, 1, U32MAX, &u))
+		return bad(s, "expected a positive integer");
+	c->eng.max_model_len = u;
+	return KV_OK;
+}
+
+static kv_err
+set_enable_prefix_caching(struct sim_config *c, const struct setv *s)
+{
+	return set_tri_bool(s, &c->eng.enable_prefix_caching);
+}
+
+static kv_err
+set_enable_chunked_prefill(struct sim_config *c, const struct setv *s)
+{
+	return set_tri_bool(s, &c->chunked_prefill);
+}
+
+static kv_err
+set_preemption_mode(struct sim_config *c, const struct setv *s)
+{
+	return set_tri_name(s, "recompute", "swap", &c->preemption_mode);
+}
+
+static kv_err
+set_scheduling_policy(struct sim_config *c, const struct setv *s)
+{
+	return set_tri_name(s, "fcfs", "priority", &c->scheduling_policy);
+}
+
+static kv_err
+set_swap_space(struct sim_config *c, const struct setv *s)
+{
+	double d;
+
+	if (!parse_dbl(s->v, 0.0, 1e6, &d))
+		return bad(s, "expected GiB, a number >= 0");
+	c->swap_space_gib = d;
+	return KV_OK;
+}
+
+static kv_err
+set_defer_same_step_state_hits(struct sim_config *c, const struct setv *s)
+{
+	int b = parse_bool(s->v);
+
+	if (b < 0)
+		return bad(s, "expected true or false");
+	c->defer_same_step_state_hits = b != 0;
+	return KV_OK;
+}
+
+static kv_err
+set_num_lookahead_slots(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (is_null_text(s->v))
+		c->num_lookahead_slots = -1;
+	else if (!parse_u64(s->v, 0, 1024, &u))
+		return bad(s, "expected an integer in [0, 1024]");
+	else
+		c->num_lookahead_slots = (int64_t)u;
+	return KV_OK;
+}
+
+/* engine.kv_cache_dtype: kv_dtype_names; engine.dtype: a catalog dtype of
+ * 2 or 4 bytes. */
+static kv_err
+set_dtype(struct sim_config *c, const struct setv *s)
+{
+	bool kv = strcmp(s->key, "engine.kv_cache_dtype") == 0, ok;
+	char *dst = kv ? c->eng.kv_cache_dtype : c->eng.dtype;
+	size_t i;
+
+	if (is_null_text(s->v)) {
+		snprintf(dst, sizeof(c->eng.dtype), "auto");
+		return KV_OK;
+	}
+	for (i = 0; kv_dtype_names[i] != NULL; i++)
+		if (strcmp(s->v, kv_dtype_names[i]) == 0)
+			break;
+	ok = kv ? kv_dtype_names[i] != NULL
+		: cat_dtype_bytes(s->v) == 2 || cat_dtype_bytes(s->v) == 4;
+	if (!ok)
+		return bad(s, kv ? "expected auto, bfloat16, float16, fp8, "
+			   "fp8_e4m3, fp8_e5m2, fp8_inc or fp8_ds_mla"
+			   : "expected auto, bfloat16, float16 or float32");
+	snprintf(dst, sizeof(c->eng.dtype), "%s", s->v);
+	return KV_OK;
+}
+
+static kv_err
+set_kv_cache_memory_bytes(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (is_null_text(s->v))
+		c->eng.kv_cache_memory_bytes = SZ_UNSET;
+	else if (!cat_parse_bytes(s->v, &u) || u == 0 ||
+		 u > (uint64_t)INT64_MAX)
+		return bad(s, "expected a size (bytes, or 40GiB, 80GB)");
+	else
+		c->eng.kv_cache_memory_bytes = (int64_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_num_gpu_blocks_override(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (is_null_text(s->v))
+		c->eng.num_gpu_blocks_override = SZ_UNSET;
+	else if (!parse_u64(s->v, 1, 1u << 30, &u))
+		/* the pools libkvcore takes */
+		return bad(s, "expected a block count from 1 to 2^30");
+	else
+		c->eng.num_gpu_blocks_override = (int64_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_tensor_parallel_size(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!parse_u64(s->v, 1, 1024, &u))
+		return bad(s, "expected an integer in [1, 1024]");
+	c->eng.tensor_parallel_size = (uint32_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_step_ns(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (!parse_u64(s->v, 0, (uint64_t)INT64_MAX / 4, &u))
+		return bad(s, "expected an integer >= 0 (0: the roofline "
+			   "model)");
+	c->step_ns = (int64_t)u;
+	return KV_OK;
+}
+
+static kv_err
+set_calibration(struct sim_config *c, const struct setv *s)
+{
+	if (is_null_text(s->v) || strcmp(s->v, "none") == 0) {
+		c->calibration[0] = '\0';
+	} else if (!resolve_path(c->calibration, sizeof(c->calibration),
+				 s->v, s->file)) {
+		c->calibration[0] = '\0';
+		return bad(s, "path too long");
+	}
+	snprintf(c->calibration_where, sizeof(c->calibration_where), "%s",
+		 s->where);
+	return KV_OK;
+}
+
+static kv_err
+set_kv_layout(struct sim_config *c, const struct setv *s)
+{
+	enum cost_layout l;
+
+	if (is_null_text(s->v))
+		c->kv_layout = -1;
+	else if (cost_layout_parse(s->v, &l))
+		c->kv_layout = (int)l;
+	else
+		return bad(s, "expected fa-split, fi-fused, ds-interleaved or "
+			   "cross-layer");
+	return KV_OK;
+}
+
+static kv_err
+set_copy(struct sim_config *c, const struct setv *s)
+{
+	enum cost_copy cp;
+
+	if (is_null_text(s->v))
+		c->copy = -1;
+	else if (cost_copy_parse(s->v, &cp))
+		c->copy = (int)cp;
+	else
+		return bad(s, "expected per-chunk, batch, gather or staged");
+	return KV_OK;
+}
+
+static kv_err
+set_host_memory(struct sim_config *c, const struct setv *s)
+{
+	enum cost_hostmem h;
+
+	if (is_null_text(s->v))
+		c->host_memory = -1;
+	else if (cost_hostmem_parse(s->v, &h))
+		c->host_memory = (int)h;
+	else
+		return bad(s, "expected pinned or pageable");
+	return KV_OK;
+}
+
+static kv_err
+set_timeseries_interval(struct sim_config *c, const struct setv *s)
+{
+	double d;
+
+	if (!parse_dbl(s->v, 1e-6, 1e9, &d))
+		return bad(s, "expected a number of seconds from 1e-6 to 1e9");
+	c->timeseries_interval_s = d;
+	return KV_OK;
+}
+
+static kv_err
+set_heartbeat_interval(struct sim_config *c, const struct setv *s)
+{
+	double d;
+
+	if (!parse_dbl(s->v, 1e-3, 1e12, &d))
+		return bad(s, "expected a number of seconds from 1e-3 to 1e12");
+	c->heartbeat_interval_s = d;
+	return KV_OK;
+}
+
+/* slo.ttft_s, slo.tpot_s, slo.e2e_s: seconds, or none (0). */
+static kv_err
+set_slo(struct sim_config *c, const struct setv *s)
+{
+	double *dst = strcmp(s->key, "slo.ttft_s") == 0 ? &c->slo_ttft_s
+		: strcmp(s->key, "slo.tpot_s") == 0 ? &c->slo_tpot_s
+		: &c->slo_e2e_s;
+	double d;
+
+	if (is_null_text(s->v) || strcmp(s->v, "none") == 0)
+		*dst = 0;
+	else if (!parse_dbl(s->v, 1e-9, 1e12, &d))
+		return bad(s, "expected a number of seconds > 0 (or none)");
+	else
+		*dst = d;
+	return KV_OK;
+}
+
+/* The scalar keys (docs/run.md), each with its setter. */
+static const struct run_key {
+	const char *name;
+	kv_err (*set)(struct sim_config *c, const struct setv *s);
+} run_keys[] = {
+	{ "model", set_model },
+	{ "gpu", set_gpu },
+	{ "policy", set_policy },
+	{ "replicas", set_replicas },
+	{ "router", set_router },
+	{ "seed", set_seed },
+	{ "engine.block_size", set_block_size },
+	{ "engine.gpu_memory_utilization", set_gpu_memory_utilization },
+	{ "engine.max_num_seqs", set_max_num_seqs },
+	{ "engine.max_num_batched_tokens", set_max_num_batched_tokens },
+	{ "engine.max_model_len", set_max_model_len },
+	{ "engine.enable_prefix_caching", set_enable_prefix_caching },
+	{ "engine.enable_chunked_prefill", set_enable_chunked_prefill },
+	{ "engine.preemption_mode", set_preemption_mode },
+	{ "engine.scheduling_policy", set_scheduling_policy },
+	{ "engine.swap_space", set_swap_space },
+	{ "engine.num_lookahead_slots", set_num_lookahead_slots },
+	{ "engine.kv_cache_dtype", set_dtype },
+	{ "engine.kv_cache_memory_bytes", set_kv_cache_memory_bytes },
+	{ "engine.num_gpu_blocks_override", set_num_gpu_blocks_override },
+	{ "engine.tensor_parallel_size", set_tensor_parallel_size },
+	{ "engine.dtype", set_dtype },
+	{ "engine.defer_same_step_state_hits",
+	  set_defer_same_step_state_hits },
+	{ "cost.step_ns", set_step_ns },
+	{ "cost.calibration", set_calibration },
+	{ "cost.kv_layout", set_kv_layout },
+	{ "cost.copy", set_copy },
+	{ "cost.host_memory", set_host_memory },
+	{ "output.timeseries_interval_s", set_timeseries_interval },
+	{ "output.heartbeat_interval_s", set_heartbeat_interval },
+	{ "slo.ttft_s", set_slo },
+	{ "slo.tpot_s", set_slo },
+	{ "slo.e2e_s", set_slo },
+	{ NULL, NULL }
+};
+
+static const struct run_key *
+run_key_find(const char *key)
+{
+	for (const struct run_key *k = run_keys; k->name != NULL; k++)
+		if (strcmp(k->name, key) == 0)
+			return k;
+	return NULL;
+}
+
 /* file: the configuration file the value comes from (NULL: --set). */
 static kv_err
 set_key(struct sim_config *c, const char *key, const char *v,
 	const char *where, const char *file, char *err, size_t errlen)
 {
-	uint64_t u;
-	double d;
-	int b;
+	const struct setv s = { key, v, where, file, err, errlen };
+	const struct run_key *k;
 
 	if (is_null_text(v) && restore_default(c, key))
 		return KV_OK;
-
-#define BAD(what) fail(err, errlen, where, "%s: %s, got '%s'", key, what, v)
-	if (strcmp(key, "model") == 0) {
-		size_t n = strlen(v);
-
-		if (v[0] == '\0')
-			return BAD("expected a catalog model or a config.json");
-		/* a config.json path, as a trace's: relative to the file it
-		 * is written in (so a run's own config.yaml reads it from
-		 * anywhere); a catalog name as it is */
-		if (n > 5 && strcmp(v + n - 5, ".json") == 0) {
-			if (!resolve_path(c->model, sizeof(c->model), v, file))
-				return BAD("path too long");
-		} else {
-			snprintf(c->model, sizeof(c->model), "%s", v);
-		}
-		snprintf(c->model_where, sizeof(c->model_where), "%s", where);
-	} else if (strcmp(key, "gpu") == 0) {
-		if (v[0] == '\0')
-			return BAD("expected a catalog GPU");
-		snprintf(c->gpu, sizeof(c->gpu), "%s", v);
-		snprintf(c->gpu_where, sizeof(c->gpu_where), "%s", where);
-	} else if (strcmp(key, "policy") == 0) {
-		if (v[0] == '\0')
-			return BAD("expected a policy name");
-		snprintf(c->policy, sizeof(c->policy), "%s", v);
-		snprintf(c->policy_where, sizeof(c->policy_where), "%s", where);
-	} else if (strcmp(key, "replicas") == 0) {
-		if (!parse_u64(v, 1, 4096, &u))
-			return BAD("expected an integer in [1, 4096]");
-		c->replicas = (uint32_t)u;
-	} else if (strcmp(key, "router") == 0) {
-		for (b = 0; b < 3; b++)
-			if (strcmp(v, router_names[b]) == 0)
-				break;
-		if (b == 3)
-			return BAD("expected round-robin, least-outstanding "
-				   "or prefix-affinity");
-		c->router = (enum sim_router)b;
-	} else if (strcmp(key, "seed") == 0) {
-		if (!parse_u64(v, 0, UINT64_MAX, &u))
-			return BAD("expected a non-negative integer");
-		c->seed = u;
-		c->wl.seed = u;
-	} else if (strcmp(key, "engine.block_size") == 0) {
-		if (is_null_text(v))
-			c->eng.block_size = 0;
-		else if (!parse_u64(v, 1, 65536, &u))
-			return BAD("expected an integer in [1, 65536]");
-		else
-			c->eng.block_size = (uint32_t)u;
-	} else if (strcmp(key, "engine.gpu_memory_utilization") == 0) {
-		if (!parse_dbl(v, 1e-9, 1.0, &d))
-			return BAD("expected a number in (0, 1]");
-		c->eng.gpu_memory_utilization = d;
-	} else if (strcmp(key, "engine.max_num_seqs") == 0) {
-		if (is_null_text(v))
-			c->eng.max_num_seqs = 0;
-		else if (!parse_u64(v, 1, U32MAX, &u))
-			return BAD("expected a positive integer");
-		else
-			c->eng.max_num_seqs = (uint32_t)u;
-	} else if (strcmp(key, "engine.max_num_batched_tokens") == 0) {
-		if (is_null_text(v))
-			c->eng.max_num_batched_tokens = 0;
-		else if (!parse_u64(v, 1, U32MAX, &u))
-			return BAD("expected a positive integer");
-		else
-			c->eng.max_num_batched_tokens = u;
-	} else if (strcmp(key, "engine.max_model_len") == 0) {
-		if (is_null_text(v))
-			c->eng.max_model_len = 0;
-		else if (!parse_u64(v, 1, U32MAX, &u))
-			return BAD("expected a positive integer");
-		else
-			c->eng.max_model_len = u;
-	} else if (strcmp(key, "engine.enable_prefix_caching") == 0) {
-		if (is_null_text(v))
-			c->eng.enable_prefix_caching = -1;
-		else if ((b = parse_bool(v)) < 0)
-			return BAD("expected true or false");
-		else
-			c->eng.enable_prefix_caching = b;
-	} else if (strcmp(key, "engine.enable_chunked_prefill") == 0) {
-		if (is_null_text(v))
-			c->chunked_prefill = -1;
-		else if ((b = parse_bool(v)) < 0)
-			return BAD("expected true or false");
-		else
-			c->chunked_prefill = b;
-	} else if (strcmp(key, "engine.preemption_mode") == 0) {
-		if (is_null_text(v))
-			c->preemption_mode = -1;
-		else if (strcmp(v, "recompute") == 0)
-			c->preemption_mode = 0;
-		else if (strcmp(v, "swap") == 0)
-			c->preemption_mode = 1;
-		else
-			return BAD("expected recompute or swap");
-	} else if (strcmp(key, "engine.scheduling_policy") == 0) {
-		if (is_null_text(v))
-			c->scheduling_policy = -1;
-		else if (strcmp(v, "fcfs") == 0)
-			c->scheduling_policy = 0;
-		else if (strcmp(v, "priority") == 0)
-			c->scheduling_policy = 1;
-		else
-			return BAD("expected fcfs or priority");
-	} else if (strcmp(key, "engine.swap_space") == 0) {
-		if (!parse_dbl(v, 0.0, 1e6, &d))
-			return BAD("expected GiB, a number >= 0");
-		c->swap_space_gib = d;
-	} else if (strcmp(key, "engine.defer_same_step_state_hits") == 0) {
-		if ((b = parse_bool(v)) < 0)
-			return BAD("expected true or false");
-		c->defer_same_step_state_hits = b != 0;
-	} else if (strcmp(key, "engine.num_lookahead_slots") == 0) {
-		if (is_null_text(v))
-			c->num_lookahead_slots = -1;
-		else if (!parse_u64(v, 0, 1024, &u))
-			return BAD("expected an integer in [0, 1024]");
-		else
-			c->num_lookahead_slots = (int64_t)u;
-	} else if (strcmp(key, "engine.kv_cache_dtype") == 0 ||
-		   strcmp(key, "engine.dtype") == 0) {
-		bool kv = strcmp(key, "engine.kv_cache_dtype") == 0, ok;
-		char *dst = kv ? c->eng.kv_cache_dtype : c->eng.dtype;
-		size_t i;
-
-		if (is_null_text(v)) {
-			snprintf(dst, sizeof(c->eng.dtype), "auto");
-			return KV_OK;
-		}
-		for (i = 0; kv_dtype_names[i] != NULL; i++)
-			if (strcmp(v, kv_dtype_names[i]) == 0)
-				break;
-		ok = kv ? kv_dtype_names[i] != NULL
-			: cat_dtype_bytes(v) == 2 || cat_dtype_bytes(v) == 4;
-		if (!ok)
-			return BAD(kv ? "expected auto, bfloat16, float16, fp8, "
-				   "fp8_e4m3, fp8_e5m2, fp8_inc or fp8_ds_mla"
-				   : "expected auto, bfloat16, float16 or "
-				   "float32");
-		snprintf(dst, sizeof(c->eng.dtype), "%s", v);
-	} else if (strcmp(key, "engine.kv_cache_memory_bytes") == 0) {
-		if (is_null_text(v))
-			c->eng.kv_cache_memory_bytes = SZ_UNSET;
-		else if (!cat_parse_bytes(v, &u) || u == 0 ||
-			 u > (uint64_t)INT64_MAX)
-			return BAD("expected a size (bytes, or 40GiB, 80GB)");
-		else
-			c->eng.kv_cache_memory_bytes = (int64_t)u;
-	} else if (strcmp(key, "engine.num_gpu_blocks_override") == 0) {
-		if (is_null_text(v))
-			c->eng.num_gpu_blocks_override = SZ_UNSET;
-		else if (!parse_u64(v, 1, 1u << 30, &u))
-			/* the pools libkvcore takes */
-			return BAD("expected a block count from 1 to 2^30");
-		else
-			c->eng.num_gpu_blocks_override = (int64_t)u;
-	} else if (strcmp(key, "engine.tensor_parallel_size") == 0) {
-		if (!parse_u64(v, 1, 1024, &u))
-			return BAD("expected an integer in [1, 1024]");
-		c->eng.tensor_parallel_size = (uint32_t)u;
-	} else if (strcmp(key, "cost.step_ns") == 0) {
-		if (!parse_u64(v, 0, (uint64_t)INT64_MAX / 4, &u))
-			return BAD("expected an integer >= 0 (0: the roofline "
-				   "model)");
-		c->step_ns = (int64_t)u;
-	} else if (strcmp(key, "cost.calibration") == 0) {
-		if (is_null_text(v) || strcmp(v, "none") == 0) {
-			c->calibration[0] = '\0';
-		} else if (!resolve_path(c->calibration,
-					 sizeof(c->calibration), v, file)) {
-			c->calibration[0] = '\0';
-			return BAD("path too long");
-		}
-		snprintf(c->calibration_where, sizeof(c->calibration_where),
-			 "%s", where);
-	} else if (strcmp(key, "cost.kv_layout") == 0) {
-		enum cost_layout l;
-
-		if (is_null_text(v))
-			c->kv_layout = -1;
-		else if (cost_layout_parse(v, &l))
-			c->kv_layout = (int)l;
-		else
-			return BAD("expected fa-split, fi-fused, ds-interleaved "
-				   "or cross-layer");
-	} else if (strcmp(key, "cost.copy") == 0) {
-		enum cost_copy cp;
-
-		if (is_null_text(v))
-			c->copy = -1;
-		else if (cost_copy_parse(v, &cp))
-			c->copy = (int)cp;
-		else
-			return BAD("expected per-chunk, batch, gather or "
-				   "staged");
-	} else if (strcmp(key, "cost.host_memory") == 0) {
-		enum cost_hostmem h;
-
-		if (is_null_text(v))
-			c->host_memory = -1;
-		else if (cost_hostmem_parse(v, &h))
-			c->host_memory = (int)h;
-		else
-			return BAD("expected pinned or pageable");
-	} else if (strcmp(key, "output.timeseries_interval_s") == 0) {
-		if (!parse_dbl(v, 1e-6, 1e9, &d))
-			return BAD("expected a number of seconds from 1e-6 "
-				   "to 1e9");
-		c->timeseries_interval_s = d;
-	} else if (strcmp(key, "output.heartbeat_interval_s") == 0) {
-		if (!parse_dbl(v, 1e-3, 1e12, &d))
-			return BAD("expected a number of seconds from 1e-3 "
-				   "to 1e12");
-		c->heartbeat_interval_s = d;
-	} else if (strncmp(key, "slo.", 4) == 0) {
-		double *dst = strcmp(key, "slo.ttft_s") == 0 ? &c->slo_ttft_s
-			: strcmp(key, "slo.tpot_s") == 0 ? &c->slo_tpot_s
-			: strcmp(key, "slo.e2e_s") == 0 ? &c->slo_e2e_s : NULL;
-
-		if (dst == NULL)
-			return fail(err, errlen, where, "unknown key '%s'",
-				    key);
-		if (is_null_text(v) || strcmp(v, "none") == 0)
-			*dst = 0;
-		else if (!parse_dbl(v, 1e-9, 1e12, &d))
-			return BAD("expected a number of seconds > 0 (or "
-				   "none)");
-		else
-			*dst = d;
-	} else {
+	if ((k = run_key_find(key)) == NULL)
 		return fail(err, errlen, where, "unknown key '%s'", key);
-	}
-#undef BAD
-	return KV_OK;
+	return k->set(c, &s);
 }
 
+/* A section of scalar keys: engine, cost, output, slo. */
 static bool
 section_known(const char *s)
 {
 	size_t n = strlen(s);
 
-	for (size_t i = 0; known_keys[i] != NULL; i++)
-		if (strncmp(known_keys[i], s, n) == 0 &&
-		    known_keys[i][n] == '.')
+	for (const struct run_key *k = run_keys; k->name != NULL; k++)
+		if (strncmp(k->name, s, n) == 0 && k->name[n] == '.')
 			return true;
 	return false;
 }
 
 static void
-mark(char *buf, size_t len, const char *file, const yaml_node_t *n)
+mark(char *buf, size_t len, const char *file, const struct yd_node *n)
 {
-	snprintf(buf, len, "%s:%lu:%lu", file,
-		 (unsigned long)n->start_mark.line + 1,
-		 (unsigned long)n->start_mark.column + 1);
+	snprintf(buf, len, "%s:%lu:%lu", file, n->line, n->col);
 }
 
 /* cmdline: the text is a --set override's (top comment): no LINE:COL. */
@@ -520,185 +749,51 @@ wl_fail(char *err, size_t errlen, struct wl_error *we, bool cmdline)
 	return KV_EINVAL;
 }
 
-/* libyaml's complaint, at its mark unless the text is a --set's. */
+/*
+ * The value vn of the scalar key `name` (kn: its key in the file): set, or
+ * refused.  An unknown key is named at the key, and beats a bad value,
+ * which is named at the value.
+ */
 static kv_err
-yaml_fail(char *err, size_t errlen, const char *file, bool cmdline,
-	  const yaml_parser_t *parser)
+load_value(struct sim_config *c, const char *name, const struct yd_node *kn,
+	   const struct yd_node *vn, const char *file, char *err,
+	   size_t errlen)
 {
-	const char *what = parser->problem ? parser->problem : "bad YAML";
-
-	if (cmdline)
-		snprintf(err, errlen, "%s: %s", file, what);
-	else
-		snprintf(err, errlen, "%s:%lu:%lu: %s", file,
-			 (unsigned long)parser->problem_mark.line + 1,
-			 (unsigned long)parser->problem_mark.column + 1, what);
-	return KV_EINVAL;
-}
-
-static kv_err
-load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
-	 bool cmdline, char *err, size_t errlen)
-{
-	yaml_node_t *root = yaml_document_get_root_node(doc);
 	char where[SIM_WHERE_LEN];
 
-	if (root == NULL)
-		return KV_OK;	/* an empty file: every default */
-	if (root->type != YAML_MAPPING_NODE) {
-		mark(where, sizeof(where), file, root);
-		return fail(err, errlen, where, "expected a mapping of keys");
+	if (run_key_find(name) == NULL) {
+		mark(where, sizeof(where), file, kn);
+		return fail(err, errlen, where, "unknown key '%s'", name);
 	}
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-	     p < root->data.mapping.pairs.top; p++) {
-		yaml_node_t *kn = yaml_document_get_node(doc, p->key);
-		yaml_node_t *vn = yaml_document_get_node(doc, p->value);
-		const char *k;
+	mark(where, sizeof(where), file, vn);
+	if (vn->type != YD_SCALAR)
+		return fail(err, errlen, where, "%s: expected a scalar value",
+			    name);
+	return set_key(c, name, vn->str, where, file, err, errlen);
+}
+
+/* engine:, cost:, output:, slo: -- a mapping of scalar keys. */
+static kv_err
+load_section(struct sim_config *c, const char *k, const struct yd_node *vn,
+	     const char *file, char *err, size_t errlen)
+{
+	char where[SIM_WHERE_LEN];
+
+	if (vn->type != YD_MAP) {
+		mark(where, sizeof(where), file, vn);
+		return fail(err, errlen, where, "%s: expected a mapping", k);
+	}
+	for (size_t i = 0; i < vn->n; i++) {
+		const struct yd_node *k2 = yd_key(vn, i);
+		char full[256];
 		kv_err e;
 
-		mark(where, sizeof(where), file, kn);
-		if (kn->type != YAML_SCALAR_NODE)
+		if (k2->type != YD_SCALAR) {
+			mark(where, sizeof(where), file, k2);
 			return fail(err, errlen, where, "expected a key");
-		k = (const char *)kn->data.scalar.value;
-		/* A sweep file's grid is kvsim sweep's (docs/sweep.md): the
-		 * rest of the file is the base run, which is what run runs. */
-		if (strcmp(k, "sweep") == 0)
-			continue;
-		if (strcmp(k, "workload") == 0) {
-			struct wl_error we;
-			bool had = c->wl.trace != NULL;
-
-			wl_error_clear(&we);
-			if (wl_config_from_yaml(doc, vn, file, &c->wl, &we) !=
-			    WL_OK)
-				return wl_fail(err, errlen, &we, cmdline);
-			/* A workload section that names its own source
-			 * replaces the bundled trace. */
-			if (c->wl.trace != NULL && !had)
-				c->wl_trace_default = false;
-			if (vn->type == YAML_MAPPING_NODE) {
-				bool gen = false, deflt = false;
-
-				for (yaml_node_pair_t *q =
-				     vn->data.mapping.pairs.start;
-				     q < vn->data.mapping.pairs.top; q++) {
-					yaml_node_t *k2 = yaml_document_get_node(
-						doc, q->key);
-					yaml_node_t *v2 = yaml_document_get_node(
-						doc, q->value);
-					const char *kk;
-
-					if (k2->type != YAML_SCALAR_NODE)
-						continue;
-					kk = (const char *)k2->data.scalar.value;
-					if (strcmp(kk, "generator") == 0)
-						gen = true;
-					/* `trace: auto` (or null): the
-					 * bundled trace, the default */
-					if (strcmp(kk, "trace") == 0 &&
-					    v2->type == YAML_SCALAR_NODE &&
-					    is_null_text((const char *)
-						v2->data.scalar.value))
-						deflt = true;
-					if (strcmp(kk, "generator") == 0 ||
-					    strcmp(kk, "trace") == 0)
-						c->wl_trace_default = false;
-				}
-				if (deflt && !gen) {
-					free(c->wl.trace);
-					c->wl.trace = NULL;
-					c->wl.format = WL_FMT_AUTO;
-					c->wl_trace_default = true;
-				}
-			}
-			continue;
 		}
-		if (section_known(k)) {
-			if (vn->type != YAML_MAPPING_NODE) {
-				mark(where, sizeof(where), file, vn);
-				return fail(err, errlen, where,
-					    "%s: expected a mapping", k);
-			}
-			for (yaml_node_pair_t *q = vn->data.mapping.pairs.start;
-			     q < vn->data.mapping.pairs.top; q++) {
-				yaml_node_t *k2 = yaml_document_get_node(doc,
-									 q->key);
-				yaml_node_t *v2 = yaml_document_get_node(
-					doc, q->value);
-				char full[256];
-
-				mark(where, sizeof(where), file, k2);
-				if (k2->type != YAML_SCALAR_NODE)
-					return fail(err, errlen, where,
-						    "expected a key");
-				snprintf(full, sizeof(full), "%s.%s", k,
-					 (char *)k2->data.scalar.value);
-				mark(where, sizeof(where), file, v2);
-				if (v2->type != YAML_SCALAR_NODE) {
-					/* unknown key beats a bad value */
-					bool known = false;
-
-					for (size_t i = 0; known_keys[i]; i++)
-						if (strcmp(known_keys[i], full)
-						    == 0)
-							known = true;
-					if (!known)
-						mark(where, sizeof(where), file,
-						     k2);
-					return fail(err, errlen, where,
-						    known ? "%s: expected a "
-						    "scalar value" :
-						    "unknown key '%s'", full);
-				}
-				{
-					bool known = false;
-
-					for (size_t i = 0; known_keys[i]; i++)
-						if (strcmp(known_keys[i], full)
-						    == 0)
-							known = true;
-					if (!known) {
-						mark(where, sizeof(where), file,
-						     k2);
-						return fail(err, errlen, where,
-							    "unknown key '%s'",
-							    full);
-					}
-				}
-				e = set_key(c, full,
-					    (char *)v2->data.scalar.value,
-					    where, file, err, errlen);
-				if (e != KV_OK)
-					return e;
-			}
-			continue;
-		}
-		if (vn->type != YAML_SCALAR_NODE) {
-			bool known = false;
-
-			for (size_t i = 0; known_keys[i]; i++)
-				if (strcmp(known_keys[i], k) == 0)
-					known = true;
-			if (!known)
-				return fail(err, errlen, where,
-					    "unknown key '%s'", k);
-			mark(where, sizeof(where), file, vn);
-			return fail(err, errlen, where,
-				    "%s: expected a scalar value", k);
-		}
-		{
-			bool known = false;
-
-			for (size_t i = 0; known_keys[i]; i++)
-				if (strcmp(known_keys[i], k) == 0)
-					known = true;
-			if (!known)
-				return fail(err, errlen, where,
-					    "unknown key '%s'", k);
-		}
-		mark(where, sizeof(where), file, vn);
-		e = set_key(c, k, (char *)vn->data.scalar.value, where, file,
-			    err, errlen);
+		snprintf(full, sizeof(full), "%s.%s", k, k2->str);
+		e = load_value(c, full, k2, yd_val(vn, i), file, err, errlen);
 		if (e != KV_OK)
 			return e;
 	}
@@ -706,100 +801,121 @@ load_doc(struct sim_config *c, yaml_document_t *doc, const char *file,
 }
 
 /*
- * YAML says a mapping's keys are unique; libyaml lets a repeated one
- * through (and the last would silently win).  Refused anywhere in the
- * document, at the repeat, as sim/ydoc refuses them in the other files.
- * Depth-bounded: libyaml's documents are trees unless aliases make them
- * graphs, and an alias cycle must not recurse for ever.
+ * workload: -- wl_config_from_yaml's.  A section that names its own source
+ * replaces the bundled trace; `trace: auto` (or null) without a generator
+ * brings it back.
  */
 static kv_err
-dup_keys(yaml_document_t *doc, yaml_node_t *n, const char *file, int depth,
-	 char *err, size_t errlen)
+load_workload(struct sim_config *c, const struct yd_node *vn,
+	      const char *file, bool cmdline, char *err, size_t errlen)
+{
+	struct wl_error we;
+	bool had = c->wl.trace != NULL, gen = false, deflt = false;
+
+	wl_error_clear(&we);
+	if (wl_config_from_yaml(vn, file, &c->wl, &we) != WL_OK)
+		return wl_fail(err, errlen, &we, cmdline);
+	if (c->wl.trace != NULL && !had)
+		c->wl_trace_default = false;
+	if (vn->type != YD_MAP)
+		return KV_OK;
+	for (size_t i = 0; i < vn->n; i++) {
+		const struct yd_node *k2 = yd_key(vn, i), *v2 = yd_val(vn, i);
+
+		if (k2->type != YD_SCALAR)
+			continue;
+		if (strcmp(k2->str, "generator") == 0)
+			gen = true;
+		if (strcmp(k2->str, "trace") == 0 && v2->type == YD_SCALAR &&
+		    is_null_text(v2->str))
+			deflt = true;
+		if (strcmp(k2->str, "generator") == 0 ||
+		    strcmp(k2->str, "trace") == 0)
+			c->wl_trace_default = false;
+	}
+	if (deflt && !gen) {
+		free(c->wl.trace);
+		c->wl.trace = NULL;
+		c->wl.format = WL_FMT_AUTO;
+		c->wl_trace_default = true;
+	}
+	return KV_OK;
+}
+
+/* The document's top-level mapping, key by key. */
+static kv_err
+load_doc(struct sim_config *c, const struct yd_node *root, const char *file,
+	 bool cmdline, char *err, size_t errlen)
 {
 	char where[SIM_WHERE_LEN];
-	kv_err e;
 
-	if (n == NULL || depth > 64)
-		return KV_OK;
-	if (n->type == YAML_SEQUENCE_NODE) {
-		for (yaml_node_item_t *it = n->data.sequence.items.start;
-		     it < n->data.sequence.items.top; it++)
-			if ((e = dup_keys(doc, yaml_document_get_node(doc, *it),
-					  file, depth + 1, err, errlen)))
-				return e;
-		return KV_OK;
+	if (root == NULL)
+		return KV_OK;	/* an empty file: every default */
+	if (root->type != YD_MAP) {
+		mark(where, sizeof(where), file, root);
+		return fail(err, errlen, where, "expected a mapping of keys");
 	}
-	if (n->type != YAML_MAPPING_NODE)
-		return KV_OK;
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-	     p < n->data.mapping.pairs.top; p++) {
-		yaml_node_t *k = yaml_document_get_node(doc, p->key);
+	for (size_t i = 0; i < root->n; i++) {
+		const struct yd_node *kn = yd_key(root, i);
+		const struct yd_node *vn = yd_val(root, i);
+		kv_err e;
 
-		for (yaml_node_pair_t *q = n->data.mapping.pairs.start;
-		     k != NULL && k->type == YAML_SCALAR_NODE && q < p; q++) {
-			yaml_node_t *j = yaml_document_get_node(doc, q->key);
-
-			if (j != NULL && j->type == YAML_SCALAR_NODE &&
-			    strcmp((char *)j->data.scalar.value,
-				   (char *)k->data.scalar.value) == 0) {
-				mark(where, sizeof(where), file, k);
-				return fail(err, errlen, where,
-					    "duplicate key '%s'",
-					    (char *)k->data.scalar.value);
-			}
+		if (kn->type != YD_SCALAR) {
+			mark(where, sizeof(where), file, kn);
+			return fail(err, errlen, where, "expected a key");
 		}
-		if ((e = dup_keys(doc, yaml_document_get_node(doc, p->value),
-				  file, depth + 1, err, errlen)))
+		/* A sweep file's grid is kvsim sweep's (docs/sweep.md): the
+		 * rest of the file is the base run, which is what run runs. */
+		if (strcmp(kn->str, "sweep") == 0)
+			continue;
+		if (strcmp(kn->str, "workload") == 0)
+			e = load_workload(c, vn, file, cmdline, err, errlen);
+		else if (section_known(kn->str))
+			e = load_section(c, kn->str, vn, file, err, errlen);
+		else
+			e = load_value(c, kn->str, kn, vn, file, err, errlen);
+		if (e != KV_OK)
 			return e;
 	}
 	return KV_OK;
 }
 
-/* cmdline: the text is a --set override's (file is "--set KEY=VALUE"). */
+/*
+ * cmdline: the text is a --set override's (file is "--set KEY=VALUE").
+ * Read as libyaml's document loader reads (ydoc.h YD_LOADER, which the
+ * messages are worded by), repeated keys refused, one document a file.
+ */
 static kv_err
 load_text(struct sim_config *c, FILE *in, const char *file, bool cmdline,
 	  char *err, size_t errlen)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct yd_doc doc;
+	size_t len = strlen(file) + 1024;
+	char *msg = malloc(len), where[SIM_WHERE_LEN];
 	kv_err e;
 
-	if (!yaml_parser_initialize(&parser)) {
+	if (msg == NULL) {
 		snprintf(err, errlen, "%s: out of memory", file);
 		return KV_ENOMEM;
 	}
-	yaml_parser_set_input_file(&parser, in);
-	if (!yaml_parser_load(&parser, &doc)) {
-		yaml_fail(err, errlen, file, cmdline, &parser);
-		yaml_parser_delete(&parser);
-		return KV_EINVAL;
+	e = yd_read(&doc, in, file, YD_LOADER | YD_UNIQUE | YD_NEXTDOC, msg,
+		    len);
+	if (e == KV_ENOMEM) {
+		snprintf(err, errlen, "%s: out of memory", file);
+	} else if (e != KV_OK && cmdline) {
+		snprintf(err, errlen, "%s: %s", file, msg + doc.err_what);
+	} else if (e != KV_OK) {
+		snprintf(err, errlen, "%s", msg);
+	} else if (doc.next != NULL) {
+		/* a second document would be ignored silently */
+		mark(where, sizeof(where), file, doc.next);
+		e = fail(err, errlen, where, "a second YAML document (one "
+			 "configuration a file)");
+	} else {
+		e = load_doc(c, doc.root, file, cmdline, err, errlen);
 	}
-	e = dup_keys(&doc, yaml_document_get_root_node(&doc), file, 0, err,
-		     errlen);
-	if (e == KV_OK) {
-		/* one document: a second one would be ignored silently */
-		yaml_document_t more;
-
-		if (!yaml_parser_load(&parser, &more)) {
-			e = yaml_fail(err, errlen, file, cmdline, &parser);
-		} else {
-			yaml_node_t *r = yaml_document_get_root_node(&more);
-
-			if (r != NULL) {
-				char where[SIM_WHERE_LEN];
-
-				mark(where, sizeof(where), file, r);
-				e = fail(err, errlen, where, "a second YAML "
-					 "document (one configuration a "
-					 "file)");
-			}
-			yaml_document_delete(&more);
-		}
-	}
-	if (e == KV_OK)
-		e = load_doc(c, &doc, file, cmdline, err, errlen);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	yd_release(&doc);
+	free(msg);
 	return e;
 }
 
@@ -840,6 +956,54 @@ workload_key_ok(const char *k)
 	return !empty;
 }
 
+/*
+ * --set workload.a.b.c=v: "{workload: {a: {b: {c: "v"}}}}" through the
+ * YAML reader; v escaped, so that no character of it is taken as syntax
+ * (or refused, or folded) by the reader.
+ */
+static kv_err
+set_workload(struct sim_config *c, const char *key, const char *value,
+	     const char *where, char *err, size_t errlen)
+{
+	char *text = NULL;
+	size_t n = 0, depth = 0;
+	FILE *mf;
+	kv_err e;
+
+	/* Only names go into the text below, never YAML syntax. */
+	if (!workload_key_ok(key + 9))
+		return fail(err, errlen, where, "unknown key '%s'", key);
+	mf = open_memstream(&text, &n);
+	if (mf == NULL)
+		return KV_ENOMEM;
+	fputs("{workload: {", mf);
+	for (const char *s = key + 9; *s; s++) {
+		if (*s == '.') {
+			fputs(": {", mf);
+			depth++;
+		} else
+			fputc(*s, mf);
+	}
+	fputs(": \"", mf);
+	wl_yaml_escape(mf, value);
+	fputc('"', mf);
+	for (size_t i = 0; i < depth + 2; i++)
+		fputc('}', mf);
+	if (fclose(mf) != 0) {
+		free(text);
+		return KV_ENOMEM;
+	}
+	mf = fmemopen(text, strlen(text), "r");
+	if (mf == NULL) {
+		free(text);
+		return KV_ENOMEM;
+	}
+	e = load_text(c, mf, where, true, err, errlen);
+	fclose(mf);
+	free(text);
+	return e;
+}
+
 kv_err
 sim_config_set(struct sim_config *c, const char *assign, char *err,
 	       size_t errlen)
@@ -856,59 +1020,10 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 		return fail(err, errlen, where, "key too long");
 	memcpy(key, assign, klen);
 	key[klen] = '\0';
-	if (strncmp(key, "workload.", 9) == 0) {
-		/* "a.b.c=v" -> "{a: {b: {c: "v"}}}" through the YAML reader;
-		 * v escaped, so that no character of it is taken as syntax
-		 * (or refused, or folded) by the reader. */
-		char *text = NULL;
-		size_t n = 0, depth = 0;
-		FILE *mf;
-		kv_err e;
-
-		/* Only names go into the text below, never YAML syntax. */
-		if (!workload_key_ok(key + 9))
-			return fail(err, errlen, where, "unknown key '%s'",
-				    key);
-		mf = open_memstream(&text, &n);
-		if (mf == NULL)
-			return KV_ENOMEM;
-		fputs("{workload: {", mf);
-		for (const char *s = key + 9; *s; s++) {
-			if (*s == '.') {
-				fputs(": {", mf);
-				depth++;
-			} else
-				fputc(*s, mf);
-		}
-		fputs(": \"", mf);
-		wl_yaml_escape(mf, eq + 1);
-		fputc('"', mf);
-		for (size_t i = 0; i < depth + 2; i++)
-			fputc('}', mf);
-		if (fclose(mf) != 0) {
-			free(text);
-			return KV_ENOMEM;
-		}
-		mf = fmemopen(text, strlen(text), "r");
-		if (mf == NULL) {
-			free(text);
-			return KV_ENOMEM;
-		}
-		e = load_text(c, mf, where, true, err, errlen);
-		fclose(mf);
-		free(text);
-		return e;
-	}
-	{
-		bool known = false;
-
-		for (size_t i = 0; known_keys[i]; i++)
-			if (strcmp(known_keys[i], key) == 0)
-				known = true;
-		if (!known)
-			return fail(err, errlen, where, "unknown key '%s'",
-				    key);
-	}
+	if (strncmp(key, "workload.", 9) == 0)
+		return set_workload(c, key, eq + 1, where, err, errlen);
+	if (run_key_find(key) == NULL)
+		return fail(err, errlen, where, "unknown key '%s'", key);
 	return set_key(c, key, eq + 1, where, NULL, err, errlen);
 }
 

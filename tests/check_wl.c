@@ -10,10 +10,10 @@
 
 #include "workloads/wl.h"
 #include "workloads/wl_int.h"
+#include "util/ydoc.h"
 
 #include <check.h>
 #include <inttypes.h>
-#include <yaml.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +71,7 @@ drain(const struct wl_config *c, struct req *out, size_t *n,
 		struct wl_request r;
 
 		rc = wl_stream_next(s, &r);
+		ck_assert_int_eq(wl_stream_check(s), 0);
 		if (rc != WL_OK)
 			break;
 		ck_assert_uint_lt(*n, MAXR);
@@ -750,6 +751,256 @@ START_TEST(test_tile)
 }
 END_TEST
 
+/* ---------------------------------------------------- wl_stream_check */
+
+/*
+ * Each invariant broken on purpose.  Three pipelines: A every stage over a
+ * trace (tile, scale, head, filter, window, sort window, trace), B a
+ * filter over the generator, C a filter over a trace.  Stages are reached
+ * from the top down; each break leaves the stages above it consistent, so
+ * that the invariant broken is the first one found.
+ */
+enum chain { CHAIN_A, CHAIN_B, CHAIN_C };
+
+static struct wl__tile *
+a_tile(wl_stream *s)
+{
+	return (struct wl__tile *)s->top;
+}
+
+static struct wl__head *
+a_head(wl_stream *s)
+{
+	return (struct wl__head *)((struct wl__scale *)a_tile(s)->in)->in;
+}
+
+static struct wl__filter *
+a_filter(wl_stream *s)
+{
+	return (struct wl__filter *)a_head(s)->in;
+}
+
+static struct wl__window *
+a_window(wl_stream *s)
+{
+	return (struct wl__window *)a_filter(s)->in;
+}
+
+static struct wl__sorter *
+a_sorter(wl_stream *s)
+{
+	return (struct wl__sorter *)a_window(s)->in;
+}
+
+static void
+brk_ids(wl_stream *s)
+{
+	s->next_id++;
+}
+
+static void
+brk_order(wl_stream *s)
+{
+	s->prev_arrival = s->last_arrival + 1;
+}
+
+static void
+brk_horizon(wl_stream *s)
+{
+	s->last_arrival = 2 * WL_HORIZON_NS;
+}
+
+static void
+brk_counts(wl_stream *s)
+{
+	s->cnt.skipped = s->cnt.rows;
+}
+
+static void
+brk_marks(wl_stream *s)
+{
+	s->cnt.sorted = s->cnt.rows + 1;
+}
+
+static void
+brk_end(wl_stream *s)
+{
+	s->last_rc = WL_END;
+}
+
+static void
+brk_top(wl_stream *s)
+{
+	s->top->nout++;
+}
+
+static void
+brk_sort_slots(wl_stream *s)
+{
+	a_sorter(s)->nfree++;
+}
+
+static void
+brk_sort_seq(wl_stream *s)
+{
+	a_sorter(s)->seq_in++;
+}
+
+static void
+brk_sort_heap(wl_stream *s)
+{
+	struct wl__sorter *so = a_sorter(s);
+	uint32_t k = so->heap[0];
+
+	ck_assert_uint_ge(so->nheap, 2);
+	so->heap[0] = so->heap[1];
+	so->heap[1] = k;
+}
+
+static void
+brk_window(wl_stream *s)
+{
+	a_window(s)->t0 = -1;
+}
+
+static void
+brk_filter(wl_stream *s)
+{
+	/* less in than out (the window's own check allows fewer out) */
+	a_window(s)->base.nout = 0;
+}
+
+static void
+brk_head(wl_stream *s)
+{
+	a_head(s)->left++;
+}
+
+static void
+brk_scale(wl_stream *s)
+{
+	((struct wl__scale *)a_tile(s)->in)->k = 0;
+}
+
+static void
+brk_tile_copy(wl_stream *s)
+{
+	a_tile(s)->copy = a_tile(s)->copies;
+}
+
+static void
+brk_tile_period(wl_stream *s)
+{
+	a_tile(s)->copy = 1;
+	a_tile(s)->period = 0;
+}
+
+static void
+brk_tile_first(wl_stream *s)
+{
+	a_tile(s)->n0++;
+}
+
+/* B and C: the source below the filter returned more than it made. */
+static void
+brk_source(wl_stream *s)
+{
+	((struct wl__filter *)s->top)->in->nout += 100;
+}
+
+static const struct {
+	enum chain chain;
+	void (*brk)(wl_stream *s);
+	int want;
+} broken[] = {
+	{ CHAIN_A, brk_ids, WL_CHECK_IDS },
+	{ CHAIN_A, brk_order, WL_CHECK_ORDER },
+	{ CHAIN_A, brk_horizon, WL_CHECK_HORIZON },
+	{ CHAIN_A, brk_counts, WL_CHECK_COUNTS },
+	{ CHAIN_A, brk_marks, WL_CHECK_MARKS },
+	{ CHAIN_A, brk_end, WL_CHECK_END },
+	{ CHAIN_A, brk_top, WL_CHECK_TOP },
+	{ CHAIN_A, brk_sort_slots, WL_CHECK_SORT_SLOTS },
+	{ CHAIN_A, brk_sort_seq, WL_CHECK_SORT_SEQ },
+	{ CHAIN_A, brk_sort_heap, WL_CHECK_SORT_HEAP },
+	{ CHAIN_A, brk_window, WL_CHECK_WINDOW },
+	{ CHAIN_A, brk_filter, WL_CHECK_FILTER },
+	{ CHAIN_A, brk_head, WL_CHECK_HEAD },
+	{ CHAIN_A, brk_scale, WL_CHECK_SCALE },
+	{ CHAIN_A, brk_tile_copy, WL_CHECK_TILE_COPY },
+	{ CHAIN_A, brk_tile_period, WL_CHECK_TILE_PERIOD },
+	{ CHAIN_A, brk_tile_first, WL_CHECK_TILE_FIRST },
+	{ CHAIN_B, brk_source, WL_CHECK_GEN },
+	{ CHAIN_C, brk_source, WL_CHECK_TRACE },
+};
+
+static void
+cfg_chain(struct wl_config *c, enum chain ch)
+{
+	if (ch == CHAIN_B)
+		wl_config_init(c);
+	else
+		cfg_trace(c, "azure.csv");
+	c->min_prompt = 1;
+	if (ch != CHAIN_A)
+		return;
+	c->order = WL_ORDER_SORT;
+	c->sort_window = 4;
+	c->window_start_s = 1;
+	c->max_requests = 100;
+	c->time_scale = 2;
+	c->tile_copies = 2;
+}
+
+START_TEST(test_check_broken)
+{
+	struct wl_config c;
+	struct wl_error err;
+	struct wl_request r;
+	wl_stream *s;
+
+	cfg_chain(&c, broken[_i].chain);
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	ck_assert_int_eq(wl_stream_check(s), 0);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_int_eq(wl_stream_next(s, &r), WL_OK);
+		ck_assert_int_eq(wl_stream_check(s), 0);
+	}
+	broken[_i].brk(s);
+	ck_assert_int_eq(wl_stream_check(s), broken[_i].want);
+	wl_stream_free(s);
+	wl_config_release(&c);
+}
+END_TEST
+
+/* The pipelines above, and the generator tiled, streamed to the end. */
+START_TEST(test_check_streams)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	struct wl_counts cnt;
+	size_t n;
+	char msg[1200];
+
+	for (int ch = CHAIN_A; ch <= CHAIN_C; ch++) {
+		cfg_chain(&c, (enum chain)ch);
+		c.gen.requests = MAXR / 2;
+		/* drain() checks the invariants after every request */
+		ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)),
+		    WL_END);
+		ck_assert_uint_gt(n, 0);
+		wl_config_release(&c);
+	}
+	ck_assert_int_eq(wl_config_load(fx("yaml/gen.yaml"), &c, NULL),
+	    WL_OK);
+	c.gen.requests = MAXR / 2;
+	c.tile_copies = 2;
+	ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, MAXR);
+	wl_config_release(&c);
+}
+END_TEST
+
 /* ----------------------------------------------------------------- YAML */
 
 START_TEST(test_yaml_trace)
@@ -832,18 +1083,17 @@ END_TEST
 static wl_err
 apply_yaml(const char *text, struct wl_config *c, struct wl_error *err)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
+	struct yd_doc doc;
+	char msg[512];
+	FILE *in = fmemopen((void *)text, strlen(text), "r");
 	wl_err rc;
 
-	ck_assert(yaml_parser_initialize(&parser));
-	yaml_parser_set_input_string(&parser, (const unsigned char *)text,
-	    strlen(text));
-	ck_assert(yaml_parser_load(&parser, &doc));
-	rc = wl_config_from_yaml(&doc, yaml_document_get_root_node(&doc),
-	    "--set", c, err);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	ck_assert_ptr_nonnull(in);
+	ck_assert_msg(yd_read(&doc, in, "--set", YD_LOADER, msg,
+	    sizeof(msg)) == KV_OK, "%s", msg);
+	fclose(in);
+	rc = wl_config_from_yaml(doc.root, "--set", c, err);
+	yd_release(&doc);
 	return rc;
 }
 
@@ -1274,9 +1524,9 @@ START_TEST(test_yaml_escape)
 	    "l\\u2028 x\\xFF");
 	free(buf);
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
-		yaml_parser_t parser;
-		yaml_document_t doc;
-		yaml_node_t *root;
+		struct yd_doc doc;
+		char msg[512];
+		FILE *rd;
 
 		buf = NULL;
 		f = open_memstream(&buf, &len);
@@ -1285,16 +1535,15 @@ START_TEST(test_yaml_escape)
 		wl_yaml_escape(f, in[i]);
 		fputc('"', f);
 		ck_assert_int_eq(fclose(f), 0);
-		ck_assert(yaml_parser_initialize(&parser));
-		yaml_parser_set_input_string(&parser,
-		    (const unsigned char *)buf, len);
-		ck_assert_msg(yaml_parser_load(&parser, &doc), "%s", buf);
-		root = yaml_document_get_root_node(&doc);
-		ck_assert_ptr_nonnull(root);
-		ck_assert_int_eq(root->type, YAML_SCALAR_NODE);
-		ck_assert_str_eq((const char *)root->data.scalar.value, in[i]);
-		yaml_document_delete(&doc);
-		yaml_parser_delete(&parser);
+		rd = fmemopen(buf, len, "r");
+		ck_assert_ptr_nonnull(rd);
+		ck_assert_msg(yd_read(&doc, rd, "escaped", YD_LOADER, msg,
+		    sizeof(msg)) == KV_OK, "%s: %s", buf, msg);
+		fclose(rd);
+		ck_assert_ptr_nonnull(doc.root);
+		ck_assert_int_eq(doc.root->type, YD_SCALAR);
+		ck_assert_str_eq(doc.root->str, in[i]);
+		yd_release(&doc);
 		free(buf);
 	}
 }
@@ -1320,6 +1569,9 @@ wl_suite(void)
 	tc = tcase_create("transforms");
 	tcase_add_test(tc, test_transforms);
 	tcase_add_test(tc, test_tile);
+	tcase_add_test(tc, test_check_streams);
+	tcase_add_loop_test(tc, test_check_broken, 0,
+	    sizeof(broken) / sizeof(broken[0]));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_test(tc, test_yaml_trace);

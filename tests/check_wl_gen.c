@@ -60,8 +60,10 @@ collect(const struct wl_config *c, struct sample *s)
 		if (s->n > 0)
 			ck_assert_int_ge(r.arrival_ns, s->t[s->n - 1]);
 		s->n++;
+		ck_assert_int_eq(wl_stream_check(st), 0);
 	}
 	ck_assert_int_eq(rc, WL_END);
+	ck_assert_int_eq(wl_stream_check(st), 0);
 	wl_stream_free(st);
 }
 

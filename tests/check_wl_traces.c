@@ -83,10 +83,15 @@ summarize(const struct wl_config *c, uint32_t block, struct wl_summary *s,
 	ck_assert_msg(rc == WL_OK, "%s", msg);
 	ws = wl_stats_new(block, c->vocab_size, wl_stream_info(st)->hash_block);
 	ck_assert_ptr_nonnull(ws);
-	while ((rc = wl_stream_next(st, &r)) == WL_OK)
+	while ((rc = wl_stream_next(st, &r)) == WL_OK) {
 		ck_assert_int_eq(wl_stats_add(ws, &r), WL_OK);
+		/* the invariants (a sort window's cost) now and then */
+		if (r.id % 4096 == 0)
+			ck_assert_int_eq(wl_stream_check(st), 0);
+	}
 	wl_error_format(wl_stream_error(st), msg, sizeof(msg));
 	ck_assert_msg(rc == WL_END, "%s", msg);
+	ck_assert_int_eq(wl_stream_check(st), 0);
 	wl_stats_summary(ws, s);
 	if (emitted != NULL)
 		*emitted = wl_stream_counts(st)->emitted;

@@ -73,7 +73,7 @@ check_PROGRAMS += %reldir%/check_sched_v0
 AM_TESTS_ENVIRONMENT += \
 	KVSIM_TRACES=$${KVSIM_TRACES:-$(abs_top_srcdir)/../shared/traces}; \
 	export KVSIM_TRACES;
-WL_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GSL_CFLAGS) $(YAML_CFLAGS)
+WL_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GSL_CFLAGS)
 WL_TEST_LIBS = workloads/libwl.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
 
 check_PROGRAMS += %reldir%/check_wl

@@ -1,6 +1,7 @@
 # workloads/: request streams from real traces and synthetic generators.
-# Uses GSL (RNGs, distributions), libyaml (the `workload:` section) and,
-# when configure finds it, zlib (gzip traces); see docs/workloads.md.
+# Uses GSL (RNGs, distributions), util/'s YAML reader (the `workload:`
+# section) and, when configure finds it, zlib (gzip traces); see
+# docs/workloads.md.
 noinst_LTLIBRARIES += %reldir%/libwl.la
 %canon_reldir%_libwl_la_SOURCES = \
 	%reldir%/wl.h \
@@ -23,6 +24,5 @@ if HAVE_ZLIB
 else
 %canon_reldir%_libwl_la_SOURCES += %reldir%/wl_gz_none.c
 endif
-%canon_reldir%_libwl_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS) $(YAML_CFLAGS) \
-	$(ZLIB_CFLAGS)
-%canon_reldir%_libwl_la_LIBADD = $(GSL_LIBS) $(YAML_LIBS) $(ZLIB_LIBS) -lm
+%canon_reldir%_libwl_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS) $(ZLIB_CFLAGS)
+%canon_reldir%_libwl_la_LIBADD = util/libutil.la $(GSL_LIBS) $(ZLIB_LIBS) -lm

@@ -41,9 +41,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* libyaml's yaml_document_t and yaml_node_t, without needing <yaml.h>. */
-struct yaml_document_s;
-struct yaml_node_s;
+/* A node of a YAML document read by util/ydoc.h. */
+struct yd_node;
 
 #ifdef __cplusplus
 extern "C" {
@@ -240,18 +239,19 @@ void wl_config_release(struct wl_config *c);
 /* Deep copy; on failure dst is released and WL_ENOMEM returned. */
 wl_err wl_config_copy(struct wl_config *dst, const struct wl_config *src);
 /*
- * Read the `workload:` mapping `node` of `doc` (parsed by libyaml from
- * `file`) into c, over whatever c already holds (start from
+ * Read the `workload:` mapping `node` (of a document util/ydoc.h read
+ * from `file`) into c, over whatever c already holds (start from
  * wl_config_init()).  Unknown keys and bad values are errors with the
  * node's line and column.  Relative trace paths are resolved against the
- * directory of `file`.  On error c may be partly updated; release it.
+ * directory of `file` (none when it starts with "--": a command line's).
+ * On error c may be partly updated; release it.
  */
-wl_err wl_config_from_yaml(struct yaml_document_s *doc,
-    struct yaml_node_s *node, const char *file, struct wl_config *c,
-    struct wl_error *err);
+wl_err wl_config_from_yaml(const struct yd_node *node, const char *file,
+    struct wl_config *c, struct wl_error *err);
 /*
- * Parse a YAML file: its `workload:` key if the top level is a mapping
- * holding one, else the whole top-level mapping.
+ * Parse a YAML file (as libyaml's document loader reads one: ydoc.h's
+ * YD_LOADER): its `workload:` key if the top level is a mapping holding
+ * one, else the whole top-level mapping.
  */
 wl_err wl_config_load(const char *path, struct wl_config *c,
     struct wl_error *err);
@@ -320,6 +320,44 @@ const struct wl_counts *wl_stream_counts(const wl_stream *s);
 const struct wl_info *wl_stream_info(const wl_stream *s);
 /* Accepts NULL. */
 void wl_stream_free(wl_stream *s);
+
+/*
+ * The stream's invariants, numbered as wl_stream_check() reports the first
+ * one broken (0: all hold).  The stream's own, then each stage's from the
+ * top of the pipeline down (a stage's "out" is the requests it returned,
+ * its "in" those the stage below it returned).  Cost: O(sort window).
+ */
+enum wl_check {
+	WL_CHECK_OK = 0,
+	WL_CHECK_IDS = 1,	/* emitted == the next request id */
+	WL_CHECK_ORDER = 2,	/* the last two arrivals returned in order */
+	WL_CHECK_HORIZON = 3,	/* the last arrival returned within the
+				 * horizon */
+	WL_CHECK_COUNTS = 4,	/* emitted + skipped + rejected (each reason)
+				 * + outside_window <= rows */
+	WL_CHECK_MARKS = 5,	/* capped <= rows, sorted <= rows */
+	WL_CHECK_END = 6,	/* a top stage while live (last code WL_OK),
+				 * none once ended */
+	WL_CHECK_TOP = 7,	/* the top stage's out == emitted */
+	WL_CHECK_SORT_SLOTS = 10,	/* free + in the heap + the one lent
+					 * out == the sort window */
+	WL_CHECK_SORT_SEQ = 11,	/* rows in == in, rows out == out, in - out
+				 * == rows in the heap */
+	WL_CHECK_SORT_HEAP = 12,	/* heap order: (arrival, row order) */
+	WL_CHECK_WINDOW = 20,	/* 0 <= start, end 0 or after it; out <= in */
+	WL_CHECK_FILTER = 30,	/* out <= in */
+	WL_CHECK_HEAD = 40,	/* out + left == N, out == in */
+	WL_CHECK_SCALE = 50,	/* the factor finite and > 0; out == in */
+	WL_CHECK_TILE_COPY = 60,	/* the copy < copies */
+	WL_CHECK_TILE_PERIOD = 61,	/* copies after the first: period > 0 */
+	WL_CHECK_TILE_FIRST = 62,	/* copy 0: its requests == out */
+	WL_CHECK_GEN = 70,	/* requests generated == out */
+	WL_CHECK_TRACE = 80	/* out <= data rows read */
+};
+
+/* 0, or the first broken invariant's enum wl_check (above).  Read-only;
+ * any time between calls of wl_stream_next, ended streams too. */
+int wl_stream_check(const wl_stream *s);
 
 /* Whether gzip-compressed traces can be read (built with zlib). */
 bool wl_gzip_supported(void);

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <yaml.h>
+#include "util/ydoc.h"
 
 #define LEN_MAX ((int64_t)INT32_MAX)
 
@@ -281,18 +281,17 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 /* YAML ----------------------------------------------------------------- */
 
 struct ycx {
-	yaml_document_t *doc;
 	const char *file;
 	struct wl_error *err;
 	char dir[512];		/* directory of file, "" for none */
 };
 
 static wl_err
-yfail(struct ycx *x, const yaml_node_t *n, const char *fmt, ...)
+yfail(struct ycx *x, const struct yd_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static wl_err
-yfail(struct ycx *x, const yaml_node_t *n, const char *fmt, ...)
+yfail(struct ycx *x, const struct yd_node *n, const char *fmt, ...)
 {
 	va_list ap;
 	struct wl_error *e = x->err;
@@ -302,8 +301,8 @@ yfail(struct ycx *x, const yaml_node_t *n, const char *fmt, ...)
 	wl_error_clear(e);
 	snprintf(e->file, sizeof(e->file), "%s", x->file ? x->file : "");
 	if (n != NULL) {
-		e->line = n->start_mark.line + 1;
-		e->col = (uint32_t)n->start_mark.column + 1;
+		e->line = n->line;
+		e->col = (uint32_t)n->col;
 	}
 	va_start(ap, fmt);
 	vsnprintf(e->what, sizeof(e->what), fmt, ap);
@@ -312,31 +311,20 @@ yfail(struct ycx *x, const yaml_node_t *n, const char *fmt, ...)
 }
 
 static const char *
-sval(const yaml_node_t *n)
+sval(const struct yd_node *n)
 {
-	return n->type == YAML_SCALAR_NODE ?
-	    (const char *)n->data.scalar.value : NULL;
-}
-
-static bool
-is_null(const yaml_node_t *n)
-{
-	const char *s = sval(n);
-
-	return s != NULL && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	    (s[0] == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
-	    strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0);
+	return n->type == YD_SCALAR ? n->str : NULL;
 }
 
 static wl_err
-y_double(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
+y_double(struct ycx *x, const struct yd_node *n, const char *key, double lo,
     double *out)
 {
 	const char *s = sval(n);
 	char *end;
 	double v;
 
-	if (s == NULL || is_null(n))
+	if (s == NULL || yd_is_null(n))
 		return yfail(x, n, "%s: expected a number", key);
 	if (strcmp(s, ".inf") == 0 || strcmp(s, "inf") == 0 ||
 	    strcmp(s, ".Inf") == 0)
@@ -359,7 +347,7 @@ y_double(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
 }
 
 static wl_err
-y_finite(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
+y_finite(struct ycx *x, const struct yd_node *n, const char *key, double lo,
     double *out)
 {
 	wl_err rc = y_double(x, n, key, lo, out);
@@ -371,7 +359,7 @@ y_finite(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
 
 /* Seconds of simulated time: finite, lo .. the horizon (wl.h). */
 static wl_err
-y_seconds(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
+y_seconds(struct ycx *x, const struct yd_node *n, const char *key, double lo,
     double *out)
 {
 	wl_err rc = y_finite(x, n, key, lo, out);
@@ -383,19 +371,19 @@ y_seconds(struct ycx *x, const yaml_node_t *n, const char *key, double lo,
 }
 
 static wl_err
-y_i64(struct ycx *x, const yaml_node_t *n, const char *key, int64_t lo,
+y_i64(struct ycx *x, const struct yd_node *n, const char *key, int64_t lo,
     int64_t hi, int64_t *out)
 {
 	const char *s = sval(n);
 	int64_t v;
 
-	if (s == NULL || is_null(n) ||
+	if (s == NULL || yd_is_null(n) ||
 	    wl__parse_i64(s, strlen(s), &v) != WL_NUM_OK) {
 		double d;
 		char *end;
 
 		/* Also take integral numbers written like 1e6. */
-		if (s == NULL || is_null(n))
+		if (s == NULL || yd_is_null(n))
 			return yfail(x, n, "%s: expected an integer", key);
 		d = strtod(s, &end);
 		if (*s == '\0' || *end != '\0' || d != floor(d) ||
@@ -412,7 +400,7 @@ y_i64(struct ycx *x, const yaml_node_t *n, const char *key, int64_t lo,
 }
 
 static wl_err
-y_u64(struct ycx *x, const yaml_node_t *n, const char *key, uint64_t *out)
+y_u64(struct ycx *x, const struct yd_node *n, const char *key, uint64_t *out)
 {
 	int64_t v;
 	wl_err rc = y_i64(x, n, key, 0, INT64_MAX, &v);
@@ -423,7 +411,7 @@ y_u64(struct ycx *x, const yaml_node_t *n, const char *key, uint64_t *out)
 }
 
 static wl_err
-y_u32(struct ycx *x, const yaml_node_t *n, const char *key, uint32_t lo,
+y_u32(struct ycx *x, const struct yd_node *n, const char *key, uint32_t lo,
     uint32_t *out)
 {
 	int64_t v;
@@ -435,7 +423,7 @@ y_u32(struct ycx *x, const yaml_node_t *n, const char *key, uint32_t lo,
 }
 
 static wl_err
-y_bool(struct ycx *x, const yaml_node_t *n, const char *key, bool *out)
+y_bool(struct ycx *x, const struct yd_node *n, const char *key, bool *out)
 {
 	const char *s = sval(n);
 
@@ -454,12 +442,12 @@ y_bool(struct ycx *x, const yaml_node_t *n, const char *key, bool *out)
 
 /* A file path, resolved against the config file's directory. */
 static wl_err
-y_path(struct ycx *x, const yaml_node_t *n, const char *key, char **out)
+y_path(struct ycx *x, const struct yd_node *n, const char *key, char **out)
 {
 	const char *s = sval(n);
 	size_t need;
 
-	if (s == NULL || is_null(n) || s[0] == '\0')
+	if (s == NULL || yd_is_null(n) || s[0] == '\0')
 		return yfail(x, n, "%s: expected a file name", key);
 	free(*out);
 	if (s[0] == '/' || strcmp(s, "-") == 0 || x->dir[0] == '\0') {
@@ -476,7 +464,7 @@ y_path(struct ycx *x, const yaml_node_t *n, const char *key, char **out)
 }
 
 static wl_err
-y_choice(struct ycx *x, const yaml_node_t *n, const char *key,
+y_choice(struct ycx *x, const struct yd_node *n, const char *key,
     const char *const *names, int *out)
 {
 	const char *s = sval(n);
@@ -495,50 +483,45 @@ y_choice(struct ycx *x, const yaml_node_t *n, const char *key,
 }
 
 static wl_err
-y_map(struct ycx *x, const yaml_node_t *n, const char *key)
+y_map(struct ycx *x, const struct yd_node *n, const char *key)
 {
-	if (n == NULL || n->type != YAML_MAPPING_NODE)
+	if (n == NULL || n->type != YD_MAP)
 		return yfail(x, n, "%s: expected a mapping", key);
 	return WL_OK;
 }
 
-#define Y_EACH(x, map, kn, vn) \
-	for (yaml_node_pair_t *y_p_ = (map)->data.mapping.pairs.start; \
-	    y_p_ < (map)->data.mapping.pairs.top && \
-	    ((kn) = yaml_document_get_node((x)->doc, y_p_->key)) != NULL && \
-	    ((vn) = yaml_document_get_node((x)->doc, y_p_->value)) != NULL; \
-	    y_p_++)
+/* Each pair (kn, vn) of the mapping `map`, in document order. */
+#define Y_EACH(map, kn, vn) \
+	for (size_t y_i_ = 0; y_i_ < (map)->n && \
+	    ((kn) = (map)->kid[2 * y_i_]) != NULL && \
+	    ((vn) = (map)->kid[2 * y_i_ + 1]) != NULL; y_i_++)
 
 static wl_err
-y_unknown(struct ycx *x, const yaml_node_t *kn, const char *where)
+y_unknown(struct ycx *x, const struct yd_node *kn, const char *where)
 {
 	return yfail(x, kn, "unknown key '%s' in %s", sval(kn) ? sval(kn) :
 	    "(not a scalar)", where);
 }
 
 static wl_err
-y_list(struct ycx *x, const yaml_node_t *n, const char *key, double **out,
+y_list(struct ycx *x, const struct yd_node *n, const char *key, double **out,
     size_t *count)
 {
 	size_t k = 0;
 	wl_err rc;
 
-	if (n->type != YAML_SEQUENCE_NODE)
+	if (n->type != YD_SEQ)
 		return yfail(x, n, "%s: expected a list of numbers", key);
 	free(*out);
 	*out = NULL;
-	*count = (size_t)(n->data.sequence.items.top -
-	    n->data.sequence.items.start);
+	*count = n->n;
 	if (*count == 0)
 		return yfail(x, n, "%s: empty list", key);
 	*out = malloc(*count * sizeof(**out));
 	if (*out == NULL)
 		return yfail(x, n, "out of memory");
-	for (yaml_node_item_t *it = n->data.sequence.items.start;
-	    it < n->data.sequence.items.top; it++, k++) {
-		yaml_node_t *e = yaml_document_get_node(x->doc, *it);
-
-		rc = y_finite(x, e, key, -HUGE_VAL, &(*out)[k]);
+	for (k = 0; k < n->n; k++) {
+		rc = y_finite(x, n->kid[k], key, -HUGE_VAL, &(*out)[k]);
 		if (rc != WL_OK)
 			return rc;
 	}
@@ -548,6 +531,129 @@ y_list(struct ycx *x, const yaml_node_t *n, const char *key, double **out,
 static const char *const dist_names[] = { "fixed", "uniform", "normal",
 	"lognormal", "zipf", "empirical", NULL };
 
+/* What a distribution's mapping said, before the kind is settled. */
+struct ydist {
+	double mean, sd, cv, mu, sigma;
+	size_t nw;		/* weights read */
+	bool have_values, have_weights, have_max;
+	int kind;		/* dist_names index; -1 not given */
+};
+
+/* One key of a distribution's mapping. */
+static wl_err
+y_dist_key(struct ycx *x, const struct yd_node *kn, const struct yd_node *vn,
+    const char *key, struct wl_dist *d, struct ydist *a)
+{
+	const char *k = sval(kn);
+
+	if (k == NULL)
+		return y_unknown(x, kn, key);
+	if (strcmp(k, "dist") == 0)
+		return y_choice(x, vn, "dist", dist_names, &a->kind);
+	if (strcmp(k, "value") == 0)
+		return y_finite(x, vn, k, -HUGE_VAL, &d->value);
+	if (strcmp(k, "min") == 0)
+		return y_i64(x, vn, k, d->min, d->max, &d->min);
+	if (strcmp(k, "max") == 0) {
+		a->have_max = true;
+		return y_i64(x, vn, k, INT64_MIN, d->max, &d->max);
+	}
+	if (strcmp(k, "mean") == 0)
+		return y_finite(x, vn, k, -HUGE_VAL, &a->mean);
+	if (strcmp(k, "sd") == 0)
+		return y_finite(x, vn, k, 0, &a->sd);
+	if (strcmp(k, "cv") == 0)
+		return y_finite(x, vn, k, 0, &a->cv);
+	if (strcmp(k, "mu") == 0)
+		return y_finite(x, vn, k, -HUGE_VAL, &a->mu);
+	if (strcmp(k, "sigma") == 0)
+		return y_finite(x, vn, k, 0, &a->sigma);
+	if (strcmp(k, "s") == 0)
+		return y_finite(x, vn, k, 0, &d->s);
+	if (strcmp(k, "values") == 0) {
+		a->have_values = true;
+		return y_list(x, vn, k, &d->values, &d->nvalues);
+	}
+	if (strcmp(k, "weights") == 0) {
+		a->have_weights = true;
+		return y_list(x, vn, k, &d->weights, &a->nw);
+	}
+	return y_unknown(x, kn, key);
+}
+
+/* A lognormal from mu and sigma, or from mean and cv (or sd); what the
+ * mapping leaves out of a lognormal kept from before. */
+static wl_err
+y_dist_lognormal(struct ycx *x, const struct yd_node *n, const char *key,
+    struct wl_dist *d, enum wl_dist_kind prev, struct ydist *a)
+{
+	if (!isnan(a->mu) || !isnan(a->sigma)) {
+		if (prev == WL_DIST_LOGNORMAL) {
+			a->mu = isnan(a->mu) ? d->mu : a->mu;
+			a->sigma = isnan(a->sigma) ? d->sigma : a->sigma;
+		}
+		if (isnan(a->mu) || isnan(a->sigma))
+			return yfail(x, n, "%s: lognormal needs both mu and "
+			    "sigma", key);
+		d->mu = a->mu;
+		d->sigma = a->sigma;
+		return WL_OK;
+	}
+	if (isnan(a->cv) && !isnan(a->sd) && a->mean > 0)
+		a->cv = a->sd / a->mean;
+	if (prev == WL_DIST_LOGNORMAL) {
+		double s2 = d->sigma * d->sigma;
+
+		a->mean = isnan(a->mean) ? exp(d->mu + s2 / 2) : a->mean;
+		a->cv = isnan(a->cv) ? sqrt(expm1(s2)) : a->cv;
+	}
+	if (isnan(a->mean) || isnan(a->cv) || !(a->mean > 0))
+		return yfail(x, n, "%s: lognormal needs mu and sigma, or mean "
+		    "and cv (or sd)", key);
+	d->sigma = sqrt(log1p(a->cv * a->cv));
+	d->mu = log(a->mean) - d->sigma * d->sigma / 2;
+	return WL_OK;
+}
+
+/* The kind settled: its parameters from the mapping and from before. */
+static wl_err
+y_dist_finish(struct ycx *x, const struct yd_node *n, const char *key,
+    struct wl_dist *d, enum wl_dist_kind prev, struct ydist *a)
+{
+	switch (d->kind) {
+	case WL_DIST_UNIFORM:
+		/* the default bound is the largest length there is: every
+		 * request would be refused */
+		if (prev != WL_DIST_UNIFORM && !a->have_max)
+			return yfail(x, n, "%s: uniform needs max (and min, "
+			    "default 1)", key);
+		return WL_OK;
+	case WL_DIST_NORMAL:
+		if (prev == WL_DIST_NORMAL) {
+			a->mean = isnan(a->mean) ? d->mean : a->mean;
+			a->sd = isnan(a->sd) ? d->sd : a->sd;
+		}
+		if (isnan(a->mean) || isnan(a->sd))
+			return yfail(x, n, "%s: normal needs mean and sd", key);
+		d->mean = a->mean;
+		d->sd = a->sd;
+		return WL_OK;
+	case WL_DIST_LOGNORMAL:
+		return y_dist_lognormal(x, n, key, d, prev, a);
+	case WL_DIST_EMPIRICAL:
+		if (a->have_values && !a->have_weights) {
+			free(d->weights);
+			d->weights = NULL;
+		}
+		if (a->have_weights && a->nw != d->nvalues)
+			return yfail(x, n, "%s: %zu weights for %zu values",
+			    key, a->nw, d->nvalues);
+		return WL_OK;
+	default:
+		return WL_OK;
+	}
+}
+
 /*
  * A distribution: a number (fixed) or a mapping.  A mapping without `dist`
  * updates the distribution in place (so `--set workload.generator.prompt.
@@ -555,19 +661,17 @@ static const char *const dist_names[] = { "fixed", "uniform", "normal",
  * their values when the kind is unchanged.
  */
 static wl_err
-y_dist(struct ycx *x, const yaml_node_t *n, const char *key,
+y_dist(struct ycx *x, const struct yd_node *n, const char *key,
     struct wl_dist *d)
 {
-	yaml_node_t *kn, *vn;
-	double mean = NAN, sd = NAN, cv = NAN, mu = NAN, sigma = NAN;
-	size_t nw = 0;
-	bool have_values = false, have_weights = false, have_max = false;
+	const struct yd_node *kn, *vn;
+	struct ydist a = { .mean = NAN, .sd = NAN, .cv = NAN, .mu = NAN,
+	    .sigma = NAN, .kind = -1 };
 	char what[200];
 	wl_err rc;
-	int kind = -1;
 	enum wl_dist_kind prev = d->kind;
 
-	if (n->type == YAML_SCALAR_NODE) {
+	if (n->type == YD_SCALAR) {
 		double v;
 
 		rc = y_finite(x, n, key, -HUGE_VAL, &v);
@@ -583,102 +687,15 @@ y_dist(struct ycx *x, const yaml_node_t *n, const char *key,
 	rc = y_map(x, n, key);
 	if (rc != WL_OK)
 		return rc;
-	Y_EACH(x, n, kn, vn) {
-		const char *k = sval(kn);
-
-		if (k == NULL)
-			return y_unknown(x, kn, key);
-		if (strcmp(k, "dist") == 0)
-			rc = y_choice(x, vn, "dist", dist_names, &kind);
-		else if (strcmp(k, "value") == 0)
-			rc = y_finite(x, vn, k, -HUGE_VAL, &d->value);
-		else if (strcmp(k, "min") == 0)
-			rc = y_i64(x, vn, k, d->min, d->max, &d->min);
-		else if (strcmp(k, "max") == 0) {
-			rc = y_i64(x, vn, k, INT64_MIN, d->max, &d->max);
-			have_max = true;
-		}
-		else if (strcmp(k, "mean") == 0)
-			rc = y_finite(x, vn, k, -HUGE_VAL, &mean);
-		else if (strcmp(k, "sd") == 0)
-			rc = y_finite(x, vn, k, 0, &sd);
-		else if (strcmp(k, "cv") == 0)
-			rc = y_finite(x, vn, k, 0, &cv);
-		else if (strcmp(k, "mu") == 0)
-			rc = y_finite(x, vn, k, -HUGE_VAL, &mu);
-		else if (strcmp(k, "sigma") == 0)
-			rc = y_finite(x, vn, k, 0, &sigma);
-		else if (strcmp(k, "s") == 0)
-			rc = y_finite(x, vn, k, 0, &d->s);
-		else if (strcmp(k, "values") == 0) {
-			rc = y_list(x, vn, k, &d->values, &d->nvalues);
-			have_values = true;
-		} else if (strcmp(k, "weights") == 0) {
-			rc = y_list(x, vn, k, &d->weights, &nw);
-			have_weights = true;
-		} else
-			return y_unknown(x, kn, key);
+	Y_EACH(n, kn, vn) {
+		rc = y_dist_key(x, kn, vn, key, d, &a);
 		if (rc != WL_OK)
 			return rc;
 	}
-	d->kind = kind < 0 ? prev : (enum wl_dist_kind)kind;
-	switch (d->kind) {
-	case WL_DIST_UNIFORM:
-		/* the default bound is the largest length there is: every
-		 * request would be refused */
-		if (prev != WL_DIST_UNIFORM && !have_max)
-			return yfail(x, n, "%s: uniform needs max (and min, "
-			    "default 1)", key);
-		break;
-	case WL_DIST_NORMAL:
-		if (prev == WL_DIST_NORMAL) {
-			mean = isnan(mean) ? d->mean : mean;
-			sd = isnan(sd) ? d->sd : sd;
-		}
-		if (isnan(mean) || isnan(sd))
-			return yfail(x, n, "%s: normal needs mean and sd", key);
-		d->mean = mean;
-		d->sd = sd;
-		break;
-	case WL_DIST_LOGNORMAL:
-		if (!isnan(mu) || !isnan(sigma)) {
-			if (prev == WL_DIST_LOGNORMAL) {
-				mu = isnan(mu) ? d->mu : mu;
-				sigma = isnan(sigma) ? d->sigma : sigma;
-			}
-			if (isnan(mu) || isnan(sigma))
-				return yfail(x, n, "%s: lognormal needs both "
-				    "mu and sigma", key);
-			d->mu = mu;
-			d->sigma = sigma;
-			break;
-		}
-		if (isnan(cv) && !isnan(sd) && mean > 0)
-			cv = sd / mean;
-		if (prev == WL_DIST_LOGNORMAL) {
-			double s2 = d->sigma * d->sigma;
-
-			mean = isnan(mean) ? exp(d->mu + s2 / 2) : mean;
-			cv = isnan(cv) ? sqrt(expm1(s2)) : cv;
-		}
-		if (isnan(mean) || isnan(cv) || !(mean > 0))
-			return yfail(x, n, "%s: lognormal needs mu and sigma, or "
-			    "mean and cv (or sd)", key);
-		d->sigma = sqrt(log1p(cv * cv));
-		d->mu = log(mean) - d->sigma * d->sigma / 2;
-		break;
-	case WL_DIST_EMPIRICAL:
-		if (have_values && !have_weights) {
-			free(d->weights);
-			d->weights = NULL;
-		}
-		if (have_weights && nw != d->nvalues)
-			return yfail(x, n, "%s: %zu weights for %zu values",
-			    key, nw, d->nvalues);
-		break;
-	default:
-		break;
-	}
+	d->kind = a.kind < 0 ? prev : (enum wl_dist_kind)a.kind;
+	rc = y_dist_finish(x, n, key, d, prev, &a);
+	if (rc != WL_OK)
+		return rc;
 	if (!wl__dist_check(d, what, sizeof(what)))
 		return yfail(x, n, "%s: %s", key, what);
 	return WL_OK;
@@ -688,29 +705,27 @@ static const char *const arrival_names[] = { "poisson", "gamma",
 	"constant", "onoff", "schedule", NULL };
 
 static wl_err
-y_segments(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
+y_segments(struct ycx *x, const struct yd_node *n, struct wl_arrival *a)
 {
 	size_t k = 0;
 	wl_err rc;
 
-	if (n->type != YAML_SEQUENCE_NODE)
+	if (n->type != YD_SEQ)
 		return yfail(x, n, "segments: expected a list of "
 		    "{duration_s, rate}");
 	free(a->segs);
-	a->nsegs = (size_t)(n->data.sequence.items.top -
-	    n->data.sequence.items.start);
+	a->nsegs = n->n;
 	a->segs = calloc(a->nsegs ? a->nsegs : 1, sizeof(*a->segs));
 	if (a->segs == NULL)
 		return yfail(x, n, "out of memory");
-	for (yaml_node_item_t *it = n->data.sequence.items.start;
-	    it < n->data.sequence.items.top; it++, k++) {
-		yaml_node_t *e = yaml_document_get_node(x->doc, *it), *kn, *vn;
+	for (k = 0; k < n->n; k++) {
+		const struct yd_node *e = n->kid[k], *kn, *vn;
 		bool hd = false, hr = false;
 
 		rc = y_map(x, e, "segments[]");
 		if (rc != WL_OK)
 			return rc;
-		Y_EACH(x, e, kn, vn) {
+		Y_EACH(e, kn, vn) {
 			const char *key = sval(kn);
 
 			if (key != NULL && strcmp(key, "duration_s") == 0) {
@@ -734,15 +749,15 @@ y_segments(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
 }
 
 static wl_err
-y_arrival(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
+y_arrival(struct ycx *x, const struct yd_node *n, struct wl_arrival *a)
 {
-	yaml_node_t *kn, *vn;
+	const struct yd_node *kn, *vn;
 	wl_err rc = y_map(x, n, "arrival");
 	int kind = (int)a->kind;
 
 	if (rc != WL_OK)
 		return rc;
-	Y_EACH(x, n, kn, vn) {
+	Y_EACH(n, kn, vn) {
 		const char *k = sval(kn);
 
 		if (k == NULL)
@@ -783,14 +798,98 @@ y_arrival(struct ycx *x, const yaml_node_t *n, struct wl_arrival *a)
 }
 
 static wl_err
-y_generator(struct ycx *x, const yaml_node_t *n, struct wl_gen_config *g)
+y_lengths_from(struct ycx *x, const struct yd_node *n,
+    struct wl_gen_config *g)
 {
-	yaml_node_t *kn, *vn, *k2, *v2;
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "lengths_from");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+
+		if (s != NULL && strcmp(s, "trace") == 0) {
+			rc = y_path(x, vn, s, &g->lengths_trace);
+			if (rc != WL_OK)
+				return rc;
+		} else if (s != NULL && strcmp(s, "format") == 0) {
+			if (sval(vn) == NULL ||
+			    !wl_format_parse(sval(vn), &g->lengths_format))
+				return yfail(x, vn, "format: unknown trace "
+				    "format");
+		} else
+			return y_unknown(x, kn, "lengths_from");
+	}
+	if (g->lengths_trace == NULL)
+		return yfail(x, n, "lengths_from: needs trace");
+	return WL_OK;
+}
+
+static wl_err
+y_prefix(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
+{
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "prefix");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+
+		if (s != NULL && strcmp(s, "systems") == 0)
+			rc = y_u32(x, vn, s, 0, &g->systems);
+		else if (s != NULL && strcmp(s, "zipf_s") == 0)
+			rc = y_finite(x, vn, s, 0, &g->system_zipf_s);
+		else if (s != NULL && strcmp(s, "length") == 0)
+			rc = y_dist(x, vn, s, &g->system_len);
+		else if (s != NULL && strcmp(s, "fraction") == 0) {
+			rc = y_finite(x, vn, s, 0, &g->system_fraction);
+			if (rc == WL_OK && g->system_fraction > 1)
+				rc = yfail(x, vn, "fraction: must be in "
+				    "[0, 1]");
+		} else
+			return y_unknown(x, kn, "prefix");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+static wl_err
+y_sessions(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
+{
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "sessions");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+
+		if (s != NULL && strcmp(s, "turns") == 0)
+			rc = y_dist(x, vn, s, &g->turns);
+		else if (s != NULL && strcmp(s, "think_s") == 0)
+			rc = y_finite(x, vn, s, 0, &g->think_s);
+		else if (s != NULL && strcmp(s, "max_context") == 0)
+			rc = y_u64(x, vn, s, &g->max_context);
+		else
+			return y_unknown(x, kn, "sessions");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+static wl_err
+y_generator(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
+{
+	const struct yd_node *kn, *vn;
 	wl_err rc = y_map(x, n, "generator");
 
 	if (rc != WL_OK)
 		return rc;
-	Y_EACH(x, n, kn, vn) {
+	Y_EACH(n, kn, vn) {
 		const char *k = sval(kn);
 
 		if (k == NULL)
@@ -809,78 +908,13 @@ y_generator(struct ycx *x, const yaml_node_t *n, struct wl_gen_config *g)
 			rc = y_dist(x, vn, k, &g->priority);
 		else if (strcmp(k, "n") == 0)
 			rc = y_dist(x, vn, k, &g->n);
-		else if (strcmp(k, "lengths_from") == 0) {
-			rc = y_map(x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(x, vn, k2, v2) {
-				const char *s = sval(k2);
-
-				if (s != NULL && strcmp(s, "trace") == 0)
-					rc = y_path(x, v2, s,
-					    &g->lengths_trace);
-				else if (s != NULL &&
-				    strcmp(s, "format") == 0) {
-					if (sval(v2) == NULL ||
-					    !wl_format_parse(sval(v2),
-					    &g->lengths_format))
-						return yfail(x, v2, "format: "
-						    "unknown trace format");
-				} else
-					return y_unknown(x, k2, "lengths_from");
-				if (rc != WL_OK)
-					return rc;
-			}
-			if (g->lengths_trace == NULL)
-				return yfail(x, vn,
-				    "lengths_from: needs trace");
-		} else if (strcmp(k, "prefix") == 0) {
-			rc = y_map(x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(x, vn, k2, v2) {
-				const char *s = sval(k2);
-
-				if (s != NULL && strcmp(s, "systems") == 0)
-					rc = y_u32(x, v2, s, 0, &g->systems);
-				else if (s != NULL && strcmp(s, "zipf_s") == 0)
-					rc = y_finite(x, v2, s, 0,
-					    &g->system_zipf_s);
-				else if (s != NULL && strcmp(s, "length") == 0)
-					rc = y_dist(x, v2, s, &g->system_len);
-				else if (s != NULL &&
-				    strcmp(s, "fraction") == 0) {
-					rc = y_finite(x, v2, s, 0,
-					    &g->system_fraction);
-					if (rc == WL_OK &&
-					    g->system_fraction > 1)
-						rc = yfail(x, v2, "fraction: "
-						    "must be in [0, 1]");
-				} else
-					return y_unknown(x, k2, "prefix");
-				if (rc != WL_OK)
-					return rc;
-			}
-		} else if (strcmp(k, "sessions") == 0) {
-			rc = y_map(x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(x, vn, k2, v2) {
-				const char *s = sval(k2);
-
-				if (s != NULL && strcmp(s, "turns") == 0)
-					rc = y_dist(x, v2, s, &g->turns);
-				else if (s != NULL && strcmp(s, "think_s") == 0)
-					rc = y_finite(x, v2, s, 0, &g->think_s);
-				else if (s != NULL &&
-				    strcmp(s, "max_context") == 0)
-					rc = y_u64(x, v2, s, &g->max_context);
-				else
-					return y_unknown(x, k2, "sessions");
-				if (rc != WL_OK)
-					return rc;
-			}
-		} else
+		else if (strcmp(k, "lengths_from") == 0)
+			rc = y_lengths_from(x, vn, g);
+		else if (strcmp(k, "prefix") == 0)
+			rc = y_prefix(x, vn, g);
+		else if (strcmp(k, "sessions") == 0)
+			rc = y_sessions(x, vn, g);
+		else
 			return y_unknown(x, kn, "generator");
 		if (rc != WL_OK)
 			return rc;
@@ -891,17 +925,202 @@ y_generator(struct ycx *x, const yaml_node_t *n, struct wl_gen_config *g)
 static const char *const on_error_names[] = { "stop", "skip", NULL };
 static const char *const order_names[] = { "error", "skip", "sort", NULL };
 
+static wl_err
+y_window(struct ycx *x, const struct yd_node *n, struct wl_config *c)
+{
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "window");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+		double e;
+
+		if (s != NULL && strcmp(s, "start_s") == 0) {
+			rc = y_seconds(x, vn, s, 0, &c->window_start_s);
+		} else if (s != NULL && strcmp(s, "end_s") == 0) {
+			/* .inf: no end */
+			rc = y_double(x, vn, s, 0, &e);
+			if (rc == WL_OK && isfinite(e))
+				rc = y_seconds(x, vn, s, 0, &e);
+			if (rc == WL_OK)
+				c->window_end_s = isfinite(e) ? e : 0;
+		} else
+			return y_unknown(x, kn, "window");
+		if (rc != WL_OK)
+			return rc;
+	}
+	if (c->window_end_s > 0 && c->window_end_s <= c->window_start_s)
+		return yfail(x, n, "window: end_s must be greater than "
+		    "start_s");
+	return WL_OK;
+}
+
+static wl_err
+y_filter(struct ycx *x, const struct yd_node *n, struct wl_config *c)
+{
+	static const char *const keys[] = { "min_prompt_tokens",
+	    "max_prompt_tokens", "min_output_tokens", "max_output_tokens",
+	    "max_total_tokens" };
+	uint64_t *dst[] = { &c->min_prompt, &c->max_prompt, &c->min_output,
+	    &c->max_output, &c->max_total };
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "filter");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+		size_t i = 0;
+
+		while (s != NULL && i < sizeof(keys) / sizeof(keys[0]) &&
+		    strcmp(s, keys[i]) != 0)
+			i++;
+		if (s == NULL || i == sizeof(keys) / sizeof(keys[0]))
+			return y_unknown(x, kn, "filter");
+		rc = y_u64(x, vn, s, dst[i]);
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+static wl_err
+y_cap(struct ycx *x, const struct yd_node *n, struct wl_config *c)
+{
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "cap");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+
+		if (s != NULL && strcmp(s, "prompt_tokens") == 0)
+			rc = y_u64(x, vn, s, &c->cap_prompt);
+		else if (s != NULL && strcmp(s, "output_tokens") == 0)
+			rc = y_u64(x, vn, s, &c->cap_output);
+		else
+			return y_unknown(x, kn, "cap");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+static wl_err
+y_tile(struct ycx *x, const struct yd_node *n, struct wl_config *c)
+{
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "tile");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn);
+
+		if (s != NULL && strcmp(s, "copies") == 0)
+			rc = y_u32(x, vn, s, 1, &c->tile_copies);
+		else if (s != NULL && strcmp(s, "period_s") == 0)
+			rc = y_seconds(x, vn, s, 0, &c->tile_period_s);
+		else if (s != NULL && strcmp(s, "share_prefixes") == 0)
+			rc = y_bool(x, vn, s, &c->tile_share);
+		else
+			return y_unknown(x, kn, "tile");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
+/* The trace's own settings: where it is, how it is read and checked. */
+static wl_err
+y_trace_key(struct ycx *x, const char *k, const struct yd_node *vn,
+    struct wl_config *c, bool *known)
+{
+	wl_err rc = WL_OK;
+	int v;
+
+	*known = true;
+	if (strcmp(k, "trace") == 0) {
+		if (!yd_is_null(vn))
+			return y_path(x, vn, k, &c->trace);
+		free(c->trace);
+		c->trace = NULL;
+	} else if (strcmp(k, "format") == 0) {
+		if (sval(vn) == NULL || !wl_format_parse(sval(vn), &c->format))
+			return yfail(x, vn, "format: expected one of auto, "
+			    "azure, mooncake, burstgpt, splitwise, vidur, "
+			    "llmservingsim, kvsim");
+	} else if (strcmp(k, "on_error") == 0) {
+		if ((rc = y_choice(x, vn, k, on_error_names, &v)) == WL_OK)
+			c->on_error = (enum wl_on_error)v;
+	} else if (strcmp(k, "order") == 0) {
+		if ((rc = y_choice(x, vn, k, order_names, &v)) == WL_OK)
+			c->order = (enum wl_order)v;
+	} else if (strcmp(k, "sort_window") == 0)
+		rc = y_u32(x, vn, k, 1, &c->sort_window);
+	else
+		*known = false;
+	return rc;
+}
+
+/* One key of the `workload:` mapping. */
+static wl_err
+y_workload_key(struct ycx *x, const struct yd_node *kn,
+    const struct yd_node *vn, struct wl_config *c)
+{
+	const char *k = sval(kn);
+	bool known;
+	wl_err rc;
+
+	if (k == NULL)
+		return y_unknown(x, kn, "workload");
+	rc = y_trace_key(x, k, vn, c, &known);
+	if (known)
+		return rc;
+	if (strcmp(k, "hash_block_tokens") == 0)
+		return y_u32(x, vn, k, 1, &c->hash_block_tokens);
+	if (strcmp(k, "seed") == 0)
+		return y_u64(x, vn, k, &c->seed);
+	if (strcmp(k, "vocab_size") == 0)
+		return y_u32(x, vn, k, 1, &c->vocab_size);
+	if (strcmp(k, "time_scale") == 0) {
+		rc = y_finite(x, vn, k, 0, &c->time_scale);
+		if (rc == WL_OK && !(c->time_scale > 0))
+			rc = yfail(x, vn, "time_scale: must be > 0");
+		return rc;
+	}
+	if (strcmp(k, "target_rate") == 0)
+		return y_finite(x, vn, k, 0, &c->target_rate);
+	if (strcmp(k, "max_requests") == 0)
+		return y_u64(x, vn, k, &c->max_requests);
+	if (strcmp(k, "max_model_len") == 0)
+		return y_u64(x, vn, k, &c->max_model_len);
+	if (strcmp(k, "window") == 0)
+		return y_window(x, vn, c);
+	if (strcmp(k, "filter") == 0)
+		return y_filter(x, vn, c);
+	if (strcmp(k, "cap") == 0)
+		return y_cap(x, vn, c);
+	if (strcmp(k, "tile") == 0)
+		return y_tile(x, vn, c);
+	if (strcmp(k, "generator") == 0)
+		return y_generator(x, vn, &c->gen);
+	return y_unknown(x, kn, "workload");
+}
+
 wl_err
-wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
-    const char *file, struct wl_config *c, struct wl_error *err)
+wl_config_from_yaml(const struct yd_node *node, const char *file,
+    struct wl_config *c, struct wl_error *err)
 {
 	struct ycx x;
-	yaml_node_t *kn, *vn, *k2, *v2;
+	const struct yd_node *kn, *vn;
 	wl_err rc;
 	const char *slash;
 
 	memset(&x, 0, sizeof(x));
-	x.doc = doc;
 	x.file = file;
 	x.err = err;
 	/*
@@ -920,146 +1139,8 @@ wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
 	rc = y_map(&x, node, "workload");
 	if (rc != WL_OK)
 		return rc;
-	Y_EACH(&x, node, kn, vn) {
-		const char *k = sval(kn);
-		int v;
-
-		if (k == NULL)
-			return y_unknown(&x, kn, "workload");
-		if (strcmp(k, "trace") == 0) {
-			if (is_null(vn)) {
-				free(c->trace);
-				c->trace = NULL;
-				rc = WL_OK;
-			} else
-				rc = y_path(&x, vn, k, &c->trace);
-		} else if (strcmp(k, "format") == 0) {
-			if (sval(vn) == NULL ||
-			    !wl_format_parse(sval(vn), &c->format))
-				return yfail(&x, vn, "format: expected one of "
-				    "auto, azure, mooncake, burstgpt, "
-				    "splitwise, vidur, llmservingsim, kvsim");
-			rc = WL_OK;
-		} else if (strcmp(k, "on_error") == 0) {
-			rc = y_choice(&x, vn, k, on_error_names, &v);
-			c->on_error = (enum wl_on_error)v;
-		} else if (strcmp(k, "order") == 0) {
-			rc = y_choice(&x, vn, k, order_names, &v);
-			c->order = (enum wl_order)v;
-		} else if (strcmp(k, "sort_window") == 0)
-			rc = y_u32(&x, vn, k, 1, &c->sort_window);
-		else if (strcmp(k, "hash_block_tokens") == 0)
-			rc = y_u32(&x, vn, k, 1, &c->hash_block_tokens);
-		else if (strcmp(k, "seed") == 0)
-			rc = y_u64(&x, vn, k, &c->seed);
-		else if (strcmp(k, "vocab_size") == 0)
-			rc = y_u32(&x, vn, k, 1, &c->vocab_size);
-		else if (strcmp(k, "time_scale") == 0) {
-			rc = y_finite(&x, vn, k, 0, &c->time_scale);
-			if (rc == WL_OK && !(c->time_scale > 0))
-				rc = yfail(&x, vn, "time_scale: must be > 0");
-		} else if (strcmp(k, "target_rate") == 0)
-			rc = y_finite(&x, vn, k, 0, &c->target_rate);
-		else if (strcmp(k, "max_requests") == 0)
-			rc = y_u64(&x, vn, k, &c->max_requests);
-		else if (strcmp(k, "max_model_len") == 0)
-			rc = y_u64(&x, vn, k, &c->max_model_len);
-		else if (strcmp(k, "window") == 0) {
-			rc = y_map(&x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(&x, vn, k2, v2) {
-				const char *s = sval(k2);
-				double e;
-
-				if (s != NULL && strcmp(s, "start_s") == 0)
-					rc = y_seconds(&x, v2, s, 0,
-					    &c->window_start_s);
-				else if (s != NULL && strcmp(s, "end_s") == 0) {
-					rc = y_double(&x, v2, s, 0, &e);
-					if (rc == WL_OK && isfinite(e))
-						rc = y_seconds(&x, v2, s, 0,
-						    &e);
-					c->window_end_s = isfinite(e) ? e : 0;
-				} else
-					return y_unknown(&x, k2, "window");
-				if (rc != WL_OK)
-					return rc;
-			}
-			if (c->window_end_s > 0 &&
-			    c->window_end_s <= c->window_start_s)
-				return yfail(&x, vn, "window: end_s must be "
-				    "greater than start_s");
-		} else if (strcmp(k, "filter") == 0) {
-			rc = y_map(&x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(&x, vn, k2, v2) {
-				const char *s = sval(k2);
-				uint64_t *dst = NULL;
-
-				if (s == NULL)
-					dst = NULL;
-				else if (strcmp(s, "min_prompt_tokens") == 0)
-					dst = &c->min_prompt;
-				else if (strcmp(s, "max_prompt_tokens") == 0)
-					dst = &c->max_prompt;
-				else if (strcmp(s, "min_output_tokens") == 0)
-					dst = &c->min_output;
-				else if (strcmp(s, "max_output_tokens") == 0)
-					dst = &c->max_output;
-				else if (strcmp(s, "max_total_tokens") == 0)
-					dst = &c->max_total;
-				if (dst == NULL)
-					return y_unknown(&x, k2, "filter");
-				rc = y_u64(&x, v2, s, dst);
-				if (rc != WL_OK)
-					return rc;
-			}
-		} else if (strcmp(k, "cap") == 0) {
-			rc = y_map(&x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(&x, vn, k2, v2) {
-				const char *s = sval(k2);
-
-				if (s != NULL &&
-				    strcmp(s, "prompt_tokens") == 0)
-					rc = y_u64(&x, v2, s, &c->cap_prompt);
-				else if (s != NULL &&
-				    strcmp(s, "output_tokens") == 0)
-					rc = y_u64(&x, v2, s, &c->cap_output);
-				else
-					return y_unknown(&x, k2, "cap");
-				if (rc != WL_OK)
-					return rc;
-			}
-		} else if (strcmp(k, "tile") == 0) {
-			rc = y_map(&x, vn, k);
-			if (rc != WL_OK)
-				return rc;
-			Y_EACH(&x, vn, k2, v2) {
-				const char *s = sval(k2);
-
-				if (s != NULL && strcmp(s, "copies") == 0)
-					rc = y_u32(&x, v2, s, 1,
-					    &c->tile_copies);
-				else if (s != NULL &&
-				    strcmp(s, "period_s") == 0)
-					rc = y_seconds(&x, v2, s, 0,
-					    &c->tile_period_s);
-				else if (s != NULL &&
-				    strcmp(s, "share_prefixes") == 0)
-					rc = y_bool(&x, v2, s, &c->tile_share);
-				else
-					return y_unknown(&x, k2, "tile");
-				if (rc != WL_OK)
-					return rc;
-			}
-		} else if (strcmp(k, "generator") == 0)
-			rc = y_generator(&x, vn, &c->gen);
-		else
-			return y_unknown(&x, kn, "workload");
+	Y_EACH(node, kn, vn) {
+		rc = y_workload_key(&x, kn, vn, c);
 		if (rc != WL_OK)
 			return rc;
 	}
@@ -1069,10 +1150,11 @@ wl_config_from_yaml(yaml_document_t *doc, yaml_node_t *node,
 wl_err
 wl_config_load(const char *path, struct wl_config *c, struct wl_error *err)
 {
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root, *node;
+	struct yd_doc doc;
+	const struct yd_node *node;
+	char msg[sizeof(err->what) + 4200];	/* "PATH:LINE:COL: what" */
 	FILE *f;
+	kv_err e;
 	wl_err rc;
 
 	f = fopen(path, "rb");
@@ -1081,48 +1163,28 @@ wl_config_load(const char *path, struct wl_config *c, struct wl_error *err)
 		    strerror(errno));
 		return WL_EIO;
 	}
-	if (!yaml_parser_initialize(&parser)) {
-		fclose(f);
+	/* libyaml's document loader's reading: no check for repeated keys,
+	 * the rest of the file after the first document unread */
+	e = yd_read(&doc, f, path, YD_LOADER, msg, sizeof(msg));
+	fclose(f);
+	if (e == KV_ENOMEM) {
 		wl__error_set(err, path, 0, 0, "out of memory");
 		return WL_ENOMEM;
 	}
-	yaml_parser_set_input_file(&parser, f);
-	if (!yaml_parser_load(&parser, &doc)) {
-		wl__error_set(err, path, parser.problem_mark.line + 1,
-		    (uint32_t)parser.problem_mark.column + 1, "%s",
-		    parser.problem != NULL ? parser.problem :
-		    "YAML syntax error");
-		yaml_parser_delete(&parser);
-		fclose(f);
+	if (e != KV_OK) {
+		wl__error_set(err, path, doc.err_line, (uint32_t)doc.err_col,
+		    "%s", msg + doc.err_what);
 		return WL_ECONFIG;
 	}
-	root = yaml_document_get_root_node(&doc);
-	if (root == NULL) {
+	if (doc.root == NULL) {
 		wl__error_set(err, path, 0, 0, "empty YAML document");
 		rc = WL_ECONFIG;
-		goto out;
+	} else {
+		node = yd_get(doc.root, "workload");
+		rc = wl_config_from_yaml(node != NULL ? node : doc.root, path,
+		    c, err);
 	}
-	node = root;
-	if (root->type == YAML_MAPPING_NODE) {
-		yaml_node_pair_t *pr;
-
-		for (pr = root->data.mapping.pairs.start;
-		    pr < root->data.mapping.pairs.top; pr++) {
-			yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
-
-			if (k != NULL && k->type == YAML_SCALAR_NODE &&
-			    strcmp((const char *)k->data.scalar.value,
-			    "workload") == 0) {
-				node = yaml_document_get_node(&doc, pr->value);
-				break;
-			}
-		}
-	}
-	rc = wl_config_from_yaml(&doc, node, path, c, err);
-out:
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	fclose(f);
+	yd_release(&doc);
 	return rc;
 }
 

@@ -417,7 +417,15 @@ gen_free(struct wl_stage *st)
 	free(g);
 }
 
-static const struct wl_stage_ops gen_ops = { gen_next, gen_free };
+static int
+gen_check(const struct wl_stage *st)
+{
+	const struct gen *g = (const struct gen *)st;
+
+	return st->nout != g->made ? WL_CHECK_GEN : 0;
+}
+
+static const struct wl_stage_ops gen_ops = { gen_next, gen_free, gen_check };
 
 /* Read every (prompt, output) pair of the lengths trace. */
 static wl_err

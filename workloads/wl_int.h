@@ -18,11 +18,15 @@ struct wl_stage;
 struct wl_stage_ops {
 	wl_err (*next)(struct wl_stage *st, struct wl_request *r);
 	void (*free)(struct wl_stage *st);
+	/* The stage's invariants, then those of the stages below it:
+	 * 0 or the first broken one's enum wl_check (wl.h). */
+	int (*check)(const struct wl_stage *st);
 };
 
 struct wl_stage {
 	const struct wl_stage_ops *ops;
 	struct wl_stream *p;
+	uint64_t nout;		/* requests returned (wl__stage_next) */
 };
 
 struct wl_stream {
@@ -34,12 +38,25 @@ struct wl_stream {
 	uint64_t next_id;
 	double scale;		/* time_scale, or the one target_rate implies */
 	wl_err last_rc;		/* WL_END or the error, once top is gone */
+	int64_t prev_arrival;	/* the arrivals of the last two requests */
+	int64_t last_arrival;	/* returned (cnt.emitted of them) */
 };
 
 static inline wl_err
 wl__stage_next(struct wl_stage *st, struct wl_request *r)
 {
-	return st->ops->next(st, r);
+	wl_err rc = st->ops->next(st, r);
+
+	if (rc == WL_OK)
+		st->nout++;
+	return rc;
+}
+
+/* The invariants of st and the stages below it (0 for NULL). */
+static inline int
+wl__stage_check(const struct wl_stage *st)
+{
+	return st != NULL && st->ops->check != NULL ? st->ops->check(st) : 0;
 }
 
 static inline void
@@ -239,6 +256,77 @@ wl_err wl__scale_open(struct wl_stream *p, struct wl_stage *in,
 wl_err wl__chain_open(struct wl_stream *p, struct wl_stage **out);
 wl_err wl__tile_open(struct wl_stream *p, struct wl_stage *first,
     struct wl_stage **out);
+
+/*
+ * The transforming stages' state (wl_xform.c), here so that the tests can
+ * break each invariant wl_stream_check() names.
+ */
+struct wl__slot {
+	struct wl_request r;
+	uint64_t seq;
+	struct wl_seg *segs;
+	size_t segcap;
+	uint32_t *toks;
+	size_t tokcap;
+};
+
+struct wl__sorter {
+	struct wl_stage base;
+	struct wl_stage *in;
+	uint32_t w;
+	struct wl__slot *slots;
+	uint32_t *heap;		/* slot indices, min-heap on (arrival, seq) */
+	uint32_t nheap;
+	uint32_t *freel;	/* free slot indices */
+	uint32_t nfree;
+	uint64_t seq_in, seq_out;
+	bool in_done, have_last;
+	int64_t last;
+	int32_t held;		/* slot returned last time, or -1 */
+};
+
+struct wl__window {
+	struct wl_stage base;
+	struct wl_stage *in;
+	int64_t t0, t1;
+	bool done;
+};
+
+struct wl__filter {
+	struct wl_stage base;
+	struct wl_stage *in;
+	uint64_t min_prompt, max_prompt, min_output, max_output, max_total;
+	uint64_t cap_prompt, cap_output, max_model_len;
+	struct wl_seg *segs;
+	size_t segcap;
+};
+
+struct wl__head {
+	struct wl_stage base;
+	struct wl_stage *in;
+	uint64_t n;		/* N */
+	uint64_t left;
+};
+
+struct wl__scale {
+	struct wl_stage base;
+	struct wl_stage *in;
+	double k;
+};
+
+struct wl__tile {
+	struct wl_stage base;
+	struct wl_stage *in;	/* the current copy's chain */
+	uint32_t copy, copies;
+	bool share;
+	int64_t period;		/* 0 until known */
+	int64_t first, last;
+	uint64_t n0;		/* requests in copy 0 */
+	int64_t last_out;	/* last arrival returned, any copy */
+	uint64_t salt;		/* key salt of the current copy */
+	struct wl_seg *segs;
+	size_t segcap;
+};
 
 /* A seeded RNG for stream `stream` of run seed `seed` (mt19937). */
 gsl_rng *wl__rng_new(uint64_t seed, uint64_t stream);

@@ -154,6 +154,8 @@ wl_stream_next(wl_stream *s, struct wl_request *r)
 	if (rc == WL_OK) {
 		r->id = s->next_id++;
 		s->cnt.emitted++;
+		s->prev_arrival = s->last_arrival;
+		s->last_arrival = r->arrival_ns;
 		return WL_OK;
 	}
 	/* End or error: release the sources now; later calls repeat it. */
@@ -188,6 +190,30 @@ wl__past_horizon(struct wl_stream *p, const struct wl_request *r,
 	    "check the arrival rate, time_scale, window or the trace's "
 	    "timestamps", p->next_id, arrival_ns / 1e9,
 	    (double)WL_HORIZON_NS / 1e9);
+}
+
+int
+wl_stream_check(const wl_stream *s)
+{
+	const struct wl_counts *c = &s->cnt;
+
+	if (c->emitted != s->next_id)
+		return WL_CHECK_IDS;
+	if (c->emitted >= 2 && s->prev_arrival > s->last_arrival)
+		return WL_CHECK_ORDER;
+	if (c->emitted >= 1 && wl__beyond_horizon((double)s->last_arrival))
+		return WL_CHECK_HORIZON;
+	if (c->emitted + c->skipped + c->rej_zero + c->rej_huge +
+	    c->rej_order + c->rej_filter + c->rej_max_len +
+	    c->outside_window > c->rows)
+		return WL_CHECK_COUNTS;
+	if (c->capped > c->rows || c->sorted > c->rows)
+		return WL_CHECK_MARKS;
+	if ((s->top != NULL) != (s->last_rc == WL_OK))
+		return WL_CHECK_END;
+	if (s->top != NULL && s->top->nout != c->emitted)
+		return WL_CHECK_TOP;
+	return wl__stage_check(s->top);
 }
 
 const struct wl_error *

@@ -948,7 +948,16 @@ trace_free(struct wl_stage *st)
 	free(t);
 }
 
-static const struct wl_stage_ops trace_ops = { trace_next, trace_free };
+static int
+trace_check(const struct wl_stage *st)
+{
+	const struct trace *t = (const struct trace *)st;
+
+	return st->nout > t->data_rows ? WL_CHECK_TRACE : 0;
+}
+
+static const struct wl_stage_ops trace_ops = { trace_next, trace_free,
+	trace_check };
 
 /* First non-blank line (and, for kvsim CSV, non-comment); WL_END if none. */
 static wl_err

@@ -19,34 +19,10 @@
 
 /* Sort window ---------------------------------------------------------- */
 
-struct slot {
-	struct wl_request r;
-	uint64_t seq;
-	struct wl_seg *segs;
-	size_t segcap;
-	uint32_t *toks;
-	size_t tokcap;
-};
-
-struct sorter {
-	struct wl_stage base;
-	struct wl_stage *in;
-	uint32_t w;
-	struct slot *slots;
-	uint32_t *heap;		/* slot indices, min-heap on (arrival, seq) */
-	uint32_t nheap;
-	uint32_t *freel;	/* free slot indices */
-	uint32_t nfree;
-	uint64_t seq_in, seq_out;
-	bool in_done, have_last;
-	int64_t last;
-	int32_t held;		/* slot returned last time, or -1 */
-};
-
 static bool
-slot_less(const struct sorter *s, uint32_t a, uint32_t b)
+slot_less(const struct wl__sorter *s, uint32_t a, uint32_t b)
 {
-	const struct slot *x = &s->slots[a], *y = &s->slots[b];
+	const struct wl__slot *x = &s->slots[a], *y = &s->slots[b];
 
 	if (x->r.arrival_ns != y->r.arrival_ns)
 		return x->r.arrival_ns < y->r.arrival_ns;
@@ -54,7 +30,7 @@ slot_less(const struct sorter *s, uint32_t a, uint32_t b)
 }
 
 static void
-heap_push(struct sorter *s, uint32_t v)
+heap_push(struct wl__sorter *s, uint32_t v)
 {
 	uint32_t i = s->nheap++;
 
@@ -71,7 +47,7 @@ heap_push(struct sorter *s, uint32_t v)
 }
 
 static uint32_t
-heap_pop(struct sorter *s)
+heap_pop(struct wl__sorter *s)
 {
 	uint32_t top = s->heap[0], i = 0;
 
@@ -95,7 +71,7 @@ heap_pop(struct sorter *s)
 
 /* Deep-copy r into slot k. */
 static bool
-slot_fill(struct slot *k, const struct wl_request *r, uint64_t seq)
+slot_fill(struct wl__slot *k, const struct wl_request *r, uint64_t seq)
 {
 	if (!wl__grow((void **)&k->segs, &k->segcap, r->nsegs,
 	    sizeof(*k->segs)))
@@ -119,7 +95,7 @@ slot_fill(struct slot *k, const struct wl_request *r, uint64_t seq)
 static wl_err
 sorter_next(struct wl_stage *st, struct wl_request *out)
 {
-	struct sorter *s = (struct sorter *)st;
+	struct wl__sorter *s = (struct wl__sorter *)st;
 	struct wl_stream *p = st->p;
 	struct wl_request r;
 	uint32_t k;
@@ -166,7 +142,7 @@ sorter_next(struct wl_stage *st, struct wl_request *out)
 static void
 sorter_free(struct wl_stage *st)
 {
-	struct sorter *s = (struct sorter *)st;
+	struct wl__sorter *s = (struct wl__sorter *)st;
 
 	wl__stage_free(s->in);
 	if (s->slots != NULL)
@@ -180,13 +156,30 @@ sorter_free(struct wl_stage *st)
 	free(s);
 }
 
-static const struct wl_stage_ops sorter_ops = { sorter_next, sorter_free };
+static int
+sorter_check(const struct wl_stage *st)
+{
+	const struct wl__sorter *s = (const struct wl__sorter *)st;
+
+	if ((uint64_t)s->nfree + s->nheap + (s->held >= 0) != s->w)
+		return WL_CHECK_SORT_SLOTS;
+	if (s->seq_in != s->in->nout || s->seq_out != st->nout ||
+	    s->seq_in - s->seq_out != s->nheap)
+		return WL_CHECK_SORT_SEQ;
+	for (uint32_t i = 1; i < s->nheap; i++)
+		if (slot_less(s, s->heap[i], s->heap[(i - 1) / 2]))
+			return WL_CHECK_SORT_HEAP;
+	return wl__stage_check(s->in);
+}
+
+static const struct wl_stage_ops sorter_ops = { sorter_next, sorter_free,
+	sorter_check };
 
 wl_err
 wl__sort_open(struct wl_stream *p, struct wl_stage *in, uint32_t window,
     struct wl_stage **out)
 {
-	struct sorter *s = calloc(1, sizeof(*s));
+	struct wl__sorter *s = calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		goto nomem;
@@ -213,17 +206,10 @@ nomem:
 
 /* Time window [t0, t1), shifted to start at 0. -------------------------- */
 
-struct window {
-	struct wl_stage base;
-	struct wl_stage *in;
-	int64_t t0, t1;
-	bool done;
-};
-
 static wl_err
 window_next(struct wl_stage *st, struct wl_request *r)
 {
-	struct window *w = (struct window *)st;
+	struct wl__window *w = (struct wl__window *)st;
 	wl_err rc;
 
 	if (w->done)
@@ -249,19 +235,31 @@ window_next(struct wl_stage *st, struct wl_request *r)
 static void
 simple_free(struct wl_stage *st)
 {
-	struct window *w = (struct window *)st;
+	struct wl__window *w = (struct wl__window *)st;
 
 	wl__stage_free(w->in);
 	free(w);
 }
 
-static const struct wl_stage_ops window_ops = { window_next, simple_free };
+static int
+window_check(const struct wl_stage *st)
+{
+	const struct wl__window *w = (const struct wl__window *)st;
+
+	if (w->t0 < 0 || (w->t1 != 0 && w->t1 <= w->t0) ||
+	    st->nout > w->in->nout)
+		return WL_CHECK_WINDOW;
+	return wl__stage_check(w->in);
+}
+
+static const struct wl_stage_ops window_ops = { window_next, simple_free,
+	window_check };
 
 wl_err
 wl__window_open(struct wl_stream *p, struct wl_stage *in, int64_t t0,
     int64_t t1, struct wl_stage **out)
 {
-	struct window *w = calloc(1, sizeof(*w));
+	struct wl__window *w = calloc(1, sizeof(*w));
 
 	if (w == NULL) {
 		wl__stage_free(in);
@@ -278,19 +276,10 @@ wl__window_open(struct wl_stream *p, struct wl_stage *in, int64_t t0,
 
 /* Filters, caps, max_model_len. ---------------------------------------- */
 
-struct filter {
-	struct wl_stage base;
-	struct wl_stage *in;
-	uint64_t min_prompt, max_prompt, min_output, max_output, max_total;
-	uint64_t cap_prompt, cap_output, max_model_len;
-	struct wl_seg *segs;
-	size_t segcap;
-};
-
 static wl_err
 filter_next(struct wl_stage *st, struct wl_request *r)
 {
-	struct filter *f = (struct filter *)st;
+	struct wl__filter *f = (struct wl__filter *)st;
 	struct wl_counts *c = &st->p->cnt;
 	wl_err rc;
 
@@ -346,20 +335,31 @@ filter_next(struct wl_stage *st, struct wl_request *r)
 static void
 filter_free(struct wl_stage *st)
 {
-	struct filter *f = (struct filter *)st;
+	struct wl__filter *f = (struct wl__filter *)st;
 
 	wl__stage_free(f->in);
 	free(f->segs);
 	free(f);
 }
 
-static const struct wl_stage_ops filter_ops = { filter_next, filter_free };
+static int
+filter_check(const struct wl_stage *st)
+{
+	const struct wl__filter *f = (const struct wl__filter *)st;
+
+	if (st->nout > f->in->nout)
+		return WL_CHECK_FILTER;
+	return wl__stage_check(f->in);
+}
+
+static const struct wl_stage_ops filter_ops = { filter_next, filter_free,
+	filter_check };
 
 wl_err
 wl__filter_open(struct wl_stream *p, struct wl_stage *in,
     const struct wl_config *c, struct wl_stage **out)
 {
-	struct filter *f = calloc(1, sizeof(*f));
+	struct wl__filter *f = calloc(1, sizeof(*f));
 
 	if (f == NULL) {
 		wl__stage_free(in);
@@ -382,16 +382,10 @@ wl__filter_open(struct wl_stream *p, struct wl_stage *in,
 
 /* First N. -------------------------------------------------------------- */
 
-struct head {
-	struct wl_stage base;
-	struct wl_stage *in;
-	uint64_t left;
-};
-
 static wl_err
 head_next(struct wl_stage *st, struct wl_request *r)
 {
-	struct head *h = (struct head *)st;
+	struct wl__head *h = (struct wl__head *)st;
 	wl_err rc;
 
 	if (h->left == 0)
@@ -405,19 +399,30 @@ head_next(struct wl_stage *st, struct wl_request *r)
 static void
 head_free(struct wl_stage *st)
 {
-	struct head *h = (struct head *)st;
+	struct wl__head *h = (struct wl__head *)st;
 
 	wl__stage_free(h->in);
 	free(h);
 }
 
-static const struct wl_stage_ops head_ops = { head_next, head_free };
+static int
+head_check(const struct wl_stage *st)
+{
+	const struct wl__head *h = (const struct wl__head *)st;
+
+	if (st->nout + h->left != h->n || st->nout != h->in->nout)
+		return WL_CHECK_HEAD;
+	return wl__stage_check(h->in);
+}
+
+static const struct wl_stage_ops head_ops = { head_next, head_free,
+	head_check };
 
 wl_err
 wl__head_open(struct wl_stream *p, struct wl_stage *in, uint64_t n,
     struct wl_stage **out)
 {
-	struct head *h = calloc(1, sizeof(*h));
+	struct wl__head *h = calloc(1, sizeof(*h));
 
 	if (h == NULL) {
 		wl__stage_free(in);
@@ -426,18 +431,13 @@ wl__head_open(struct wl_stream *p, struct wl_stage *in, uint64_t n,
 	h->base.ops = &head_ops;
 	h->base.p = p;
 	h->in = in;
+	h->n = n;
 	h->left = n;
 	*out = &h->base;
 	return WL_OK;
 }
 
 /* Time scale. ----------------------------------------------------------- */
-
-struct scale {
-	struct wl_stage base;
-	struct wl_stage *in;
-	double k;
-};
 
 static int64_t
 scale_ns(int64_t t, double k)
@@ -450,7 +450,7 @@ scale_ns(int64_t t, double k)
 static wl_err
 scale_next(struct wl_stage *st, struct wl_request *r)
 {
-	struct scale *s = (struct scale *)st;
+	struct wl__scale *s = (struct wl__scale *)st;
 	wl_err rc = wl__stage_next(s->in, r);
 
 	if (rc == WL_OK) {
@@ -468,19 +468,30 @@ scale_next(struct wl_stage *st, struct wl_request *r)
 static void
 scale_free(struct wl_stage *st)
 {
-	struct scale *s = (struct scale *)st;
+	struct wl__scale *s = (struct wl__scale *)st;
 
 	wl__stage_free(s->in);
 	free(s);
 }
 
-static const struct wl_stage_ops scale_ops = { scale_next, scale_free };
+static int
+scale_check(const struct wl_stage *st)
+{
+	const struct wl__scale *s = (const struct wl__scale *)st;
+
+	if (!isfinite(s->k) || !(s->k > 0) || st->nout != s->in->nout)
+		return WL_CHECK_SCALE;
+	return wl__stage_check(s->in);
+}
+
+static const struct wl_stage_ops scale_ops = { scale_next, scale_free,
+	scale_check };
 
 wl_err
 wl__scale_open(struct wl_stream *p, struct wl_stage *in, double k,
     struct wl_stage **out)
 {
-	struct scale *s = calloc(1, sizeof(*s));
+	struct wl__scale *s = calloc(1, sizeof(*s));
 
 	if (s == NULL) {
 		wl__stage_free(in);
@@ -496,24 +507,10 @@ wl__scale_open(struct wl_stream *p, struct wl_stage *in, double k,
 
 /* Tiling: the chain again, k times, each copy shifted by one period. --- */
 
-struct tile {
-	struct wl_stage base;
-	struct wl_stage *in;	/* the current copy's chain */
-	uint32_t copy, copies;
-	bool share;
-	int64_t period;		/* 0 until known */
-	int64_t first, last;
-	uint64_t n0;		/* requests in copy 0 */
-	int64_t last_out;	/* last arrival returned, any copy */
-	uint64_t salt;		/* key salt of the current copy */
-	struct wl_seg *segs;
-	size_t segcap;
-};
-
 static wl_err
 tile_next(struct wl_stage *st, struct wl_request *r)
 {
-	struct tile *t = (struct tile *)st;
+	struct wl__tile *t = (struct wl__tile *)st;
 	struct wl_stream *p = st->p;
 	wl_err rc;
 
@@ -586,20 +583,35 @@ tile_next(struct wl_stage *st, struct wl_request *r)
 static void
 tile_free(struct wl_stage *st)
 {
-	struct tile *t = (struct tile *)st;
+	struct wl__tile *t = (struct wl__tile *)st;
 
 	wl__stage_free(t->in);
 	free(t->segs);
 	free(t);
 }
 
-static const struct wl_stage_ops tile_ops = { tile_next, tile_free };
+static int
+tile_check(const struct wl_stage *st)
+{
+	const struct wl__tile *t = (const struct wl__tile *)st;
+
+	if (t->copy >= t->copies)
+		return WL_CHECK_TILE_COPY;
+	if (t->copy > 0 && !(t->period > 0))
+		return WL_CHECK_TILE_PERIOD;
+	if (t->copy == 0 && t->n0 != st->nout)
+		return WL_CHECK_TILE_FIRST;
+	return wl__stage_check(t->in);
+}
+
+static const struct wl_stage_ops tile_ops = { tile_next, tile_free,
+	tile_check };
 
 wl_err
 wl__tile_open(struct wl_stream *p, struct wl_stage *first,
     struct wl_stage **out)
 {
-	struct tile *t = calloc(1, sizeof(*t));
+	struct wl__tile *t = calloc(1, sizeof(*t));
 
 	if (t == NULL) {
 		wl__stage_free(first);
