@@ -1,7 +1,7 @@
 /*
  * calib.c -- the calibration file reader (calib.h).
  *
- * The document is read whole with sim/ydoc.h, then walked once: every key
+ * The document is read whole with util/ydoc.h, then walked once: every key
  * is looked up in a table of the terms (top level) or the copy tree
  * (direction, strategy, host memory, term), so an unknown key is reported
  * at its own position and a bad value at the value's.  Sources are

@@ -14,4 +14,4 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/calfit.c %reldir%/calfit.h \
 	%reldir%/replay.c %reldir%/replay.h \
 	%reldir%/plugin.c %reldir%/plugin.h
-%canon_reldir%_libsim_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS) $(YAML_CFLAGS)
+%canon_reldir%_libsim_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)

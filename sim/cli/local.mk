@@ -19,7 +19,7 @@ sim_kvsim_SOURCES = \
 	%reldir%/cmd_sweep.c %reldir%/cmd_sweep.h \
 	%reldir%/cmd_trace_stats.c %reldir%/cmd_trace_stats.h \
 	%reldir%/cmd_validate.c %reldir%/cmd_validate.h
-sim_kvsim_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS) $(YAML_CFLAGS)
+sim_kvsim_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 # Policy plugins (sim/plugin.c) call kvs_* and kvc_* from the executable.
 sim_kvsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 sim_kvsim_LDADD = sim/libsim.la sim/model/libmodel.la reports/librpt.la \
