@@ -225,7 +225,7 @@ read_sweep(const char *path, struct pts *s, size_t *rows)
 		goto bad;
 	}
 	calfit_csv_close(&c);
-	return 0;
+	return KVSIM_EXIT_OK;
 bad:
 	fprintf(stderr, "%s\n", c.err);
 	calfit_csv_close(&c);
@@ -284,7 +284,7 @@ read_layout(const char *path, struct pts *s)
 	if (r < 0)
 		goto bad;
 	calfit_csv_close(&c);
-	return 0;
+	return KVSIM_EXIT_OK;
 bad:
 	fprintf(stderr, "%s\n", c.err);
 	calfit_csv_close(&c);
@@ -465,7 +465,7 @@ write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
 		remove(tmp);
 		return KVSIM_EXIT_USAGE;
 	}
-	return 0;
+	return KVSIM_EXIT_OK;
 }
 
 static void
@@ -519,51 +519,43 @@ load_cost(const char *model, const char *gpu, cat **c, struct cost_model *cm)
 		fprintf(stderr, "kvsim calibrate: cost model: %s\n", why);
 		return KVSIM_EXIT_USAGE;
 	}
-	return 0;
+	return KVSIM_EXIT_OK;
 }
 
-int
-calibrate_main(int argc, char **argv)
+struct calib_cmd {
+	struct cli_opts o;	/* --out */
+	const char *hold, *device, *date, *model, *gpu;
+	bool measured;
+};
+
+/* The options and the one CSV; -1 after --help. */
+static int
+calibrate_parse(struct calib_cmd *x, int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "out", required_argument, NULL, 'o' },
+		CLI_LO_OUT,
 		{ "holdout", required_argument, NULL, 'H' },
 		{ "device", required_argument, NULL, 'D' },
 		{ "date", required_argument, NULL, 'd' },
 		{ "measured", required_argument, NULL, 'M' },
 		{ "model", required_argument, NULL, 'm' },
 		{ "gpu", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
+		CLI_LO_HELP,
+		CLI_LO_END
 	};
-	const char *out = "calibration.yaml", *hold = NULL;
-	const char *device = "unknown", *date = "unknown";
-	const char *model = "meta-llama/Meta-Llama-3-8B", *gpu = "h200";
-	struct fitted fit[2][4][2];
-	struct pts sw = { 0 }, lay = { 0 };
-	struct holdout h;
-	struct cost_model cm;
-	cat *catalog = NULL;
-	bool measured = false;
-	size_t rows = 0;
-	int c, rc = 0;
+	int c;
 
-	memset(fit, 0, sizeof(fit));
-	memset(&h, 0, sizeof(h));
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+	while ((c = cli_getopt(&x->o, argc, argv, "o:h", lo)) != -1) {
 		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
 		case 'H':
-			hold = optarg;
+			x->hold = optarg;
 			break;
 		case 'D':
-			device = optarg;
+			x->device = optarg;
 			break;
 		case 'd':
-			date = optarg;
+			x->date = optarg;
 			break;
 		case 'M':
 			if (strcmp(optarg, "yes") != 0 &&
@@ -572,17 +564,17 @@ calibrate_main(int argc, char **argv)
 					"yes or no, not '%s'\n", optarg);
 				return KVSIM_EXIT_USAGE;
 			}
-			measured = strcmp(optarg, "yes") == 0;
+			x->measured = strcmp(optarg, "yes") == 0;
 			break;
 		case 'm':
-			model = optarg;
+			x->model = optarg;
 			break;
 		case 'g':
-			gpu = optarg;
+			x->gpu = optarg;
 			break;
 		case 'h':
 			calibrate_usage(stdout);
-			return 0;
+			return -1;
 		default:
 			calibrate_usage(stderr);
 			return KVSIM_EXIT_USAGE;
@@ -592,83 +584,141 @@ calibrate_main(int argc, char **argv)
 		calibrate_usage(stderr);
 		return KVSIM_EXIT_USAGE;
 	}
-	gsl_set_error_handler_off();
-	if ((rc = read_sweep(argv[optind], &sw, &rows)) != 0)
-		goto done;
+	return KVSIM_EXIT_OK;
+}
+
+/* Fit one direction x strategy x host memory class of the sweep and print
+ * its row (a class with too few points is a note on stderr). */
+static int
+calibrate_fit_class(const struct pts *sw, int d, int s, int m,
+		    struct fitted *f)
+{
+	struct calfit_obs *o = malloc((sw->n + 1) * sizeof(*o));
+	char why[256];
+	size_t n = 0;
+
+	if (o == NULL)
+		return KVSIM_EXIT_FAIL;
+	for (size_t i = 0; i < sw->n; i++) {
+		struct pt *q = &sw->p[i];
+
+		if (q->dir != d || q->strat != s || q->hostmem != m)
+			continue;
+		o[n++] = (struct calfit_obs){ 1, q->chunks, q->bytes,
+					      pt_median(q) };
+	}
+	if (n >= 3 && calfit_copy(o, n, &f->r, why, sizeof(why)) == 0) {
+		f->ok = true;
+		f->points = n;
+		printf("%-4s %-10s %-9s %6zu %12.1f %10.3f %9.2f %7.1f%% "
+		       "%7.1f%%\n", dirs[d], strats[s], hms[m], n,
+		       f->r.alpha_ns, f->r.beta_ns, f->r.ns_per_byte > 0 ?
+		       1 / f->r.ns_per_byte : 0.0, 100 * f->r.med_rel,
+		       100 * f->r.p90_rel);
+	} else if (n > 0) {
+		fprintf(stderr, "kvsim calibrate: %s %s %s: %zu points, no "
+			"fit%s%s\n", dirs[d], strats[s], hms[m], n,
+			n >= 3 ? ": " : "", n >= 3 ? why : "");
+	}
+	free(o);
+	return KVSIM_EXIT_OK;
+}
+
+/* Every class of the sweep, under one table header. */
+static int
+calibrate_fit(const struct pts *sw, struct fitted fit[2][4][2])
+{
 	printf("%-4s %-10s %-9s %6s %12s %10s %9s %8s %8s\n", "dir",
 	       "strategy", "hostmem", "points", "alpha_ns", "beta_ns", "GB/s",
 	       "med_err", "p90_err");
 	for (int d = 0; d < 2; d++)
 		for (int s = 0; s < 4; s++)
-			for (int m = 0; m < 2; m++) {
-				struct calfit_obs *o = malloc((sw.n + 1) *
-							      sizeof(*o));
-				struct fitted *f = &fit[d][s][m];
-				char why[256];
-				size_t n = 0;
+			for (int m = 0; m < 2; m++)
+				if (calibrate_fit_class(sw, d, s, m,
+							&fit[d][s][m]) != 0)
+					return KVSIM_EXIT_FAIL;
+	return KVSIM_EXIT_OK;
+}
 
-				if (o == NULL) {
-					rc = KVSIM_EXIT_FAIL;
-					goto done;
-				}
-				for (size_t i = 0; i < sw.n; i++) {
-					struct pt *q = &sw.p[i];
+/* --holdout: predict the layout sweep with the fitted terms. */
+static int
+calibrate_holdout(const struct calib_cmd *x, struct fitted fit[2][4][2],
+		  struct holdout *h)
+{
+	struct pts lay = { 0 };
+	struct cost_model cm;
+	cat *catalog = NULL;
+	int rc;
 
-					if (q->dir != d || q->strat != s ||
-					    q->hostmem != m)
-						continue;
-					o[n++] = (struct calfit_obs){
-						1, q->chunks, q->bytes,
-						pt_median(q) };
-				}
-				if (n >= 3 && calfit_copy(o, n, &f->r, why,
-							  sizeof(why)) == 0) {
-					f->ok = true;
-					f->points = n;
-					printf("%-4s %-10s %-9s %6zu %12.1f "
-					       "%10.3f %9.2f %7.1f%% %7.1f%%\n",
-					       dirs[d], strats[s], hms[m], n,
-					       f->r.alpha_ns, f->r.beta_ns,
-					       f->r.ns_per_byte > 0 ?
-					       1 / f->r.ns_per_byte : 0.0,
-					       100 * f->r.med_rel,
-					       100 * f->r.p90_rel);
-				} else if (n > 0) {
-					fprintf(stderr, "kvsim calibrate: "
-						"%s %s %s: %zu points, no fit%s"
-						"%s\n", dirs[d], strats[s],
-						hms[m], n, n >= 3 ? ": " : "",
-						n >= 3 ? why : "");
-				}
-				free(o);
-			}
-	if (hold != NULL) {
-		if ((rc = read_layout(hold, &lay)) != 0 ||
-		    (rc = load_cost(model, gpu, &catalog, &cm)) != 0)
-			goto done;
-		if (check_holdout(&lay, fit, &cm, cm.block_size, &h) != 0) {
-			rc = KVSIM_EXIT_FAIL;
-			goto done;
-		}
-		printf("held out (%s): %zu points, median error %.1f%%, p90 "
-		       "%.1f%% (pass: <= 15%%, <= 30%%); swap-vs-recompute "
-		       "decisions unchanged %zu/%zu\n", hold, h.n,
-		       100 * h.med_rel, 100 * h.p90_rel, h.agree,
-		       h.decisions);
-	}
-	if ((rc = write_yaml(out, fit, argv[optind], rows, device, date,
-			     measured, &h, hold != NULL)) != 0)
+	if ((rc = read_layout(x->hold, &lay)) != 0 ||
+	    (rc = load_cost(x->model, x->gpu, &catalog, &cm)) != 0)
 		goto done;
-	printf("wrote %s (%s)\n", out, measured ? "measured" :
+	if (check_holdout(&lay, fit, &cm, cm.block_size, h) != 0) {
+		rc = KVSIM_EXIT_FAIL;
+		goto done;
+	}
+	printf("held out (%s): %zu points, median error %.1f%%, p90 "
+	       "%.1f%% (pass: <= 15%%, <= 30%%); swap-vs-recompute "
+	       "decisions unchanged %zu/%zu\n", x->hold, h->n,
+	       100 * h->med_rel, 100 * h->p90_rel, h->agree, h->decisions);
+done:
+	pts_free(&lay);
+	cat_free(catalog);
+	return rc;
+}
+
+/* Fit, check the held-out sweep, write the file. */
+static int
+calibrate_exec(const struct calib_cmd *x, const char *data)
+{
+	const char *out = x->o.out != NULL ? x->o.out : "calibration.yaml";
+	struct fitted fit[2][4][2];
+	struct pts sw = { 0 };
+	struct holdout h;
+	size_t rows = 0;
+	int rc;
+
+	memset(fit, 0, sizeof(fit));
+	memset(&h, 0, sizeof(h));
+	gsl_set_error_handler_off();
+	if ((rc = read_sweep(data, &sw, &rows)) != 0 ||
+	    (rc = calibrate_fit(&sw, fit)) != 0)
+		goto done;
+	if (x->hold != NULL && (rc = calibrate_holdout(x, fit, &h)) != 0)
+		goto done;
+	if ((rc = write_yaml(out, fit, data, rows, x->device, x->date,
+			     x->measured, &h, x->hold != NULL)) != 0)
+		goto done;
+	printf("wrote %s (%s)\n", out, x->measured ? "measured" :
 	       "not a device measurement");
-	if (hold != NULL && (h.n == 0 || !(h.med_rel <= 0.15) ||
-			     !(h.p90_rel <= 0.30))) {
+	if (x->hold != NULL && (h.n == 0 || !(h.med_rel <= 0.15) ||
+				!(h.p90_rel <= 0.30))) {
 		printf("held-out check FAILED\n");
 		rc = KVSIM_EXIT_FAIL;
 	}
 done:
 	pts_free(&sw);
-	pts_free(&lay);
-	cat_free(catalog);
+	return rc;
+}
+
+int
+calibrate_main(int argc, char **argv)
+{
+	struct calib_cmd x = {
+		.device = "unknown", .date = "unknown",
+		.model = "meta-llama/Meta-Llama-3-8B", .gpu = "h200"
+	};
+	int rc;
+
+	if (cli_opts_init(&x.o, "kvsim calibrate", CLI_OUT, argc) != 0) {
+		cli_opts_release(&x.o);
+		return KVSIM_EXIT_FAIL;
+	}
+	rc = calibrate_parse(&x, argc, argv);
+	if (rc == KVSIM_EXIT_OK)
+		rc = calibrate_exec(&x, argv[optind]);
+	else if (rc < 0)
+		rc = KVSIM_EXIT_OK;
+	cli_opts_release(&x.o);
 	return rc;
 }

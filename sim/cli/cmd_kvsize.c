@@ -158,7 +158,7 @@ kvsize_model(const cat *c, const char *name, const struct cat_model **m,
 	if (!(n > 5 && strcmp(name + n - 5, ".json") == 0)) {
 		*m = cat_find_model(c, name);
 		if (*m != NULL)
-			return 0;
+			return KVSIM_EXIT_OK;
 		f = fopen(name, "r");
 		if (f == NULL) {
 			fprintf(stderr, "kvsim kv-size: unknown model '%s': "
@@ -174,7 +174,7 @@ kvsize_model(const cat *c, const char *name, const struct cat_model **m,
 		return KVSIM_EXIT_USAGE;
 	}
 	*m = *owned;
-	return 0;
+	return KVSIM_EXIT_OK;
 }
 
 static void
@@ -235,16 +235,15 @@ kvsize_explain(const struct cat_model *m, const struct cat_gpu *g,
 }
 
 /*
- * An engine option (into e); a size option only points *size at its
- * field, read by the caller.  0, KVSIM_EXIT_USAGE with the message, or
- * -1 when opt is not an engine option.
+ * The counts: --tensor-parallel-size, --block-size, --max-model-len,
+ * --max-num-batched-tokens, --max-num-seqs, --num-gpu-blocks-override,
+ * each a positive integer up to its own limit.  0, KVSIM_EXIT_USAGE with
+ * the message, or -1 when opt is not one of them.
  */
 static int
-kvsize_engine_opt(struct sz_engine *e, int opt, const char *optarg,
-		  int64_t **size)
+kvsize_count_opt(struct sz_engine *e, int opt, const char *optarg)
 {
 	uint64_t u;
-	char *end;
 
 	switch (opt) {
 	case 't':
@@ -253,39 +252,11 @@ kvsize_engine_opt(struct sz_engine *e, int opt, const char *optarg,
 					  optarg, "1 to 1024");
 		e->tensor_parallel_size = (uint32_t)u;
 		break;
-	case OPT_UTIL:
-		errno = 0;
-		e->gpu_memory_utilization = strtod(optarg, &end);
-		if (*optarg == '\0' || *end != '\0' || errno != 0 ||
-		    !(e->gpu_memory_utilization > 0 &&
-		      e->gpu_memory_utilization <= 1))
-			return kvsize_bad("--gpu-memory-utilization",
-					  optarg,
-					  "a fraction in (0, 1]");
-		break;
 	case OPT_BS:
 		if (!kvsize_uint(optarg, 1u << 20, &u) || u == 0)
 			return kvsize_bad("--block-size", optarg,
 					  "a positive integer");
 		e->block_size = (uint32_t)u;
-		break;
-	case OPT_KVDT:
-		if (!kvsize_copy(e->kv_cache_dtype,
-				 sizeof(e->kv_cache_dtype), optarg))
-			return kvsize_bad("--kv-cache-dtype", optarg,
-					  "a dtype name");
-		break;
-	case OPT_DTYPE:
-		if (!kvsize_copy(e->dtype, sizeof(e->dtype), optarg))
-			return kvsize_bad("--dtype", optarg,
-					  "a dtype name");
-		break;
-	case OPT_SSMDT:
-		if (!kvsize_copy(e->mamba_ssm_cache_dtype,
-				 sizeof(e->mamba_ssm_cache_dtype),
-				 optarg))
-			return kvsize_bad("--mamba-ssm-cache-dtype",
-					  optarg, "a dtype name");
 		break;
 	case OPT_MML:
 		if (!kvsize_uint(optarg, UINT32_MAX, &u) || u == 0)
@@ -305,12 +276,6 @@ kvsize_engine_opt(struct sz_engine *e, int opt, const char *optarg,
 					  "a positive integer");
 		e->max_num_seqs = (uint32_t)u;
 		break;
-	case OPT_PC:
-		e->enable_prefix_caching = 1;
-		break;
-	case OPT_NOPC:
-		e->enable_prefix_caching = 0;
-		break;
 	case OPT_OVERRIDE:
 		/* as engine->num_gpu_blocks_override: the pools
 		 * libkvcore takes (at most 2^30 blocks) */
@@ -320,23 +285,97 @@ kvsize_engine_opt(struct sz_engine *e, int opt, const char *optarg,
 					  "(1 to 2^30)");
 		e->num_gpu_blocks_override = (int64_t)u;
 		break;
+	default:
+		return -1;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The dtype names, copied as given (sz_compute() reads them). */
+static int
+kvsize_dtype_opt(struct sz_engine *e, int opt, const char *optarg)
+{
+	switch (opt) {
+	case OPT_KVDT:
+		if (!kvsize_copy(e->kv_cache_dtype,
+				 sizeof(e->kv_cache_dtype), optarg))
+			return kvsize_bad("--kv-cache-dtype", optarg,
+					  "a dtype name");
+		break;
+	case OPT_DTYPE:
+		if (!kvsize_copy(e->dtype, sizeof(e->dtype), optarg))
+			return kvsize_bad("--dtype", optarg,
+					  "a dtype name");
+		break;
+	case OPT_SSMDT:
+		if (!kvsize_copy(e->mamba_ssm_cache_dtype,
+				 sizeof(e->mamba_ssm_cache_dtype),
+				 optarg))
+			return kvsize_bad("--mamba-ssm-cache-dtype",
+					  optarg, "a dtype name");
+		break;
+	default:
+		return -1;
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* The field of a measured size (SIZE: 14.96GiB, 80GB or bytes); NULL when
+ * opt is not a size option. */
+static int64_t *
+kvsize_size_field(struct sz_engine *e, int opt)
+{
+	switch (opt) {
 	case OPT_KVMEM:
-		*size = &e->kv_cache_memory_bytes;
-		break;
+		return &e->kv_cache_memory_bytes;
 	case OPT_GPUMEM:
-		*size = &e->gpu_memory_bytes;
-		break;
+		return &e->gpu_memory_bytes;
 	case OPT_WEIGHTS:
-		*size = &e->weights_bytes;
-		break;
+		return &e->weights_bytes;
 	case OPT_ACT:
-		*size = &e->activation_bytes;
-		break;
+		return &e->activation_bytes;
 	case OPT_NONTORCH:
-		*size = &e->non_torch_bytes;
-		break;
+		return &e->non_torch_bytes;
 	case OPT_CUDAGRAPH:
-		*size = &e->cudagraph_bytes;
+		return &e->cudagraph_bytes;
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * An engine option (into e); a size option only points *size at its
+ * field, read by the caller.  0, KVSIM_EXIT_USAGE with the message, or
+ * -1 when opt is not an engine option.
+ */
+static int
+kvsize_engine_opt(struct sz_engine *e, int opt, const char *optarg,
+		  int64_t **size)
+{
+	char *end;
+	int rc;
+
+	if ((rc = kvsize_count_opt(e, opt, optarg)) >= 0 ||
+	    (rc = kvsize_dtype_opt(e, opt, optarg)) >= 0)
+		return rc;
+	if ((*size = kvsize_size_field(e, opt)) != NULL)
+		return KVSIM_EXIT_OK;
+	switch (opt) {
+	case OPT_UTIL:
+		errno = 0;
+		e->gpu_memory_utilization = strtod(optarg, &end);
+		if (*optarg == '\0' || *end != '\0' || errno != 0 ||
+		    !(e->gpu_memory_utilization > 0 &&
+		      e->gpu_memory_utilization <= 1))
+			return kvsize_bad("--gpu-memory-utilization",
+					  optarg,
+					  "a fraction in (0, 1]");
+		break;
+	case OPT_PC:
+		e->enable_prefix_caching = 1;
+		break;
+	case OPT_NOPC:
+		e->enable_prefix_caching = 0;
 		break;
 	default:
 		return -1;

@@ -103,7 +103,7 @@ plot_main(int argc, char **argv)
 			opts = false;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			plot_usage(stdout);
-			rc = 0;
+			rc = KVSIM_EXIT_OK;
 			goto out;
 		} else if (strcmp(a, "--no-run") == 0) {
 			o.no_run = true;
@@ -155,7 +155,7 @@ plot_main(int argc, char **argv)
 		goto out;
 	}
 	printf("%s/index.html\n", out);
-	rc = fflush(stdout) == 0 ? 0 : 2;
+	rc = fflush(stdout) == 0 ? KVSIM_EXIT_OK : KVSIM_EXIT_USAGE;
 out:
 	free(dirs);
 	return rc;

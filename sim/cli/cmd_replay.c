@@ -47,7 +47,7 @@ replay_main(int argc, char **argv)
 			       "Exit status: 0 ok, 1 an expect or check "
 			       "failed, 2 bad script or usage.\n"
 			       "Format: docs/replay.md.\n");
-			return 0;
+			return KVSIM_EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
 			fprintf(stderr, "kvsim replay: unknown option '%s'\n"
 				"usage: kvsim replay [--check] FILE\n",

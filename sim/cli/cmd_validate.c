@@ -305,33 +305,53 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
 	}
 }
 
-static int
-report(const struct vctx *x, const char *outdir, const sim_run *R)
+/* The notes under the table and the verdict of the integrity checks. */
+static void
+report_verdict(const struct vctx *x, const sim_run *R,
+	       const struct kvval_stats *t)
 {
-	struct kvval_stats t;
-	int64_t sim[KVGPU_NDIRS];
+	if (sim_run_parallel_requests(R) > 0)
+		printf("  %" PRIu64 " requests asked for parallel "
+		       "sampling (n > 1): each ran as one sequence, "
+		       "nothing forked\n", sim_run_parallel_requests(R));
+	if (t->stale_tokens > 0)
+		printf("  engine hazard: %" PRIu64 " tokens taken from "
+		       "prefix-cache blocks that do not hold their KV "
+		       "(docs/scheduler.md); %s\n", t->stale_tokens,
+		       x->skip_stale ? "left unwritten, as the engine "
+		       "modelled leaves them (--engine-hazards skip)" :
+		       "written here as a correct engine would, never "
+		       "computed by the engine modelled");
+	if (t->failures > 0)
+		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
+		       "%s\n", t->failures, t->first_failure);
+	else
+		printf("  integrity: 0 failures\n");
+}
+
+/* The report on stdout: the run, the copies, the checks, the verdict. */
+static void
+report_print(const struct vctx *x, const sim_run *R,
+	     const struct kvval_stats *t, const int64_t *sim)
+{
 	const struct kvgpu_geom *geo = x->nrep && x->rep[0].g ?
 				       kvgpu_geom_of(x->rep[0].g) : NULL;
-	char path[1100], tmp[1100];
-	FILE *f;
-	int rc = 0;
 
-	sum_stats(x, &t, sim);
 	printf("\nkvsim validate: backend %s, %s layout, %s copies, %s "
 	       "geometry (%" PRIu64 " bytes a block), run %s\n", x->backend,
 	       kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
 	       x->model_geom ? "model" : "tiny",
 	       geo ? kvgpu_block_bytes(geo) : 0, sim_run_id(R));
 	printf("  steps %" PRIu64 ", preemptions %" PRIu64 " swap + %" PRIu64
-	       " recompute, slots written %" PRIu64 "\n", t.steps,
-	       t.preempt_swap, t.preempt_recompute, t.written_slots);
+	       " recompute, slots written %" PRIu64 "\n", t->steps,
+	       t->preempt_swap, t->preempt_recompute, t->written_slots);
 	printf("  checks %" PRIu64 " (%" PRIu64 " whole requests), slots "
-	       "verified %" PRIu64 ", words %" PRIu64 "\n", t.verifies,
-	       t.full_checks, t.verified_slots, t.verified_words);
+	       "verified %" PRIu64 ", words %" PRIu64 "\n", t->verifies,
+	       t->full_checks, t->verified_slots, t->verified_words);
 	printf("  %-9s %8s %10s %14s %14s %14s\n", "copies", "blocks",
 	       "bytes", "measured_ns", "model_ns", "sim_charged_ns");
 	for (int d = 0; d < KVGPU_NDIRS; d++) {
-		const struct kvval_class *c = &t.cls[d];
+		const struct kvval_class *c = &t->cls[d];
 
 		printf("  %-9s %8" PRIu64 " %10" PRIu64 " %14" PRId64
 		       " %14" PRId64 " %14" PRId64 "\n", class_names[d],
@@ -340,50 +360,37 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 	}
 	printf("  groups %u: %" PRIu64 " states verified, %" PRIu64
 	       " positions outside a sliding window skipped\n", x->ngroups,
-	       t.state_checks, t.window_slots);
+	       t->state_checks, t->window_slots);
 	printf("  fragmentation: %" PRIu64 " scans, %" PRIu64 " poisoned "
 	       "slots measured, %" PRIu64 " unwritten by the verifier's "
-	       "account\n", t.frag_scans, t.frag_poison_slots,
-	       t.frag_expected_slots);
-	if (t.own_blocks > 0)
+	       "account\n", t->frag_scans, t->frag_poison_slots,
+	       t->frag_expected_slots);
+	if (t->own_blocks > 0)
 		printf("  %" PRIu64 " blocks new to a request past its "
 		       "computed tokens held its own data already (shared "
 		       "blocks it computes again): rewritten, not poisoned; "
 		       "%" PRIu64 " slots of live blocks held KV ahead of "
 		       "their requests' computed tokens at the scans\n",
-		       t.own_blocks, t.frag_ahead_slots);
-	printf("  digest %016" PRIx64 "\n", t.digest);
-	if (sim_run_parallel_requests(R) > 0)
-		printf("  %" PRIu64 " requests asked for parallel sampling (n > "
-		       "1): each ran as one sequence, nothing forked\n",
-		       sim_run_parallel_requests(R));
-	if (t.stale_tokens > 0)
-		printf("  engine hazard: %" PRIu64 " tokens taken from "
-		       "prefix-cache blocks that do not hold their KV "
-		       "(docs/scheduler.md); %s\n", t.stale_tokens,
-		       x->skip_stale ? "left unwritten, as the engine "
-		       "modelled leaves them (--engine-hazards skip)" :
-		       "written here as a correct engine would, never "
-		       "computed by the engine modelled");
-	if (t.failures > 0)
-		printf("  FAILED: %" PRIu64 " integrity failure(s); first: "
-		       "%s\n", t.failures, t.first_failure);
-	else
-		printf("  integrity: 0 failures\n");
-	if (outdir == NULL)
-		return 0;
-	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-		fprintf(stderr, "kvsim validate: %s: %s\n", outdir,
-			strerror(errno));
-		return KVSIM_EXIT_USAGE;
-	}
+		       t->own_blocks, t->frag_ahead_slots);
+	printf("  digest %016" PRIx64 "\n", t->digest);
+	report_verdict(x, R, t);
+}
+
+/* validate.csv: one row per copy class. */
+static int
+report_classes(const struct vctx *x, const char *outdir,
+	       const struct kvval_stats *t, const int64_t *sim)
+{
+	char path[1100], tmp[1100];
+	FILE *f;
+
 	f = tmp_open(outdir, "validate.csv", path, tmp, sizeof(path));
 	if (f == NULL)
 		return KVSIM_EXIT_USAGE;
 	fprintf(f, "class,batches,blocks,chunks,bytes,measured_ns,"
 		"submit_ns,model_ns,sim_charged_ns\n");
 	for (int d = 0; d < KVGPU_NDIRS; d++) {
-		const struct kvval_class *c = &t.cls[d];
+		const struct kvval_class *c = &t->cls[d];
 		int64_t mn = model_ns(x, d, c);
 
 		fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
@@ -397,8 +404,17 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 			fprintf(f, "%" PRId64, sim[d]);
 		fputc('\n', f);
 	}
-	if ((rc = tmp_commit(f, path, tmp)) != 0)
-		return rc;
+	return tmp_commit(f, path, tmp);
+}
+
+/* validate_summary.csv: key,value rows of the whole run. */
+static int
+report_summary(const struct vctx *x, const char *outdir, const sim_run *R,
+	       const struct kvval_stats *t)
+{
+	char path[1100], tmp[1100];
+	FILE *f;
+
 	f = tmp_open(outdir, "validate_summary.csv", path, tmp, sizeof(path));
 	if (f == NULL)
 		return KVSIM_EXIT_USAGE;
@@ -416,15 +432,38 @@ report(const struct vctx *x, const char *outdir, const sim_run *R)
 		PRIu64 "\nstale_cached_tokens,%" PRIu64 "\nengine_hazards,%s"
 		"\ndigest,%016" PRIx64 "\n", x->backend,
 		kvgpu_layout_name(x->layout), kvgpu_strat_name(x->strat),
-		x->model_geom ? "model" : "tiny", sim_run_id(R), t.steps,
-		t.preempt_swap, t.preempt_recompute, t.written_slots,
-		t.verifies, t.full_checks, t.verified_slots, t.verified_words,
-		t.mismatched_words, t.failures, t.frag_scans,
-		t.frag_live_blocks, t.frag_expected_slots, t.frag_poison_slots,
-		t.frag_ahead_slots, t.own_blocks, t.dup_dsts, x->ngroups,
-		t.state_checks, t.window_slots, t.stale_tokens,
-		x->skip_stale ? "skip" : "write", t.digest);
+		x->model_geom ? "model" : "tiny", sim_run_id(R), t->steps,
+		t->preempt_swap, t->preempt_recompute, t->written_slots,
+		t->verifies, t->full_checks, t->verified_slots,
+		t->verified_words, t->mismatched_words, t->failures,
+		t->frag_scans, t->frag_live_blocks, t->frag_expected_slots,
+		t->frag_poison_slots, t->frag_ahead_slots, t->own_blocks,
+		t->dup_dsts, x->ngroups, t->state_checks, t->window_slots,
+		t->stale_tokens, x->skip_stale ? "skip" : "write", t->digest);
 	return tmp_commit(f, path, tmp);
+}
+
+/* The report on stdout, then validate.csv and validate_summary.csv in
+ * outdir (none when outdir is NULL). */
+static int
+report(const struct vctx *x, const char *outdir, const sim_run *R)
+{
+	struct kvval_stats t;
+	int64_t sim[KVGPU_NDIRS];
+	int rc;
+
+	sum_stats(x, &t, sim);
+	report_print(x, R, &t, sim);
+	if (outdir == NULL)
+		return KVSIM_EXIT_OK;
+	if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "kvsim validate: %s: %s\n", outdir,
+			strerror(errno));
+		return KVSIM_EXIT_USAGE;
+	}
+	if ((rc = report_classes(x, outdir, &t, sim)) != 0)
+		return rc;
+	return report_summary(x, outdir, R, &t);
 }
 
 /* An option of validate's own: --backend, --layout, --strategy,
