@@ -185,7 +185,7 @@ kvsize_explain(const struct cat_model *m, const struct cat_gpu *g,
 
 	sz_commas(a, sizeof(a), m->params);
 	printf("kvsim: model %s: %u layers", m->id, m->num_layers);
-	for (int k = CAT_MIX_FULL; k <= CAT_MIX_GDN; k++) {
+	for (int k = CAT_MIX_FULL; k < CAT_NMIXERS; k++) {
 		uint32_t n = cat_model_count(m, (enum cat_mixer)k);
 
 		if (n > 0)
