@@ -57,6 +57,9 @@ csv_error_format(const struct csv_error *e, const char *path, char *buf,
 		return;
 	if (e->kind == CSV_EOPEN)
 		snprintf(buf, len, "%s: %s", path, strerror(e->sys_errno));
+	else if (e->kind == CSV_EREAD)
+		snprintf(buf, len, "%s:%lu:%lu: %s: %s", path, e->line, e->col,
+			 csv_what(e->kind), strerror(e->sys_errno));
 	else if (e->kind == CSV_EWIDTH)
 		snprintf(buf, len, "%s:%lu:%lu: %s (%zu, the header has %zu)",
 			 path, e->line, e->col, csv_what(e->kind), e->nfield,

@@ -62,8 +62,9 @@ struct csv_error {
 const char *csv_what(enum csv_errkind kind);
 
 /*
- * "PATH:LINE:COL: what" ("PATH: strerror" for CSV_EOPEN, and with
- * " (N fields, the header has M)" for CSV_EWIDTH) into buf.
+ * "PATH:LINE:COL: what" into buf: "PATH: strerror" for CSV_EOPEN, with
+ * ": strerror" after it for CSV_EREAD and " (N fields, the header has M)"
+ * for CSV_EWIDTH.
  */
 void csv_error_format(const struct csv_error *e, const char *path,
 		      char *buf, size_t len);
