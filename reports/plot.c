@@ -28,6 +28,7 @@
 #include "config.h"
 
 #include "reports/plot.h"
+#include "util/csv.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -188,14 +189,6 @@ contains_ci(const char *hay, const char *needle)
 /* ------------------------------------------------------------------ */
 /* Context and errors.                                                */
 
-struct table {				/* a small CSV, all strings */
-	char *path;
-	char **hdr;
-	size_t ncol;
-	char **cell;			/* nrow * ncol */
-	long *line;			/* the line each row starts on */
-	size_t nrow;
-};
 
 enum { LAT_TTFT, LAT_TPOT, LAT_E2E, LAT_QUEUE, NLAT };
 
@@ -211,7 +204,7 @@ struct run {				/* one result folder */
 	bool has_ts;
 	size_t ts_rows;
 	double t_min, t_max, kv_max, count_max, tok_max;
-	struct table sum, cap, capp, sweep, cmp;
+	struct csv_table sum, cap, capp, sweep, cmp;
 };
 
 struct plot {				/* one plot made (for rendering, html) */
@@ -254,218 +247,67 @@ oom(struct ctx *c)
 }
 
 /* ------------------------------------------------------------------ */
-/* CSV reading (RFC 4180: quoted fields, "" inside them, CRLF).        */
+/* CSV errors and columns (the reading is util/csv.h's).               */
 
-struct csv {
-	const char *path;
-	FILE *f;
-	long lineno;			/* lines read */
-	long rowline;			/* where the current record starts */
-	char *line;
-	size_t linecap;
-	struct buf rec;			/* fields, NUL-terminated, back to back */
-	size_t *off;
-	char **fld;
-	size_t nfld, fldcap;
-	char **hdr;
-	size_t nhdr;
-};
-
-/* Read one line into c->line without its line end; false at end of file. */
-static bool
-csv_getline(struct csv *c)
-{
-	ssize_t n = getline(&c->line, &c->linecap, c->f);
-	if (n < 0)
-		return false;
-	c->lineno++;
-	while (n > 0 && (c->line[n - 1] == '\n' || c->line[n - 1] == '\r'))
-		c->line[--n] = '\0';
-	return true;
-}
-
+/* A reader error as a status and message, in plot's wording. */
 static int
-csv_field_end(struct ctx *c, struct csv *v, size_t start)
+csv_fail(struct ctx *c, const char *path, const struct csv_error *e)
 {
-	buf_add(&v->rec, "", 1);
-	if (v->nfld == v->fldcap) {
-		size_t cap = v->fldcap ? 2 * v->fldcap : 32;
-		size_t *o = realloc(v->off, cap * sizeof(*o));
-		if (!o)
-			return oom(c);
-		v->off = o;
-		char **f = realloc(v->fld, cap * sizeof(*f));
-		if (!f)
-			return oom(c);
-		v->fld = f;
-		v->fldcap = cap;
-	}
-	v->off[v->nfld++] = start;
-	return v->rec.oom ? oom(c) : PLOT_OK;
-}
-
-/*
- * The next record into v->fld[0..nfld-1]; nfld == 0 at the end of the
- * file.  Empty lines are skipped.
- */
-static int
-csv_next(struct ctx *c, struct csv *v)
-{
-	int rc;
-
-	v->rec.n = 0;
-	v->nfld = 0;
-	do {
-		if (!csv_getline(v)) {
-			if (ferror(v->f))
-				return fail(c, PLOT_EINPUT, "%s:%ld: read error",
-					    v->path, v->lineno + 1);
-			return PLOT_OK;
-		}
-	} while (v->line[0] == '\0');
-	v->rowline = v->lineno;
-	const char *s = v->line;
-	size_t i = 0;
-	for (;;) {
-		size_t start = v->rec.n;
-		if (s[i] == '"') {
-			i++;
-			for (;;) {
-				if (s[i] == '\0') {
-					buf_add(&v->rec, "\n", 1);
-					if (!csv_getline(v))
-						return fail(c, PLOT_EINPUT,
-						    "%s:%ld: unterminated quoted "
-						    "field", v->path,
-						    v->rowline);
-					s = v->line;
-					i = 0;
-					continue;
-				}
-				if (s[i] == '"') {
-					if (s[i + 1] != '"') {
-						i++;
-						break;
-					}
-					i++;
-				}
-				buf_add(&v->rec, s + i, 1);
-				i++;
-			}
-			if (s[i] != ',' && s[i] != '\0')
-				return fail(c, PLOT_EINPUT, "%s:%ld: text after "
-					    "a quoted field", v->path,
-					    v->lineno);
-		} else {
-			size_t j = i;
-			while (s[j] != ',' && s[j] != '\0') {
-				if (s[j] == '"')
-					return fail(c, PLOT_EINPUT, "%s:%ld: "
-					    "quote inside an unquoted field",
-					    v->path, v->lineno);
-				j++;
-			}
-			buf_add(&v->rec, s + i, j - i);
-			i = j;
-		}
-		if ((rc = csv_field_end(c, v, start)) != PLOT_OK)
-			return rc;
-		if (s[i] != ',')
-			break;
-		i++;
-	}
-	for (size_t k = 0; k < v->nfld; k++)
-		v->fld[k] = v->rec.p + v->off[k];
-	return PLOT_OK;
-}
-
-static void
-csv_close(struct csv *v)
-{
-	if (v->f)
-		fclose(v->f);
-	free(v->line);
-	buf_release(&v->rec);
-	free(v->off);
-	free(v->fld);
-	for (size_t i = 0; i < v->nhdr; i++)
-		free(v->hdr[i]);
-	free(v->hdr);
-	memset(v, 0, sizeof(*v));
-}
-
-/* Open and read the header.  PLOT_OK with v->f == NULL: no such file. */
-static int
-csv_open(struct ctx *c, struct csv *v, const char *path)
-{
-	int rc;
-
-	memset(v, 0, sizeof(*v));
-	v->path = path;
-	v->f = fopen(path, "r");
-	if (!v->f) {
-		if (errno == ENOENT)
-			return PLOT_OK;
-		return fail(c, PLOT_EINPUT, "%s: %s", path, strerror(errno));
-	}
-	if ((rc = csv_next(c, v)) != PLOT_OK)
-		return rc;
-	if (v->nfld == 0)
+	switch (e->kind) {
+	case CSV_ENOMEM:
+		return oom(c);
+	case CSV_EEMPTY:
 		return fail(c, PLOT_EINPUT, "%s:1: empty file (no header row)",
 			    path);
-	v->hdr = calloc(v->nfld, sizeof(*v->hdr));
-	if (!v->hdr)
-		return oom(c);
-	for (size_t i = 0; i < v->nfld; i++) {
-		if (!(v->hdr[v->nhdr] = strdup(v->fld[i])))
-			return oom(c);
-		v->nhdr++;
+	case CSV_EUNTERMINATED:
+		return fail(c, PLOT_EINPUT, "%s:%lu: unterminated quoted field",
+			    path, e->record);
+	case CSV_ETEXT_AFTER_QUOTE:
+		return fail(c, PLOT_EINPUT, "%s:%lu: text after a quoted field",
+			    path, e->line);
+	case CSV_EWIDTH:
+		return fail(c, PLOT_EINPUT, "%s:%lu: %zu fields, the header "
+			    "has %zu", path, e->record, e->nfield, e->nhead);
+	case CSV_EOPEN:
+		return fail(c, PLOT_EINPUT, "%s: %s", path,
+			    strerror(e->sys_errno));
+	default:	/* a quote inside a field, a read error */
+		return fail(c, PLOT_EINPUT, "%s:%lu: %s", path, e->line,
+			    csv_what(e->kind));
 	}
-	return PLOT_OK;
-}
-
-/* A data record: the next one, checked against the header's width. */
-static int
-csv_row(struct ctx *c, struct csv *v)
-{
-	int rc = csv_next(c, v);
-	if (rc == PLOT_OK && v->nfld && v->nfld != v->nhdr)
-		return fail(c, PLOT_EINPUT, "%s:%ld: %zu fields, the header "
-			    "has %zu", v->path, v->rowline, v->nfld, v->nhdr);
-	return rc;
 }
 
 static int
-col_of(char *const *hdr, size_t n, const char *name)
+col_of(const struct csv_table *t, const char *name)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(hdr[i], name) == 0)
-			return (int)i;
-	return -1;
+	return (int)csv_table_col(t, name);
 }
 
-/* Column `name` of a header, or PLOT_EINPUT "FILE:1: no column". */
 static int
-need_col(struct ctx *c, const char *path, char *const *hdr, size_t n,
-	 const char *name, int *col)
+no_col(struct ctx *c, const char *path, const char *name)
 {
-	*col = col_of(hdr, n, name);
-	if (*col < 0)
-		return fail(c, PLOT_EINPUT, "%s:1: no column '%s'", path,
-			    name);
-	return PLOT_OK;
+	return fail(c, PLOT_EINPUT, "%s:1: no column '%s'", path, name);
+}
+
+/* Column `name` of a table, or PLOT_EINPUT "FILE:1: no column". */
+static int
+need_col(struct ctx *c, const struct csv_table *t, const char *name,
+	 int *col)
+{
+	*col = col_of(t, name);
+	return *col < 0 ? no_col(c, t->path, name) : PLOT_OK;
 }
 
 /* A finite number in a field. */
 static int
-num(struct ctx *c, const char *path, long line, const char *col,
+num(struct ctx *c, const char *path, unsigned long line, const char *col,
     const char *s, double *v)
 {
 	char *end;
 	errno = 0;
 	*v = strtod(s, &end);
 	if (end == s || *end != '\0' || !isfinite(*v))
-		return fail(c, PLOT_EINPUT, "%s:%ld: column '%s': '%s' is not "
+		return fail(c, PLOT_EINPUT, "%s:%lu: column '%s': '%s' is not "
 			    "a finite number", path, line, col, s);
 	return PLOT_OK;
 }
@@ -473,29 +315,15 @@ num(struct ctx *c, const char *path, long line, const char *col,
 /* ------------------------------------------------------------------ */
 /* Tables.                                                            */
 
-static void
-table_release(struct table *t)
-{
-	for (size_t i = 0; i < t->nrow * t->ncol; i++)
-		free(t->cell[i]);
-	for (size_t i = 0; i < t->ncol; i++)
-		free(t->hdr[i]);
-	free(t->cell);
-	free(t->hdr);
-	free(t->line);
-	free(t->path);
-	memset(t, 0, sizeof(*t));
-}
-
 static const char *
-cell(const struct table *t, size_t row, int col)
+cell(const struct csv_table *t, size_t row, int col)
 {
-	return t->cell[row * t->ncol + (size_t)col];
+	return t->row[row][col];
 }
 
 /* Whether two rows share a value of a column. */
 static bool
-column_repeats(const struct table *t, int col)
+column_repeats(const struct csv_table *t, int col)
 {
 	for (size_t r = 0; r < t->nrow; r++)
 		for (size_t q = 0; q < r; q++)
@@ -506,7 +334,7 @@ column_repeats(const struct table *t, int col)
 
 /* Whether a column holds more than one value. */
 static bool
-column_varies(const struct table *t, int col)
+column_varies(const struct csv_table *t, int col)
 {
 	for (size_t r = 1; r < t->nrow; r++)
 		if (strcmp(cell(t, r, col), cell(t, 0, col)) != 0)
@@ -514,60 +342,33 @@ column_varies(const struct table *t, int col)
 	return false;
 }
 
+/* Open a CSV and read its header; PLOT_OK with v->head == NULL: absent. */
+static int
+open_csv(struct ctx *c, struct csv *v, const char *path)
+{
+	struct csv_error e;
+
+	if (csv_open(v, path, &e) == KV_OK)
+		return PLOT_OK;
+	if (e.kind == CSV_EOPEN && e.sys_errno == ENOENT)
+		return PLOT_OK;
+	return csv_fail(c, path, &e);
+}
+
 /* Read dir/name whole into t; t->path == NULL when the file is absent. */
 static int
-table_load(struct ctx *c, const char *dir, const char *name, struct table *t)
+table_load(struct ctx *c, const char *dir, const char *name,
+	   struct csv_table *t)
 {
-	struct csv v;
-	size_t cap = 0;
 	char path[PATH_MAX + 64];
-	int rc;
+	struct csv_error e;
 
-	memset(t, 0, sizeof(*t));
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if ((rc = csv_open(c, &v, path)) != PLOT_OK || !v.f)
-		goto out;
-	if (!(t->path = strdup(path)))
-		goto nomem;
-	t->ncol = v.nhdr;	/* the header moves to t at the end */
-	for (;;) {
-		if ((rc = csv_row(c, &v)) != PLOT_OK || v.nfld == 0)
-			break;
-		if (t->nrow == cap) {
-			cap = cap ? 2 * cap : 16;
-			char **cl = realloc(t->cell,
-					    cap * t->ncol * sizeof(*cl));
-			if (!cl)
-				goto nomem;
-			t->cell = cl;
-			long *ln = realloc(t->line, cap * sizeof(*ln));
-			if (!ln)
-				goto nomem;
-			t->line = ln;
-		}
-		for (size_t i = 0; i < t->ncol; i++) {
-			t->cell[t->nrow * t->ncol + i] = strdup(v.fld[i]);
-			if (!t->cell[t->nrow * t->ncol + i]) {
-				for (size_t k = 0; k < i; k++)
-					free(t->cell[t->nrow * t->ncol + k]);
-				goto nomem;
-			}
-		}
-		t->line[t->nrow++] = v.rowline;
-	}
-	goto out;
-nomem:
-	rc = oom(c);
-out:
-	if (t->path) {
-		t->hdr = v.hdr;
-		v.hdr = NULL;
-		v.nhdr = 0;
-	}
-	csv_close(&v);
-	if (rc != PLOT_OK)
-		table_release(t);
-	return rc;
+	if (csv_table_read(t, path, &e) == KV_OK)
+		return PLOT_OK;
+	if (e.kind == CSV_EOPEN && e.sys_errno == ENOENT)
+		return PLOT_OK;
+	return csv_fail(c, path, &e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -588,27 +389,33 @@ static int
 load_requests(struct ctx *c, struct run *r)
 {
 	struct csv v;
+	struct csv_error e;
 	char path[PATH_MAX + 64];
-	int col[NLAT], rc;
+	int col[NLAT], rc = PLOT_OK;
 	size_t cap[NLAT] = { 0 };
 
 	snprintf(path, sizeof(path), "%s/requests.csv", r->dir);
-	if ((rc = csv_open(c, &v, path)) != PLOT_OK || !v.f)
-		goto out;
+	if ((rc = open_csv(c, &v, path)) != PLOT_OK || !v.head)
+		return rc;
 	r->has_req = true;
 	for (int m = 0; m < NLAT; m++)
-		if ((rc = need_col(c, path, v.hdr, v.nhdr, lat_col[m],
-				   &col[m])) != PLOT_OK)
+		if ((col[m] = (int)csv_col(&v, lat_col[m])) < 0) {
+			rc = no_col(c, path, lat_col[m]);
 			goto out;
+		}
 	for (;;) {
-		if ((rc = csv_row(c, &v)) != PLOT_OK || v.nfld == 0)
+		if (csv_next(&v, &e) != KV_OK) {
+			rc = csv_fail(c, path, &e);
+			break;
+		}
+		if (v.nfield == 0)
 			break;
 		for (int m = 0; m < NLAT; m++) {
-			const char *s = v.fld[col[m]];
+			const char *s = v.field[col[m]];
 			double x;
 			if (*s == '\0')	/* e.g. TPOT of one output token */
 				continue;
-			if ((rc = num(c, path, v.rowline, lat_col[m], s, &x)))
+			if ((rc = num(c, path, v.line, lat_col[m], s, &x)))
 				goto out;
 			if (r->nlat[m] == cap[m]) {
 				cap[m] = cap[m] ? 2 * cap[m] : 1024;
@@ -642,24 +449,30 @@ static int
 load_timeseries(struct ctx *c, struct run *r)
 {
 	struct csv v;
+	struct csv_error e;
 	char path[PATH_MAX + 64];
-	int col[NTS], rc;
+	int col[NTS], rc = PLOT_OK;
 
 	snprintf(path, sizeof(path), "%s/timeseries.csv", r->dir);
-	if ((rc = csv_open(c, &v, path)) != PLOT_OK || !v.f)
-		goto out;
+	if ((rc = open_csv(c, &v, path)) != PLOT_OK || !v.head)
+		return rc;
 	r->has_ts = true;
 	for (size_t k = 0; k < NTS; k++)
-		if ((rc = need_col(c, path, v.hdr, v.nhdr, ts_col[k],
-				   &col[k])) != PLOT_OK)
+		if ((col[k] = (int)csv_col(&v, ts_col[k])) < 0) {
+			rc = no_col(c, path, ts_col[k]);
 			goto out;
+		}
 	for (;;) {
 		double x[NTS];
-		if ((rc = csv_row(c, &v)) != PLOT_OK || v.nfld == 0)
+		if (csv_next(&v, &e) != KV_OK) {
+			rc = csv_fail(c, path, &e);
+			break;
+		}
+		if (v.nfield == 0)
 			break;
 		for (size_t k = 0; k < NTS; k++)
-			if ((rc = num(c, path, v.rowline, ts_col[k],
-				      v.fld[col[k]], &x[k])) != PLOT_OK)
+			if ((rc = num(c, path, v.line, ts_col[k],
+				      v.field[col[k]], &x[k])) != PLOT_OK)
 				goto out;
 		if (r->ts_rows == 0 || x[0] < r->t_min)
 			r->t_min = x[0];
@@ -740,7 +553,7 @@ load_run(struct ctx *c, struct run *r)
 			    "capacity_points.csv, sweep.csv or compare.csv)",
 			    r->dir);
 	/* The label: the policy, else the folder's name. */
-	int pc = r->sum.path ? col_of(r->sum.hdr, r->sum.ncol, "policy") : -1;
+	int pc = r->sum.path ? col_of(&r->sum, "policy") : -1;
 	if (pc >= 0 && r->sum.nrow && *cell(&r->sum, 0, pc))
 		r->label = strdup(cell(&r->sum, 0, pc));
 	else if (!(r->label = config_policy(r->dir)))
@@ -1365,12 +1178,12 @@ slo_clause(struct buf *b, const char *what, double x)
  * nothing written) when there is none.
  */
 static double
-slo_line(const struct table *t, struct buf *b)
+slo_line(const struct csv_table *t, struct buf *b)
 {
-	int sc = col_of(t->hdr, t->ncol, "slo");
-	int m = col_of(t->hdr, t->ncol, "slo_metric");
-	int v = col_of(t->hdr, t->ncol, "slo_value_s");
-	int q = col_of(t->hdr, t->ncol, "slo_quantile");
+	int sc = col_of(t, "slo");
+	int m = col_of(t, "slo_metric");
+	int v = col_of(t, "slo_value_s");
+	int q = col_of(t, "slo_quantile");
 
 	for (size_t r = 0; r < t->nrow; r++) {
 		char *end;
@@ -1418,12 +1231,12 @@ slo_line(const struct table *t, struct buf *b)
  * the table, ", "-separated, into b (with "NAME=" when names is set).
  */
 static void
-varying(const struct table *t, size_t row, const char *const *keys,
+varying(const struct csv_table *t, size_t row, const char *const *keys,
 	size_t nkeys, bool names, struct buf *b)
 {
 	size_t n0 = b->n;
 	for (size_t k = 0; k < nkeys; k++) {
-		int c = col_of(t->hdr, t->ncol, keys[k]);
+		int c = col_of(t, keys[k]);
 		if (c < 0 || !column_varies(t, c))
 			continue;
 		if (b->n > n0)
@@ -1444,9 +1257,9 @@ static const char *const cap_keys[] = {
 /* What makes row r of capacity.csv differ from the others: its --across
  * assignment, else the values of cap_keys[] that vary. */
 static void
-cap_describe(const struct table *t, size_t r, struct buf *b)
+cap_describe(const struct csv_table *t, size_t r, struct buf *b)
 {
-	int a = col_of(t->hdr, t->ncol, "across");
+	int a = col_of(t, "across");
 	if (a >= 0 && *cell(t, r, a) && column_varies(t, a))
 		buf_puts(b, cell(t, r, a));
 	else
@@ -1456,10 +1269,10 @@ cap_describe(const struct table *t, size_t r, struct buf *b)
 /* A knee series' label: the config_id, and what capacity.csv says makes
  * that configuration differ from the others. */
 static void
-knee_label(const struct table *cap, const char *id, struct buf *b)
+knee_label(const struct csv_table *cap, const char *id, struct buf *b)
 {
 	buf_puts(b, id);
-	int c = cap->path ? col_of(cap->hdr, cap->ncol, "config_id") : -1;
+	int c = cap->path ? col_of(cap, "config_id") : -1;
 	for (size_t r = 0; c >= 0 && r < cap->nrow; r++) {
 		if (strcmp(cell(cap, r, c), id) != 0)
 			continue;
@@ -1475,18 +1288,18 @@ knee_label(const struct table *cap, const char *id, struct buf *b)
 static int
 plot_knee(struct ctx *c, size_t i)
 {
-	const struct table *t = &c->runs[i].capp;
+	const struct csv_table *t = &c->runs[i].capp;
 	struct series s = { 0 };
 	struct buf slo = { 0 };
 	int cid, cq, cy, rc, cok;
 
 	if (!t->path)
 		return PLOT_OK;
-	if ((rc = need_col(c, t->path, t->hdr, t->ncol, "config_id", &cid)) ||
-	    (rc = need_col(c, t->path, t->hdr, t->ncol, "qps", &cq)) ||
-	    (rc = need_col(c, t->path, t->hdr, t->ncol, "ttft_p99_s", &cy)))
+	if ((rc = need_col(c, t, "config_id", &cid)) ||
+	    (rc = need_col(c, t, "qps", &cq)) ||
+	    (rc = need_col(c, t, "ttft_p99_s", &cy)))
 		return rc;
-	cok = col_of(t->hdr, t->ncol, "meets_slo");
+	cok = col_of(t, "meets_slo");
 	for (size_t r = 0; r < t->nrow; r++) {
 		double x, y, ok = -1;
 		const char *ys = cell(t, r, cy);
@@ -1542,15 +1355,15 @@ static const char *const rate_cols[] = {
  * swept key whose last part is `rate`, `target_rate` or `qps` (e.g.
  * workload.generator.arrival.rate); -1 if none. */
 static int
-rate_col(const struct table *t)
+rate_col(const struct csv_table *t)
 {
 	int c;
 	for (size_t k = 0; k < sizeof(rate_cols) / sizeof(rate_cols[0]); k++)
-		if ((c = col_of(t->hdr, t->ncol, rate_cols[k])) >= 0 &&
+		if ((c = col_of(t, rate_cols[k])) >= 0 &&
 		    column_varies(t, c))
 			return c;
 	for (size_t k = 0; k < t->ncol; k++) {
-		const char *last = strrchr(t->hdr[k], '.');
+		const char *last = strrchr(t->head[k], '.');
 		if (last && (strcmp(last, ".rate") == 0 ||
 			     strcmp(last, ".target_rate") == 0 ||
 			     strcmp(last, ".qps") == 0) &&
@@ -1635,11 +1448,11 @@ bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
  * `skip`, as "KEY=VALUE, ..." (names) or "VALUE / ..."; r == SIZE_MAX
  * without names: "KEY / ...". */
 static void
-sweep_label(const struct table *t, size_t r, int skip, bool names,
+sweep_label(const struct csv_table *t, size_t r, int skip, bool names,
 	    struct buf *l)
 {
 	for (size_t k = 0; k < t->ncol; k++) {
-		const char *name = t->hdr[k], *dot = strrchr(name, '.');
+		const char *name = t->head[k], *dot = strrchr(name, '.');
 		bool echo = false;
 		if ((int)k == skip || !sweep_key(name) ||
 		    !column_varies(t, (int)k))
@@ -1647,7 +1460,7 @@ sweep_label(const struct table *t, size_t r, int skip, bool names,
 		/* a summary column that repeats a swept key (block_size
 		 * beside engine.block_size) says nothing new */
 		for (size_t j = 0; !dot && j < t->ncol && !echo; j++) {
-			const char *d = strrchr(t->hdr[j], '.');
+			const char *d = strrchr(t->head[j], '.');
 			echo = d && strcmp(d + 1, name) == 0;
 		}
 		if (echo)
@@ -1672,7 +1485,7 @@ sweep_label(const struct table *t, size_t r, int skip, bool names,
 static int
 plot_sweep_bars(struct ctx *c, size_t i, int cy)
 {
-	const struct table *t = &c->runs[i].sweep;
+	const struct csv_table *t = &c->runs[i].sweep;
 	struct series s = { 0 };
 	struct buf d = { 0 };
 	struct plot *p;
@@ -1737,11 +1550,11 @@ out:
 static int
 plot_sweep(struct ctx *c, size_t i)
 {
-	const struct table *t = &c->runs[i].sweep;
+	const struct csv_table *t = &c->runs[i].sweep;
 	struct series s = { 0 };
 	int rate = -1, cy, rc = PLOT_OK;
 
-	if (!t->path || (cy = col_of(t->hdr, t->ncol, "ttft_p99_s")) < 0)
+	if (!t->path || (cy = col_of(t, "ttft_p99_s")) < 0)
 		return PLOT_OK;
 	if ((rate = rate_col(t)) < 0)
 		return plot_sweep_bars(c, i, cy);
@@ -1770,7 +1583,7 @@ plot_sweep(struct ctx *c, size_t i)
 		}
 	}
 	rc = plot_series(c, i, &s, "sweep_ttft", "Sweep: p99 TTFT vs rate",
-			 t->hdr[rate], t->hdr[rate], NULL, NULL, 0);
+			 t->head[rate], t->head[rate], NULL, NULL, 0);
 out:
 	series_release(&s);
 	return rc;
@@ -1779,7 +1592,7 @@ out:
 static int
 plot_capacity(struct ctx *c, size_t i)
 {
-	const struct table *t = &c->runs[i].cap;
+	const struct csv_table *t = &c->runs[i].cap;
 	struct buf d = { 0 }, gp = { 0 };
 	struct plot *p;
 	int cg, cv, clo, chi, cid, rc;
@@ -1787,13 +1600,13 @@ plot_capacity(struct ctx *c, size_t i)
 
 	if (!t->path || !t->nrow)
 		return PLOT_OK;
-	if ((rc = need_col(c, t->path, t->hdr, t->ncol, "gpu", &cg)) ||
-	    (rc = need_col(c, t->path, t->hdr, t->ncol, "max_qps_under_slo",
+	if ((rc = need_col(c, t, "gpu", &cg)) ||
+	    (rc = need_col(c, t, "max_qps_under_slo",
 			   &cv)))
 		return rc;
-	clo = col_of(t->hdr, t->ncol, "max_qps_min");
-	chi = col_of(t->hdr, t->ncol, "max_qps_max");
-	cid = col_of(t->hdr, t->ncol, "config_id");
+	clo = col_of(t, "max_qps_min");
+	chi = col_of(t, "max_qps_max");
+	cid = col_of(t, "config_id");
 	bool bars = clo >= 0 && chi >= 0;
 	bool repeat = column_repeats(t, cg);
 	if (!(p = add_run_plot(c, i, "capacity_gpu",
@@ -1860,7 +1673,7 @@ out:
 static int
 plot_compare(struct ctx *c, size_t i)
 {
-	const struct table *t = &c->runs[i].cmp;
+	const struct csv_table *t = &c->runs[i].cmp;
 	struct buf d = { 0 };
 	struct plot *p;
 	int cm, cd, ct, cv, rc;
@@ -1869,15 +1682,15 @@ plot_compare(struct ctx *c, size_t i)
 
 	if (!t->path)
 		return PLOT_OK;
-	if ((rc = need_col(c, t->path, t->hdr, t->ncol, "metric", &cm)) ||
-	    (rc = need_col(c, t->path, t->hdr, t->ncol, "delta_pct", &cd)))
+	if ((rc = need_col(c, t, "metric", &cm)) ||
+	    (rc = need_col(c, t, "delta_pct", &cd)))
 		return rc;
 	/* the group a metric belongs to: kvsim compare's `config`, or a
 	 * trace suite's `trace`, when there are several */
-	ct = col_of(t->hdr, t->ncol, "config");
+	ct = col_of(t, "config");
 	if (ct < 0 || !column_varies(t, ct))
-		ct = col_of(t->hdr, t->ncol, "trace");
-	cv = col_of(t->hdr, t->ncol, "verdict");
+		ct = col_of(t, "trace");
+	cv = col_of(t, "verdict");
 	bool traces = ct >= 0 && column_varies(t, ct);
 	if (!(p = add_run_plot(c, i, "compare_delta",
 			       "Candidate vs baseline: change per metric")))
@@ -1925,12 +1738,12 @@ out:
 /* index.html                                                         */
 
 static void
-html_table(struct buf *b, const struct table *t)
+html_table(struct buf *b, const struct csv_table *t)
 {
 	buf_puts(b, "<table>\n<tr>");
 	for (size_t k = 0; k < t->ncol; k++) {
 		buf_puts(b, "<th>");
-		html_esc(b, t->hdr[k]);
+		html_esc(b, t->head[k]);
 		buf_puts(b, "</th>");
 	}
 	buf_puts(b, "</tr>\n");
@@ -1970,25 +1783,23 @@ html_summary(struct ctx *c, struct buf *b)
 	buf_puts(b, "</tr>\n");
 	/* columns in order of first appearance over the runs */
 	for (size_t i = 0; i < c->nruns; i++) {
-		const struct table *t = &c->runs[i].sum;
+		const struct csv_table *t = &c->runs[i].sum;
 		for (size_t k = 0; t->path && t->nrow && k < t->ncol; k++) {
 			bool seen = false;
 			for (size_t j = 0; j < i && !seen; j++)
 				seen = c->runs[j].sum.path &&
 				       c->runs[j].sum.nrow &&
-				       col_of(c->runs[j].sum.hdr,
-					      c->runs[j].sum.ncol,
-					      t->hdr[k]) >= 0;
+				       col_of(&c->runs[j].sum, t->head[k]) >= 0;
 			if (seen)
 				continue;
 			buf_puts(b, "<tr><td>");
-			html_esc(b, t->hdr[k]);
+			html_esc(b, t->head[k]);
 			buf_puts(b, "</td>");
 			for (size_t j = 0; j < c->nruns; j++) {
-				const struct table *u = &c->runs[j].sum;
+				const struct csv_table *u = &c->runs[j].sum;
 				if (!u->path || !u->nrow)
 					continue;
-				int col = col_of(u->hdr, u->ncol, t->hdr[k]);
+				int col = col_of(u, t->head[k]);
 				buf_puts(b, "<td>");
 				html_esc(b, col >= 0 ? cell(u, 0, col) : "");
 				buf_puts(b, "</td>");
@@ -2061,7 +1872,7 @@ write_index(struct ctx *c, bool images)
 	}
 	html_summary(c, &b);
 	for (size_t i = 0; i < c->nruns; i++) {
-		const struct table *ts[3] = { &c->runs[i].cap,
+		const struct csv_table *ts[3] = { &c->runs[i].cap,
 					      &c->runs[i].sweep,
 					      &c->runs[i].cmp };
 		const char *names[3] = { "capacity.csv", "sweep.csv",
@@ -2246,11 +2057,11 @@ release(struct ctx *c)
 			free(r->lat[m]);
 		free(r->base);
 		free(r->label);
-		table_release(&r->sum);
-		table_release(&r->cap);
-		table_release(&r->capp);
-		table_release(&r->sweep);
-		table_release(&r->cmp);
+		csv_table_release(&r->sum);
+		csv_table_release(&r->cap);
+		csv_table_release(&r->capp);
+		csv_table_release(&r->sweep);
+		csv_table_release(&r->cmp);
 	}
 	free(c->runs);
 	free(c->plots);

@@ -100,10 +100,14 @@ START_TEST(line_ends)
 					   '\n'));
 		csv_table_release(&t);
 	}
-	/* a CR not followed by LF is data */
-	ck_assert_int_eq(table("a,b\n1\r2,3\r", &t, &e), KV_OK);
+	/* a CR not followed by LF is data, but for one that ends the file */
+	ck_assert_int_eq(table("a,b\n1\r2,3\r\r", &t, &e), KV_OK);
 	ck_assert_str_eq(t.row[0][0], "1\r2");
 	ck_assert_str_eq(t.row[0][1], "3\r");
+	ck_assert(t.terminated);
+	csv_table_release(&t);
+	ck_assert_int_eq(table("a,\"b\"\r", &t, &e), KV_OK);
+	ck_assert_str_eq(t.head[1], "b");
 	csv_table_release(&t);
 	/* a last empty field, with and without a line end */
 	ck_assert_int_eq(table("a,b\n1,", &t, &e), KV_OK);

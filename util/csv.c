@@ -167,20 +167,30 @@ csv__grow_fields(struct csv *c)
 	return 0;
 }
 
-/* Whether a line break (LF or CRLF) starts at c->pos, given n bytes. */
-static bool
-csv__at_eol(const struct csv *c, size_t n)
+/*
+ * The length of the line break (LF, CRLF, or a CR that ends the file) at
+ * c->pos, given n bytes there; 0: none.
+ */
+static size_t
+csv__eol(const struct csv *c, size_t n)
 {
 	const char *s = c->in + c->pos;
 
-	return n > 0 && (s[0] == '\n' || (s[0] == '\r' && n > 1 &&
-					  s[1] == '\n'));
+	if (n == 0)
+		return 0;
+	if (s[0] == '\n')
+		return 1;
+	if (s[0] != '\r')
+		return 0;
+	if (n > 1)
+		return s[1] == '\n' ? 2 : 0;
+	return c->eof ? 1 : 0;
 }
 
 static void
-csv__eat_eol(struct csv *c)
+csv__eat_eol(struct csv *c, size_t k)
 {
-	c->pos += c->in[c->pos] == '\r' ? 2 : 1;
+	c->pos += k;
 	c->lno++;
 	c->cno = 1;
 	c->terminated = true;
@@ -212,7 +222,7 @@ csv__bare(struct csv *c, struct csv_error *e)
 			break;
 		if (i + 1 == n && !c->eof)
 			continue;	/* look at the byte after the CR */
-		if (i + 1 < n && s[i + 1] == '\n')
+		if (csv__eol(c, n - i) > 0)
 			break;
 		if (csv__put(c, "\r", 1) != 0)	/* a lone CR is data */
 			return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
@@ -269,7 +279,7 @@ csv__quoted(struct csv *c, struct csv_error *e, unsigned long qline,
 		c->cno++;
 	}
 	n = csv__avail(c, 2);
-	if (n > 0 && c->in[c->pos] != ',' && !csv__at_eol(c, n))
+	if (n > 0 && c->in[c->pos] != ',' && csv__eol(c, n) == 0)
 		return csv__fail(e, CSV_ETEXT_AFTER_QUOTE, c->lno, c->cno,
 				 c->line);
 	return KV_OK;
@@ -281,10 +291,10 @@ nomem:
 static bool
 csv__skip_blank(struct csv *c)
 {
-	size_t n;
+	size_t n, k;
 
-	while ((n = csv__avail(c, 2)) > 0 && csv__at_eol(c, n))
-		csv__eat_eol(c);
+	while ((n = csv__avail(c, 2)) > 0 && (k = csv__eol(c, n)) > 0)
+		csv__eat_eol(c, k);
 	return n > 0;
 }
 
@@ -324,7 +334,7 @@ csv__record(struct csv *c, struct csv_error *e)
 			break;
 		}
 		if (c->in[c->pos] != ',') {
-			csv__eat_eol(c);
+			csv__eat_eol(c, csv__eol(c, n));
 			break;
 		}
 		c->pos++;

@@ -4,8 +4,8 @@
  *
  * Format (RFC 4180): one header row; fields separated by commas; a field
  * may be quoted, and then holds commas, line breaks and "" for a quote;
- * records end in LF or CRLF, the last one may lack it.  A CR not followed
- * by LF is data.  Blank lines are not records and are skipped, before the
+ * records end in LF or CRLF, the last one may lack it or end in a bare CR.
+ * Any other CR not followed by LF is data.  Blank lines are not records and are skipped, before the
  * header too.  Every record must have as many fields as the header.
  * Positions are 1-based; a column is a byte offset in its line plus one.
  *
