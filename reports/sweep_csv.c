@@ -18,6 +18,8 @@ sweep_csv_read(struct csv_table *t, const char *path, char *err,
 
 	if (rc == KV_OK)
 		return rc;
+	if (e.kind == CSV_EREAD && e.line == 1 && e.col == 1)
+		e.kind = CSV_EEMPTY;	/* nothing could be read (a folder) */
 	switch (e.kind) {
 	case CSV_EEMPTY:
 		snprintf(err, errlen, "%s:1: empty file (no header)", path);

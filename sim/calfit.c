@@ -161,23 +161,21 @@ calfit_copy(const struct calfit_obs *o, size_t n, struct calfit_result *r,
 static void
 csv_fail(struct calfit_csv *c, const struct csv_error *e)
 {
-	switch (e->kind) {
-	case CSV_EEMPTY:
+	/* nothing could be read at all (a folder): an empty file, as the
+	 * line reader this replaced saw it */
+	bool unread = e->kind == CSV_EREAD && e->line == 1 && e->col == 1;
+
+	if (e->kind == CSV_EEMPTY || unread)
 		snprintf(c->err, sizeof(c->err), "%s:1:1: empty file, "
 			 "expected a header row", c->path);
-		break;
-	case CSV_EWIDTH:
+	else if (e->kind == CSV_EWIDTH)
 		snprintf(c->err, sizeof(c->err), "%s:%lu:1: %zu fields, the "
 			 "header has %zu", c->path, e->record, e->nfield,
 			 e->nhead);
-		break;
-	case CSV_ENOMEM:
+	else if (e->kind == CSV_ENOMEM)
 		snprintf(c->err, sizeof(c->err), "%s: out of memory", c->path);
-		break;
-	default:
+	else
 		csv_error_format(e, c->path, c->err, sizeof(c->err));
-		break;
-	}
 }
 
 int
