@@ -23,6 +23,11 @@
 
 #define CSV_CHUNK	65536
 
+/* The bytes that end a run of plain field text. */
+static const bool csv__stop[256] = {
+	[','] = true, ['\n'] = true, ['"'] = true, ['\r'] = true,
+};
+
 const char *
 csv_what(enum csv_errkind kind)
 {
@@ -205,10 +210,8 @@ csv__bare(struct csv *c, struct csv_error *e)
 	while ((n = csv__avail(c, 2)) > 0) {
 		const char *s = c->in + c->pos;
 
-		for (i = 0; i < n; i++)
-			if (s[i] == ',' || s[i] == '\n' || s[i] == '"' ||
-			    s[i] == '\r')
-				break;
+		for (i = 0; i < n && !csv__stop[(unsigned char)s[i]]; i++)
+			;
 		if (csv__put(c, s, i) != 0)
 			return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
 		c->pos += i;
