@@ -113,17 +113,37 @@ plot__column_varies(const struct csv_table *t, int col)
 	return false;
 }
 
-/* Open a CSV and read its header; PLOT_OK with v->head == NULL: absent. */
+/*
+ * Open a CSV, read its header and find the columns names[0..n) in it,
+ * into col.  PLOT_OK with v->head == NULL: the file is absent.  On an
+ * error v is closed.
+ */
 static int
-open_csv(struct ctx *c, struct csv *v, const char *path)
+open_cols(struct ctx *c, struct csv *v, const char *path,
+	  const char *const *names, size_t n, int *col)
 {
 	struct csv_error e;
 
-	if (csv_open(v, path, &e) == KV_OK)
-		return PLOT_OK;
-	if (e.kind == CSV_EOPEN && e.sys_errno == ENOENT)
-		return PLOT_OK;
-	return csv_fail(c, path, &e);
+	if (csv_open(v, path, &e) != KV_OK) {
+		if (e.kind == CSV_EOPEN && e.sys_errno == ENOENT)
+			return PLOT_OK;
+		return csv_fail(c, path, &e);
+	}
+	for (size_t k = 0; k < n; k++)
+		if ((col[k] = (int)csv_col(v, names[k])) < 0) {
+			csv_close(v);
+			return no_col(c, path, names[k]);
+		}
+	return PLOT_OK;
+}
+
+/* The next record into v; PLOT_OK with v->nfield == 0 at the end. */
+static int
+next_row(struct ctx *c, struct csv *v, const char *path)
+{
+	struct csv_error e;
+
+	return csv_next(v, &e) == KV_OK ? PLOT_OK : csv_fail(c, path, &e);
 }
 
 /* Read dir/name whole into t; t->path == NULL when the file is absent. */
@@ -157,27 +177,16 @@ static int
 load_requests(struct ctx *c, struct run *r)
 {
 	struct csv v;
-	struct csv_error e;
 	char path[PATH_MAX + 64];
-	int col[NLAT], rc = PLOT_OK;
+	int col[NLAT], rc;
 	size_t cap[NLAT] = { 0 };
 
 	snprintf(path, sizeof(path), "%s/requests.csv", r->dir);
-	if ((rc = open_csv(c, &v, path)) != PLOT_OK || !v.head)
+	if ((rc = open_cols(c, &v, path, plot__lat_col, NLAT, col)) !=
+	    PLOT_OK || !v.head)
 		return rc;
 	r->has_req = true;
-	for (int m = 0; m < NLAT; m++)
-		if ((col[m] = (int)csv_col(&v, plot__lat_col[m])) < 0) {
-			rc = no_col(c, path, plot__lat_col[m]);
-			goto out;
-		}
-	for (;;) {
-		if (csv_next(&v, &e) != KV_OK) {
-			rc = csv_fail(c, path, &e);
-			break;
-		}
-		if (v.nfield == 0)
-			break;
+	while ((rc = next_row(c, &v, path)) == PLOT_OK && v.nfield > 0) {
 		for (int m = 0; m < NLAT; m++) {
 			const char *s = v.field[col[m]];
 			double x;
@@ -219,27 +228,16 @@ static int
 load_timeseries(struct ctx *c, struct run *r)
 {
 	struct csv v;
-	struct csv_error e;
 	char path[PATH_MAX + 64];
-	int col[NTS], rc = PLOT_OK;
+	int col[NTS], rc;
+	double x[NTS];
 
 	snprintf(path, sizeof(path), "%s/timeseries.csv", r->dir);
-	if ((rc = open_csv(c, &v, path)) != PLOT_OK || !v.head)
+	if ((rc = open_cols(c, &v, path, ts_col, NTS, col)) != PLOT_OK ||
+	    !v.head)
 		return rc;
 	r->has_ts = true;
-	for (size_t k = 0; k < NTS; k++)
-		if ((col[k] = (int)csv_col(&v, ts_col[k])) < 0) {
-			rc = no_col(c, path, ts_col[k]);
-			goto out;
-		}
-	for (;;) {
-		double x[NTS];
-		if (csv_next(&v, &e) != KV_OK) {
-			rc = csv_fail(c, path, &e);
-			break;
-		}
-		if (v.nfield == 0)
-			break;
+	while ((rc = next_row(c, &v, path)) == PLOT_OK && v.nfield > 0) {
 		for (size_t k = 0; k < NTS; k++)
 			if ((rc = plot__num(c, path, v.line, ts_col[k],
 					    v.field[col[k]], &x[k])) != PLOT_OK)
