@@ -251,7 +251,8 @@ accumulated(void)
 		q.input_tokens = 100;
 		q.finish_ns = q.first_token_ns + 20000000 * q.output_tokens;
 		if (q.output_tokens > 1) {
-			q.itl_sum_ns = 20000000 * (int64_t)(q.output_tokens - 1);
+			q.itl_sum_ns = 20000000 *
+				       (int64_t)(q.output_tokens - 1);
 			q.itl_max_ns = 25000000;
 			for (uint32_t k = 1; k < q.output_tokens; k++)
 				rpt_add_itl(r, 20000000);

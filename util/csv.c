@@ -99,6 +99,12 @@ csv__read_error(struct csv *c, struct csv_error *e)
 	return KV_EINVAL;
 }
 
+static kv_err
+csv__nomem(struct csv *c, struct csv_error *e)
+{
+	return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
+}
+
 /*
  * At least k (1 or 2) unread bytes at c->in + c->pos unless the file ends
  * first; returns how many there are.  0: the end (or a read error, in
@@ -213,7 +219,7 @@ csv__bare(struct csv *c, struct csv_error *e)
 		for (i = 0; i < n && !csv__stop[(unsigned char)s[i]]; i++)
 			;
 		if (csv__put(c, s, i) != 0)
-			return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
+			return csv__nomem(c, e);
 		c->pos += i;
 		c->cno += i;
 		if (i == n)
@@ -228,7 +234,7 @@ csv__bare(struct csv *c, struct csv_error *e)
 		if (csv__eol(c, n - i) > 0)
 			break;
 		if (csv__put(c, "\r", 1) != 0)	/* a lone CR is data */
-			return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
+			return csv__nomem(c, e);
 		c->pos++;
 		c->cno++;
 	}
@@ -287,7 +293,7 @@ csv__quoted(struct csv *c, struct csv_error *e, unsigned long qline,
 				 c->line);
 	return KV_OK;
 nomem:
-	return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
+	return csv__nomem(c, e);
 }
 
 /* Skip blank lines; false at the end of the input. */
@@ -315,7 +321,7 @@ csv__record(struct csv *c, struct csv_error *e)
 	c->line = c->lno;
 	for (;;) {
 		if (csv__grow_fields(c) != 0)
-			return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
+			return csv__nomem(c, e);
 		c->off[c->nfield] = c->reclen;
 		c->fline[c->nfield] = c->lno;
 		c->fcol[c->nfield] = c->cno;
@@ -328,7 +334,7 @@ csv__record(struct csv *c, struct csv_error *e)
 		if (rc != KV_OK)
 			return rc;
 		if (csv__put(c, "", 1) != 0)
-			return csv__fail(e, CSV_ENOMEM, c->lno, c->cno, c->line);
+			return csv__nomem(c, e);
 		c->nfield++;
 		if ((n = csv__avail(c, 2)) == 0) {
 			if (c->rerr != 0)
