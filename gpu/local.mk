@@ -48,7 +48,7 @@ tests_check_gpu_fault_LDADD = $(KVGPU_LIBS) $(CHECK_LIBS)
 tests_check_calibrate_SOURCES = tests/check_calibrate.c sim/calfit.c \
 	sim/calfit.h
 tests_check_calibrate_CFLAGS = $(GPU_TEST_CFLAGS) $(GSL_CFLAGS)
-tests_check_calibrate_LDADD = $(GSL_LIBS) $(CHECK_LIBS)
+tests_check_calibrate_LDADD = util/libutil.la $(GSL_LIBS) $(CHECK_LIBS)
 # (tests/local.mk's TESTS += $(check_PROGRAMS) runs the binaries above;
 # the scripts find kvsim-gpucheck beside $KVSIM.)
 TESTS += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \

@@ -305,7 +305,7 @@ struct group {
 };
 
 struct cmp_side {
-	struct sweep_csv *tab;
+	struct csv_table *tab;
 	char **path;		/* tab[i]'s file, for messages */
 	size_t ntab, captab;
 	struct group *g;
@@ -330,7 +330,7 @@ cmp_side_free(cmp_side *s)
 	if (s == NULL)
 		return;
 	for (size_t i = 0; i < s->ntab; i++) {
-		sweep_csv_release(&s->tab[i]);
+		csv_table_release(&s->tab[i]);
 		free(s->path[i]);
 	}
 	for (size_t i = 0; i < s->ng; i++) {
@@ -343,12 +343,12 @@ cmp_side_free(cmp_side *s)
 	free(s);
 }
 
-static struct sweep_csv *
+static struct csv_table *
 add_table(cmp_side *s)
 {
 	if (s->ntab == s->captab) {
 		size_t cap = s->captab ? s->captab * 2 : 8;
-		struct sweep_csv *p = realloc(s->tab, cap * sizeof(*p));
+		struct csv_table *p = realloc(s->tab, cap * sizeof(*p));
 		char **q;
 
 		if (p == NULL)
@@ -414,9 +414,9 @@ is_seed_key(const char *k)
 static kv_err
 group_sweep(cmp_side *s, const char *path, char *err, size_t errlen)
 {
-	struct sweep_csv *t = &s->tab[s->ntab - 1];
-	long pi = sweep_csv_col(t, "point_index");
-	long rq = sweep_csv_col(t, "requests");
+	struct csv_table *t = &s->tab[s->ntab - 1];
+	long pi = csv_table_col(t, "point_index");
+	long rq = csv_table_col(t, "requests");
 	char *label;
 	size_t cap = 16, kl = 0;
 	kv_err e = KV_OK;
@@ -459,7 +459,7 @@ group_sweep(cmp_side *s, const char *path, char *err, size_t errlen)
 static kv_err
 load_table(cmp_side *s, const char *file, char *err, size_t errlen)
 {
-	struct sweep_csv *t = add_table(s);
+	struct csv_table *t = add_table(s);
 	kv_err e;
 
 	if (t == NULL)
@@ -467,7 +467,7 @@ load_table(cmp_side *s, const char *file, char *err, size_t errlen)
 	if ((e = sweep_csv_read(t, file, err, errlen)) != KV_OK)
 		return e;
 	if ((s->path[s->ntab] = strdup(file)) == NULL) {
-		sweep_csv_release(t);
+		csv_table_release(t);
 		return KV_ENOMEM;
 	}
 	s->ntab++;
@@ -503,7 +503,7 @@ cmp_side_load(cmp_side *s, const char *path, char *err, size_t errlen)
 	}
 	if ((e = load_table(s, file, err, errlen)) != KV_OK)
 		return e;
-	if (sweep_csv_col(&s->tab[s->ntab - 1], "point_index") >= 0)
+	if (csv_table_col(&s->tab[s->ntab - 1], "point_index") >= 0)
 		return group_sweep(s, file, err, errlen);
 	s->kind = "run";
 	for (size_t r = 0; r < s->tab[s->ntab - 1].nrow; r++)
@@ -560,7 +560,7 @@ bool
 cmp_side_has(const cmp_side *s, const char *metric)
 {
 	for (size_t i = 0; i < s->ntab; i++)
-		if (sweep_csv_col(&s->tab[i], metric) < 0)
+		if (csv_table_col(&s->tab[i], metric) < 0)
 			return false;
 	return s->ntab > 0;
 }
@@ -575,8 +575,8 @@ cmp_side_values(const cmp_side *s, size_t g, const char *metric,
 	if (g >= s->ng)
 		return KV_OK;
 	for (size_t i = 0; i < s->g[g].n; i++) {
-		const struct sweep_csv *t = &s->tab[s->g[g].r[i].tab];
-		long c = sweep_csv_col(t, metric);
+		const struct csv_table *t = &s->tab[s->g[g].r[i].tab];
+		long c = csv_table_col(t, metric);
 		const char *v;
 		char *end;
 		double x;

@@ -5,10 +5,14 @@
 # PNG/SVG images and index.html; gnuplot runs when it is on PATH).
 noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_SOURCES = %reldir%/rpt.c %reldir%/rpt.h \
+	%reldir%/rpt_int.h \
 	%reldir%/capacity.c %reldir%/capacity.h \
 	%reldir%/sweep.c %reldir%/sweep.h \
 	%reldir%/sweep_csv.c %reldir%/sweep_csv.h \
 	%reldir%/compare.c %reldir%/compare.h \
-	%reldir%/plot.c %reldir%/plot.h
+	%reldir%/plot.c %reldir%/plot.h %reldir%/plot_int.h \
+	%reldir%/plot_buf.c %reldir%/plot_data.c %reldir%/plot_gp.c \
+	%reldir%/plot_run.c %reldir%/plot_series.c %reldir%/plot_cap.c \
+	%reldir%/plot_sweep.c %reldir%/plot_html.c
 %canon_reldir%_librpt_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 %canon_reldir%_librpt_la_LIBADD = $(GSL_LIBS)

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "reports/rpt.h"
+#include "reports/rpt_int.h"
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -20,40 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { M_TTFT = 0, M_TPOT, M_E2E, M_QUEUE, M_N };
-
-static const char *const metric_name[M_N] = { "ttft", "tpot", "e2e",
+static const char *const metric_name[RPT_M_N] = { "ttft", "tpot", "e2e",
 					      "queue" };
 
-struct vec {
-	double *v;
-	size_t n, cap;
-	bool sorted;
-	double sum;
-	double watch;		/* rpt_count_over's last x (NAN: none) */
-	uint64_t over;		/* values > watch */
-};
-
-/* ITL histogram: 256 exact buckets, then 128 per power of two up to 2^62. */
-#define ITL_EXACT 256
-#define ITL_SUB 128
-#define ITL_NB (ITL_EXACT + (63 - 8) * ITL_SUB)
-
-struct rpt {
-	char run_id[128];
-	FILE *reqs, *ts;
-	struct vec m[M_N];
-	uint64_t completed, out_tokens, in_tokens;
-	int64_t itl_sum_ns, itl_max_ns;
-	uint64_t itl_n;
-	uint64_t *itl_hist;	/* ITL_NB counts */
-	uint64_t itl_count;
-	double slo_ttft, slo_tpot, slo_e2e;
-	uint64_t good;
-};
-
 static int
-vec_push(struct vec *v, double x)
+vec_push(struct rpt_vec *v, double x)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 1024;
@@ -79,7 +51,7 @@ rpt_new(const char *run_id, FILE *reqs, FILE *ts)
 
 	if (r == NULL)
 		return NULL;
-	r->itl_hist = calloc(ITL_NB, sizeof(*r->itl_hist));
+	r->itl_hist = calloc(RPT_ITL_NB, sizeof(*r->itl_hist));
 	if (r->itl_hist == NULL) {
 		free(r);
 		return NULL;
@@ -87,7 +59,7 @@ rpt_new(const char *run_id, FILE *reqs, FILE *ts)
 	snprintf(r->run_id, sizeof(r->run_id), "%s", run_id ? run_id : "");
 	r->reqs = reqs;
 	r->ts = ts;
-	for (int i = 0; i < M_N; i++)
+	for (int i = 0; i < RPT_M_N; i++)
 		r->m[i].watch = NAN;
 	return r;
 }
@@ -119,11 +91,11 @@ rpt_itl_bucket(int64_t gap_ns)
 	uint64_t v = gap_ns > 0 ? (uint64_t)gap_ns : 0;
 	int msb;
 
-	if (v < ITL_EXACT)
+	if (v < RPT_ITL_EXACT)
 		return (size_t)v;
 	msb = 63 - __builtin_clzll(v);
-	return ITL_EXACT + (size_t)(msb - 8) * ITL_SUB +
-	       (size_t)((v >> (msb - 7)) & (ITL_SUB - 1));
+	return RPT_ITL_EXACT + (size_t)(msb - 8) * RPT_ITL_SUB +
+	       (size_t)((v >> (msb - 7)) & (RPT_ITL_SUB - 1));
 }
 
 double
@@ -132,11 +104,11 @@ rpt_itl_value(size_t b)
 	int msb;
 	uint64_t sub, low, width;
 
-	if (b < ITL_EXACT)
+	if (b < RPT_ITL_EXACT)
 		return (double)b;
-	msb = 8 + (int)((b - ITL_EXACT) / ITL_SUB);
-	sub = (b - ITL_EXACT) % ITL_SUB;
-	low = (ITL_SUB + sub) << (msb - 7);
+	msb = 8 + (int)((b - RPT_ITL_EXACT) / RPT_ITL_SUB);
+	sub = (b - RPT_ITL_EXACT) % RPT_ITL_SUB;
+	low = (RPT_ITL_SUB + sub) << (msb - 7);
 	width = (uint64_t)1 << (msb - 7);
 	return (double)low + (double)(width - 1) / 2.0;
 }
@@ -154,7 +126,7 @@ itl_order(const rpt *r, uint64_t k)
 {
 	uint64_t c = 0;
 
-	for (size_t b = 0; b < ITL_NB; b++) {
+	for (size_t b = 0; b < RPT_ITL_NB; b++) {
 		c += r->itl_hist[b];
 		if (c > k)
 			return rpt_itl_value(b);
@@ -186,7 +158,7 @@ rpt_free(rpt *r)
 {
 	if (r == NULL)
 		return;
-	for (int i = 0; i < M_N; i++)
+	for (int i = 0; i < RPT_M_N; i++)
 		free(r->m[i].v);
 	free(r->itl_hist);
 	free(r);
@@ -293,12 +265,12 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	if (q->output_tokens > 1)
 		tpot_ns = (q->finish_ns - q->first_token_ns) /
 			  (int64_t)(q->output_tokens - 1);
-	if ((e = vec_push(&r->m[M_TTFT], (double)ttft / 1e9)) != 0 ||
-	    (e = vec_push(&r->m[M_E2E], (double)e2e / 1e9)) != 0 ||
-	    (e = vec_push(&r->m[M_QUEUE], (double)queue / 1e9)) != 0)
+	if ((e = vec_push(&r->m[RPT_M_TTFT], (double)ttft / 1e9)) != 0 ||
+	    (e = vec_push(&r->m[RPT_M_E2E], (double)e2e / 1e9)) != 0 ||
+	    (e = vec_push(&r->m[RPT_M_QUEUE], (double)queue / 1e9)) != 0)
 		return e;
 	if (q->output_tokens > 1 &&
-	    (e = vec_push(&r->m[M_TPOT], (double)tpot_ns / 1e9)) != 0)
+	    (e = vec_push(&r->m[RPT_M_TPOT], (double)tpot_ns / 1e9)) != 0)
 		return e;
 	if ((r->slo_ttft <= 0 || (double)ttft / 1e9 <= r->slo_ttft) &&
 	    (r->slo_e2e <= 0 || (double)e2e / 1e9 <= r->slo_e2e) &&
@@ -386,6 +358,63 @@ rpt_add_sample(rpt *r, const struct rpt_sample *s)
 	return ferror(r->ts) ? -1 : 0;
 }
 
+/* Whether invariant `inv` (4, 5 or 6 of rpt.h) holds for one vector. */
+static bool
+vec_ok(const struct rpt_vec *v, int inv)
+{
+	uint64_t over = 0;
+
+	switch (inv) {
+	case RPT_INV_STORAGE:
+		return v->n <= v->cap && (v->n == 0 || v->v != NULL);
+	case RPT_INV_SORTED:
+		for (size_t i = 1; v->sorted && i < v->n; i++)
+			if (v->v[i - 1] > v->v[i])
+				return false;
+		return true;
+	default:
+		if (isnan(v->watch))
+			return true;
+		for (size_t i = 0; i < v->n; i++)
+			over += v->v[i] > v->watch;
+		return over == v->over;
+	}
+}
+
+int
+rpt_check(const rpt *r)
+{
+	const struct rpt_vec *m = r->m;
+	uint64_t tpot = m[RPT_M_TPOT].n, hist = 0;
+
+	if (m[RPT_M_TTFT].n != r->completed || m[RPT_M_E2E].n != r->completed ||
+	    m[RPT_M_QUEUE].n != r->completed)
+		return RPT_INV_SAMPLES;
+	if (tpot > r->completed)
+		return RPT_INV_TPOT;
+	if (r->good > r->completed)
+		return RPT_INV_GOOD;
+	for (int inv = RPT_INV_STORAGE; inv <= RPT_INV_WATCH; inv++)
+		for (int i = 0; i < RPT_M_N; i++)
+			if (!vec_ok(&m[i], inv))
+				return inv;
+	for (size_t b = 0; b < RPT_ITL_NB; b++)
+		hist += r->itl_hist[b];
+	if (hist != r->itl_count)
+		return RPT_INV_HIST;
+	if (tpot > r->itl_n || tpot > r->out_tokens ||
+	    r->itl_n > r->out_tokens - tpot)
+		return RPT_INV_GAPS;
+	if (r->itl_sum_ns < 0 || r->itl_max_ns < 0 ||
+	    (r->itl_n == 0 && (r->itl_sum_ns != 0 || r->itl_max_ns != 0)) ||
+	    (double)r->itl_sum_ns > (double)r->itl_max_ns * (double)r->itl_n)
+		return RPT_INV_ITL;
+	for (int i = 0; i < RPT_M_N; i++)
+		if (!(m[i].sum >= 0))
+			return RPT_INV_SUMS;
+	return 0;
+}
+
 uint64_t
 rpt_completed(const rpt *r)
 {
@@ -401,7 +430,7 @@ rpt_output_tokens(const rpt *r)
 static int
 metric_index(const char *m)
 {
-	for (int i = 0; i < M_N; i++)
+	for (int i = 0; i < RPT_M_N; i++)
 		if (strcmp(m, metric_name[i]) == 0)
 			return i;
 	return -1;
@@ -411,7 +440,7 @@ double
 rpt_quantile(rpt *r, const char *metric, double p)
 {
 	int i = metric_index(metric);
-	struct vec *v;
+	struct rpt_vec *v;
 
 	if (strcmp(metric, "itl") == 0)
 		return itl_quantile(r, p);
@@ -431,7 +460,7 @@ uint64_t
 rpt_count_over(rpt *r, const char *metric, double x)
 {
 	int i = metric_index(metric);
-	struct vec *v;
+	struct rpt_vec *v;
 
 	if (i < 0)
 		return 0;
@@ -478,14 +507,14 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	      "max_concurrency,steps,cow_blocks,throughput_in_tok_s", f);
 	/* Beyond DESIGN.md's p50/p99: mean, p90, max, and the queueing
 	 * delay's p50/p99. */
-	for (int m = 0; m < M_N; m++)
+	for (int m = 0; m < RPT_M_N; m++)
 		fprintf(f, ",%s_mean_s,%s_p90_s,%s_max_s", metric_name[m],
 			metric_name[m], metric_name[m]);
 	fputs(",queue_p50_s,queue_p99_s", f);
 	fputs(",itl_mean_s,itl_max_s", f);
 	/* The rest of the quantiles (issue 6): p95 and p99.9 per metric, and
 	 * ITL's from its histogram. */
-	for (int m = 0; m < M_N; m++)
+	for (int m = 0; m < RPT_M_N; m++)
 		fprintf(f, ",%s_p95_s,%s_p999_s", metric_name[m],
 			metric_name[m]);
 	fputs(",itl_p50_s,itl_p90_s,itl_p95_s,itl_p99_s,itl_p999_s", f);
@@ -524,8 +553,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		t->rejected, r->in_tokens, r->out_tokens, t->kv_cache_tokens,
 		t->max_concurrency, t->steps, t->cow_blocks,
 		dur > 0 ? (double)r->in_tokens / dur : 0.0);
-	for (int m = 0; m < M_N; m++) {
-		struct vec *v = &r->m[m];
+	for (int m = 0; m < RPT_M_N; m++) {
+		struct rpt_vec *v = &r->m[m];
 		double p90 = rpt_quantile(r, metric_name[m], 0.9);
 
 		fprintf(f, ",%.9f,%.9f,%.9f", rpt_mean(r, metric_name[m]), p90,
@@ -537,7 +566,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	put_s(f, r->itl_n ? r->itl_sum_ns / (int64_t)r->itl_n : 0);
 	fputc(',', f);
 	put_s(f, r->itl_max_ns);
-	for (int m = 0; m < M_N; m++)
+	for (int m = 0; m < RPT_M_N; m++)
 		fprintf(f, ",%.9f,%.9f", rpt_quantile(r, metric_name[m], 0.95),
 			rpt_quantile(r, metric_name[m], 0.999));
 	fprintf(f, ",%.9f,%.9f,%.9f,%.9f,%.9f", itl_quantile(r, 0.5),

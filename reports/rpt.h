@@ -155,6 +155,48 @@ uint64_t rpt_good(const rpt *r);
 size_t rpt_itl_bucket(int64_t gap_ns);
 double rpt_itl_value(size_t bucket);
 
+/*
+ * The collector's invariants; rpt_check() returns 0 or the number of the
+ * first one broken.  rpt keeps per-request samples, running sums and the
+ * ITL histogram; admissions and arrivals are the simulator's (struct
+ * rpt_totals), so they are not checked here.
+ *
+ *  1 RPT_INV_SAMPLES  the TTFT, E2E and queue vectors hold one sample per
+ *                     completed request (an out-of-memory return from
+ *                     rpt_add_request may leave them apart)
+ *  2 RPT_INV_TPOT     TPOT samples (requests of 2+ output tokens) <=
+ *                     completed
+ *  3 RPT_INV_GOOD     requests meeting the SLOs <= completed
+ *  4 RPT_INV_STORAGE  each vector: n <= capacity, storage present if n > 0
+ *  5 RPT_INV_SORTED   a vector flagged sorted is in non-decreasing order
+ *  6 RPT_INV_WATCH    rpt_count_over's cached count is the number of
+ *                     samples above its threshold
+ *  7 RPT_INV_HIST     the ITL histogram's buckets add up to its count
+ *  8 RPT_INV_GAPS     each TPOT request gave 1 gap or more and 2 output
+ *                     tokens or more: tpot <= gaps, gaps + tpot <= output
+ *                     tokens
+ *  9 RPT_INV_ITL      0 <= gap sum <= max gap x gaps; no gaps: sum and
+ *                     max are 0
+ * 10 RPT_INV_SUMS     each vector's running sum is a number >= 0 (no
+ *                     latency is negative)
+ *
+ * Cost: O(samples + histogram buckets); for tests and expensive checks.
+ */
+enum rpt_invariant {
+	RPT_INV_SAMPLES = 1,
+	RPT_INV_TPOT,
+	RPT_INV_GOOD,
+	RPT_INV_STORAGE,
+	RPT_INV_SORTED,
+	RPT_INV_WATCH,
+	RPT_INV_HIST,
+	RPT_INV_GAPS,
+	RPT_INV_ITL,
+	RPT_INV_SUMS,
+};
+
+int rpt_check(const rpt *r);
+
 /* A value in a CSV field: quoted if it holds a comma, quote or newline. */
 void rpt_csv_field(FILE *f, const char *s);
 

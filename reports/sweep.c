@@ -232,7 +232,7 @@ bool
 sweep_run_complete(const char *rundir)
 {
 	char path[4096], err[256];
-	struct sweep_csv t;
+	struct csv_table t;
 	bool ok;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/summary.csv", rundir) >=
@@ -241,7 +241,7 @@ sweep_run_complete(const char *rundir)
 	if (sweep_csv_read(&t, path, err, sizeof(err)) != KV_OK)
 		return false;
 	ok = t.nrow == 1 && t.terminated;
-	sweep_csv_release(&t);
+	csv_table_release(&t);
 	return ok;
 }
 
@@ -328,7 +328,7 @@ sweep_merge(const sweep *s, const char *dir, size_t *missing, char *err,
 {
 	size_t np = sweep_npoints(s);
 	char pdir[4096], path[4200], first[4200], out[4200], tmp[4300];
-	struct sweep_csv head, t;
+	struct csv_table head, t;
 	FILE *f;
 	kv_err e = KV_OK;
 
@@ -347,7 +347,7 @@ sweep_merge(const sweep *s, const char *dir, size_t *missing, char *err,
 	memset(&head, 0, sizeof(head));
 	for (size_t i = 0; i < np && e == KV_OK; i++) {
 		char id[SWEEP_ID_LEN];
-		struct sweep_csv *cur = i == 0 ? &head : &t;
+		struct csv_table *cur = i == 0 ? &head : &t;
 
 		sweep_point_id(s, i, id);
 		sweep_point_dir(s, dir, i, pdir, sizeof(pdir));
@@ -377,7 +377,7 @@ sweep_merge(const sweep *s, const char *dir, size_t *missing, char *err,
 				snprintf(err, errlen, "%s: its columns differ "
 					 "from those of %s", path, first);
 				e = KV_EINVAL;
-				sweep_csv_release(&t);
+				csv_table_release(&t);
 				break;
 			}
 		}
@@ -394,9 +394,9 @@ sweep_merge(const sweep *s, const char *dir, size_t *missing, char *err,
 		}
 		fputc('\n', f);
 		if (i > 0)
-			sweep_csv_release(&t);
+			csv_table_release(&t);
 	}
-	sweep_csv_release(&head);
+	csv_table_release(&head);
 	if (e != KV_OK) {
 		sweep_abandon(f, tmp);
 		return e;

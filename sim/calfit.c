@@ -1,5 +1,6 @@
 /*
- * calfit.c -- the copy-cost fit and the CSV reader (calfit.h).
+ * calfit.c -- the copy-cost fit, and the device check's CSV read through
+ * util/csv.h with calibrate's own messages (calfit.h).
  */
 #include "config.h"
 
@@ -156,133 +157,69 @@ calfit_copy(const struct calfit_obs *o, size_t n, struct calfit_result *r,
 
 /* ---- CSV ----------------------------------------------------------------- */
 
-static int
-csv_line(struct calfit_csv *c)
+/* c->err for a reader error, in the wording calibrate has always used. */
+static void
+csv_fail(struct calfit_csv *c, const struct csv_error *e)
 {
-	size_t len = 0;
-	int ch;
+	/* nothing could be read at all (a folder): an empty file, as the
+	 * line reader this replaced saw it */
+	bool unread = e->kind == CSV_EREAD && e->line == 1 && e->col == 1;
 
-	while ((ch = getc(c->f)) != EOF && ch != '\n') {
-		if (len + 2 > c->cap) {
-			size_t cap = c->cap ? c->cap * 2 : 256;
-			char *b = realloc(c->buf, cap);
-
-			if (b == NULL) {
-				snprintf(c->err, sizeof(c->err), "%s: out of "
-					 "memory", c->path);
-				return -1;
-			}
-			c->buf = b;
-			c->cap = cap;
-		}
-		c->buf[len++] = (char)ch;
-	}
-	if (ch == EOF && len == 0)
-		return 0;
-	if (len > 0 && c->buf[len - 1] == '\r')
-		len--;
-	c->buf[len] = '\0';
-	c->line++;
-	return 1;
-}
-
-/* Split buf at commas into c->field. */
-static int
-csv_split(struct calfit_csv *c)
-{
-	size_t n = 1, i = 0;
-	char *p;
-
-	for (p = c->buf; *p; p++)
-		n += *p == ',';
-	free(c->field);
-	free(c->col);
-	c->field = malloc(n * sizeof(*c->field));
-	c->col = malloc(n * sizeof(*c->col));
-	if (c->field == NULL || c->col == NULL) {
+	if (e->kind == CSV_EEMPTY || unread)
+		snprintf(c->err, sizeof(c->err), "%s:1:1: empty file, "
+			 "expected a header row", c->path);
+	else if (e->kind == CSV_EWIDTH)
+		snprintf(c->err, sizeof(c->err), "%s:%lu:1: %zu fields, the "
+			 "header has %zu", c->path, e->record, e->nfield,
+			 e->nhead);
+	else if (e->kind == CSV_ENOMEM)
 		snprintf(c->err, sizeof(c->err), "%s: out of memory", c->path);
-		return -1;
-	}
-	c->field[0] = c->buf;
-	c->col[0] = 1;
-	for (p = c->buf; *p; p++)
-		if (*p == ',') {
-			*p = '\0';
-			c->field[++i] = p + 1;
-			c->col[i] = (unsigned long)(p + 1 - c->buf) + 1;
-		}
-	c->nfield = n;
-	return 0;
+	else
+		csv_error_format(e, c->path, c->err, sizeof(c->err));
 }
 
 int
 calfit_csv_open(struct calfit_csv *c, const char *path)
 {
-	int rc;
+	struct csv_error e;
 
 	memset(c, 0, sizeof(*c));
 	c->path = path;
-	c->f = fopen(path, "r");
-	if (c->f == NULL) {
-		snprintf(c->err, sizeof(c->err), "%s: %s", path,
-			 strerror(errno));
+	if (csv_open(&c->csv, path, &e) != KV_OK) {
+		csv_fail(c, &e);
 		return -1;
 	}
-	if ((rc = csv_line(c)) <= 0) {
-		if (rc == 0)
-			snprintf(c->err, sizeof(c->err), "%s:1:1: empty file, "
-				 "expected a header row", path);
-		return -1;
-	}
-	if (csv_split(c) != 0)
-		return -1;
-	c->nhead = c->nfield;
-	c->head = malloc(c->nhead * sizeof(*c->head));
-	if (c->head == NULL) {
-		snprintf(c->err, sizeof(c->err), "%s: out of memory", path);
-		return -1;
-	}
-	for (size_t i = 0; i < c->nhead; i++) {
-		c->head[i] = strdup(c->field[i]);
-		if (c->head[i] == NULL) {
-			c->nhead = i;
-			snprintf(c->err, sizeof(c->err), "%s: out of memory",
-				 path);
-			return -1;
-		}
-	}
+	c->head = c->csv.head;
+	c->nhead = c->csv.nhead;
+	c->line = c->csv.head_line;
 	return 0;
 }
 
 int
 calfit_csv_next(struct calfit_csv *c)
 {
-	int rc;
+	struct csv_error e;
 
-	do {
-		if ((rc = csv_line(c)) <= 0)
-			return rc;
-	} while (c->buf[0] == '\0');
-	if (csv_split(c) != 0)
-		return -1;
-	if (c->nfield != c->nhead) {
-		snprintf(c->err, sizeof(c->err), "%s:%lu:1: %zu fields, the "
-			 "header has %zu", c->path, c->line, c->nfield,
-			 c->nhead);
+	if (csv_next(&c->csv, &e) != KV_OK) {
+		csv_fail(c, &e);
 		return -1;
 	}
-	return 1;
+	c->field = c->csv.field;
+	c->col = c->csv.fcol;
+	c->nfield = c->csv.nfield;
+	c->line = c->csv.line;
+	return c->nfield > 0;
 }
 
 int
 calfit_csv_col(struct calfit_csv *c, const char *name)
 {
-	for (size_t i = 0; i < c->nhead; i++)
-		if (strcmp(c->head[i], name) == 0)
-			return (int)i;
-	snprintf(c->err, sizeof(c->err), "%s:1:1: no column '%s' in the "
-		 "header", c->path, name);
-	return -1;
+	long i = csv_col(&c->csv, name);
+
+	if (i < 0)
+		snprintf(c->err, sizeof(c->err), "%s:1:1: no column '%s' in "
+			 "the header", c->path, name);
+	return (int)i;
 }
 
 int
@@ -305,13 +242,6 @@ calfit_csv_num(struct calfit_csv *c, int i, double *out)
 void
 calfit_csv_close(struct calfit_csv *c)
 {
-	if (c->f != NULL)
-		fclose(c->f);
-	for (size_t i = 0; i < c->nhead; i++)
-		free(c->head[i]);
-	free(c->head);
-	free(c->buf);
-	free(c->field);
-	free(c->col);
+	csv_close(&c->csv);
 	memset(c, 0, sizeof(*c));
 }

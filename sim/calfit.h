@@ -12,9 +12,9 @@
  * is non-negative -- the non-negative least-squares optimum, which lies
  * on one of those faces.
  *
- * The CSV reader is the device check's format (docs/gpu-design.md §6):
- * one header row, comma-separated, no quoting.  Errors come as
- * "FILE:LINE:COL: what".
+ * The CSV is the device check's format (docs/gpu-design.md §6): one header
+ * row, comma-separated, read by util/csv.h (RFC 4180, so a field may be
+ * quoted).  Errors come as "FILE:LINE:COL: what".
  */
 #ifndef SIM_CALFIT_H
 #define SIM_CALFIT_H
@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "util/csv.h"
 
 struct calfit_obs {
 	double calls, chunks, bytes;
@@ -54,11 +56,10 @@ double calfit_quantile(double *x, size_t n, double q);
 
 struct calfit_csv {
 	const char *path;
-	FILE *f;
-	unsigned long line;
-	char *buf;
-	size_t cap;
-	char **field;		/* the current row, split in buf */
+	struct csv csv;
+	/* views of csv, valid until the next calfit_csv_next() */
+	unsigned long line;	/* the current row's line */
+	char **field;		/* the current row */
 	unsigned long *col;	/* 1-based column of each field */
 	size_t nfield;
 	char **head;		/* header names */

@@ -189,6 +189,58 @@ START_TEST(csv_reader)
 }
 END_TEST
 
+/* A file of one blank line (it crashed the reader once), quoting. */
+START_TEST(csv_reader_edges)
+{
+	static const struct {
+		const char *text, *msg;
+	} cases[] = {
+		{ "\n", ":1:1: empty file, expected a header row" },
+		{ "", ":1:1: empty file, expected a header row" },
+		{ "dir,n\nd2h,\"4\n", ":2:5: unterminated quoted field" },
+		{ "dir,n\nd2h,4\"\n", ":2:6: quote inside an unquoted field" },
+	};
+	char path[] = "/tmp/kvsim-calfit-XXXXXX";
+	int fd = mkstemp(path);
+	struct calfit_csv c;
+	double x;
+
+	close(fd);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(path, "w");
+
+		fputs(cases[i].text, f);
+		fclose(f);
+		if (calfit_csv_open(&c, path) == 0) {
+			ck_assert_int_eq(calfit_csv_next(&c), -1);
+		}
+		ck_assert_msg(strstr(c.err, cases[i].msg) != NULL, "'%s'",
+			      c.err);
+		calfit_csv_close(&c);
+	}
+	/* a quoted field is read as its text */
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs("dir,\"dev_ns\"\r\n\"d2h\",\"1,5\"\r\n\"h2d\",\"7\"", f);
+		fclose(f);
+	}
+	ck_assert_int_eq(calfit_csv_open(&c, path), 0);
+	ck_assert_int_eq(calfit_csv_col(&c, "dev_ns"), 1);
+	ck_assert_int_eq(calfit_csv_next(&c), 1);
+	ck_assert_str_eq(c.field[0], "d2h");
+	ck_assert_int_eq(calfit_csv_num(&c, 1, &x), -1);
+	ck_assert_ptr_nonnull(strstr(c.err, ":2:7: dev_ns: expected a number, "
+				     "got '1,5'"));
+	ck_assert_int_eq(calfit_csv_next(&c), 1);
+	ck_assert_int_eq(calfit_csv_num(&c, 1, &x), 0);
+	ck_assert_double_eq(x, 7);
+	ck_assert_int_eq(calfit_csv_next(&c), 0);
+	calfit_csv_close(&c);
+	unlink(path);
+}
+END_TEST
+
 static Suite *
 calibrate_suite(void)
 {
@@ -201,6 +253,7 @@ calibrate_suite(void)
 	tcase_add_test(t, bad_input);
 	tcase_add_test(t, quantiles);
 	tcase_add_test(t, csv_reader);
+	tcase_add_test(t, csv_reader_edges);
 	suite_add_tcase(s, t);
 	return s;
 }

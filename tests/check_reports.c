@@ -8,9 +8,13 @@
  * against GSL computed independently here.  The ITL histogram is checked
  * against the exact quantiles of the same gaps: within its 1/256 bound.
  * The search is run against synthetic models whose threshold is known.
+ * rpt_check() holds on accumulated data, and each of its invariants,
+ * broken by hand through the struct (reports/rpt_int.h), is reported by
+ * its number.
  */
 #include "reports/capacity.h"
 #include "reports/rpt.h"
+#include "reports/rpt_int.h"
 
 #include <check.h>
 #include <gsl/gsl_rng.h>
@@ -226,6 +230,105 @@ START_TEST(test_goodput)
 }
 END_TEST
 
+/* A collector fed a mix of requests, gaps and questions. */
+static rpt *
+accumulated(void)
+{
+	rpt *r = rpt_new("t", NULL, NULL);
+	struct rpt_req q;
+
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(rpt_check(r), 0);	/* empty */
+	rpt_set_slo(r, 2.0, 0.05, 0);
+	for (uint64_t i = 0; i < 50; i++) {
+		memset(&q, 0, sizeof(q));
+		q.id = i;
+		q.arrival_ns = (int64_t)i * 1000000;
+		q.first_scheduled_ns = q.arrival_ns + (int64_t)(i % 7) * 1000;
+		q.first_token_ns = q.first_scheduled_ns + 50000000 +
+				   (int64_t)(i % 5) * 1000000000;
+		q.output_tokens = (uint32_t)(i % 4);	/* 0..3 */
+		q.input_tokens = 100;
+		q.finish_ns = q.first_token_ns + 20000000 * q.output_tokens;
+		if (q.output_tokens > 1) {
+			q.itl_sum_ns = 20000000 *
+				       (int64_t)(q.output_tokens - 1);
+			q.itl_max_ns = 25000000;
+			for (uint32_t k = 1; k < q.output_tokens; k++)
+				rpt_add_itl(r, 20000000);
+		}
+		ck_assert_int_eq(rpt_add_request(r, &q), 0);
+		if (i == 20) {
+			rpt_quantile(r, "ttft", 0.5);	/* sorts */
+			rpt_count_over(r, "e2e", 1.0);	/* watches */
+		}
+		ck_assert_int_eq(rpt_check(r), 0);
+	}
+	return r;
+}
+
+START_TEST(test_check_holds)
+{
+	rpt *r = accumulated();
+
+	rpt_quantile(r, "tpot", 0.99);
+	rpt_count_over(r, "ttft", 0.5);
+	ck_assert_int_eq(rpt_check(r), 0);
+	ck_assert_uint_gt(rpt_good(r), 0);
+	rpt_free(r);
+}
+END_TEST
+
+/* Break invariant _i + 1 of rpt.h by hand; rpt_check names it. */
+START_TEST(test_check_each)
+{
+	rpt *r = accumulated();
+	struct rpt_vec *e2e = &r->m[RPT_M_E2E];
+	int inv = _i + 1;
+
+	rpt_quantile(r, "e2e", 0.5);
+	switch (inv) {
+	case RPT_INV_SAMPLES:
+		r->m[RPT_M_QUEUE].n--;
+		break;
+	case RPT_INV_TPOT:
+		r->m[RPT_M_TPOT].n = r->completed + 1;
+		break;
+	case RPT_INV_GOOD:
+		r->good = r->completed + 1;
+		break;
+	case RPT_INV_STORAGE:
+		e2e->cap = e2e->n - 1;
+		break;
+	case RPT_INV_SORTED: {
+		double x = e2e->v[0];
+
+		e2e->v[0] = e2e->v[e2e->n - 1];
+		e2e->v[e2e->n - 1] = x;
+		break;
+	}
+	case RPT_INV_WATCH:
+		rpt_count_over(r, "queue", 0.0);
+		r->m[RPT_M_QUEUE].over++;
+		break;
+	case RPT_INV_HIST:
+		r->itl_hist[rpt_itl_bucket(7)]++;
+		break;
+	case RPT_INV_GAPS:
+		r->itl_n = r->out_tokens;
+		break;
+	case RPT_INV_ITL:
+		r->itl_sum_ns = r->itl_max_ns * (int64_t)r->itl_n + 1;
+		break;
+	case RPT_INV_SUMS:
+		r->m[RPT_M_TTFT].sum = -1.0;
+		break;
+	}
+	ck_assert_int_eq(rpt_check(r), inv);
+	rpt_free(r);
+}
+END_TEST
+
 START_TEST(test_slo_parse)
 {
 	struct cap_slo s;
@@ -380,6 +483,8 @@ suite(void)
 	tcase_add_test(tc, test_quantiles_match_gsl);
 	tcase_add_test(tc, test_itl_histogram_bound);
 	tcase_add_test(tc, test_goodput);
+	tcase_add_test(tc, test_check_holds);
+	tcase_add_loop_test(tc, test_check_each, 0, RPT_INV_SUMS);
 	tcase_add_test(tc, test_slo_parse);
 	tcase_add_test(tc, test_search_finds_threshold);
 	tcase_add_test(tc, test_search_edges);

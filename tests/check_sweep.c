@@ -1,6 +1,6 @@
 /*
  * check_sweep.c -- the pieces under `kvsim sweep` and `kvsim compare`:
- * the CSV reader (reports/sweep_csv.h), sweep grids and their ids
+ * the report reader's messages (reports/sweep_csv.h), sweep grids and their ids
  * (reports/sweep.h), thresholds, Welch's t-test and verdicts
  * (reports/compare.h).
  *
@@ -40,7 +40,7 @@ put(char *path, size_t len, const char *text)
 START_TEST(test_csv_quoting)
 {
 	char path[512], err[256];
-	struct sweep_csv t;
+	struct csv_table t;
 
 	put(path, sizeof(path), "a,\"b,c\",d\r\n"
 		"1,\"say \"\"hi\"\"\",\r\n"
@@ -55,9 +55,9 @@ START_TEST(test_csv_quoting)
 	ck_assert_str_eq(t.row[1][0], "x\ny");
 	ck_assert_str_eq(t.row[1][2], "3");
 	ck_assert(!t.terminated);
-	ck_assert_int_eq(sweep_csv_col(&t, "d"), 2);
-	ck_assert_int_eq(sweep_csv_col(&t, "e"), -1);
-	sweep_csv_release(&t);
+	ck_assert_int_eq(csv_table_col(&t, "d"), 2);
+	ck_assert_int_eq(csv_table_col(&t, "e"), -1);
+	csv_table_release(&t);
 	unlink(path);
 }
 END_TEST
@@ -73,7 +73,7 @@ START_TEST(test_csv_malformed)
 		"",			/* no header */
 	};
 	char path[512], err[256];
-	struct sweep_csv t;
+	struct csv_table t;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		put(path, sizeof(path), bad[i]);
@@ -81,7 +81,7 @@ START_TEST(test_csv_malformed)
 				 KV_EINVAL);
 		ck_assert_ptr_nonnull(strstr(err, path));
 		ck_assert_uint_eq(t.nrow, 0);
-		sweep_csv_release(&t);
+		csv_table_release(&t);
 	}
 	put(path, sizeof(path), "a,b\n1,2\n1,2,3\n");
 	sweep_csv_read(&t, path, err, sizeof(err));
@@ -89,6 +89,38 @@ START_TEST(test_csv_malformed)
 	unlink(path);
 	ck_assert_int_eq(sweep_csv_read(&t, path, err, sizeof(err)),
 			 KV_ENOENT);
+}
+END_TEST
+
+/* The wording sweep and compare users see, one error of each kind. */
+START_TEST(test_csv_messages)
+{
+	static const struct {
+		const char *text, *msg;
+	} bad[] = {
+		{ "", ":1: empty file (no header)" },
+		{ "a,b\n1,2\n\n1,2,3\n", ":4: wrong number of fields "
+		  "(expected 2 fields, got 3)" },
+		{ "a,b\n1,\"2\n", ":2: unterminated quoted field" },
+		{ "a,b\n\"x\ny\"z,2\n", ":3: text after a closing quote" },
+		{ "a,b\n1,2\"\n", ":2: quote inside an unquoted field" },
+	};
+	char path[512], err[256], want[600];
+	struct csv_table t;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		put(path, sizeof(path), bad[i].text);
+		ck_assert_int_eq(sweep_csv_read(&t, path, err, sizeof(err)),
+				 KV_EINVAL);
+		snprintf(want, sizeof(want), "%s%s", path, bad[i].msg);
+		ck_assert_str_eq(err, want);
+		csv_table_release(&t);
+	}
+	unlink(path);
+	ck_assert_int_eq(sweep_csv_read(&t, path, err, sizeof(err)),
+			 KV_ENOENT);
+	snprintf(want, sizeof(want), "%s: No such file or directory", path);
+	ck_assert_str_eq(err, want);
 }
 END_TEST
 
@@ -317,6 +349,7 @@ sweep_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_csv_quoting);
+	tcase_add_test(tc, test_csv_messages);
 	tcase_add_test(tc, test_csv_malformed);
 	tcase_add_test(tc, test_grid_order_and_ids);
 	tcase_add_test(tc, test_grid_too_big);

@@ -194,6 +194,13 @@ EXTRA_DIST += %reldir%/capacity.sh %reldir%/capacity
 # would then ship in place of the folder.
 %reldir%/run %reldir%/capacity: ;
 
+# The CSV reader of util/csv.h (quoting, line ends, LINE:COL errors, the
+# header lookup), which plot, sweep, compare and calibrate read through.
+check_PROGRAMS += %reldir%/check_csv
+%canon_reldir%_check_csv_SOURCES = %reldir%/check_csv.c
+%canon_reldir%_check_csv_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_csv_LDADD = util/libutil.la $(CHECK_LIBS)
+
 # Plots: check_plot tests plot.h's contract without gnuplot (statuses,
 # messages, the PATH lookup, CDF data by hand); tests/plot.sh renders when
 # gnuplot is installed (Debian: gnuplot-nox) and skips that part otherwise;
@@ -201,7 +208,8 @@ EXTRA_DIST += %reldir%/capacity.sh %reldir%/capacity
 check_PROGRAMS += %reldir%/check_plot
 %canon_reldir%_check_plot_SOURCES = %reldir%/check_plot.c
 %canon_reldir%_check_plot_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-%canon_reldir%_check_plot_LDADD = reports/librpt.la $(GSL_LIBS) $(CHECK_LIBS)
+%canon_reldir%_check_plot_LDADD = reports/librpt.la util/libutil.la \
+	$(GSL_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/plot.sh
 EXTRA_DIST += %reldir%/plot.sh %reldir%/plot
 
@@ -210,7 +218,8 @@ EXTRA_DIST += %reldir%/plot.sh %reldir%/plot
 check_PROGRAMS += %reldir%/check_sweep
 %canon_reldir%_check_sweep_SOURCES = %reldir%/check_sweep.c
 %canon_reldir%_check_sweep_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(GSL_CFLAGS)
-%canon_reldir%_check_sweep_LDADD = reports/librpt.la $(GSL_LIBS) $(CHECK_LIBS)
+%canon_reldir%_check_sweep_LDADD = reports/librpt.la util/libutil.la \
+	$(GSL_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/sweep.sh %reldir%/compare.sh
 EXTRA_DIST += %reldir%/sweep.sh %reldir%/compare.sh %reldir%/sweep \
 	%reldir%/compare

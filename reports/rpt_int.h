@@ -1,0 +1,46 @@
+/*
+ * rpt_int.h -- the layout of the run-metrics collector, shared by rpt.c
+ * and the white-box tests of rpt_check() (tests/check_reports.c).
+ * Nothing else may look inside a struct rpt.
+ */
+#ifndef REPORTS_RPT_INT_H
+#define REPORTS_RPT_INT_H
+
+#include "reports/rpt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* The per-request metrics, one vector of samples each. */
+enum { RPT_M_TTFT = 0, RPT_M_TPOT, RPT_M_E2E, RPT_M_QUEUE, RPT_M_N };
+
+struct rpt_vec {			/* one metric's samples, in seconds */
+	double *v;
+	size_t n, cap;
+	bool sorted;
+	double sum;
+	double watch;		/* rpt_count_over's last x (NAN: none) */
+	uint64_t over;		/* values > watch */
+};
+
+/* ITL histogram: 256 exact buckets, then 128 per power of two up to 2^62. */
+#define RPT_ITL_EXACT 256
+#define RPT_ITL_SUB 128
+#define RPT_ITL_NB (RPT_ITL_EXACT + (63 - 8) * RPT_ITL_SUB)
+
+struct rpt {
+	char run_id[128];
+	FILE *reqs, *ts;
+	struct rpt_vec m[RPT_M_N];
+	uint64_t completed, out_tokens, in_tokens;
+	int64_t itl_sum_ns, itl_max_ns;
+	uint64_t itl_n;
+	uint64_t *itl_hist;	/* RPT_ITL_NB counts */
+	uint64_t itl_count;
+	double slo_ttft, slo_tpot, slo_e2e;
+	uint64_t good;
+};
+
+#endif
