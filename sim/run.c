@@ -67,6 +67,7 @@ struct sim_run {
 	uint64_t nsamples;	/* timeseries rows written */
 	bool tty;
 	bool saturated;
+	uint64_t nchecks;		/* invariant checks (o.invariants) */
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
@@ -454,6 +455,35 @@ stalled(sim_run *R, int64_t t_last)
 	return KV_OK;
 }
 
+/* opts.invariants: every module's invariants, now. */
+static kv_err
+invariants(sim_run *R)
+{
+	char why[512];
+	int n;
+
+	R->nchecks++;
+	for (uint32_t i = 0; i < R->nrp; i++)
+		if ((n = replica_check(R->rp[i], why, sizeof(why))) != 0)
+			return rfail(R, KV_ESTATE, "invariant check: replica "
+				     "%u: invariant %d (sim/replica.h): %s", i,
+				     n, why);
+	if ((n = wl_stream_check(R->ws)) != 0)
+		return rfail(R, KV_ESTATE, "invariant check: request stream "
+			     "invariant %d broken (workloads/wl.h)", n);
+	if ((n = rpt_check(R->rep)) != 0)
+		return rfail(R, KV_ESTATE, "invariant check: report invariant "
+			     "%d broken (reports/rpt.h)", n);
+	return KV_OK;
+}
+
+static bool
+invariants_due(const sim_run *R, uint64_t events)
+{
+	return R->o.invariants &&
+	       (events <= SIM_CHECK_DENSE || events % SIM_CHECK_DENSE == 0);
+}
+
 static kv_err
 loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 {
@@ -481,7 +511,11 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 				     sim_evq_check(&R->q));
 		if ((e = event(R, &ev, &cur, &have)) != KV_OK)
 			return e;
+		if (invariants_due(R, *events) && (e = invariants(R)) != KV_OK)
+			return e;
 	}
+	if (R->o.invariants && (e = invariants(R)) != KV_OK)
+		return e;
 	/* The last interval, closed at the end of the run (at its last
 	 * tick, when the run ends on one). */
 	if (k.next_ts - k.ts_ns < *t_last)
@@ -962,6 +996,12 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	t->kv_usage_mean = t->duration_ns > 0
 		? area / (double)t->duration_ns / (double)R->nrp : 0.0;
 	t->sim_wall_s = wall_now() - R->w0;
+}
+
+uint64_t
+sim_run_invariant_checks(const sim_run *R)
+{
+	return R->nchecks;
 }
 
 kv_err

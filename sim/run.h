@@ -96,6 +96,15 @@ struct sim_stop {
 struct sim_run_opts {
 	const char *prog;		/* message prefix, "kvsim run" */
 	bool check;			/* audits after every half step */
+	/*
+	 * The expensive check level: the invariants of every replica
+	 * (replica_check), the request stream (wl_stream_check) and the
+	 * report (rpt_check) after each of the first SIM_CHECK_DENSE events,
+	 * then after every SIM_CHECK_DENSE-th, and at the end.  A broken one
+	 * fails the run (KV_ESTATE, naming the module and the invariant's
+	 * number in its header).  Outputs are unchanged.
+	 */
+	bool invariants;
 	bool quiet;			/* no startup lines */
 	bool progress;			/* progress, heartbeats on diag */
 	/* startup lines (flushed after them, even when quiet); NULL: none */
@@ -108,6 +117,11 @@ struct sim_run_opts {
 };
 
 typedef struct sim_run sim_run;
+
+#define SIM_CHECK_DENSE 4096
+
+/* How many times the invariants were checked (opts.invariants). */
+uint64_t sim_run_invariant_checks(const sim_run *R);
 
 /* Room for any message of sim_run_open and sim_run_exec. */
 #define SIM_RUN_ERRLEN 4096

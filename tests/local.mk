@@ -4,7 +4,8 @@ TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
 AM_TESTS_ENVIRONMENT = \
 	KVSIM=$(abs_top_builddir)/sim/kvsim; export KVSIM; \
-	top_srcdir=$(abs_top_srcdir); export top_srcdir;
+	top_srcdir=$(abs_top_srcdir); export top_srcdir; \
+	KVSIM_CHECK=1; export KVSIM_CHECK;
 
 KV_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 KV_TEST_LIBS = core/libkvcore.la $(CHECK_LIBS)

@@ -107,6 +107,9 @@
 # 24. timeseries rows fall on the first arrival plus whole intervals,
 #     rounded to the nanosecond: 4.1 s, 8.2 s, ... (they drifted by a
 #     nanosecond a row, 4.099999999, 8.199999998, the interval truncated).
+# 25. the expensive check level (KVSIM_CHECK, which `make check` sets) is
+#     wired: on tiny.yaml's 7 events the invariants are checked after each
+#     and at the end (KVSIM_CHECK=report says 8), and it changes no output.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -787,4 +790,14 @@ c=$(col "$T/ts/timeseries.csv" t_s)
 [ "$(sed -n '2p;3p;8p' "$T/ts/timeseries.csv" | cut -d, -f"$c" | tr '\n' ' ')" = \
   "4.100000000 8.200000000 28.700000000 " ] ||
 	bad "timeseries rows: $(cut -d, -f"$c" "$T/ts/timeseries.csv" | tr '\n' ' ')"
+# 25.
+KVSIM_CHECK=report "$KVSIM" run -q --no-plot --out "$T/ck" \
+	"$top_srcdir/tests/run/tiny.yaml" 2>"$T/ck.err" || bad "KVSIM_CHECK run"
+grep -qx 'kvsim run: KVSIM_CHECK: the invariants held at 8 checks' \
+	"$T/ck.err" || bad "KVSIM_CHECK: $(cat "$T/ck.err")"
+KVSIM_CHECK=0 "$KVSIM" run -q --no-plot --out "$T/ck0" \
+	"$top_srcdir/tests/run/tiny.yaml" 2>"$T/ck0.err" || bad "KVSIM_CHECK=0 run"
+[ -s "$T/ck0.err" ] && bad "KVSIM_CHECK=0: $(cat "$T/ck0.err")"
+cmp -s "$T/ck/requests.csv" "$T/ck0/requests.csv" ||
+	bad "KVSIM_CHECK changed requests.csv"
 exit $fail

@@ -269,6 +269,10 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 		print_table(x->outdir, sim_run_report(R), t);
 	if (!x->o.no_plot)
 		auto_plot("kvsim run", x->outdir, x->ro->quiet);
+	if (simrun_checks_report())	/* the level's proof of work */
+		fprintf(stderr, "kvsim run: KVSIM_CHECK: the invariants held "
+			"at %llu checks\n",
+			(unsigned long long)sim_run_invariant_checks(R));
 }
 
 /* Open the reports, run, write the summary and commit. */

@@ -105,7 +105,7 @@ rep_of(struct vctx *x, uint32_t r, kvs *s, char *why, size_t len)
 	struct kvval_pool pool;
 	struct kvgpu_geom g;
 	struct kvval_opts vo = { x->strat, x->frag_every, 0, x->skip_stale,
-				 false };
+				 simrun_checks() };
 	kv_err e;
 
 	/* one page size for every group, the pool of every group's ids */

@@ -5,12 +5,30 @@
 #include "sim/cli/opts.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int
 exit_status(kv_err e)
 {
 	return e == KV_OK ? KVSIM_EXIT_OK : e == KV_EINVAL ? KVSIM_EXIT_USAGE :
 	       KVSIM_EXIT_FAIL;
+}
+
+bool
+simrun_checks(void)
+{
+	const char *v = getenv("KVSIM_CHECK");
+
+	return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+bool
+simrun_checks_report(void)
+{
+	const char *v = getenv("KVSIM_CHECK");
+
+	return v != NULL && strcmp(v, "report") == 0;
 }
 
 int
@@ -24,6 +42,8 @@ simrun_open(sim_run **out, const struct sim_config *cfg,
 		o->log = stdout;
 	if (o->diag == NULL)
 		o->diag = stderr;
+	if (o->check || simrun_checks())
+		o->invariants = true;
 	if ((e = sim_run_open(out, cfg, o, err, sizeof(err))) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
 		return exit_status(e);
