@@ -1072,42 +1072,19 @@ sim_config_from_args(struct sim_config *c, const char *file,
 	return sim_config_finish(c, err, errlen);
 }
 
-int
-sim_config_positional(const char *prog, int argc, char **argv, int first,
-		      const char **sets, size_t *nsets, const char **file,
-		      const char *seed, char *seedbuf, size_t seedlen)
+kv_err
+sim_config_check_seed(const char *seed, char *err, size_t errlen)
 {
-	for (int i = first; i < argc; i++) {
-		if (strchr(argv[i], '=') != NULL) {
-			sets[(*nsets)++] = argv[i];
-			continue;
-		}
-		if (*file != NULL) {
-			fprintf(stderr, "%s: more than one config file\n", prog);
-			return 2;
-		}
-		*file = argv[i];
-	}
-	if (seed != NULL) {
-		/* Checked here, where the value is known to be --seed's, so
-		 * that a bad one is named as the user gave it; the words are
-		 * set_key's. */
-		struct sim_config tmp;
-		char where[SIM_WHERE_LEN], err[SIM_WHERE_LEN + 256];
-		kv_err e;
+	/* the words are set_key's, the place the option as given */
+	struct sim_config tmp;
+	char where[SIM_WHERE_LEN];
+	kv_err e;
 
-		sim_config_init(&tmp);
-		snprintf(where, sizeof(where), "--seed %s", seed);
-		e = set_key(&tmp, "seed", seed, where, NULL, err, sizeof(err));
-		sim_config_release(&tmp);
-		if (e != KV_OK) {
-			fprintf(stderr, "%s\n", err);
-			return 2;
-		}
-		snprintf(seedbuf, seedlen, "seed=%s", seed);
-		sets[(*nsets)++] = seedbuf;
-	}
-	return 0;
+	sim_config_init(&tmp);
+	snprintf(where, sizeof(where), "--seed %s", seed);
+	e = set_key(&tmp, "seed", seed, where, NULL, err, errlen);
+	sim_config_release(&tmp);
+	return e;
 }
 
 static void

@@ -114,16 +114,9 @@ kv_err sim_config_from_args(struct sim_config *c, const char *file,
 			    const char *const *sets, size_t n, char *err,
 			    size_t errlen);
 
-/*
- * The positional arguments of a run-like command, argv[first..argc):
- * Hydra-style "a.b=c" overrides are appended to sets (room for argc + 1
- * entries), the one other argument is *file; then, when seed is not NULL,
- * "seed=SEED" (written in seedbuf) comes last.  0, or 2 with a message
- * "PROG: more than one config file".
- */
-int sim_config_positional(const char *prog, int argc, char **argv, int first,
-			  const char **sets, size_t *nsets, const char **file,
-			  const char *seed, char *seedbuf, size_t seedlen);
+/* Whether `seed` is a value the seed key takes, as --seed gave it: KV_OK,
+ * or KV_EINVAL with the message, which names "--seed SEED". */
+kv_err sim_config_check_seed(const char *seed, char *err, size_t errlen);
 
 /* Resolve the workload trace default (after all overrides). */
 kv_err sim_config_finish(struct sim_config *c, char *err, size_t errlen);

@@ -18,9 +18,10 @@ replay_file(FILE *in, const char *name, const struct replay_opts *o)
 
 	if (replay_run(in, name, stdout, stderr, o, &res) != KV_OK) {
 		fputs("kvsim: out of memory\n", stderr);
-		return 2;
+		return KVSIM_EXIT_USAGE;
 	}
-	return (int)res;
+	return res == REPLAY_OK ? KVSIM_EXIT_OK : res == REPLAY_FAIL ?
+	       KVSIM_EXIT_FAIL : KVSIM_EXIT_USAGE;
 }
 
 int

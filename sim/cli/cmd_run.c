@@ -181,10 +181,9 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 	x->ro->quiet = x->o.quiet;
 	if (x->o.out != NULL)
 		snprintf(x->outdir, sizeof(x->outdir), "%s", x->o.out);
-	if ((rc = sim_config_positional("kvsim run", argc, argv, optind,
-					x->o.sets, &x->o.nsets, &x->file,
-					x->o.seed, x->seedset,
-					sizeof(x->seedset))) != 0)
+	if ((rc = cli_positional("kvsim run", argc, argv, optind, x->o.sets,
+				 &x->o.nsets, &x->file, x->o.seed, x->seedset,
+				 sizeof(x->seedset))) != 0)
 		return rc;
 	if (sim_config_from_args(x->cfg, x->file, x->o.sets, x->o.nsets,
 				 err, sizeof(err)) != KV_OK) {

@@ -628,9 +628,9 @@ validate_main(int argc, char **argv)
 		goto done;
 	}
 	outdir = co.out;
-	if ((rc = sim_config_positional("kvsim validate", argc, argv, optind, co.sets,
-					&co.nsets, &file, co.seed, seedset,
-					sizeof(seedset))) != 0)
+	if ((rc = cli_positional("kvsim validate", argc, argv, optind,
+				 co.sets, &co.nsets, &file, co.seed, seedset,
+				 sizeof(seedset))) != 0)
 		goto done;
 	if ((rc = validate_ready(outdir, co.force, &x)) != 0)
 		goto done;

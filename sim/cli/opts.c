@@ -8,10 +8,12 @@
 #include "config.h"
 
 #include "sim/cli/opts.h"
+#include "sim/runcfg.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int
@@ -117,4 +119,35 @@ cli_getopt(struct cli_opts *o, int argc, char **argv, const char *shortopts,
 			return CLI_OPT_BAD;
 	}
 	return -1;
+}
+
+int
+cli_positional(const char *prog, int argc, char **argv, int first,
+	       const char **sets, size_t *nsets, const char **file,
+	       const char *seed, char *seedbuf, size_t seedlen)
+{
+	char err[SIM_WHERE_LEN + 256];
+
+	for (int i = first; i < argc; i++) {
+		if (strchr(argv[i], '=') != NULL) {
+			sets[(*nsets)++] = argv[i];
+			continue;
+		}
+		if (*file != NULL) {
+			fprintf(stderr, "%s: more than one config file\n", prog);
+			return KVSIM_EXIT_USAGE;
+		}
+		*file = argv[i];
+	}
+	if (seed != NULL) {
+		/* checked here, where the value is known to be --seed's, so
+		 * that a bad one is named as the user gave it */
+		if (sim_config_check_seed(seed, err, sizeof(err)) != KV_OK) {
+			fprintf(stderr, "%s\n", err);
+			return KVSIM_EXIT_USAGE;
+		}
+		snprintf(seedbuf, seedlen, "seed=%s", seed);
+		sets[(*nsets)++] = seedbuf;
+	}
+	return KVSIM_EXIT_OK;
 }

@@ -89,4 +89,16 @@ void cli_opts_release(struct cli_opts *o);
 int cli_getopt(struct cli_opts *o, int argc, char **argv,
 	       const char *shortopts, const struct option *lo);
 
+/*
+ * The positional arguments of a run-like command, argv[first..argc):
+ * Hydra-style "a.b=c" overrides are appended to sets (room for argc + 1
+ * entries), the one other argument is *file; then, when seed is not NULL,
+ * "seed=SEED" (written in seedbuf) comes last.  KVSIM_EXIT_OK, or
+ * KVSIM_EXIT_USAGE with "PROG: more than one config file" or a bad seed's
+ * message printed.
+ */
+int cli_positional(const char *prog, int argc, char **argv, int first,
+		   const char **sets, size_t *nsets, const char **file,
+		   const char *seed, char *seedbuf, size_t seedlen);
+
 #endif
