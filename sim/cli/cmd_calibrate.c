@@ -156,139 +156,162 @@ shape_bad(struct calfit_csv *c, int i, double v, bool zero_ok)
 	return 1;
 }
 
+/*
+ * The device CSVs share a shape: three named fields (each one of a list of
+ * names), then four numbers, of which total_bytes is the third and dev_ns
+ * the fourth.  A reader names its seven columns; a row comes back as three
+ * indices and four numbers.
+ */
+struct dev_csv {
+	const char *name[7];		/* columns, in the order looked up */
+	const char *const *names[3];	/* what each named field may be */
+	int nnames[3];
+};
+
+static const struct dev_csv sweep_csv = {
+	{ "dir", "strategy", "hostmem", "chunk_bytes", "n_chunks",
+	  "total_bytes", "dev_ns" },
+	{ dirs, strats, hms }, { 2, 4, 2 },
+};
+
+static const struct dev_csv layout_csv = {
+	{ "layout", "dir", "strategy", "logical_blocks", "chunks",
+	  "total_bytes", "dev_ns" },
+	{ layouts, dirs, strats }, { 4, 2, 4 },
+};
+
+/* Open path and find the seven columns, in order: 0, or -1 with the
+ * message in c->err. */
+static int
+dev_open(struct calfit_csv *c, const char *path, const struct dev_csv *f,
+	 int col[7])
+{
+	if (calfit_csv_open(c, path) != 0)
+		return -1;
+	for (int i = 0; i < 7; i++)
+		if ((col[i] = calfit_csv_col(c, f->name[i])) < 0)
+			return -1;
+	return 0;
+}
+
+/* The current row: 0, or -1 with the message in c->err.  The first two
+ * numbers are whole and at least 1, dev_ns whole and at least 0. */
+static int
+dev_row(struct calfit_csv *c, const struct dev_csv *f, const int col[7],
+	int e[3], double v[4])
+{
+	for (int i = 0; i < 3; i++)
+		if (field_enum(c, col[i], f->names[i], f->nnames[i], &e[i]))
+			return -1;
+	for (int i = 0; i < 4; i++)
+		if (calfit_csv_num(c, col[3 + i], &v[i]))
+			return -1;
+	/* sizes are whole and positive; a time is not negative (0: below
+	 * the timer's resolution, left out) */
+	if (shape_bad(c, col[3], v[0], false) ||
+	    shape_bad(c, col[4], v[1], false) ||
+	    shape_bad(c, col[6], v[3], true))
+		return -1;
+	return 0;
+}
+
+/* A reader's end: the status, with c's message printed for bad input. */
+static int
+dev_close(struct calfit_csv *c, int rc)
+{
+	if (rc == KVSIM_EXIT_USAGE)
+		fprintf(stderr, "%s\n", c->err);
+	else if (rc == KVSIM_EXIT_FAIL)
+		fprintf(stderr, "kvsim calibrate: out of memory\n");
+	calfit_csv_close(c);
+	return rc;
+}
+
+/* The point under key with one more time: NULL when memory runs out. */
+static struct pt *
+dev_point(struct pts *s, const char *key, double dev)
+{
+	struct pt *q = pt_find(s, key);
+
+	return q != NULL && pt_add(q, dev) == 0 ? q : NULL;
+}
+
 /* copy_sweep.csv -> points keyed by dir/strategy/hostmem/chunk/n. */
 static int
 read_sweep(const char *path, struct pts *s, size_t *rows)
 {
 	struct calfit_csv c;
-	int cd, cs, ch, cb, cn, ct, cdev, r;
+	int col[7], e[3], r;
+	double v[4];	/* chunk_bytes, n_chunks, total_bytes, dev_ns */
+	char key[96];
+	struct pt *q;
 
 	*rows = 0;
-	if (calfit_csv_open(&c, path) != 0)
-		goto bad;
-	if ((cd = calfit_csv_col(&c, "dir")) < 0 ||
-	    (cs = calfit_csv_col(&c, "strategy")) < 0 ||
-	    (ch = calfit_csv_col(&c, "hostmem")) < 0 ||
-	    (cb = calfit_csv_col(&c, "chunk_bytes")) < 0 ||
-	    (cn = calfit_csv_col(&c, "n_chunks")) < 0 ||
-	    (ct = calfit_csv_col(&c, "total_bytes")) < 0 ||
-	    (cdev = calfit_csv_col(&c, "dev_ns")) < 0)
-		goto bad;
+	if (dev_open(&c, path, &sweep_csv, col) != 0)
+		return dev_close(&c, KVSIM_EXIT_USAGE);
 	while ((r = calfit_csv_next(&c)) == 1) {
-		int d, st, hm;
-		double chunk, n, tot, dev;
-		char key[96];
-		struct pt *q;
-
-		if (field_enum(&c, cd, dirs, 2, &d) || field_enum(&c, cs,
-		    strats, 4, &st) || field_enum(&c, ch, hms, 2, &hm) ||
-		    calfit_csv_num(&c, cb, &chunk) ||
-		    calfit_csv_num(&c, cn, &n) ||
-		    calfit_csv_num(&c, ct, &tot) ||
-		    calfit_csv_num(&c, cdev, &dev))
-			goto bad;
-		/* sizes are whole, positive and add up; a time is not
-		 * negative (0: below the timer's resolution, left out) */
-		if (shape_bad(&c, cb, chunk, false) ||
-		    shape_bad(&c, cn, n, false) ||
-		    shape_bad(&c, cdev, dev, true))
-			goto bad;
-		if (tot != chunk * n) {
+		if (dev_row(&c, &sweep_csv, col, e, v) != 0)
+			return dev_close(&c, KVSIM_EXIT_USAGE);
+		if (v[2] != v[0] * v[1]) {	/* sizes add up */
 			snprintf(c.err, sizeof(c.err), "%s:%lu:%lu: "
 				 "total_bytes %.17g is not chunk_bytes x "
 				 "n_chunks (%.17g)", c.path, c.line,
-				 c.col[ct], tot, chunk * n);
-			goto bad;
+				 c.col[col[5]], v[2], v[0] * v[1]);
+			return dev_close(&c, KVSIM_EXIT_USAGE);
 		}
-		if (dev == 0)
+		if (v[3] == 0)
 			continue;
-		snprintf(key, sizeof(key), "%d/%d/%d/%.0f/%.0f", d, st, hm,
-			 chunk, n);
-		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
-			fprintf(stderr, "kvsim calibrate: out of memory\n");
-			calfit_csv_close(&c);
-			return KVSIM_EXIT_FAIL;
-		}
-		q->dir = d;
-		q->strat = st;
-		q->hostmem = hm;
-		q->chunk_bytes = chunk;
-		q->chunks = n;
-		q->bytes = tot;
+		snprintf(key, sizeof(key), "%d/%d/%d/%.0f/%.0f", e[0], e[1],
+			 e[2], v[0], v[1]);
+		if ((q = dev_point(s, key, v[3])) == NULL)
+			return dev_close(&c, KVSIM_EXIT_FAIL);
+		q->dir = e[0];
+		q->strat = e[1];
+		q->hostmem = e[2];
+		q->chunk_bytes = v[0];
+		q->chunks = v[1];
+		q->bytes = v[2];
 		(*rows)++;
 	}
 	if (r < 0)
-		goto bad;
+		return dev_close(&c, KVSIM_EXIT_USAGE);
 	if (*rows == 0) {
 		snprintf(c.err, sizeof(c.err), "%s: no row with a measured "
 			 "time (dev_ns > 0): nothing to fit", path);
-		goto bad;
+		return dev_close(&c, KVSIM_EXIT_USAGE);
 	}
-	calfit_csv_close(&c);
-	return KVSIM_EXIT_OK;
-bad:
-	fprintf(stderr, "%s\n", c.err);
-	calfit_csv_close(&c);
-	return KVSIM_EXIT_USAGE;
+	return dev_close(&c, KVSIM_EXIT_OK);
 }
 
+/* layout_sweep.csv -> points keyed by layout/dir/strategy/blocks. */
 static int
 read_layout(const char *path, struct pts *s)
 {
 	struct calfit_csv c;
-	int cl, cd, cs, cb, cc, ct, cdev, r;
+	int col[7], e[3], r;
+	double v[4];	/* logical_blocks, chunks, total_bytes, dev_ns */
+	char key[96];
+	struct pt *q;
 
-	if (calfit_csv_open(&c, path) != 0)
-		goto bad;
-	if ((cl = calfit_csv_col(&c, "layout")) < 0 ||
-	    (cd = calfit_csv_col(&c, "dir")) < 0 ||
-	    (cs = calfit_csv_col(&c, "strategy")) < 0 ||
-	    (cb = calfit_csv_col(&c, "logical_blocks")) < 0 ||
-	    (cc = calfit_csv_col(&c, "chunks")) < 0 ||
-	    (ct = calfit_csv_col(&c, "total_bytes")) < 0 ||
-	    (cdev = calfit_csv_col(&c, "dev_ns")) < 0)
-		goto bad;
+	if (dev_open(&c, path, &layout_csv, col) != 0)
+		return dev_close(&c, KVSIM_EXIT_USAGE);
 	while ((r = calfit_csv_next(&c)) == 1) {
-		int l, d, st;
-		double nb, ch, tot, dev;
-		char key[96];
-		struct pt *q;
-
-		if (field_enum(&c, cl, layouts, 4, &l) ||
-		    field_enum(&c, cd, dirs, 2, &d) ||
-		    field_enum(&c, cs, strats, 4, &st) ||
-		    calfit_csv_num(&c, cb, &nb) ||
-		    calfit_csv_num(&c, cc, &ch) ||
-		    calfit_csv_num(&c, ct, &tot) ||
-		    calfit_csv_num(&c, cdev, &dev))
-			goto bad;
-		if (shape_bad(&c, cb, nb, false) ||
-		    shape_bad(&c, cc, ch, false) ||
-		    shape_bad(&c, cdev, dev, true))
-			goto bad;
-		if (!(dev > 0))
+		if (dev_row(&c, &layout_csv, col, e, v) != 0)
+			return dev_close(&c, KVSIM_EXIT_USAGE);
+		if (!(v[3] > 0))
 			continue;
-		snprintf(key, sizeof(key), "%d/%d/%d/%.0f", l, d, st, nb);
-		if ((q = pt_find(s, key)) == NULL || pt_add(q, dev) != 0) {
-			fprintf(stderr, "kvsim calibrate: out of memory\n");
-			calfit_csv_close(&c);
-			return KVSIM_EXIT_FAIL;
-		}
-		q->layout = l;
-		q->dir = d;
-		q->strat = st;
-		q->blocks = nb;
-		q->chunks = ch;
-		q->bytes = tot;
+		snprintf(key, sizeof(key), "%d/%d/%d/%.0f", e[0], e[1], e[2],
+			 v[0]);
+		if ((q = dev_point(s, key, v[3])) == NULL)
+			return dev_close(&c, KVSIM_EXIT_FAIL);
+		q->layout = e[0];
+		q->dir = e[1];
+		q->strat = e[2];
+		q->blocks = v[0];
+		q->chunks = v[1];
+		q->bytes = v[2];
 	}
-	if (r < 0)
-		goto bad;
-	calfit_csv_close(&c);
-	return KVSIM_EXIT_OK;
-bad:
-	fprintf(stderr, "%s\n", c.err);
-	calfit_csv_close(&c);
-	return KVSIM_EXIT_USAGE;
+	return dev_close(&c, r < 0 ? KVSIM_EXIT_USAGE : KVSIM_EXIT_OK);
 }
 
 struct fitted {
