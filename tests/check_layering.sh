@@ -20,6 +20,7 @@
 #  - the libraries never end the process: no exit() or abort() outside
 #    sim/cli and the test and benchmark programs.
 : "${top_srcdir:?}"
+self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 cd "$top_srcdir" || exit 1
 fail=0
 say() {
@@ -154,7 +155,7 @@ cp -R core util workloads reports gpu sim bench tests examples "$tmp" ||
     exit 1
 printf '#include "sim/cli/cmd_run.h"\n' >>"$tmp/reports/rpt.c"
 printf 'static void f(void) { exit(3); }\n' >>"$tmp/util/ydoc.c"
-out=$(KVSIM_LAYERING_COPY=1 top_srcdir=$tmp sh "$0" 2>&1) && {
+out=$(KVSIM_LAYERING_COPY=1 top_srcdir=$tmp sh "$self" 2>&1) && {
 	echo "the check passed a tree with an upward include and an exit()"
 	exit 1
 }
