@@ -679,13 +679,7 @@ group_work(const struct cost_group *g, const struct cost_batch *b,
 
 	if (ops->cls != CAT_MIXC_ATTENTION)
 		return;		/* recurrent: per sequence */
-	for (size_t i = 0; i < b->nseq; i++) {
-		uint64_t q = b->seq[i].q, c = b->seq[i].ctx;
-
-		if (q == 0)
-			continue;
-		ops->work(&g->fig, g->window, c, q, w);
-	}
+	ops->work(&g->fig, g->window, b->seq, b->nseq, w);
 }
 
 int64_t
@@ -697,12 +691,13 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 	struct cost_breakdown bd = zero;
 	double pc, pm, tok, seqs;
 
-	memset(work, 0, sizeof(work));
 	if (cm == NULL || b == NULL || (b->seq == NULL && b->nseq > 0)) {
 		if (out != NULL)
 			*out = bd;
 		return 0;
 	}
+	/* the groups in use only: this runs every step */
+	memset(work, 0, cm->ngroups * sizeof(work[0]));
 	for (size_t i = 0; i < b->nseq; i++) {
 		uint64_t q = b->seq[i].q;
 
@@ -791,7 +786,7 @@ cost_step_ns(const struct cost_model *cm, const struct cost_batch *b)
 int64_t
 cost_recompute_ns(const struct cost_model *cm, uint64_t n)
 {
-	struct cost_seq s = { .q = n, .ctx = 0 };
+	struct cat_mixer_seq s = { .q = n, .ctx = 0 };
 	struct cost_batch b = { .seq = &s, .nseq = 1 };
 	struct cost_breakdown bd;
 

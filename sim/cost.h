@@ -218,13 +218,8 @@ kv_err cost_model_init(struct cost_model *cm, const struct cat_model *m,
  * One scheduled sequence: q tokens computed this step (a prefill chunk, or
  * 1 + lookahead for decode) after ctx tokens already in its KV cache.
  */
-struct cost_seq {
-	uint64_t q;
-	uint64_t ctx;
-};
-
 struct cost_batch {
-	const struct cost_seq *seq;
+	const struct cat_mixer_seq *seq;	/* sim/model/mixer.h */
 	size_t nseq;
 };
 

@@ -44,7 +44,7 @@ struct replica {
 	struct rq *freelist;	/* recycled records, linked through id */
 	uint32_t *tok;		/* prompt token scratch */
 	size_t captok;
-	struct cost_seq *seq;	/* batch scratch */
+	struct cat_mixer_seq *seq;	/* batch scratch */
 	kvs_req *sreq;		/* the step's scheduled requests */
 	uint32_t *stok;		/* and their output tokens */
 	size_t capsched;
@@ -269,7 +269,7 @@ static kv_err
 sched_reserve(replica *rp, uint32_t n)
 {
 	size_t cap = n * 2u;
-	struct cost_seq *s2;
+	struct cat_mixer_seq *s2;
 	kvs_req *r2;
 	uint32_t *t2;
 

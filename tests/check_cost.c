@@ -196,7 +196,7 @@ static int64_t
 one(const struct cost_model *cm, uint64_t q, uint64_t ctx,
     struct cost_breakdown *bd)
 {
-	struct cost_seq s = { .q = q, .ctx = ctx };
+	struct cat_mixer_seq s = { .q = q, .ctx = ctx };
 	struct cost_batch b = { .seq = &s, .nseq = 1 };
 
 	return cost_step_explain(cm, &b, bd);
@@ -253,7 +253,7 @@ START_TEST(test_decode_roofline_llama8b)
 	ck_assert_double_eq(bd.cpu_ns, 510000.0);
 	assert_near((double)t, 6792500.0, 1e-3);
 	ck_assert_int_eq(t, cost_step_ns(&cm, &(struct cost_batch){
-				       &(struct cost_seq){ 1, 1023 }, 1 }));
+				       &(struct cat_mixer_seq){ 1, 1023 }, 1 }));
 }
 END_TEST
 
@@ -319,7 +319,7 @@ check_monotone(const struct cost_model *cm)
 	uint64_t seed = 42;
 
 	for (int it = 0; it < 300; it++) {
-		struct cost_seq s[17];
+		struct cat_mixer_seq s[17];
 		struct cost_batch b = { .seq = s, .nseq = 1 + lcg(&seed) % 16 };
 		int64_t t0, t1;
 		size_t k;
@@ -344,7 +344,7 @@ check_monotone(const struct cost_model *cm)
 		ck_assert_msg(t1 >= t0, "ctx up: %lld < %lld", (long long)t1,
 			      (long long)t0);
 		t0 = t1;
-		s[b.nseq] = (struct cost_seq){ 1, lcg(&seed) % 9000 };
+		s[b.nseq] = (struct cat_mixer_seq){ 1, lcg(&seed) % 9000 };
 		b.nseq++;				/* one more sequence */
 		t1 = cost_step_ns(cm, &b);
 		ck_assert(t1 >= t0);
@@ -539,7 +539,7 @@ START_TEST(test_determinism)
 	struct fixture f;
 	struct cat_gpu g = h100();
 	struct cost_model a, b;
-	struct cost_seq s[64], r[64];
+	struct cat_mixer_seq s[64], r[64];
 	struct cost_batch ba = { s, 64 }, br = { r, 64 };
 	uint64_t seed = 7;
 
@@ -582,7 +582,7 @@ START_TEST(test_moe)
 	struct cat_gpu g = h100();
 	struct cost_model cm;
 	struct cost_breakdown bd;
-	struct cost_seq s[16];
+	struct cat_mixer_seq s[16];
 	double prev = 0;
 
 	qwen3_30b_a3b(&f);
@@ -594,7 +594,7 @@ START_TEST(test_moe)
 	ck_assert_double_eq(bd.experts, 8.0);
 	ck_assert_double_eq(bd.lin_bytes - cm.act_bytes_token, 6083731456.0);
 	for (int i = 0; i < 16; i++)
-		s[i] = (struct cost_seq){ 1, 100 };
+		s[i] = (struct cat_mixer_seq){ 1, 100 };
 	cost_step_explain(&cm, &(struct cost_batch){ s, 16 }, &bd);
 	assert_near(bd.experts, 82.42, 1e-3);
 	one(&cm, 4096, 0, &bd);

@@ -176,9 +176,9 @@ attn_cost(const struct cat_model *m, const struct cat_mixer_dims *d,
 	return KV_OK;
 }
 
-static void
-full_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
-	  uint64_t q, struct cat_mixer_work *out)
+static inline void
+full_one(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
+	 uint64_t q, struct cat_mixer_work *out)
 {
 	(void)c;
 	(void)w;
@@ -190,8 +190,18 @@ full_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
 }
 
 static void
-sliding_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
-	     uint64_t q, struct cat_mixer_work *out)
+full_work(const struct cat_mixer_cost *c, uint32_t w,
+	  const struct cat_mixer_seq *s, size_t n,
+	  struct cat_mixer_work *out)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i].q > 0)
+			full_one(c, w, s[i].ctx, s[i].q, out);
+}
+
+static inline void
+sliding_one(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
+	    uint64_t q, struct cat_mixer_work *out)
 {
 	uint64_t read = ctx + q;
 
@@ -203,8 +213,18 @@ sliding_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
 }
 
 static void
-chunked_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
-	     uint64_t q, struct cat_mixer_work *out)
+sliding_work(const struct cat_mixer_cost *c, uint32_t w,
+	     const struct cat_mixer_seq *s, size_t n,
+	     struct cat_mixer_work *out)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i].q > 0)
+			sliding_one(c, w, s[i].ctx, s[i].q, out);
+}
+
+static inline void
+chunked_one(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
+	    uint64_t q, struct cat_mixer_work *out)
 {
 	uint64_t read = ctx + q;
 
@@ -213,6 +233,16 @@ chunked_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
 	if (w > 0 && read > ctx % w + q)
 		read = ctx % w + q;
 	mx_add_kvtok(out, read, q);
+}
+
+static void
+chunked_work(const struct cat_mixer_cost *c, uint32_t w,
+	     const struct cat_mixer_seq *s, size_t n,
+	     struct cat_mixer_work *out)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i].q > 0)
+			chunked_one(c, w, s[i].ctx, s[i].q, out);
 }
 
 /* ---- multi-head latent attention (DeepSeek) ---------------------------- */
@@ -290,9 +320,9 @@ mla_cost(const struct cat_model *m, const struct cat_mixer_dims *d,
  * (absorbed wins below q ~ 171 for DeepSeek-V3) and keeps the cost
  * non-decreasing in q and ctx (a minimum of non-decreasing functions).
  */
-static void
-mla_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
-	 uint64_t q, struct cat_mixer_work *out)
+static inline void
+mla_one(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
+	uint64_t q, struct cat_mixer_work *out)
 {
 	uint64_t p = mx_pairs_full(ctx, q);
 
@@ -305,6 +335,16 @@ mla_work(const struct cat_mixer_cost *c, uint32_t w, uint64_t ctx,
 		out->ctx_pf = cat_sat_add(out->ctx_pf, ctx);
 	}
 	mx_add_kvtok(out, ctx + q, q);
+}
+
+static void
+mla_work(const struct cat_mixer_cost *c, uint32_t w,
+	 const struct cat_mixer_seq *s, size_t n,
+	 struct cat_mixer_work *out)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i].q > 0)
+			mla_one(c, w, s[i].ctx, s[i].q, out);
 }
 
 /* ---- Mamba-1 (Jamba) ---------------------------------------------------- */

@@ -53,6 +53,13 @@ struct cat_mixer_dims {
 
 /* One step's attention work of one layer kind, summed over sequences
  * (saturating, so the order of the sequences does not matter). */
+/* One sequence of a step: q new tokens after ctx tokens of context (the
+ * cost model's batch, sim/cost.h). */
+struct cat_mixer_seq {
+	uint64_t q;
+	uint64_t ctx;
+};
+
 struct cat_mixer_work {
 	uint64_t pairs;		/* query-key pairs (MLA: absorbed) */
 	uint64_t pairs_pf;	/* MLA: pairs taken on the prefill path */
@@ -94,10 +101,12 @@ struct cat_mixer_ops {
 	kv_err (*cost)(const struct cat_model *m,
 		       const struct cat_mixer_dims *d,
 		       struct cat_mixer_cost *out, char *why, size_t whylen);
-	/* Attention: add one sequence's work (q new tokens after ctx, q >
-	 * 0) for a layer with figures c and window w. */
+	/* Attention: add the work of a step's n sequences (those with
+	 * q = 0 add nothing) for a layer with figures c and window w.  One
+	 * call a step and layer kind: the loop stays inside the kind. */
 	void (*work)(const struct cat_mixer_cost *c, uint32_t w,
-		     uint64_t ctx, uint64_t q, struct cat_mixer_work *out);
+		     const struct cat_mixer_seq *s, size_t n,
+		     struct cat_mixer_work *out);
 };
 
 /* The row of kind k; NULL when k is not a kind (k >= CAT_NMIXERS). */
