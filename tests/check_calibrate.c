@@ -160,14 +160,27 @@ START_TEST(quantiles)
 }
 END_TEST
 
+/* A mkstemp() template under TMPDIR (else /tmp). */
+static void
+tmp_name(char *buf, size_t len)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/kvsim-calfit-XXXXXX", t && *t ? t : "/tmp");
+}
+
 START_TEST(csv_reader)
 {
-	char path[] = "/tmp/kvsim-calfit-XXXXXX";
-	int fd = mkstemp(path);
-	FILE *f = fdopen(fd, "w");
+	char path[512];
+	int fd;
+	FILE *f;
 	struct calfit_csv c;
 	double x;
 	int col;
+
+	tmp_name(path, sizeof(path));
+	fd = mkstemp(path);
+	f = fdopen(fd, "w");
 
 	fputs("dir,n_chunks,dev_ns\nd2h,16,1200.5\n\nh2d,4,12x\nd2h,1\n", f);
 	fclose(f);
@@ -200,11 +213,14 @@ START_TEST(csv_reader_edges)
 		{ "dir,n\nd2h,\"4\n", ":2:5: unterminated quoted field" },
 		{ "dir,n\nd2h,4\"\n", ":2:6: quote inside an unquoted field" },
 	};
-	char path[] = "/tmp/kvsim-calfit-XXXXXX";
-	int fd = mkstemp(path);
+	char path[512];
+	int fd;
 	struct calfit_csv c;
 	double x;
 
+	tmp_name(path, sizeof(path));
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
 	close(fd);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		FILE *f = fopen(path, "w");

@@ -120,11 +120,19 @@ START_TEST(test_run_failures)
 }
 END_TEST
 
+/* A mkdtemp() template under TMPDIR (else /tmp). */
+static void
+tmp_name(char *buf, size_t len)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(buf, len, "%s/check_pool.XXXXXX", t && *t ? t : "/tmp");
+}
+
 /* Programs: exit statuses, a signal, stderr.txt kept only on failure. */
 START_TEST(test_exec)
 {
-	char dir[] = "/tmp/check_pool.XXXXXX", path[64];
-	char dir0[] = "/tmp/check_pool.XXXXXX";
+	char dir[448], path[512], dir0[448];
 	char *ok[] = { "/bin/sh", "-c", "echo fine >&2", NULL };
 	char *five[] = { "/bin/sh", "-c", "echo five >&2; exit 5", NULL };
 	char *kill9[] = { "/bin/sh", "-c", "kill -9 $$", NULL };
@@ -134,6 +142,8 @@ START_TEST(test_exec)
 	char err[256], line[64];
 	FILE *f;
 
+	tmp_name(dir, sizeof(dir));
+	tmp_name(dir0, sizeof(dir0));
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	ck_assert_ptr_nonnull(mkdtemp(dir0));
 	memset(job, 0, sizeof(job));
@@ -191,12 +201,13 @@ START_TEST(test_log)
 {
 	char *ok[] = { "/bin/true", NULL };
 	char *bad[] = { "/bin/false", NULL };
-	char dir[] = "/tmp/check_pool.XXXXXX";
+	char dir[448];
 	struct pool_job job[2];
 	struct pool_opts o = { .par = 1, .who = "t" };
 	char err[256], buf[1024];
 	size_t n;
 
+	tmp_name(dir, sizeof(dir));
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	ck_assert_ptr_nonnull(o.log = tmpfile());
 	memset(job, 0, sizeof(job));
