@@ -233,7 +233,7 @@ eval(void *ctx, double qps, bool *met)
 		fprintf(stderr, "kvsim capacity: out of memory\n");
 		return KVSIM_EXIT_FAIL;
 	}
-	return 0;
+	return KVSIM_EXIT_OK;
 }
 
 /* ---- seeds in child processes ------------------------------------------ */
@@ -420,7 +420,7 @@ workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
 	m->mean_blocks = blk / (double)m->nreq;
 	for (size_t g = 0; g < sr->ngroup; g++)
 		m->group_blocks[g] = gb[g] / (double)m->nreq;
-	return 0;
+	return KVSIM_EXIT_OK;
 }
 
 static const char *

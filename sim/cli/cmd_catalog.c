@@ -313,7 +313,7 @@ catalog_main(int argc, char **argv)
 		if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
 			catalog_usage(stdout);
-			return 0;
+			return KVSIM_EXIT_OK;
 		} else if (strcmp(argv[i], "--datadir") == 0) {
 			if (++i == argc) {
 				fprintf(stderr, "kvsim catalog: --datadir "
@@ -367,7 +367,7 @@ catalog_main(int argc, char **argv)
 		}
 		catalog_show_model(m);
 		cat_model_free(m);
-		return 0;
+		return KVSIM_EXIT_OK;
 	}
 	if (cat_load(&c, datadir, &e) != KV_OK) {
 		fprintf(stderr, "kvsim catalog: %s\n", e.msg);

@@ -21,6 +21,7 @@
 #include "sim/cli/children.h"
 #include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
+#include "sim/cli/simrun.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
 #include "util/ydoc.h"
@@ -596,7 +597,6 @@ suite_check(const struct suite *s)
 				struct sim_run_opts ro;
 				sim_run *R = NULL;
 				char prog[SIM_WHERE_LEN + 32];
-				char rerr[SIM_RUN_ERRLEN];
 
 				memset(&ro, 0, sizeof(ro));
 				snprintf(prog, sizeof(prog), "%s: %s",
@@ -604,13 +604,9 @@ suite_check(const struct suite *s)
 					 "baseline" : "candidate");
 				ro.prog = prog;
 				ro.quiet = true;
-				ro.log = stdout;
-				ro.diag = stderr;
-				if (sim_run_open(&R, &c, &ro, rerr,
-						 sizeof(rerr)) != KV_OK) {
-					fprintf(stderr, "%s\n", rerr);
-					rc = 2;
-				}
+				/* any failure here is the suite's input */
+				if (simrun_open(&R, &c, &ro) != KVSIM_EXIT_OK)
+					rc = KVSIM_EXIT_USAGE;
 				sim_run_close(R);
 			}
 			sim_config_release(&c);

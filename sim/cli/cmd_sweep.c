@@ -24,6 +24,7 @@
 #include "sim/cli/children.h"
 #include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
+#include "sim/cli/simrun.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
 #include "util/ydoc.h"
@@ -150,20 +151,15 @@ check_value(const char *file, const struct yd_node *k,
 			 * starts: sizing, the policy's setup, the trace */
 			struct sim_run_opts ro;
 			sim_run *R = NULL;
-			char prog[1600], rerr[SIM_RUN_ERRLEN];
+			char prog[1600];
 
 			memset(&ro, 0, sizeof(ro));
 			snprintf(prog, sizeof(prog), "%s:%lu:%lu: %s", file,
 				 v->line, v->col, assign);
 			ro.prog = prog;
 			ro.quiet = true;
-			ro.log = stdout;
-			ro.diag = stderr;
-			if (sim_run_open(&R, &c, &ro, rerr, sizeof(rerr)) !=
-			    KV_OK) {
-				fprintf(stderr, "%s\n", rerr);
+			if (simrun_open(&R, &c, &ro) != KVSIM_EXIT_OK)
 				ok = false;
-			}
 			sim_run_close(R);
 		}
 	}
