@@ -146,12 +146,6 @@ dmax(double a, double b)
 	return a > b ? a : b;
 }
 
-static bool
-is_recurrent(uint8_t k)
-{
-	return cat_mixer_ops((enum cat_mixer)k)->cls == CAT_MIXC_RECURRENT;
-}
-
 /* ---- names -------------------------------------------------------------- */
 
 static const char *const layout_names[COST_NLAYOUTS] = {
@@ -394,6 +388,7 @@ group_for(struct cost_model *cm, uint8_t mixer, uint32_t window)
 		return NULL;
 	cm->group[cm->ngroups] = (struct cost_group){
 		.mixer = mixer, .window = window,
+		.ops = cat_mixer_ops((enum cat_mixer)mixer),
 	};
 	return &cm->group[cm->ngroups++];
 }
@@ -558,8 +553,7 @@ init_layers(struct cost_model *cm, const struct cat_model *m, char *why,
 	for (size_t i = 0; i < cm->ngroups; i++) {
 		struct cost_group *g = &cm->group[i];
 
-		rc = cat_mixer_ops((enum cat_mixer)g->mixer)->cost(
-			m, &dims, &g->fig, why, whylen);
+		rc = g->ops->cost(m, &dims, &g->fig, why, whylen);
 		if (rc != KV_OK)
 			return rc;
 	}
@@ -674,12 +668,9 @@ static void
 group_work(const struct cost_group *g, const struct cost_batch *b,
 	   struct cat_mixer_work *w)
 {
-	const struct cat_mixer_ops *ops = cat_mixer_ops(
-		(enum cat_mixer)g->mixer);
-
-	if (ops->cls != CAT_MIXC_ATTENTION)
+	if (g->ops->cls != CAT_MIXC_ATTENTION)
 		return;		/* recurrent: per sequence */
-	ops->work(&g->fig, g->window, b->seq, b->nseq, w);
+	g->ops->work(&g->fig, g->window, b->seq, b->nseq, w);
 }
 
 int64_t
@@ -735,7 +726,7 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		const struct cat_mixer_cost *f = &g->fig;
 		const struct cat_mixer_work *w = &work[k];
 
-		if (is_recurrent(g->mixer)) {
+		if (g->ops->cls == CAT_MIXC_RECURRENT) {
 			bd.rec_bytes += nl * 2.0 * f->state_bytes * seqs;
 			bd.rec_flops += nl * f->state_flops * tok;
 			continue;
@@ -897,17 +888,16 @@ describe_mixers(const struct cost_model *cm, FILE *f)
 	fprintf(f, "token mixers (per layer, per rank)\n");
 	for (size_t i = 0; i < cm->ngroups; i++) {
 		const struct cost_group *g = &cm->group[i];
-		const struct cat_mixer_ops *ops = cat_mixer_ops(
-			(enum cat_mixer)g->mixer);
+		const struct cat_mixer_ops *ops = g->ops;
 		const struct cat_mixer_cost *c = &g->fig;
-		const char *kind = ops != NULL ? ops->key : "?";
+		const char *kind = ops->key;
 
-		if (ops != NULL && ops->cls == CAT_MIXC_RECURRENT)
+		if (ops->cls == CAT_MIXC_RECURRENT)
 			fprintf(f, "  %-8s x%-3u window %-7u state %.6g B a "
 				"sequence (read + written a step), scan "
 				"%.6g FLOPs a token\n", kind, g->nlayers,
 				g->window, c->state_bytes, c->state_flops);
-		else if (ops != NULL && ops->latent)
+		else if (ops->latent)
 			fprintf(f, "  %-8s x%-3u latent %.6g B a token "
 				"(replicated), %.6g FLOPs a pair (decode), "
 				"%.6g a pair + %.6g a context token "

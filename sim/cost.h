@@ -145,6 +145,7 @@ void cost_config_init(struct cost_config *c);
  */
 struct cost_group {
 	uint8_t mixer;		/* enum cat_mixer */
+	const struct cat_mixer_ops *ops;	/* its row (mixer.h) */
 	uint32_t window;	/* SLIDING: window, CHUNKED: chunk, else 0 */
 	uint32_t nlayers;
 	struct cat_mixer_cost fig;	/* the kind's figures (mixer.h) */
