@@ -43,6 +43,12 @@ csv_fail(struct ctx *c, const char *path, const struct csv_error *e)
 	case CSV_EOPEN:
 		return plot__fail(c, PLOT_EINPUT, "%s: %s", path,
 				  strerror(e->sys_errno));
+	case CSV_EDUPCOL: {
+		char m[PATH_MAX + 256];
+
+		csv_error_format(e, path, m, sizeof(m));
+		return plot__fail(c, PLOT_EINPUT, "%s", m);
+	}
 	default:	/* a quote inside a field, a read error */
 		return plot__fail(c, PLOT_EINPUT, "%s:%lu: %s", path, e->line,
 				  csv_what(e->kind));

@@ -34,6 +34,7 @@ sweep_csv_read(struct csv_table *t, const char *path, char *err,
 			 e.nhead, e.nfield);
 		break;
 	case CSV_EOPEN:
+	case CSV_EDUPCOL:
 		csv_error_format(&e, path, err, errlen);
 		break;
 	default:

@@ -146,4 +146,23 @@ awk 'NR == FNR { b = $1; m = $2; next }
      !($1 == b && b > 0 && $2 < m) { exit 1 }' \
 	"$tmp/r-default.key" "$tmp/r-h200.key" ||
 	fail "calibrated run: $(cat "$tmp/r-default.key") -> $(cat "$tmp/r-h200.key")"
+# a column named twice is bad input at its header position (the first
+# was read and the second, ten times slower, silently ignored); in the
+# held-out sweep too
+awk -F, 'NR == 1 { print $0 ",dev_ns"; next } { print $0 "," 10 * $9 }' \
+	"$tmp/sweep.csv" >"$tmp/dup.csv"
+dcol=$(($(head -1 "$tmp/sweep.csv" | wc -c) + 1))
+"$KVSIM" calibrate "$tmp/dup.csv" --out "$tmp/dup.yaml" >"$tmp/dup.out" 2>&1
+[ $? -eq 2 ] || { cat "$tmp/dup.out"; fail "duplicate column: exit not 2"; }
+grep -q "dup.csv:1:$dcol: column 'dev_ns' appears twice (first at column" \
+	"$tmp/dup.out" || { cat "$tmp/dup.out"; fail "duplicate column message"; }
+[ ! -e "$tmp/dup.yaml" ] || fail "a file written from a duplicate column"
+awk 'NR == 1 { print $0 ",dev_ns"; next } { print $0 ",1" }' \
+	"$tmp/layout.csv" >"$tmp/duph.csv"
+"$KVSIM" calibrate "$tmp/sweep.csv" --holdout "$tmp/duph.csv" \
+	--out "$tmp/duph.yaml" >"$tmp/duph.out" 2>&1
+[ $? -eq 2 ] || { cat "$tmp/duph.out"; fail "duplicate holdout column: exit"; }
+grep -q "duph.csv:1:[0-9]*: column 'dev_ns' appears twice" "$tmp/duph.out" ||
+	{ cat "$tmp/duph.out"; fail "duplicate holdout column message"; }
+[ ! -e "$tmp/duph.yaml" ] || fail "a file written from a duplicate holdout column"
 echo "calibrate: ok"

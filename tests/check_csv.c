@@ -1,7 +1,7 @@
 /*
  * check_csv.c -- the CSV reader of util/csv.h: RFC 4180 quoting, line
- * ends, blank lines, errors with LINE:COL, header lookup, and the table
- * reader agreeing with the streaming one.
+ * ends, blank lines, errors with LINE:COL, header lookup (a name given
+ * twice refused), and the table reader agreeing with the streaming one.
  *
  * Inputs are written to a temporary file.  A long file crosses the
  * reader's 64 KiB chunk at many offsets, so the look-ahead after a CR or
@@ -212,6 +212,47 @@ START_TEST(directory)
 }
 END_TEST
 
+/*
+ * A header naming a column twice is refused, table and stream alike: the
+ * leftmost repeat (not the first name to repeat in sorted order), at its
+ * own line and column, with the first one's column; empty names may
+ * repeat (no lookup asks for them).
+ */
+START_TEST(duplicate_column)
+{
+	struct csv_table t;
+	struct csv c;
+	struct csv_error e;
+	char path[512], msg[256];
+
+	ck_assert_int_eq(table("\nz,ttft_p99_s,b,\"ttft_p99_s\",z\n5,5,1,50,2\n",
+			       &t, &e), KV_EINVAL);
+	ck_assert_int_eq(e.kind, CSV_EDUPCOL);
+	ck_assert_uint_eq(e.line, 2);
+	ck_assert_uint_eq(e.col, 16);
+	ck_assert_uint_eq(e.first_col, 3);
+	ck_assert_str_eq(e.name, "ttft_p99_s");
+	ck_assert_ptr_null(t.path);
+	csv_error_format(&e, "f.csv", msg, sizeof(msg));
+	ck_assert_str_eq(msg, "f.csv:2:16: column 'ttft_p99_s' appears twice "
+			 "(first at column 3)");
+	/* three of a kind: the second is named */
+	ck_assert_int_eq(table("a,b,a,a\n", &t, &e), KV_EINVAL);
+	ck_assert_uint_eq(e.col, 5);
+	ck_assert_uint_eq(e.first_col, 1);
+	ck_assert_int_eq(table("a,,b,,c\n1,2,3,4,5\n", &t, &e), KV_OK);
+	ck_assert_uint_eq(t.ncol, 5);
+	csv_table_release(&t);
+	put(path, sizeof(path), "x,y,x\n", 6);
+	ck_assert_int_eq(csv_open(&c, path, &e), KV_EINVAL);
+	unlink(path);
+	ck_assert_int_eq(e.kind, CSV_EDUPCOL);
+	ck_assert_ptr_null(c.head);
+	csv_close(&c);
+	ck_assert_str_eq(csv_what(CSV_EDUPCOL), "a column name appears twice");
+}
+END_TEST
+
 /* Streaming: positions of fields, the header, the end. */
 START_TEST(streaming)
 {
@@ -316,6 +357,7 @@ csv_suite(void)
 	tcase_add_test(tc, directory);
 	tcase_add_test(tc, streaming);
 	tcase_add_test(tc, chunk_edges);
+	tcase_add_test(tc, duplicate_column);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -204,6 +204,17 @@ START_TEST(test_bad_csv_writes_nothing)
 		 "'queue_s'", dir);
 	ck_assert_str_eq(why, want);
 
+	/* a column named twice: which one the plots would read is a
+	 * guess */
+	put(dir, "requests.csv", "ttft_s,tpot_s,e2e_s,queue_s,ttft_s\n"
+	    "0.1,,1,0,9\n");
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)),
+			 PLOT_EINPUT);
+	snprintf(want, sizeof(want), "%s/requests.csv:1:29: column 'ttft_s' "
+		 "appears twice (first at column 1)", dir);
+	ck_assert_str_eq(why, want);
+	ck_assert(!exists(dir, "index.html"));
+
 	put(dir, "requests.csv", "");
 	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)),
 			 PLOT_EINPUT);

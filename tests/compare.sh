@@ -27,8 +27,9 @@
 #     FILE:LINE:COL with nothing run;
 #  6. bad usage: a threshold without a direction, an unknown metric, a
 #     directory without results, --alpha out of range, a metric's value
-#     that is not a number (FILE:LINE): exit 2; no
-#     temporary file is ever left.
+#     that is not a number (FILE:LINE), a column named twice in a
+#     summary.csv or sweep.csv (FILE:1:COL): exit 2; no temporary file is
+#     ever left.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -261,6 +262,29 @@ W=$top_srcdir/tests/gpu/v1-priority-withdraw.yaml
 	bad "a stale cached token appearing passes"
 [ "$(row "$T/hz.csv" stale_cached_tokens verdict)" = regression ] ||
 	bad "stale_cached_tokens: $(row "$T/hz.csv" stale_cached_tokens verdict)"
+# a column named twice is bad input at its header position: the second
+# ttft_p99_s (5 -> 50) was silently ignored and the compare passed
+mkdir "$T/d1" "$T/d2" "$T/d3"
+awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++)
+	if ($i == "ttft_p99_s") c = i } NR == 2 { $c = 5 } { print }' \
+	"$T/r1/summary.csv" >"$T/d1/summary.csv"
+awk 'NR == 1 { print $0 ",ttft_p99_s"; next } { print $0 ",50" }' \
+	"$T/d1/summary.csv" >"$T/d2/summary.csv"
+dcol=$(($(head -1 "$T/d1/summary.csv" | wc -c) + 1))
+"$KVSIM" compare "$T/d1" "$T/d2" -q --no-defaults --fail-on ttft_p99_s:+5% \
+	--out "$T/d.csv" >/dev/null 2>"$T/d.err"
+[ $? = 2 ] || bad "a duplicate column: not exit 2"
+grep -q "d2/summary.csv:1:$dcol: column 'ttft_p99_s' appears twice" \
+	"$T/d.err" || bad "a duplicate column: $(cat "$T/d.err")"
+[ -e "$T/d.csv" ] && bad "a duplicate column: compare.csv written"
+# ... in a sweep.csv too (seeds compared by Welch's test)
+awk -F, 'NR == 1 { print $0 ",ttft_p99_s"; next } { print $0 ",1" }' \
+	"$D/welch_cand/sweep.csv" >"$T/d3/sweep.csv"
+"$KVSIM" compare "$D/welch_base" "$T/d3" -q --no-defaults \
+	--fail-on ttft_p99_s:+5% --out "$T/d3.csv" >/dev/null 2>"$T/d3.err"
+[ $? = 2 ] || bad "a duplicate sweep.csv column: not exit 2"
+grep -q "d3/sweep.csv:1:[0-9]*: column 'ttft_p99_s' appears twice" \
+	"$T/d3.err" || bad "a duplicate sweep.csv column: $(cat "$T/d3.err")"
 find "$T" -name '.*.tmp.*' | grep -q . && bad "temporary files left"
 
 exit $fail

@@ -50,6 +50,8 @@ csv_what(enum csv_errkind kind)
 		return "quote inside an unquoted field";
 	case CSV_EWIDTH:
 		return "wrong number of fields";
+	case CSV_EDUPCOL:
+		return "a column name appears twice";
 	}
 	return "unknown error";
 }
@@ -69,6 +71,10 @@ csv_error_format(const struct csv_error *e, const char *path, char *buf,
 		snprintf(buf, len, "%s:%lu:%lu: %s (%zu, the header has %zu)",
 			 path, e->line, e->col, csv_what(e->kind), e->nfield,
 			 e->nhead);
+	else if (e->kind == CSV_EDUPCOL)
+		snprintf(buf, len, "%s:%lu:%lu: column '%s' appears twice "
+			 "(first at column %lu)", path, e->line, e->col,
+			 e->name, e->first_col);
 	else
 		snprintf(buf, len, "%s:%lu:%lu: %s", path, e->line, e->col,
 			 csv_what(e->kind));
@@ -354,6 +360,62 @@ csv__record(struct csv *c, struct csv_error *e)
 	return KV_OK;
 }
 
+struct csv__name {
+	const char *name;
+	size_t i;
+};
+
+/* Header names in order, equal names in column order. */
+static int
+csv__cmp_name(const void *a, const void *b)
+{
+	const struct csv__name *x = a, *y = b;
+	int d = strcmp(x->name, y->name);
+
+	return d != 0 ? d : (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * Refuse a header that names a column twice (csv.h): the leftmost column
+ * whose non-empty name an earlier column has.  O(n log n) in the header's
+ * width.
+ */
+static kv_err
+csv__dup_check(struct csv *c, struct csv_error *e)
+{
+	size_t n = c->nhead, dup = n, first = 0;
+	struct csv__name *v;
+
+	if (n < 2)
+		return KV_OK;
+	if ((v = malloc(n * sizeof(*v))) == NULL)
+		return csv__fail(e, CSV_ENOMEM, c->head_line, 1,
+				 c->head_line);
+	for (size_t i = 0; i < n; i++) {
+		v[i].name = c->head[i];
+		v[i].i = i;
+	}
+	qsort(v, n, sizeof(*v), csv__cmp_name);
+	/* in a run of equal names the second is the first repeat */
+	for (size_t k = 1; k < n; k++)
+		if (v[k].name[0] != '\0' &&
+		    strcmp(v[k].name, v[k - 1].name) == 0 &&
+		    (k < 2 || strcmp(v[k].name, v[k - 2].name) != 0) &&
+		    v[k].i < dup) {
+			dup = v[k].i;
+			first = v[k - 1].i;
+		}
+	free(v);
+	if (dup == n)
+		return KV_OK;
+	csv__fail(e, CSV_EDUPCOL, c->fline[dup], c->fcol[dup], c->head_line);
+	if (e != NULL) {
+		e->first_col = c->fcol[first];
+		snprintf(e->name, sizeof(e->name), "%s", c->head[dup]);
+	}
+	return KV_EINVAL;
+}
+
 kv_err
 csv_init(struct csv *c, FILE *f, struct csv_error *e)
 {
@@ -383,7 +445,8 @@ csv_init(struct csv *c, FILE *f, struct csv_error *e)
 		c->head[i] = c->headbuf + c->off[i];
 	c->nhead = c->nfield;
 	c->head_line = c->line;
-	return KV_OK;
+	if ((rc = csv__dup_check(c, e)) == KV_OK)
+		return KV_OK;
 out_close:
 	csv_close(c);
 	return rc;

@@ -49,6 +49,10 @@ enum csv_errkind {
 	CSV_EQUOTE_IN_FIELD,	/* ab"c: line:col of the quote */
 	CSV_EWIDTH,		/* a record with nfield fields, the header
 				 * has nhead: the record's line, column 1 */
+	CSV_EDUPCOL,		/* a header name given twice (a lookup by
+				 * name could not tell them apart): name,
+				 * line:col of the second, first_col of the
+				 * first */
 };
 
 struct csv_error {
@@ -57,6 +61,8 @@ struct csv_error {
 	unsigned long record;		/* the line its record starts on */
 	size_t nfield, nhead;		/* CSV_EWIDTH */
 	int sys_errno;			/* CSV_EOPEN, CSV_EREAD */
+	unsigned long first_col;	/* CSV_EDUPCOL: the first one's column */
+	char name[64];			/* CSV_EDUPCOL: the name (cut to fit) */
 };
 
 /* A plain description of a kind: "unterminated quoted field", ... */
@@ -65,7 +71,8 @@ const char *csv_what(enum csv_errkind kind);
 /*
  * "PATH:LINE:COL: what" into buf: "PATH: strerror" for CSV_EOPEN, with
  * ": strerror" after it for CSV_EREAD and " (N fields, the header has M)"
- * for CSV_EWIDTH.
+ * for CSV_EWIDTH; "PATH:LINE:COL: column 'NAME' appears twice (first at
+ * column C)" for CSV_EDUPCOL.
  */
 void csv_error_format(const struct csv_error *e, const char *path,
 		      char *buf, size_t len);
@@ -101,7 +108,10 @@ struct csv {
 
 /*
  * Open `path` (csv_open) or read from `f` (csv_init; f stays the caller's)
- * and read the header.  KV_OK; KV_ENOENT (CSV_EOPEN), KV_ENOMEM, or
+ * and read the header.  A header that names a column twice is refused
+ * (CSV_EDUPCOL; empty names excepted, since no lookup asks for one): every
+ * column is looked up by name, and the second of two equal names would be
+ * silently ignored.  KV_OK; KV_ENOENT (CSV_EOPEN), KV_ENOMEM, or
  * KV_EINVAL with e filled.  On failure the reader holds nothing, though
  * csv_close() is still safe.
  */
