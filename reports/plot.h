@@ -57,7 +57,8 @@ enum plot_status {
 				 * no kvsim CSV, or a malformed CSV
 				 * ("FILE:LINE: what") */
 	PLOT_EFAIL = 3,		/* the output could not be written, or gnuplot
-				 * failed (its messages are on stderr) */
+				 * failed (its messages are on stderr) or
+				 * left an image incomplete */
 };
 
 /*

@@ -2,7 +2,9 @@
  * plot_gp.c -- writing the output: folders, files under a temporary name
  * then renamed, the frame of every gnuplot script, and running one
  * gnuplot process over all the scripts (found on PATH; its images are
- * written under temporary names and renamed only when it succeeds).
+ * written under temporary names and renamed only when it exits 0 and every
+ * image is whole: a PNG up to its IEND chunk, an SVG up to </svg>, since
+ * gnuplot exits 0 on a full disk).
  */
 #define _XOPEN_SOURCE 700	/* fork(), execv(), waitpid() */
 
@@ -11,6 +13,7 @@
 #include "reports/plot_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +254,120 @@ unlink_images(const struct ctx *c, const char *const *fmts, size_t nf)
 		}
 }
 
+static uint32_t
+be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * Whether f is a whole PNG: the signature, then chunks whose lengths lead
+ * from one to the next, up to an IEND chunk (length 0, its fixed CRC)
+ * that ends the file.  NULL, or what is wrong.
+ */
+static const char *
+png_whole(FILE *f)
+{
+	static const unsigned char sig[8] = {
+		0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'
+	};
+	static const unsigned char iend_crc[4] = { 0xae, 0x42, 0x60, 0x82 };
+	unsigned char h[8];
+
+	if (fread(h, 1, 8, f) != 8 || memcmp(h, sig, 8) != 0)
+		return "no PNG signature";
+	for (;;) {
+		uint32_t len;
+
+		if (fread(h, 1, 8, f) != 8)
+			return "it ends inside its chunks, before IEND";
+		len = be32(h);
+		if (len > 0x7fffffffu)
+			return "a chunk length out of range";
+		if (memcmp(h + 4, "IEND", 4) == 0) {
+			if (len != 0 || fread(h, 1, 4, f) != 4 ||
+			    memcmp(h, iend_crc, 4) != 0)
+				return "a broken IEND chunk";
+			if (fgetc(f) != EOF)
+				return "bytes after its IEND chunk";
+			return ferror(f) ? "a read error" : NULL;
+		}
+		if (fseek(f, (long)len + 4, SEEK_CUR) != 0)
+			return "a read error";
+	}
+}
+
+/* Whether f is a whole SVG: it opens with an XML declaration or <svg and
+ * ends with </svg> (then white space only).  NULL, or what is wrong. */
+static const char *
+svg_whole(FILE *f)
+{
+	char b[64];
+	size_t n;
+	long size;
+
+	if ((n = fread(b, 1, 5, f)) != 5 ||
+	    (memcmp(b, "<?xml", 5) != 0 && memcmp(b, "<svg", 4) != 0))
+		return "no XML declaration or <svg> at its start";
+	if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0)
+		return "a read error";
+	n = size < (long)sizeof(b) ? (size_t)size : sizeof(b);
+	if (fseek(f, size - (long)n, SEEK_SET) != 0 || fread(b, 1, n, f) != n)
+		return "a read error";
+	while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r' ||
+			 b[n - 1] == ' ' || b[n - 1] == '\t'))
+		n--;
+	if (n < 6 || memcmp(b + n - 6, "</svg>", 6) != 0)
+		return "it does not end with </svg>";
+	return NULL;
+}
+
+/* Whether gnuplot wrote the image at path whole (a full disk leaves a
+ * truncated file and gnuplot still exits 0); else a message in c. */
+static int
+image_check(struct ctx *c, const char *path, const char *fmt,
+	    const char *fin)
+{
+	FILE *f = fopen(path, "rb");
+	const char *bad;
+
+	if (f == NULL)
+		return plot__fail(c, PLOT_EFAIL, "gnuplot wrote no %s", fin);
+	bad = strcmp(fmt, "png") == 0 ? png_whole(f) : svg_whole(f);
+	fclose(f);
+	if (bad != NULL)
+		return plot__fail(c, PLOT_EFAIL, "gnuplot wrote an incomplete "
+				  "%s (%s; is the disk full?)", fin, bad);
+	return PLOT_OK;
+}
+
+/* Check every image, then rename them all: an earlier image stays as it
+ * was unless every new one is whole. */
+static int
+images_commit(struct ctx *c, const char *const *fmts, size_t nf)
+{
+	char tmp[PATH_MAX + 128], fin[PATH_MAX + 128];
+	int rc;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < c->nplots; k++)
+			for (size_t f = 0; f < nf; f++) {
+				image_name(c, &c->plots[k], fmts[f], true, tmp,
+					   sizeof(tmp));
+				image_name(c, &c->plots[k], fmts[f], false,
+					   fin, sizeof(fin));
+				if (pass == 0 && (rc = image_check(c, tmp,
+				    fmts[f], fin)) != PLOT_OK)
+					return rc;
+				if (pass == 1 && rename(tmp, fin) != 0)
+					return plot__fail(c, PLOT_EFAIL,
+							  "%s: %s", fin,
+							  strerror(errno));
+			}
+	return PLOT_OK;
+}
+
 int
 plot__render(struct ctx *c, const char *gnuplot)
 {
@@ -311,21 +428,7 @@ plot__render(struct ctx *c, const char *gnuplot)
 				c->out);
 		goto out;
 	}
-	for (size_t k = 0; k < c->nplots && rc == PLOT_OK; k++)
-		for (size_t f = 0; f < nf && rc == PLOT_OK; f++) {
-			char tmp[PATH_MAX + 128], fin[PATH_MAX + 128];
-			struct stat sb;
-			image_name(c, &c->plots[k], fmts[f], true, tmp,
-				   sizeof(tmp));
-			image_name(c, &c->plots[k], fmts[f], false, fin,
-				   sizeof(fin));
-			if (stat(tmp, &sb) != 0 || sb.st_size == 0)
-				rc = plot__fail(c, PLOT_EFAIL,
-						"gnuplot wrote no %s", fin);
-			else if (rename(tmp, fin) != 0)
-				rc = plot__fail(c, PLOT_EFAIL, "%s: %s", fin,
-						strerror(errno));
-		}
+	rc = images_commit(c, fmts, nf);
 out:
 	if (rc != PLOT_OK)
 		unlink_images(c, fmts, nf);

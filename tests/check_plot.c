@@ -2,7 +2,8 @@
  * check_plot.c -- the C contract of reports/plot.h, without gnuplot:
  * plot_out_dir(), the gnuplot lookup on PATH, the statuses and messages
  * of plot_dir() (bad input writes nothing; no gnuplot is a note and the
- * scripts), and the CDF data worked out by hand, ties included.
+ * scripts; a write that fails leaves no temporary file and the earlier
+ * files), and the CDF data worked out by hand, ties included.
  * tests/plot.sh covers the command line and the rendered images.
  */
 #include "reports/plot.h"
@@ -11,7 +12,9 @@
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -226,6 +229,39 @@ START_TEST(test_bad_csv_writes_nothing)
 }
 END_TEST
 
+/*
+ * A write that fails (a file size limit standing in for a full disk) is
+ * PLOT_EFAIL naming the file: no temporary file left, the files of an
+ * earlier call kept as they were.
+ */
+START_TEST(test_write_fails)
+{
+	char dir[512], why[1024], before[8192];
+	const char *dirs[1];
+	struct plot_opts o = { .no_run = true };
+	struct rlimit rl = { 64, 64 };
+	DIR *d;
+	struct dirent *e;
+
+	mk_tmp(dir, sizeof(dir), "full");
+	dirs[0] = dir;
+	put(dir, "requests.csv", reqs);
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)), PLOT_OK);
+	snprintf(before, sizeof(before), "%s", slurp(dir, "ttft_cdf.gp"));
+	ck_assert(signal(SIGXFSZ, SIG_IGN) != SIG_ERR);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)), PLOT_EFAIL);
+	ck_assert_msg(strstr(why, "File too large") != NULL, "why: %s", why);
+	ck_assert_str_eq(slurp(dir, "ttft_cdf.gp"), before);
+	ck_assert_ptr_nonnull(d = opendir(dir));
+	while ((e = readdir(d)) != NULL)
+		ck_assert_msg(strstr(e->d_name, ".tmp.") == NULL, "%s left",
+			      e->d_name);
+	closedir(d);
+	rm_flat(dir);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -237,6 +273,7 @@ suite(void)
 	tcase_add_test(tc, test_missing_dir);
 	tcase_add_test(tc, test_no_gnuplot);
 	tcase_add_test(tc, test_bad_csv_writes_nothing);
+	tcase_add_test(tc, test_write_fails);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -17,14 +17,17 @@
 #     a bad number, an unterminated quote, a missing column, a missing
 #     folder, a folder without results, bad options;
 #  7. no gnuplot on PATH: the scripts and index, a note, exit 0; a gnuplot
-#     that fails: exit 2, no image and no temporary file left.
+#     that fails: exit 2, no image and no temporary file left; a gnuplot
+#     that exits 0 with truncated images (a full disk): exit 2, no image
+#     renamed, an earlier one kept, and `kvsim run` exits 1.
 # Part 2 renders (exit 77 when gnuplot is not installed; Debian package
 # gnuplot-nox):
 #  8. every image is a valid PNG (signature, IHDR with a nonzero size) or
 #     SVG (XML declaration, <svg ... </svg>); index.html references every
 #     image and every file it references exists; gnuplot says nothing, even
 #     on tiny inputs; a script reruns by hand; --format png makes PNGs
-#     only; rendered output is still byte-identical where it is ours.
+#     only; rendered output is still byte-identical where it is ours; under
+#     a file size limit gnuplot's truncated PNG is refused.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -311,6 +314,74 @@ grep -q 'gnuplot failed (exit status 3)' "$T/err" ||
 ls -a "$T/failgp" | grep -q '\.png\|\.svg\|\.tmp\.' &&
 	bad "failing gnuplot left images or temporary files"
 
+# a gnuplot that exits 0 after writing truncated images (a full disk):
+# exit 2, the image named, no image renamed into place, no temporary file
+# left, an earlier image kept as it was (the truncated PNG was renamed
+# under its final name and the exit status was 0)
+mkdir "$T/truncbin"
+cat >"$T/truncbin/gnuplot" <<'EOF_GP'
+#!/bin/sh
+# -e "formats='...'; suffix='.tmp.PID'" NAME.gp...: every image cut short;
+# with FAKE_WHOLE set, whole: a PNG of an IHDR and an IEND chunk, a closed
+# SVG
+fmts=${2#*formats=\'}	# builtins only: PATH holds just this folder
+fmts=${fmts%%\'*}
+suffix=${2##*suffix=\'}
+suffix=${suffix%\'}
+shift 2
+for g; do
+	n=${g%.gp}
+	case " $fmts " in *" png "*)
+		{ printf '\211PNG\r\n\032\n\000\000\000\rIHDR\000\000\003\300'
+		  [ -z "${FAKE_WHOLE:-}" ] ||
+			printf '\000\000\002X\010\002\000\000\000\000\000\000\000%b' \
+				'\0000\0000\0000\0000IEND\0256B`\0202'
+		} >"$n.png$suffix" ;;
+	esac
+	case " $fmts " in *" svg "*)
+		{ printf '<?xml version="1.0"?>\n<svg width="960">\n<g/>\n'
+		  [ -z "${FAKE_WHOLE:-}" ] || printf '</svg>\n'
+		} >"$n.svg$suffix" ;;
+	esac
+done
+EOF_GP
+chmod +x "$T/truncbin/gnuplot"
+cp -r "$T/a.pristine" "$T/whole"
+FAKE_WHOLE=1 PATH=$T/truncbin "$KVSIM" plot "$T/whole" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 0 ] || bad "whole images refused: exit $rc: $(cat "$T/err")"
+[ -s "$T/whole/ttft_cdf.png" ] && [ -s "$T/whole/ttft_cdf.svg" ] ||
+	bad "whole images not renamed into place"
+for fm in "" "--format svg" "--format png"; do
+	cp -r "$T/a.pristine" "$T/trunc"
+	echo old >"$T/trunc/ttft_cdf.png"
+	echo old >"$T/trunc/ttft_cdf.svg"
+	# shellcheck disable=SC2086
+	PATH=$T/truncbin "$KVSIM" plot "$T/trunc" $fm >"$T/out" 2>"$T/err"
+	rc=$?
+	[ $rc = 2 ] || bad "truncated images $fm: exit $rc"
+	case $fm in *svg) x=svg ;; *) x=png ;; esac
+	grep -q "gnuplot wrote an incomplete $T/trunc/[a-z_]*\.$x (.*is the disk full?)" \
+		"$T/err" || bad "truncated images $fm: stderr $(cat "$T/err")"
+	[ "$(cat "$T/trunc/ttft_cdf.png") $(cat "$T/trunc/ttft_cdf.svg")" = \
+	  "old old" ] || bad "truncated images $fm: an earlier image replaced"
+	ls -a "$T/trunc" | grep -v '^ttft_cdf\.\(png\|svg\)$' |
+		grep -q '\.png\|\.svg\|\.tmp\.' &&
+		bad "truncated images $fm: images or temporary files left"
+	[ -e "$T/trunc/index.html" ] && bad "truncated images $fm: index.html"
+	rm -rf "$T/trunc"
+done
+# kvsim run plots its results itself: a plot that fails is exit 1 after
+# the reports (it was a warning and exit 0)
+PATH=$T/truncbin "$KVSIM" run -q --out "$T/runtrunc" >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 1 ] || bad "kvsim run, truncated images: exit $rc"
+grep -q '^kvsim run: plots: gnuplot wrote an incomplete' "$T/err" ||
+	bad "kvsim run, truncated images: stderr $(cat "$T/err")"
+[ -s "$T/runtrunc/summary.csv" ] || bad "kvsim run, truncated images: no reports"
+ls -a "$T/runtrunc" | grep -q '\.png\|\.svg\|\.tmp\.' &&
+	bad "kvsim run, truncated images: images or temporary files left"
+
 if ! command -v gnuplot >/dev/null 2>&1; then
 	[ $fail = 0 ] || exit 1
 	echo "SKIP: gnuplot is not installed (Debian: gnuplot-nox); images not checked"
@@ -404,6 +475,19 @@ for x in capacity sweep grid compare tiny1 tiny2; do
 	[ -z "$err" ] || bad "render $x: gnuplot said: $err"
 	check_dir "$T/$x" "png svg"
 done
+
+# the real gnuplot on a full disk (here a file size limit: 16 blocks of
+# 512 bytes hold the scripts and data, not a PNG): it exits 0 with a
+# truncated PNG, which is refused; nothing else is left
+mkdir "$T/full"
+cp "$T/tiny1/requests.csv" "$T/tiny1/timeseries.csv" "$T/full/"
+(trap '' XFSZ; ulimit -f 16 && exec "$KVSIM" plot "$T/full") >"$T/out" 2>"$T/err"
+rc=$?
+[ $rc = 2 ] || bad "file size limit: exit $rc: $(cat "$T/err")"
+grep -q "gnuplot wrote an incomplete $T/full/[a-z_]*\.png" "$T/err" ||
+	bad "file size limit: stderr $(cat "$T/err")"
+ls -a "$T/full" | grep -q '\.png\|\.svg\|\.tmp\.' &&
+	bad "file size limit: images or temporary files left"
 
 cp -r "$T/a.pristine" "$T/png"
 plot "$T/png" --format png

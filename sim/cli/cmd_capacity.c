@@ -46,7 +46,7 @@
 #include <unistd.h>
 
 int capacity_main(int argc, char **argv);
-void auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
+int auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 
 #define MAX_SLO 8
 #define MAX_SEEDS 64
@@ -1071,7 +1071,7 @@ capacity_main(int argc, char **argv)
 		       (double)(w1.tv_sec - w0.tv_sec) +
 		       (double)(w1.tv_nsec - w0.tv_nsec) / 1e9);
 	if (!x.o.no_plot)
-		auto_plot("kvsim capacity", x.outdir, C->quiet);
+		rc = auto_plot("kvsim capacity", x.outdir, C->quiet);
 	if (x.any_none)
 		rc = KVSIM_EXIT_FAIL;
 done:

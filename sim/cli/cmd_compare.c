@@ -38,7 +38,7 @@
 int compare_main(int argc, char **argv);
 /* cmd_sweep.c: a --set error message less its "--set KEY=VALUE: " */
 const char *sweep_set_message(const char *msg, const char *assign);
-void auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
+int auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 
 static void
 compare_usage(FILE *f)
@@ -330,7 +330,8 @@ compare_report(const cmp_side *b, const cmp_side *c, const char *bname,
 		snprintf(tmp, sizeof(tmp), "%.*s", slash != NULL ?
 			 (int)(slash - csv) : 1, slash != NULL ? csv : ".");
 		fflush(stdout);
-		auto_plot("kvsim compare", tmp, o->c.quiet);
+		if (auto_plot("kvsim compare", tmp, o->c.quiet) != 0)
+			rc = KVSIM_EXIT_FAIL;
 	}
 	return rc;
 }

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 int run_main(int argc, char **argv);
-void auto_plot(const char *prog, const char *dir, bool quiet);
+int auto_plot(const char *prog, const char *dir, bool quiet);
 
 static void
 run_usage(FILE *f)
@@ -106,10 +106,12 @@ print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
 }
 
 /*
- * Plots beside the reports when gnuplot is installed (docs/plot.md); a
- * plot that fails is a warning: the reports are complete either way.
+ * Plots beside the reports when gnuplot is installed (docs/plot.md).  A
+ * plot that fails (gnuplot failed, or an image or script could not be
+ * written whole) leaves the reports as they are and is KVSIM_EXIT_FAIL
+ * with "PROG: plots: why" printed; else KVSIM_EXIT_OK.
  */
-void
+int
 auto_plot(const char *prog, const char *dir, bool quiet)
 {
 	struct plot_opts po;
@@ -118,13 +120,16 @@ auto_plot(const char *prog, const char *dir, bool quiet)
 	int st;
 
 	if (!plot_have_gnuplot())
-		return;
+		return KVSIM_EXIT_OK;
 	memset(&po, 0, sizeof(po));
 	st = plot_dir(dirs, 1, &po, why, sizeof(why));
-	if (st != PLOT_OK)
-		fprintf(stderr, "%s: warning: plots: %s\n", prog, why);
-	else if (!quiet)
+	if (st != PLOT_OK) {
+		fprintf(stderr, "%s: plots: %s\n", prog, why);
+		return KVSIM_EXIT_FAIL;
+	}
+	if (!quiet)
 		printf("%-28s %s/index.html\n", "plots", dir);
+	return KVSIM_EXIT_OK;
 }
 
 enum { F_REQ, F_TS, F_SUM, F_CFG, F_GRP, F_TRACE };
@@ -249,11 +254,13 @@ run_warnings(sim_run *R, const struct rpt_totals *t)
 /*
  * After the reports are in place: with --force, an earlier run's outputs
  * that this one does not write again would sit beside reports they do
- * not describe; then the table and the plots.
+ * not describe; then the table and the plots (auto_plot's status).
  */
-static void
+static int
 run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 {
+	int rc = KVSIM_EXIT_OK;
+
 	if (x->o.force) {
 		char p[1100];
 
@@ -267,11 +274,12 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 	if (!x->ro->quiet)
 		print_table(x->outdir, sim_run_report(R), t);
 	if (!x->o.no_plot)
-		auto_plot("kvsim run", x->outdir, x->ro->quiet);
+		rc = auto_plot("kvsim run", x->outdir, x->ro->quiet);
 	if (simrun_checks_report())	/* the level's proof of work */
 		fprintf(stderr, "kvsim run: KVSIM_CHECK: the invariants held "
 			"at %llu checks\n",
 			(unsigned long long)sim_run_invariant_checks(R));
+	return rc;
 }
 
 /* Open the reports, run, write the summary and commit. */
@@ -309,8 +317,7 @@ run_exec(struct run_cmd *x, sim_run *R)
 	}
 	if ((rc = outdir_commit(&od)) != 0)
 		return rc;
-	run_after(x, R, &t);
-	return KVSIM_EXIT_OK;
+	return run_after(x, R, &t);
 }
 
 int

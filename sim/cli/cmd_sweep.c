@@ -40,7 +40,7 @@
 
 int sweep_main(int argc, char **argv);
 const char *sweep_set_message(const char *msg, const char *assign);
-void auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
+int auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 
 static void
 sweep_usage(FILE *f)
@@ -622,9 +622,8 @@ sweep_write_csv(const struct sweep_cmd *x)
 		if (!x->o.quiet)
 			fprintf(stderr, "kvsim sweep: %s/sweep.csv: %zu "
 				"points\n", x->out, x->np);
-		if (!x->o.no_plot)
-			auto_plot("kvsim sweep", x->out, x->o.quiet);
-		return KVSIM_EXIT_OK;
+		return x->o.no_plot ? KVSIM_EXIT_OK :
+		       auto_plot("kvsim sweep", x->out, x->o.quiet);
 	case KV_ENOENT:
 		if (x->merge) {
 			fprintf(stderr, "kvsim sweep: %zu of %zu points are "
