@@ -18,9 +18,13 @@
  *            the ordering hazard of a swap-in that reuses a block the
  *            swap-out of the same step frees.  Poisoning passes the held
  *            batch by (it would precede the copy anyway); any other call
- *            runs it first.
+ *            runs it first.  A held batch that no swap-in overtook onto
+ *            a block it reads spoiled nothing: it is not counted and the
+ *            next D2H batch is held instead, until one is spoiled.
  *
- * Only the copy is spoiled; counting and checks stay the inner backend's.
+ * `injected` counts the batches really spoiled (kvgpu_fault_stats), so a
+ * run that reads 0 tested nothing (kvsim validate fails it).  Only the
+ * copy is spoiled; counting and checks stay the inner backend's.
  */
 #include "config.h"
 
@@ -35,7 +39,8 @@ struct fault {
 	enum kvgpu_dir dir;
 	uint32_t skip;
 	uint32_t pair;		/* corrupt, drop: this pair of the batch */
-	bool done;
+	bool done;		/* fired (invert: holding, or spoiled) */
+	bool spoiled;		/* invert: the held batch was overtaken */
 	uint64_t injected, hazards;
 	struct kvgpu_pair *held;	/* invert: the held D2H batch */
 	size_t nheld, capheld;
@@ -140,6 +145,9 @@ flush(kvgpu *g)
 	if (n == 0)
 		return KV_OK;
 	f->nheld = 0;
+	if (!f->spoiled)
+		f->done = false;	/* overtaken by nothing: hold the next */
+	f->spoiled = false;
 	return pass(g, f->in, kvgpu_copy(f->in, KVGPU_D2H, f->held_strat,
 					 f->held, n, NULL));
 }
@@ -196,7 +204,8 @@ fires(struct fault *f, enum kvgpu_dir dir, size_t n)
 		return false;
 	}
 	f->done = true;
-	f->injected++;
+	if (f->mode != KVGPU_FAULT_INVERT)
+		f->injected++;	/* invert: once a swap-in overtakes it */
 	return true;
 }
 
@@ -218,10 +227,16 @@ fault_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 	if (!fires(f, dir, n)) {
 		e = pass(g, f->in, kvgpu_copy(f->in, dir, strat, p, n, t));
 		if (e == KV_OK && dir == KVGPU_H2D && f->nheld > 0) {
+			uint64_t h = f->hazards;
+
 			for (size_t i = 0; i < n; i++)
 				for (size_t j = 0; j < f->nheld; j++)
 					f->hazards += p[i].dst ==
 						      f->held[j].src;
+			if (f->hazards > h) {
+				f->spoiled = true;
+				f->injected++;
+			}
 			e = flush(g);
 		}
 		return e;
@@ -347,7 +362,7 @@ fault_check(const kvgpu *g)
 	    (f->nheld > 0 && (f->held == NULL ||
 			      f->mode != KVGPU_FAULT_INVERT)))
 		return 23;
-	if (f->done && f->injected == 0)
+	if (f->done && f->injected == 0 && f->nheld == 0)
 		return 24;
 	return 0;
 }

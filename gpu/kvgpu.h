@@ -165,7 +165,8 @@ void kvgpu_close(kvgpu *g);
  *  21  fault: the wrapped backend has this handle's geometry
  *  22  fault: the armed mode and direction are known ones
  *  23  fault: a held swap-out batch only under invert, within its capacity
- *  24  fault: a fault marked done has been counted as injected
+ *  24  fault: a fault marked done has been counted as injected, or
+ *      (invert) holds its batch
  *  30  cuda: the pools, the stream, its events and the staging buffers
  *      exist
  */
@@ -238,7 +239,8 @@ enum kvgpu_fault {
 
 /*
  * Arm a fault wrapper: the fault hits the (skip+1)-th copy batch in
- * direction dir that it can spoil (reorder needs two pairs), once.
+ * direction dir that it can spoil (reorder needs two pairs), once
+ * (invert: the first held batch from there that a swap-in overtakes).
  * KV_EINVAL on a backend that is not "fault:...".  Invert ignores dir.
  */
 kv_err kvgpu_fault_arm(kvgpu *g, enum kvgpu_fault f, enum kvgpu_dir dir,
@@ -252,8 +254,10 @@ kv_err kvgpu_fault_arm(kvgpu *g, enum kvgpu_fault f, enum kvgpu_dir dir,
 kv_err kvgpu_fault_pair(kvgpu *g, uint32_t pair);
 
 /*
- * injected: batches spoiled; hazards: for invert, swap-in destinations
- * that were the source of the held swap-out (the data really was lost).
+ * injected: batches spoiled (invert: held swap-outs a swap-in overtook
+ * onto a block they read; one that none overtook is not counted, and the
+ * next is held); hazards: for invert, swap-in destinations that were the
+ * source of the held swap-out (the data really was lost).
  */
 kv_err kvgpu_fault_stats(const kvgpu *g, uint64_t *injected,
 			 uint64_t *hazards);

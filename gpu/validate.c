@@ -782,10 +782,16 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 				    q->valid, true, why, len)))
 			return rc;
 	}
-	if ((rc = check(v, s, KVGPU_HOST, "after swap-out", true, why, len)))
-		return rc;
+	/*
+	 * ... checked after the step's other copies: a swap-in may reuse a
+	 * block the swap-out frees, and a backend that ran it first (fault
+	 * "invert"; an engine racing its streams) spoils the host copy.  A
+	 * check before it would run the swap-out first and hide that.
+	 */
 	if ((rc = copy(v, KVGPU_H2D, st->swap_in, st->nswap_in, why, len)) ||
 	    (rc = copy(v, KVGPU_D2D, st->cow, st->ncow, why, len)))
+		return rc;
+	if ((rc = check(v, s, KVGPU_HOST, "after swap-out", true, why, len)))
 		return rc;
 	for (uint32_t i = 0; i < st->ncow; i++)
 		v->stamp[st->cow[i].dst] = ~v->tick;

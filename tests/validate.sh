@@ -4,7 +4,8 @@
 # integrity failures and an exact fragmentation count (vLLM v0's stale
 # cached tokens are counted apart, as an engine hazard), hybrid models
 # (Mamba state, sliding-window and full groups) included; every fault of
-# the fault backend fails the run (exit 1), in any group; the digest does
+# the fault backend fails the run (exit 1), in any group, and a fault run
+# whose fault never fired fails too, naming the fault; the digest does
 # not depend on the layout or copy strategy; a Mamba state hit on a block
 # the same step computes (vLLM v1 at the pinned commit) fails, and passes
 # with vLLM's later fix; a hit on a block that priority scheduling withdrew
@@ -205,8 +206,31 @@ for f in corrupt drop reorder; do
 	run fault-$f 1 "$cfg" --backend fault:$f
 	grep -q 'FAILED: [1-9][0-9]* integrity failure' "$tmp/fault-$f.out" ||
 		fail "fault $f not reported"
+	grep -q 'never fired\|missed it' "$tmp/fault-$f.out" &&
+		fail "fault $f: fired and caught, reported otherwise"
 done
-run fault-none 0 "$cfg" --backend fault:none
+# ... and a fault run cannot pass idle: a fault that never fired is exit 1
+# naming it (a run that copies nothing, the default run, passed with "0
+# failures"; so did fault:none and invert, which no step here exposes)
+idle() {	# idle NAME WHAT ARGS...
+	n=$1 what=$2
+	shift 2
+	run "$n" 1 "$@"
+	grep -q "FAILED: $what" "$tmp/$n.out" || fail "$n: $(cat "$tmp/$n.out")"
+	grep -q 'integrity: 0 failures' "$tmp/$n.out" || fail "$n: failures"
+}
+small="--set workload.max_requests=50"
+# shellcheck disable=SC2086
+idle idle-corrupt 'fault:corrupt never fired: the run copied no swap-out' \
+	--backend fault:corrupt $small
+# shellcheck disable=SC2086
+idle idle-reorder 'fault:reorder never fired: .* of two or more blocks' \
+	--backend fault:reorder:host $small
+# shellcheck disable=SC2086
+idle idle-fault 'fault:none injects nothing' --backend fault $small
+idle fault-none 'fault:none injects nothing' "$cfg" --backend fault:none
+idle fault-invert 'fault:invert never fired: no step swapped in onto a block its swap-out read' \
+	"$cfg" --backend fault:invert
 
 # the model's own geometry (2 MiB blocks of Llama-3.1-8B), small pools
 run model 0 "$top_srcdir/tests/gpu/model.yaml" --geometry model \

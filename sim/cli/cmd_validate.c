@@ -74,9 +74,10 @@ validate_usage(FILE *f)
 "and check every KV slot bit-exactly (docs/gpu.md).\n"
 "\n"
 "  -b, --backend NAME   host (default), cuda, fault:corrupt|drop|reorder|\n"
-"                       invert[@PAIR][:INNER] (test-only: must fail --\n"
-"                       invert only where a swap-in reuses blocks its\n"
-"                       step swapped out; PAIR: the pair spoiled, N or last)\n"
+"                       invert[@PAIR][:INNER] (test-only: exit 1 always,\n"
+"                       and a fault that never fired says so; invert\n"
+"                       fires only where a swap-in reuses blocks its step\n"
+"                       swapped out; PAIR: the pair spoiled, N or last)\n"
 "  -s, --set KEY=VALUE  override a configuration key (as kvsim run)\n"
 "      --seed N         run seed\n"
 "      --layout L       fa-split (default), fi-fused, ds-interleaved,\n"
@@ -93,8 +94,8 @@ validate_usage(FILE *f)
 "  -q, --quiet          no startup lines\n"
 "  -h, --help           this text\n"
 "\n"
-"Exit status: 0 every check passed, 1 an integrity failure (or the run\n"
-"failed), 2 bad usage or input.\n");
+"Exit status: 0 every check passed, 1 an integrity failure, a fault\n"
+"backend (caught or not) or a failed run, 2 bad usage or input.\n");
 }
 
 static struct vrep *
@@ -305,6 +306,57 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
 	}
 }
 
+/*
+ * The fault backend's own verdict (docs/gpu.md): a fault run passes no
+ * check.  Its mode is the name's ("fault" alone: none).  0 when the
+ * backend is not "fault..."; else 1, with "  FAILED: ..." printed unless
+ * a fault that took effect was caught (the integrity failures say so).
+ * A fault fires when it spoils a batch (kvgpu_fault_stats' injected;
+ * invert's held swap-out must be overtaken by a swap-in onto a block it
+ * reads).
+ */
+static int
+fault_verdict(const struct vctx *x, const struct kvval_stats *t, bool say)
+{
+	uint64_t inj = 0, haz = 0, i, h;
+	enum kvgpu_fault f = KVGPU_FAULT_NONE;
+	char mode[32] = "none";
+	size_t n;
+
+	if (strncmp(x->backend, "fault", 5) != 0 ||
+	    (x->backend[5] != '\0' && x->backend[5] != ':'))
+		return 0;
+	if (x->backend[5] == ':' &&
+	    (n = strcspn(x->backend + 6, ":@")) > 0 && n < sizeof(mode))
+		snprintf(mode, sizeof(mode), "%.*s", (int)n, x->backend + 6);
+	(void)kvgpu_fault_parse(mode, &f);
+	for (uint32_t r = 0; r < x->nrep; r++)
+		if (x->rep[r].g != NULL &&
+		    kvgpu_fault_stats(x->rep[r].g, &i, &h) == KV_OK) {
+			inj += i;
+			haz += h;
+		}
+	if (!say)
+		return 1;
+	if (f == KVGPU_FAULT_NONE)
+		printf("  FAILED: fault:none injects nothing: no fault was "
+		       "tested (corrupt, drop, reorder or invert)\n");
+	else if (inj == 0 && f == KVGPU_FAULT_INVERT)
+		printf("  FAILED: fault:invert never fired: no step swapped in "
+		       "onto a block its swap-out read (%" PRIu64 " hazards), "
+		       "the only order it can spoil\n", haz);
+	else if (inj == 0)
+		printf("  FAILED: fault:%s never fired: the run copied no "
+		       "swap-out batch%s that it could spoil (run one that "
+		       "swaps)\n", mode, f == KVGPU_FAULT_REORDER ?
+		       " of two or more blocks" : "");
+	else if (t->failures == 0)
+		printf("  FAILED: fault:%s spoiled %" PRIu64 " batch(es) and "
+		       "no check failed: the verifier missed it\n", mode,
+		       inj);
+	return 1;
+}
+
 /* The notes under the table and the verdict of the integrity checks. */
 static void
 report_verdict(const struct vctx *x, const sim_run *R,
@@ -327,6 +379,7 @@ report_verdict(const struct vctx *x, const sim_run *R,
 		       "%s\n", t->failures, t->first_failure);
 	else
 		printf("  integrity: 0 failures\n");
+	(void)fault_verdict(x, t, true);
 }
 
 /* The report on stdout: the run, the copies, the checks, the verdict. */
@@ -661,7 +714,8 @@ validate_main(int argc, char **argv)
 		sum_stats(&x, &t, sim);
 		if (r2 != 0)
 			rc = r2;
-		else if (rc == 0 && t.failures > 0)
+		else if (rc == 0 && (t.failures > 0 ||
+				     fault_verdict(&x, &t, false)))
 			rc = KVSIM_EXIT_FAIL;
 	}
 done:
