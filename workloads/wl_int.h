@@ -213,13 +213,20 @@ bool wl__grow(void **arr, size_t *cap, size_t need, size_t elem);
 
 struct wl_hset {
 	uint64_t *slot;
+	uint32_t *val;		/* a map's values; NULL in a set */
 	size_t cap, n;
 	bool has_zero;
+	uint32_t zero_val;	/* the value of the key 0 */
 };
 
 bool wl__hset_init(struct wl_hset *h);
-/* true if present; inserts when `insert`.  false + errno on no memory. */
+/* 1 if present, else 0; inserts when `insert`.  -1 + errno on no memory. */
 int wl__hset_has(struct wl_hset *h, uint64_t k, bool insert);
+/* A map of 64-bit keys to 32-bit values (an absent key reads 0). */
+bool wl__hmap_init(struct wl_hset *h);
+uint32_t wl__hmap_get(struct wl_hset *h, uint64_t k);
+/* value(k) = max(value(k), v), adding k if absent; -1 on no memory. */
+int wl__hmap_max(struct wl_hset *h, uint64_t k, uint32_t v);
 void wl__hset_release(struct wl_hset *h);
 
 /* Stages (wl_trace.c, wl_xform.c, wl_gen.c). ---------------------------- */
