@@ -108,6 +108,19 @@ head -1 "$tmp/sweep.csv" >"$tmp/empty.csv"
 grep -q 'empty.csv: no row with a measured time' "$tmp/empty.out" ||
 	{ cat "$tmp/empty.out"; fail "no rows: message"; }
 [ ! -e "$tmp/empty.yaml" ] || fail "a file written from no rows"
+# a file of one empty line, as the sweep and as --holdout (both crashed
+# the reader): exit 2, FILE:LINE:COL, nothing written
+printf '\n' >"$tmp/nl.csv"
+"$KVSIM" calibrate "$tmp/nl.csv" --out "$tmp/nl.yaml" >"$tmp/nl.out" 2>&1
+[ $? -eq 2 ] || { cat "$tmp/nl.out"; fail "blank sweep: exit not 2"; }
+grep -q "^$tmp/nl.csv:1:1: empty file, expected a header row" "$tmp/nl.out" ||
+	{ cat "$tmp/nl.out"; fail "blank sweep: message"; }
+"$KVSIM" calibrate "$tmp/sweep.csv" --holdout "$tmp/nl.csv" \
+	--out "$tmp/nl.yaml" >"$tmp/nl.out" 2>&1
+[ $? -eq 2 ] || { cat "$tmp/nl.out"; fail "blank holdout: exit not 2"; }
+grep -q "^$tmp/nl.csv:1:1: empty file, expected a header row" "$tmp/nl.out" ||
+	{ cat "$tmp/nl.out"; fail "blank holdout: message"; }
+[ ! -e "$tmp/nl.yaml" ] || fail "a file written from a blank file"
 awk -F, 'BEGIN { OFS = "," } NR == 1 { for (i = 1; i <= NF; i++)
 	if ($i == "total_bytes") c = i } NR == 3 { $c = $c + 1 } { print }' \
 	"$tmp/sweep.csv" >"$tmp/tot.csv"

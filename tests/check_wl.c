@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAXR 64
@@ -96,6 +97,68 @@ drain(const struct wl_config *c, struct req *out, size_t *n,
 
 /* ---------------------------------------------------------------- parse */
 
+/* Datetimes: calendar fields, leap years, the int64 ns range. */
+static void
+datetime_ranges(void)
+{
+	static const struct {
+		const char *text;
+		enum wl_num rc;
+		int64_t ns;
+	} dt[] = {
+		{ "2023-02-29 00:00:00", WL_NUM_BAD, 0 },
+		{ "1900-02-29 00:00:00", WL_NUM_BAD, 0 },
+		{ "2023-04-31 00:00:00", WL_NUM_BAD, 0 },
+		{ "2023-00-10 00:00:00", WL_NUM_BAD, 0 },
+		{ "2023-01-00 00:00:00", WL_NUM_BAD, 0 },
+		{ "2023-01-01 00:60:00", WL_NUM_BAD, 0 },
+		{ "2023-01-01 00:00:61", WL_NUM_BAD, 0 },
+		{ "2023-06-30 12:59:60", WL_NUM_BAD, 0 },
+		{ "2023-01-01 00:00:00.5e3", WL_NUM_BAD, 0 },
+		{ "2023-01-01 00:00:00.-5", WL_NUM_BAD, 0 },
+		{ "2023-01-01 00:00:00Z", WL_NUM_BAD, 0 },
+		{ "2024-02-29 00:00:00", WL_NUM_OK, 1709164800000000000 },
+		{ "2000-02-29 00:00:00", WL_NUM_OK, 951782400000000000 },
+		{ "2016-12-31 23:59:60", WL_NUM_OK, 1483228800000000000 },
+		{ "1969-12-31 23:59:59.25", WL_NUM_OK, -750000000 },
+		{ "1970-01-01 00:00:00.9999999999", WL_NUM_OK, 1000000000 },
+		{ "2262-04-11 23:47:16.854775807", WL_NUM_OK, INT64_MAX },
+		{ "2262-04-11 23:47:16.854775808", WL_NUM_HUGE, 0 },
+		{ "2262-04-11 23:47:16.8547758075", WL_NUM_HUGE, 0 },
+		{ "1677-09-21 00:12:43.145224192", WL_NUM_OK, INT64_MIN },
+		{ "1677-09-21 00:12:43.145224191", WL_NUM_HUGE, 0 },
+		{ "9999-12-31 23:59:60.9999999999", WL_NUM_HUGE, 0 },
+		{ "1600-01-01 00:00:00", WL_NUM_HUGE, 0 },
+		{ "0000-01-01 00:00:00", WL_NUM_HUGE, 0 },
+	};
+	char many[128];
+	int64_t t;
+
+	for (size_t i = 0; i < sizeof(dt) / sizeof(dt[0]); i++) {
+		enum wl_num rc = wl__parse_datetime(dt[i].text,
+		    strlen(dt[i].text), &t);
+
+		ck_assert_msg(rc == dt[i].rc, "%s: %d", dt[i].text, (int)rc);
+		if (rc == WL_NUM_OK)
+			ck_assert_msg(t == dt[i].ns, "%s: %" PRId64,
+			    dt[i].text, t);
+	}
+	/* any number of fraction digits: the 10th rounds, the rest go */
+	snprintf(many, sizeof(many), "2000-01-01 00:00:00.%0100d", 1);
+	ck_assert_int_eq(wl__parse_datetime(many, strlen(many), &t),
+	    WL_NUM_OK);
+	ck_assert_int_eq(t, 946684800000000000);
+	/* and back to text, across the whole range */
+	wl__format_datetime(INT64_MIN, many, sizeof(many));
+	ck_assert_str_eq(many, "1677-09-21 00:12:43.145224192");
+	wl__format_datetime(INT64_MAX, many, sizeof(many));
+	ck_assert_str_eq(many, "2262-04-11 23:47:16.854775807");
+	wl__format_datetime(-750000000, many, sizeof(many));
+	ck_assert_str_eq(many, "1969-12-31 23:59:59.250000000");
+	wl__format_datetime(1709164800000000000, many, sizeof(many));
+	ck_assert_str_eq(many, "2024-02-29 00:00:00");
+}
+
 START_TEST(test_parse_numbers)
 {
 	uint32_t u;
@@ -148,12 +211,17 @@ START_TEST(test_parse_numbers)
 		wl__civil_from_days(d, &y, &m, &dd);
 		ck_assert_int_eq(wl__days_from_civil(y, m, dd), d);
 	}
-	ck_assert(wl__parse_datetime("2023-11-16 18:15:46.6805900", 27, &t));
+	ck_assert_int_eq(wl__parse_datetime("2023-11-16 18:15:46.6805900",
+	    27, &t), WL_NUM_OK);
 	ck_assert_int_eq(t, (19677LL * 86400 + 18 * 3600 + 15 * 60 + 46) *
 	    1000000000LL + 680590000);
-	ck_assert(!wl__parse_datetime("2023-02-30 00:00:00", 19, &t));
-	ck_assert(!wl__parse_datetime("2023-11-16 24:00:00", 19, &t));
-	ck_assert(!wl__parse_datetime("2023-11-16 18:15:46.", 20, &t));
+	ck_assert_int_eq(wl__parse_datetime("2023-02-30 00:00:00", 19, &t),
+	    WL_NUM_BAD);
+	ck_assert_int_eq(wl__parse_datetime("2023-11-16 24:00:00", 19, &t),
+	    WL_NUM_BAD);
+	ck_assert_int_eq(wl__parse_datetime("2023-11-16 18:15:46.", 20, &t),
+	    WL_NUM_BAD);
+	datetime_ranges();
 	/* CSV with quotes. */
 	ck_assert_int_eq(wl__csv_split(line, strlen(line), f, 8), 4);
 	ck_assert_int_eq((int)f[1].n, 5);
@@ -494,6 +562,10 @@ struct bad_case {
 	const char *msg;	/* after "PATH" */
 };
 
+#define SPAN_BACK ":3:1: timestamp 1678-01-01 00:00:00 is more than 292 " \
+	"years before the first row's 2262-01-01 00:00:00 (line 2): arrival " \
+	"times count nanoseconds from the first row in 64 bits"
+
 static const struct bad_case bad_cases[] = {
 	{ "bad/empty.csv", WL_FMT_AUTO, WL_EPARSE, ": empty file" },
 	{ "bad/blank.csv", WL_FMT_AUTO, WL_EPARSE, ": empty file" },
@@ -509,6 +581,22 @@ static const struct bad_case bad_cases[] = {
 	{ "bad/azure_unsorted.csv", WL_FMT_AUTO, WL_EORDER,
 	  ":4:1: timestamp 1.000000000 s is earlier than the previous row's "
 	  "4.000000000 s (set order: sort or order: skip)" },
+	{ "bad/azure_year9999.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":3:1: TIMESTAMP is out of range: '9999-01-01 00:00:00' (times "
+	  "from 1677-09-21 00:12:43.145224192 to 2262-04-11 "
+	  "23:47:16.854775807 are read)" },
+	{ "bad/azure_year1600.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":2:1: TIMESTAMP is out of range: '1600-01-01 00:00:00.0000000' "
+	  "(times from 1677-09-21 00:12:43.145224192 to 2262-04-11 "
+	  "23:47:16.854775807 are read)" },
+	{ "bad/azure_feb29.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":3:1: TIMESTAMP: expected YYYY-MM-DD HH:MM:SS[.fffffff], found "
+	  "'2023-02-29 00:00:00.0000000'" },
+	{ "bad/azure_span_back.csv", WL_FMT_AUTO, WL_EPARSE, SPAN_BACK },
+	{ "bad/azure_span_fwd.csv", WL_FMT_AUTO, WL_EPARSE,
+	  ":3:1: timestamp 2262-01-01 00:00:00.500000000 is more than 292 "
+	  "years after the first row's 1678-01-01 00:00:00 (line 2): "
+	  "arrival times count nanoseconds from the first row in 64 bits" },
 	{ "bad/vidur_negative.csv", WL_FMT_AUTO, WL_EPARSE,
 	  ":3:1: arrived_at is negative: '-1.5'" },
 	{ "bad/mooncake_bad.jsonl", WL_FMT_AUTO, WL_EPARSE,
@@ -622,6 +710,147 @@ START_TEST(test_order)
 	    "raise sort_window", c.trace);
 	ck_assert_str_eq(msg, want);
 	wl_config_release(&c);
+}
+END_TEST
+
+/*
+ * Wall-clock times more than 292 years apart: an error in every order
+ * mode, also with on_error: skip (the first row is as much at fault),
+ * never a wrapped time or a row dropped as out of order.
+ */
+START_TEST(test_span)
+{
+	static const enum wl_order orders[] = { WL_ORDER_ERROR, WL_ORDER_SKIP,
+		WL_ORDER_SORT };
+	char msg[1200], want[1200];
+	struct req q[MAXR];
+	struct wl_counts cnt;
+	struct wl_config c;
+	size_t n;
+
+	cfg_trace(&c, "bad/azure_span_back.csv");
+	snprintf(want, sizeof(want), "%s%s", c.trace, SPAN_BACK);
+	for (int skip = 0; skip < 2; skip++)
+		for (size_t i = 0; i < 3; i++) {
+			c.order = orders[i];
+			c.on_error = skip ? WL_ON_ERROR_SKIP :
+			    WL_ON_ERROR_STOP;
+			ck_assert_int_eq(drain(&c, q, &n, &cnt, msg,
+			    sizeof(msg)), WL_EPARSE);
+			ck_assert_str_eq(msg, want);
+			ck_assert_uint_eq(cnt.rej_order, 0);
+			ck_assert_uint_eq(cnt.skipped, 0);
+		}
+	wl_config_release(&c);
+	cfg_trace(&c, "bad/azure_span_fwd.csv");
+	for (size_t i = 0; i < 3; i++) {
+		c.order = orders[i];
+		ck_assert_int_eq(drain(&c, q, &n, &cnt, msg, sizeof(msg)),
+		    WL_EPARSE);
+		ck_assert_ptr_nonnull(strstr(msg, ":3:1: timestamp 2262-01-01 "
+		    "00:00:00.500000000 is more than 292 years after"));
+	}
+	wl_config_release(&c);
+}
+END_TEST
+
+/* 29 February exists in leap years only; 2024's is read. */
+START_TEST(test_leap_day)
+{
+	struct wl_config c;
+	struct req q[MAXR];
+	size_t n;
+	char msg[1200];
+
+	cfg_trace(&c, "azure_leap.csv");
+	ck_assert_int_eq(drain(&c, q, &n, NULL, msg, sizeof(msg)), WL_END);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(q[1].r.arrival_ns, 12 * 3600 * 1000000000LL +
+	    500000000);
+	ck_assert_int_eq(q[2].r.arrival_ns, 24 * 3600 * 1000000000LL +
+	    500000000);
+	wl_config_release(&c);
+}
+END_TEST
+
+/* ---------------------------------------------------------- statistics */
+
+/* Feed prompts of segments to a wl_stats; the token-block hits. */
+static uint64_t
+block_hits(uint32_t block, const struct wl_seg *segs, const uint32_t *nsegs,
+    size_t nreq, uint64_t *total)
+{
+	wl_stats *st = wl_stats_new(block, 32000, 0);
+	struct wl_summary sum;
+	uint64_t hits;
+
+	ck_assert_ptr_nonnull(st);
+	for (size_t i = 0; i < nreq; i++) {
+		struct wl_request r;
+
+		memset(&r, 0, sizeof(r));
+		r.arrival_ns = (int64_t)i;
+		r.output_tokens = 1;
+		r.n = 1;
+		r.segs = segs;
+		r.nsegs = nsegs[i];
+		for (uint32_t k = 0; k < r.nsegs; k++)
+			r.prompt_tokens += segs[k].len;
+		ck_assert_int_eq(wl_stats_add(st, &r), WL_OK);
+		segs += nsegs[i];
+	}
+	wl_stats_summary(st, &sum);
+	hits = sum.blk_hit;
+	*total = sum.blk_total;
+	wl_stats_free(st);
+	return hits;
+}
+
+/* A key whose token 0 equals token `pos` of `key` (a chance match). */
+static uint64_t
+twin(uint64_t key, uint32_t pos)
+{
+	uint32_t want = wl_token(key, pos, 32000);
+	uint64_t k = 1000;
+
+	while (wl_token(k, 0, 32000) != want)
+		k++;
+	return k;
+}
+
+/*
+ * Token-block reuse as a cache of token ids sees it: shared segments,
+ * and a single token equal by chance where a block ends (found, not
+ * assumed).  And its cost: per segment, so a 2^31 - 1-token prompt (it
+ * took about a minute and 4 GiB, token by token) is immediate.
+ */
+START_TEST(test_stats_blocks)
+{
+	const uint32_t big = 2147483647u;
+	uint64_t a = 11, b = 22, total;
+	struct wl_seg s1[] = { { a, 10 }, { a, 4 }, { twin(a, 4), 3 } };
+	struct wl_seg s2[] = { { a, 4 }, { twin(a, 4), 6 }, { a, 8 } };
+	struct wl_seg s3[] = { { a, 5 }, { twin(a, 0), 3 } };
+	struct wl_seg s4[] = { { a, big }, { a, big }, { a, 1000 }, { b, 5 } };
+	uint32_t n1[] = { 1, 2 }, n2[] = { 2, 1 }, n3[] = { 1, 1 };
+	uint32_t n4[] = { 1, 1, 2 };
+	clock_t t0;
+
+	/* (a,4) then a token equal to a's 5th: 5 tokens, one 5-block */
+	ck_assert_uint_eq(block_hits(5, s1, n1, 2, &total), 1);
+	ck_assert_uint_eq(total, 3);
+	ck_assert_uint_eq(block_hits(4, s1, n1, 2, &total), 1);
+	/* the earlier prompt continued with the twin; the later one runs on */
+	ck_assert_uint_eq(block_hits(5, s2, n2, 2, &total), 1);
+	ck_assert_uint_eq(block_hits(3, s2, n2, 2, &total), 1);
+	/* a first token equal by chance is a hit at block size 1 */
+	ck_assert_uint_eq(block_hits(1, s3, n3, 2, &total), 1);
+	ck_assert_uint_eq(total, 8);
+	ck_assert_uint_eq(block_hits(2, s3, n3, 2, &total), 0);
+	t0 = clock();
+	ck_assert_uint_eq(block_hits(16, s4, n4, 3, &total), big / 16 + 62);
+	ck_assert_uint_eq(total, 2 * (uint64_t)(big / 16) + 62);
+	ck_assert_double_lt((double)(clock() - t0) / CLOCKS_PER_SEC, 5.0);
 }
 END_TEST
 
@@ -1565,6 +1794,9 @@ wl_suite(void)
 	    sizeof(bad_cases) / sizeof(bad_cases[0]));
 	tcase_add_test(tc, test_skip_and_reject);
 	tcase_add_test(tc, test_order);
+	tcase_add_test(tc, test_span);
+	tcase_add_test(tc, test_leap_day);
+	tcase_add_test(tc, test_stats_blocks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("transforms");
 	tcase_add_test(tc, test_transforms);

@@ -94,6 +94,34 @@ else
 	bad "$fx/mooncake.jsonl.gz: gzip-compressed input, and this kvsim was built without zlib; decompress it first (gzip -dc)" \
 	    "$fx/mooncake.jsonl.gz"
 fi
+# Datetimes: years out of int64 nanoseconds (year 9999 read as 1816, 1600
+# wrapped), a 29 February of a common year (read as 1 March), and
+# timestamps more than 292 years apart (the difference wrapped; order: skip
+# dropped the row) are errors in every order mode; 2024-02-29 is a date.
+rng="(times from 1677-09-21 00:12:43.145224192 to 2262-04-11 23:47:16.854775807 are read)"
+bad "$fx/bad/azure_year9999.csv:3:1: TIMESTAMP is out of range: '9999-01-01 00:00:00' $rng" \
+    "$fx/bad/azure_year9999.csv"
+bad "$fx/bad/azure_year1600.csv:2:1: TIMESTAMP is out of range: '1600-01-01 00:00:00.0000000' $rng" \
+    "$fx/bad/azure_year1600.csv"
+bad "$fx/bad/azure_feb29.csv:3:1: TIMESTAMP: expected YYYY-MM-DD HH:MM:SS[.fffffff], found '2023-02-29 00:00:00.0000000'" \
+    "$fx/bad/azure_feb29.csv"
+for o in error skip sort; do
+	bad "$fx/bad/azure_span_back.csv:3:1: timestamp 1678-01-01 00:00:00 is more than 292 years before the first row's 2262-01-01 00:00:00 (line 2): arrival times count nanoseconds from the first row in 64 bits" \
+	    --order $o "$fx/bad/azure_span_back.csv"
+	bad "$fx/bad/azure_span_fwd.csv:3:1: timestamp 2262-01-01 00:00:00.500000000 is more than 292 years after the first row's 1678-01-01 00:00:00 (line 2): arrival times count nanoseconds from the first row in 64 bits" \
+	    --order $o --on-error skip "$fx/bad/azure_span_fwd.csv"
+done
+"$KVSIM" trace-stats "$fx/azure_leap.csv" >"$t" 2>"$t.err" &&
+    grep -qx 'first / last timestamp: 2024-02-28 23:59:59.5000000 / 2024-03-01 00:00:00.0000000' "$t" &&
+    ok "29 February 2024" || { no "29 February 2024"; cat "$t" "$t.err"; }
+# Token-block reuse costs per segment, not per token: two prompts of
+# 2^31 - 1 tokens (a minute and 4 GiB each, token by token) at once.
+if command -v timeout >/dev/null 2>&1; then limit="timeout 20"; else limit=; fi
+$limit "$KVSIM" trace-stats --block-size 16 "$fx/huge_prompt.csv" >"$t" \
+    2>"$t.err" &&
+    grep -qx 'token-block reuse (16-token blocks): 134,217,727 of 268,435,454 blocks (50.00 %), 50.00 % of input tokens' "$t" &&
+    ok "2^31 - 1-token prompts" ||
+    { no "2^31 - 1-token prompts"; cat "$t" "$t.err"; }
 # Arrivals past the horizon of simulated time: the real arrival (not the
 # int64 clock's clamped INT64_MAX ns, 9.22337e+09 s) and the trace row.
 hz="past the 1000000000 s (31.7-year) horizon of simulated time: check the arrival rate, time_scale, window or the trace's timestamps"

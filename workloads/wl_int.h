@@ -163,8 +163,16 @@ enum wl_num wl__parse_time(const char *p, size_t n, int64_t unit_ns,
     int64_t *out);
 /* A finite double. */
 enum wl_num wl__parse_double(const char *p, size_t n, double *out);
-/* "YYYY-MM-DD HH:MM:SS[.f...]" to ns since 1970-01-01 (no time zone). */
-bool wl__parse_datetime(const char *p, size_t n, int64_t *out);
+/*
+ * "YYYY-MM-DD HH:MM:SS[.f...]" to ns since 1970-01-01 (no time zone):
+ * BAD for a malformed text or a date or time that does not exist
+ * (proleptic Gregorian; second 60 only at 23:59), HUGE when the count
+ * does not fit in int64 (before 1677-09-21 00:12:43.145224192 or after
+ * 2262-04-11 23:47:16.854775807).
+ */
+enum wl_num wl__parse_datetime(const char *p, size_t n, int64_t *out);
+/* ns since 1970-01-01 as "YYYY-MM-DD HH:MM:SS[.fffffffff]" (any int64). */
+void wl__format_datetime(int64_t ns, char *buf, size_t size);
 /* Days since 1970-01-01 of a proleptic Gregorian date. */
 int64_t wl__days_from_civil(int64_t y, unsigned m, unsigned d);
 /* Inverse of the above, for printing. */
@@ -213,13 +221,20 @@ bool wl__grow(void **arr, size_t *cap, size_t need, size_t elem);
 
 struct wl_hset {
 	uint64_t *slot;
+	uint32_t *val;		/* a map's values; NULL in a set */
 	size_t cap, n;
 	bool has_zero;
+	uint32_t zero_val;	/* the value of the key 0 */
 };
 
 bool wl__hset_init(struct wl_hset *h);
-/* true if present; inserts when `insert`.  false + errno on no memory. */
+/* 1 if present, else 0; inserts when `insert`.  -1 + errno on no memory. */
 int wl__hset_has(struct wl_hset *h, uint64_t k, bool insert);
+/* A map of 64-bit keys to 32-bit values (an absent key reads 0). */
+bool wl__hmap_init(struct wl_hset *h);
+uint32_t wl__hmap_get(struct wl_hset *h, uint64_t k);
+/* value(k) = max(value(k), v), adding k if absent; -1 on no memory. */
+int wl__hmap_max(struct wl_hset *h, uint64_t k, uint32_t v);
 void wl__hset_release(struct wl_hset *h);
 
 /* Stages (wl_trace.c, wl_xform.c, wl_gen.c). ---------------------------- */

@@ -11,7 +11,9 @@
 
 #include "workloads/wl_int.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -234,38 +236,117 @@ digits(const char *p, int n, unsigned *out)
 	return true;
 }
 
-bool
+static bool
+leap_year(unsigned y)
+{
+	return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+}
+
+/* The calendar and clock fields in range (a leap second only at 23:59). */
+static bool
+civil_ok(unsigned y, unsigned mo, unsigned d, unsigned h, unsigned mi,
+    unsigned s)
+{
+	static const unsigned mdays[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30,
+		31, 30, 31 };
+
+	if (mo < 1 || mo > 12 || d < 1)
+		return false;
+	if (d > mdays[mo - 1] + (mo == 2 && leap_year(y) ? 1u : 0u))
+		return false;
+	return h <= 23 && mi <= 59 &&
+	    (s <= 59 || (s == 60 && h == 23 && mi == 59));
+}
+
+/*
+ * secs * 10^9 + frac (0 <= frac < 10^9) into *out, if it fits in int64.
+ * INT64_MAX is 9223372036 s + 854775807 ns, INT64_MIN -9223372037 s +
+ * 145224192 ns; a negative count is formed as (secs + 1) * 10^9 +
+ * (frac - 10^9) so no intermediate leaves the range.
+ */
+static bool
+ns_of(int64_t secs, int64_t frac, int64_t *out)
+{
+	const int64_t g = 1000000000;
+
+	if (secs >= 0) {
+		if (secs > INT64_MAX / g ||
+		    (secs == INT64_MAX / g && frac > INT64_MAX % g))
+			return false;
+		*out = secs * g + frac;
+		return true;
+	}
+	if (secs < INT64_MIN / g - 1 ||
+	    (secs == INT64_MIN / g - 1 && frac < g + INT64_MIN % g))
+		return false;
+	*out = (secs + 1) * g + (frac - g);
+	return true;
+}
+
+enum wl_num
 wl__parse_datetime(const char *p, size_t n, int64_t *out)
 {
 	unsigned y, mo, d, h, mi, s;
-	static const unsigned mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30,
-		31, 30, 31 };
-	int64_t ns = 0;
+	int64_t frac = 0, secs;
 
 	trim(&p, &n);
 	if (n < 19 || p[4] != '-' || p[7] != '-' ||
 	    (p[10] != ' ' && p[10] != 'T') || p[13] != ':' || p[16] != ':')
-		return false;
+		return WL_NUM_BAD;
 	if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) ||
 	    !digits(p + 8, 2, &d) || !digits(p + 11, 2, &h) ||
 	    !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s))
-		return false;
-	if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h > 23 ||
-	    mi > 59 || s > 60)
-		return false;
+		return WL_NUM_BAD;
+	if (!civil_ok(y, mo, d, h, mi, s))
+		return WL_NUM_BAD;
 	if (n > 19) {
-		int64_t f;
-
+		/* '.' and digits only: no sign, no exponent. */
 		if (p[19] != '.' || n == 20)
-			return false;
-		if (wl__parse_time(p + 19, n - 19, 1000000000, &f) !=
+			return WL_NUM_BAD;
+		for (size_t i = 20; i < n; i++)
+			if (!WL_ISDIGIT(p[i]))
+				return WL_NUM_BAD;
+		if (wl__parse_time(p + 19, n - 19, 1000000000, &frac) !=
 		    WL_NUM_OK)
-			return false;
-		ns = f;
+			return WL_NUM_BAD;
 	}
-	*out = (wl__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 +
-	    s) * 1000000000LL + ns;
-	return true;
+	/* 4-digit years: |secs| < 2^39, no overflow before ns_of. */
+	secs = wl__days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 +
+	    (int64_t)mi * 60 + s;
+	if (frac >= 1000000000) {	/* .9999999995 rounds up */
+		secs++;
+		frac -= 1000000000;
+	}
+	return ns_of(secs, frac, out) ? WL_NUM_OK : WL_NUM_HUGE;
+}
+
+void
+wl__format_datetime(int64_t ns, char *buf, size_t size)
+{
+	const int64_t g = 1000000000;
+	int64_t s = ns / g, f = ns % g, days, sod, y;
+	unsigned m, d;
+
+	/* floor division in two steps: nothing here can overflow */
+	if (f < 0) {
+		s--;
+		f += g;
+	}
+	days = s / 86400;
+	sod = s % 86400;
+	if (sod < 0) {
+		days--;
+		sod += 86400;
+	}
+	wl__civil_from_days(days, &y, &m, &d);
+	if (f == 0)
+		snprintf(buf, size, "%04" PRId64 "-%02u-%02u %02d:%02d:%02d",
+		    y, m, d, (int)(sod / 3600), (int)(sod / 60 % 60),
+		    (int)(sod % 60));
+	else
+		snprintf(buf, size, "%04" PRId64 "-%02u-%02u %02d:%02d:%02d."
+		    "%09" PRId64, y, m, d, (int)(sod / 3600),
+		    (int)(sod / 60 % 60), (int)(sod % 60), f);
 }
 
 int

@@ -15,7 +15,10 @@
  * Lengths are counted exactly in a dense table up to 2^20 tokens (an
  * overflow list above), so percentiles are exact without storing the
  * trace.  Memory: the tables, one counter per minute, and the set of
- * distinct hash ids or block hashes when reuse is measured.
+ * distinct hash ids when reuse is measured.  Token-block reuse costs per
+ * segment, not per token (add_segment_blocks): a tree of the segments
+ * seen, so a 2^31-token prompt is one step; only explicit token ids are
+ * hashed block by block, a set of every block seen.
  */
 #include "config.h"
 
@@ -46,7 +49,8 @@ struct wl_stats {
 	size_t nbins, bincap;
 	struct lenacc in, out;
 	struct wl_hset seen;	/* hash ids */
-	struct wl_hset blocks;	/* chained token-block hashes */
+	struct wl_hset blocks;	/* chained token-block hashes (token ids) */
+	struct wl_hset edge, node, follow;	/* add_segment_blocks' tree */
 	uint64_t seg_total, seg_matched, tok_matched, reuse_req;
 	uint64_t blk_total, blk_hit;
 	uint64_t *bh;		/* per-request chained block hashes */
@@ -143,40 +147,32 @@ wl_stats_new(uint32_t block_tokens, uint32_t vocab, uint32_t hash_block)
 	st->hb = hash_block;
 	if (!len_init(&st->in) || !len_init(&st->out) ||
 	    (hash_block && !wl__hset_init(&st->seen)) ||
-	    (block_tokens && !wl__hset_init(&st->blocks))) {
+	    (block_tokens && (!wl__hset_init(&st->blocks) ||
+	    !wl__hmap_init(&st->edge) || !wl__hset_init(&st->node) ||
+	    !wl__hset_init(&st->follow)))) {
 		wl_stats_free(st);
 		return NULL;
 	}
 	return st;
 }
 
-/* Token-block reuse of one request (blocks of st->block tokens). */
+/*
+ * Token-block reuse of a request with explicit token ids: the ids hashed
+ * in chained blocks of st->block, looked up in and added to the set of
+ * every block seen.  The ids are in memory already (read from the trace),
+ * so the walk costs what reading them did.
+ */
 static wl_err
-add_blocks(wl_stats *st, const struct wl_request *r)
+add_token_blocks(wl_stats *st, const struct wl_request *r, uint32_t nb)
 {
-	uint32_t nb = r->prompt_tokens / st->block, b = 0, fill = 0;
 	uint64_t chain = 0x6b7673696d, h = 0;
+	uint32_t b = 0, fill = 0, hit = 0;
 	bool leading = true;
-	uint32_t seg = 0, off = 0;
 
-	if (nb == 0)
-		return WL_OK;
 	if (!wl__grow((void **)&st->bh, &st->bhcap, nb, sizeof(*st->bh)))
 		return WL_ENOMEM;
 	for (uint32_t pos = 0; b < nb; pos++) {
-		uint32_t tok;
-
-		if (r->tokens != NULL) {
-			tok = r->tokens[pos];
-		} else {
-			while (off >= r->segs[seg].len) {
-				seg++;
-				off = 0;
-			}
-			tok = wl_token(r->segs[seg].key, off, st->vocab);
-			off++;
-		}
-		h = wl_mix(h, tok);
+		h = wl_mix(h, r->tokens[pos]);
 		if (++fill == st->block) {
 			chain = wl_mix(chain, h);
 			st->bh[b++] = chain;
@@ -184,19 +180,107 @@ add_blocks(wl_stats *st, const struct wl_request *r)
 			fill = 0;
 		}
 	}
-	for (b = 0; b < nb; b++) {
-		int hit = wl__hset_has(&st->blocks, st->bh[b], false);
-
-		if (hit && leading)
-			st->blk_hit++;
+	for (b = 0; b < nb && leading; b++) {
+		if (wl__hset_has(&st->blocks, st->bh[b], false) == 1)
+			hit++;
 		else
 			leading = false;
 	}
 	for (b = 0; b < nb; b++)
 		if (wl__hset_has(&st->blocks, st->bh[b], true) < 0)
 			return WL_ENOMEM;
-	st->blk_total += nb;
+	st->blk_hit += hit;
 	return WL_OK;
+}
+
+/* Earlier segments with the key of the last one matched, running on. */
+struct longer {
+	bool any;
+	uint32_t next;		/* their id right after the match */
+};
+
+/*
+ * The same for a prompt of segments, in time linear in its segments
+ * rather than its tokens.  Token i of a segment is a function of (key,
+ * i), so two prompts agree on their first L tokens when their segments
+ * agree up to there.  A tree of the segments seen gives the longest such
+ * prefix L shared with any earlier prompt: a node is the exact run of
+ * whole segments before it (a chained hash); st->edge maps (node, key) to
+ * the longest segment with that key seen there; st->node holds the nodes
+ * reached; st->follow holds (node, id of the token that follows it).
+ * Beyond L the ids differ unless equal by chance (odds 1/vocab a token):
+ * the token right after L is compared with those that followed L in the
+ * earlier prompts, as a cache of ids would (a 1-token match can complete
+ * a block); two or more chance-equal tokens in a row are not looked for.
+ * Leading blocks that hit: (L + that match) / block.
+ */
+static wl_err
+add_segment_blocks(wl_stats *st, const struct wl_request *r, uint32_t nb)
+{
+	uint64_t node = 0x6b7673696d, shared = 0;
+	uint32_t left = r->prompt_tokens, v = st->vocab, extra = 0;
+	struct longer dv = { false, 0 };
+	bool matching = true;
+
+	for (uint32_t i = 0; i < r->nsegs && left > 0; i++) {
+		uint64_t key = r->segs[i].key, edge, child;
+		uint32_t len = r->segs[i].len < left ? r->segs[i].len : left;
+		uint32_t tok0 = wl_token(key, 0, v), m;
+
+		if (len == 0)
+			continue;
+		left -= len;
+		edge = wl_mix(node, key);
+		child = wl_mix(edge, len);
+		if (matching) {
+			m = wl__hmap_get(&st->edge, edge);
+			if (m == 0) {
+				/* ids that followed this node, or the run */
+				extra = wl__hset_has(&st->follow,
+				    wl_mix(node, tok0), false) == 1 ||
+				    (dv.any && dv.next == tok0);
+				matching = false;
+			} else if (m < len) {
+				shared += m;
+				extra = wl__hset_has(&st->follow, wl_mix(wl_mix(
+				    edge, m), wl_token(key, m, v)), false) == 1;
+				matching = false;
+			} else {
+				shared += len;
+				dv.any = m > len;
+				dv.next = wl_token(key, len, v);
+				matching = wl__hset_has(&st->node, child,
+				    false) == 1;
+				if (!matching && dv.any && i + 1 < r->nsegs &&
+				    left > 0)
+					extra = wl_token(r->segs[i + 1].key, 0,
+					    v) == dv.next;
+			}
+		}
+		if (wl__hmap_max(&st->edge, edge, len) < 0 ||
+		    wl__hset_has(&st->node, child, true) < 0 ||
+		    wl__hset_has(&st->follow, wl_mix(node, tok0), true) < 0)
+			return WL_ENOMEM;
+		node = child;
+	}
+	shared = (shared + extra) / st->block;
+	st->blk_hit += shared < nb ? shared : nb;
+	return WL_OK;
+}
+
+static wl_err
+add_blocks(wl_stats *st, const struct wl_request *r)
+{
+	uint32_t nb = r->prompt_tokens / st->block;
+	wl_err rc = WL_OK;
+
+	if (r->tokens != NULL && nb > 0)
+		rc = add_token_blocks(st, r, nb);
+	else if (r->tokens == NULL)
+		rc = add_segment_blocks(st, r, nb);
+	if (rc == WL_OK)
+		st->blk_total += nb;
+	return rc;
 }
 
 static wl_err
@@ -331,8 +415,12 @@ wl_stats_free(wl_stats *st)
 	len_release(&st->out);
 	if (st->hb)
 		wl__hset_release(&st->seen);
-	if (st->block)
+	if (st->block) {
 		wl__hset_release(&st->blocks);
+		wl__hset_release(&st->edge);
+		wl__hset_release(&st->node);
+		wl__hset_release(&st->follow);
+	}
 	free(st->bins);
 	free(st->bh);
 	free(st);

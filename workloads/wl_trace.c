@@ -199,6 +199,7 @@ struct trace {
 	uint64_t data_rows;
 	bool have_base, have_last;
 	int64_t t_base, last;
+	uint64_t base_line;	/* the line of the first row */
 	struct wl_seg *segs;
 	size_t segcap;
 	uint32_t *toks;
@@ -309,7 +310,13 @@ parse_time_field(struct trace *t, struct row *r, const struct colspec *cs,
 
 	r->time_col = col;
 	if (cs->unit == T_DATETIME) {
-		if (!wl__parse_datetime(p, n, &r->t))
+		rc = wl__parse_datetime(p, n, &r->t);
+		if (rc == WL_NUM_HUGE)
+			return row_error(t, col, "%s is out of range: '%s' "
+			    "(times from 1677-09-21 00:12:43.145224192 to "
+			    "2262-04-11 23:47:16.854775807 are read)", cs->name,
+			    quote(p, n, q, sizeof(q)));
+		if (rc != WL_NUM_OK)
 			return row_error(t, col, "%s: expected YYYY-MM-DD "
 			    "HH:MM:SS[.fffffff], found '%s'", cs->name,
 			    quote(p, n, q, sizeof(q)));
@@ -836,6 +843,30 @@ gz_blame(struct trace *t, wl_err rc)
 	return WL_EPARSE;
 }
 
+/*
+ * A wall-clock time relative to the first row's.  A difference beyond
+ * int64 nanoseconds (about 292 years either way) is an error for every
+ * order mode, so it can neither wrap nor be dropped as out of order.
+ */
+static wl_err
+rebase(struct trace *t, struct row *r)
+{
+	int64_t a = r->t, b = t->t_base;
+	char x[48], y[48];
+
+	if ((b < 0 && a > INT64_MAX + b) || (b > 0 && a < INT64_MIN + b)) {
+		wl__format_datetime(a, x, sizeof(x));
+		wl__format_datetime(b, y, sizeof(y));
+		return row_error(t, r->time_col, "timestamp %s is more than "
+		    "292 years %s the first row's %s (line %" PRIu64 "): "
+		    "arrival times count nanoseconds from the first row in "
+		    "64 bits", x, a < b ? "before" : "after", y,
+		    t->base_line);
+	}
+	r->t = a - b;
+	return WL_OK;
+}
+
 static wl_err
 trace_next(struct wl_stage *st, struct wl_request *out)
 {
@@ -878,10 +909,15 @@ trace_next(struct wl_stage *st, struct wl_request *out)
 			if (!t->have_base) {
 				t->have_base = true;
 				t->t_base = r.t;
+				t->base_line = t->lr.line;
 				p->info.has_epoch = true;
 				p->info.epoch_ns = r.t;
 			}
-			r.t -= t->t_base;
+			if (rebase(t, &r) != WL_OK) {
+				/* not this row's fault alone: never skipped */
+				t->data_rows++;
+				return gz_blame(t, WL_EPARSE);
+			}
 			if (r.t < 0 && t->order == WL_ORDER_SORT)
 				rc = row_error(t, 1, "timestamp is earlier "
 				    "than the first row's; a sorted trace must "

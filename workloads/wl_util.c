@@ -144,7 +144,10 @@ wl_output_tokens(const struct wl_request *r, uint32_t sample, uint32_t from,
 		out[i] = wl__token(key, (uint64_t)from + i, vocab);
 }
 
-/* Hash set: linear probing, power-of-two capacity, load <= 1/2. */
+/*
+ * Hash set: linear probing, power-of-two capacity, load <= 1/2.  A map
+ * (wl__hmap_init) keeps a 32-bit value beside each key.
+ */
 
 static size_t
 hset_slot(uint64_t k, size_t mask)
@@ -152,13 +155,31 @@ hset_slot(uint64_t k, size_t mask)
 	return (size_t)(wl__mix(k, 0) & mask);
 }
 
-bool
-wl__hset_init(struct wl_hset *h)
+static bool
+hset_alloc(struct wl_hset *h, bool map)
 {
 	memset(h, 0, sizeof(*h));
 	h->cap = 1024;
 	h->slot = calloc(h->cap, sizeof(*h->slot));
-	return h->slot != NULL;
+	if (map)
+		h->val = calloc(h->cap, sizeof(*h->val));
+	if (h->slot == NULL || (map && h->val == NULL)) {
+		wl__hset_release(h);
+		return false;
+	}
+	return true;
+}
+
+bool
+wl__hset_init(struct wl_hset *h)
+{
+	return hset_alloc(h, false);
+}
+
+bool
+wl__hmap_init(struct wl_hset *h)
+{
+	return hset_alloc(h, true);
 }
 
 static bool
@@ -166,9 +187,13 @@ hset_rehash(struct wl_hset *h)
 {
 	size_t ncap = h->cap * 2;
 	uint64_t *ns = calloc(ncap, sizeof(*ns));
+	uint32_t *nv = h->val != NULL ? calloc(ncap, sizeof(*nv)) : NULL;
 
-	if (ns == NULL)
+	if (ns == NULL || (h->val != NULL && nv == NULL)) {
+		free(ns);
+		free(nv);
 		return false;
+	}
 	for (size_t i = 0; i < h->cap; i++) {
 		uint64_t k = h->slot[i];
 		size_t j;
@@ -179,40 +204,90 @@ hset_rehash(struct wl_hset *h)
 		    j = (j + 1) & (ncap - 1))
 			;
 		ns[j] = k;
+		if (nv != NULL)
+			nv[j] = h->val[i];
 	}
 	free(h->slot);
+	free(h->val);
 	h->slot = ns;
+	h->val = nv;
 	h->cap = ncap;
 	return true;
 }
 
-int
-wl__hset_has(struct wl_hset *h, uint64_t k, bool insert)
+/*
+ * The slot of k (SIZE_MAX for the key 0, kept aside since 0 marks empty
+ * slots): *found says whether k is there; when not and `insert`, it is
+ * added with the value 0.  -1 and errno on no memory.
+ */
+static int
+hset_find(struct wl_hset *h, uint64_t k, bool insert, size_t *at)
 {
 	size_t j;
 
+	*at = SIZE_MAX;
 	if (k == 0) {
-		/* 0 marks empty slots; keep it aside. */
 		if (h->has_zero)
 			return 1;
 		if (insert) {
 			h->has_zero = true;
+			h->zero_val = 0;
 			h->n++;
 		}
 		return 0;
 	}
 	for (j = hset_slot(k, h->cap - 1); h->slot[j] != 0;
 	    j = (j + 1) & (h->cap - 1))
-		if (h->slot[j] == k)
+		if (h->slot[j] == k) {
+			*at = j;
 			return 1;
+		}
 	if (!insert)
 		return 0;
 	h->slot[j] = k;
+	if (h->val != NULL)
+		h->val[j] = 0;
 	h->n++;
-	if (h->n * 2 > h->cap && !hset_rehash(h)) {
-		errno = ENOMEM;
-		return -1;
+	if (h->n * 2 > h->cap) {
+		if (!hset_rehash(h)) {
+			errno = ENOMEM;
+			return -1;
+		}
+		return hset_find(h, k, false, at) - 1;
 	}
+	*at = j;
+	return 0;
+}
+
+int
+wl__hset_has(struct wl_hset *h, uint64_t k, bool insert)
+{
+	size_t at;
+
+	return hset_find(h, k, insert, &at);
+}
+
+uint32_t
+wl__hmap_get(struct wl_hset *h, uint64_t k)
+{
+	size_t at;
+
+	if (hset_find(h, k, false, &at) != 1)
+		return 0;
+	return at == SIZE_MAX ? h->zero_val : h->val[at];
+}
+
+int
+wl__hmap_max(struct wl_hset *h, uint64_t k, uint32_t v)
+{
+	size_t at;
+	uint32_t *cur;
+
+	if (hset_find(h, k, true, &at) < 0)
+		return -1;
+	cur = at == SIZE_MAX ? &h->zero_val : &h->val[at];
+	if (v > *cur)
+		*cur = v;
 	return 0;
 }
 
@@ -220,5 +295,6 @@ void
 wl__hset_release(struct wl_hset *h)
 {
 	free(h->slot);
+	free(h->val);
 	memset(h, 0, sizeof(*h));
 }

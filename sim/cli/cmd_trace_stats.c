@@ -101,11 +101,20 @@ med(double v, char *buf, size_t size)
 static void
 wallclock(int64_t ns, char *buf, size_t size)
 {
-	int64_t s = ns >= 0 ? ns / 1000000000 : -((-ns + 999999999) /
-	    1000000000);
-	int64_t frac = ns - s * 1000000000, days = s >= 0 ? s / 86400 :
-	    -((-s + 86399) / 86400), sod = s - days * 86400, y;
+	int64_t s = ns / 1000000000, frac = ns % 1000000000, days, sod, y;
 	unsigned m, d;
+
+	/* floor division without negating: any int64, INT64_MIN included */
+	if (frac < 0) {
+		s--;
+		frac += 1000000000;
+	}
+	days = s / 86400;
+	sod = s % 86400;
+	if (sod < 0) {
+		days--;
+		sod += 86400;
+	}
 
 	/* days_from_civil's inverse, as in workloads/wl_parse.c. */
 	{
