@@ -21,7 +21,9 @@
  * imply success; success that leaves the watermark free must imply a verdict
  * other than NEVER, and in every mode but vllm-v0 (whose checks are
  * worst-case by design, core-spec §1.6) also other than LATER/no.  The first
- * disagreement is reported with the operation lines that led to it.
+ * disagreement is reported with the operation lines that led to it.  A
+ * trial outside the reference's contract (KV_EREF) stops the run with
+ * exit 2, as the action would.
  */
 #include "sim/replay.h"
 
@@ -946,10 +948,17 @@ rp_trial_action(struct rp *r, kvc *c, enum rp_action a, int32_t s,
 	return KV_EINVAL;
 }
 
+static const char *const rp_action_name[] = {
+	"allocate", "append", "swap_out", "swap_in"
+};
+
 /*
  * Try an action on a clone.  *ok = it succeeded; *left = the least free
- * count after it.  Misuse errors other than KV_ENOSPC also count as
- * "does not succeed".  Out of memory: RP_FAIL with r->nomem set.
+ * count after it.  Misuse errors other than KV_ENOSPC and KV_EREF also
+ * count as "does not succeed".  A trial outside the reference's contract
+ * (KV_EREF) is no answer either way: the run stops with exit 2 and the
+ * message the action gives when run directly.  Out of memory: RP_FAIL with
+ * r->nomem set.
  */
 static int
 rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
@@ -963,6 +972,16 @@ rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
 		return RP_FAIL;
 	}
 	e = rp_trial_action(r, c, a, s, n, L);
+	if (e == KV_EREF) {
+		int rc = rp_error(r, "%s (the --check trial of this query): "
+				  "outside the reference's contract (the %s "
+				  "reference would fail): %s",
+				  rp_action_name[a],
+				  kvc_mode_name(r->cfg.mode), kvc_errmsg(c));
+
+		kvc_free(c);
+		return rc;
+	}
 	*ok = e == KV_OK;
 	*left = rp_min_free(c);
 	if (*ok) {
@@ -1207,6 +1226,7 @@ rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
 	kvc_verdict v;
 	int32_t s;
 	kv_err e;
+	int rc;
 
 	(void)text;
 	if (rp_seq_arg(r, l, "lookahead", &s) ||
@@ -1219,9 +1239,9 @@ rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
 	rp_emit(r, "%s %s %s", l->kw, l->pos[0], rp_verdict_name[v]);
 	if (!r->o->check)
 		return RP_OK;
-	if (rp_trial(r, in ? RA_SWAP_IN : RA_ALLOCATE, s, 0, in ? L : 0, &ok,
-		     &left))
-		return RP_FAIL;
+	if ((rc = rp_trial(r, in ? RA_SWAP_IN : RA_ALLOCATE, s, 0,
+			   in ? L : 0, &ok, &left)) != RP_OK)
+		return rc;
 	return rp_check_verdict(r, l->kw, v, ok, left, in || L == 0);
 }
 
@@ -1288,6 +1308,7 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 	bool has_n, has_L, yes, ok;
 	int32_t s;
 	kv_err e;
+	int rc;
 
 	(void)text;
 	if (rp_seq_arg(r, l, "n lookahead", &s) ||
@@ -1303,8 +1324,9 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 				"append may hold (%u)", n, RP_MAXTOKENS);
 	if (!r->o->check || (has_n ? n : 1) == 0)
 		return RP_OK;
-	if (rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok, &left))
-		return RP_FAIL;
+	if ((rc = rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok,
+			   &left)) != RP_OK)
+		return rc;
 	return rp_check_bool(r, "can_append", yes, ok);
 }
 
@@ -1315,6 +1337,7 @@ rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
 	uint32_t left;
 	int32_t s;
 	kv_err e;
+	int rc;
 
 	(void)text;
 	if (rp_seq_arg(r, l, "", &s))
@@ -1325,8 +1348,8 @@ rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
 	rp_emit(r, "can_swap_out %s %s", l->pos[0], yes ? "yes" : "no");
 	if (!r->o->check)
 		return RP_OK;
-	if (rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left))
-		return RP_FAIL;
+	if ((rc = rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left)) != RP_OK)
+		return rc;
 	return rp_check_bool(r, "can_swap_out", yes, ok);
 }
 
