@@ -1507,6 +1507,7 @@ rp_step_line(struct rp *r, const struct kvs_step *st)
 			   r->reqname[st->sched[i].req], st->sched[i].ntokens);
 	rp_buf_reqs(r, &b, " preempt=", st->preempt, st->npreempt);
 	rp_buf_reqs(r, &b, " finish=", st->finish, st->nfinish);
+	rp_buf_reqs(r, &b, " ignored=", st->ignored, st->nignored);
 	rp_buf_pairs(&b, " swap_out=", st->swap_out, st->nswap_out);
 	rp_buf_pairs(&b, " swap_in=", st->swap_in, st->nswap_in);
 	rp_buf_pairs(&b, " cow=", st->cow, st->ncow);
@@ -1589,6 +1590,8 @@ rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 	if (rp_name_request(r, l->pos[0], q) != RP_OK)
 		return RP_BAD;
 	rp_hist_push(r, text);
+	if (kvs_req_status(r->s, q) == KVS_IGNORED)
+		rp_emit(r, "request %s rejected", l->pos[0]);
 	return RP_OK;
 }
 
@@ -1629,7 +1632,8 @@ rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 		if ((rc = rp_one_step(r, &st)) != RP_OK)
 			return rc;
 		if (st->nsched == 0 && st->npreempt == 0 &&
-		    st->nfinish == 0 && kvs_nunfinished(r->s) > 0)
+		    st->nfinish == 0 && st->nignored == 0 &&
+		    kvs_nunfinished(r->s) > 0)
 			return rp_error(r, "run: step %llu made no progress "
 					"with %u requests unfinished; it "
 					"would repeat forever",
@@ -1835,6 +1839,8 @@ replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 	r.last = rp_xrealloc(&r, NULL, r.lastcap);
 	kvc_config_default(&r.cfg, KVC_EXACT);
 	kvs_config_init(&r.scfg);
+	/* the scheduler alone, as the references' unit tests build it */
+	r.scfg.capacity_check = 0;
 
 	while (!r.nomem && (got = getline(&buf, &cap, in)) != -1)
 		if ((rc = rp_line_run(&r, buf, got, &copy, &ops_started)) !=
