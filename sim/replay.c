@@ -76,6 +76,9 @@ struct rp {
 	char **hist;
 	long *histline;
 	size_t nhist, caphist;
+	/* the v0 LRU clock: the line number until a `time T` line */
+	bool have_clock;
+	int64_t clock;
 	/* memory ran out: nothing more is written, replay_run stops at the
 	 * end of the line and returns KV_ENOMEM */
 	bool nomem;
@@ -1194,6 +1197,25 @@ rp_op_new_step(struct rp *r, struct rp_line *l, const char *text)
 	return RP_OK;
 }
 
+/* `time T`: the clock of the following operations (R30's access times). */
+static int
+rp_op_time(struct rp *r, struct rp_line *l, const char *text)
+{
+	uint32_t t;
+
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+	    rp_u32(r, "time", l->pos[0], &t))
+		return RP_BAD;
+	if (r->have_clock && t < r->clock)
+		return rp_error(r, "time: %u is before the clock (%lld); "
+				"time never goes back", t,
+				(long long)r->clock);
+	r->have_clock = true;
+	r->clock = t;
+	rp_hist_push(r, text);
+	return RP_OK;
+}
+
 static int
 rp_op_fork(struct rp *r, struct rp_line *l, const char *text)
 {
@@ -1679,6 +1701,7 @@ static const struct rp_opdef {
 	{ "free_blocks", rp_pool_line, rp_pool_line, false },
 	{ "audit", rp_pool_line, rp_pool_line, false },
 	{ "new_step", rp_op_new_step, NULL, false },
+	{ "time", rp_op_time, NULL, false },
 	{ "fork", rp_op_fork, NULL, false },
 	{ "can_allocate", rp_op_can_verdict, NULL, true },
 	{ "allocate", rp_op_count, NULL, true },
@@ -1717,7 +1740,7 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 			return rp_error(r, "unknown keyword '%s'", l->kw);
 		return op->kvs(r, l, text);
 	}
-	kvc_set_time(r->k, r->line);
+	kvc_set_time(r->k, r->have_clock ? r->clock : r->line);
 	if (op != NULL && op->kvc == NULL)
 		return rp_error(r, "%s needs a policy line (scheduler steps, "
 				"docs/scheduler.md)", l->kw);
