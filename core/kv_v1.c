@@ -1495,7 +1495,7 @@ v1_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L, bool *o)
 		return v1_not_running(k, s, "can_append");
 	if (!has_n)
 		n = 1;
-	if (n == 0)
+	if (n == 0 && q->ntok == q->ncomp)	/* n=0: the unseen tokens */
 		return kvc__fail(k, KV_EINVAL, "n must be at "
 				 "least 1 in vllm-v1");
 	if ((uint64_t)q->ntok + n > k->cfg.max_model_len)

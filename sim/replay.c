@@ -940,7 +940,8 @@ rp_trial_action(struct rp *r, kvc *c, enum rp_action a, int32_t s,
 		/* Fresh token values that no prompt in a script uses. */
 		for (uint32_t i = 0; i < n; i++)
 			t[i] = UINT32_MAX - i;
-		e = kvc_append(c, s, t, n, L, L > 0);
+		e = n == 0 ? kvc_append_slots(c, s, L) :
+			     kvc_append(c, s, t, n, L, L > 0);
 		free(t);
 		return e;
 	case RA_SWAP_OUT:
@@ -1286,26 +1287,50 @@ rp_op_count(struct rp *r, struct rp_line *l, const char *text)
 	return rp_outcome(r, l, text, e == KV_OK);
 }
 
+/*
+ * `append ID tokens=LIST [lookahead=L]`: the tokens and their slots;
+ * `append ID tokens=LIST unseen`: the tokens alone (vLLM v0's
+ * append_token_id before append_slots; a RUNNING sequence's unseen tokens);
+ * `append ID [lookahead=L]`: the slots of the unseen tokens (append_slots).
+ */
 static int
 rp_op_append(struct rp *r, struct rp_line *l, const char *text)
 {
 	const char *t;
 	uint32_t L = 0;
-	bool has_L;
+	bool has_L, unseen;
 	int32_t s;
 	size_t np;
 	char *buf;
 	kv_err e;
 
-	if (rp_seq_arg(r, l, "tokens lookahead", &s) ||
+	unseen = l->npos == 2 && strcmp(l->pos[1], "unseen") == 0;
+	if (l->npos == 2 && !unseen)
+		return rp_error(r, "append: the second word can only be "
+				"'unseen', not '%s'", l->pos[1]);
+	if (unseen)
+		l->npos = 1;
+	if (rp_seq_arg(r, l, unseen ? "tokens" : "tokens lookahead", &s) ||
 	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
 		return RP_BAD;
 	t = rp_opt(l, "tokens");
-	if (t == NULL)
-		return rp_error(r, "append: tokens= is required");
-	if (rp_tokens(r, t))
+	if (t == NULL && unseen)
+		return rp_error(r, "append: unseen needs tokens=");
+	if (unseen && r->cfg.mode == KVC_DEEPSPEED)
+		return rp_error(r, "append: unseen tokens are not available "
+				"in mode deepspeed (its descriptor learns a "
+				"sequence's tokens when they are scheduled)");
+	if (t == NULL && kvc_seq_state(r->k, s) != KVC_RUNNING)
+		return rp_error(r, "append: without tokens= (the slots of the "
+				"unseen tokens) the sequence must be RUNNING");
+	if (t != NULL && rp_tokens(r, t))
 		return RP_BAD;
-	e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
+	if (unseen)
+		e = kvc_add_tokens(r->k, s, r->tok, r->ntok);
+	else if (t == NULL)
+		e = kvc_append_slots(r->k, s, L);
+	else
+		e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
 	if (e != KV_OK && e != KV_ENOSPC)
 		return rp_kverr(r, l->kw, e);
 	if (e != KV_OK) {
@@ -1313,7 +1338,7 @@ rp_op_append(struct rp *r, struct rp_line *l, const char *text)
 		return RP_OK;
 	}
 	kvc_pairs(r->k, &np);
-	if (np == 0) {
+	if (np == 0 || unseen) {
 		rp_emit(r, "append %s ok", l->pos[0]);
 	} else if ((buf = rp_pairs_str(r)) != NULL) {
 		rp_emit(r, "append %s ok cow=%s", l->pos[0], buf);
@@ -1344,8 +1369,8 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 	if (r->o->check && has_n && n > RP_MAXTOKENS)
 		return rp_error(r, "--check: n=%u is more tokens than a trial "
 				"append may hold (%u)", n, RP_MAXTOKENS);
-	if (!r->o->check || (has_n ? n : 1) == 0)
-		return RP_OK;
+	if (!r->o->check)
+		return RP_OK;	/* n=0: the trial is append_slots */
 	if ((rc = rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok,
 			   &left)) != RP_OK)
 		return rc;
