@@ -387,6 +387,8 @@ note_preempt(replica *rp, const struct kvs_step *st)
  * finish.  (A step that only preempted -- FastGen's reset -- changed the
  * queues: it is timed like any other and the next one follows.)
  */
+static void ignored(replica *rp, kvs_req h);
+
 static kv_err
 idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 	  size_t whylen)
@@ -408,6 +410,8 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
 			       whylen) != 0)
 		return KV_ESTATE;
+	for (uint32_t i = 0; i < st->nignored; i++)
+		ignored(rp, st->ignored[i]);
 	usage_mark(rp, now);
 	return KV_OK;
 }
