@@ -42,8 +42,12 @@
 
 struct rp_id {
 	char *name;
-	int32_t seq;
+	int32_t seq;		/* RP_PENDING: waits in its group (below) */
+	int32_t root;		/* RP_PENDING: the group's first sequence */
 };
+
+/* A sequence declared with `seq ID group=ROOT`: forked at `allocate ROOT`. */
+#define RP_PENDING (-2)
 
 struct rp {
 	const char *file;
@@ -76,6 +80,9 @@ struct rp {
 	char **hist;
 	long *histline;
 	size_t nhist, caphist;
+	/* sequences declared with group=, in order (names) */
+	char **pend;
+	size_t npend;
 	/* the v0 LRU clock: the line number until a `time T` line */
 	bool have_clock;
 	int64_t clock;
@@ -481,6 +488,10 @@ rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s)
 
 	if (rp_named(r, l, i, "sequence", &id))
 		return RP_BAD;
+	if (id->seq == RP_PENDING)
+		return rp_error(r, "%s: sequence '%s' waits in its group "
+				"until the group's first sequence is "
+				"allocated", l->kw, l->pos[i]);
 	if (kvc_seq_state(r->k, id->seq) == KVC_DEAD)
 		return rp_error(r, "%s: sequence '%s' is dead (its request "
 				"was freed)", l->kw, l->pos[i]);
@@ -1163,6 +1174,40 @@ rp_seq_arg(struct rp *r, const struct rp_line *l, const char *allowed,
  * allocator's clock and, for those that name a sequence first, checked
  * there is a positional.
  */
+/* `seq ID group=ROOT`: one more waiting sequence of ROOT's group. */
+static int
+rp_op_seq_group(struct rp *r, const struct rp_line *l)
+{
+	const char *rname = rp_opt(l, "group");
+	struct rp_id *root = rp_find(r, rname), *id;
+	char **p;
+
+	if (rp_opt(l, "tokens") != NULL)
+		return rp_error(r, "seq: group= and tokens= together (the "
+				"sequences of a group share its prompt)");
+	if (r->cfg.mode != KVC_VLLM_V0 && r->cfg.mode != KVC_EXACT)
+		return rp_error(r, "seq: groups of several waiting sequences "
+				"are for modes vllm-v0 and exact (mode %s has "
+				"no fork)", kvc_mode_name(r->cfg.mode));
+	if (root == NULL || root->seq < 0 ||
+	    kvc_seq_state(r->k, root->seq) != KVC_WAITING ||
+	    kvc_seq_request(r->k, root->seq) != root->seq)
+		return rp_error(r, "seq: group=%s is not a waiting request's "
+				"first sequence", rname);
+	p = rp_xrealloc(r, r->pend, (r->npend + 1) * sizeof(*p));
+	if (p == NULL)
+		return RP_FAIL;
+	r->pend = p;
+	if ((r->pend[r->npend] = rp_strdup(r, l->pos[0])) == NULL)
+		return RP_FAIL;
+	r->npend++;
+	if (rp_insert(r, l->pos[0], RP_PENDING) != RP_OK)
+		return RP_BAD;
+	id = rp_find(r, l->pos[0]);
+	id->root = root->seq;
+	return RP_OK;
+}
+
 static int
 rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
 {
@@ -1170,9 +1215,16 @@ rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
 	int32_t s;
 	kv_err e;
 
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens") ||
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens group") ||
 	    rp_new_name(r, l->pos[0]))
 		return RP_BAD;
+	if (rp_opt(l, "group") != NULL) {
+		int rc = rp_op_seq_group(r, l);
+
+		if (rc == RP_OK)
+			rp_hist_push(r, text);
+		return rc;
+	}
 	t = rp_opt(l, "tokens");
 	if (t == NULL)
 		return rp_error(r, "seq: tokens= is required");
@@ -1184,6 +1236,26 @@ rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
 	if (rp_insert(r, l->pos[0], s) != RP_OK)
 		return RP_BAD;
 	rp_hist_push(r, text);
+	return RP_OK;
+}
+
+/* After `allocate` of s: fork the sequences waiting in its group, in
+ * declaration order (vLLM v0's allocate forks the first one's table). */
+static int
+rp_group_fork(struct rp *r, int32_t s)
+{
+	int32_t child;
+	kv_err e;
+
+	for (size_t j = 0; j < r->npend; j++) {
+		struct rp_id *id = rp_find(r, r->pend[j]);
+
+		if (id == NULL || id->seq != RP_PENDING || id->root != s)
+			continue;
+		if ((e = kvc_fork(r->k, s, &child)) != KV_OK)
+			return rp_kverr(r, "allocate (fork of the group)", e);
+		id->seq = child;
+	}
 	return RP_OK;
 }
 
@@ -1284,6 +1356,8 @@ rp_op_count(struct rp *r, struct rp_line *l, const char *text)
 	e = alloc ? kvc_allocate(r->k, s, n) : kvc_computed(r->k, s, n, has_n);
 	if (e != KV_OK && !(alloc && e == KV_ENOSPC))
 		return rp_kverr(r, l->kw, e);
+	if (alloc && e == KV_OK && rp_group_fork(r, s) != RP_OK)
+		return RP_BAD;
 	return rp_outcome(r, l, text, e == KV_OK);
 }
 
@@ -1934,6 +2008,9 @@ rp_release(struct rp *r)
 	if (r->ids != NULL)
 		for (uint32_t i = 0; i <= r->idmask; i++)
 			free(r->ids[i].name);
+	for (size_t j = 0; j < r->npend; j++)
+		free(r->pend[j]);
+	free(r->pend);
 	free(r->ids);
 	free(r->tok);
 	free(r->last);
