@@ -26,6 +26,7 @@
  * exit 2, as the action would.
  */
 #include "sim/replay.h"
+#include "sim/replay_int.h"
 
 #include "core/kvcore.h"
 #include "core/kvsched.h"
@@ -37,67 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RP_MAXWORDS 64
-#define RP_MAXTOKENS (1u << 26)
 
-struct rp_id {
-	char *name;
-	int32_t seq;		/* RP_PENDING: waits in its group (below) */
-	int32_t root;		/* RP_PENDING: the group's first sequence */
-};
-
-/* A sequence declared with `seq ID group=ROOT`: forked at `allocate ROOT`. */
-#define RP_PENDING (-2)
-
-struct rp {
-	const char *file;
-	FILE *out, *err;
-	const struct replay_opts *o;
-	long line;
-	/* setup */
-	struct kvc_config cfg;
-	bool seen[32];
-	bool have_gpu, have_mode;
-	kvc *k;			/* owned, or kvs_kv(s) with a policy */
-	/* scheduler (docs/scheduler.md): set up by `policy` */
-	struct kvs_config scfg;
-	const struct kvs_policy *pol;
-	void *plugin;		/* sim_policy_find() handle */
-	kvs *s;
-	const char **reqname;	/* by kvs_req, borrowed from ids */
-	uint32_t capreqname;
-	/* sequence names: open addressing, never deleted (R12) */
-	struct rp_id *ids;
-	uint32_t idmask, nids;
-	/* token scratch */
-	uint32_t *tok;
-	size_t ntok, captok;
-	/* last output line, for `expect` */
-	char *last;
-	size_t lastcap;
-	bool have_last;
-	/* --check history: the operation lines so far */
-	char **hist;
-	long *histline;
-	size_t nhist, caphist;
-	/* sequences declared with group=, in order (names) */
-	char **pend;
-	size_t npend;
-	/* the v0 LRU clock: the line number until a `time T` line */
-	bool have_clock;
-	int64_t clock;
-	/* memory ran out: nothing more is written, replay_run stops at the
-	 * end of the line and returns KV_ENOMEM */
-	bool nomem;
-};
-
-enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
-
-static int
-rp_error(struct rp *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int
+int
 rp_error(struct rp *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -114,7 +56,7 @@ rp_error(struct rp *r, const char *fmt, ...)
 }
 
 /* realloc, or NULL (p still valid) with r->nomem set. */
-static void *
+void *
 rp_xrealloc(struct rp *r, void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
@@ -135,11 +77,7 @@ rp_strdup(struct rp *r, const char *s)
 }
 
 /* Print one result line and remember it for `expect`. */
-static void
-rp_emit(struct rp *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
+void
 rp_emit(struct rp *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -291,14 +229,6 @@ rp_tokens(struct rp *r, const char *s)
 }
 
 /* A parsed line: keyword, positionals, options. */
-struct rp_line {
-	char *kw;
-	char *pos[RP_MAXWORDS];
-	int npos;
-	char *key[RP_MAXWORDS], *val[RP_MAXWORDS];
-	int nopt;
-	char *rest;		/* text after the keyword, for `expect` */
-};
 
 static int
 rp_split(struct rp *r, char *s, struct rp_line *l)
@@ -354,7 +284,7 @@ rp_split(struct rp *r, char *s, struct rp_line *l)
 }
 
 /* Every option must be one of `allowed` (space separated). */
-static int
+int
 rp_opts_allowed(struct rp *r, const struct rp_line *l, const char *allowed)
 {
 	for (int i = 0; i < l->nopt; i++) {
@@ -388,7 +318,7 @@ rp_opt(const struct rp_line *l, const char *key)
 	return NULL;
 }
 
-static int
+int
 rp_npos(struct rp *r, const struct rp_line *l, int n)
 {
 	if (l->npos != n)
@@ -481,7 +411,7 @@ rp_named(struct rp *r, const struct rp_line *l, int i, const char *what,
 }
 
 /* Resolve positional i to a live sequence. */
-static int
+int
 rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s)
 {
 	struct rp_id *id;
@@ -1134,7 +1064,7 @@ rp_pool_line(struct rp *r, struct rp_line *l, const char *text)
 }
 
 /* Resolve positional i to a declared request. */
-static int
+int
 rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out)
 {
 	struct rp_id *id;
@@ -1518,23 +1448,32 @@ rp_op_free(struct rp *r, struct rp_line *l, const char *text)
 	return rp_outcome(r, l, text, e == KV_OK);
 }
 
+/* The one positional of `table`/`state`: a sequence, or with a policy a
+ * request (its sequence, -1 while it has none). */
+int
+rp_table_seq(struct rp *r, const struct rp_line *l, int32_t *s)
+{
+	kvs_req q;
+
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
+		return RP_BAD;
+	if (r->s == NULL)
+		return rp_seq(r, l, 0, s);
+	if (rp_req(r, l, 0, &q))
+		return RP_BAD;
+	*s = kvs_req_seq(r->s, q);
+	return RP_OK;
+}
+
 /* `table ID`: a sequence's, or with a policy a request's (R19, R50). */
 static int
 rp_op_table(struct rp *r, struct rp_line *l, const char *text)
 {
 	int32_t s;
-	kvs_req q;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
+	if (rp_table_seq(r, l, &s))
 		return RP_BAD;
-	if (r->s != NULL) {
-		if (rp_req(r, l, 0, &q))
-			return RP_BAD;
-		s = kvs_req_seq(r->s, q);
-	} else if (rp_seq(r, l, 0, &s)) {
-		return RP_BAD;
-	}
 	rp_table(r, l->pos[0], s);
 	return RP_OK;
 }
@@ -1560,17 +1499,8 @@ rp_op_cached(struct rp *r, struct rp_line *l, const char *text)
 
 /* A growing output line (its text cut short, r->nomem set, when memory
  * runs out). */
-struct rp_buf {
-	struct rp *r;
-	char *p;
-	size_t len, cap;
-};
 
-static void
-rp_buf_add(struct rp_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
+void
 rp_buf_add(struct rp_buf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -1611,117 +1541,6 @@ rp_buf_reqs(struct rp *r, struct rp_buf *b, const char *key,
 {
 	for (uint32_t i = 0; i < n; i++)
 		rp_buf_add(b, "%s%s", i ? "," : key, r->reqname[q[i]]);
-}
-
-/* `queue waiting=[ID:C,...] running=[...] swapped=[...]` (C computed). */
-static int
-rp_op_queue(struct rp *r, struct rp_line *l, const char *text)
-{
-	static const char *const qname[] = { "waiting", "running", "swapped" };
-	struct rp_buf b = { r, NULL, 0, 0 };
-
-	(void)text;
-	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-		return RP_BAD;
-	rp_buf_add(&b, "queue");
-	for (int q = KVS_Q_WAITING; q <= KVS_Q_SWAPPED; q++) {
-		uint32_t n = kvs_queue_len(r->s, (kvs_queue)q);
-
-		rp_buf_add(&b, " %s=[", qname[q]);
-		for (uint32_t i = 0; i < n; i++) {
-			kvs_req x = kvs_queue_at(r->s, (kvs_queue)q, i);
-			int32_t s = kvs_req_seq(r->s, x);
-
-			rp_buf_add(&b, "%s%s:%zu", i ? "," : "", r->reqname[x],
-				   s < 0 ? (size_t)0 : kvc_seq_computed(r->k, s));
-		}
-		rp_buf_add(&b, "]");
-	}
-	if (b.p != NULL)
-		rp_emit(r, "%s", b.p);
-	free(b.p);
-	return RP_OK;
-}
-
-/* `state ID GROUP=[id/ref[c][h],-,...] ...`: each slot's block. */
-static int
-rp_op_state(struct rp *r, struct rp_line *l, const char *text)
-{
-	struct rp_buf b = { r, NULL, 0, 0 };
-	struct kvc_block_state st;
-	bool cpu;
-	int32_t s;
-	kvs_req q;
-
-	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
-		return RP_BAD;
-	if (r->s != NULL) {
-		if (rp_req(r, l, 0, &q))
-			return RP_BAD;
-		s = kvs_req_seq(r->s, q);
-	} else if (rp_seq(r, l, 0, &s)) {
-		return RP_BAD;
-	}
-	cpu = s >= 0 && kvc_seq_state(r->k, s) == KVC_SWAPPED;
-	rp_buf_add(&b, "state %s", l->pos[0]);
-	for (uint32_t g = 0; g < kvc_ngroups(r->k); g++) {
-		size_t tn = 0;
-		const int32_t *id = s < 0 ? NULL : kvc_table(r->k, s, g, &tn);
-
-		rp_buf_add(&b, " %s=[", kvc_group_name(r->k, g));
-		for (size_t i = 0; i < tn; i++) {
-			if (id[i] == KVC_NULL) {
-				rp_buf_add(&b, "%s-", i ? "," : "");
-				continue;
-			}
-			if (kvc_block_state(r->k, cpu, id[i], &st) != KV_OK) {
-				free(b.p);
-				return rp_error(r, "state: %s",
-						kvc_errmsg(r->k));
-			}
-			rp_buf_add(&b, "%s%d/%d%s%s", i ? "," : "", id[i],
-				   st.ref, st.computed ? "c" : "",
-				   st.cached ? "h" : "");
-		}
-		rp_buf_add(&b, "]");
-	}
-	if (b.p != NULL)
-		rp_emit(r, "%s", b.p);
-	free(b.p);
-	return RP_OK;
-}
-
-/* `evictor [id@time,...]` (vllm-v0) or `evictor [id,...]` (vllm-v1). */
-static int
-rp_op_evictor(struct rp *r, struct rp_line *l, const char *text)
-{
-	struct rp_buf b = { r, NULL, 0, 0 };
-	struct kvc_block_state *ev;
-	size_t n;
-
-	(void)text;
-	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, ""))
-		return RP_BAD;
-	ev = rp_xrealloc(r, NULL, (r->cfg.gpu_blocks + 1) * sizeof(*ev));
-	if (ev == NULL)
-		return RP_FAIL;
-	if (kvc_evictor(r->k, ev, r->cfg.gpu_blocks, &n) != KV_OK) {
-		free(ev);
-		return rp_error(r, "evictor: %s", kvc_errmsg(r->k));
-	}
-	rp_buf_add(&b, "evictor [");
-	for (size_t i = 0; i < n; i++) {
-		rp_buf_add(&b, "%s%d", i ? "," : "", ev[i].id);
-		if (ev[i].time >= 0)
-			rp_buf_add(&b, "@%lld", (long long)ev[i].time);
-	}
-	rp_buf_add(&b, "]");
-	if (b.p != NULL)
-		rp_emit(r, "%s", b.p);
-	free(b.p);
-	free(ev);
-	return RP_OK;
 }
 
 /*
