@@ -82,6 +82,11 @@ struct kvc_ops {
 	int (*audit)(const kvc *k, char *why, size_t whylen);
 	/* Optional: kvc_step_begin(). */
 	void (*step_begin)(kvc *k);
+	/* Optional (NULL: KV_ENOTSUP): kvc_block_state(), kvc_evictor(). */
+	kv_err (*block_state)(kvc *k, bool cpu, int32_t id,
+			      struct kvc_block_state *out);
+	kv_err (*evictor)(kvc *k, struct kvc_block_state *out, size_t cap,
+			  size_t *n);
 };
 
 struct kvc {

@@ -821,6 +821,35 @@ kvc_free_blocks(const kvc *k, uint32_t g)
 	return g < k->cfg.ngroups ? k->ops->free_blocks(k, g) : 0;
 }
 
+kv_err
+kvc_block_state(kvc *k, bool cpu, int32_t id, struct kvc_block_state *out)
+{
+	uint32_t n = cpu ? k->cfg.cpu_blocks : k->cfg.gpu_blocks;
+
+	k->msg[0] = '\0';
+	if (k->ops->block_state == NULL)
+		return kvc__fail(k, KV_ENOTSUP, "block state is not available "
+				 "in mode %s", k->ops->name);
+	if (id < 0 || (uint32_t)id >= n)
+		return kvc__fail(k, KV_EINVAL, "no %s block %d", cpu ? "CPU" :
+				 "GPU", (int)id);
+	memset(out, 0, sizeof(*out));
+	out->id = id;
+	out->time = -1;
+	return k->ops->block_state(k, cpu, id, out);
+}
+
+kv_err
+kvc_evictor(kvc *k, struct kvc_block_state *out, size_t cap, size_t *n)
+{
+	k->msg[0] = '\0';
+	*n = 0;
+	if (k->ops->evictor == NULL)
+		return kvc__fail(k, KV_ENOTSUP, "the evictor is not available "
+				 "in mode %s", k->ops->name);
+	return k->ops->evictor(k, out, cap, n);
+}
+
 uint32_t
 kvc_free_cpu(const kvc *k)
 {

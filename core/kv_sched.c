@@ -50,6 +50,7 @@ kvs_config_init(struct kvs_config *c)
 	c->chunk_size = KVS_UNSET;
 	c->priority = KVS_UNSET;
 	c->lookahead = KVS_UNSET;
+	c->capacity_check = KVS_UNSET;
 }
 
 static kv_err
@@ -177,6 +178,7 @@ kvs_free(kvs *s)
 	free(s->pre);
 	free(s->preswap);
 	free(s->fin);
+	free(s->ign);
 	free(s);
 }
 
@@ -224,10 +226,6 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 	s->msg[0] = '\0';
 	if (ntok == 0 || tok == NULL)
 		return kvs__fail(s, KV_EINVAL, "a request needs a prompt");
-	if (ntok >= kc->max_model_len)
-		return kvs__fail(s, KV_EINVAL, "prompt of %zu tokens leaves "
-				 "no room for output (max_model_len %u)", ntok,
-				 kc->max_model_len);
 	if (max_output < 1)
 		return kvs__fail(s, KV_EINVAL, "output must be at least 1");
 	if (s->nrq == INT32_MAX)
@@ -238,6 +236,18 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		      &s->q[KVS_Q_WAITING].cap, s->q[KVS_Q_WAITING].n + 1,
 		      sizeof(kvs_req)) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if (ntok >= kc->max_model_len && kc->mode != KVC_VLLM_V0) {
+		/* refused at input processing: never queued */
+		q = &s->rq[s->nrq];
+		memset(q, 0, sizeof(*q));
+		q->seq = -1;
+		q->prompt = (uint32_t)ntok;
+		q->max_output = max_output;
+		q->priority = priority;
+		q->status = KVS_IGNORED;
+		*out = (kvs_req)s->nrq++;
+		return KV_OK;
+	}
 	e = kvc_seq_new(s->k, tok, ntok, &seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "%s", kvc_errmsg(s->k));
@@ -433,6 +443,8 @@ kvs__publish(kvs *s)
 	st->nswap_in = s->npairs[KVS_SWAP_IN];
 	st->cow = s->pairs[KVS_COW];
 	st->ncow = s->npairs[KVS_COW];
+	st->ignored = s->ign;
+	st->nignored = s->nign;
 	/* batch_tokens is kept by kvs_emit_sched(): publishing stays O(1). */
 }
 
@@ -590,7 +602,7 @@ kvs_schedule(kvs *s, const struct kvs_step **out)
 	if (s->pending)
 		return kvs__fail(s, KV_ESTATE, "the previous step has not "
 				 "been completed");
-	s->nsched = s->npre = s->nfin = 0;
+	s->nsched = s->npre = s->nfin = s->nign = 0;
 	s->step.batch_tokens = 0;
 	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
 	s->step.number++;
@@ -619,6 +631,33 @@ kvs__push_fin(kvs *s, kvs_req r)
 		      sizeof(*s->fin)) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	s->fin[s->nfin++] = r;
+	return KV_OK;
+}
+
+kv_err
+kvs_emit_ignored(kvs *s, kvs_req r)
+{
+	struct kvs_rq *q;
+	kv_err e;
+
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_ENOENT, "no such request");
+	q = &s->rq[r];
+	if (q->status != KVS_WAITING && q->status != KVS_SWAPPED)
+		return kvs__fail(s, KV_ESTATE, "only a waiting or swapped "
+				 "request can be ignored");
+	if (kvs__grow((void **)&s->ign, &s->capign, s->nign + 1,
+		      sizeof(*s->ign)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if (q->status == KVS_SWAPPED &&
+	    (e = kvc_free_seq(s->k, q->seq)) != KV_OK)
+		return kvs__fail(s, e, "ignore: %s", kvc_errmsg(s->k));
+	if (kvc_seq_release(s->k, q->seq) == KV_OK)
+		q->seq = -1;
+	s->ign[s->nign++] = r;
+	q->status = KVS_IGNORED;
+	s->nunfinished--;
+	kvs__publish(s);
 	return KV_OK;
 }
 
@@ -729,7 +768,8 @@ kvs_abort(kvs *s, kvs_req r)
 	if (!kvs__valid(s, r))
 		return kvs__fail(s, KV_ENOENT, "no such request");
 	q = &s->rq[r];
-	if (q->status == KVS_FINISHED || q->status == KVS_ABORTED)
+	if (q->status == KVS_FINISHED || q->status == KVS_ABORTED ||
+	    q->status == KVS_IGNORED)
 		return kvs__fail(s, KV_ESTATE, "request already ended");
 	if (s->pending)
 		return kvs__fail(s, KV_ESTATE, "abort between a step's halves");
@@ -805,7 +845,8 @@ kvs_audit(const kvs *s, char *why, size_t whylen)
 		}
 	for (uint32_t r = 0; r < s->nrq; r++) {
 		bool live = s->rq[r].status != KVS_FINISHED &&
-			    s->rq[r].status != KVS_ABORTED;
+			    s->rq[r].status != KVS_ABORTED &&
+			    s->rq[r].status != KVS_IGNORED;
 
 		unfinished += live;
 		if (live != (bool)mark[r]) {

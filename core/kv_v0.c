@@ -2233,8 +2233,76 @@ v0_audit(const kvc *k, char *why, size_t len)
 	return v0_audit_pool(k, m, V0_CPU, why, len);
 }
 
+/* kvc_block_state(): the per-id record of either pool. */
+static kv_err
+v0_block_state(kvc *k, bool cpu, int32_t id, struct kvc_block_state *out)
+{
+	const struct v0 *m = v0_of(k);
+	const struct v0_blk *b = &m->pool[cpu ? V0_CPU : V0_GPU].b[id];
+
+	out->ref = b->ref;
+	out->cached = m->pc && b->hash != 0;
+	out->computed = m->pc && b->computed;
+	out->time = m->pc ? b->time : -1;
+	return KV_OK;
+}
+
+struct v0_evkey {
+	int64_t t;
+	uint32_t ntok;
+	int32_t id;
+};
+
+static int
+v0_evkey_cmp(const void *a, const void *b)
+{
+	const struct v0_evkey *x = a, *y = b;
+
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->ntok != y->ntok)
+		return x->ntok > y->ntok ? -1 : 1;	/* deepest first */
+	return (x->id > y->id) - (x->id < y->id);
+}
+
+/* kvc_evictor(): the GPU evictor's live entries in eviction order. */
+static kv_err
+v0_evictor(kvc *k, struct kvc_block_state *out, size_t cap, size_t *n)
+{
+	const struct v0 *m = v0_of(k);
+	const struct v0_pool *p = &m->pool[V0_GPU];
+	struct v0_evkey *e;
+
+	if (!m->pc)
+		return kvc__fail(k, KV_ENOTSUP, "vLLM v0 has an evictor only "
+				 "with prefix caching");
+	e = malloc((p->nev ? p->nev : 1) * sizeof(*e));
+	if (e == NULL)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < p->nev; i++) {
+		int32_t id = p->evm[i];
+
+		e[i].t = p->b[id].ev_time;
+		e[i].ntok = p->b[id].ev_ntok;
+		e[i].id = id;
+	}
+	qsort(e, p->nev, sizeof(*e), v0_evkey_cmp);
+	for (uint32_t i = 0; i < p->nev && i < cap; i++) {
+		out[i].id = e[i].id;
+		out[i].ref = p->b[e[i].id].ref;
+		out[i].cached = true;
+		out[i].computed = p->b[e[i].id].computed;
+		out[i].time = e[i].t;
+	}
+	*n = p->nev;
+	free(e);
+	return KV_OK;
+}
+
 const struct kvc_ops kvc__v0_ops = {
 	.name = "vllm-v0",
+	.block_state = v0_block_state,
+	.evictor = v0_evictor,
 	.init = v0_init,
 	.release = v0_release_all,
 	.clone = v0_clone,

@@ -1495,7 +1495,7 @@ v1_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L, bool *o)
 		return v1_not_running(k, s, "can_append");
 	if (!has_n)
 		n = 1;
-	if (n == 0)
+	if (n == 0 && q->ntok == q->ncomp)	/* n=0: the unseen tokens */
 		return kvc__fail(k, KV_EINVAL, "n must be at "
 				 "least 1 in vllm-v1");
 	if ((uint64_t)q->ntok + n > k->cfg.max_model_len)
@@ -1874,7 +1874,46 @@ v1_audit(const kvc *k, char *why, size_t whylen)
 	return v1_audit_index(k, why, whylen);
 }
 
+/* kvc_block_state(): a GPU block's count and hash (no CPU pool in v1). */
+static kv_err
+v1_block_state(kvc *k, bool cpu, int32_t id, struct kvc_block_state *out)
+{
+	const struct v1 *m = v1_of(k);
+
+	if (cpu)
+		return kvc__fail(k, KV_ENOTSUP, "vLLM v1 has no CPU pool");
+	out->ref = (int32_t)m->blk[id].ref;
+	out->cached = m->blk[id].hkey != 0;
+	return KV_OK;
+}
+
+/* kvc_evictor(): the free queue, front first, its blocks with a hash. */
+static kv_err
+v1_evictor(kvc *k, struct kvc_block_state *out, size_t cap, size_t *n)
+{
+	const struct v1 *m = v1_of(k);
+	const struct v1_fifo *f = &m->fq;
+
+	for (uint32_t i = 0; i < f->used; i++) {
+		int32_t b = f->ring[(f->head + i) & f->mask];
+
+		if (b < 0 || m->blk[b].hkey == 0)
+			continue;
+		if (*n < cap) {
+			out[*n].id = b;
+			out[*n].ref = (int32_t)m->blk[b].ref;
+			out[*n].cached = true;
+			out[*n].computed = false;
+			out[*n].time = -1;
+		}
+		(*n)++;
+	}
+	return KV_OK;
+}
+
 const struct kvc_ops kvc__v1_ops = {
+	.block_state = v1_block_state,
+	.evictor = v1_evictor,
 	.name = "vllm-v1",
 	.init = v1_init,
 	.release = v1_release,

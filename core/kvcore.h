@@ -241,6 +241,31 @@ kv_err kvc_append_slots(kvc *k, int32_t s, uint32_t lookahead);
 /* Block table of sequence s in group g (device-relative, KVC_NULL). */
 const int32_t *kvc_table(const kvc *k, int32_t s, uint32_t g, size_t *n);
 
+/*
+ * Introspection for replay's `state` and `evictor` lines (vllm-v0 and
+ * vllm-v1; KV_ENOTSUP in the other modes).  kvc_block_state(): block `id`
+ * of the GPU pool (cpu false) or the CPU pool (vllm-v0): its reference
+ * count, whether it is in the prefix-cache index (cached), whether v0's
+ * tracker marks it computed (v0 with prefix caching; false elsewhere), and
+ * v0's last access time (-1 where none).  kvc_evictor(): the GPU blocks an
+ * allocation would evict, first first -- v0's LRU evictor (ordered by last
+ * access, deepest block first, id), or v1's free queue restricted to the
+ * blocks that still carry a hash -- at most cap of them into out[], the
+ * count into *n (which may exceed cap).
+ */
+struct kvc_block_state {
+	int32_t id;
+	int32_t ref;
+	bool cached;
+	bool computed;
+	int64_t time;
+};
+
+kv_err kvc_block_state(kvc *k, bool cpu, int32_t id,
+		       struct kvc_block_state *out);
+kv_err kvc_evictor(kvc *k, struct kvc_block_state *out, size_t cap,
+		   size_t *n);
+
 /* Free blocks of group g (per group, never summed) and of the CPU pool. */
 uint32_t kvc_free_blocks(const kvc *k, uint32_t g);
 uint32_t kvc_free_cpu(const kvc *k);

@@ -44,6 +44,8 @@ struct kvs {
 	uint8_t *preswap;		/* capswap entries */
 	uint32_t capswap;
 	uint32_t npre, cappre, nfin, capfin;
+	kvs_req *ign;			/* the step's ignored requests */
+	uint32_t nign, capign;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];
 	char msg[256];

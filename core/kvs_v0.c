@@ -215,7 +215,7 @@ v0s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 				 (unsigned long long)bs);
 	wm = (uint64_t)(kc->watermark * (double)kc->gpu_blocks);
 	need = kvc_cdiv(mml + 2 * (uint64_t)c->lookahead, bs) + 2;
-	if (G < wm || G - wm < need)
+	if (c->capacity_check != 0 && (G < wm || G - wm < need))
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				 "one request of max_model_len %u "
 				 "tokens with lookahead %lld needs %llu blocks "
@@ -670,8 +670,15 @@ v0s_swapped(kvs *s, struct v0s *v)
 		e = kvc_can_swap_in(k, q, L, &vd);
 		if (e != KV_OK)
 			return e;
+		if (vd == KVC_VERDICT_NEVER) {
+			/* infeasible: FINISHED_IGNORED (vLLM PR #4557) */
+			kvs_queue_remove(s, KVS_Q_SWAPPED, 0);
+			if ((e = kvs_emit_ignored(s, r)) != KV_OK)
+				return e;
+			continue;
+		}
 		if (vd != KVC_VERDICT_OK)
-			break;	/* LATER; NEVER is unreachable (R60) */
+			break;	/* LATER */
 		v0s_new_tokens(s, v, r, false, &u, &c);
 		if (u == 0 || !v0s_fits(v, u))
 			break;
@@ -697,6 +704,15 @@ v0s_swapped(kvs *s, struct v0s *v)
 	return KV_OK;
 }
 
+/* _get_prompt_limit: max_model_len with chunking, else min(it, B). */
+static uint64_t
+v0s_prompt_limit(kvs *s, const struct v0s *v)
+{
+	uint64_t mml = kvc_config_of(kvs_kv(s))->max_model_len;
+
+	return v->chunked || v->B >= mml ? mml : v->B;
+}
+
 /* _schedule_prefills: admissions from the head of the waiting queue. */
 static kv_err
 v0s_prefills(kvs *s, struct v0s *v)
@@ -713,15 +729,19 @@ v0s_prefills(kvs *s, struct v0s *v)
 		kvc_verdict vd;
 
 		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
-		/*
-		 * The prompt limit (min(max_model_len, B) without chunking)
-		 * is never exceeded: T < max_model_len <= B (R60).
-		 */
+		/* over the prompt limit, or NEVER: FINISHED_IGNORED */
 		e = kvc_can_allocate(k, q, 0, &vd);
 		if (e != KV_OK)
 			return e;
+		if (u + c > v0s_prompt_limit(s, v) ||
+		    vd == KVC_VERDICT_NEVER) {
+			kvs_queue_remove(s, KVS_Q_WAITING, 0);
+			if ((e = kvs_emit_ignored(s, r)) != KV_OK)
+				return e;
+			continue;
+		}
 		if (vd != KVC_VERDICT_OK)
-			break;	/* LATER; NEVER is unreachable (R60) */
+			break;	/* LATER */
 		if (v->tokens >= v->B)
 			break;
 		if (u == 0 || !v0s_fits(v, u))

@@ -168,7 +168,8 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 					(int)kind);
 		}
 	}
-	if (kc->gpu_blocks < 1 || need > (uint64_t)kc->gpu_blocks - 1)
+	if (kc->gpu_blocks < 1 ||
+	    (c->capacity_check != 0 && need > (uint64_t)kc->gpu_blocks - 1))
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				"one request of max_model_len %u "
 				"tokens needs %llu blocks, but only %u are "

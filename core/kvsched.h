@@ -51,7 +51,14 @@ typedef enum kvs_status {
 	KVS_RUNNING,		/* GPU blocks */
 	KVS_SWAPPED,		/* CPU blocks (swap-preempted) */
 	KVS_FINISHED,		/* reached its output length or max_model_len */
-	KVS_ABORTED
+	KVS_ABORTED,
+	/*
+	 * Never run: vLLM v0's FINISHED_IGNORED (a prompt over the limit, or
+	 * one can_allocate/can_swap_in answers NEVER for, kvs_emit_ignored),
+	 * or refused by kvs_add (vLLM v1's input processing: no room for one
+	 * output token).
+	 */
+	KVS_IGNORED
 } kvs_status;
 
 typedef enum kvs_queue {
@@ -75,6 +82,13 @@ struct kvs_config {
 	int64_t chunk_size;		/* sarathi */
 	int64_t priority;		/* 0 fcfs, 1 priority */
 	int64_t lookahead;		/* slots per decode (speculative) */
+	/*
+	 * 0: the scheduler alone, as the reference's unit tests build it
+	 * (replay scripts): no start-up check that one max_model_len request
+	 * fits the pool.  Unset or 1: the engine's start-up check (kvsim
+	 * run).  Read by the built-in vllm-v0 and vllm-v1 policies.
+	 */
+	int64_t capacity_check;
 };
 
 void kvs_config_init(struct kvs_config *c);	/* every field unset */
@@ -132,6 +146,10 @@ struct kvs_step {
 	const struct kvc_pair *swap_out, *swap_in, *cow;
 	uint32_t nswap_out, nswap_in, ncow;
 	uint32_t batch_tokens;		/* sum of sched[].ntokens */
+	/* requests the step dropped without running them (KVS_IGNORED),
+	 * in the order the policy met them */
+	const kvs_req *ignored;
+	uint32_t nignored;
 };
 
 /*
@@ -152,8 +170,12 @@ const char *kvs_errmsg(const kvs *s);
 
 /*
  * Queue a request (tail of the waiting queue).  priority: lower first under
- * the priority order.  Errors: a prompt of max_model_len tokens or more,
- * max_output < 1.
+ * the priority order.  A prompt that leaves no room for one output token
+ * (max_model_len tokens or more) is refused as vLLM v1's input processing
+ * refuses it: the request gets a handle, status KVS_IGNORED, and is never
+ * queued -- except on allocator mode vllm-v0, whose Scheduler takes any
+ * prompt and ignores the ones over its limit when it meets them
+ * (kvs_emit_ignored).  Errors: an empty prompt, max_output < 1.
  */
 kv_err kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 	       int32_t priority, kvs_req *out);
@@ -268,6 +290,13 @@ kv_err kvs_preempt_swap(kvs *s, kvs_req r);
 /* Append the allocator's last pairs (kvc_pairs) to a step list. */
 enum kvs_pairs { KVS_SWAP_OUT, KVS_SWAP_IN, KVS_COW };
 kv_err kvs_emit_pairs(kvs *s, enum kvs_pairs which);
+
+/*
+ * Ignore r (vLLM v0's FINISHED_IGNORED): r is WAITING or SWAPPED and out
+ * of its queue already; its blocks are freed, its status KVS_IGNORED, and
+ * the step's ignored list names it.
+ */
+kv_err kvs_emit_ignored(kvs *s, kvs_req r);
 
 /* Set a request's status (the queue moves are the policy's). */
 void kvs_set_status(kvs *s, kvs_req r, kvs_status st);

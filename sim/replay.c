@@ -21,9 +21,12 @@
  * imply success; success that leaves the watermark free must imply a verdict
  * other than NEVER, and in every mode but vllm-v0 (whose checks are
  * worst-case by design, core-spec §1.6) also other than LATER/no.  The first
- * disagreement is reported with the operation lines that led to it.
+ * disagreement is reported with the operation lines that led to it.  A
+ * trial outside the reference's contract (KV_EREF) stops the run with
+ * exit 2, as the action would.
  */
 #include "sim/replay.h"
+#include "sim/replay_int.h"
 
 #include "core/kvcore.h"
 #include "core/kvsched.h"
@@ -35,57 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RP_MAXWORDS 64
-#define RP_MAXTOKENS (1u << 26)
 
-struct rp_id {
-	char *name;
-	int32_t seq;
-};
-
-struct rp {
-	const char *file;
-	FILE *out, *err;
-	const struct replay_opts *o;
-	long line;
-	/* setup */
-	struct kvc_config cfg;
-	bool seen[32];
-	bool have_gpu, have_mode;
-	kvc *k;			/* owned, or kvs_kv(s) with a policy */
-	/* scheduler (docs/scheduler.md): set up by `policy` */
-	struct kvs_config scfg;
-	const struct kvs_policy *pol;
-	void *plugin;		/* sim_policy_find() handle */
-	kvs *s;
-	const char **reqname;	/* by kvs_req, borrowed from ids */
-	uint32_t capreqname;
-	/* sequence names: open addressing, never deleted (R12) */
-	struct rp_id *ids;
-	uint32_t idmask, nids;
-	/* token scratch */
-	uint32_t *tok;
-	size_t ntok, captok;
-	/* last output line, for `expect` */
-	char *last;
-	size_t lastcap;
-	bool have_last;
-	/* --check history: the operation lines so far */
-	char **hist;
-	long *histline;
-	size_t nhist, caphist;
-	/* memory ran out: nothing more is written, replay_run stops at the
-	 * end of the line and returns KV_ENOMEM */
-	bool nomem;
-};
-
-enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
-
-static int
-rp_error(struct rp *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static int
+int
 rp_error(struct rp *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -102,7 +56,7 @@ rp_error(struct rp *r, const char *fmt, ...)
 }
 
 /* realloc, or NULL (p still valid) with r->nomem set. */
-static void *
+void *
 rp_xrealloc(struct rp *r, void *p, size_t n)
 {
 	void *q = realloc(p, n ? n : 1);
@@ -123,11 +77,7 @@ rp_strdup(struct rp *r, const char *s)
 }
 
 /* Print one result line and remember it for `expect`. */
-static void
-rp_emit(struct rp *r, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
+void
 rp_emit(struct rp *r, const char *fmt, ...)
 {
 	va_list ap;
@@ -279,14 +229,6 @@ rp_tokens(struct rp *r, const char *s)
 }
 
 /* A parsed line: keyword, positionals, options. */
-struct rp_line {
-	char *kw;
-	char *pos[RP_MAXWORDS];
-	int npos;
-	char *key[RP_MAXWORDS], *val[RP_MAXWORDS];
-	int nopt;
-	char *rest;		/* text after the keyword, for `expect` */
-};
 
 static int
 rp_split(struct rp *r, char *s, struct rp_line *l)
@@ -342,7 +284,7 @@ rp_split(struct rp *r, char *s, struct rp_line *l)
 }
 
 /* Every option must be one of `allowed` (space separated). */
-static int
+int
 rp_opts_allowed(struct rp *r, const struct rp_line *l, const char *allowed)
 {
 	for (int i = 0; i < l->nopt; i++) {
@@ -376,7 +318,7 @@ rp_opt(const struct rp_line *l, const char *key)
 	return NULL;
 }
 
-static int
+int
 rp_npos(struct rp *r, const struct rp_line *l, int n)
 {
 	if (l->npos != n)
@@ -469,13 +411,17 @@ rp_named(struct rp *r, const struct rp_line *l, int i, const char *what,
 }
 
 /* Resolve positional i to a live sequence. */
-static int
+int
 rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s)
 {
 	struct rp_id *id;
 
 	if (rp_named(r, l, i, "sequence", &id))
 		return RP_BAD;
+	if (id->seq == RP_PENDING)
+		return rp_error(r, "%s: sequence '%s' waits in its group "
+				"until the group's first sequence is "
+				"allocated", l->kw, l->pos[i]);
 	if (kvc_seq_state(r->k, id->seq) == KVC_DEAD)
 		return rp_error(r, "%s: sequence '%s' is dead (its request "
 				"was freed)", l->kw, l->pos[i]);
@@ -935,7 +881,8 @@ rp_trial_action(struct rp *r, kvc *c, enum rp_action a, int32_t s,
 		/* Fresh token values that no prompt in a script uses. */
 		for (uint32_t i = 0; i < n; i++)
 			t[i] = UINT32_MAX - i;
-		e = kvc_append(c, s, t, n, L, L > 0);
+		e = n == 0 ? kvc_append_slots(c, s, L) :
+			     kvc_append(c, s, t, n, L, L > 0);
 		free(t);
 		return e;
 	case RA_SWAP_OUT:
@@ -946,10 +893,17 @@ rp_trial_action(struct rp *r, kvc *c, enum rp_action a, int32_t s,
 	return KV_EINVAL;
 }
 
+static const char *const rp_action_name[] = {
+	"allocate", "append", "swap_out", "swap_in"
+};
+
 /*
  * Try an action on a clone.  *ok = it succeeded; *left = the least free
- * count after it.  Misuse errors other than KV_ENOSPC also count as
- * "does not succeed".  Out of memory: RP_FAIL with r->nomem set.
+ * count after it.  Misuse errors other than KV_ENOSPC and KV_EREF also
+ * count as "does not succeed".  A trial outside the reference's contract
+ * (KV_EREF) is no answer either way: the run stops with exit 2 and the
+ * message the action gives when run directly.  Out of memory: RP_FAIL with
+ * r->nomem set.
  */
 static int
 rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
@@ -963,6 +917,16 @@ rp_trial(struct rp *r, enum rp_action a, int32_t s, uint32_t n, uint32_t L,
 		return RP_FAIL;
 	}
 	e = rp_trial_action(r, c, a, s, n, L);
+	if (e == KV_EREF) {
+		int rc = rp_error(r, "%s (the --check trial of this query): "
+				  "outside the reference's contract (the %s "
+				  "reference would fail): %s",
+				  rp_action_name[a],
+				  kvc_mode_name(r->cfg.mode), kvc_errmsg(c));
+
+		kvc_free(c);
+		return rc;
+	}
 	*ok = e == KV_OK;
 	*left = rp_min_free(c);
 	if (*ok) {
@@ -1100,7 +1064,7 @@ rp_pool_line(struct rp *r, struct rp_line *l, const char *text)
 }
 
 /* Resolve positional i to a declared request. */
-static int
+int
 rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out)
 {
 	struct rp_id *id;
@@ -1140,6 +1104,40 @@ rp_seq_arg(struct rp *r, const struct rp_line *l, const char *allowed,
  * allocator's clock and, for those that name a sequence first, checked
  * there is a positional.
  */
+/* `seq ID group=ROOT`: one more waiting sequence of ROOT's group. */
+static int
+rp_op_seq_group(struct rp *r, const struct rp_line *l)
+{
+	const char *rname = rp_opt(l, "group");
+	struct rp_id *root = rp_find(r, rname), *id;
+	char **p;
+
+	if (rp_opt(l, "tokens") != NULL)
+		return rp_error(r, "seq: group= and tokens= together (the "
+				"sequences of a group share its prompt)");
+	if (r->cfg.mode != KVC_VLLM_V0 && r->cfg.mode != KVC_EXACT)
+		return rp_error(r, "seq: groups of several waiting sequences "
+				"are for modes vllm-v0 and exact (mode %s has "
+				"no fork)", kvc_mode_name(r->cfg.mode));
+	if (root == NULL || root->seq < 0 ||
+	    kvc_seq_state(r->k, root->seq) != KVC_WAITING ||
+	    kvc_seq_request(r->k, root->seq) != root->seq)
+		return rp_error(r, "seq: group=%s is not a waiting request's "
+				"first sequence", rname);
+	p = rp_xrealloc(r, r->pend, (r->npend + 1) * sizeof(*p));
+	if (p == NULL)
+		return RP_FAIL;
+	r->pend = p;
+	if ((r->pend[r->npend] = rp_strdup(r, l->pos[0])) == NULL)
+		return RP_FAIL;
+	r->npend++;
+	if (rp_insert(r, l->pos[0], RP_PENDING) != RP_OK)
+		return RP_BAD;
+	id = rp_find(r, l->pos[0]);
+	id->root = root->seq;
+	return RP_OK;
+}
+
 static int
 rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
 {
@@ -1147,9 +1145,16 @@ rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
 	int32_t s;
 	kv_err e;
 
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens") ||
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "tokens group") ||
 	    rp_new_name(r, l->pos[0]))
 		return RP_BAD;
+	if (rp_opt(l, "group") != NULL) {
+		int rc = rp_op_seq_group(r, l);
+
+		if (rc == RP_OK)
+			rp_hist_push(r, text);
+		return rc;
+	}
 	t = rp_opt(l, "tokens");
 	if (t == NULL)
 		return rp_error(r, "seq: tokens= is required");
@@ -1164,6 +1169,26 @@ rp_op_seq(struct rp *r, struct rp_line *l, const char *text)
 	return RP_OK;
 }
 
+/* After `allocate` of s: fork the sequences waiting in its group, in
+ * declaration order (vLLM v0's allocate forks the first one's table). */
+static int
+rp_group_fork(struct rp *r, int32_t s)
+{
+	int32_t child;
+	kv_err e;
+
+	for (size_t j = 0; j < r->npend; j++) {
+		struct rp_id *id = rp_find(r, r->pend[j]);
+
+		if (id == NULL || id->seq != RP_PENDING || id->root != s)
+			continue;
+		if ((e = kvc_fork(r->k, s, &child)) != KV_OK)
+			return rp_kverr(r, "allocate (fork of the group)", e);
+		id->seq = child;
+	}
+	return RP_OK;
+}
+
 static int
 rp_op_new_step(struct rp *r, struct rp_line *l, const char *text)
 {
@@ -1172,6 +1197,25 @@ rp_op_new_step(struct rp *r, struct rp_line *l, const char *text)
 	kvc_step_begin(r->k);
 	rp_hist_push(r, text);
 	rp_emit(r, "new_step ok");
+	return RP_OK;
+}
+
+/* `time T`: the clock of the following operations (R30's access times). */
+static int
+rp_op_time(struct rp *r, struct rp_line *l, const char *text)
+{
+	uint32_t t;
+
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, "") ||
+	    rp_u32(r, "time", l->pos[0], &t))
+		return RP_BAD;
+	if (r->have_clock && t < r->clock)
+		return rp_error(r, "time: %u is before the clock (%lld); "
+				"time never goes back", t,
+				(long long)r->clock);
+	r->have_clock = true;
+	r->clock = t;
+	rp_hist_push(r, text);
 	return RP_OK;
 }
 
@@ -1207,6 +1251,7 @@ rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
 	kvc_verdict v;
 	int32_t s;
 	kv_err e;
+	int rc;
 
 	(void)text;
 	if (rp_seq_arg(r, l, "lookahead", &s) ||
@@ -1219,9 +1264,9 @@ rp_op_can_verdict(struct rp *r, struct rp_line *l, const char *text)
 	rp_emit(r, "%s %s %s", l->kw, l->pos[0], rp_verdict_name[v]);
 	if (!r->o->check)
 		return RP_OK;
-	if (rp_trial(r, in ? RA_SWAP_IN : RA_ALLOCATE, s, 0, in ? L : 0, &ok,
-		     &left))
-		return RP_FAIL;
+	if ((rc = rp_trial(r, in ? RA_SWAP_IN : RA_ALLOCATE, s, 0,
+			   in ? L : 0, &ok, &left)) != RP_OK)
+		return rc;
 	return rp_check_verdict(r, l->kw, v, ok, left, in || L == 0);
 }
 
@@ -1241,29 +1286,55 @@ rp_op_count(struct rp *r, struct rp_line *l, const char *text)
 	e = alloc ? kvc_allocate(r->k, s, n) : kvc_computed(r->k, s, n, has_n);
 	if (e != KV_OK && !(alloc && e == KV_ENOSPC))
 		return rp_kverr(r, l->kw, e);
+	if (alloc && e == KV_OK && rp_group_fork(r, s) != RP_OK)
+		return RP_BAD;
 	return rp_outcome(r, l, text, e == KV_OK);
 }
 
+/*
+ * `append ID tokens=LIST [lookahead=L]`: the tokens and their slots;
+ * `append ID tokens=LIST unseen`: the tokens alone (vLLM v0's
+ * append_token_id before append_slots; a RUNNING sequence's unseen tokens);
+ * `append ID [lookahead=L]`: the slots of the unseen tokens (append_slots).
+ */
 static int
 rp_op_append(struct rp *r, struct rp_line *l, const char *text)
 {
 	const char *t;
 	uint32_t L = 0;
-	bool has_L;
+	bool has_L, unseen;
 	int32_t s;
 	size_t np;
 	char *buf;
 	kv_err e;
 
-	if (rp_seq_arg(r, l, "tokens lookahead", &s) ||
+	unseen = l->npos == 2 && strcmp(l->pos[1], "unseen") == 0;
+	if (l->npos == 2 && !unseen)
+		return rp_error(r, "append: the second word can only be "
+				"'unseen', not '%s'", l->pos[1]);
+	if (unseen)
+		l->npos = 1;
+	if (rp_seq_arg(r, l, unseen ? "tokens" : "tokens lookahead", &s) ||
 	    rp_opt_u32(r, l, "lookahead", &L, &has_L))
 		return RP_BAD;
 	t = rp_opt(l, "tokens");
-	if (t == NULL)
-		return rp_error(r, "append: tokens= is required");
-	if (rp_tokens(r, t))
+	if (t == NULL && unseen)
+		return rp_error(r, "append: unseen needs tokens=");
+	if (unseen && r->cfg.mode == KVC_DEEPSPEED)
+		return rp_error(r, "append: unseen tokens are not available "
+				"in mode deepspeed (its descriptor learns a "
+				"sequence's tokens when they are scheduled)");
+	if (t == NULL && kvc_seq_state(r->k, s) != KVC_RUNNING)
+		return rp_error(r, "append: without tokens= (the slots of the "
+				"unseen tokens) the sequence must be RUNNING");
+	if (t != NULL && rp_tokens(r, t))
 		return RP_BAD;
-	e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
+	if (unseen)
+		e = kvc_add_tokens(r->k, s, r->tok, r->ntok);
+	else if (t == NULL)
+		e = kvc_append_slots(r->k, s, L);
+	else
+		e = kvc_append(r->k, s, r->tok, r->ntok, L, has_L);
 	if (e != KV_OK && e != KV_ENOSPC)
 		return rp_kverr(r, l->kw, e);
 	if (e != KV_OK) {
@@ -1271,7 +1342,7 @@ rp_op_append(struct rp *r, struct rp_line *l, const char *text)
 		return RP_OK;
 	}
 	kvc_pairs(r->k, &np);
-	if (np == 0) {
+	if (np == 0 || unseen) {
 		rp_emit(r, "append %s ok", l->pos[0]);
 	} else if ((buf = rp_pairs_str(r)) != NULL) {
 		rp_emit(r, "append %s ok cow=%s", l->pos[0], buf);
@@ -1288,6 +1359,7 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 	bool has_n, has_L, yes, ok;
 	int32_t s;
 	kv_err e;
+	int rc;
 
 	(void)text;
 	if (rp_seq_arg(r, l, "n lookahead", &s) ||
@@ -1301,10 +1373,11 @@ rp_op_can_append(struct rp *r, struct rp_line *l, const char *text)
 	if (r->o->check && has_n && n > RP_MAXTOKENS)
 		return rp_error(r, "--check: n=%u is more tokens than a trial "
 				"append may hold (%u)", n, RP_MAXTOKENS);
-	if (!r->o->check || (has_n ? n : 1) == 0)
-		return RP_OK;
-	if (rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok, &left))
-		return RP_FAIL;
+	if (!r->o->check)
+		return RP_OK;	/* n=0: the trial is append_slots */
+	if ((rc = rp_trial(r, RA_APPEND, s, has_n ? n : 1, L, &ok,
+			   &left)) != RP_OK)
+		return rc;
 	return rp_check_bool(r, "can_append", yes, ok);
 }
 
@@ -1315,6 +1388,7 @@ rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
 	uint32_t left;
 	int32_t s;
 	kv_err e;
+	int rc;
 
 	(void)text;
 	if (rp_seq_arg(r, l, "", &s))
@@ -1325,8 +1399,8 @@ rp_op_can_swap_out(struct rp *r, struct rp_line *l, const char *text)
 	rp_emit(r, "can_swap_out %s %s", l->pos[0], yes ? "yes" : "no");
 	if (!r->o->check)
 		return RP_OK;
-	if (rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left))
-		return RP_FAIL;
+	if ((rc = rp_trial(r, RA_SWAP_OUT, s, 0, 0, &ok, &left)) != RP_OK)
+		return rc;
 	return rp_check_bool(r, "can_swap_out", yes, ok);
 }
 
@@ -1374,23 +1448,32 @@ rp_op_free(struct rp *r, struct rp_line *l, const char *text)
 	return rp_outcome(r, l, text, e == KV_OK);
 }
 
+/* The one positional of `table`/`state`: a sequence, or with a policy a
+ * request (its sequence, -1 while it has none). */
+int
+rp_table_seq(struct rp *r, const struct rp_line *l, int32_t *s)
+{
+	kvs_req q;
+
+	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
+		return RP_BAD;
+	if (r->s == NULL)
+		return rp_seq(r, l, 0, s);
+	if (rp_req(r, l, 0, &q))
+		return RP_BAD;
+	*s = kvs_req_seq(r->s, q);
+	return RP_OK;
+}
+
 /* `table ID`: a sequence's, or with a policy a request's (R19, R50). */
 static int
 rp_op_table(struct rp *r, struct rp_line *l, const char *text)
 {
 	int32_t s;
-	kvs_req q;
 
 	(void)text;
-	if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
+	if (rp_table_seq(r, l, &s))
 		return RP_BAD;
-	if (r->s != NULL) {
-		if (rp_req(r, l, 0, &q))
-			return RP_BAD;
-		s = kvs_req_seq(r->s, q);
-	} else if (rp_seq(r, l, 0, &s)) {
-		return RP_BAD;
-	}
 	rp_table(r, l->pos[0], s);
 	return RP_OK;
 }
@@ -1416,17 +1499,8 @@ rp_op_cached(struct rp *r, struct rp_line *l, const char *text)
 
 /* A growing output line (its text cut short, r->nomem set, when memory
  * runs out). */
-struct rp_buf {
-	struct rp *r;
-	char *p;
-	size_t len, cap;
-};
 
-static void
-rp_buf_add(struct rp_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void
+void
 rp_buf_add(struct rp_buf *b, const char *fmt, ...)
 {
 	va_list ap;
@@ -1484,6 +1558,7 @@ rp_step_line(struct rp *r, const struct kvs_step *st)
 			   r->reqname[st->sched[i].req], st->sched[i].ntokens);
 	rp_buf_reqs(r, &b, " preempt=", st->preempt, st->npreempt);
 	rp_buf_reqs(r, &b, " finish=", st->finish, st->nfinish);
+	rp_buf_reqs(r, &b, " ignored=", st->ignored, st->nignored);
 	rp_buf_pairs(&b, " swap_out=", st->swap_out, st->nswap_out);
 	rp_buf_pairs(&b, " swap_in=", st->swap_in, st->nswap_in);
 	rp_buf_pairs(&b, " cow=", st->cow, st->ncow);
@@ -1566,6 +1641,8 @@ rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 	if (rp_name_request(r, l->pos[0], q) != RP_OK)
 		return RP_BAD;
 	rp_hist_push(r, text);
+	if (kvs_req_status(r->s, q) == KVS_IGNORED)
+		rp_emit(r, "request %s rejected", l->pos[0]);
 	return RP_OK;
 }
 
@@ -1606,7 +1683,8 @@ rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 		if ((rc = rp_one_step(r, &st)) != RP_OK)
 			return rc;
 		if (st->nsched == 0 && st->npreempt == 0 &&
-		    st->nfinish == 0 && kvs_nunfinished(r->s) > 0)
+		    st->nfinish == 0 && st->nignored == 0 &&
+		    kvs_nunfinished(r->s) > 0)
 			return rp_error(r, "run: step %llu made no progress "
 					"with %u requests unfinished; it "
 					"would repeat forever",
@@ -1652,6 +1730,7 @@ static const struct rp_opdef {
 	{ "free_blocks", rp_pool_line, rp_pool_line, false },
 	{ "audit", rp_pool_line, rp_pool_line, false },
 	{ "new_step", rp_op_new_step, NULL, false },
+	{ "time", rp_op_time, NULL, false },
 	{ "fork", rp_op_fork, NULL, false },
 	{ "can_allocate", rp_op_can_verdict, NULL, true },
 	{ "allocate", rp_op_count, NULL, true },
@@ -1665,6 +1744,9 @@ static const struct rp_opdef {
 	{ "free", rp_op_free, NULL, true },
 	{ "table", rp_op_table, rp_op_table, true },
 	{ "cached", rp_op_cached, NULL, true },
+	{ "state", rp_op_state, rp_op_state, true },
+	{ "evictor", rp_op_evictor, rp_op_evictor, false },
+	{ "queue", NULL, rp_op_queue, false },
 	{ "request", NULL, rp_sched_request, false },
 	{ "step", NULL, rp_sched_step, false },
 	{ "run", NULL, rp_sched_run, false },
@@ -1690,7 +1772,7 @@ rp_op(struct rp *r, struct rp_line *l, const char *text)
 			return rp_error(r, "unknown keyword '%s'", l->kw);
 		return op->kvs(r, l, text);
 	}
-	kvc_set_time(r->k, r->line);
+	kvc_set_time(r->k, r->have_clock ? r->clock : r->line);
 	if (op != NULL && op->kvc == NULL)
 		return rp_error(r, "%s needs a policy line (scheduler steps, "
 				"docs/scheduler.md)", l->kw);
@@ -1745,6 +1827,9 @@ rp_release(struct rp *r)
 	if (r->ids != NULL)
 		for (uint32_t i = 0; i <= r->idmask; i++)
 			free(r->ids[i].name);
+	for (size_t j = 0; j < r->npend; j++)
+		free(r->pend[j]);
+	free(r->pend);
 	free(r->ids);
 	free(r->tok);
 	free(r->last);
@@ -1812,6 +1897,8 @@ replay_run(FILE *in, const char *name, FILE *out, FILE *err,
 	r.last = rp_xrealloc(&r, NULL, r.lastcap);
 	kvc_config_default(&r.cfg, KVC_EXACT);
 	kvs_config_init(&r.scfg);
+	/* the scheduler alone, as the references' unit tests build it */
+	r.scfg.capacity_check = 0;
 
 	while (!r.nomem && (got = getline(&buf, &cap, in)) != -1)
 		if ((rc = rp_line_run(&r, buf, got, &copy, &ops_started)) !=

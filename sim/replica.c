@@ -195,7 +195,10 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	kv_err e;
 
 	*rejected = false;
-	if (r->prompt_tokens >= rp->max_model_len) {
+	/* both engines' input processing refuse a prompt over
+	 * max_model_len; kvs_add refuses one of exactly max_model_len where
+	 * vLLM v1 does (below) */
+	if (r->prompt_tokens > rp->max_model_len) {
 		*rejected = true;
 		rp->st.rejected++;
 		return KV_OK;
@@ -231,6 +234,13 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 		return e;
 	}
 	assert((size_t)h == rp->nbyreq);
+	if (kvs_req_status(rp->s, h) == KVS_IGNORED) {
+		rq_put(rp, q);
+		rp->byreq[rp->nbyreq++] = NULL;
+		*rejected = true;
+		rp->st.rejected++;
+		return KV_OK;
+	}
 	rp->byreq[rp->nbyreq++] = q;
 	q->id = r->id;
 	q->out_key = r->out_key;
@@ -377,6 +387,8 @@ note_preempt(replica *rp, const struct kvs_step *st)
  * finish.  (A step that only preempted -- FastGen's reset -- changed the
  * queues: it is timed like any other and the next one follows.)
  */
+static void ignored(replica *rp, kvs_req h);
+
 static kv_err
 idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 	  size_t whylen)
@@ -398,6 +410,8 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
 			       whylen) != 0)
 		return KV_ESTATE;
+	for (uint32_t i = 0; i < st->nignored; i++)
+		ignored(rp, st->ignored[i]);
 	usage_mark(rp, now);
 	return KV_OK;
 }
@@ -572,6 +586,20 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	return KV_OK;
 }
 
+/* A request the scheduler dropped without running it (vLLM v0's
+ * FINISHED_IGNORED): counted with the rejected ones, no row. */
+static void
+ignored(replica *rp, kvs_req h)
+{
+	struct rq *q = rp->byreq[h];
+
+	rp->st.added--;
+	rp->st.rejected++;
+	rp->outstanding -= (uint64_t)q->prompt + q->output;
+	rp->byreq[h] = NULL;
+	rq_put(rp, q);
+}
+
 kv_err
 replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 {
@@ -610,6 +638,8 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		if ((e = finish(rp, st->finish[i], now, rep, why, whylen)) !=
 		    KV_OK)
 			return e;
+	for (uint32_t i = 0; i < st->nignored; i++)
+		ignored(rp, st->ignored[i]);
 	usage_mark(rp, now);
 	return KV_OK;
 }
@@ -735,7 +765,8 @@ check_records(const replica *rp, char *why, size_t whylen)
 	for (size_t h = 0; h < rp->nbyreq; h++) {
 		const struct rq *q = rp->byreq[h];
 		kvs_status st = kvs_req_status(rp->s, (kvs_req)h);
-		bool live = st != KVS_FINISHED && st != KVS_ABORTED;
+		bool live = st != KVS_FINISHED && st != KVS_ABORTED &&
+			    st != KVS_IGNORED;
 
 		if ((q != NULL) != live)
 			return check_fail(why, whylen, 3, "request %zu "

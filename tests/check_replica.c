@@ -274,6 +274,92 @@ START_TEST(test_broken)
 }
 END_TEST
 
+/* Rebuild d's replica on d->sc and d->kc (changed by the caller). */
+static void
+drive_rebuild(struct drive *d)
+{
+	struct replica_cfg rc;
+	char why[512];
+
+	replica_free(d->rp);
+	memset(&rc, 0, sizeof(rc));
+	rc.sc = &d->sc;
+	rc.kc = &d->kc;
+	rc.policy = kvs_builtin_policy(d->policy);
+	rc.step_ns = 1000000;
+	rc.vocab = 32000;
+	d->rp = replica_new(&rc, why, sizeof(why));
+	ck_assert_msg(d->rp != NULL, "%s: %s", d->policy, why);
+}
+
+/* Add r now; run steps until the replica is idle. */
+static void
+drive_one(struct drive *d, struct wl_request *r, bool want_rejected)
+{
+	char why[512];
+	int64_t dt;
+	bool rej, started;
+
+	r->arrival_ns = d->now;
+	ck_assert_int_eq(replica_add(d->rp, r, &rej, why, sizeof(why)),
+			 KV_OK);
+	ck_assert_msg(rej == want_rejected, "%s: prompt of %u tokens %s",
+		      d->policy, r->prompt_tokens,
+		      rej ? "rejected" : "queued");
+	for (int n = 0; replica_has_work(d->rp); n++) {
+		ck_assert_int_lt(n, 1000);
+		ck_assert_int_eq(replica_begin(d->rp, d->now, &dt, &started,
+					       why, sizeof(why)), KV_OK);
+		assert_check(d, 0);	/* an idle step completes at once */
+		if (!started)
+			continue;
+		d->now += dt;
+		ck_assert_int_eq(replica_end(d->rp, d->now, d->rep, why,
+					     sizeof(why)), KV_OK);
+		assert_check(d, 0);
+	}
+}
+
+/*
+ * Prompt limits as the engines have them: vllm-v0 runs a prompt of exactly
+ * max_model_len, vllm-v1 rejects it; and a request vllm-v0's step ignores
+ * (can_allocate NEVER: here a pool without the start-up capacity check)
+ * is counted with the rejected ones, never as added or finished.
+ */
+START_TEST(test_prompt_limits)
+{
+	struct drive d;
+	const struct replica_stats *st;
+
+	drive_init(&d, &configs[0]);		/* vllm-v0 */
+	d.req[0].prompt_tokens = 512;		/* max_model_len */
+	drive_one(&d, &d.req[0], false);
+	st = replica_stats(d.rp);
+	ck_assert_uint_eq(st->finished, 1);
+	ck_assert_uint_eq(st->rejected, 0);
+	d.sc.capacity_check = 0;
+	d.kc.gpu_blocks = 8;
+	d.kc.watermark = 0;
+	drive_rebuild(&d);
+	d.req[1].prompt_tokens = 200;		/* 13 blocks of 8: NEVER */
+	d.req[2].prompt_tokens = 50;
+	drive_one(&d, &d.req[1], false);
+	drive_one(&d, &d.req[2], false);
+	st = replica_stats(d.rp);
+	ck_assert_uint_eq(st->rejected, 1);
+	ck_assert_uint_eq(st->added, 1);
+	ck_assert_uint_eq(st->finished, 1);
+	ck_assert_uint_eq(replica_outstanding(d.rp), 0);
+	drive_release(&d);
+
+	drive_init(&d, &configs[2]);		/* vllm-v1 */
+	d.req[0].prompt_tokens = 512;
+	drive_one(&d, &d.req[0], true);
+	ck_assert_uint_eq(replica_stats(d.rp)->rejected, 1);
+	drive_release(&d);
+}
+END_TEST
+
 static Suite *
 replica_suite(void)
 {
@@ -283,6 +369,7 @@ replica_suite(void)
 
 	tcase_add_loop_test(tc, test_run_checked, 0, n);
 	tcase_add_loop_test(tc, test_broken, 0, n);
+	tcase_add_test(tc, test_prompt_limits);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -110,6 +110,10 @@
 # 25. the expensive check level (KVSIM_CHECK, which `make check` sets) is
 #     wired: on tiny.yaml's 7 events the invariants are checked after each
 #     and at the end (KVSIM_CHECK=report says 8), and it changes no output.
+# 26. prompt limits as each engine has them: a prompt of exactly
+#     max_model_len runs under vllm-v0 (its prompt limit is inclusive) and
+#     is rejected under vllm-v1 (no room for one output token); a longer
+#     one is rejected by both, and summary.csv counts the rejections.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -800,4 +804,19 @@ KVSIM_CHECK=0 "$KVSIM" run -q --no-plot --out "$T/ck0" \
 [ -s "$T/ck0.err" ] && bad "KVSIM_CHECK=0: $(cat "$T/ck0.err")"
 cmp -s "$T/ck/requests.csv" "$T/ck0/requests.csv" ||
 	bad "KVSIM_CHECK changed requests.csv"
+# 26.
+printf '%s\n' arrival_ns,prompt_tokens,output_tokens 0,512,2 0,513,2 0,100,2 \
+	>"$T/mml.csv"
+for p in vllm-v0:2:1 vllm-v1:1:2; do
+	pol=${p%%:*} c=${p#*:}
+	j=${c#*:} c=${c%:*}
+	printf '%s\n' 'model: meta-llama/Llama-3.1-8B' "policy: $pol" \
+		'engine: {max_model_len: 512}' 'cost: {step_ns: 1000000}' \
+		'workload: {trace: mml.csv}' >"$T/mml-$pol.yaml"
+	"$KVSIM" run -q --no-plot --check --out "$T/mml-$pol" \
+		"$T/mml-$pol.yaml" || bad "mml $pol: run failed"
+	[ "$(sval "$T/mml-$pol/summary.csv" completed)" = "$c" ] &&
+		[ "$(sval "$T/mml-$pol/summary.csv" rejected)" = "$j" ] ||
+		bad "mml $pol: completed $(sval "$T/mml-$pol/summary.csv" completed), rejected $(sval "$T/mml-$pol/summary.csv" rejected), want $c and $j"
+done
 exit $fail

@@ -1,0 +1,108 @@
+/*
+ * replay_int.h -- what sim/replay.c shares with sim/replay_state.c: the
+ * interpreter's state, a parsed line, the output helpers, and the
+ * printing operations (queue, state, evictor) kept in their own file.
+ */
+#ifndef SIM_REPLAY_INT_H
+#define SIM_REPLAY_INT_H
+
+#include "core/kvcore.h"
+#include "core/kvsched.h"
+#include "sim/replay.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RP_MAXWORDS 64
+#define RP_MAXTOKENS (1u << 26)
+
+struct rp_id {
+	char *name;
+	int32_t seq;		/* RP_PENDING: waits in its group (below) */
+	int32_t root;		/* RP_PENDING: the group's first sequence */
+};
+
+/* A sequence declared with `seq ID group=ROOT`: forked at `allocate ROOT`. */
+#define RP_PENDING (-2)
+
+struct rp {
+	const char *file;
+	FILE *out, *err;
+	const struct replay_opts *o;
+	long line;
+	/* setup */
+	struct kvc_config cfg;
+	bool seen[32];
+	bool have_gpu, have_mode;
+	kvc *k;			/* owned, or kvs_kv(s) with a policy */
+	/* scheduler (docs/scheduler.md): set up by `policy` */
+	struct kvs_config scfg;
+	const struct kvs_policy *pol;
+	void *plugin;		/* sim_policy_find() handle */
+	kvs *s;
+	const char **reqname;	/* by kvs_req, borrowed from ids */
+	uint32_t capreqname;
+	/* sequence names: open addressing, never deleted (R12) */
+	struct rp_id *ids;
+	uint32_t idmask, nids;
+	/* token scratch */
+	uint32_t *tok;
+	size_t ntok, captok;
+	/* last output line, for `expect` */
+	char *last;
+	size_t lastcap;
+	bool have_last;
+	/* --check history: the operation lines so far */
+	char **hist;
+	long *histline;
+	size_t nhist, caphist;
+	/* sequences declared with group=, in order (names) */
+	char **pend;
+	size_t npend;
+	/* the v0 LRU clock: the line number until a `time T` line */
+	bool have_clock;
+	int64_t clock;
+	/* memory ran out: nothing more is written, replay_run stops at the
+	 * end of the line and returns KV_ENOMEM */
+	bool nomem;
+};
+
+enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
+
+struct rp_line {
+	char *kw;
+	char *pos[RP_MAXWORDS];
+	int npos;
+	char *key[RP_MAXWORDS], *val[RP_MAXWORDS];
+	int nopt;
+	char *rest;		/* text after the keyword, for `expect` */
+};
+
+struct rp_buf {
+	struct rp *r;
+	char *p;
+	size_t len, cap;
+};
+
+void *rp_xrealloc(struct rp *r, void *p, size_t n);
+int rp_error(struct rp *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void rp_emit(struct rp *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void rp_buf_add(struct rp_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int rp_npos(struct rp *r, const struct rp_line *l, int n);
+int rp_opts_allowed(struct rp *r, const struct rp_line *l,
+		    const char *allowed);
+int rp_seq(struct rp *r, const struct rp_line *l, int i, int32_t *s);
+int rp_req(struct rp *r, const struct rp_line *l, int i, kvs_req *out);
+int rp_table_seq(struct rp *r, const struct rp_line *l, int32_t *s);
+
+/* replay_state.c: `queue`, `state ID`, `evictor`. */
+int rp_op_queue(struct rp *r, struct rp_line *l, const char *text);
+int rp_op_state(struct rp *r, struct rp_line *l, const char *text);
+int rp_op_evictor(struct rp *r, struct rp_line *l, const char *text);
+
+#endif /* SIM_REPLAY_INT_H */
