@@ -316,6 +316,7 @@ csv_suite(void)
 	tcase_add_test(tc, directory);
 	tcase_add_test(tc, streaming);
 	tcase_add_test(tc, chunk_edges);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

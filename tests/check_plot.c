@@ -226,6 +226,7 @@ suite(void)
 	tcase_add_test(tc, test_missing_dir);
 	tcase_add_test(tc, test_no_gnuplot);
 	tcase_add_test(tc, test_bad_csv_writes_nothing);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1565,6 +1565,7 @@ wl_suite(void)
 	    sizeof(bad_cases) / sizeof(bad_cases[0]));
 	tcase_add_test(tc, test_skip_and_reject);
 	tcase_add_test(tc, test_order);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("transforms");
 	tcase_add_test(tc, test_transforms);
@@ -1572,6 +1573,7 @@ wl_suite(void)
 	tcase_add_test(tc, test_check_streams);
 	tcase_add_loop_test(tc, test_check_broken, 0,
 	    sizeof(broken) / sizeof(broken[0]));
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_test(tc, test_yaml_trace);
@@ -1584,6 +1586,7 @@ wl_suite(void)
 	tcase_add_loop_test(tc, test_yaml_write, 0,
 	    1 + sizeof(rt_yaml) / sizeof(rt_yaml[0]));
 	tcase_add_test(tc, test_yaml_escape);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }
