@@ -6,6 +6,7 @@
 #   make fuzz [FUZZ_SECONDS=60]     build, then run each for that long;
 #                                   fails if any finds something
 #   make fuzz FUZZ_TARGETS='trace csv'   only those harnesses
+#   make fuzz FUZZ_FLAGS='-jobs=2'  libFuzzer flags for every run
 FUZZ_SECONDS = 60
 FUZZ_TARGETS = replay trace ydoc runcfg set workload catalog sweep suite \
 	calib calibrate compare csv
@@ -30,7 +31,8 @@ fuzz-build: config.h
 	  LIBS='$(LIBS)'
 
 fuzz: fuzz-build
-	$(AM_V_at)$(SHELL) $(srcdir)/%reldir%/run.sh '$(srcdir)' \
+	$(AM_V_at)FUZZ_FLAGS='$(FUZZ_FLAGS)' \
+	  $(SHELL) $(srcdir)/%reldir%/run.sh '$(srcdir)' \
 	  '$(FUZZ_OUT)' '$(FUZZ_SECONDS)' $(FUZZ_TARGETS)
 
 fuzz-clean:
