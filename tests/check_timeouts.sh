@@ -15,7 +15,8 @@ missing() {
 		FNR == 1 { delete set }
 		{
 			line = $0
-			while (match(line, /[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*tcase_create\(/)) {
+			while (match(line, \
+			    /[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*tcase_create\(/)) {
 				v = substr(line, RSTART, RLENGTH)
 				sub(/[ \t]*=.*/, "", v)
 				set[v] = 0
@@ -47,8 +48,11 @@ bad=$(printf '%s\n' "$out" | grep -v '^cases ')
 }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-timeouts.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-printf '\tTCase *a = tcase_create("a"), *b = tcase_create("b");\n\ttcase_set_timeout(a, 60);\n\tsuite_add_tcase(s, a);\n\tsuite_add_tcase(s, b);\n' \
-	>"$tmp/check_x.c"
+{
+	printf '\tTCase *a = tcase_create("a"), *b = tcase_create("b");\n'
+	printf '\ttcase_set_timeout(a, 60);\n'
+	printf '\tsuite_add_tcase(s, a);\n\tsuite_add_tcase(s, b);\n'
+} >"$tmp/check_x.c"
 [ "$(missing "$tmp/check_x.c" | grep -c ' b$')" = 1 ] &&
     [ "$(missing "$tmp/check_x.c" | grep -c ' a$')" = 0 ] || {
 	echo "the scan misses a test case without a timeout"

@@ -73,7 +73,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 0) {
 		if (data[0] & 1)
-			flags = YD_LOADER | (data[0] & (YD_UNIQUE | YD_NEXTDOC));
+			flags = YD_LOADER |
+				(data[0] & (YD_UNIQUE | YD_NEXTDOC));
 		data++;
 		size--;
 	}

@@ -59,8 +59,9 @@ for t in "$@"; do
 	else
 		echo "fuzz $t: FAILED (exit $rc) after ${runs:-?}" \
 		     "executions; $log:" >&2
-		grep -E '^(==[0-9]+==|SUMMARY|.*runtime error|artifact_prefix|Test unit written)' \
-			"$log" | head -n 20 >&2
+		grep -E '^(==[0-9]+==|SUMMARY|.*runtime error)' "$log" |
+			head -n 16 >&2
+		grep -E 'Test unit written' "$log" | head -n 4 >&2
 		failed="$failed $t"
 	fi
 done
