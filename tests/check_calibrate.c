@@ -270,6 +270,7 @@ calibrate_suite(void)
 	tcase_add_test(t, quantiles);
 	tcase_add_test(t, csv_reader);
 	tcase_add_test(t, csv_reader_edges);
+	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -825,6 +825,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_mla);
 	tcase_add_test(tc, test_window_and_state);
 	tcase_add_test(tc, test_calibration_and_describe);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

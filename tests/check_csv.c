@@ -358,6 +358,7 @@ csv_suite(void)
 	tcase_add_test(tc, streaming);
 	tcase_add_test(tc, chunk_edges);
 	tcase_add_test(tc, duplicate_column);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -159,6 +159,7 @@ engine_suite(void)
 	tcase_add_test(tc, test_kind_order);
 	tcase_add_test(tc, test_monotonic);
 	tcase_add_test(tc, test_random);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

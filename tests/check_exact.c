@@ -1381,6 +1381,7 @@ exact_suite(void)
 	TCase *tf = tcase_create("fuzz");
 
 	tcase_add_loop_test(tc, test_script, 0, NSCRIPTS);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tcase_add_test(tu, test_seedbug3_swap_in_unseen_lookahead_shared);
 	tcase_add_test(tu, test_oom_then_recycle);
@@ -1388,6 +1389,7 @@ exact_suite(void)
 	tcase_add_test(tu, test_audit_catches_damage);
 	tcase_add_test(tu, test_config);
 	tcase_add_test(tu, test_clone_is_deep);
+	tcase_set_timeout(tu, 60);
 	suite_add_tcase(s, tu);
 	tcase_set_timeout(tf, 120);
 	tcase_add_loop_test(tf, test_fuzz_consistency, 0, 2 * NFUZZ);

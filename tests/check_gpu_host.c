@@ -595,6 +595,7 @@ gpu_host_suite(void)
 	tcase_add_test(t, check_invariants);
 	tcase_add_test(t, digest_layout_free);
 	tcase_add_test(t, open_errors);
+	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	t = tcase_create("runs");
 	tcase_set_timeout(t, 60);

@@ -9,7 +9,10 @@
 #
 # An arrow is "may include"; a part may always include itself.  Nothing
 # includes upward, and nothing but the command line (sim/cli) includes the
-# command line: not the libraries, not the tests, not the benchmarks.
+# command line: not the libraries, not the tests, not the benchmarks --
+# except the fuzz harnesses (tests/fuzz), which include the command files
+# whose static readers they feed (sweep and suite files, compare's and
+# calibrate's CSVs).
 #
 # Besides the edges:
 #  - core/ includes only the C standard library and core/; its local.mk
@@ -40,6 +43,7 @@ part() {
 	sim/model/*) echo sim/model ;;
 	sim/*) echo sim ;;
 	bench/*) echo bench ;;
+	tests/fuzz/*) echo tests/fuzz ;;
 	tests/*) echo tests ;;
 	examples/*) echo examples ;;
 	*) echo other ;;
@@ -58,6 +62,8 @@ allowed() {
 	sim) echo "sim sim/model workloads reports gpu util core" ;;
 	sim/cli) echo "sim/cli sim sim/model workloads reports gpu util core" ;;
 	bench | tests) echo "sim sim/model workloads reports gpu util core" ;;
+	tests/fuzz) echo "tests/fuzz sim/cli sim sim/model workloads reports" \
+	    "gpu util core" ;;
 	examples) echo "core" ;;
 	*) echo "" ;;
 	esac
@@ -99,7 +105,7 @@ for f in $sources; do
 			continue
 		fi
 		if [ -z "$target" ]; then
-			case $from in tests | bench) continue ;; esac
+			case $from in tests | tests/fuzz | bench) continue ;; esac
 			case $h in
 			yaml.h) [ "$from" = util ] ||
 			    say "$f: includes <yaml.h>; only util/ reads YAML" ;;
@@ -133,7 +139,7 @@ bad=$(grep -rln 'core/kv_int\.h\|core/kvs_int\.h\|core/kv_ds\.h' \
 # The libraries return errors; only the program ends the process.
 for f in $sources; do
 	case $(part "$f") in
-	sim/cli | tests | bench | other) continue ;;
+	sim/cli | tests | tests/fuzz | bench | other) continue ;;
 	esac
 	case $f in gpu/tools/*) continue ;; esac
 	grep -n '\(^\|[^_a-z]\)\(exit\|abort\)[[:space:]]*(' "$f" |

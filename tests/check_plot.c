@@ -274,6 +274,7 @@ suite(void)
 	tcase_add_test(tc, test_no_gnuplot);
 	tcase_add_test(tc, test_bad_csv_writes_nothing);
 	tcase_add_test(tc, test_write_fails);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -370,6 +370,7 @@ replica_suite(void)
 	tcase_add_loop_test(tc, test_run_checked, 0, n);
 	tcase_add_loop_test(tc, test_broken, 0, n);
 	tcase_add_test(tc, test_prompt_limits);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

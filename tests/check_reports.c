@@ -488,6 +488,7 @@ suite(void)
 	tcase_add_test(tc, test_slo_parse);
 	tcase_add_test(tc, test_search_finds_threshold);
 	tcase_add_test(tc, test_search_edges);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1005,8 +1005,11 @@ sched_policies_suite(void)
 	tcase_add_test(tk, kvsim_config);
 	tcase_add_loop_test(tk, running_unused, 0, 3);
 	tcase_add_test(tk, running_unused_v1);
+	tcase_set_timeout(ts, 60);
 	suite_add_tcase(s, ts);
+	tcase_set_timeout(tf, 60);
 	suite_add_tcase(s, tf);
+	tcase_set_timeout(tk, 60);
 	suite_add_tcase(s, tk);
 	return s;
 }

@@ -734,11 +734,13 @@ sched_v0_suite(void)
 	tcase_add_loop_test(tc, test_cached_tokens, 0, 2);
 	tcase_add_loop_test(tc, test_promotion_same_step, 0, 2);
 	tcase_add_loop_test(tc, test_stale_same_step, 0, 2);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_loop_test(tc, test_config, 0,
 			    (int)(sizeof(ccases) / sizeof(ccases[0])));
 	tcase_add_test(tc, test_request_limits);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

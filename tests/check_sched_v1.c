@@ -896,6 +896,7 @@ sched_v1_suite(void)
 	tcase_add_test(tc, test_v1_misuse);
 	tcase_add_test(tc, test_v1_stale_withdrawn);
 	tcase_add_test(tc, test_v1_stale_same_step);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("walk");
 	tcase_set_timeout(tc, 120);

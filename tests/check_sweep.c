@@ -356,6 +356,7 @@ sweep_suite(void)
 	tcase_add_test(tc, test_thresholds);
 	tcase_add_test(tc, test_welch);
 	tcase_add_test(tc, test_verdicts);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1002,6 +1002,7 @@ v0_suite(void)
 	tcase_add_loop_test(tc, test_touched, 0,
 			    (int)(sizeof(touched_table) /
 				  sizeof(touched_table[0])));
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("api");
 	tcase_add_test(tc, test_oom_recycle);

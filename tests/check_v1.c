@@ -977,16 +977,19 @@ v1_suite(void)
 
 	tcase_add_loop_test(tc, test_v1_cases, 0,
 			    (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("misuse");
 	tcase_add_test(tc, test_v1_misuse);
 	tcase_add_test(tc, test_v1_config);
 	tcase_add_test(tc, test_v1_null_only);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("pool");
 	tcase_add_test(tc, test_v1_no_double_free);
 	tcase_add_test(tc, test_v1_clone);
 	tcase_add_test(tc, test_v1_same_step_state_hit);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("walk");
 	tcase_set_timeout(tc, 60);

@@ -1797,6 +1797,7 @@ wl_suite(void)
 	tcase_add_test(tc, test_span);
 	tcase_add_test(tc, test_leap_day);
 	tcase_add_test(tc, test_stats_blocks);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("transforms");
 	tcase_add_test(tc, test_transforms);
@@ -1804,6 +1805,7 @@ wl_suite(void)
 	tcase_add_test(tc, test_check_streams);
 	tcase_add_loop_test(tc, test_check_broken, 0,
 	    sizeof(broken) / sizeof(broken[0]));
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("config");
 	tcase_add_test(tc, test_yaml_trace);
@@ -1816,6 +1818,7 @@ wl_suite(void)
 	tcase_add_loop_test(tc, test_yaml_write, 0,
 	    1 + sizeof(rt_yaml) / sizeof(rt_yaml[0]));
 	tcase_add_test(tc, test_yaml_escape);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

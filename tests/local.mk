@@ -6,6 +6,14 @@ AM_TESTS_ENVIRONMENT = \
 	KVSIM=$(abs_top_builddir)/sim/kvsim; export KVSIM; \
 	top_srcdir=$(abs_top_srcdir); export top_srcdir; \
 	KVSIM_CHECK=1; export KVSIM_CHECK;
+# Check's timeouts times 4 (unless the caller sets a multiplier): headroom
+# for a loaded machine over each test case's own timeout
+# (check_timeouts.sh, docs/TESTING.md).
+AM_TESTS_ENVIRONMENT += \
+	CK_TIMEOUT_MULTIPLIER=$${CK_TIMEOUT_MULTIPLIER:-4}; \
+	export CK_TIMEOUT_MULTIPLIER;
+TESTS += %reldir%/check_timeouts.sh
+EXTRA_DIST += %reldir%/check_timeouts.sh
 
 KV_TEST_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 KV_TEST_LIBS = core/libkvcore.la $(CHECK_LIBS)
