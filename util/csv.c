@@ -141,6 +141,8 @@ csv__avail(struct csv *c, size_t k)
 static int
 csv__put(struct csv *c, const char *s, size_t n)
 {
+	if (n == 0)
+		return 0;	/* an empty field: rec may still be NULL */
 	if (c->reclen + n > c->reccap) {
 		size_t cap = c->reccap ? c->reccap : 256;
 		char *p;
