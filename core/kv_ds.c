@@ -457,7 +457,8 @@ kvc__ds_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok,
 		if (e != KV_OK)
 			return e;
 	}
-	memcpy(q->tok + q->ntok, tok, ntok * sizeof(*tok));
+	if (ntok > 0)	/* tok may be NULL for an append of no tokens */
+		memcpy(q->tok + q->ntok, tok, ntok * sizeof(*tok));
 	q->ntok = (uint32_t)T;
 	return KV_OK;
 }
