@@ -141,6 +141,15 @@ struct kvc__lost {
 kv_err kvc__v0_lost(kvc *k, int32_t s, struct kvc__lost *out);
 /* vllm-v0: the leading slots of GPU block id whose KV is computed. */
 uint32_t kvc__v0_kvn(const kvc *k, int32_t id);
+/*
+ * vllm-v0 with prefix caching, s SWAPPED: *o = can_swap_in(L) answers
+ * NEVER only because it counts the full blocks the request's forked
+ * sequences share once per sequence (get_num_full_blocks_touched over the
+ * concatenated tables), where swap_in maps a shared block once: counted
+ * once, the request fits the GPU pool.  The documented false negative of
+ * the reference (docs/replay.md "--check"); false in other modes.
+ */
+kv_err kvc__v0_swap_in_shared_never(kvc *k, int32_t s, uint32_t L, bool *o);
 
 /* ---- helpers in kv_mgr.c ------------------------------------------ */
 
