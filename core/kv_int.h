@@ -125,6 +125,12 @@ kv_err kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale);
  */
 kv_err kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens);
 /*
+ * vllm-v0: drop get_num_cached_tokens' memo of s (the scheduler's
+ * remove_seq_from_computed_blocks_tracker, vLLM PR #18957): its next
+ * kvc_cached counts the cache as it is then.  No effect in other modes.
+ */
+void kvc__v0_forget_cached(kvc *k, int32_t s);
+/*
  * vllm-v0: when the last kvc_append_slots or kvc_swap_in was of s, the
  * computed positions of s it took from the first one that promotion
  * (promote_to_immutable_block) moved onto a cached block whose KV is not

@@ -1928,6 +1928,13 @@ v0_cached(kvc *k, int32_t s, size_t *tokens)
 	return KV_OK;
 }
 
+void
+kvc__v0_forget_cached(kvc *k, int32_t s)
+{
+	if (k->cfg.mode == KVC_VLLM_V0 && s >= 0 && (uint32_t)s < k->nseq)
+		k->seq[s].memo = -1;
+}
+
 kv_err
 kvc__v0_lost(kvc *k, int32_t s, struct kvc__lost *out)
 {
