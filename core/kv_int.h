@@ -130,6 +130,12 @@ kv_err kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale);
  */
 kv_err kvc__v0_cached_now(kvc *k, int32_t s, size_t *tokens);
 /*
+ * vllm-v0: drop get_num_cached_tokens' memo of s (the scheduler's
+ * remove_seq_from_computed_blocks_tracker, vLLM PR #18957): its next
+ * kvc_cached counts the cache as it is then.  No effect in other modes.
+ */
+void kvc__v0_forget_cached(kvc *k, int32_t s);
+/*
  * vllm-v0: when the last kvc_append_slots or kvc_swap_in was of s, the
  * computed positions of s it took from the first one that promotion
  * (promote_to_immutable_block) moved onto a cached block whose KV is not
@@ -146,6 +152,15 @@ struct kvc__lost {
 kv_err kvc__v0_lost(kvc *k, int32_t s, struct kvc__lost *out);
 /* vllm-v0: the leading slots of GPU block id whose KV is computed. */
 uint32_t kvc__v0_kvn(const kvc *k, int32_t id);
+/*
+ * vllm-v0 with prefix caching, s SWAPPED: *o = can_swap_in(L) answers
+ * NEVER only because it counts the full blocks the request's forked
+ * sequences share once per sequence (get_num_full_blocks_touched over the
+ * concatenated tables), where swap_in maps a shared block once: counted
+ * once, the request fits the GPU pool.  The documented false negative of
+ * the reference (docs/replay.md "--check"); false in other modes.
+ */
+kv_err kvc__v0_swap_in_shared_never(kvc *k, int32_t s, uint32_t L, bool *o);
 
 /* ---- helpers in kv_mgr.c ------------------------------------------ */
 

@@ -1384,9 +1384,35 @@ v0_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L,
 	return KV_OK;
 }
 
-/* SelfAttnBlockSpaceManager._can_swap onto pool pi. */
+/*
+ * Whether full slot i of sequence t holds the block that an earlier live
+ * sequence of its request holds at slot i too (a block forked sequences
+ * share: same content hash with prefix caching).
+ */
+static bool
+v0_slot_shared(const kvc *k, const struct v0 *m, int32_t t, uint32_t i)
+{
+	const struct kvc_tab *tb = &k->seq[t].tab[0];
+
+	V0_FOREACH(k, u, k->seq[t].req) {
+		const struct kvc_tab *ub = &k->seq[u].tab[0];
+
+		if (u == t)
+			return false;
+		if (i < ub->n && v0_slot_full(m, ub, v0_nfs(m, u), i) &&
+		    ub->id[i] == tb->id[i] && ub->aux[i] == tb->aux[i])
+			return true;
+	}
+	return false;
+}
+
+/*
+ * SelfAttnBlockSpaceManager._can_swap onto pool pi.  `once`: count a full
+ * block the request's sequences share once, not once per sequence (not
+ * the reference's count: kvc__v0_swap_in_shared_never).
+ */
 static kvc_verdict
-v0_can_swap(kvc *k, struct v0 *m, int32_t s, int pi, uint32_t L)
+v0_can_swap(kvc *k, struct v0 *m, int32_t s, int pi, uint32_t L, bool once)
 {
 	const struct v0_pool *p = &m->pool[pi];
 	int64_t touched = 0, wm = pi == V0_GPU ? m->wm : 0;
@@ -1401,7 +1427,8 @@ v0_can_swap(kvc *k, struct v0 *m, int32_t s, int pi, uint32_t L)
 		for (uint32_t i = 0; i < tb->n; i++) {
 			int32_t id;
 
-			if (!v0_slot_full(m, tb, full, i))
+			if (!v0_slot_full(m, tb, full, i) ||
+			    (once && v0_slot_shared(k, m, t, i)))
 				continue;
 			if (!m->pc) {
 				touched++;
@@ -1426,7 +1453,8 @@ v0_can_swap_out(kvc *k, int32_t s, bool *o)
 
 	if (e != KV_OK)
 		return e;
-	*o = v0_can_swap(k, v0_of(k), s, V0_CPU, 0) == KVC_VERDICT_OK;
+	*o = v0_can_swap(k, v0_of(k), s, V0_CPU, 0, false) ==
+	    KVC_VERDICT_OK;
 	return KV_OK;
 }
 
@@ -1437,7 +1465,23 @@ v0_can_swap_in(kvc *k, int32_t s, uint32_t L, kvc_verdict *o)
 
 	if (e != KV_OK)
 		return e;
-	*o = v0_can_swap(k, v0_of(k), s, V0_GPU, L);
+	*o = v0_can_swap(k, v0_of(k), s, V0_GPU, L, false);
+	return KV_OK;
+}
+
+kv_err
+kvc__v0_swap_in_shared_never(kvc *k, int32_t s, uint32_t L, bool *o)
+{
+	struct v0 *m;
+	kv_err e;
+
+	*o = false;
+	if (k->cfg.mode != KVC_VLLM_V0 || !(m = v0_of(k))->pc)
+		return KV_OK;
+	if ((e = v0_want(k, s, KVC_SWAPPED, "can_swap_in")) != KV_OK)
+		return e;
+	*o = v0_can_swap(k, m, s, V0_GPU, L, false) == KVC_VERDICT_NEVER &&
+	    v0_can_swap(k, m, s, V0_GPU, L, true) != KVC_VERDICT_NEVER;
 	return KV_OK;
 }
 
@@ -1882,6 +1926,13 @@ v0_cached(kvc *k, int32_t s, size_t *tokens)
 	q->memo = (int64_t)now;
 	*tokens = now;
 	return KV_OK;
+}
+
+void
+kvc__v0_forget_cached(kvc *k, int32_t s)
+{
+	if (k->cfg.mode == KVC_VLLM_V0 && s >= 0 && (uint32_t)s < k->nseq)
+		k->seq[s].memo = -1;
 }
 
 kv_err

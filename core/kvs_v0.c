@@ -680,8 +680,10 @@ v0s_swapped(kvs *s, struct v0s *v)
 		if (vd != KVC_VERDICT_OK)
 			break;	/* LATER */
 		v0s_new_tokens(s, v, r, false, &u, &c);
-		if (u == 0 || !v0s_fits(v, u))
+		if (u == 0 || !v0s_fits(v, u)) {
+			kvc__v0_forget_cached(k, q);	/* PR #18957 */
 			break;
+		}
 		if (pre && (e = v0s_stale(k, q, c, &stale)) != KV_OK)
 			return e;
 		/* swap_in, then append_slots(seq, L) (R29) */
@@ -740,12 +742,18 @@ v0s_prefills(kvs *s, struct v0s *v)
 				return e;
 			continue;
 		}
-		if (vd != KVC_VERDICT_OK)
-			break;	/* LATER */
-		if (v->tokens >= v->B)
+		/*
+		 * Not admitted (LATER or no budget): the memo of the cached
+		 * count taken above is dropped
+		 * (remove_seq_from_computed_blocks_tracker, vLLM PR #18957),
+		 * so the count is taken again at the next look.  An ignored
+		 * request's sequence is released with its memo.
+		 */
+		if (vd != KVC_VERDICT_OK || v->tokens >= v->B ||
+		    u == 0 || !v0s_fits(v, u)) {
+			kvc__v0_forget_cached(k, q);
 			break;
-		if (u == 0 || !v0s_fits(v, u))
-			break;
+		}
 		if ((e = v0s_stale(k, q, c, &stale)) != KV_OK)
 			return e;
 		e = kvc_allocate(k, q, 0);	/* all T tokens */

@@ -16,9 +16,15 @@
  *     known ways (can_allocate caps a sliding window's blocks that
  *     allocate then takes in full; can_swap_out does not count unused
  *     lookahead blocks): there the disagreements are counted and printed,
- *     the catch kvsim exists to make, instead of failing the test.
+ *     the catch kvsim exists to make, instead of failing the test.  It
+ *     breaks the second in exactly one way, also counted: with prefix
+ *     caching, can_swap_in counts the full blocks forked sequences share
+ *     once per sequence and may say NEVER for a swap-in that fits
+ *     (kvc__v0_swap_in_shared_never decides it); any other NEVER for an
+ *     action that succeeds fails the test.
  * At least 10^6 operations run in all (KVSIM_STRESS_OPS overrides).
  */
+#include "core/kv_int.h"
 #include "core/kvcore.h"
 
 #include <check.h>
@@ -148,6 +154,7 @@ struct run {
 	struct rng r;
 	uint64_t ops, fails, queries, trials_ok;
 	uint64_t ref_disagree;	/* vllm-v0: the reference's own */
+	uint64_t ref_never;	/* vllm-v0: its shared-block swap-in NEVER */
 	char last[160];
 };
 
@@ -201,29 +208,55 @@ trial(struct run *x, enum act a, int32_t s, uint32_t n, uint32_t L,
 	return e == KV_OK;
 }
 
-static void
-check_verdict(struct run *x, kvc_verdict v, bool ok, uint32_t left,
-	      bool reverse)
+enum query { Q_ALLOCATE, Q_SWAP_IN };
+
+/*
+ * A three-way verdict against the trial of its action on sequence s with
+ * lookahead L: NULL when they agree, or when the disagreement is one of
+ * vllm-v0's own (counted in x), else what is wrong.
+ */
+static const char *
+verdict_problem(struct run *x, enum query qk, int32_t s, uint32_t L,
+		kvc_verdict v, bool ok, uint32_t left, bool reverse)
 {
 	uint32_t wm = (uint32_t)(x->u->wm * x->u->gpu);
+	bool shared = false;
 
-	if (v == KVC_VERDICT_OK && !ok && x->u->mode == KVC_VLLM_V0) {
+	if (v == KVC_VERDICT_OK && !ok) {
+		if (x->u->mode != KVC_VLLM_V0)
+			return "OK but the action fails";
 		x->ref_disagree++;
-		return;
+		return NULL;
 	}
-	ck_assert_msg(v != KVC_VERDICT_OK || ok,
-		      "%s op %llu (%s): OK but the action fails", x->u->name,
-		      (unsigned long long)x->ops, x->last);
 	if (!reverse || !ok || left < wm)
-		return;
-	ck_assert_msg(v != KVC_VERDICT_NEVER,
-		      "%s op %llu (%s): NEVER but the action succeeds",
-		      x->u->name, (unsigned long long)x->ops, x->last);
-	if (x->u->mode != KVC_VLLM_V0)
-		ck_assert_msg(v != KVC_VERDICT_LATER,
-			      "%s op %llu (%s): LATER but the action "
-			      "succeeds", x->u->name,
-			      (unsigned long long)x->ops, x->last);
+		return NULL;
+	if (v == KVC_VERDICT_NEVER) {
+		/*
+		 * The one NEVER vllm-v0 gives for an action that succeeds:
+		 * can_swap_in counts blocks forked sequences share once per
+		 * sequence (docs/replay.md, "--check").
+		 */
+		if (qk == Q_SWAP_IN)
+			ck_assert_int_eq(kvc__v0_swap_in_shared_never(x->k, s,
+				L, &shared), KV_OK);
+		if (!shared)
+			return "NEVER but the action succeeds";
+		x->ref_never++;
+		return NULL;
+	}
+	if (v == KVC_VERDICT_LATER && x->u->mode != KVC_VLLM_V0)
+		return "LATER but the action succeeds";
+	return NULL;
+}
+
+static void
+check_verdict(struct run *x, enum query qk, int32_t s, uint32_t L,
+	      kvc_verdict v, bool ok, uint32_t left, bool reverse)
+{
+	const char *p = verdict_problem(x, qk, s, L, v, ok, left, reverse);
+
+	ck_assert_msg(p == NULL, "%s op %llu (%s): %s", x->u->name,
+		      (unsigned long long)x->ops, x->last, p);
 }
 
 static void
@@ -271,7 +304,8 @@ step(struct run *x)
 			bool ok = trial(x, A_ALLOC, s, 0, 0, &left);
 
 			x->queries++;
-			check_verdict(x, v, ok, left, L == 0);
+			check_verdict(x, Q_ALLOCATE, s, L, v, ok, left,
+				      L == 0);
 		}
 	} else if (op < 34) {
 		n = rnd(&x->r, 3) ? 0 : 1 + rnd(&x->r, 12);
@@ -323,7 +357,7 @@ step(struct run *x)
 			bool ok = trial(x, A_SWAP_IN, s, 0, L, &left);
 
 			x->queries++;
-			check_verdict(x, v, ok, left, true);
+			check_verdict(x, Q_SWAP_IN, s, L, v, ok, left, true);
 		}
 	} else if (op < 86) {
 		snprintf(x->last, sizeof(x->last), "swap_in %d L=%u", s, L);
@@ -386,13 +420,17 @@ START_TEST(test_stress)
 		}
 	}
 	kvc_free(x.k);
-	if (u->mode == KVC_VLLM_V0)
+	if (u->mode == KVC_VLLM_V0) {
 		printf("%s: %llu queries, %llu answered OK/yes where the "
-		       "reference's own action fails\n", u->name,
+		       "reference's own action fails, %llu swap-ins NEVER "
+		       "for shared blocks\n", u->name,
 		       (unsigned long long)x.queries,
-		       (unsigned long long)x.ref_disagree);
-	else
+		       (unsigned long long)x.ref_disagree,
+		       (unsigned long long)x.ref_never);
+	} else {
 		ck_assert_uint_eq(x.ref_disagree, 0);
+		ck_assert_uint_eq(x.ref_never, 0);
+	}
 	/* The run must exercise both outcomes, or it proves little. */
 	ck_assert_msg(x.fails > 0 && x.fails < x.ops, "%s: %llu fails",
 		      u->name, (unsigned long long)x.fails);
@@ -401,15 +439,67 @@ START_TEST(test_stress)
 }
 END_TEST
 
+/*
+ * The verdict rule itself: the forked request of tests/bad/
+ * v0-check-swapin-never.kvr (2 full blocks shared by 2 sequences, 3 GPU
+ * blocks) is the reference's NEVER and passes, counted; a NEVER for a
+ * swap-in that fits without shared blocks, or for an allocation, fails.
+ */
+START_TEST(test_verdict_rule)
+{
+	static const struct setup u = { "vllm-v0-fork", KVC_VLLM_V0, 4, 3, 4,
+		64, 0.0, true, 0, { { "", 0, 0, 0 } } };
+	uint32_t t[8], left;
+	int32_t a, b, c;
+	kvc_verdict v;
+	bool ok, shared;
+	struct run x;
+
+	memset(&x, 0, sizeof(x));
+	x.u = &u;
+	x.k = make(&u);
+	for (uint32_t i = 0; i < 8; i++)
+		t[i] = i;
+	ck_assert_int_eq(kvc_seq_new(x.k, t, 8, &a), KV_OK);
+	ck_assert_int_eq(kvc_allocate(x.k, a, 0), KV_OK);
+	ck_assert_int_eq(kvc_fork(x.k, a, &b), KV_OK);
+	ck_assert_int_eq(kvc_swap_out(x.k, a), KV_OK);
+	ck_assert_int_eq(kvc_can_swap_in(x.k, a, 0, &v), KV_OK);
+	ck_assert_int_eq(v, KVC_VERDICT_NEVER);
+	ok = trial(&x, A_SWAP_IN, a, 0, 0, &left);
+	ck_assert(ok);
+	ck_assert_ptr_null(verdict_problem(&x, Q_SWAP_IN, a, 0, v, ok, left,
+					   true));
+	ck_assert_uint_eq(x.ref_never, 1);
+	/* the same verdict on anything else is a failure */
+	ck_assert_ptr_nonnull(verdict_problem(&x, Q_ALLOCATE, a, 0, v, ok,
+					      left, true));
+	ck_assert_int_eq(kvc_seq_new(x.k, t, 3, &c), KV_OK);
+	ck_assert_int_eq(kvc_allocate(x.k, c, 0), KV_OK);
+	ck_assert_int_eq(kvc_swap_out(x.k, c), KV_OK);
+	ck_assert_int_eq(kvc__v0_swap_in_shared_never(x.k, c, 0, &shared),
+			 KV_OK);
+	ck_assert(!shared);
+	ck_assert_ptr_nonnull(verdict_problem(&x, Q_SWAP_IN, c, 0,
+					      KVC_VERDICT_NEVER, true, 3,
+					      true));
+	ck_assert_uint_eq(x.ref_never, 1);
+	kvc_free(x.k);
+}
+END_TEST
+
 static Suite *
 stress_suite(void)
 {
 	Suite *s = suite_create("stress");
 	TCase *tc = tcase_create("random");
+	TCase *tr = tcase_create("rule");
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_stress, 0, NSETUPS);
 	suite_add_tcase(s, tc);
+	tcase_add_test(tr, test_verdict_rule);
+	suite_add_tcase(s, tr);
 	return s;
 }
 

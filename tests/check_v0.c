@@ -194,6 +194,20 @@ static const struct step c18[] = {
 	T_APPEND(0, 6, 6, KV_OK, ""), T_END
 };
 
+/*
+ * 18, where seed PR 3 shows: the unseen tokens cross a block boundary.
+ * 7 of 8 slots seen, one GPU block: 1 unseen token fits, 1 unseen + 1
+ * lookahead or 2 unseen do not (ignoring the unseen tokens says OK).
+ */
+static const struct step c18x[] = {
+	T_SEQ(0, 0, 6), T_ALLOC(0, KV_OK), T_SWOUT(0, KV_OK, "0>0"),
+	T_APPEND(0, 7, 7, KV_OK, ""), T_CANSWIN(0, 0, OK),
+	T_CANSWIN(0, 1, NEVER), T_SWIN(0, 1, KV_ENOSPC, NULL),
+	T_APPEND(0, 8, 8, KV_OK, ""), T_CANSWIN(0, 0, NEVER),
+	T_SWIN(0, 0, KV_ENOSPC, NULL), T_TABLE(0, "0"), T_FREEB(1, 0),
+	T_END
+};
+
 /* 19: naive swap does not keep sharing; cost counts per table. */
 static const struct step c19[] = {
 	T_SEQ(0, 0, 9), T_ALLOC(0, KV_OK), T_FORK(0, 1, KV_OK),
@@ -413,6 +427,8 @@ static const struct vcase cases[] = {
 	C_("17 swap round trip", 8, 4, 4, 0.01, false, 0, c17),
 	C_("17 swap round trip pc", 8, 4, 4, 0.01, true, 0, c17pc),
 	C_("18 unseen tokens", 8, 1, 1, 0.01, false, 0, c18),
+	C_("18 unseen across a block", 8, 1, 1, 0.01, false, 0, c18x),
+	C_("18 unseen across a block pc", 8, 1, 1, 0.01, true, 0, c18x),
 	C_("19 swap sharing", 4, 10, 10, 0.01, false, 0, c19),
 	C_("20 pc swap cost", 4, 10, 10, 0.7, true, 0, c20),
 	C_("21 pc sharing", 4, 10, 0, 0.01, true, 0, c21),

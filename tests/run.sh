@@ -58,8 +58,9 @@
 #     prefix hit) plus the summary's recomputed_tokens (which used to
 #     count tokens the prefix cache restored); vllm-v0, which schedules
 #     cached tokens with the uncached ones, reports its prefix hits (it
-#     used to report 0) and the tokens it took as cached after their
-#     blocks had been evicted (stale_cached_tokens, with a warning);
+#     used to report 0) and the tokens it took as cached from blocks it
+#     marked computed before their chunk ran (stale_cached_tokens, with a
+#     warning; tests/gpu/v0-chunked-prefix.yaml);
 # 15. the run id does not depend on where the configuration was read:
 #     one file in two directories, and the config.yaml a run wrote, give
 #     byte-identical requests.csv (run_id is every row's first column);
@@ -454,7 +455,10 @@ rec=$(sval "$T/rc/summary.csv" recomputed_tokens)
 	bad "vllm-v0 prefix caching run"
 awk -v h="$(sval "$T/v0pc/summary.csv" prefix_hit_rate)" \
 	'BEGIN { exit !(h > 0.1) }' || bad "vllm-v0: prefix hit rate not counted"
-[ "$(sval "$T/v0pc/summary.csv" stale_cached_tokens)" -gt 0 ] ||
+"$KVSIM" run -q --no-plot --check --seed 11 --out "$T/v0st" \
+	"$top_srcdir/tests/gpu/v0-chunked-prefix.yaml" 2>"$T/err" ||
+	bad "vllm-v0 chunked prefix caching run"
+[ "$(sval "$T/v0st/summary.csv" stale_cached_tokens)" -gt 0 ] ||
 	bad "vllm-v0: no stale cached tokens under this pressure"
 grep -q 'blocks that do not hold their KV' "$T/err" ||
 	bad "vllm-v0: no warning for stale cached tokens"

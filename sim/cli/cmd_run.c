@@ -246,9 +246,8 @@ run_warnings(sim_run *R, const struct rpt_totals *t)
 			strcmp(sim_run_config(R)->policy, "vllm-v1") == 0 ?
 			"vLLM v1: a block whose chunk priority scheduling "
 			"withdrew, or a Mamba state the same step writes" :
-			"vLLM v0: its memo of cached tokens, its early "
-			"computed marks, its promotion of a filling block "
-			"onto a cached one");
+			"vLLM v0: its early computed marks, its promotion "
+			"of a filling block onto a cached one");
 }
 
 /*
