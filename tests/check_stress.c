@@ -498,6 +498,7 @@ stress_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_loop_test(tc, test_stress, 0, NSETUPS);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(tr, 60);
 	tcase_add_test(tr, test_verdict_rule);
 	suite_add_tcase(s, tr);
 	return s;
