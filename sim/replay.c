@@ -146,6 +146,17 @@ rp_u32(struct rp *r, const char *what, const char *s, uint32_t *out)
 	return rc;
 }
 
+/* A pool size: at most RP_MAXBLOCKS blocks. */
+static int
+rp_pool(struct rp *r, const char *what, const char *s, uint32_t *out)
+{
+	uint64_t v;
+	int rc = rp_uint(r, what, s, RP_MAXBLOCKS, &v);
+
+	*out = (uint32_t)v;
+	return rc;
+}
+
 static bool
 rp_valid_seqid(const char *s)
 {
@@ -667,13 +678,13 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 		c->block_size = v;
 		return RP_OK;
 	case 2:
-		if (rp_u32(r, "gpu_blocks", l->pos[0], &v))
+		if (rp_pool(r, "gpu_blocks", l->pos[0], &v))
 			return RP_BAD;
 		c->gpu_blocks = v;
 		r->have_gpu = true;
 		return RP_OK;
 	case 3:
-		if (rp_u32(r, "cpu_blocks", l->pos[0], &v))
+		if (rp_pool(r, "cpu_blocks", l->pos[0], &v))
 			return RP_BAD;
 		c->cpu_blocks = v;
 		return RP_OK;

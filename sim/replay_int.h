@@ -17,6 +17,9 @@
 
 #define RP_MAXWORDS 64
 #define RP_MAXTOKENS (1u << 26)
+/* Most blocks a pool of a script may have: room for any test of the
+ * semantics, and a bound on the memory a script can ask for. */
+#define RP_MAXBLOCKS (1u << 22)
 
 struct rp_id {
 	char *name;
