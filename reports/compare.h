@@ -38,11 +38,16 @@ struct cmp_threshold {
 	int dir;		/* +1 higher is worse, -1 lower is worse, 0 none */
 	bool pct;		/* value is a percentage of the baseline */
 	double value;		/* >= 0 */
-	char text[32];		/* "+5%", "-2%", "+0", or "none" */
+	double min_abs;		/* with pct: the change must also exceed
+				 * this, in the metric's unit (>= 0) */
+	char text[32];		/* "+5%", "-2%", "+10%+5", "+0" or "none" */
 };
 
 /*
- * "METRIC:+X%", "METRIC:-X%", "METRIC:+X", "METRIC:-X" or "METRIC:off";
+ * "METRIC:+X%", "METRIC:-X%", "METRIC:+X", "METRIC:-X", "METRIC:+X%+Y"
+ * (more than X % and more than Y higher: a percentage with a floor in the
+ * metric's unit, which decides from a baseline of 0), "METRIC:-X%-Y" or
+ * "METRIC:off";
  * METRIC is a summary column (ttft_p99_s) or NAME:QUANTILE (ttft_s:p99,
  * read as ttft_p99_s).  KV_EINVAL with err set.
  */

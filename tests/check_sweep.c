@@ -342,6 +342,51 @@ START_TEST(test_verdicts)
 }
 END_TEST
 
+/* A percentage with a floor, +X%+Y: from a baseline of 0 the floor
+ * decides (swaps from none were a regression at any count); above it both
+ * must be exceeded; the default swap and preemption thresholds have one. */
+START_TEST(test_floor_threshold)
+{
+	struct cmp_threshold t;
+	struct cmp_row r;
+	char err[256];
+	const struct cmp_threshold *d;
+	size_t nd = cmp_default_thresholds(&d);
+	static const double z[] = { 0 }, few[] = { 200 }, many[] = { 300 };
+	static const double b[] = { 1000 }, c1[] = { 1150 }, c2[] = { 1350 };
+
+	ck_assert_int_eq(cmp_threshold_parse("swap_out_blocks:+10%+256", &t,
+					     err, sizeof(err)), KV_OK);
+	ck_assert(t.dir == 1 && t.pct && t.value == 10.0 &&
+		  t.min_abs == 256.0);
+	ck_assert_str_eq(t.text, "+10%+256");
+	cmp_judge(z, 1, few, 1, &t, 0.05, &r);
+	ck_assert_int_eq(r.verdict, CMP_OK);
+	cmp_judge(z, 1, many, 1, &t, 0.05, &r);
+	ck_assert_int_eq(r.verdict, CMP_REGRESSION);
+	cmp_judge(b, 1, c1, 1, &t, 0.05, &r);	/* +15 %, +150 */
+	ck_assert_int_eq(r.verdict, CMP_OK);
+	cmp_judge(b, 1, c2, 1, &t, 0.05, &r);	/* +35 %, +350 */
+	ck_assert_int_eq(r.verdict, CMP_REGRESSION);
+	cmp_judge(c2, 1, b, 1, &t, 0.05, &r);
+	ck_assert_int_eq(r.verdict, CMP_IMPROVEMENT);
+	ck_assert_int_eq(cmp_threshold_parse("x:-2%-5", &t, err, sizeof(err)),
+			 KV_OK);
+	ck_assert(t.dir == -1 && t.min_abs == 5.0);
+	static const char *const bad[] = { "x:+10%-5", "x:+10%+", "x:+10%+-5",
+		"x:+10%+5%", "x:+10+5", "x:+10%+5x" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cmp_threshold_parse(bad[i], &t, err,
+						  sizeof(err)) == KV_EINVAL,
+			      "accepted %s", bad[i]);
+	for (size_t i = 0; i < nd; i++)
+		if (strcmp(d[i].metric, "swap_out_blocks") == 0 ||
+		    strcmp(d[i].metric, "preemptions") == 0)
+			ck_assert_msg(d[i].min_abs > 0, "%s has no floor",
+				      d[i].metric);
+}
+END_TEST
+
 static Suite *
 sweep_suite(void)
 {
@@ -356,6 +401,7 @@ sweep_suite(void)
 	tcase_add_test(tc, test_thresholds);
 	tcase_add_test(tc, test_welch);
 	tcase_add_test(tc, test_verdicts);
+	tcase_add_test(tc, test_floor_threshold);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

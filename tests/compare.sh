@@ -1,8 +1,10 @@
 #!/bin/sh
 # compare.sh -- `kvsim compare` end to end (docs/compare.md):
 #  1. two identical runs: exit 0, compare.csv with its header and one row
-#     per default metric, every verdict ok, written beside CAND by default
-#     (with its plot when gnuplot is installed);
+#     per default metric, every verdict ok, written by default into
+#     ./compare-BASE-vs-CAND, not into either input (with its plot when
+#     gnuplot is installed); the test line says there is no test with one
+#     seed a side;
 #  2. a run made worse on purpose (a 70-block KV cache: preemptions) with
 #     --fail-on preemptions:+0: exit 1, the preemptions row a regression
 #     with threshold +0; the other way round: improvements (exit 0 when
@@ -33,9 +35,13 @@
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
-D=$top_srcdir/tests/compare
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-compare.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# in $T: a compare without --out writes ./compare-BASE-vs-CAND
+KVSIM=$(cd "$(dirname "$KVSIM")" && pwd)/$(basename "$KVSIM")
+top_srcdir=$(cd "$top_srcdir" && pwd)
+D=$top_srcdir/tests/compare
+cd "$T" || exit 1
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 # field NAME of the compare.csv row for METRIC: row FILE METRIC NAME
@@ -49,19 +55,26 @@ row() {
 "$KVSIM" run -q "$D/run.yaml" --set engine.num_gpu_blocks_override=70 \
 	--out "$T/worse" || bad "run worse"
 
-# 1. Identical runs.
-"$KVSIM" compare "$T/r1" "$T/r2" >"$T/same.out" || bad "identical runs: exit $?"
-C=$T/r2/compare.csv
-[ -f "$C" ] || bad "no compare.csv beside CAND"
+# 1. Identical runs; by default into ./compare-BASE-vs-CAND, neither
+# input's folder (it wrote into CAND)
+"$KVSIM" compare r1 "$T/r2/" >"$T/same.out" || bad "identical runs: exit $?"
+C=$T/compare-r1-vs-r2/compare.csv
+[ -f "$C" ] || bad "no compare.csv in ./compare-r1-vs-r2"
+[ -e "$T/r2/compare.csv" ] && bad "compare.csv written into CAND"
+grep -q "compare-r1-vs-r2/compare.csv\$" "$T/same.out" ||
+	bad "the verdict line does not name compare-r1-vs-r2/compare.csv"
 [ "$(head -1 "$C")" = "config,metric,baseline,candidate,delta,delta_pct,threshold,test,p_value,verdict,n_baseline,n_candidate" ] ||
 	bad "compare.csv header: $(head -1 "$C")"
 [ "$(sed 1d "$C" | wc -l)" = 16 ] || bad "not 16 metric rows"
 [ "$(sed 1d "$C" | cut -d, -f10 | sort -u)" = ok ] ||
 	bad "identical runs: verdicts $(sed 1d "$C" | cut -d, -f10 | sort -u | tr '\n' ' ')"
 grep -q '^  ttft_p99_s ' "$T/same.out" || bad "no table"
+grep -q '^  test       none: one seed on a side' "$T/same.out" ||
+	bad "one seed a side: the test line: $(grep '^  test' "$T/same.out")"
 grep -q 'no regression' "$T/same.out" || bad "no verdict line"
 if command -v gnuplot >/dev/null 2>&1; then
-	[ -s "$T/r2/compare_delta.gp" ] || bad "no plot beside compare.csv"
+	[ -s "$T/compare-r1-vs-r2/compare_delta.gp" ] ||
+		bad "no plot beside compare.csv"
 fi
 
 # 2. A worse candidate.
@@ -112,6 +125,11 @@ done
 grep -q ',not-significant,' "$T/ab.csv" ||
 	bad "noise: no difference beyond a threshold was found not significant"
 grep -q ',regression,' "$T/ab.csv" && bad "noise called a regression"
+# four seeds a side: the test line names Welch's test, and no "none with
+# one seed a side" (it said so whatever the seeds)
+grep -q "^  test       Welch's t-test" "$T/ab.out" &&
+	! grep -q "one seed" "$T/ab.out" ||
+	bad "seeds: the test line: $(grep -A1 '^  test' "$T/ab.out")"
 "$KVSIM" compare "$T/sa" "$T/sc" --out "$T/ac.csv" >/dev/null
 [ $? = 1 ] || bad "seeds with a small KV cache: not exit 1"
 [ "$(row "$T/ac.csv" ttft_p99_s verdict)" = regression ] ||
@@ -152,7 +170,8 @@ W="$D/welch_base $D/welch_cand --no-defaults"
 [ "$(row "$T/wb.csv" ttft_p99_s verdict)" = ok ] || bad "within +150% not ok"
 
 # 5. Suites.
-"$KVSIM" compare -q --suite "$D/suite.yaml" --out "$T/suite" >"$T/suite.out"
+"$KVSIM" compare -q --suite "$D/suite.yaml" --out "$T/suite" \
+	--fail-on preemptions:+0 >"$T/suite.out"
 [ $? = 1 ] || bad "suite: not exit 1"
 [ "$(ls -d "$T"/suite/run/baseline/seed-* "$T"/suite/run/candidate/seed-* | wc -l)" = 6 ] ||
 	bad "suite: not 3 seeds x 2 sides"
@@ -164,9 +183,11 @@ cp "$T/suite/compare.csv" "$T/suite.keep"
 rm "$T/suite/run/candidate/seed-1/summary.csv"
 echo "an earlier failure" >"$T/suite/run/baseline/seed-0/stderr.txt"
 rm "$T/suite/run/baseline/seed-0/summary.csv"
-"$KVSIM" compare -q --suite "$D/suite.yaml" --out "$T/suite" 2>/dev/null
+"$KVSIM" compare -q --suite "$D/suite.yaml" --out "$T/suite" \
+	--fail-on preemptions:+0 2>/dev/null
 [ $? = 2 ] || bad "suite over earlier runs without --resume: not exit 2"
 "$KVSIM" compare --suite "$D/suite.yaml" --out "$T/suite" --resume \
+	--fail-on preemptions:+0 \
 	>/dev/null 2>"$T/resume.err"
 [ $? = 1 ] || bad "suite --resume: not exit 1 (the regression)"
 grep -q '2 runs to do, 4 complete already' "$T/resume.err" ||
@@ -183,7 +204,9 @@ cmp -s "$T/suite/compare.csv" "$T/suite.keep" ||
 	>/dev/null
 [ $? = 1 ] || bad "trace suite: not exit 1"
 n=azure_llm_2023_conv_excerpt
-[ "$(awk -F, -v n=$n '$1 == n && $2 == "preemptions"' "$T/tr/compare.csv" | cut -d, -f10,11,12)" = "regression,1,1" ] ||
+# 0 to 3 preemptions is within the default +10%+5 (it was a regression
+# whatever the count: any percentage of 0 is infinite)
+[ "$(awk -F, -v n=$n '$1 == n && $2 == "preemptions"' "$T/tr/compare.csv" | cut -d, -f3,4,7,10,11,12)" = "0,3,+10%+5,ok,1,1" ] ||
 	bad "trace suite: $(grep preemptions "$T/tr/compare.csv")"
 grep -q "^  trace: .*/$n.csv\"\$" "$T/tr/$n/baseline/seed-0/config.yaml" ||
 	bad "trace suite: the run did not replay the trace"

@@ -12,6 +12,8 @@
  * Exit: 0 no regression; 1 a regression (or a suite run failed); 2 bad
  * usage or input.
  */
+#define _XOPEN_SOURCE 700	/* realpath() */
+
 #include "config.h"
 
 #include "sim/cli/cmd_compare.h"
@@ -57,11 +59,14 @@ compare_usage(FILE *f)
 "  --fail-on M:T      threshold for metric M (a summary.csv column, or\n"
 "                     NAME_s:QUANTILE): +5%% fails when the candidate is more\n"
 "                     than 5%% higher, -2%% when more than 2%% lower, +0 on any\n"
-"                     increase, off never; repeatable; replaces M's default\n"
+"                     increase, +10%%+5 when more than 10%% and more than 5\n"
+"                     higher (what decides from a baseline of 0), off\n"
+"                     never; repeatable; replaces M's default\n"
 "  --no-defaults      only the --fail-on metrics have thresholds\n"
 "  --alpha A          significance level of the t-test (default 0.05)\n"
-"  -o, --out PATH     compare.csv, or a directory for it (default: beside\n"
-"                     CAND; with --suite, the suite's result directory)\n"
+"  -o, --out PATH     compare.csv, or a directory for it (default:\n"
+"                     ./compare-BASE-vs-CAND, named by the inputs' last\n"
+"                     parts; with --suite, kvsim-out/suite)\n"
 "  --suite FILE       run the suite's configurations for both sides first\n"
 "  -j, --jobs K       suite runs at once (default: the online CPUs)\n"
 "  -r, --resume       suite: keep runs already complete\n"
@@ -269,6 +274,25 @@ compare_maxn(const cmp_side *b, const cmp_side *c)
 	return maxn;
 }
 
+/* The `test` line: Welch's t-test where both sides have two seeds or
+ * more, none where a side has one (the threshold alone decides). */
+static void
+print_test(const struct cmp_row *row, size_t nrow, double alpha)
+{
+	size_t one = 0;
+
+	for (size_t i = 0; i < nrow; i++)
+		one += row[i].nb < 2 || row[i].nc < 2;
+	if (nrow > 0 && one == nrow)
+		printf("  test       none: one seed on a side, the threshold "
+		       "alone decides\n");
+	else
+		printf("  test       Welch's t-test on per-seed values that "
+		       "the change exceeds the\n             threshold, "
+		       "alpha %g%s\n", alpha, one > 0 ? " (none where a "
+		       "side has one seed)" : "");
+}
+
 /* compare.csv at `csv`, the table, the verdict line and the plots;
  * returns the exit status. */
 static int
@@ -299,9 +323,7 @@ compare_report(const cmp_side *b, const cmp_side *c, const char *bname,
 		printf("kvsim compare\n");
 		printf("  baseline   %s (%s)\n", bname, db);
 		printf("  candidate  %s (%s)\n", cname, dc);
-		printf("  test       Welch's t-test on per-seed values that the "
-		       "change exceeds the\n             threshold, alpha %g "
-		       "(none with one seed a side)\n", o->alpha);
+		print_test(row, nrow, o->alpha);
 		cmp_print_table(stdout, row, nrow);
 		printf("\n");
 	}
@@ -1169,6 +1191,37 @@ compare_parse(struct opts *o, const char **suite, int argc, char **argv)
 	return KVSIM_EXIT_OK;
 }
 
+/*
+ * What a side is called in the default output folder: the last part of
+ * its resolved path, or of its folder when it names a file (a sweep.csv);
+ * characters other than letters, digits, '.', '_' and '-' become '_'.
+ */
+static void
+side_name(const char *path, char *buf, size_t len)
+{
+	char real[PATH_MAX], *p, *slash;
+	struct stat sb;
+	size_t n;
+
+	if (realpath(path, real) == NULL)
+		snprintf(real, sizeof(real), "%s", path);
+	if (stat(real, &sb) == 0 && !S_ISDIR(sb.st_mode) &&
+	    (slash = strrchr(real, '/')) != NULL && slash != real)
+		*slash = '\0';	/* a file: its folder's name */
+	p = strrchr(real, '/');
+	p = p != NULL && p[1] != '\0' ? p + 1 : real;
+	if (*p == '\0' || strcmp(p, "/") == 0)
+		p = "root";
+	n = strlen(p) < len ? strlen(p) : len - 1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	for (p = buf; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' ||
+		      *p == '-'))
+			*p = '_';
+}
+
 /* `kvsim compare BASE CAND` (argv[0], argv[1]). */
 static int
 compare_two(const struct opts *o, char **argv)
@@ -1194,17 +1247,14 @@ compare_two(const struct opts *o, char **argv)
 		if ((rc = out_path(o->c.out, csv, sizeof(csv))) != 0)
 			goto done;
 	} else {
-		struct stat sb;
-		const char *cand = argv[1];
-		const char *slash = strrchr(cand, '/');
+		/* neither input's folder: ./compare-BASE-vs-CAND */
+		char a[128], c2[128], dir[300];
 
-		if (stat(cand, &sb) == 0 && S_ISDIR(sb.st_mode))
-			snprintf(csv, sizeof(csv), "%s/compare.csv", cand);
-		else if (slash != NULL)
-			snprintf(csv, sizeof(csv), "%.*s/compare.csv",
-				 (int)(slash - cand), cand);
-		else
-			snprintf(csv, sizeof(csv), "compare.csv");
+		side_name(argv[0], a, sizeof(a));
+		side_name(argv[1], c2, sizeof(c2));
+		snprintf(dir, sizeof(dir), "compare-%s-vs-%s", a, c2);
+		if ((rc = out_path(dir, csv, sizeof(csv))) != 0)
+			goto done;
 	}
 	rc = compare_sides(b, c, argv[0], argv[1], o, csv);
 done:
