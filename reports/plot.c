@@ -75,6 +75,7 @@ release(struct ctx *c)
 			free(r->lat[m]);
 		free(r->base);
 		free(r->label);
+		free(r->tput);
 		csv_table_release(&r->sum);
 		csv_table_release(&r->cap);
 		csv_table_release(&r->capp);

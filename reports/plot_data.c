@@ -255,6 +255,19 @@ load_timeseries(struct ctx *c, struct run *r)
 		r->kv_max = fmax(r->kv_max, x[1]);
 		r->count_max = fmax(r->count_max, fmax(x[2], fmax(x[3], x[4])));
 		r->tok_max = fmax(r->tok_max, fmax(x[5], x[6]));
+		/* room doubled at 0, 1, 2, 4, ... rows */
+		if ((r->ts_rows & (r->ts_rows - 1)) == 0) {
+			size_t cap = r->ts_rows ? 2 * r->ts_rows : 1;
+			double (*p)[3] = realloc(r->tput, cap * sizeof(*p));
+			if (!p) {
+				rc = plot__oom(c);
+				goto out;
+			}
+			r->tput = p;
+		}
+		r->tput[r->ts_rows][0] = x[0];
+		r->tput[r->ts_rows][1] = x[5];
+		r->tput[r->ts_rows][2] = x[6];
 		r->ts_rows++;
 	}
 out:

@@ -18,6 +18,7 @@
 #define PLOT_CDF_STEPS	1000	/* CDF thinning resolution (plot_run.c) */
 #define PLOT_TABLE_ROWS	200	/* rows of a CSV shown in index.html */
 #define PLOT_MAX_FILES	8	/* data files one plot may link */
+#define PLOT_MAX_BINS	200	/* bins of the throughput chart, at most */
 
 struct buf {				/* a growing string (plot_buf.c) */
 	char *p;
@@ -40,6 +41,7 @@ struct run {				/* one result folder */
 	bool has_ts;
 	size_t ts_rows;
 	double t_min, t_max, kv_max, count_max, tok_max;
+	double (*tput)[3];		/* t_s, prompt_tok_s, gen_tok_s a row */
 	struct csv_table sum, cap, capp, sweep, cmp;
 };
 
@@ -75,6 +77,25 @@ struct pt {
 	double x, y;			/* y NaN: no value (a run stopped early,
 					 * counted in the ok fraction only) */
 	int ok;				/* 1, 0, or -1 when not given */
+	bool stopped;			/* a run stopped early */
+};
+
+/* How plot__series() draws a set of series. */
+struct series_look {
+	const char *name, *heading;
+	const char *xcol, *xlabel;	/* the x column and axis */
+	const char *ycol, *ylabel;	/* the aggregated value and its axis */
+	bool knee;			/* the data has meets_slo_fraction,
+					 * no_value and stopped columns, and
+					 * probes that missed the SLO or have
+					 * no value are marked */
+	const char *extra;		/* plot clauses after the series, or
+					 * NULL (the SLO line) */
+	double extra_y;			/* a y the range must hold, or 0 */
+	const char *pre;		/* script lines before `plot`, or NULL
+					 * (the answers' arrows) */
+	double x_lo, x_hi;		/* an x span the range must hold; NaN:
+					 * none */
 };
 
 struct series {
@@ -138,10 +159,10 @@ int plot__cmp_pt(const void *a, const void *b);
 void plot__series_release(struct series *s);
 size_t plot__series_of(struct series *s, const char *label);
 bool plot__series_add(struct series *s, size_t series, double x, double y,
-	int ok);
-int plot__series(struct ctx *c, size_t i, struct series *s, const char *name,
-	const char *heading, const char *xcol, const char *xlabel,
-	const char *okcol, const char *extra, double extra_y);
+	int ok, bool stopped);
+void plot__log_tics(struct buf *b, char axis, double lo, double hi);
+int plot__series(struct ctx *c, size_t i, struct series *s,
+	const struct series_look *look);
 
 /* plot_cap.c */
 int plot__knee(struct ctx *c, size_t i);

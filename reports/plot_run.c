@@ -143,6 +143,103 @@ time_range(struct buf *b, const struct run *r)
 			 "set xrange [%.9g:%.9g]\n", lo, hi);
 }
 
+/* Row k's interval of timeseries.csv: since the row before; the first
+ * row's, the one after it (rows are one interval apart but the last). */
+static double
+row_len(const struct run *r, size_t k)
+{
+	if (k > 0)
+		return r->tput[k][0] - r->tput[k - 1][0];
+	return r->ts_rows > 1 ? r->tput[1][0] - r->tput[0][0] : 1.0;
+}
+
+/*
+ * The throughput chart's data (t_s,prompt_tok_s,gen_tok_s): the rows in
+ * bins of n consecutive rows, n the smallest of 1, 2, 5, 10, 20, 50, ...
+ * that makes at most PLOT_MAX_BINS bins, each the mean rate over the time
+ * its rows cover (the rates weighted by their intervals, so tokens add
+ * up), stamped at the bin's start, and a last row at the end of the last
+ * bin to close its step.  Returns n; *width is n intervals in seconds,
+ * *ymax the highest rate.
+ */
+static size_t
+tput_bins(const struct run *r, struct buf *d, double *width, double *ymax)
+{
+	size_t n = 1;
+	double pr = 0, ge = 0;
+
+	for (size_t m = 1; (r->ts_rows + n - 1) / n > PLOT_MAX_BINS; m++)
+		n = (size_t)((m % 3 == 1 ? 2 : m % 3 == 2 ? 5 : 10) *
+			     pow(10, (double)((m - 1) / 3)));
+	*width = (double)n * row_len(r, r->ts_rows > 1 ? 1 : 0);
+	*ymax = 0;
+	plot__buf_puts(d, "t_s,prompt_tok_s,gen_tok_s\n");
+	for (size_t a = 0; a < r->ts_rows; a += n) {
+		size_t b = a + n < r->ts_rows ? a + n : r->ts_rows;
+		double len = 0;
+		pr = ge = 0;
+		for (size_t k = a; k < b; k++) {
+			double l = row_len(r, k);
+			pr += r->tput[k][1] * l;
+			ge += r->tput[k][2] * l;
+			len += l;
+		}
+		if (len > 0) {
+			pr /= len;
+			ge /= len;
+		}
+		*ymax = fmax(*ymax, fmax(pr, ge));
+		plot__buf_printf(d, "%.9g,%.9g,%.9g\n", r->tput[a][0] -
+				 row_len(r, a), pr, ge);
+	}
+	plot__buf_printf(d, "%.9g,%.9g,%.9g\n", r->tput[r->ts_rows - 1][0],
+			 pr, ge);
+	return n;
+}
+
+/* The throughput chart of run i, from its rows binned (tput_bins). */
+static int
+throughput(struct ctx *c, size_t i)
+{
+	struct run *r = &c->runs[i];
+	struct buf gp = { 0 }, d = { 0 };
+	struct plot *p;
+	char file[96];
+	double width, ymax;
+	int rc;
+
+	if (!(p = plot__add_run_plot(c, i, "throughput", "Throughput")))
+		return plot__oom(c);
+	snprintf(file, sizeof(file), "%s.dat", p->name);
+	size_t n = tput_bins(r, &d, &width, &ymax);
+	if ((rc = plot__write_file(c, file, &d)) != PLOT_OK)
+		goto out;
+	plot__file(p, file);
+	plot__gp_begin(c, &gp, p);
+	plot__buf_printf(&gp, "set xlabel 'simulated time (s)'\n"
+			 "set xrange [%.9g:%.9g]\n", r->tput[0][0] -
+			 row_len(r, 0), r->tput[r->ts_rows - 1][0]);
+	if (n > 1)
+		plot__buf_printf(&gp, "set ylabel 'tokens/s (mean over %.6g s "
+				 "bins of %zu rows)'\n", width, n);
+	else
+		plot__buf_puts(&gp, "set ylabel 'tokens/s'\n");
+	plot__buf_printf(&gp, "set yrange [0:%.9g]\nset key top left\n",
+			 ymax > 0 ? ymax * 1.1 : 1.0);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "'%s' using (column('t_s')):"
+		 "(column('prompt_tok_s')) with steps lw 2 title 'prompt "
+		 "tokens/s', \\\n\t\t'%s' using (column('t_s')):"
+		 "(column('gen_tok_s')) with steps lw 2 title 'generated "
+		 "tokens/s'", file, file);
+	plot__gp_end(&gp, p, cmd);
+	rc = plot__finish_plot(c, p, &gp);
+out:
+	plot__buf_release(&d);
+	plot__buf_release(&gp);
+	return rc;
+}
+
 int
 plot__timeseries(struct ctx *c, size_t i)
 {
@@ -168,7 +265,8 @@ plot__timeseries(struct ctx *c, size_t i)
 			 "set ytics nomirror\nset y2tics\n"
 			 "set yrange [0:%.9g]\nset y2range [0:%.9g]\n"
 			 "set key top left\n%s\n",
-			 r->kv_max > 0 ? r->kv_max * 1.1 : 1.0,
+			 /* a fraction: 0.08 must not look full */
+			 r->kv_max > 1 ? r->kv_max * 1.05 : 1.0,
 			 r->count_max > 0 ? r->count_max * 1.1 : 1.0,
 			 data.oom ? "" : data.p);
 	plot__gp_end(&gp, p, "data using (column('t_s')):(column('kv_usage')) "
@@ -179,28 +277,10 @@ plot__timeseries(struct ctx *c, size_t i)
 		     "with steps title 'waiting' axes x1y2, \\\n"
 		     "\t\tdata using (column('t_s')):(column('swapped')) "
 		     "with steps title 'swapped' axes x1y2");
-	if ((rc = plot__finish_plot(c, p, &gp)) != PLOT_OK)
-		goto out;
-
-	if (!(p = plot__add_run_plot(c, i, "throughput", "Throughput"))) {
-		rc = plot__oom(c);
-		goto out;
-	}
-	plot__gp_begin(c, &gp, p);
-	time_range(&gp, r);
-	plot__buf_printf(&gp, "set ylabel 'tokens/s'\nset yrange [0:%.9g]\n"
-			 "set key top left\n%s\n",
-			 r->tok_max > 0 ? r->tok_max * 1.1 : 1.0,
-			 data.oom ? "" : data.p);
-	plot__gp_end(&gp, p,
-		     "data using (column('t_s')):(column('prompt_tok_s')) "
-		     "with steps lw 2 title 'prompt tokens/s', \\\n"
-		     "\t\tdata using (column('t_s')):(column('gen_tok_s')) "
-		     "with steps lw 2 title 'generated tokens/s'");
 	if (data.oom)
 		gp.oom = true;
-	rc = plot__finish_plot(c, p, &gp);
-out:
+	if ((rc = plot__finish_plot(c, p, &gp)) == PLOT_OK)
+		rc = throughput(c, i);
 	plot__buf_release(&data);
 	return rc;
 }

@@ -62,20 +62,43 @@ sweep_key(const char *name)
 	return false;
 }
 
+/* What a bar chart needs to know of its rows. */
+struct bar_rows {
+	size_t n;			/* rows (bars) */
+	size_t first_len, max_len;	/* of the labels, in characters */
+	const char *ycol;		/* the column the bars show */
+	bool err;			/* columns 3 and 4: an error bar */
+	bool notes;			/* a `note` column: text at the bar's
+					 * end (a clipped bar's value) */
+};
+
+/* The longest label so far, and the first: room for rotated tics. */
+static void
+bar_label_len(struct bar_rows *br, const char *label)
+{
+	size_t n = strlen(label);
+
+	if (br->n == 0)
+		br->first_len = n;
+	if (n > br->max_len)
+		br->max_len = n;
+}
+
 /*
- * A bar chart of the n rows of d (CSV: label, value, ..., rgb) as plot p,
- * values in [lo, hi] (lo <= 0 <= hi); with err, columns 3 and 4 are the
- * ends of an error bar.  xlabel may be NULL.  No rows: no plot.
+ * A bar chart of the rows of d (CSV: label, value, ..., rgb) as plot p,
+ * values in [lo, hi] (lo <= 0 <= hi).  xlabel may be NULL.  No rows: no
+ * plot.  The margins hold the rotated labels: below, the longest one's
+ * drop; on the left, how far the first one reaches.
  */
 static int
 bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
-     size_t n, const char *ylabel, const char *xlabel, double lo, double hi,
-     bool err)
+     const struct bar_rows *br, const char *ylabel, const char *xlabel,
+     double lo, double hi)
 {
 	struct buf gp = { 0 };
 	int rc;
 
-	if (!n) {
+	if (!br->n) {
 		c->nplots--;
 		return PLOT_OK;
 	}
@@ -96,20 +119,34 @@ bars(struct ctx *c, struct plot *p, const char *file, const struct buf *d,
 	plot__buf_printf(&gp,
 	    "\nset xrange [-0.6:%.1f]\nset yrange [%.9g:%.9g]\n"
 	    "set xzeroaxis lt -1\nset style fill solid 0.7 border -1\n"
-	    "set boxwidth 0.7\n", (double)n - 0.4,
+	    "set boxwidth 0.7\n", (double)br->n - 0.4,
 	    lo < 0 ? lo - 0.1 * (hi - lo) : lo, hi + 0.1 * (hi - lo));
-	/* many bars (a sweep's configurations times the metrics): upright
-	 * labels in a smaller font, with the room they need below */
-	if (n > 16)
-		plot__buf_puts(&gp, "set xtics rotate by 90 right font ',7'\n"
-			       "set bmargin 16\n");
+	/* many bars (a sweep's configurations times the metrics), or long
+	 * labels (a suite's trace:metric): upright labels in a smaller font,
+	 * with the room below they need (a character is about 0.4 of a
+	 * line).  Else at 30 degrees, reaching left of their bar by 0.87 of
+	 * their length: a left margin for the first one (gnuplot leaves
+	 * none, and warns about labels of 30 characters or more). */
+	if (br->n > 16 || br->max_len > 28)
+		plot__buf_printf(&gp, "set xtics rotate by 90 right font ',%d'"
+				 "\nset bmargin %zu\n", br->n > 16 ? 7 : 9,
+				 2 + (br->max_len * 4 + 9) / 10);
 	else
-		plot__buf_puts(&gp, "set xtics rotate by 30 right\n");
-	char cmd[512];
-	snprintf(cmd, sizeof(cmd), "'%s' using 0:2:(column('rgb')):xtic(1) "
-		 "with boxes lc rgb variable notitle%s", file, err ?
+		plot__buf_printf(&gp, "set xtics rotate by 30 right\n"
+				 "set bmargin %zu\n", 3 + (br->max_len * 2 +
+							   9) / 10);
+	if (br->n <= 16 && br->max_len <= 28 && br->first_len > 18)
+		plot__buf_printf(&gp, "set lmargin %zu\n",
+				 br->first_len * 7 / 10 - 3);
+	char cmd[768];
+	snprintf(cmd, sizeof(cmd), "'%s' using 0:(column('%s')):"
+		 "(column('rgb')):xtic(1) with boxes lc rgb variable "
+		 "notitle%s%s", file, br->ycol, br->err ?
 		 ", \\\n\t\t'' using 0:2:3:4 with yerrorbars lc rgb '#333333' "
-		 "pointsize 0 notitle" : "");
+		 "pointsize 0 notitle" : "", br->notes ?
+		 ", \\\n\t\t'' using 0:(column('note_y')):(stringcolumn("
+		 "'note')) with labels font ',9' notitle" :
+		 "");
 	plot__gp_end(&gp, p, cmd);
 	return plot__finish_plot(c, p, &gp);
 }
@@ -159,6 +196,7 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 	const struct csv_table *t = &c->runs[i].sweep;
 	struct series s = { 0 };
 	struct buf d = { 0 };
+	struct bar_rows br = { .ycol = "ttft_p99_s_mean", .err = true };
 	struct plot *p;
 	int rc = PLOT_OK;
 	double hi = 0;
@@ -180,7 +218,8 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 			plot__buf_puts(&l, "all points");
 		size_t k = l.oom ? SIZE_MAX : plot__series_of(&s, l.p);
 		plot__buf_release(&l);
-		if (k == SIZE_MAX || !plot__series_add(&s, k, 0, y, -1)) {
+		if (k == SIZE_MAX ||
+		    !plot__series_add(&s, k, 0, y, -1, false)) {
 			rc = plot__oom(c);
 			goto out;
 		}
@@ -203,6 +242,8 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 			lo = fmin(lo, s.pt[b].y);
 			up = fmax(up, s.pt[b].y);
 		}
+		bar_label_len(&br, s.label[s.pt[a].series]);
+		br.n++;
 		plot__dat_label(&d, s.label[s.pt[a].series]);
 		plot__buf_printf(&d, ",%.9g,%.9g,%.9g,%zu,%ld\n",
 				 sum / (double)(b - a), lo, up, b - a,
@@ -212,8 +253,8 @@ plot_sweep_bars(struct ctx *c, size_t i, int cy)
 	}
 	struct buf xl = { 0 };
 	sweep_label(t, SIZE_MAX, -1, false, &xl);
-	rc = bars(c, p, file, &d, s.n, "p99 TTFT (s)", xl.n && !xl.oom ?
-		  xl.p : NULL, 0, hi, true);
+	rc = bars(c, p, file, &d, &br, "p99 TTFT (s)", xl.n && !xl.oom ?
+		  xl.p : NULL, 0, hi);
 	plot__buf_release(&xl);
 out:
 	plot__series_release(&s);
@@ -252,27 +293,89 @@ plot__sweep(struct ctx *c, size_t i)
 		size_t ser = l.oom ? SIZE_MAX :
 			plot__series_of(&s, l.n ? l.p : "all points");
 		plot__buf_release(&l);
-		if (ser == SIZE_MAX || !plot__series_add(&s, ser, x, y, -1)) {
+		if (ser == SIZE_MAX || !plot__series_add(&s, ser, x, y, -1,
+							     false)) {
 			rc = plot__oom(c);
 			goto out;
 		}
 	}
-	rc = plot__series(c, i, &s, "sweep_ttft", "Sweep: p99 TTFT vs rate",
-			  t->head[rate], t->head[rate], NULL, NULL, 0);
+	struct series_look lk = {
+		.name = "sweep_ttft", .heading = "Sweep: p99 TTFT vs rate",
+		.xcol = t->head[rate], .xlabel = t->head[rate],
+		.ycol = "ttft_p99_s", .ylabel = "p99 TTFT (s)",
+		.x_lo = NAN, .x_hi = NAN,
+	};
+	rc = plot__series(c, i, &s, &lk);
 out:
 	plot__series_release(&s);
 	return rc;
 }
 
+/* Whether a compare.csv row has a threshold (a `threshold` other than
+ * none; every row when there is no such column). */
+static bool
+has_threshold(const struct csv_table *t, size_t r, int col)
+{
+	const char *v = col >= 0 ? plot__cell(t, r, col) : "x";
+
+	return *v && strcmp(v, "none") != 0 && strcmp(v, "off") != 0;
+}
+
+/* The colour of a verdict: red a regression, green an improvement, grey
+ * a metric without a threshold, else blue. */
+static long
+verdict_rgb(const char *v, bool judged)
+{
+	if (plot__contains_ci(v, "regress") || plot__contains_ci(v, "fail") ||
+	    plot__contains_ci(v, "worse"))
+		return 0xc00000;
+	if (plot__contains_ci(v, "improv") || plot__contains_ci(v, "better"))
+		return 0x2a7f2a;
+	return judged ? 0x4a78b0 : 0x9a9a9a;
+}
+
+/* The span of delta_pct over the rows that have a threshold (all rows
+ * when none has), into lo <= 0 <= hi. */
+static int
+compare_span(struct ctx *c, const struct csv_table *t, int cd, int cth,
+	     double *lo, double *hi)
+{
+	int rc;
+	bool any = false;
+
+	for (size_t r = 0; r < t->nrow && !any; r++)
+		any = has_threshold(t, r, cth);
+	*lo = *hi = 0;
+	for (size_t r = 0; r < t->nrow; r++) {
+		const char *ds = plot__cell(t, r, cd);
+		double x;
+		if (*ds == '\0' || plot__contains_ci(ds, "inf") ||
+		    (any && !has_threshold(t, r, cth)))
+			continue;
+		if ((rc = plot__num(c, t->path, t->line[r], "delta_pct", ds,
+				    &x)))
+			return rc;
+		*lo = fmin(*lo, x);
+		*hi = fmax(*hi, x);
+	}
+	return PLOT_OK;
+}
+
+/*
+ * Candidate against baseline, one bar per metric in %.  The axis spans
+ * the metrics that have a threshold: one without (kv_usage_mean) that
+ * changed by more is clipped at the edge, grey, its value written there
+ * (it squashed the bars that decide).
+ */
 int
 plot__compare(struct ctx *c, size_t i)
 {
 	const struct csv_table *t = &c->runs[i].cmp;
 	struct buf d = { 0 };
+	struct bar_rows br = { .ycol = "shown_pct", .notes = true };
 	struct plot *p;
-	int cm, cd, ct, cv, rc;
-	double lo = 0, hi = 0;
-	size_t n = 0;
+	int cm, cd, ct, cv, cth, rc;
+	double lo, hi;
 
 	if (!t->path)
 		return PLOT_OK;
@@ -285,13 +388,21 @@ plot__compare(struct ctx *c, size_t i)
 	if (ct < 0 || !plot__column_varies(t, ct))
 		ct = plot__col_of(t, "trace");
 	cv = plot__col_of(t, "verdict");
+	cth = plot__col_of(t, "threshold");
 	bool traces = ct >= 0 && plot__column_varies(t, ct);
+	if ((rc = compare_span(c, t, cd, cth, &lo, &hi)))
+		return rc;
+	if (!(hi > lo)) {
+		lo = -1;
+		hi = 1;
+	}
 	if (!(p = plot__add_run_plot(c, i, "compare_delta",
 			       "Candidate vs baseline: change per metric")))
 		return plot__oom(c);
 	char file[96];
 	snprintf(file, sizeof(file), "%s.dat", p->name);
-	plot__buf_puts(&d, "label,delta_pct,verdict,rgb\n");
+	plot__buf_puts(&d, "label,delta_pct,verdict,rgb,shown_pct,note_y,"
+		       "note\n");
 	for (size_t r = 0; r < t->nrow; r++) {
 		double x;
 		const char *v = cv >= 0 ? plot__cell(t, r, cv) : "";
@@ -299,32 +410,36 @@ plot__compare(struct ctx *c, size_t i)
 		/* no delta (a zero baseline), or an infinite one: no bar */
 		if (*ds == '\0' || plot__contains_ci(ds, "inf"))
 			continue;
-		if ((rc = plot__num(c, t->path, t->line[r], "delta_pct",
-				    plot__cell(t, r, cd), &x)))
+		if ((rc = plot__num(c, t->path, t->line[r], "delta_pct", ds,
+				    &x)))
 			goto out;
-		long rgb = 0x4a78b0;
-		if (plot__contains_ci(v, "regress") ||
-		    plot__contains_ci(v, "fail") ||
-		    plot__contains_ci(v, "worse"))
-			rgb = 0xc00000;
-		else if (plot__contains_ci(v, "improv") ||
-			 plot__contains_ci(v, "better"))
-			rgb = 0x2a7f2a;
+		size_t n0 = d.n;
 		if (traces) {
 			plot__dat_label(&d, plot__cell(t, r, ct));
 			plot__buf_puts(&d, ":");
 		}
 		plot__dat_label(&d, plot__cell(t, r, cm));
-		plot__buf_puts(&d, ",");
-		plot__buf_printf(&d, "%.9g,", x);
+		if (!d.oom) {
+			d.p[d.n] = '\0';
+			bar_label_len(&br, d.p + n0);
+		}
+		plot__buf_printf(&d, ",%.9g,", x);
 		plot__dat_label(&d, *v ? v : "-");
-		plot__buf_printf(&d, ",%ld\n", rgb);
-		lo = fmin(lo, x);
-		hi = fmax(hi, x);
-		n++;
+		double shown = fmin(fmax(x, lo), hi);
+		/* a clipped bar's value written across its middle (note_y
+		 * NaN: no note; a note is never empty, which gnuplot
+		 * misreads) */
+		plot__buf_printf(&d, ",%ld,%.9g,", verdict_rgb(v,
+				 has_threshold(t, r, cth)), shown);
+		if (shown != x)
+			plot__buf_printf(&d, "%.9g,", shown / 2);
+		else
+			plot__buf_puts(&d, "NaN,");
+		plot__buf_printf(&d, "%+.3g%%\n", x);
+		br.n++;
 	}
-	rc = bars(c, p, file, &d, n, "candidate vs baseline (%)", NULL, lo,
-		  hi, false);
+	rc = bars(c, p, file, &d, &br, "candidate vs baseline (%)", NULL, lo,
+		  hi);
 out:
 	plot__buf_release(&d);
 	return rc;

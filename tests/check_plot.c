@@ -3,13 +3,17 @@
  * plot_out_dir(), the gnuplot lookup on PATH, the statuses and messages
  * of plot_dir() (bad input writes nothing; no gnuplot is a note and the
  * scripts; a write that fails leaves no temporary file and the earlier
- * files), and the CDF data worked out by hand, ties included.
+ * files), the CDF data worked out by hand, ties included, and what the
+ * scripts and data say: the knee's SLOs, marks and tics, the
+ * deployments' TP, the throughput bins and the KV axis, compare_delta's
+ * scale and margins.
  * tests/plot.sh covers the command line and the rendered images.
  */
 #include "reports/plot.h"
 
 #include <check.h>
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <signal.h>
@@ -262,6 +266,166 @@ START_TEST(test_write_fails)
 }
 END_TEST
 
+/* Whether a script sets `set Ytics (...)` with at least n values. */
+static bool
+tics_at_least(const char *gp, const char *set, size_t n)
+{
+	const char *p = strstr(gp, set);
+	size_t k = 1;
+
+	if (!p)
+		return false;
+	for (p += strlen(set); *p && *p != ')'; p++)
+		k += *p == ',';
+	return k >= n;
+}
+
+/*
+ * A TPOT SLO the knee did not show: p99 TTFT stays under its bound to
+ * 9.4 req/s while p99 TPOT crosses its bound past 7.37, the answer.  Both
+ * SLOs are drawn over their bounds (sloK_value_s over capacity.csv's
+ * slo), the probe that missed and the one stopped early are in the data
+ * (they were dropped), the answer is marked, the log axis has tics enough
+ * to read (it had one label) and the key sits below the plot.
+ */
+START_TEST(test_knee_every_slo)
+{
+	char dir[512], why[1024];
+	const char *dirs[1];
+	struct plot_opts o = { .no_run = true };
+
+	mk_tmp(dir, sizeof(dir), "knee");
+	dirs[0] = dir;
+	put(dir, "capacity.csv",
+	    "config_id,gpu,tp,slo,max_qps_under_slo\n"
+	    "0,h100-sxm,1,ttft_s:p99<=2;tpot_s:p99<=0.1,7.37\n");
+	put(dir, "capacity_points.csv",
+	    "config_id,seed,qps,meets_slo,stopped_early,ttft_p99_s,"
+	    "tpot_p99_s,slo1_value_s,slo2_value_s\n"
+	    "0,0,4,1,0,0.4,0.03,0.4,0.03\n"
+	    "0,0,7.37,1,0,0.9,0.08,0.9,0.08\n"
+	    "0,0,9.4,0,0,1.5,0.2,1.5,0.2\n"
+	    "0,0,12,0,1,,,,\n");
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)), PLOT_OK);
+	const char *d = slurp(dir, "capacity_knee.dat");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_msg(strstr(d, "2,0 / tpot_s p99 <= 0.1 s,9.4,2,2,2,1,"
+			     "0.000000,0,0\n") != NULL, "%s", d);
+	ck_assert_msg(strstr(d, "1,0 / ttft_s p99 <= 2 s,9.4,0.75,0.75,0.75,"
+			     "1,0.000000,0,0\n") != NULL, "%s", d);
+	ck_assert_msg(strstr(d, "2,0 / tpot_s p99 <= 0.1 s,12,NaN,NaN,NaN,1,"
+			     "0.000000,1,1\n") != NULL, "%s", d);
+	const char *gp = slurp(dir, "capacity_knee.gp");
+	ck_assert_ptr_nonnull(strstr(gp, "set arrow from 7.37, graph 0 to "
+				     "7.37, graph 1 nohead"));
+	ck_assert_ptr_nonnull(strstr(gp, "1 with lines dt 2 lw 2 lc rgb "
+				     "'#c00000' title 'SLO bound'"));
+	ck_assert_ptr_nonnull(strstr(gp, "column('no_value') > 0"));
+	ck_assert_ptr_nonnull(strstr(gp, "column('meets_slo_fraction') < 1"));
+	ck_assert_ptr_nonnull(strstr(gp, "\nset key below\n"));
+	ck_assert_msg(tics_at_least(gp, "set ytics (", 4), "%s", gp);
+	rm_flat(dir);
+}
+END_TEST
+
+/* Deployments are told apart by their TP (the per-GPU chart dropped it)
+ * and replicas. */
+START_TEST(test_capacity_gpu_tp)
+{
+	char dir[512], why[1024];
+	const char *dirs[1];
+	struct plot_opts o = { .no_run = true };
+
+	mk_tmp(dir, sizeof(dir), "tp");
+	dirs[0] = dir;
+	put(dir, "capacity.csv", "config_id,gpu,tp,replicas,max_qps_under_slo\n"
+	    "0,h100-sxm,4,1,12\n1,h200,2,2,15\n");
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)), PLOT_OK);
+	ck_assert_str_eq(slurp(dir, "capacity_gpu.dat"),
+			 "label,max_qps_under_slo,max_qps_min,max_qps_max\n"
+			 "h100-sxm TP4,12,12,12\nh200 TP2 x2,15,15,15\n");
+	rm_flat(dir);
+}
+END_TEST
+
+/*
+ * An hour of 1-second rows: the throughput chart bins them (20 rows a
+ * bin: 180 bins, the rule of at most 200), each the mean rate over its
+ * time, where it drew 3,600 spikes; KV usage is on a 0-1 axis (0.08 filled
+ * an autoscaled one).
+ */
+START_TEST(test_timeseries_bins)
+{
+	char dir[512], why[1024], p[600];
+	const char *dirs[1];
+	struct plot_opts o = { .no_run = true };
+
+	mk_tmp(dir, sizeof(dir), "ts");
+	dirs[0] = dir;
+	snprintf(p, sizeof(p), "%s/timeseries.csv", dir);
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("t_s,kv_usage,running,waiting,swapped,prompt_tok_s,gen_tok_s\n",
+	      f);
+	for (int t = 1; t <= 3600; t++)
+		fprintf(f, "%d,0.08,3,0,0,%d,500\n", t, t % 2 ? 0 : 1000);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)), PLOT_OK);
+	ck_assert_ptr_nonnull(strstr(slurp(dir, "kv_usage.gp"),
+				     "\nset yrange [0:1]\n"));
+	const char *gp = slurp(dir, "throughput.gp");
+	ck_assert_ptr_nonnull(strstr(gp, "set ylabel 'tokens/s (mean over 20 "
+				     "s bins of 20 rows)'"));
+	ck_assert_ptr_nonnull(strstr(gp, "'throughput.dat' using "));
+	const char *d = slurp(dir, "throughput.dat");
+	size_t lines = 0;
+	for (const char *q = d; *q; q++)
+		lines += *q == '\n';
+	ck_assert_uint_eq(lines, 1 + 180 + 1);
+	ck_assert(strncmp(d, "t_s,prompt_tok_s,gen_tok_s\n0,500,500\n20,500,"
+			  "500\n", 43) == 0);
+	ck_assert_ptr_nonnull(strstr(d, "\n3580,500,500\n3600,500,500\n"));
+	rm_flat(dir);
+}
+END_TEST
+
+/*
+ * compare_delta: a metric without a threshold (kv_usage_mean, +900 %) no
+ * longer sets the scale: it is clipped at the thresholded metrics' edge,
+ * grey, its value written on it; long labels stand upright with the room
+ * below they need (they were cut off).
+ */
+START_TEST(test_compare_delta_scale)
+{
+	char dir[512], why[1024];
+	const char *dirs[1];
+	struct plot_opts o = { .no_run = true };
+
+	mk_tmp(dir, sizeof(dir), "cmp");
+	dirs[0] = dir;
+	put(dir, "compare.csv",
+	    "config,metric,delta_pct,threshold,verdict\n"
+	    "azure_llm_2023_conv_excerpt,ttft_p99_s,7,+5%,regression\n"
+	    "azure_llm_2023_conv_excerpt,kv_usage_mean,900,none,ok\n"
+	    "mooncake_conversation_trace,ttft_p99_s,-3,+5%,ok\n");
+	ck_assert_int_eq(plot_dir(dirs, 1, &o, why, sizeof(why)), PLOT_OK);
+	ck_assert_str_eq(slurp(dir, "compare_delta.dat"),
+	    "label,delta_pct,verdict,rgb,shown_pct,note_y,note\n"
+	    "azure_llm_2023_conv_excerpt:ttft_p99_s,7,regression,12582912,7,"
+	    "NaN,+7%\n"
+	    "azure_llm_2023_conv_excerpt:kv_usage_mean,900,ok,10132122,7,3.5,"
+	    "+900%\n"
+	    "mooncake_conversation_trace:ttft_p99_s,-3,ok,4880560,-3,NaN,"
+	    "-3%\n");
+	const char *gp = slurp(dir, "compare_delta.gp");
+	ck_assert_ptr_nonnull(strstr(gp, "\nset yrange [-4:8]\n"));
+	ck_assert_ptr_nonnull(strstr(gp, "\nset xtics rotate by 90 right "
+				     "font ',9'\nset bmargin 19\n"));
+	ck_assert_ptr_nonnull(strstr(gp, "with labels"));
+	rm_flat(dir);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -274,6 +438,10 @@ suite(void)
 	tcase_add_test(tc, test_no_gnuplot);
 	tcase_add_test(tc, test_bad_csv_writes_nothing);
 	tcase_add_test(tc, test_write_fails);
+	tcase_add_test(tc, test_knee_every_slo);
+	tcase_add_test(tc, test_capacity_gpu_tp);
+	tcase_add_test(tc, test_timeseries_bins);
+	tcase_add_test(tc, test_compare_delta_scale);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

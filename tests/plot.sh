@@ -176,24 +176,31 @@ for x in capacity sweep compare; do
 	refs "$T/$x/index.html" | exists_all "$T/$x"
 done
 k=$T/capacity/capacity_knee.dat
-[ "$(head -1 "$k")" = "series,label,qps,ttft_p99_s_mean,ttft_p99_s_min,ttft_p99_s_max,points,meets_slo_fraction" ] ||
+[ "$(head -1 "$k")" = "series,label,qps,slo_ratio_mean,slo_ratio_min,slo_ratio_max,points,meets_slo_fraction,no_value,stopped" ] ||
 	bad "capacity_knee.dat header: $(head -1 "$k")"
-# configuration 0 at qps 6: p99 1.9 and 2.6 over two seeds, one meets
-# the SLO; qps 8 is saturated (no finite p99: one run stopped early, one
-# infinite): no value to draw, but both misses count in the fraction (they
-# were left out, and a rate some seeds missed showed as met); labels say
-# what differs (capacity.csv's `across`); the SLO line is capacity.csv's
-# p99 TTFT
-grep -qx '1,0: gpu=h100-sxm,6,2.25,1.9,2.6,2,0.500000' "$k" &&
-	grep -qx '2,1: gpu=a100-sxm 80GB,3,1,0.9,1.1,2,1.000000' "$k" &&
-	grep -qx '1,0: gpu=h100-sxm,8,NaN,NaN,NaN,2,0.000000' "$k" &&
+# each SLO over its bound (capacity.csv's slo names two; the points file
+# has the first's column only): configuration 0 at qps 6: p99 TTFT 1.9
+# and 2.6 over two seeds against 2 s, one meets the SLO; qps 8 is
+# saturated (no finite p99: one run stopped early, one infinite): no value
+# to draw, but both misses count in the fraction and the probe is marked
+# (no_value, stopped); labels say what differs (capacity.csv's `across`)
+grep -qx '1,0: gpu=h100-sxm,6,1.125,0.95,1.3,2,0.500000,0,0' "$k" &&
+	grep -qx '2,1: gpu=a100-sxm 80GB,3,0.5,0.45,0.55,2,1.000000,0,0' "$k" &&
+	grep -qx '1,0: gpu=h100-sxm,8,NaN,NaN,NaN,2,0.000000,2,2' "$k" &&
 	[ "$(wc -l <"$k")" = 8 ] ||
 	bad "capacity_knee.dat: $(cat "$k")"
-grep -q "title 'SLO: ttft_s p99 <= 2 s'" "$T/capacity/capacity_knee.gp" ||
+grep -q "^set ylabel 'ttft_s p99 <= 2 s, over the bound (1: at the SLO)'" \
+	"$T/capacity/capacity_knee.gp" &&
+	grep -q "1 with lines .* title 'SLO bound'" "$T/capacity/capacity_knee.gp" ||
 	bad "capacity_knee.gp has no SLO line"
 grep -q 'set logscale y' "$T/capacity/capacity_knee.gp" || bad "knee: no log y"
-grep -qx 'h100-sxm,5.6,5.2,6.1' "$T/capacity/capacity_gpu.dat" &&
-	grep -qx 'a100-sxm 80GB,3.4,3.1,3.6' "$T/capacity/capacity_gpu.dat" ||
+# the answers, capacity.csv's max_qps_under_slo, are marked
+grep -q '^set arrow from 5.6, graph 0 to 5.6, graph 1 ' "$T/capacity/capacity_knee.gp" &&
+	grep -q '^set arrow from 3.4, graph 0 to 3.4, graph 1 ' "$T/capacity/capacity_knee.gp" ||
+	bad "knee: the answers are not marked"
+# deployments by GPU and TP (the chart dropped the TP)
+grep -qx 'h100-sxm TP1,5.6,5.2,6.1' "$T/capacity/capacity_gpu.dat" &&
+	grep -qx 'a100-sxm 80GB TP1,3.4,3.1,3.6' "$T/capacity/capacity_gpu.dat" ||
 	bad "capacity_gpu.dat: $(cat "$T/capacity/capacity_gpu.dat")"
 grep -q '<td>a100-sxm, 80GB</td>' "$T/capacity/index.html" ||
 	bad "index.html has no capacity.csv table"
@@ -235,10 +242,10 @@ plot "$T/seeds" --no-run
 # regression, green for an improvement; no bar for an empty or infinite
 # delta_pct
 m=$T/compare/compare_delta.dat
-[ "$(cat "$m")" = "label,delta_pct,verdict,rgb
-conv:ttft_p99_s,17.845,regression,12582912
-conv:tpot_p99_s,-7.291,improvement,2785066
-code:ttft_p99_s,0.5,not-significant,4880560" ] || bad "compare_delta.dat: $(cat "$m")"
+[ "$(cat "$m")" = "label,delta_pct,verdict,rgb,shown_pct,note_y,note
+conv:ttft_p99_s,17.845,regression,12582912,17.845,NaN,+17.8%
+conv:tpot_p99_s,-7.291,improvement,2785066,-7.291,NaN,-7.29%
+code:ttft_p99_s,0.5,not-significant,4880560,0.5,NaN,+0.5%" ] || bad "compare_delta.dat: $(cat "$m")"
 
 # ---- 6. bad input -------------------------------------------------------
 # badcase NAME FILE EXPECTED-MESSAGE (FILE already broken in $T/NAME)
