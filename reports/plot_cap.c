@@ -223,11 +223,11 @@ knee_answers(const struct csv_table *cap, struct buf *pre, double *lo,
 		struct buf l = { 0 };
 		if (cid >= 0 && cap->nrow > 1)
 			plot__buf_printf(&l, "%s: ", plot__cell(cap, r, cid));
-		plot__buf_printf(&l, "%.9g req/s", x);
+		plot__buf_printf(&l, "%.4g req/s", x);
 		plot__gp_str(pre, l.oom ? "" : l.p);
 		plot__buf_release(&l);
 		plot__buf_printf(pre, " at %.9g, graph 0.97 right rotate by 90 "
-				 "offset -0.6,0 tc rgb '#2a7f2a' font ',9'\n",
+				 "offset -1,0 tc rgb '#2a7f2a' font ',9'\n",
 				 x);
 		*lo = fmin(*lo, x);
 		*hi = fmax(*hi, x);
