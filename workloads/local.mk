@@ -18,7 +18,8 @@ noinst_LTLIBRARIES += %reldir%/libwl.la
 	%reldir%/wl_stream.c \
 	%reldir%/wl_config.c \
 	%reldir%/wl_stats.c \
-	%reldir%/wl_write.c
+	%reldir%/wl_write.c \
+	%reldir%/wl_bench.c
 if HAVE_ZLIB
 %canon_reldir%_libwl_la_SOURCES += %reldir%/wl_gz.c
 else
