@@ -175,11 +175,8 @@ wl__dataset_apply(const struct wl_dataset *ds, struct wl_gen_config *g,
 		g->lengths_sharegpt = false;
 		return apply_prefix_rep(ds, g, why, len);
 	case WL_DS_SHAREGPT:
-		if (g->lengths_trace == NULL) {
-			snprintf(why, len, "sharegpt needs path (the "
-			    "ShareGPT JSON file, vLLM's --dataset-path)");
-			return WL_ECONFIG;
-		}
+		/* the path may come later (--set one key at a time);
+		 * wl_open refuses a sharegpt dataset without one */
 		g->lengths_sharegpt = true;
 		g->lengths_output = ds->output_len;
 		set_prefix(g, 0, 0, 1.0);

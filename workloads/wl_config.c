@@ -198,6 +198,10 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 
 	if (c->vocab_size < 1)
 		return cfail(err, "workload.vocab_size must be >= 1");
+	if (c->trace == NULL && c->dataset.kind == WL_DS_SHAREGPT &&
+	    g->lengths_trace == NULL)
+		return cfail(err, "workload.dataset: sharegpt needs path (the "
+		    "ShareGPT JSON file, vLLM's --dataset-path)");
 	if (c->hash_block_tokens < 1)
 		return cfail(err, "workload.hash_block_tokens must be >= 1");
 	if (c->sort_window < 1)
