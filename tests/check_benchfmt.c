@@ -263,6 +263,7 @@ benchfmt_suite(void)
 	tcase_add_test(tc, test_inference_perf);
 	tcase_add_test(tc, test_deterministic);
 	tcase_add_test(tc, test_names_and_bad_input);
+	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;
 }

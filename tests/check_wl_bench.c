@@ -18,20 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The fixture `name` of tests/fixtures/wl/sharegpt in buf. */
 static const char *
-fx(const char *name)
+fx(char *buf, size_t len, const char *name)
 {
-	static char path[4][1024];
-	static int k;
 	const char *top = getenv("top_srcdir");
 
-	k = (k + 1) % 4;
-	snprintf(path[k], sizeof(path[k]), "%s/tests/fixtures/wl/sharegpt/%s",
+	snprintf(buf, len, "%s/tests/fixtures/wl/sharegpt/%s",
 	    top != NULL ? top : ".", name);
-	return path[k];
+	return buf;
 }
 
-/* Apply a YAML text to c over wl_config_init(), as a file named `name`. */
+/* Apply a YAML text to c, as a file named `name` holding it. */
 static wl_err
 apply(const char *text, const char *name, struct wl_config *c,
     struct wl_error *err)
@@ -39,14 +37,15 @@ apply(const char *text, const char *name, struct wl_config *c,
 	struct yd_doc doc;
 	char msg[512];
 	FILE *in = fmemopen((void *)text, strlen(text), "r");
-	wl_err rc;
+	wl_err rc = WL_EIO;
 
 	ck_assert_ptr_nonnull(in);
-	ck_assert_msg(yd_read(&doc, in, name, YD_LOADER, msg,
-	    sizeof(msg)) == KV_OK, "%s", msg);
+	if (yd_read(&doc, in, name, YD_LOADER, msg, sizeof(msg)) == KV_OK) {
+		rc = wl_config_from_yaml(doc.root, name, c, err);
+		yd_release(&doc);
+	} else
+		ck_abort_msg("%s", msg);
 	fclose(in);
-	rc = wl_config_from_yaml(doc.root, name, c, err);
-	yd_release(&doc);
 	return rc;
 }
 
@@ -275,7 +274,7 @@ START_TEST(test_sharegpt)
 {
 	static struct req r[3000];
 	struct wl_config c;
-	char text[2400];
+	char text[2400], path[1024];
 	wl_err end;
 	char msg[1200];
 	size_t n;
@@ -284,7 +283,8 @@ START_TEST(test_sharegpt)
 	ck_assert_uint_eq(wl__text_tokens("abcde"), 2);
 	ck_assert_uint_eq(wl__text_tokens("\xc3\xa9t\xc3\xa9!"), 1);
 	snprintf(text, sizeof(text), "generator: {requests: 3000}\n"
-	    "dataset: {name: sharegpt, path: '%s'}\n", fx("small.json"));
+	    "dataset: {name: sharegpt, path: '%s'}\n",
+	    fx(path, sizeof(path), "small.json"));
 	config(text, &c);
 	n = drain(&c, r, 3000, &end, msg, sizeof(msg));
 	ck_assert_msg(end == WL_END, "%s", msg);
@@ -322,14 +322,14 @@ START_TEST(test_roundtrip)
 		NULL,
 	};
 	static struct req a[300], b[300];
-	char text[2400], *buf;
+	char text[2400], path[1024], *buf;
 	size_t len, na, nb;
 	wl_err end;
 	char msg[1200];
 
 	snprintf(text, sizeof(text), "generator: {requests: 300}\n"
 	    "dataset: {name: sharegpt, path: '%s', output_len: 50}\n",
-	    fx("small.json"));
+	    fx(path, sizeof(path), "small.json"));
 	for (int k = 0; k < 3; k++) {
 		struct wl_config c, d;
 		FILE *f = open_memstream(&buf, &len);
@@ -388,13 +388,13 @@ START_TEST(test_bad_sharegpt)
 
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct wl_config c;
-		char text[1400], msg[1200];
+		char text[1400], msg[1200], path[1024];
 		wl_err end;
 
 		if (cases[k][0] != NULL)
 			snprintf(text, sizeof(text), "generator: {requests: "
 			    "10}\ndataset: {name: sharegpt, path: '%s'}\n",
-			    fx(cases[k][0]));
+			    fx(path, sizeof(path), cases[k][0]));
 		else
 			snprintf(text, sizeof(text), "dataset: {name: "
 			    "sharegpt}\n");
