@@ -24,14 +24,14 @@ struct breq {
 	uint64_t id;
 	int64_t arrival_ns, first_ns, finish_ns;
 	uint32_t in, out, cached;
-	double ttft, tpot, e2e;	/* seconds; tpot NAN for one output token */
+	double ttft, tpot, e2e;	/* seconds; tpot NAN: 1 output token */
 };
 
 struct bset {
 	struct breq *r;
 	size_t n, cap;
 	uint64_t in, out, cached;	/* sums */
-	double gap_s;		/* sum over requests of finish - first token */
+	double gap_s;		/* sum of finish - first token */
 	uint64_t gaps;		/* sum of output - 1 */
 };
 

@@ -57,7 +57,8 @@ S=$O/summary.csv
 [ "$(jval "$V" total_output_tokens)" = "$(sval "$S" output_tokens)" ] ||
 	bad "total_output_tokens $(jval "$V" total_output_tokens)"
 # summary.csv has 6 decimals
-awk -v a="$(jval "$V" request_throughput)" -v b="$(sval "$S" throughput_req_s)" \
+awk -v a="$(jval "$V" request_throughput)" \
+	-v b="$(sval "$S" throughput_req_s)" \
 	'BEGIN { d = a - b; exit !(d < 5e-7 && d > -5e-7) }' ||
 	bad "request_throughput $(jval "$V" request_throughput)"
 c=$(col "$O/requests.csv" ttft_s)
@@ -93,9 +94,10 @@ cached=$(ipcached "$T/p/inference_perf_summary.json")
 [ "${cached:-0}" -gt 0 ] || bad "prefix_repetition: cached $cached"
 
 # 3. sharegpt from a file
+FX=$top_srcdir/tests/fixtures/wl/sharegpt
 "$KVSIM" run -q --no-plot -o "$T/s" \
 	--set workload.dataset.name=sharegpt \
-	--set "workload.dataset.path=$top_srcdir/tests/fixtures/wl/sharegpt/small.json" \
+	--set "workload.dataset.path=$FX/small.json" \
 	--set workload.generator.requests=50 >"$T/s.out" 2>&1 ||
 	{ bad "sharegpt run failed"; cat "$T/s.out"; }
 c=$(col "$T/s/requests.csv" input_tokens)
@@ -107,8 +109,9 @@ bad_in=$(tail -n +2 "$T/s/requests.csv" | cut -d, -f"$c" |
 "$KVSIM" run -q --no-plot -o "$T/x" --result-format vllm >"$T/x.out" 2>&1
 rc=$?
 [ $rc = 2 ] || bad "--result-format vllm: exit $rc"
-grep -qx "kvsim run: --result-format vllm: unknown result format 'vllm' (vllm-bench, inference-perf)" \
-	"$T/x.out" || { bad "--result-format vllm message"; cat "$T/x.out"; }
+m="kvsim run: --result-format vllm: unknown result format 'vllm'"
+grep -qxF "$m (vllm-bench, inference-perf)" "$T/x.out" ||
+	{ bad "--result-format vllm message"; cat "$T/x.out"; }
 [ ! -e "$T/x" ] || bad "--out made for a bad option"
 "$KVSIM" run "$T/rand.yaml" -q --no-plot -o "$O" --force >/dev/null 2>&1 ||
 	bad "--force run failed"
