@@ -16,3 +16,5 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 	%reldir%/plot_sweep.c %reldir%/plot_html.c
 %canon_reldir%_librpt_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 %canon_reldir%_librpt_la_LIBADD = $(GSL_LIBS)
+# vLLM bench and inference-perf result files (kvsim run --result-format)
+%canon_reldir%_librpt_la_SOURCES += %reldir%/benchfmt.c %reldir%/benchfmt.h

@@ -245,3 +245,17 @@ check_PROGRAMS += %reldir%/check_pool
 %canon_reldir%_check_pool_SOURCES = %reldir%/check_pool.c
 %canon_reldir%_check_pool_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_pool_LDADD = util/libutil.la $(KV_TEST_LIBS)
+
+# vLLM's bench datasets as workloads (check_wl_bench) and the run's result
+# in vLLM bench / inference-perf vocabulary (check_benchfmt, bench.sh).
+check_PROGRAMS += %reldir%/check_wl_bench
+%canon_reldir%_check_wl_bench_SOURCES = %reldir%/check_wl_bench.c
+%canon_reldir%_check_wl_bench_CFLAGS = $(WL_TEST_CFLAGS)
+%canon_reldir%_check_wl_bench_LDADD = $(WL_TEST_LIBS)
+check_PROGRAMS += %reldir%/check_benchfmt
+%canon_reldir%_check_benchfmt_SOURCES = %reldir%/check_benchfmt.c
+%canon_reldir%_check_benchfmt_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS)
+%canon_reldir%_check_benchfmt_LDADD = reports/librpt.la util/libutil.la \
+	$(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/bench.sh
+EXTRA_DIST += %reldir%/bench.sh

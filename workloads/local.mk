@@ -26,3 +26,6 @@ else
 endif
 %canon_reldir%_libwl_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS) $(ZLIB_CFLAGS)
 %canon_reldir%_libwl_la_LIBADD = util/libutil.la $(GSL_LIBS) $(ZLIB_LIBS) -lm
+# vLLM's benchmark datasets (workload.dataset: random, sharegpt,
+# prefix_repetition) as settings of the generator
+%canon_reldir%_libwl_la_SOURCES += %reldir%/wl_bench.c

@@ -202,6 +202,9 @@ struct wl_gen_config {
 	struct wl_dist n;
 	char *lengths_trace;	/* joint (prompt, output) resampling; owned */
 	enum wl_format lengths_format;
+	bool lengths_sharegpt;	/* lengths_trace is a ShareGPT JSON file */
+	uint32_t lengths_output;	/* ShareGPT: every output this long (0:
+					 * the reply's estimated length) */
 	uint32_t systems;	/* K shared system prompts (0: none) */
 	double system_zipf_s;	/* popularity exponent over the K */
 	struct wl_dist system_len;
@@ -209,6 +212,26 @@ struct wl_gen_config {
 	struct wl_dist turns;	/* turns per session (fixed 1: no sessions) */
 	double think_s;		/* mean think time between turns (exp.) */
 	uint64_t max_context;	/* a session ends before exceeding this */
+};
+
+/*
+ * vLLM's benchmark datasets (`vllm bench serve --dataset-name`), each a
+ * setting of the generator (wl_bench.c; docs/workloads.md, section 5).
+ */
+enum wl_dataset_kind {
+	WL_DS_NONE,
+	WL_DS_RANDOM,		/* input_len, output_len, range_ratio,
+				 * prefix_len */
+	WL_DS_SHAREGPT,		/* lengths from a ShareGPT JSON file */
+	WL_DS_PREFIX_REP	/* prefix_len, suffix_len, num_prefixes,
+				 * output_len */
+};
+
+struct wl_dataset {
+	enum wl_dataset_kind kind;
+	uint32_t input_len, output_len, prefix_len, suffix_len;
+	uint32_t num_prefixes;
+	double range_ratio;
 };
 
 struct wl_config {
@@ -232,6 +255,8 @@ struct wl_config {
 	double tile_period_s;	/* 0: span + one mean gap of the first copy */
 	bool tile_share;	/* copies share prompt identities */
 	struct wl_gen_config gen;
+	struct wl_dataset dataset;	/* the last dataset set (it has
+					 * been applied to gen already) */
 };
 
 void wl_config_init(struct wl_config *c);

@@ -198,6 +198,10 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 
 	if (c->vocab_size < 1)
 		return cfail(err, "workload.vocab_size must be >= 1");
+	if (c->trace == NULL && c->dataset.kind == WL_DS_SHAREGPT &&
+	    g->lengths_trace == NULL)
+		return cfail(err, "workload.dataset: sharegpt needs path (the "
+		    "ShareGPT JSON file, vLLM's --dataset-path)");
 	if (c->hash_block_tokens < 1)
 		return cfail(err, "workload.hash_block_tokens must be >= 1");
 	if (c->sort_window < 1)
@@ -814,10 +818,16 @@ y_lengths_from(struct ycx *x, const struct yd_node *n,
 			if (rc != WL_OK)
 				return rc;
 		} else if (s != NULL && strcmp(s, "format") == 0) {
-			if (sval(vn) == NULL ||
-			    !wl_format_parse(sval(vn), &g->lengths_format))
+			g->lengths_sharegpt = sval(vn) != NULL &&
+			    strcmp(sval(vn), "sharegpt") == 0;
+			if (!g->lengths_sharegpt && (sval(vn) == NULL ||
+			    !wl_format_parse(sval(vn), &g->lengths_format)))
 				return yfail(x, vn, "format: unknown trace "
 				    "format");
+		} else if (s != NULL && strcmp(s, "output_len") == 0) {
+			rc = y_u32(x, vn, s, 0, &g->lengths_output);
+			if (rc != WL_OK)
+				return rc;
 		} else
 			return y_unknown(x, kn, "lengths_from");
 	}
@@ -1034,6 +1044,101 @@ y_tile(struct ycx *x, const struct yd_node *n, struct wl_config *c)
 	return WL_OK;
 }
 
+/* Whether key k is one of dataset kind `kind`'s own (vLLM's flags). */
+static bool
+ds_has_key(enum wl_dataset_kind kind, const char *k)
+{
+	static const char *const keys[][5] = {
+		[WL_DS_RANDOM] = { "input_len", "output_len", "range_ratio",
+		    "prefix_len", NULL },
+		[WL_DS_SHAREGPT] = { "path", "output_len", NULL },
+		[WL_DS_PREFIX_REP] = { "prefix_len", "suffix_len",
+		    "num_prefixes", "output_len", NULL },
+	};
+
+	if (kind == WL_DS_NONE)
+		return false;
+	for (int i = 0; keys[kind][i] != NULL; i++)
+		if (strcmp(keys[kind][i], k) == 0)
+			return true;
+	return false;
+}
+
+/* One number or path of a dataset mapping. */
+static wl_err
+y_dataset_key(struct ycx *x, const struct yd_node *kn,
+    const struct yd_node *vn, struct wl_config *c)
+{
+	struct wl_dataset *ds = &c->dataset;
+	const char *k = sval(kn);
+
+	if (k == NULL || strcmp(k, "name") == 0)
+		return k == NULL ? y_unknown(x, kn, "dataset") : WL_OK;
+	if (!ds_has_key(ds->kind, k))
+		return yfail(x, kn, "dataset: %s is not a key of %s (%s)", k,
+		    wl__dataset_name(ds->kind), ds->kind == WL_DS_RANDOM ?
+		    "input_len, output_len, range_ratio, prefix_len" :
+		    ds->kind == WL_DS_SHAREGPT ? "path, output_len" :
+		    "prefix_len, suffix_len, num_prefixes, output_len");
+	if (strcmp(k, "path") == 0)
+		return y_path(x, vn, k, &c->gen.lengths_trace);
+	if (strcmp(k, "range_ratio") == 0)
+		return y_finite(x, vn, k, 0, &ds->range_ratio);
+	if (strcmp(k, "input_len") == 0)
+		return y_u32(x, vn, k, 1, &ds->input_len);
+	if (strcmp(k, "output_len") == 0)
+		return y_u32(x, vn, k, ds->kind == WL_DS_SHAREGPT ? 0 : 1,
+		    &ds->output_len);
+	if (strcmp(k, "prefix_len") == 0)
+		return y_u32(x, vn, k, 0, &ds->prefix_len);
+	if (strcmp(k, "suffix_len") == 0)
+		return y_u32(x, vn, k, 1, &ds->suffix_len);
+	return y_u32(x, vn, k, 1, &ds->num_prefixes);
+}
+
+/*
+ * `dataset: {name: random|sharegpt|prefix_repetition, ...}`: vLLM's bench
+ * datasets, applied to the generator at once (wl_bench.c).  A new name
+ * starts from vLLM's defaults; the same name (or none) updates the
+ * numbers set before.  A dataset replaces the trace.
+ */
+static wl_err
+y_dataset(struct ycx *x, const struct yd_node *n, struct wl_config *c)
+{
+	const struct yd_node *kn, *vn, *nm;
+	enum wl_dataset_kind k;
+	char why[300];
+	wl_err rc = y_map(x, n, "dataset");
+
+	if (rc != WL_OK)
+		return rc;
+	if ((nm = yd_get(n, "name")) != NULL) {
+		if (sval(nm) == NULL || !wl__dataset_parse(sval(nm), &k))
+			return yfail(x, nm, "dataset: name: expected one of "
+			    "random, sharegpt, prefix_repetition");
+		if (k != c->dataset.kind) {
+			wl__dataset_defaults(&c->dataset, k);
+			if (k == WL_DS_SHAREGPT) {
+				free(c->gen.lengths_trace);
+				c->gen.lengths_trace = NULL;
+			}
+		}
+	} else if (c->dataset.kind == WL_DS_NONE)
+		return yfail(x, n, "dataset: needs name (random, sharegpt, "
+		    "prefix_repetition)");
+	Y_EACH(n, kn, vn) {
+		rc = y_dataset_key(x, kn, vn, c);
+		if (rc != WL_OK)
+			return rc;
+	}
+	if (wl__dataset_apply(&c->dataset, &c->gen, why, sizeof(why)) !=
+	    WL_OK)
+		return yfail(x, n, "dataset: %s", why);
+	free(c->trace);
+	c->trace = NULL;
+	return WL_OK;
+}
+
 /* The trace's own settings: where it is, how it is read and checked. */
 static wl_err
 y_trace_key(struct ycx *x, const char *k, const struct yd_node *vn,
@@ -1108,6 +1213,8 @@ y_workload_key(struct ycx *x, const struct yd_node *kn,
 		return y_tile(x, vn, c);
 	if (strcmp(k, "generator") == 0)
 		return y_generator(x, vn, &c->gen);
+	if (strcmp(k, "dataset") == 0)
+		return y_dataset(x, vn, c);
 	return y_unknown(x, kn, "workload");
 }
 
@@ -1408,7 +1515,12 @@ put_generator(FILE *f, const struct wl_gen_config *g,
 	if (g->lengths_trace != NULL) {
 		fprintf(f, "%*slengths_from: {trace: ", in, "");
 		put_path(f, g->lengths_trace);
-		fprintf(f, ", format: %s}\n", wl_format_name(g->lengths_format));
+		if (g->lengths_sharegpt)
+			fprintf(f, ", format: sharegpt, output_len: %" PRIu32
+			    "}\n", g->lengths_output);
+		else
+			fprintf(f, ", format: %s}\n",
+			    wl_format_name(g->lengths_format));
 	}
 	fprintf(f, "%*sprefix:\n%*ssystems: %" PRIu32 "\n%*szipf_s: ", in, "",
 	    in + 2, "", g->systems, in + 2, "");

@@ -438,6 +438,12 @@ load_pairs(struct gen *g, const struct wl_config *c)
 	size_t cap = 0;
 	wl_err rc;
 
+	if (c->gen.lengths_sharegpt) {
+		rc = wl__sharegpt_pairs(c->gen.lengths_trace,
+		    c->gen.lengths_output, &g->pairs, &g->npairs,
+		    &g->base.p->err);
+		return rc;
+	}
 	memset(&tmp, 0, sizeof(tmp));
 	wl_config_init(&tc);
 	tc.format = c->gen.lengths_format;

@@ -360,4 +360,14 @@ void wl__sampler_release(struct wl_sampler *s);
 /* Check a distribution's parameters; false with `what` filled. */
 bool wl__dist_check(const struct wl_dist *d, char *what, size_t size);
 
+/* wl_bench.c: vLLM's benchmark datasets (docs/workloads.md, section 5). */
+bool wl__dataset_parse(const char *name, enum wl_dataset_kind *out);
+const char *wl__dataset_name(enum wl_dataset_kind k);
+void wl__dataset_defaults(struct wl_dataset *ds, enum wl_dataset_kind k);
+wl_err wl__dataset_apply(const struct wl_dataset *ds,
+    struct wl_gen_config *g, char *why, size_t len);
+uint64_t wl__text_tokens(const char *s);
+wl_err wl__sharegpt_pairs(const char *path, uint32_t output_len,
+    uint32_t (**pairs)[2], size_t *npairs, struct wl_error *err);
+
 #endif /* KVSIM_WL_INT_H */

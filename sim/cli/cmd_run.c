@@ -15,6 +15,7 @@
 
 #include "sim/cli/cmd_run.h"
 
+#include "reports/benchfmt.h"
 #include "reports/plot.h"
 #include "reports/rpt.h"
 #include "sim/cli/opts.h"
@@ -39,6 +40,7 @@ run_usage(FILE *f)
 	fprintf(f,
 "usage: kvsim run [CONFIG.yaml] [--set KEY=VALUE]... [--seed N] [--out DIR]\n"
 "                 [--force] [--check] [--quiet] [--no-plot] [--chrome-trace]\n"
+"                 [--result-format vllm-bench,inference-perf]\n"
 "\n"
 "Simulate serving a workload on a model, a GPU and an engine configuration.\n"
 "Without CONFIG.yaml the embedded default runs: Llama-3.1-8B on an H100,\n"
@@ -55,6 +57,11 @@ run_usage(FILE *f)
 "      --no-plot        no plots (made when gnuplot is installed)\n"
 "      --chrome-trace   also write trace.json (Chrome trace events: open it\n"
 "                       in ui.perfetto.dev)\n"
+"      --result-format F\n"
+"                       also write the result in another benchmark's\n"
+"                       vocabulary: vllm-bench (vllm_bench.json),\n"
+"                       inference-perf (inference_perf_summary.json),\n"
+"                       or both, comma-separated\n"
 "  -h, --help           this help\n"
 "\n"
 "Writes requests.csv, timeseries.csv, summary.csv, groups.csv and\n"
@@ -145,6 +152,7 @@ struct run_cmd {
 	char outdir[1024];
 	char seedset[128];
 	bool ctrace;
+	unsigned bench;		/* enum bench_format mask */
 };
 
 /* Options, the positional arguments and the configuration they make. */
@@ -159,6 +167,7 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },
 		CLI_LO_QUIET,
 		{ "chrome-trace", no_argument, NULL, 'T' },
+		{ "result-format", required_argument, NULL, 'R' },
 		CLI_LO_NO_PLOT,
 		CLI_LO_HELP,
 		CLI_LO_END
@@ -174,6 +183,14 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 			break;
 		case 'T':
 			x->ctrace = true;
+			break;
+		case 'R':
+			if (!bench_format_parse(optarg, &x->bench, err,
+						sizeof(err))) {
+				fprintf(stderr, "kvsim run: --result-format "
+					"%s: %s\n", optarg, err);
+				return KVSIM_EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			run_usage(stdout);
@@ -267,6 +284,13 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 			 out_names[F_TRACE]);
 		if (!x->ctrace)
 			(void)unlink(p);
+		for (unsigned b = BENCH_VLLM; b <= BENCH_INFERENCE_PERF;
+		     b <<= 1) {
+			snprintf(p, sizeof(p), "%s/%s", x->outdir,
+				 bench_format_file(b));
+			if ((x->bench & b) == 0)
+				(void)unlink(p);
+		}
 		if (x->o.no_plot || !plot_have_gnuplot())
 			plot_forget_run(x->outdir);
 	}
@@ -281,19 +305,83 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 	return rc;
 }
 
+/* The files of --out: the reports, trace.json, the result formats
+ * (their indexes in bi[]). */
+static size_t
+run_names(const struct run_cmd *x, const char **names, size_t *bi)
+{
+	size_t n = x->ctrace ? 6 : 5;
+
+	for (size_t i = 0; i < n; i++)
+		names[i] = out_names[i];
+	for (unsigned b = BENCH_VLLM, k = 0; b <= BENCH_INFERENCE_PERF;
+	     b <<= 1, k++) {
+		bi[k] = n;
+		if (x->bench & b)
+			names[n++] = bench_format_file(b);
+	}
+	return n;
+}
+
+/* --result-format: the result files, from requests.csv as written. */
+static int
+run_bench(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t,
+	  struct outdir *od, const size_t *bi)
+{
+	struct bench_info info;
+	rpt *rep = sim_run_report(R);
+	char err[600];
+	FILE *in;
+
+	if (x->bench == 0)
+		return 0;
+	memset(&info, 0, sizeof(info));
+	info.model = t->model;
+	info.requests = t->requests;
+	info.duration_ns = t->duration_ns;
+	info.have_slo = t->slo_ttft_s > 0 || t->slo_tpot_s > 0 ||
+	    t->slo_e2e_s > 0;
+	info.good = rpt_good(rep);
+	info.itl_p50_s = rpt_quantile(rep, "itl", 0.5);
+	info.itl_p99_s = rpt_quantile(rep, "itl", 0.99);
+	if (fflush(od->f[F_REQ]) != 0 ||
+	    (in = fopen(od->tmp[F_REQ], "r")) == NULL) {
+		fprintf(stderr, "kvsim run: reading requests.csv back "
+			"failed\n");
+		return -1;
+	}
+	for (unsigned b = BENCH_VLLM, k = 0; b <= BENCH_INFERENCE_PERF;
+	     b <<= 1, k++) {
+		if ((x->bench & b) == 0)
+			continue;
+		if (bench_write(b, in, &info, od->f[bi[k]], err,
+				sizeof(err)) != KV_OK) {
+			fprintf(stderr, "kvsim run: writing %s failed: %s\n",
+				bench_format_file(b), err);
+			fclose(in);
+			return -1;
+		}
+	}
+	fclose(in);
+	return 0;
+}
+
 /* Open the reports, run, write the summary and commit. */
 static int
 run_exec(struct run_cmd *x, sim_run *R)
 {
 	struct outdir od;
 	struct rpt_totals t;
+	const char *names[OUTDIR_MAX];
+	size_t bi[2], n;
 	int rc;
 
 	memset(&od, 0, sizeof(od));
 	if (x->outdir[0] == '\0')
 		outdir_default(x->outdir, sizeof(x->outdir));
+	n = run_names(x, names, bi);
 	if ((rc = outdir_open(&od, "kvsim run", x->outdir, x->o.force,
-			      out_names, x->ctrace ? 6 : 5)) != 0) {
+			      names, n)) != 0) {
 		outdir_abort(&od);
 		return rc;
 	}
@@ -311,6 +399,10 @@ run_exec(struct run_cmd *x, sim_run *R)
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
 	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");
+		outdir_abort(&od);
+		return KVSIM_EXIT_FAIL;
+	}
+	if (run_bench(x, R, &t, &od, bi) != 0) {
 		outdir_abort(&od);
 		return KVSIM_EXIT_FAIL;
 	}
