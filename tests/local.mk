@@ -245,3 +245,10 @@ check_PROGRAMS += %reldir%/check_pool
 %canon_reldir%_check_pool_SOURCES = %reldir%/check_pool.c
 %canon_reldir%_check_pool_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_pool_LDADD = util/libutil.la $(KV_TEST_LIBS)
+
+# sweep and capacity on MPI ranks (configure --with-mpi; skipped without).
+if HAVE_MPI
+AM_TESTS_ENVIRONMENT += KVSIM_MPIRUN='$(MPIRUN)'; export KVSIM_MPIRUN;
+endif
+TESTS += %reldir%/mpi.sh
+EXTRA_DIST += %reldir%/mpi.sh
