@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -104,6 +105,27 @@ mpipool_active(void)
 		return false;
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	return size > 1;
+}
+
+/*
+ * MPI_Probe, without its busy wait: Open MPI's blocking calls poll at
+ * full speed, which would take a core from the jobs while a rank waits
+ * (rank 0 all through a sweep, a worker between rounds).  A job is a
+ * whole simulation, so a millisecond's delay in noticing a message is
+ * nothing.
+ */
+static void
+mpipool__probe(int source, int tag, MPI_Status *st)
+{
+	const struct timespec ms = { 0, 1000 * 1000 };
+	int flag = 0;
+
+	for (;;) {
+		MPI_Iprobe(source, tag, MPI_COMM_WORLD, &flag, st);
+		if (flag)
+			return;
+		nanosleep(&ms, NULL);
+	}
 }
 
 /* ---- worker ------------------------------------------------------------ */
@@ -224,7 +246,7 @@ mpipool__serve(void)
 		MPI_Status st;
 		int count;
 
-		MPI_Probe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &st);
+		mpipool__probe(0, MPI_ANY_TAG, &st);
 		MPI_Get_count(&st, MPI_BYTE, &count);
 		free(buf);
 		if ((buf = malloc((size_t)count + 1)) == NULL)
@@ -286,6 +308,9 @@ mpipool_end(void)
 		return;
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	for (int w = 1; w < size; w++) {
+		MPI_Status st;
+
+		mpipool__probe(w, MPIPOOL_REQ, &st);
 		MPI_Recv(NULL, 0, MPI_BYTE, w, MPIPOOL_REQ, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
 		MPI_Send(NULL, 0, MPI_BYTE, w, MPIPOOL_STOP, MPI_COMM_WORLD);
@@ -401,8 +426,8 @@ mpipool_exec(struct pool_job *job, size_t n, const struct pool_opts *o,
 		bool more = !stopping && next < n;
 		MPI_Status st;
 
-		MPI_Probe(MPI_ANY_SOURCE, more ? MPI_ANY_TAG : MPIPOOL_RES,
-			  MPI_COMM_WORLD, &st);
+		mpipool__probe(MPI_ANY_SOURCE, more ? MPI_ANY_TAG : MPIPOOL_RES,
+			       &st);
 		if (st.MPI_TAG == MPIPOOL_RES) {
 			const struct pool_job *j = mpipool__take(job, n, &st);
 
