@@ -162,7 +162,7 @@ mpipool__run(char *buf, size_t len, struct mpipool__task *t,
 	char **argv, *p = buf + sizeof(h), *end = buf + len, *dir, err[256];
 	char *out;
 
-	if (len < sizeof(h) || buf[len - 1] != '\0')
+	if (len <= sizeof(h) || buf[len - 1] != '\0')
 		return false;
 	memcpy(&h, buf, sizeof(h));
 	if ((argv = calloc((size_t)h.argc + 1, sizeof(*argv))) == NULL)
