@@ -30,10 +30,12 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,6 +139,9 @@ mpipool__child(void *ctx, size_t index, int fd)
 	const struct mpipool__task *t = ctx;
 
 	(void)index;
+	/* killed with its rank (scancel, Ctrl-C at mpirun): a job must not
+	 * outlive the MPI job and race a --resume */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (chdir(t->cwd) != 0) {
 		fprintf(stderr, "kvsim: rank working directory %s: %s\n",
 			t->cwd, strerror(errno));
