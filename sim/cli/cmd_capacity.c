@@ -379,7 +379,6 @@ search_all(struct cap *C, struct seedres *res)
 	};
 	char err[256];
 	int rc = KVSIM_EXIT_OK;
-
 	bool ranks = mpipool_active();
 
 	if (!ranks && (C->jobs <= 1 || C->seeds == 1)) {
