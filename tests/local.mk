@@ -259,3 +259,10 @@ check_PROGRAMS += %reldir%/check_benchfmt
 	$(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/bench.sh
 EXTRA_DIST += %reldir%/bench.sh
+
+# sweep and capacity on MPI ranks (configure --with-mpi; skipped without).
+if HAVE_MPI
+AM_TESTS_ENVIRONMENT += KVSIM_MPIRUN='$(MPIRUN)'; export KVSIM_MPIRUN;
+endif
+TESTS += %reldir%/mpi.sh
+EXTRA_DIST += %reldir%/mpi.sh

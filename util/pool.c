@@ -74,9 +74,8 @@ pool__remove_temporaries(const char *dir, pid_t pid)
 	closedir(d);
 }
 
-/* The first line of a failed job's stderr.txt, for the progress line. */
-static void
-pool__first_line(const char *path, char *buf, size_t len)
+void
+pool_first_line(const char *path, char *buf, size_t len)
 {
 	FILE *f = fopen(path, "r");
 
@@ -210,7 +209,7 @@ pool__note(const struct pool__state *p, const struct pool_job *j, int st,
 		fprintf(log, "%s: [%zu/%zu] %s stopped\n", who, p->done, p->n,
 			j->id);
 	} else {
-		pool__first_line(path, line, sizeof(line));
+		pool_first_line(path, line, sizeof(line));
 		fprintf(log, "%s: [%zu/%zu] %s FAILED (exit %d): %s\n"
 			"%s:   its standard error: %s\n", who, p->done, p->n,
 			j->id, j->status, line[0] ? line : "(no message)", who,

@@ -77,6 +77,10 @@ enum pool_end {
 enum pool_end pool_exec(struct pool_job *job, size_t n,
 			const struct pool_opts *o, char *err, size_t errlen);
 
+/* The first line of a failed job's stderr.txt at path, for a progress
+ * line ("" when there is none). */
+void pool_first_line(const char *path, char *buf, size_t len);
+
 /* Free the results of job[0..n). */
 void pool_jobs_release(struct pool_job *job, size_t n);
 

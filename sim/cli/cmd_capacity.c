@@ -22,11 +22,13 @@
 #include "config.h"
 
 #include "sim/cli/cmd_capacity.h"
+#include "sim/cli/children.h"
 
 #include "core/kvsize.h"
 #include "reports/capacity.h"
 #include "reports/plot.h"
 #include "reports/rpt.h"
+#include "sim/cli/mpipool.h"
 #include "sim/cli/opts.h"
 #include "sim/cli/simrun.h"
 #include "sim/cli/outdir.h"
@@ -123,6 +125,8 @@ struct cap {
 	size_t npts, cappts;
 	uint32_t seed;		/* the search's index: seed seed0 + seed */
 	uint64_t seed0;		/* --seed */
+	int argc;		/* the command's arguments, for the searches */
+	char **argv;		/* on MPI ranks (search_ranks) */
 };
 
 static int
@@ -315,8 +319,53 @@ seed_result(struct cap *C, const struct pool_job *j, struct seedres *res)
 }
 
 /*
+ * Every seed's search on the worker ranks of an MPI job, a search per
+ * job: `kvsim capacity --mpi-task CONFIG,SEED ARGS...` (cap_task) writes
+ * what seed_job would to its standard output.  A search is one job, not
+ * each of its simulations: each rate it tries depends on the verdict at
+ * the one before.
+ */
+static enum pool_end
+search_ranks(struct cap *C, struct pool_job *job, char *err, size_t errlen)
+{
+	struct pool_opts po = { .stop_on_fail = true };
+	char exe[4096], spec[MAX_SEEDS][32];
+	char **argv = calloc((size_t)C->seeds * ((size_t)C->argc + 4),
+			     sizeof(*argv));
+	enum pool_end end;
+
+	if (argv == NULL || !children_self_exe(exe, sizeof(exe))) {
+		snprintf(err, errlen, "out of memory, or no /proc/self/exe");
+		free(argv);
+		return POOL_ERROR;
+	}
+	for (uint32_t s = 0; s < C->seeds; s++) {
+		char **a = argv + (size_t)s * ((size_t)C->argc + 4);
+
+		snprintf(spec[s], sizeof(spec[s]), "%" PRIu32 ",%" PRIu32,
+			 C->config, s);
+		a[0] = exe;
+		a[1] = C->argv[0];
+		a[2] = "--mpi-task";
+		a[3] = spec[s];
+		for (int i = 1; i < C->argc; i++)
+			a[3 + i] = C->argv[i];
+		job[s].argv = a;
+		job[s].id = spec[s];
+	}
+	end = mpipool_exec(job, C->seeds, &po, true, err, errlen);
+	for (uint32_t s = 0; s < C->seeds; s++) {
+		job[s].argv = NULL;
+		job[s].id = NULL;
+	}
+	free(argv);
+	return end;
+}
+
+/*
  * Every seed's search, results in seed order in res[].  In parallel the
- * seeds run in child processes (util/pool.h), which finish in any order;
+ * seeds run in child processes (util/pool.h) or on MPI ranks
+ * (search_ranks), which finish in any order;
  * their results are taken back in seed order so that the points come
  * out the same every time.  A failed seed stops the launching.
  */
@@ -330,14 +379,17 @@ search_all(struct cap *C, struct seedres *res)
 	};
 	char err[256];
 	int rc = KVSIM_EXIT_OK;
+	bool ranks = mpipool_active();
 
-	if (C->jobs <= 1 || C->seeds == 1) {
+	if (!ranks && (C->jobs <= 1 || C->seeds == 1)) {
 		for (uint32_t s = 0; s < C->seeds && rc == 0; s++)
 			rc = search_seed(C, s, &res[s]);
 		return rc;
 	}
 	memset(job, 0, sizeof(job));
-	if (pool_exec(job, C->seeds, &po, err, sizeof(err)) == POOL_ERROR) {
+	if ((ranks ? search_ranks(C, job, err, sizeof(err))
+	     : pool_exec(job, C->seeds, &po, err, sizeof(err))) ==
+	    POOL_ERROR) {
 		fprintf(stderr, "kvsim capacity: %s\n", err);
 		rc = KVSIM_EXIT_FAIL;
 	}
@@ -501,6 +553,8 @@ struct cap_cmd {
 	char outdir[1024];
 	char slotxt[512];		/* the SLOs, ';'-separated */
 	bool any_none;			/* an SLO missed at every rate */
+	bool task;			/* --mpi-task: one search, on a rank */
+	uint32_t task_config, task_seed;
 };
 
 /* --slo S (at most MAX_SLO). */
@@ -624,6 +678,28 @@ cap_opt_rate(struct cap *C, int c, const char *v)
 	return KVSIM_EXIT_OK;
 }
 
+/* --mpi-task CONFIG,SEED (given by search_ranks, not by users). */
+static int
+cap_opt_task(struct cap_cmd *x, const char *v)
+{
+	unsigned long c, s = MAX_SEEDS;
+	char *end;
+
+	errno = 0;
+	c = strtoul(v, &end, 10);
+	if (*end == ',')
+		s = strtoul(end + 1, &end, 10);
+	if (errno != 0 || end == v || *end != '\0' || c > UINT32_MAX ||
+	    s >= MAX_SEEDS) {
+		fprintf(stderr, "kvsim capacity: --mpi-task CONFIG,SEED\n");
+		return KVSIM_EXIT_USAGE;
+	}
+	x->task = true;
+	x->task_config = (uint32_t)c;
+	x->task_seed = (uint32_t)s;
+	return KVSIM_EXIT_OK;
+}
+
 static const struct option cap_lo[] = {
 	{ "slo", required_argument, NULL, 'L' },
 	CLI_LO_SET,
@@ -637,6 +713,7 @@ static const struct option cap_lo[] = {
 	{ "tolerance", required_argument, NULL, 't' },
 	{ "max-sims", required_argument, NULL, 'x' },
 	{ "no-early-stop", no_argument, NULL, 'E' },
+	{ "mpi-task", required_argument, NULL, 'T' },	/* search_ranks */
 	CLI_LO_OUT,
 	CLI_LO_FORCE,
 	CLI_LO_QUIET,
@@ -674,6 +751,9 @@ cap_parse(struct cap_cmd *x, int argc, char **argv)
 			break;
 		case 'E':
 			C->early_stop = false;
+			break;
+		case 'T':
+			rc = cap_opt_task(x, optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -931,6 +1011,65 @@ cap_print(const struct cap_cmd *x, const struct sz_result *sr,
 	       "--max-sims allowed)" : "");
 }
 
+/* Configuration i's workload mix, and C set to search it. */
+static int
+cap_prepare(struct cap *C, const struct sim_config *all, size_t i,
+	    const struct sz_result *sr, struct mix *mx)
+{
+	int rc;
+
+	if ((rc = workload_mix(&all[i], sr, mx)) != 0)
+		return rc;
+	C->cfg = all[i];
+	C->config = (uint32_t)i;
+	C->nreq = mx->nreq;
+	C->npts = 0;
+	if (!C->qps_start_given)
+		C->so.qps_start = mx->span_s > 0
+			? (double)mx->nreq / mx->span_s : 1.0;
+	return KVSIM_EXIT_OK;
+}
+
+/*
+ * --mpi-task CONFIG,SEED: the search of one seed of one configuration,
+ * on a worker rank; its seedres and points to standard output
+ * (seed_job), nothing else there, no reports.
+ */
+static int
+cap_task(struct cap_cmd *x)
+{
+	struct sim_config *all = calloc(x->ncfg, sizeof(*all));
+	struct sim_run_opts o;
+	sim_run *R = NULL;
+	struct mix mx;
+	int rc;
+
+	if (all == NULL)
+		return KVSIM_EXIT_FAIL;
+	memset(&o, 0, sizeof(o));
+	o.prog = "kvsim capacity";
+	o.quiet = true;
+	rc = cap_load(x, all);
+	if (rc == 0 && (x->task_config >= x->ncfg ||
+			x->task_seed >= x->C.seeds)) {
+		fprintf(stderr, "kvsim capacity: --mpi-task: no such "
+			"configuration or seed\n");
+		rc = KVSIM_EXIT_USAGE;
+	}
+	if (rc == 0)
+		rc = simrun_open(&R, &all[x->task_config], &o);
+	if (rc == 0)
+		rc = cap_prepare(&x->C, all, x->task_config,
+				 sim_run_sizing(R), &mx);
+	if (rc == 0)
+		rc = seed_job(&x->C, x->task_seed, STDOUT_FILENO);
+	sim_run_close(R);
+	for (size_t i = 0; i < x->ncfg; i++)
+		sim_config_release(&all[i]);
+	free(all);
+	return rc;
+}
+
 /* Search configuration i and write its rows. */
 static int
 cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
@@ -960,15 +1099,8 @@ cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
 		return rc;
 	}
 	sr = sim_run_sizing(R);
-	if ((rc = workload_mix(&all[i], sr, &mx)) != 0)
+	if ((rc = cap_prepare(C, all, i, sr, &mx)) != 0)
 		goto out;
-	C->cfg = all[i];
-	C->config = (uint32_t)i;
-	C->nreq = mx.nreq;
-	C->npts = 0;
-	if (!C->qps_start_given)
-		C->so.qps_start = mx.span_s > 0
-			? (double)mx.nreq / mx.span_s : 1.0;
 	if ((rc = search_all(C, res)) != 0)
 		goto out;
 	cap_outcome(C, res, &u);
@@ -1063,7 +1195,15 @@ capacity_main(int argc, char **argv)
 			rc = KVSIM_EXIT_OK;
 		goto done;
 	}
-	if ((rc = cap_sources(&x)) != 0 || (rc = cap_run(&x)) != 0)
+	C->argc = argc;
+	C->argv = argv;
+	if ((rc = cap_sources(&x)) != 0)
+		goto done;
+	if (x.task) {
+		rc = cap_task(&x);
+		goto done;
+	}
+	if ((rc = cap_run(&x)) != 0)
 		goto done;
 	clock_gettime(CLOCK_MONOTONIC, &w1);
 	if (!C->quiet)

@@ -22,6 +22,7 @@
 
 #include "reports/sweep.h"
 #include "sim/cli/children.h"
+#include "sim/cli/mpipool.h"
 #include "sim/cli/opts.h"
 #include "sim/cli/outdir.h"
 #include "sim/cli/simrun.h"
@@ -562,6 +563,26 @@ sweep_failures(const struct pool_job *job, size_t nrun, enum pool_end end)
 	return KVSIM_EXIT_OK;
 }
 
+/* The points' jobs run: on the worker ranks of an MPI job (mpipool.h),
+ * else here, --jobs at a time. */
+static enum pool_end
+sweep_pool(const struct sweep_cmd *x, struct pool_job *job, size_t nrun,
+	   char *err, size_t errlen)
+{
+	struct pool_opts po = {
+		.who = "kvsim sweep",
+		.log = x->o.quiet ? NULL : stderr,
+	};
+
+	if (!mpipool_active())
+		return children_run("kvsim sweep", job, nrun, x->o.jobs,
+				    x->o.quiet, err, errlen);
+	if (!x->o.quiet)
+		fprintf(stderr, "kvsim sweep: the points go to the MPI "
+			"job's worker ranks, one at a time each\n");
+	return mpipool_exec(job, nrun, &po, false, err, errlen);
+}
+
 /* Run the selected points that need it; sweep.csv is at `csv`. */
 static int
 sweep_run(struct sweep_cmd *x, const char *csv)
@@ -595,8 +616,7 @@ sweep_run(struct sweep_cmd *x, const char *csv)
 			x->nsel == 1 ? "" : "s",
 			x->sharded ? " in this shard" : "", nrun, nskip,
 			x->o.jobs, x->out);
-	end = children_run("kvsim sweep", job, nrun, x->o.jobs, x->o.quiet,
-			   err, sizeof(err));
+	end = sweep_pool(x, job, nrun, err, sizeof(err));
 	if (end == POOL_ERROR) {
 		fprintf(stderr, "kvsim sweep: %s\n", err);
 		rc = KVSIM_EXIT_FAIL;

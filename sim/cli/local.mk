@@ -18,10 +18,19 @@ sim_kvsim_SOURCES = \
 	%reldir%/cmd_run.c %reldir%/cmd_run.h \
 	%reldir%/cmd_sweep.c %reldir%/cmd_sweep.h \
 	%reldir%/cmd_trace_stats.c %reldir%/cmd_trace_stats.h \
-	%reldir%/cmd_validate.c %reldir%/cmd_validate.h
+	%reldir%/cmd_validate.c %reldir%/cmd_validate.h \
+	%reldir%/mpipool.h
 sim_kvsim_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 # Policy plugins (sim/plugin.c) call kvs_* and kvc_* from the executable.
 sim_kvsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
 sim_kvsim_LDADD = sim/libsim.la sim/model/libmodel.la reports/librpt.la \
 	workloads/libwl.la gpu/libkvgpu.a util/libutil.la core/libkvcore.la \
 	$(GSL_LIBS) $(YAML_LIBS) $(CUDA_LDFLAGS) $(CUDA_LIBS)
+# MPI (configure --with-mpi): sweep and capacity jobs on MPI ranks.
+if HAVE_MPI
+sim_kvsim_SOURCES += %reldir%/mpipool.c
+sim_kvsim_CFLAGS += $(MPI_CFLAGS)
+sim_kvsim_LDADD += $(MPI_LIBS)
+else
+sim_kvsim_SOURCES += %reldir%/mpipool_none.c
+endif

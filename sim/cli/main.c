@@ -20,6 +20,7 @@
 #include "sim/cli/cmd_sweep.h"
 #include "sim/cli/cmd_trace_stats.h"
 #include "sim/cli/cmd_validate.h"
+#include "sim/cli/mpipool.h"
 #include "sim/cli/opts.h"
 
 #include <gsl/gsl_errno.h>
@@ -71,6 +72,24 @@ usage(FILE *f)
 		"Exit status: 0 ok, 1 a check failed, 2 bad usage or input.\n");
 }
 
+/*
+ * Run command c.  sweep and capacity can spread their jobs over the ranks
+ * of an MPI job (mpipool.h): on a worker rank kvsim serves rank 0 instead.
+ */
+static int
+main_run(const struct cmd *c, int argc, char **argv)
+{
+	int rc;
+
+	if (strcmp(c->name, "sweep") != 0 && strcmp(c->name, "capacity") != 0)
+		return c->run(argc - 1, argv + 1);
+	if (mpipool_start(&argc, &argv, &rc))
+		return rc;
+	rc = c->run(argc - 1, argv + 1);
+	mpipool_end();
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -93,7 +112,7 @@ main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < NCMDS; i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
-			return cmds[i].run(argc - 1, argv + 1);
+			return main_run(&cmds[i], argc, argv);
 	fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return KVSIM_EXIT_USAGE;
