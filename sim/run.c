@@ -1094,6 +1094,13 @@ sim_run_gpu(const sim_run *R)
 	return R->gpu->id;
 }
 
+double
+sim_run_gpu_usd_per_hour(const sim_run *R)
+{
+	return R->cfg.gpu_usd_per_hour > 0 ? R->cfg.gpu_usd_per_hour
+					   : R->gpu->usd_per_hour;
+}
+
 static const char *
 group_kind(enum kvc_spec_kind k)
 {
