@@ -66,6 +66,8 @@ struct sim_run {
 	uint64_t nparallel;	/* requests asking for n > 1 samples */
 	uint64_t nsamples;	/* timeseries rows written */
 	bool tty;
+	uint64_t nreq_total;	/* the workload's requests, for the progress
+				 * line's percentage; 0 unknown */
 	bool saturated;
 	uint64_t nchecks;		/* invariant checks (o.invariants) */
 	char run_id[32];
@@ -319,6 +321,53 @@ interval_ns(double s)
 	       (int64_t)ns;
 }
 
+static double wall_now(void);
+
+/*
+ * A terminal's progress line: the share of the workload's requests done,
+ * and the wall time left at the pace so far (when the count is known).
+ */
+static void
+progress_line(const sim_run *R, int64_t t_s)
+{
+	uint64_t done = rpt_completed(R->rep);
+
+	fprintf(R->o.diag, "\r[kvsim run] ");
+	if (R->nreq_total > 0)
+		fprintf(R->o.diag, "%3.0f%% ", 100.0 * (double)done /
+			(double)R->nreq_total);
+	fprintf(R->o.diag, "t=%.0fs arrived=%" PRIu64 " done=%" PRIu64,
+		(double)t_s / 1e9, R->arrived, done);
+	if (R->nreq_total > 0 && done > 0 && done <= R->nreq_total) {
+		double el = wall_now() - R->w0;
+
+		fprintf(R->o.diag, " ETA %.0fs", el * (double)(R->nreq_total -
+			done) / (double)done);
+	}
+	fputs("   ", R->o.diag);
+}
+
+/* The workload's requests: one pass over a stream of its own (0 when it
+ * cannot be read: the run's own stream then says why). */
+static uint64_t
+count_requests(const sim_run *R)
+{
+	struct wl_error we;
+	struct wl_request r;
+	wl_stream *ws = NULL;
+	uint64_t n = 0;
+
+	wl_error_clear(&we);
+	if (wl_open(&R->cfg.wl, &ws, &we) != WL_OK)
+		return 0;
+	while (wl_stream_next(ws, &r) == WL_OK)
+		n++;
+	if (wl_stream_next(ws, &r) != WL_END)
+		n = 0;
+	wl_stream_free(ws);
+	return n;
+}
+
 /* The loop's timeseries rows and progress lines. */
 struct ticks {
 	int64_t t_first;	/* the first arrival */
@@ -355,10 +404,7 @@ tick(sim_run *R, struct ticks *k, int64_t now)
 		if (R->o.stop.nwatch > 0 && stop_now(R, now))
 			return true;
 		if (R->tty && R->o.progress)
-			fprintf(R->o.diag, "\r[kvsim run] t=%.0fs "
-				"arrived=%" PRIu64 " done=%" PRIu64 "   ",
-				(double)(k->next_ts - k->t_first) / 1e9,
-				R->arrived, rpt_completed(R->rep));
+			progress_line(R, k->next_ts - k->t_first);
 	}
 	while (k->next_hb <= now) {
 		if (!R->tty && R->o.progress)
@@ -1017,6 +1063,8 @@ sim_run_exec(sim_run *R, char *err, size_t errlen)
 		    R->cfg.slo_e2e_s);
 	if (rpt_begin(R->rep) != 0)
 		return rfail(R, KV_ESTATE, "writing the report failed");
+	if (R->tty && R->o.progress)
+		R->nreq_total = count_requests(R);
 	if ((e = loop(R, &t_first, &t_last, &events)) != KV_OK)
 		return e;
 	if (R->saturated)
@@ -1092,6 +1140,13 @@ const char *
 sim_run_gpu(const sim_run *R)
 {
 	return R->gpu->id;
+}
+
+double
+sim_run_gpu_usd_per_hour(const sim_run *R)
+{
+	return R->cfg.gpu_usd_per_hour > 0 ? R->cfg.gpu_usd_per_hour
+					   : R->gpu->usd_per_hour;
 }
 
 static const char *

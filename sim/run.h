@@ -177,6 +177,9 @@ const struct sim_config *sim_run_config(const sim_run *R);
 const char *sim_run_id(const sim_run *R);	/* 12 hex digits */
 const char *sim_run_model(const sim_run *R);	/* catalog ids */
 const char *sim_run_gpu(const sim_run *R);
+/* One GPU's price, USD an hour: cost.gpu_usd_per_hour, else the
+ * catalog's; 0 unknown. */
+double sim_run_gpu_usd_per_hour(const sim_run *R);
 uint32_t sim_run_nreplicas(const sim_run *R);
 
 /*

@@ -209,6 +209,8 @@ restore_default(struct sim_config *c, const char *key)
 		c->defer_same_step_state_hits = d.defer_same_step_state_hits;
 	else if (strcmp(key, "cost.step_ns") == 0)
 		c->step_ns = d.step_ns;
+	else if (strcmp(key, "cost.gpu_usd_per_hour") == 0)
+		c->gpu_usd_per_hour = d.gpu_usd_per_hour;
 	else if (strcmp(key, "output.timeseries_interval_s") == 0)
 		c->timeseries_interval_s = d.timeseries_interval_s;
 	else if (strcmp(key, "output.heartbeat_interval_s") == 0)
@@ -556,6 +558,18 @@ set_step_ns(struct sim_config *c, const struct setv *s)
 }
 
 static kv_err
+set_gpu_price(struct sim_config *c, const struct setv *s)
+{
+	double d;
+
+	if (!parse_dbl(s->v, 0.0, 1e9, &d))
+		return bad(s, "expected US dollars per GPU-hour, a number >= 0 "
+			   "(0: the catalog's price)");
+	c->gpu_usd_per_hour = d;
+	return KV_OK;
+}
+
+static kv_err
 set_calibration(struct sim_config *c, const struct setv *s)
 {
 	if (is_null_text(s->v) || strcmp(s->v, "none") == 0) {
@@ -687,6 +701,7 @@ static const struct run_key {
 	{ "cost.kv_layout", set_kv_layout },
 	{ "cost.copy", set_copy },
 	{ "cost.host_memory", set_host_memory },
+	{ "cost.gpu_usd_per_hour", set_gpu_price },
 	{ "output.timeseries_interval_s", set_timeseries_interval },
 	{ "output.heartbeat_interval_s", set_heartbeat_interval },
 	{ "slo.ttft_s", set_slo },
@@ -1187,6 +1202,8 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 			cost_hostmem_name((enum cost_hostmem)c->host_memory));
 	if (c->calibration[0] != '\0')
 		put_str(f, "  calibration", c->calibration);
+	if (c->gpu_usd_per_hour > 0)
+		put_num(f, "  gpu_usd_per_hour", c->gpu_usd_per_hour);
 	fprintf(f, "output:\n");
 	put_num(f, "  timeseries_interval_s", c->timeseries_interval_s);
 	put_num(f, "  heartbeat_interval_s", c->heartbeat_interval_s);

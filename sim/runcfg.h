@@ -74,6 +74,8 @@ struct sim_config {
 	int kv_layout;			/* enum cost_layout; -1 the default */
 	int copy;			/* enum cost_copy; -1 the default */
 	int host_memory;		/* enum cost_hostmem; -1 the default */
+	double gpu_usd_per_hour;	/* > 0: a GPU's price (capacity's
+					 * cost columns); 0: the catalog's */
 
 	/* output */
 	double timeseries_interval_s;	/* simulated seconds (1.0) */

@@ -183,6 +183,12 @@ START_TEST(test_gpu_numbers)
 	ck_assert(gpu("m4-pro-48g")->unified_memory);
 	ck_assert(gpu("m4-pro-48g")->host_bw == 0);
 	ck_assert_uint_eq(gpu("b200")->cc_major, 10);
+	/* prices: USD per GPU-hour, with their source; none is 0 */
+	ck_assert(h->usd_per_hour == 4.76);
+	ck_assert_ptr_nonnull(h->src[CAT_G_PRICE]);
+	ck_assert(strstr(h->src[CAT_G_PRICE], "https://") != NULL);
+	ck_assert(gpu("mi300x")->usd_per_hour == 0);
+	ck_assert_ptr_null(gpu("mi300x")->src[CAT_G_PRICE]);
 }
 END_TEST
 
@@ -455,6 +461,7 @@ static const struct bad_case bad_cases[] = {
 	{ "bad-gpu-nosource.yaml", true, "5:23", "has no source" },
 	{ "bad-gpu-usable.yaml", true, "6:20", "at most 'memory'" },
 	{ "bad-gpu-vendor.yaml", true, "3:13", "nvidia, amd or apple" },
+	{ "bad-gpu-price.yaml", true, "7:12", "e.g. 2.99USD/h" },
 	{ "bad-syntax.config.json", false, "5:15", "expected ',' or '}'" },
 	{ "bad-value.config.json", false, "3:24", "'thirty-two'" },
 	{ "bad-missing.config.json", false, "1:1",

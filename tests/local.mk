@@ -198,6 +198,8 @@ check_PROGRAMS += %reldir%/check_reports
 	$(CHECK_LIBS)
 TESTS += %reldir%/capacity.sh
 EXTRA_DIST += %reldir%/capacity.sh %reldir%/capacity
+TESTS += %reldir%/capacity_cost.sh %reldir%/run_progress.sh
+EXTRA_DIST += %reldir%/capacity_cost.sh %reldir%/run_progress.sh
 # Folders named like a test script (tests/run for run.sh): keep make's
 # built-in `.sh:` rule from making a file of that name, which `make dist`
 # would then ship in place of the folder.

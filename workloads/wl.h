@@ -18,6 +18,7 @@
  *     -> length checks, filters and caps  (rejections counted)
  *     -> first max_requests
  *     -> time_scale / target_rate
+ *     -> spread_bursts (each arrival at least F mean gaps after the last)
  *     -> tiling k times
  *
  * Prompt identity.  A request's prompt is a list of segments (key, length);
@@ -245,6 +246,8 @@ struct wl_config {
 	uint32_t vocab_size;
 	double time_scale;	/* arrival times multiplied by this */
 	double target_rate;	/* req/s; 0: off (overrides time_scale) */
+	double spread_bursts;	/* F in [0, 1]: after the scaling, arrivals
+				 * at least F mean gaps apart; 0: off */
 	double window_start_s, window_end_s;	/* end 0: open */
 	uint64_t max_requests;	/* 0: all */
 	uint64_t min_prompt, max_prompt, min_output, max_output;
@@ -373,6 +376,7 @@ enum wl_check {
 	WL_CHECK_FILTER = 30,	/* out <= in */
 	WL_CHECK_HEAD = 40,	/* out + left == N, out == in */
 	WL_CHECK_SCALE = 50,	/* the factor finite and > 0; out == in */
+	WL_CHECK_SPREAD = 51,	/* the gap >= 0; out == in */
 	WL_CHECK_TILE_COPY = 60,	/* the copy < copies */
 	WL_CHECK_TILE_PERIOD = 61,	/* copies after the first: period > 0 */
 	WL_CHECK_TILE_FIRST = 62,	/* copy 0: its requests == out */

@@ -210,6 +210,8 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 		return cfail(err, "workload.time_scale must be > 0");
 	if (!(c->target_rate >= 0) || !isfinite(c->target_rate))
 		return cfail(err, "workload.target_rate must be >= 0");
+	if (!(c->spread_bursts >= 0 && c->spread_bursts <= 1))
+		return cfail(err, "workload.spread_bursts must be in [0, 1]");
 	if (!(c->window_start_s >= 0) || !(c->window_end_s >= 0) ||
 	    (c->window_end_s > 0 && c->window_end_s <= c->window_start_s))
 		return cfail(err, "workload.window: need 0 <= start_s < end_s");
@@ -1199,6 +1201,13 @@ y_workload_key(struct ycx *x, const struct yd_node *kn,
 	}
 	if (strcmp(k, "target_rate") == 0)
 		return y_finite(x, vn, k, 0, &c->target_rate);
+	if (strcmp(k, "spread_bursts") == 0) {
+		rc = y_finite(x, vn, k, 0, &c->spread_bursts);
+		if (rc == WL_OK && !(c->spread_bursts <= 1))
+			rc = yfail(x, vn, "spread_bursts: must be in [0, 1] "
+			    "(a fraction of the mean gap between arrivals)");
+		return rc;
+	}
 	if (strcmp(k, "max_requests") == 0)
 		return y_u64(x, vn, k, &c->max_requests);
 	if (strcmp(k, "max_model_len") == 0)
@@ -1559,6 +1568,11 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 	if (c->target_rate > 0) {
 		fprintf(f, "%*starget_rate: ", in, "");
 		wl_yaml_num(f, c->target_rate);
+		fputc('\n', f);
+	}
+	if (c->spread_bursts > 0) {
+		fprintf(f, "%*sspread_bursts: ", in, "");
+		wl_yaml_num(f, c->spread_bursts);
 		fputc('\n', f);
 	}
 	fprintf(f, "%*smax_requests: %" PRIu64 "\n", in, "", c->max_requests);

@@ -37,6 +37,7 @@ struct wl_stream {
 	struct wl_info info;
 	uint64_t next_id;
 	double scale;		/* time_scale, or the one target_rate implies */
+	int64_t gap_ns;		/* spread_bursts' least gap; 0: no spreading */
 	wl_err last_rc;		/* WL_END or the error, once top is gone */
 	int64_t prev_arrival;	/* the arrivals of the last two requests */
 	int64_t last_arrival;	/* returned (cnt.emitted of them) */
@@ -267,7 +268,9 @@ wl_err wl__head_open(struct wl_stream *p, struct wl_stage *in, uint64_t n,
     struct wl_stage **out);
 wl_err wl__scale_open(struct wl_stream *p, struct wl_stage *in,
     double scale, struct wl_stage **out);
-/* Open the source chain (source .. scale) for tile copy `copy`. */
+wl_err wl__spread_open(struct wl_stream *p, struct wl_stage *in,
+    int64_t gap_ns, struct wl_stage **out);
+/* Open the source chain (source .. spread) for tile copy `copy`. */
 wl_err wl__chain_open(struct wl_stream *p, struct wl_stage **out);
 wl_err wl__tile_open(struct wl_stream *p, struct wl_stage *first,
     struct wl_stage **out);
@@ -327,6 +330,13 @@ struct wl__scale {
 	struct wl_stage base;
 	struct wl_stage *in;
 	double k;
+};
+
+struct wl__spread {
+	struct wl_stage base;
+	struct wl_stage *in;
+	int64_t gap_ns;		/* the least gap between two arrivals */
+	int64_t prev;		/* the last arrival returned */
 };
 
 struct wl__tile {

@@ -62,11 +62,20 @@ wl__chain_open(struct wl_stream *p, struct wl_stage **out)
 			return rc;
 		p->info.has_epoch = false;
 	}
+	if (p->gap_ns > 0) {
+		rc = wl__spread_open(p, st, p->gap_ns, &st);
+		if (rc != WL_OK)
+			return rc;
+	}
 	*out = st;
 	return WL_OK;
 }
 
-/* The scale that brings the transformed stream to target_rate. */
+/*
+ * The scale that brings the transformed stream to target_rate, and the
+ * least gap of spread_bursts: F times the scaled stream's mean gap
+ * (span / requests, the inverse of the rate below).
+ */
 static wl_err
 prepass(struct wl_stream *p)
 {
@@ -78,6 +87,7 @@ prepass(struct wl_stream *p)
 	wl_err rc;
 
 	p->scale = 1.0;
+	p->gap_ns = 0;
 	rc = wl__chain_open(p, &st);
 	if (rc != WL_OK)
 		return rc;
@@ -89,6 +99,15 @@ prepass(struct wl_stream *p)
 	wl__stage_free(st);
 	if (rc != WL_END)
 		return rc;
+	if (p->cfg.target_rate <= 0) {
+		/* spread_bursts alone: time_scale's gap */
+		p->scale = p->cfg.time_scale;
+		if (n >= 2)
+			p->gap_ns = (int64_t)llround(p->cfg.spread_bursts *
+			    (double)(last - first) * p->scale / (double)n);
+		memset(&p->cnt, 0, sizeof(p->cnt));
+		return WL_OK;
+	}
 	if (n < 2 || last == first)
 		return wl__fail(p, WL_ECONFIG, p->cfg.trace, 0, 0,
 		    "target_rate needs at least two requests at different "
@@ -97,6 +116,8 @@ prepass(struct wl_stream *p)
 	/* Mean rate as traces/README.md defines it: rows / span. */
 	rate = (double)n / ((double)(last - first) / 1e9);
 	p->scale = rate / p->cfg.target_rate;
+	p->gap_ns = (int64_t)llround(p->cfg.spread_bursts * 1e9 /
+	    p->cfg.target_rate);
 	memset(&p->cnt, 0, sizeof(p->cnt));
 	return WL_OK;
 }
@@ -124,7 +145,7 @@ wl_open(const struct wl_config *c, wl_stream **out, struct wl_error *err)
 		return rc;
 	}
 	p->scale = c->time_scale;
-	if (c->target_rate > 0)
+	if (c->target_rate > 0 || c->spread_bursts > 0)
 		rc = prepass(p);
 	if (rc == WL_OK)
 		rc = wl__chain_open(p, &st);

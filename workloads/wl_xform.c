@@ -505,6 +505,73 @@ wl__scale_open(struct wl_stream *p, struct wl_stage *in, double k,
 	return WL_OK;
 }
 
+/*
+ * Burst spreading: each arrival at least gap_ns after the one before it
+ * (t'[i] = max(t[i], t'[i-1] + gap)).  Requests of one instant leave one
+ * gap apart, in their order; an arrival is never moved earlier, and the
+ * first is not moved.  Streaming: only the last arrival is kept.
+ */
+static wl_err
+spread_next(struct wl_stage *st, struct wl_request *r)
+{
+	struct wl__spread *s = (struct wl__spread *)st;
+	wl_err rc = wl__stage_next(s->in, r);
+
+	if (rc != WL_OK)
+		return rc;
+	if (st->nout > 0) {
+		double least = (double)s->prev + (double)s->gap_ns;
+
+		if ((double)r->arrival_ns < least) {
+			if (wl__beyond_horizon(least))
+				return wl__past_horizon(st->p, r, least);
+			r->arrival_ns = s->prev + s->gap_ns;
+		}
+	}
+	s->prev = r->arrival_ns;
+	return WL_OK;
+}
+
+static void
+spread_free(struct wl_stage *st)
+{
+	struct wl__spread *s = (struct wl__spread *)st;
+
+	wl__stage_free(s->in);
+	free(s);
+}
+
+static int
+spread_check(const struct wl_stage *st)
+{
+	const struct wl__spread *s = (const struct wl__spread *)st;
+
+	if (s->gap_ns < 0 || st->nout != s->in->nout)
+		return WL_CHECK_SPREAD;
+	return wl__stage_check(s->in);
+}
+
+static const struct wl_stage_ops spread_ops = { spread_next, spread_free,
+	spread_check };
+
+wl_err
+wl__spread_open(struct wl_stream *p, struct wl_stage *in, int64_t gap_ns,
+    struct wl_stage **out)
+{
+	struct wl__spread *s = calloc(1, sizeof(*s));
+
+	if (s == NULL) {
+		wl__stage_free(in);
+		return wl__fail(p, WL_ENOMEM, NULL, 0, 0, "out of memory");
+	}
+	s->base.ops = &spread_ops;
+	s->base.p = p;
+	s->in = in;
+	s->gap_ns = gap_ns;
+	*out = &s->base;
+	return WL_OK;
+}
+
 /* Tiling: the chain again, k times, each copy shifted by one period. --- */
 
 static wl_err

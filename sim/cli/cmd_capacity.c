@@ -53,6 +53,7 @@ int auto_plot(const char *prog, const char *dir, bool quiet); /* cmd_run.c */
 #define MAX_SLO 8
 #define MAX_SEEDS 64
 #define MAX_ACROSS 64
+#define MAX_ACROSS_KEYS 8
 
 static void
 usage(FILE *f)
@@ -62,8 +63,8 @@ usage(FILE *f)
 "                      [--set KEY=VALUE]... [--across KEY=V1,V2,...]\n"
 "                      [--seeds N] [--seed S] [--jobs K] [--qps-start Q]\n"
 "                      [--qps-min Q] [--qps-max Q] [--tolerance F]\n"
-"                      [--max-sims N] [--no-early-stop] [--out DIR] [--force]\n"
-"                      [--quiet] [--no-plot]\n"
+"                      [--max-sims N] [--no-early-stop] [--progress]\n"
+"                      [--out DIR] [--force] [--quiet] [--no-plot]\n"
 "\n"
 "The highest request rate at which each configuration meets every SLO,\n"
 "found by bracketing and bisection on workload.target_rate, per seed,\n"
@@ -73,7 +74,10 @@ usage(FILE *f)
 "                      ttft_s tpot_s itl_s e2e_s queue_s, statistics p50 p90\n"
 "                      p95 p99 p999 mean max; repeatable (all must hold)\n"
 "  -s, --set KEY=VALUE override a key of every configuration\n"
-"  --across KEY=V,...  one configuration per value (e.g. gpu=a100-80g,h200)\n"
+"  --across KEY=V,...  one configuration per value (e.g. gpu=a100-80g,h200);\n"
+"                      repeatable: the keys go together, value i of each\n"
+"                      in configuration i (gpu=h100-sxm,h200 --across\n"
+"                      engine.tensor_parallel_size=4,2)\n"
 "  --seeds N           seeds S..S+N-1 (default 3): one search each\n"
 "  --seed S            the first seed (default 0)\n"
 "  -j, --jobs K        searches run in parallel (default: online CPUs)\n"
@@ -83,6 +87,8 @@ usage(FILE *f)
 "  --tolerance F       stop when the bracket is within F of its top (0.05)\n"
 "  --max-sims N        simulations per search at most (default 40)\n"
 "  --no-early-stop     run every simulation to its end\n"
+"  --progress          a line per simulation on stderr (rate, verdict,\n"
+"                      elapsed, ETA); the default on a terminal\n"
 "  -o, --out DIR       reports (default kvsim-out/<time>)\n"
 "  -f, --force         write into an existing --out\n"
 "  -q, --quiet         no startup lines or table\n"
@@ -127,7 +133,72 @@ struct cap {
 	uint64_t seed0;		/* --seed */
 	int argc;		/* the command's arguments, for the searches */
 	char **argv;		/* on MPI ranks (search_ranks) */
+	/* progress lines on stderr (--progress, or stderr a terminal) */
+	bool progress;
+	uint32_t nconfig;		/* configurations in all */
+	double w0;			/* the command's start, wall seconds */
+	double lo, hi;			/* the search's rates met, missed */
+	uint32_t probes;		/* the search's simulations so far */
+	double probe_s;			/* their wall time, summed */
 };
+
+static double
+wall_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/*
+ * The simulations the search still needs, as reports/capacity.h's rule
+ * goes: none once the bracket is within the tolerance, else one per
+ * halving of it; unknown (-1) until a rate met and one missed are known.
+ */
+static int
+cap_left(const struct cap *C)
+{
+	double w;
+	int n = 0;
+
+	if (!(C->lo > 0) || !(C->hi > 0))
+		return -1;
+	for (w = C->hi - C->lo; w > C->so.tol * C->hi && n < 64; w /= 2)
+		n++;
+	if (C->probes + (uint32_t)n > C->so.max_sims)
+		n = C->probes < C->so.max_sims ? (int)(C->so.max_sims -
+						       C->probes) : 0;
+	return n;
+}
+
+/* One progress line: the probe, its verdict, the time and what is left
+ * of this search. */
+static void
+cap_progress(struct cap *C, double qps, bool met, double t_probe)
+{
+	double now = wall_s();
+	int left;
+
+	C->probes++;
+	C->probe_s += t_probe;
+	if (met && qps > C->lo)
+		C->lo = qps;
+	if (!met && (!(C->hi > 0) || qps < C->hi))
+		C->hi = qps;
+	left = cap_left(C);
+	fprintf(stderr, "kvsim capacity: config %" PRIu32 "/%" PRIu32
+		" seed %" PRIu64 " probe %" PRIu32 ": %.6g req/s %s "
+		"(%.1f s), elapsed %.1f s, ETA ", C->config + 1, C->nconfig,
+		C->seed0 + C->seed, C->probes, qps, met ? "met" : "missed",
+		t_probe, now - C->w0);
+	if (left < 0)
+		fputs("? (bracketing)\n", stderr);
+	else
+		fprintf(stderr, "%.1f s (%d more)\n", (double)left *
+			C->probe_s / (double)C->probes, left);
+	fflush(stderr);
+}
 
 static int
 push_point(struct cap *C, const struct point *p)
@@ -164,7 +235,7 @@ eval(void *ctx, double qps, bool *met)
 	sim_run *R = NULL;
 	rpt *rep;
 	const struct rpt_totals *t;
-	double dur;
+	double dur, w = wall_s();
 	int rc;
 
 	memset(&o, 0, sizeof(o));
@@ -233,6 +304,8 @@ eval(void *ctx, double qps, bool *met)
 	p.max_running = t->max_running;
 	sim_run_close(R);
 	*met = p.met;
+	if (C->progress)
+		cap_progress(C, qps, p.met, wall_s() - w);
 	if (push_point(C, &p) != 0) {
 		fprintf(stderr, "kvsim capacity: out of memory\n");
 		return KVSIM_EXIT_FAIL;
@@ -268,6 +341,9 @@ search_seed(struct cap *C, uint32_t seed, struct seedres *out)
 	int rc;
 
 	C->seed = seed;
+	C->lo = C->hi = 0;
+	C->probes = 0;
+	C->probe_s = 0;
 	rc = cap_search(&C->so, eval, C, &out->r);
 	out->npoints = (uint32_t)(C->npts - first);
 	return rc;
@@ -402,13 +478,39 @@ search_all(struct cap *C, struct seedres *res)
 
 /* ---- static capacity ----------------------------------------------------- */
 
+/* The largest burst: requests arriving at one instant. */
+struct burst {
+	uint64_t n;			/* its requests */
+	uint64_t prompt_tokens;		/* their prompts, summed */
+	int64_t at_ns;			/* the instant, from the first */
+	uint64_t line;			/* the first's trace line; 0 none */
+};
+
 struct mix {
 	uint64_t nreq;
 	double span_s;
 	double mean_tokens;		/* prompt + output */
+	double mean_output;		/* output tokens */
+	struct burst burst;		/* the most prompt tokens at once */
 	double mean_blocks;		/* over every group */
 	double group_blocks[SZ_MAX_GROUPS];
 };
+
+/* Request r into the running burst cur; the largest kept in best. */
+static void
+burst_add(struct burst *cur, struct burst *best, const struct wl_request *r,
+	  int64_t t0, bool first)
+{
+	if (first || r->arrival_ns != t0 + cur->at_ns) {
+		memset(cur, 0, sizeof(*cur));
+		cur->at_ns = r->arrival_ns - t0;
+		cur->line = r->src_line;
+	}
+	cur->n++;
+	cur->prompt_tokens += r->prompt_tokens;
+	if (cur->prompt_tokens > best->prompt_tokens)
+		*best = *cur;
+}
 
 static int
 workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
@@ -419,7 +521,8 @@ workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
 	wl_stream *ws = NULL;
 	struct wl_request r;
 	wl_err e;
-	double tok = 0, blk = 0, gb[SZ_MAX_GROUPS] = { 0 };
+	double tok = 0, out = 0, blk = 0, gb[SZ_MAX_GROUPS] = { 0 };
+	struct burst cur = { 0, 0, 0, 0 };
 	int64_t t0 = 0, t1 = 0;
 	char buf[1200];
 
@@ -443,7 +546,9 @@ workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
 		if (m->nreq == 0)
 			t0 = r.arrival_ns;
 		t1 = r.arrival_ns;
+		burst_add(&cur, &m->burst, &r, t0, m->nreq == 0);
 		m->nreq++;
+		out += (double)r.output_tokens;
 		if (len > sr->max_model_len)
 			len = sr->max_model_len;
 		lim.max_model_len = len;
@@ -469,6 +574,7 @@ workload_mix(const struct sim_config *cfg, const struct sz_result *sr,
 	}
 	m->span_s = (double)(t1 - t0) / 1e9;
 	m->mean_tokens = tok / (double)m->nreq;
+	m->mean_output = out / (double)m->nreq;
 	m->mean_blocks = blk / (double)m->nreq;
 	for (size_t g = 0; g < sr->ngroup; g++)
 		m->group_blocks[g] = gb[g] / (double)m->nreq;
@@ -536,7 +642,17 @@ put_cfg_cols(FILE *f, uint32_t id, const char *source, const char *across,
 
 struct cfgsrc {
 	const char *file;		/* NULL: the embedded default */
-	char across[256];		/* "KEY=VALUE" or "" */
+	char across[1024];		/* "KEY=VALUE[;KEY=VALUE...]" or "" */
+	char set[MAX_ACROSS_KEYS][256];	/* each KEY=VALUE, a --set */
+	size_t nset;
+};
+
+/* One --across KEY=V1,V2,...: its key and values. */
+struct across_key {
+	char key[128];
+	char *vals;			/* the values' text, split in place */
+	const char *list[MAX_ACROSS];
+	size_t n;
 };
 
 struct cap_cmd {
@@ -545,9 +661,9 @@ struct cap_cmd {
 					 * --no-plot */
 	const char **files;
 	size_t nfiles;
-	char across_key[128], *across_vals;
-	const char *across_list[MAX_ACROSS];
-	size_t nacross;
+	struct across_key ak[MAX_ACROSS_KEYS];	/* --across, in order */
+	size_t nak;
+	size_t nacross;			/* values of each (all alike) */
 	struct cfgsrc *srcs;
 	size_t ncfg;
 	char outdir[1024];
@@ -575,36 +691,60 @@ cap_opt_slo(struct cap *C, const char *v)
 	return KVSIM_EXIT_OK;
 }
 
-/* --across KEY=V1,V2,... (once). */
+/*
+ * --across KEY=V1,V2,..., repeatable: the keys go together, value i of
+ * each in configuration i (gpu=h100-sxm,h200 with
+ * engine.tensor_parallel_size=4,2: 4 x H100 and 2 x H200), so every
+ * --across lists as many values.
+ */
 static int
 cap_opt_across(struct cap_cmd *x, const char *v)
 {
 	const char *eq = strchr(v, '=');
+	struct across_key *k = &x->ak[x->nak];
 	char *tok, *save = NULL;
 
-	if (eq == NULL || eq == v || x->across_vals != NULL ||
-	    (size_t)(eq - v) >= sizeof(x->across_key)) {
-		fprintf(stderr, "kvsim capacity: --across KEY=V1,V2,... "
-			"(once)\n");
+	if (eq == NULL || eq == v || (size_t)(eq - v) >= sizeof(k->key)) {
+		fprintf(stderr, "kvsim capacity: --across %s: expected "
+			"KEY=V1,V2,...\n", v);
 		return KVSIM_EXIT_USAGE;
 	}
-	snprintf(x->across_key, sizeof(x->across_key), "%.*s",
-		 (int)(eq - v), v);
-	if ((x->across_vals = strdup(eq + 1)) == NULL)
+	if (x->nak == MAX_ACROSS_KEYS) {
+		fprintf(stderr, "kvsim capacity: at most %d --across\n",
+			MAX_ACROSS_KEYS);
+		return KVSIM_EXIT_USAGE;
+	}
+	snprintf(k->key, sizeof(k->key), "%.*s", (int)(eq - v), v);
+	for (size_t i = 0; i < x->nak; i++)
+		if (strcmp(x->ak[i].key, k->key) == 0) {
+			fprintf(stderr, "kvsim capacity: --across %s: the "
+				"key is given twice\n", k->key);
+			return KVSIM_EXIT_USAGE;
+		}
+	if ((k->vals = strdup(eq + 1)) == NULL)
 		return KVSIM_EXIT_FAIL;
-	for (tok = strtok_r(x->across_vals, ",", &save); tok != NULL;
+	x->nak++;
+	for (tok = strtok_r(k->vals, ",", &save); tok != NULL;
 	     tok = strtok_r(NULL, ",", &save)) {
-		if (x->nacross == MAX_ACROSS) {
+		if (k->n == MAX_ACROSS) {
 			fprintf(stderr, "kvsim capacity: --across: at most "
 				"%d values\n", MAX_ACROSS);
 			return KVSIM_EXIT_USAGE;
 		}
-		x->across_list[x->nacross++] = tok;
+		k->list[k->n++] = tok;
 	}
-	if (x->nacross == 0) {
+	if (k->n == 0) {
 		fprintf(stderr, "kvsim capacity: --across %s: no values\n", v);
 		return KVSIM_EXIT_USAGE;
 	}
+	if (x->nak > 1 && k->n != x->ak[0].n) {
+		fprintf(stderr, "kvsim capacity: --across %s has %zu values, "
+			"--across %s %zu: the keys go together, value i of "
+			"each in configuration i\n", k->key, k->n,
+			x->ak[0].key, x->ak[0].n);
+		return KVSIM_EXIT_USAGE;
+	}
+	x->nacross = k->n;
 	return KVSIM_EXIT_OK;
 }
 
@@ -714,6 +854,7 @@ static const struct option cap_lo[] = {
 	{ "max-sims", required_argument, NULL, 'x' },
 	{ "no-early-stop", no_argument, NULL, 'E' },
 	{ "mpi-task", required_argument, NULL, 'T' },	/* search_ranks */
+	{ "progress", no_argument, NULL, 'P' },
 	CLI_LO_OUT,
 	CLI_LO_FORCE,
 	CLI_LO_QUIET,
@@ -755,6 +896,9 @@ cap_parse(struct cap_cmd *x, int argc, char **argv)
 		case 'T':
 			rc = cap_opt_task(x, optarg);
 			break;
+		case 'P':
+			C->progress = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return -1;
@@ -766,6 +910,9 @@ cap_parse(struct cap_cmd *x, int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	C->quiet = x->o.quiet;
+	/* a terminal gets the lines unless --quiet; --progress forces them */
+	if (!C->progress)
+		C->progress = !C->quiet && isatty(STDERR_FILENO);
 	if (x->o.out != NULL)
 		snprintf(x->outdir, sizeof(x->outdir), "%s", x->o.out);
 	for (int i = optind; i < argc; i++) {
@@ -803,9 +950,15 @@ cap_sources(struct cap_cmd *x)
 
 		sc->file = x->nfiles ? x->files[x->nacross ? i / x->nacross
 						: i] : NULL;
-		if (x->nacross)
-			snprintf(sc->across, sizeof(sc->across), "%s=%s",
-				 x->across_key, x->across_list[a]);
+		for (size_t k = 0; k < x->nak; k++) {
+			size_t n = strlen(sc->across);
+
+			snprintf(sc->set[k], sizeof(sc->set[k]), "%s=%s",
+				 x->ak[k].key, x->ak[k].list[a]);
+			snprintf(sc->across + n, sizeof(sc->across) - n,
+				 "%s%s", k ? ";" : "", sc->set[k]);
+		}
+		sc->nset = x->nak;
 	}
 	for (size_t i = 0; i < C->nslo; i++) {
 		char one[96];
@@ -822,22 +975,29 @@ cap_sources(struct cap_cmd *x)
 static int
 cap_load(struct cap_cmd *x, struct sim_config *all)
 {
-	const char **sets = x->o.sets;
 	size_t nsets = x->o.nsets;
+	const char **sets = calloc(nsets + MAX_ACROSS_KEYS, sizeof(*sets));
 	char why[1400];
 	int rc = KVSIM_EXIT_OK;
 
+	if (sets == NULL)
+		return KVSIM_EXIT_FAIL;
+	if (nsets > 0)
+		memcpy(sets, x->o.sets, nsets * sizeof(*sets));
 	for (size_t i = 0; i < x->ncfg && rc == 0; i++) {
+		const struct cfgsrc *sc = &x->srcs[i];
+
 		/* --across comes after every --set */
-		sets[nsets] = x->srcs[i].across;
-		if (sim_config_from_args(&all[i], x->srcs[i].file, sets,
-					 nsets + (x->srcs[i].across[0] !=
-						  '\0'), why,
+		for (size_t k = 0; k < sc->nset; k++)
+			sets[nsets + k] = sc->set[k];
+		if (sim_config_from_args(&all[i], sc->file, sets,
+					 nsets + sc->nset, why,
 					 sizeof(why)) != KV_OK) {
 			fprintf(stderr, "%s\n", why);
 			rc = KVSIM_EXIT_USAGE;
 		}
 	}
+	free(sets);
 	return rc;
 }
 
@@ -853,7 +1013,9 @@ cap_headers(FILE *fc, FILE *fp, FILE *fg, size_t nslo)
 	      "max_qps_per_seed,min_fail_qps,"
 	      "max_concurrency_under_slo,goodput_at_max_req_s,"
 	      "search_iterations,simulations,stopped_early,capped,"
-	      "met_at_no_rate\n", fc);
+	      "met_at_no_rate,mean_output_tokens,gpus,req_s_per_gpu,"
+	      "gpu_usd_per_hour,usd_per_hour,usd_per_1m_output_tokens\n",
+	      fc);
 	fputs("config_id,seed,qps,meets_slo,stopped_early,completed,"
 	      "rejected,throughput_req_s,goodput_req_s,ttft_p50_s,"
 	      "ttft_p99_s,tpot_p99_s,e2e_p99_s,queue_p99_s,"
@@ -935,6 +1097,49 @@ cap_outcome(const struct cap *C, const struct seedres *res,
 	}
 }
 
+/*
+ * What the deployment costs at its answer: gpus = tensor parallel size x
+ * replicas, each at usd_gpu an hour (0: no price known).  The output
+ * tokens an hour at the answer are its rate times the workload's mean
+ * output, so $/1M output tokens = usd_hour / (3600 qps mean_output) 1e6.
+ */
+struct cap_cost {
+	uint32_t gpus;
+	double per_gpu;			/* req/s per GPU */
+	double usd_gpu, usd_hour;	/* 0: unknown */
+	double usd_1m_out;		/* 0: unknown or no answer */
+};
+
+static void
+cap_cost(struct cap_cost *k, uint32_t tp, uint32_t replicas,
+	 double usd_gpu, double qps, double mean_output)
+{
+	memset(k, 0, sizeof(*k));
+	k->gpus = tp * replicas;
+	k->per_gpu = k->gpus ? qps / (double)k->gpus : 0.0;
+	k->usd_gpu = usd_gpu > 0 ? usd_gpu : 0.0;
+	k->usd_hour = k->usd_gpu * (double)k->gpus;
+	if (k->usd_hour > 0 && qps > 0 && mean_output > 0)
+		k->usd_1m_out = k->usd_hour / (3600.0 * qps * mean_output) *
+				1e6;
+}
+
+/* The cost columns of capacity.csv, empty where unknown. */
+static void
+cap_cost_cols(FILE *fc, const struct mix *mx, const struct cap_cost *k)
+{
+	fprintf(fc, ",%.6f,%" PRIu32 ",%.9g,", mx->mean_output, k->gpus,
+		k->per_gpu);
+	if (k->usd_gpu > 0)
+		fprintf(fc, "%.9g,%.9g", k->usd_gpu, k->usd_hour);
+	else
+		fputc(',', fc);
+	fputc(',', fc);
+	if (k->usd_1m_out > 0)
+		fprintf(fc, "%.9g", k->usd_1m_out);
+	fputc('\n', fc);
+}
+
 /* The figures of capacity.csv after the configuration's columns. */
 static void
 cap_config_row(FILE *fc, const struct cap_cmd *x, const struct sz_result *sr,
@@ -967,7 +1172,7 @@ cap_config_row(FILE *fc, const struct cap_cmd *x, const struct sz_result *sr,
 	fputc(',', fc);
 	wl_yaml_num(fc, res[u->ms].r.min_fail_qps);
 	fprintf(fc, ",%" PRIu64 ",%.6f,%" PRIu32 ",%" PRIu32 ",%" PRIu32
-		",%d,%d\n", u->best ? u->best->max_running : 0,
+		",%d,%d", u->best ? u->best->max_running : 0,
 		u->best ? u->best->goodput : 0.0, u->iters, u->sims,
 		u->stopped, u->capped, u->none);
 }
@@ -993,7 +1198,8 @@ cap_group_rows(FILE *fg, size_t i, const struct sz_result *sr,
 /* The static and dynamic lines of a configuration on stdout. */
 static void
 cap_print(const struct cap_cmd *x, const struct sz_result *sr,
-	  const struct mix *mx, const struct cap_outcome *u)
+	  const struct mix *mx, const struct cap_outcome *u,
+	  const struct cap_cost *k)
 {
 	printf("static: %" PRIu64 " KV tokens, %" PRIu64 " blocks, max "
 	       "concurrency %.2fx at %" PRIu64 " tokens, %.2fx at the "
@@ -1009,6 +1215,101 @@ cap_print(const struct cap_cmd *x, const struct sz_result *sr,
 	       "tried (--qps-max or --max-sims)" : u->none ? ", missed at "
 	       "every rate tried (down to --qps-min, or as far as "
 	       "--max-sims allowed)" : "");
+	printf("cost: %" PRIu32 " GPU%s, %.4g req/s per GPU", k->gpus,
+	       k->gpus == 1 ? "" : "s", k->per_gpu);
+	if (k->usd_gpu > 0)
+		printf(", $%.4g/h ($%.4g per GPU-hour)", k->usd_hour,
+		       k->usd_gpu);
+	else
+		printf(", no GPU price (set cost.gpu_usd_per_hour)");
+	if (k->usd_1m_out > 0)
+		printf(", $%.4g per 1M output tokens at %.4g req/s",
+		       k->usd_1m_out, u->med);
+	putchar('\n');
+}
+
+/*
+ * The warning behind many "met at no rate" answers: requests arriving at
+ * one instant whose prompts, together, exceed the KV cache.  A lower rate
+ * moves bursts apart but keeps each together.
+ */
+static void
+cap_burst_warn(const struct sim_config *c, const struct sz_result *sr,
+	       uint32_t replicas, const struct mix *mx)
+{
+	const struct burst *b = &mx->burst;
+	uint64_t cache = sr->cache_tokens * replicas;
+
+	if (b->n < 2 || b->prompt_tokens <= cache)
+		return;
+	fprintf(stderr, "kvsim capacity: warning: %" PRIu64 " requests "
+		"arrive at one instant (%.3f s into the workload", b->n,
+		(double)b->at_ns / 1e9);
+	if (c->wl.trace != NULL && b->line > 0)
+		fprintf(stderr, ", %s:%" PRIu64, c->wl.trace, b->line);
+	fprintf(stderr, ") with %" PRIu64 " prompt tokens, more than the "
+		"%" PRIu64 " tokens of the KV cache%s: a lower rate moves "
+		"bursts apart but keeps each together, so the SLOs may hold "
+		"at no rate; workload.spread_bursts=F (0 < F <= 1) spaces "
+		"arrivals at least F mean gaps apart (docs/capacity.md)\n",
+		b->prompt_tokens, cache, replicas > 1 ? " (all replicas)"
+		: "");
+}
+
+/*
+ * Whether every seed gives the same simulations: a trace, whose seed
+ * changes only its synthetic token ids (which prompts share a prefix,
+ * and so the cache's hits, stay the same), with nothing that reads the
+ * ids' values: not the prefix-affinity router over replicas, not a
+ * plugin policy.
+ */
+static bool
+cap_seed_free(const struct sim_config *c)
+{
+	return c->wl.trace != NULL && strchr(c->policy, '/') == NULL &&
+	       !(c->router == SIM_ROUTE_PREFIX && c->replicas > 1);
+}
+
+/* One search stands for every seed: res[0] and its points copied to
+ * seeds 1..seeds-1, as each seed's search would have made them. */
+static int
+cap_replicate(struct cap *C, struct seedres *res)
+{
+	size_t n0 = C->npts;
+
+	for (uint32_t s = 1; s < C->seeds; s++) {
+		res[s] = res[0];
+		for (size_t k = 0; k < n0; k++) {
+			struct point p = C->pts[k];
+
+			p.seed = s;
+			if (push_point(C, &p) != 0)
+				return KVSIM_EXIT_FAIL;
+		}
+	}
+	return KVSIM_EXIT_OK;
+}
+
+/* Every seed's search, or one standing for all of them. */
+static int
+cap_search_seeds(struct cap *C, struct seedres *res)
+{
+	uint32_t seeds = C->seeds;
+	int rc;
+
+	if (seeds == 1 || !cap_seed_free(&C->cfg))
+		return search_all(C, res);
+	if (!C->quiet)
+		printf("seeds: the workload is a trace: a seed changes only "
+		       "its synthetic token ids, not what the simulation "
+		       "does, so one search stands for seeds %" PRIu64
+		       "..%" PRIu64 "\n", C->seed0,
+		       C->seed0 + seeds - 1);
+	fflush(stdout);
+	C->seeds = 1;
+	rc = search_all(C, res);
+	C->seeds = seeds;
+	return rc != 0 ? rc : cap_replicate(C, res);
 }
 
 /* Configuration i's workload mix, and C set to search it. */
@@ -1081,6 +1382,7 @@ cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
 	const struct sz_result *sr;
 	struct mix mx;
 	struct cap_outcome u;
+	struct cap_cost k;
 	const char *src = x->srcs[i].file ? x->srcs[i].file
 			  : "(embedded default)";
 	int rc;
@@ -1101,17 +1403,21 @@ cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
 	sr = sim_run_sizing(R);
 	if ((rc = cap_prepare(C, all, i, sr, &mx)) != 0)
 		goto out;
-	if ((rc = search_all(C, res)) != 0)
+	cap_burst_warn(&all[i], sr, sim_run_nreplicas(R), &mx);
+	if ((rc = cap_search_seeds(C, res)) != 0)
 		goto out;
 	cap_outcome(C, res, &u);
+	cap_cost(&k, sr->tp, sim_run_nreplicas(R), sim_run_gpu_usd_per_hour(R),
+		 u.med, mx.mean_output);
 	for (size_t k = 0; k < C->npts; k++)
 		cap_point_row(od->f[1], C, &C->pts[k]);
 	put_cfg_cols(od->f[0], (uint32_t)i, src, x->srcs[i].across, &all[i],
 		     sr, sim_run_model(R), sim_run_gpu(R));
 	cap_config_row(od->f[0], x, sr, &mx, res, &u);
+	cap_cost_cols(od->f[0], &mx, &k);
 	cap_group_rows(od->f[2], i, sr, &mx);
 	if (!C->quiet)
-		cap_print(x, sr, &mx, &u);
+		cap_print(x, sr, &mx, &u, &k);
 	x->any_none |= u.none;
 out:
 	sim_run_close(R);
@@ -1197,8 +1503,10 @@ capacity_main(int argc, char **argv)
 	}
 	C->argc = argc;
 	C->argv = argv;
+	C->w0 = (double)w0.tv_sec + (double)w0.tv_nsec / 1e9;
 	if ((rc = cap_sources(&x)) != 0)
 		goto done;
+	C->nconfig = (uint32_t)x.ncfg;
 	if (x.task) {
 		rc = cap_task(&x);
 		goto done;
@@ -1217,7 +1525,8 @@ capacity_main(int argc, char **argv)
 done:
 	free(C->pts);
 	free(x.srcs);
-	free(x.across_vals);
+	for (size_t k = 0; k < x.nak; k++)
+		free(x.ak[k].vals);
 	free(x.files);
 	cli_opts_release(&x.o);
 	return rc;

@@ -298,6 +298,8 @@ catalog_show_gpu(const struct cat_gpu *g)
 	catalog_gfield(g, CAT_G_INTERCONNECT, "interconnect", v);
 	snprintf(v, sizeof(v), "%g GB/s per direction", g->host_bw / 1e9);
 	catalog_gfield(g, CAT_G_HOST, "host_link", v);
+	snprintf(v, sizeof(v), "%g USD per GPU-hour", g->usd_per_hour);
+	catalog_gfield(g, CAT_G_PRICE, "price", v);
 	printf("unified_memory: %s\n", g->unified_memory ? "true" : "false");
 }
 

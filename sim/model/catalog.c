@@ -168,6 +168,12 @@ static const struct cp_unit cp_rate_units[] = {
 	{ NULL, 0 }
 };
 
+/* a price: US dollars per GPU-hour */
+static const struct cp_unit cp_price_units[] = {
+	{ "USD/h", 1 },
+	{ NULL, 0 }
+};
+
 static const struct cp_unit cp_flops_units[] = {
 	{ "FLOPS", 1 }, { "GFLOPS", 1e9 }, { "TFLOPS", 1e12 },
 	{ "PFLOPS", 1e15 },
@@ -1435,8 +1441,8 @@ cp_model_entry(struct cp *p, const struct yd_node *ent, struct cat_model *m)
 static const char *const cp_gpu_keys[] = {
 	"id", "aliases", "name", "vendor", "device_name",
 	"compute_capability", "memory", "usable_memory", "memory_bandwidth",
-	"flops", "interconnect", "host_link", "unified_memory", "source",
-	"note", NULL
+	"flops", "interconnect", "host_link", "unified_memory", "price",
+	"source", "note", NULL
 };
 
 /* A sourced GPU number; *src gets the inline or the entry source. */
@@ -1463,6 +1469,7 @@ cp_gpu_num(struct cp *p, const struct yd_node *map, const char *key,
 			       v->type == YD_SCALAR ? v->str : "?",
 			       units == cp_byte_units ? "80GB or 79.18GiB" :
 			       units == cp_rate_units ? "3.35TB/s" :
+			       units == cp_price_units ? "2.99USD/h" :
 			       "989.4TFLOPS");
 	if (src == NULL)
 		src = p->entry_source;
@@ -1633,6 +1640,8 @@ cp_gpu_entry(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 			     &g->interconnect_bw, CAT_G_INTERCONNECT)) ||
 	    (rc = cp_gpu_num(p, ent, "host_link", cp_rate_units, false,
 			     &g->host_bw, CAT_G_HOST)) ||
+	    (rc = cp_gpu_num(p, ent, "price", cp_price_units, false,
+			     &g->usd_per_hour, CAT_G_PRICE)) ||
 	    (rc = cp_bool(p, ent, "unified_memory", &g->unified_memory)))
 		return rc;
 	return cp_gpu_flops(p, ent, g);

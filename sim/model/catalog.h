@@ -179,6 +179,7 @@ enum cat_gpu_field {
 	CAT_G_HOST,
 	CAT_G_CC,
 	CAT_G_DEVICE_NAME,
+	CAT_G_PRICE,
 	CAT_G_NFIELDS
 };
 
@@ -199,6 +200,8 @@ struct cat_gpu {
 	double interconnect_bw;	/* GPU to GPU, bytes/s per direction */
 	double host_bw;		/* host link, bytes/s each way, 0 none */
 	bool unified_memory;	/* CPU and GPU share one pool (Apple) */
+	double usd_per_hour;	/* on-demand list price of one GPU, US
+				 * dollars an hour; 0 unknown */
 	char *src[CAT_G_NFIELDS];
 };
 
