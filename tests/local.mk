@@ -245,3 +245,8 @@ check_PROGRAMS += %reldir%/check_pool
 %canon_reldir%_check_pool_SOURCES = %reldir%/check_pool.c
 %canon_reldir%_check_pool_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_pool_LDADD = util/libutil.la $(KV_TEST_LIBS)
+
+# Each policy's own batch limits in run, sweep and capacity, and the
+# resolved scheduler settings in config.yaml (issue 22 item 1).
+TESTS += %reldir%/policy_defaults.sh
+EXTRA_DIST += %reldir%/policy_defaults.sh
