@@ -127,29 +127,6 @@ rnote(const sim_run *R, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * 64-bit FNV-1a of the configuration text, comment lines left out (the
- * first names the file it came from: the same configuration read from
- * another place is the same run).
- */
-static uint64_t
-fnv1a_config(const char *s, size_t n)
-{
-	uint64_t h = 14695981039346656037ull;
-	bool comment = false, bol = true;
-
-	for (size_t i = 0; i < n; i++) {
-		if (bol)
-			comment = s[i] == '#';
-		bol = s[i] == '\n';
-		if (comment)
-			continue;
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static uint32_t
 route(sim_run *R, const struct wl_request *r)
 {
@@ -957,17 +934,12 @@ wall_now(void)
 static kv_err
 make_run_id(sim_run *R)
 {
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *mf = open_memstream(&buf, &n);
+	uint64_t h;
 
-	if (mf == NULL)
+	if (sim_config_digest(&R->cfg, &R->sr, &h) != KV_OK)
 		return rfail(R, KV_ENOMEM, "out of memory");
-	sim_config_write(&R->cfg, &R->sr, mf);
-	fclose(mf);
 	snprintf(R->run_id, sizeof(R->run_id), "%012" PRIx64,
-		 (uint64_t)(fnv1a_config(buf, n) & 0xffffffffffffull));
-	free(buf);
+		 (uint64_t)(h & 0xffffffffffffull));
 	return KV_OK;
 }
 
