@@ -120,7 +120,7 @@ assign_new(const char *key, const char *val)
 /*
  * Apply `key=value` to the base configuration as `kvsim run` would, and
  * check the names it gives (model, GPU, policy).  What depends on the
- * other values of a point (the policy's setup) is checked_points's.
+ * other values of a point (the policy's setup) is check_points's.
  * false with the message, located at `v` in the sweep file, printed.
  */
 static bool
@@ -167,8 +167,8 @@ check_value(const char *file, const struct yd_node *k,
 /*
  * The configuration `kvsim run FILE --set sets[0] ...` runs, set up as
  * run sets it up (sizing, the policy's checks, the trace opened) without
- * a word: KV_OK, or the reason in err ("KEY=VALUE: what" for a --set,
- * ": what" for the setup).  *digest (if not NULL): the configuration's,
+ * a word: KV_OK, or the reason in err as ": what" (a --set's message
+ * without its "--set KEY=VALUE" prefix).  *digest (if not NULL): the configuration's,
  * taken before the bundled trace is filled in (its installed path is no
  * part of what runs).
  */
@@ -195,7 +195,8 @@ point_setup(const char *file, char *const *sets, size_t n,
 			}
 			goto out;
 		}
-	if (digest != NULL && (e = sim_config_digest(&c, NULL, digest)) != KV_OK)
+	if (digest != NULL &&
+	    (e = sim_config_digest(&c, NULL, digest)) != KV_OK)
 		goto out;
 	if ((e = sim_config_finish(&c, err, errlen)) != KV_OK)
 		goto out;
