@@ -626,9 +626,10 @@ setup_names(sim_run *R, const struct kvs_policy **pol)
  * (sarathi, deepspeed-fastgen, kvsim, a plugin on the exact or deepspeed
  * allocator), when the configuration leaves one to it: the policy's own
  * defaults (docs/policies.md), not vLLM's serve defaults the sizing
- * would otherwise pick.  They are asked of the policy's configure over a
- * pool so large that no fit check refuses (the replicas' setup checks the
- * real pool); a refusal of the settings themselves is the run's error.
+ * would otherwise pick.  They are asked of the policy's configure with
+ * the run's max_model_len over a pool so large that no fit check refuses
+ * (the replicas' setup checks the real pool); a refusal of the settings
+ * themselves is the run's error.
  * The resolved limits become the configuration's, so that the sizing
  * profiles the batch the engine runs and config.yaml names it.
  */
@@ -639,6 +640,7 @@ policy_limits(sim_run *R, const struct kvs_policy *pol)
 	struct kvs_config sc;
 	struct kvc_config kc;
 	char why[1024];
+	uint64_t mml;
 
 	if (pol->mode == KVC_VLLM_V0 || pol->mode == KVC_VLLM_V1 ||
 	    pol->configure == NULL ||
@@ -659,10 +661,12 @@ policy_limits(sim_run *R, const struct kvs_policy *pol)
 	if (R->cfg.num_lookahead_slots >= 0)
 		sc.lookahead = R->cfg.num_lookahead_slots;
 	kvc_config_default(&kc, pol->mode);
-	kc.block_size = 16;
+	kc.block_size = e->block_size ? e->block_size : 16;
 	kc.gpu_blocks = 1u << 30;
 	kc.cpu_blocks = 1u << 30;
-	kc.max_model_len = 1;
+	/* a default may follow it (the example plugin's max(mml, 2048)) */
+	mml = e->max_model_len ? e->max_model_len : R->model->max_model_len;
+	kc.max_model_len = mml < UINT32_MAX ? (uint32_t)mml : UINT32_MAX;
 	why[0] = '\0';
 	if (pol->configure(&sc, &kc, why, sizeof(why)) != KV_OK)
 		return rfail(R, KV_EINVAL, "%s: engine: %s", R->cfg.source,

@@ -19,7 +19,11 @@
 #     limits: a sarathi configuration's row equals the one with 512 / 128
 #     given, and differs from vllm-v1's;
 #  5. sweep: a policy swept as an axis (and one set in the base file) takes
-#     its own limits at each point.
+#     its own limits at each point;
+#  6. a plugin policy on the exact allocator (examples/plugin/spf.c) takes
+#     its own limits too, those that follow the run's max_model_len
+#     included: 64 sequences and max(max_model_len, 2048) tokens (skipped
+#     when the build made no shared objects).
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -153,4 +157,13 @@ for d in "$T"/sw/points/* "$T"/sb/points/*; do
 done
 [ "$(ls "$T/sw/points" | wc -l)" = 6 ] || bad "sweep: not 6 points"
 [ "$(ls "$T/sb/points" | wc -l)" = 2 ] || bad "sweep (base): not 2 points"
+
+# 6.
+so=$(cd "$(dirname "$KVSIM")/.." && pwd)/examples/plugin/.libs/libspf.so
+if [ -f "$so" ]; then
+	$RUN --set policy="$so" --set engine.max_model_len=4096 \
+		--out "$T/spf" 2>"$T/err" || { bad "spf plugin run"; cat "$T/err"; }
+	[ "$(ekey "$T/spf/config.yaml" max_num_batched_tokens) $(ekey "$T/spf/config.yaml" max_num_seqs)" = "4096 64" ] ||
+		bad "spf plugin: limits not 4096 / 64"
+fi
 exit $fail
