@@ -28,7 +28,18 @@ struct axis {
 struct sweep {
 	struct axis *ax;
 	size_t nax, cap;
+	uint64_t *digest;	/* per point (sweep_set_digests), or NULL */
+	size_t ndigest;
 };
+
+/* The grid changes: the points' digests no longer belong to them. */
+static void
+drop_digests(sweep *s)
+{
+	free(s->digest);
+	s->digest = NULL;
+	s->ndigest = 0;
+}
 
 sweep *
 sweep_new(void)
@@ -48,6 +59,7 @@ sweep_free(sweep *s)
 		free(s->ax[a].key);
 	}
 	free(s->ax);
+	drop_digests(s);
 	free(s);
 }
 
@@ -59,6 +71,7 @@ sweep_add_axis(sweep *s, const char *key)
 	for (size_t a = 0; a < s->nax; a++)
 		if (strcmp(s->ax[a].key, key) == 0)
 			return KV_EINVAL;
+	drop_digests(s);
 	if (s->nax == s->cap) {
 		size_t cap = s->cap ? s->cap * 2 : 8;
 
@@ -86,6 +99,7 @@ sweep_add_value(sweep *s, const char *value)
 	for (size_t v = 0; v < ax->nval; v++)
 		if (strcmp(ax->val[v], value) == 0)
 			return KV_EINVAL;
+	drop_digests(s);
 	if (ax->nval == ax->cap) {
 		size_t cap = ax->cap ? ax->cap * 2 : 8;
 		char **p = realloc(ax->val, cap * sizeof(*p));
@@ -150,11 +164,36 @@ fnv1a(uint64_t h, const char *p)
 	return h;
 }
 
+kv_err
+sweep_set_digests(sweep *s, const uint64_t *digest)
+{
+	size_t n = sweep_npoints(s);
+	uint64_t *d;
+
+	if (n == 0 || n == SIZE_MAX)
+		return KV_EINVAL;
+	if ((d = malloc(n * sizeof(*d))) == NULL)
+		return KV_ENOMEM;
+	memcpy(d, digest, n * sizeof(*d));
+	drop_digests(s);
+	s->digest = d;
+	s->ndigest = n;
+	return KV_OK;
+}
+
 void
 sweep_point_id(const sweep *s, size_t point, char id[SWEEP_ID_LEN])
 {
 	uint64_t h = 14695981039346656037ull;	/* FNV-1a offset basis */
 	const char *last = NULL;
+
+	if (s->digest != NULL && point < s->ndigest) {
+		char hex[24];
+
+		snprintf(hex, sizeof(hex), "%016" PRIx64 "\n",
+			 s->digest[point]);
+		h = fnv1a(h, hex);
+	}
 
 	/* The assignments in key order: a selection sort over the few axes,
 	 * no allocation. */

@@ -5,13 +5,17 @@
  *
  * Points.  Axes are kept in the order they were added; point i takes value
  * (i / stride[a]) % nval[a] of axis a, the first axis varying slowest (the
- * nested loops one would write).  A point's id is a digest of its
- * assignments, not of its index: 12 hex digits of FNV-1a over the
- * "key=value\n" lines sorted by key.  Adding a value to an axis, or
- * reordering the axes, renumbers indices but keeps every other point's id
- * and so its directory, which is what lets --resume and --shard work on a
- * grid that grows.  Adding an axis changes every id (every point gained
- * an assignment).
+ * nested loops one would write).  A point's id is a digest of what it
+ * runs, not of its index: 12 hex digits of FNV-1a over the point's
+ * configuration digest (sweep_set_digests: the base configuration with
+ * the point's values applied; none set, nothing) as 16 hex digits and a
+ * newline, then the "key=value\n" lines sorted by key.  Adding a value to
+ * an axis, or reordering the axes, renumbers indices but keeps every
+ * other point's id and so its directory, which is what lets --resume and
+ * --shard work on a grid that grows.  Adding an axis changes every id
+ * (every point gained an assignment); so does a change of the base
+ * configuration that reaches a point (--resume must not take a point run
+ * with another base for this one).
  *
  * Layout of a sweep directory DIR:
  *   DIR/points/ID/        one `kvsim run --out` directory per point
@@ -33,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define SWEEP_ID_LEN 13			/* 12 hex digits and a NUL */
@@ -56,6 +61,13 @@ const char *sweep_axis_key(const sweep *s, size_t axis);
 size_t sweep_npoints(const sweep *s);
 const char *sweep_value(const sweep *s, size_t point, size_t axis);
 void sweep_point_id(const sweep *s, size_t point, char id[SWEEP_ID_LEN]);
+
+/*
+ * The configuration digest of every point (digest[0 .. sweep_npoints)),
+ * copied, after the last axis and value are added; ids include them from
+ * then on.  KV_OK, KV_EINVAL (no points, or too many), KV_ENOMEM.
+ */
+kv_err sweep_set_digests(sweep *s, const uint64_t *digest);
 
 /* false when two points share an id (*a < *b): a digest collision. */
 bool sweep_ids_unique(const sweep *s, size_t *a, size_t *b);

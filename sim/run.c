@@ -129,29 +129,6 @@ rnote(const sim_run *R, const char *fmt, ...)
 	va_end(ap);
 }
 
-/*
- * 64-bit FNV-1a of the configuration text, comment lines left out (the
- * first names the file it came from: the same configuration read from
- * another place is the same run).
- */
-static uint64_t
-fnv1a_config(const char *s, size_t n)
-{
-	uint64_t h = 14695981039346656037ull;
-	bool comment = false, bol = true;
-
-	for (size_t i = 0; i < n; i++) {
-		if (bol)
-			comment = s[i] == '#';
-		bol = s[i] == '\n';
-		if (comment)
-			continue;
-		h ^= (unsigned char)s[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static uint32_t
 route(sim_run *R, const struct wl_request *r)
 {
@@ -690,12 +667,73 @@ setup_names(sim_run *R, const struct kvs_policy **pol)
 	return KV_OK;
 }
 
+/*
+ * The batch limits of a policy that does not run on vLLM's engine
+ * (sarathi, deepspeed-fastgen, kvsim, a plugin on the exact or deepspeed
+ * allocator), when the configuration leaves one to it: the policy's own
+ * defaults (docs/policies.md), not vLLM's serve defaults the sizing
+ * would otherwise pick.  They are asked of the policy's configure with
+ * the run's max_model_len over a pool so large that no fit check refuses
+ * (the replicas' setup checks the real pool); a refusal of the settings
+ * themselves is the run's error.
+ * The resolved limits become the configuration's, so that the sizing
+ * profiles the batch the engine runs and config.yaml names it.
+ */
+static kv_err
+policy_limits(sim_run *R, const struct kvs_policy *pol)
+{
+	struct sz_engine *e = &R->cfg.eng;
+	struct kvs_config sc;
+	struct kvc_config kc;
+	char why[1024];
+	uint64_t mml;
+
+	if (pol->mode == KVC_VLLM_V0 || pol->mode == KVC_VLLM_V1 ||
+	    pol->configure == NULL ||
+	    (e->max_num_seqs != 0 && e->max_num_batched_tokens != 0))
+		return KV_OK;
+	kvs_config_init(&sc);
+	snprintf(sc.policy, sizeof(sc.policy), "%s", R->cfg.policy);
+	if (e->max_num_seqs != 0)
+		sc.max_num_seqs = e->max_num_seqs;
+	if (e->max_num_batched_tokens != 0)
+		sc.max_num_batched_tokens = (int64_t)e->max_num_batched_tokens;
+	if (R->cfg.chunked_prefill >= 0)
+		sc.chunked_prefill = R->cfg.chunked_prefill;
+	if (R->cfg.preemption_mode >= 0)
+		sc.preemption = R->cfg.preemption_mode;
+	if (R->cfg.scheduling_policy >= 0)
+		sc.priority = R->cfg.scheduling_policy;
+	if (R->cfg.num_lookahead_slots >= 0)
+		sc.lookahead = R->cfg.num_lookahead_slots;
+	kvc_config_default(&kc, pol->mode);
+	kc.block_size = e->block_size ? e->block_size : 16;
+	kc.gpu_blocks = 1u << 30;
+	kc.cpu_blocks = 1u << 30;
+	/* a default may follow it (the example plugin's max(mml, 2048)) */
+	mml = e->max_model_len ? e->max_model_len : R->model->max_model_len;
+	kc.max_model_len = mml < UINT32_MAX ? (uint32_t)mml : UINT32_MAX;
+	why[0] = '\0';
+	if (pol->configure(&sc, &kc, why, sizeof(why)) != KV_OK)
+		return rfail(R, KV_EINVAL, "%s: engine: %s", R->cfg.source,
+			     why[0] ? why : "the policy refused its settings");
+	if (sc.max_num_seqs < 1 || sc.max_num_seqs > UINT32_MAX ||
+	    sc.max_num_batched_tokens < 1 ||
+	    sc.max_num_batched_tokens > UINT32_MAX)
+		return rfail(R, KV_EINVAL, "%s: engine: policy %s resolved "
+			     "no batch limits", R->cfg.source, pol->name);
+	e->max_num_seqs = (uint32_t)sc.max_num_seqs;
+	e->max_num_batched_tokens = (uint64_t)sc.max_num_batched_tokens;
+	return KV_OK;
+}
+
 /* vLLM's KV sizing, with the engine defaults that depend on the policy;
  * its startup lines go to opts.log. */
 static kv_err
 setup_sizing(sim_run *R, const struct kvs_policy *pol)
 {
 	char why[1024];
+	kv_err e;
 
 	/* The engine defaults that depend on the policy, as the engines set
 	 * them: DeepSpeed FastGen has no prefix cache; vLLM v0 without
@@ -708,6 +746,8 @@ setup_sizing(sim_run *R, const struct kvs_policy *pol)
 			     kvc_mode_name(pol->mode));
 	if (pol->mode == KVC_DEEPSPEED && R->cfg.eng.enable_prefix_caching < 0)
 		R->cfg.eng.enable_prefix_caching = 0;
+	if ((e = policy_limits(R, pol)) != KV_OK)
+		return e;
 	if (pol->mode == KVC_VLLM_V0 && R->cfg.chunked_prefill != 1 &&
 	    R->cfg.eng.max_num_batched_tokens == 0 &&
 	    sz_compute(R->model, R->gpu, &R->cfg.eng, &R->sr, why,
@@ -833,6 +873,31 @@ setup_configs(sim_run *R, const struct kvs_policy *pol)
 	return setup_groups(R);
 }
 
+/* 0 or 1 as the scheduler resolved it; -1 (auto) when it left it unset,
+ * as kvsim leaves its per-victim preemption. */
+static int
+resolved_flag(int64_t v)
+{
+	return v == 0 || v == 1 ? (int)v : -1;
+}
+
+/*
+ * The scheduler settings the policy resolved (every replica's are the
+ * same) replace `auto` in the configuration, so that config.yaml and the
+ * run id name what ran, and the file run again resolves the same way.
+ */
+static void
+resolved_settings(sim_run *R)
+{
+	const struct kvs_config *sc = kvs_config_of(replica_kvs(R->rp[0]));
+
+	R->cfg.chunked_prefill = resolved_flag(sc->chunked_prefill);
+	R->cfg.preemption_mode = resolved_flag(sc->preemption);
+	R->cfg.scheduling_policy = resolved_flag(sc->priority);
+	if (sc->lookahead >= 0 && sc->lookahead <= 1024)
+		R->cfg.num_lookahead_slots = sc->lookahead;
+}
+
 /* The replicas, and the workload stream. */
 static kv_err
 setup_replicas(sim_run *R, const struct kvs_policy *pol)
@@ -858,6 +923,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			return rfail(R, KV_EINVAL, "%s: engine: %s",
 				     R->cfg.source, why);
 	}
+	resolved_settings(R);
 	wl_error_clear(&we);
 	if (wl_open(&R->cfg.wl, &R->ws, &we) != WL_OK) {
 		char buf[1200];
@@ -918,17 +984,12 @@ wall_now(void)
 static kv_err
 make_run_id(sim_run *R)
 {
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *mf = open_memstream(&buf, &n);
+	uint64_t h;
 
-	if (mf == NULL)
+	if (sim_config_digest(&R->cfg, &R->sr, &h) != KV_OK)
 		return rfail(R, KV_ENOMEM, "out of memory");
-	sim_config_write(&R->cfg, &R->sr, mf);
-	fclose(mf);
 	snprintf(R->run_id, sizeof(R->run_id), "%012" PRIx64,
-		 (uint64_t)(fnv1a_config(buf, n) & 0xffffffffffffull));
-	free(buf);
+		 (uint64_t)(h & 0xffffffffffffull));
 	return KV_OK;
 }
 

@@ -1219,3 +1219,34 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	fprintf(f, "workload:\n");
 	wl_config_write_yaml(&c->wl, f, 2);
 }
+
+kv_err
+sim_config_digest(const struct sim_config *c, const struct sz_result *sr,
+		  uint64_t *digest)
+{
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a offset basis */
+	bool comment = false, bol = true;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *mf = open_memstream(&buf, &n);
+
+	if (mf == NULL)
+		return KV_ENOMEM;
+	sim_config_write(c, sr, mf);
+	if (fclose(mf) != 0) {
+		free(buf);
+		return KV_ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (bol)
+			comment = buf[i] == '#';
+		bol = buf[i] == '\n';
+		if (comment)
+			continue;
+		h ^= (unsigned char)buf[i];
+		h *= 1099511628211ull;
+	}
+	free(buf);
+	*digest = h;
+	return KV_OK;
+}

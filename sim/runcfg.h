@@ -136,4 +136,13 @@ const char *sim_router_name(enum sim_router r);
 void sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		      FILE *f);
 
+/*
+ * *digest = 64-bit FNV-1a of sim_config_write's text less its comment
+ * lines (the first names the file the configuration was read from: the
+ * same configuration read from another place has the same digest).  The
+ * run id is its last 12 hex digits.  KV_OK or KV_ENOMEM.
+ */
+kv_err sim_config_digest(const struct sim_config *c,
+			 const struct sz_result *sr, uint64_t *digest);
+
 #endif

@@ -198,6 +198,53 @@ START_TEST(test_grid_order_and_ids)
 }
 END_TEST
 
+/* A point's id covers its configuration's digest (issue 22: a 70B sweep
+ * and an 8B sweep with the same axes shared their ids, so --resume took
+ * one's points for the other's). */
+START_TEST(test_grid_digests)
+{
+	static const char *const fk[] = { "workload.target_rate", "seed",
+		"policy" };
+	static const char *const fr[] = { "4", NULL };
+	static const char *const fs[] = { "0", "1", NULL };
+	static const char *const fp[] = { "vllm-v1", NULL };
+	const char *const *fv[] = { fr, fs, fp };
+	sweep *f = grid(fk, fv, 3), *g = grid(fk, fv, 3);
+	uint64_t d[2] = { 0x0123456789abcdefull, 7 }, e[2] = { 8, 7 };
+	char id[SWEEP_ID_LEN], id2[SWEEP_ID_LEN], bare[SWEEP_ID_LEN];
+	size_t a, b;
+
+	sweep_point_id(f, 0, bare);
+	ck_assert_str_eq(bare, "a7a12eb029c1");
+	ck_assert_int_eq(sweep_set_digests(f, d), KV_OK);
+	ck_assert_int_eq(sweep_set_digests(g, e), KV_OK);
+	/* FNV-1a of "0123456789abcdef\n" then the assignments (computed
+	 * independently) */
+	sweep_point_id(f, 0, id);
+	ck_assert_str_eq(id, "f60cc25d4611");
+	/* another base, another id; the same base, the same id */
+	sweep_point_id(g, 0, id2);
+	ck_assert_str_ne(id, id2);
+	sweep_point_id(f, 1, id);
+	sweep_point_id(g, 1, id2);
+	ck_assert_str_eq(id, id2);
+	/* the assignments still tell points of one digest apart */
+	e[0] = 7;
+	ck_assert_int_eq(sweep_set_digests(g, e), KV_OK);
+	ck_assert(sweep_ids_unique(g, &a, &b));
+	/* a value added: the digests belonged to the old grid */
+	ck_assert_int_eq(sweep_add_value(f, "vllm-v0"), KV_OK);
+	sweep_point_id(f, 0, id);
+	ck_assert_str_eq(id, bare);
+	sweep_free(f);
+	sweep_free(g);
+	/* no points: nothing to set */
+	f = sweep_new();
+	ck_assert_int_eq(sweep_set_digests(f, d), KV_EINVAL);
+	sweep_free(f);
+}
+END_TEST
+
 START_TEST(test_grid_too_big)
 {
 	sweep *s = sweep_new();
@@ -397,6 +444,7 @@ sweep_suite(void)
 	tcase_add_test(tc, test_csv_messages);
 	tcase_add_test(tc, test_csv_malformed);
 	tcase_add_test(tc, test_grid_order_and_ids);
+	tcase_add_test(tc, test_grid_digests);
 	tcase_add_test(tc, test_grid_too_big);
 	tcase_add_test(tc, test_thresholds);
 	tcase_add_test(tc, test_welch);

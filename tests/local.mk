@@ -268,3 +268,14 @@ AM_TESTS_ENVIRONMENT += KVSIM_MPIRUN='$(MPIRUN)'; export KVSIM_MPIRUN;
 endif
 TESTS += %reldir%/mpi.sh
 EXTRA_DIST += %reldir%/mpi.sh
+
+# Each policy's own batch limits in run, sweep and capacity, and the
+# resolved scheduler settings in config.yaml (issue 22 item 1).
+TESTS += %reldir%/policy_defaults.sh
+EXTRA_DIST += %reldir%/policy_defaults.sh
+
+# A sweep point's id covers its configuration (--resume after a change of
+# the base reruns), and each point is checked with its own policy (issue
+# 22 item 7).
+TESTS += %reldir%/sweep_resume.sh
+EXTRA_DIST += %reldir%/sweep_resume.sh

@@ -9,9 +9,12 @@
  *
  * Everything that can be checked before a point runs is checked first, so
  * a bad sweep file runs nothing: the YAML and the base configuration, each
- * swept value applied to the base as run would apply it and set up as run
- * sets up (sizing, the policy's checks, the trace opened; errors point at
- * the value in SWEEP.yaml), and the output directories.
+ * swept value applied to the base as run would apply it, each point (the
+ * base with all its values) set up as run sets up (sizing, its own
+ * policy's checks, the trace opened; errors point at a value in
+ * SWEEP.yaml), and the output directories.  A point's configuration
+ * digest goes into its id (reports/sweep.h), so that --resume never takes
+ * a point run from another base for this one.
  *
  * Exit: 0 every selected point ran; 1 a point failed, the sweep was
  * interrupted, or --merge found points missing; 2 bad usage or input.
@@ -103,23 +106,35 @@ sweep_set_message(const char *msg, const char *assign)
 	return p;
 }
 
+/* "key=value", allocated; NULL without memory. */
+static char *
+assign_new(const char *key, const char *val)
+{
+	size_t n = strlen(key) + strlen(val) + 2;
+	char *a = malloc(n);
+
+	if (a != NULL)
+		snprintf(a, n, "%s=%s", key, val);
+	return a;
+}
+
 /*
- * Apply `key=value` to the base configuration as `kvsim run` would.
+ * Apply `key=value` to the base configuration as `kvsim run` would, and
+ * check the names it gives (model, GPU, policy).  What depends on the
+ * other values of a point (the policy's setup) is check_points's.
  * false with the message, located at `v` in the sweep file, printed.
  */
 static bool
 check_value(const char *file, const struct yd_node *k,
 	    const struct yd_node *v)
 {
-	const char *key = k->str;
+	const char *key = k->str, *bad;
 	struct sim_config c;
 	char err[1400], *assign;
-	size_t n = strlen(key) + strlen(v->str) + 2;
 	bool ok = true;
 
-	if ((assign = malloc(n)) == NULL)
+	if ((assign = assign_new(key, v->str)) == NULL)
 		return false;
-	snprintf(assign, n, "%s=%s", key, v->str);
 	sim_config_init(&c);
 	if (sim_config_load(&c, file, err, sizeof(err)) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
@@ -133,40 +148,172 @@ check_value(const char *file, const struct yd_node *k,
 		fprintf(stderr, "%s:%lu:%lu: %s\n", file, at->line, at->col,
 			m);
 		ok = false;
-	} else {
+	} else if (sim_run_check_names(&c, &bad, err, sizeof(err)) != 0) {
 		/* a model, GPU or policy name `kvsim run` would refuse */
-		const char *bad;
-
-		if (sim_run_check_names(&c, &bad, err, sizeof(err)) != 0) {
-			if (strcmp(bad, key) == 0)
-				fprintf(stderr, "%s:%lu:%lu: %s\n", file,
-					v->line, v->col, err);
-			else if (bad[0] != '\0')
-				fprintf(stderr, "%s: %s\n",
-					sim_config_where(&c, bad), err);
-			else
-				fprintf(stderr, "%s\n", err);
-			ok = false;
-		} else {
-			/* everything else the run would refuse before it
-			 * starts: sizing, the policy's setup, the trace */
-			struct sim_run_opts ro;
-			sim_run *R = NULL;
-			char prog[1600];
-
-			memset(&ro, 0, sizeof(ro));
-			snprintf(prog, sizeof(prog), "%s:%lu:%lu: %s", file,
-				 v->line, v->col, assign);
-			ro.prog = prog;
-			ro.quiet = true;
-			if (simrun_open(&R, &c, &ro) != KVSIM_EXIT_OK)
-				ok = false;
-			sim_run_close(R);
-		}
+		if (strcmp(bad, key) == 0)
+			fprintf(stderr, "%s:%lu:%lu: %s\n", file, v->line,
+				v->col, err);
+		else if (bad[0] != '\0')
+			fprintf(stderr, "%s: %s\n", sim_config_where(&c, bad),
+				err);
+		else
+			fprintf(stderr, "%s\n", err);
+		ok = false;
 	}
 	sim_config_release(&c);
 	free(assign);
 	return ok;
+}
+
+/*
+ * The configuration `kvsim run FILE --set sets[0] ...` runs, set up as
+ * run sets it up (sizing, the policy's checks, the trace opened) without
+ * a word: KV_OK, or the reason in err as ": what" (a --set's message
+ * without its "--set KEY=VALUE" prefix).  *digest (if not NULL): the configuration's,
+ * taken before the bundled trace is filled in (its installed path is no
+ * part of what runs).
+ */
+static kv_err
+point_setup(const char *file, char *const *sets, size_t n,
+	    uint64_t *digest, char *err, size_t errlen)
+{
+	struct sim_config c;
+	struct sim_run_opts ro;
+	sim_run *R = NULL;
+	kv_err e;
+
+	sim_config_init(&c);
+	if ((e = sim_config_load(&c, file, err, errlen)) != KV_OK)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		if ((e = sim_config_set(&c, sets[i], err, errlen)) != KV_OK) {
+			/* "--set KEY=VALUE: what" -> ": what" (shorter) */
+			const char *m = sweep_set_message(err, sets[i]);
+
+			if (m - err >= 2) {
+				memmove(err + 2, m, strlen(m) + 1);
+				memcpy(err, ": ", 2);
+			}
+			goto out;
+		}
+	if (digest != NULL &&
+	    (e = sim_config_digest(&c, NULL, digest)) != KV_OK)
+		goto out;
+	if ((e = sim_config_finish(&c, err, errlen)) != KV_OK)
+		goto out;
+	memset(&ro, 0, sizeof(ro));
+	ro.prog = "";
+	ro.quiet = true;
+	e = sim_run_open(&R, &c, &ro, err, errlen);
+	sim_run_close(R);
+out:
+	sim_config_release(&c);
+	return e;
+}
+
+/* The assignments of point p, "key=value" each in axis order (as its
+ * `kvsim run` takes them); NULL without memory. */
+static char **
+point_sets(const sweep *s, size_t p)
+{
+	size_t na = sweep_naxes(s);
+	char **a = calloc(na + 1, sizeof(*a));
+
+	for (size_t x = 0; a != NULL && x < na; x++)
+		if ((a[x] = assign_new(sweep_axis_key(s, x),
+				       sweep_value(s, p, x))) == NULL) {
+			for (size_t m = 0; m < x; m++)
+				free(a[m]);
+			free(a);
+			a = NULL;
+		}
+	return a;
+}
+
+static void
+sets_free(char **a)
+{
+	for (char **p = a; p != NULL && *p != NULL; p++)
+		free(*p);
+	free(a);
+}
+
+/* The node of point p's value of axis x in the grid g. */
+static const struct yd_node *
+value_node(const struct yd_node *g, size_t p, size_t x)
+{
+	size_t stride = 1;
+
+	for (size_t a = x + 1; a < g->n; a++)
+		stride *= yd_val(g, a)->n;
+	return yd_val(g, x)->kid[(p / stride) % yd_val(g, x)->n];
+}
+
+/*
+ * The value a failing point is refused at: the first whose own
+ * assignment, alone on the base, fails while the base runs; else the last
+ * axis's (the values fail together).
+ */
+static size_t
+blame_axis(const char *file, char *const *sets, size_t na)
+{
+	char err[1400];
+
+	if (point_setup(file, NULL, 0, NULL, err, sizeof(err)) != KV_OK)
+		return na - 1;
+	for (size_t x = 0; x < na; x++)
+		if (point_setup(file, &sets[x], 1, NULL, err, sizeof(err)) !=
+		    KV_OK)
+			return x;
+	return na - 1;
+}
+
+/*
+ * Every point set up as its `kvsim run` sets it up, with its own values
+ * together (a value one policy refuses is checked against the policy of
+ * its point, not of the base); their configuration digests go to the
+ * grid's ids.  0, or 2 with the first failing point's message printed at
+ * a value of it: "FILE:LINE:COL: KEY=VALUE ...: what".
+ */
+static int
+check_points(const char *file, sweep *s, const struct yd_node *g)
+{
+	size_t np = sweep_npoints(s), na = sweep_naxes(s);
+	uint64_t *dg = calloc(np, sizeof(*dg));
+	char err[1400];
+	int rc = 0;
+
+	if (dg == NULL)
+		return KVSIM_EXIT_FAIL;
+	for (size_t p = 0; p < np && rc == 0; p++) {
+		char **sets = point_sets(s, p);
+		kv_err e;
+
+		if (sets == NULL) {
+			rc = KVSIM_EXIT_FAIL;
+			break;
+		}
+		e = point_setup(file, sets, na, &dg[p], err, sizeof(err));
+		if (e == KV_ENOMEM) {
+			fprintf(stderr, "kvsim sweep: out of memory\n");
+			rc = KVSIM_EXIT_FAIL;
+		} else if (e != KV_OK) {
+			const struct yd_node *at =
+				value_node(g, p, blame_axis(file, sets, na));
+
+			fprintf(stderr, "%s:%lu:%lu: ", file, at->line,
+				at->col);
+			for (size_t x = 0; x < na; x++)
+				fprintf(stderr, "%s%s", x ? " " : "", sets[x]);
+			fprintf(stderr, "%s\n", err);
+			rc = KVSIM_EXIT_USAGE;
+		}
+		sets_free(sets);
+	}
+	if (rc == 0 && sweep_set_digests(s, dg) != KV_OK)
+		rc = KVSIM_EXIT_FAIL;
+	free(dg);
+	return rc;
 }
 
 /* Read the grid of SWEEP.yaml.  0, or 2 with the message printed. */
@@ -245,6 +392,8 @@ load_grid(const char *file, sweep *s)
 			file, g->line, g->col, SWEEP_MAX_POINTS);
 		rc = KVSIM_EXIT_USAGE;
 	}
+	if (rc == 0)
+		rc = check_points(file, s, g);
 out:
 	yd_release(&d);
 	return rc;
@@ -320,14 +469,8 @@ point_argv(const sweep *s, size_t i, const char *exe, const char *file,
 	a[k++] = strdup("--out");
 	a[k++] = strdup(pdir);
 	for (size_t x = 0; x < na; x++) {
-		const char *key = sweep_axis_key(s, x);
-		const char *val = sweep_value(s, i, x);
-		size_t n = strlen(key) + strlen(val) + 2;
-
 		a[k++] = strdup("--set");
-		if ((a[k] = malloc(n)) != NULL)
-			snprintf(a[k], n, "%s=%s", key, val);
-		k++;
+		a[k++] = assign_new(sweep_axis_key(s, x), sweep_value(s, i, x));
 	}
 	for (size_t j = 1; j < k; j++)
 		if (a[j] == NULL) {
