@@ -150,7 +150,7 @@ const char *cat_mixer_name(enum cat_mixer k);
 
 /*
  * Read a Hugging Face config.json (or any YAML/JSON file holding one
- * config mapping).  Unknown fields are ignored; missing required ones and
+ * config mapping), or the config.json of a model directory.  Unknown fields are ignored; missing required ones and
  * bad values are errors with FILE:LINE:COL.  *out is caller-owned
  * (cat_model_free).
  */
