@@ -111,8 +111,9 @@ run bad-override 2 kv-size -m llama-3.1-8b -g h100 \
 	--num-gpu-blocks-override 1073741825 &&
 	err "bad override" "--num-gpu-blocks-override: bad value"
 run bad-opt 2 kv-size -m llama-3.1-8b -g h100 --frobnicate &&
-	err "unknown option" "unknown option '--frobnicate'"
-run no-value 2 kv-size -m llama-3.1-8b -g && err "missing value" "needs a value"
+	err "unknown option" "kvsim kv-size: unrecognized option '--frobnicate'"
+run no-value 2 kv-size -m llama-3.1-8b -g &&
+	err "missing value" "option requires an argument -- 'g'"
 run extra-arg 2 kv-size -m llama-3.1-8b -g h100 extra &&
 	err "extra argument" "unexpected argument 'extra'"
 run too-long 2 kv-size -m llama-3.1-8b -g h100 --max-model-len 200000 &&

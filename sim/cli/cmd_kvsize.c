@@ -78,7 +78,7 @@ kvsize_usage(FILE *f)
 }
 
 enum {
-	OPT_UTIL = 256, OPT_BS, OPT_KVDT, OPT_DTYPE, OPT_SSMDT, OPT_MML,
+	OPT_UTIL = 0x200, OPT_BS, OPT_KVDT, OPT_DTYPE, OPT_SSMDT, OPT_MML,
 	OPT_MNBT, OPT_MNS, OPT_PC, OPT_NOPC, OPT_KVMEM, OPT_OVERRIDE,
 	OPT_GPUMEM, OPT_WEIGHTS, OPT_ACT, OPT_NONTORCH, OPT_CUDAGRAPH,
 	OPT_DATADIR, OPT_QUANT = 'q'
@@ -412,15 +412,13 @@ struct kvsize_args {
 	bool verbose;
 };
 
-/* The options (getopt_long's messages are kv-size's own); -1 after
- * --help. */
+/* The options; -1 after --help. */
 static int
 kvsize_parse(struct kvsize_args *k, int argc, char **argv)
 {
 	int opt, rc;
 
 	optind = 1;
-	opterr = 0;
 	for (;;) {
 		int li = -1;
 		uint64_t u;
@@ -428,9 +426,12 @@ kvsize_parse(struct kvsize_args *k, int argc, char **argv)
 		const char *name;
 		char lname[64];
 
-		opt = getopt_long(argc, argv, ":m:g:t:q:vh", kvsize_opts, &li);
+		opt = cli_getopt_long("kvsim kv-size", argc, argv, "m:g:t:q:vh",
+				      kvsize_opts, &li);
 		if (opt == -1)
 			break;
+		if (opt == CLI_OPT_BAD)
+			return KVSIM_EXIT_USAGE;
 		if (li >= 0) {
 			snprintf(lname, sizeof(lname), "--%s",
 				 kvsize_opts[li].name);
@@ -460,14 +461,8 @@ kvsize_parse(struct kvsize_args *k, int argc, char **argv)
 		case 'h':
 			kvsize_usage(stdout);
 			return -1;
-		case ':':
-			fprintf(stderr, "kvsim kv-size: %s needs a value\n",
-				name);
-			return KVSIM_EXIT_USAGE;
-		default:
-			fprintf(stderr, "kvsim kv-size: unknown option '%s'\n"
-				"Try 'kvsim kv-size --help'.\n", name);
-			return KVSIM_EXIT_USAGE;
+		default:	/* an entry of the table not handled */
+			return cli_bad_option("kvsim kv-size", name);
 		}
 		if (size != NULL) {
 			if (!cat_parse_bytes(optarg, &u) || u > INT64_MAX)
