@@ -245,3 +245,8 @@ check_PROGRAMS += %reldir%/check_pool
 %canon_reldir%_check_pool_SOURCES = %reldir%/check_pool.c
 %canon_reldir%_check_pool_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_pool_LDADD = util/libutil.la $(KV_TEST_LIBS)
+
+# The manual page covers every command and option; docs/*.md all installed
+# (man/local.mk; `make installcheck` checks the installed files).
+TESTS += %reldir%/man.sh
+EXTRA_DIST += %reldir%/man.sh
