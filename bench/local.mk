@@ -1,9 +1,11 @@
 # `make bench`: allocator micro-benchmarks, numbers in docs/BENCHMARKS.md.
+# They link libkvcore's static archive (-static), so that --wrap sees its
+# allocations.
 EXTRA_PROGRAMS = %reldir%/bench_core
 %canon_reldir%_bench_core_SOURCES = %reldir%/bench_core.c
 %canon_reldir%_bench_core_CFLAGS = $(AM_CFLAGS) -O2
 %canon_reldir%_bench_core_LDADD = core/libkvcore.la
-%canon_reldir%_bench_core_LDFLAGS = $(AM_LDFLAGS) \
+%canon_reldir%_bench_core_LDFLAGS = $(AM_LDFLAGS) -static \
 	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 CLEANFILES += %reldir%/bench_core %reldir%/results.txt
 
@@ -28,7 +30,7 @@ EXTRA_PROGRAMS += %reldir%/bench_sched
 %canon_reldir%_bench_sched_SOURCES = %reldir%/bench_sched.c
 %canon_reldir%_bench_sched_CFLAGS = $(AM_CFLAGS) -O2
 %canon_reldir%_bench_sched_LDADD = core/libkvcore.la
-%canon_reldir%_bench_sched_LDFLAGS = $(AM_LDFLAGS) \
+%canon_reldir%_bench_sched_LDFLAGS = $(AM_LDFLAGS) -static \
 	-Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 CLEANFILES += %reldir%/bench_sched %reldir%/results_sched.txt
 

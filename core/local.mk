@@ -1,6 +1,11 @@
 # libkvcore: the allocator core.  C11 and libc only: no external flags, no
-# LIBADD (tests/check_layering.sh enforces it).
+# LIBADD (tests/check_layering.sh enforces it).  Installed shared and
+# static: the empty _LIBTOOLFLAGS lifts Makefile.am's --tag=disable-shared
+# for this library alone.  The programs of the build still link its static
+# archive (their link keeps --tag=disable-shared), so kvsim, the tests and
+# the benchmarks' malloc wrapping are what they were.
 lib_LTLIBRARIES += %reldir%/libkvcore.la
+%canon_reldir%_libkvcore_la_LIBTOOLFLAGS =
 %canon_reldir%_libkvcore_la_SOURCES = \
 	%reldir%/kv_int.h \
 	%reldir%/kv_mgr.c \

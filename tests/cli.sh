@@ -56,6 +56,41 @@ else
 	no "replay --check refuses a huge trial append"; cat "$t.err"
 fi
 rm -f "$t.kvr"
+# An unknown option: one line naming it and one hint, status 2, for every
+# command (some printed their whole help to stderr)
+for c in run sweep compare capacity replay kv-size catalog trace-stats plot \
+    validate calibrate; do
+	"$KVSIM" $c --no-such-option >"$t" 2>"$t.err"; rc=$?
+	if [ $rc = 2 ] && [ ! -s "$t" ] && [ "$(cat "$t.err")" = "kvsim $c: \
+unrecognized option '--no-such-option'
+Try 'kvsim $c --help'." ]; then
+		ok "$c: unknown option"
+	else
+		no "$c: unknown option (rc $rc)"; sed 's/^/  | /' "$t.err"
+	fi
+done
+# a missing value and an ambiguous abbreviation: getopt's line, the hint
+for args in "run --out" "kv-size --gpu" "catalog --datadir" "plot --out" \
+    "trace-stats --tile" "run --s 1"; do
+	c=${args%% *}
+	# shellcheck disable=SC2086
+	"$KVSIM" $args >"$t" 2>"$t.err"; rc=$?
+	if [ $rc = 2 ] && [ "$(wc -l <"$t.err")" = 2 ] &&
+	    grep -q "^kvsim $c: option '--[a-z]*' \(requires an argument\|is ambiguous\)" "$t.err" &&
+	    [ "$(sed -n 2p "$t.err")" = "Try 'kvsim $c --help'." ]; then
+		ok "$args: one line and a hint"
+	else
+		no "$args (rc $rc)"; sed 's/^/  | /' "$t.err"
+	fi
+done
+"$KVSIM" --no-such-option >"$t" 2>"$t.err"; rc=$?
+[ $rc = 2 ] && [ "$(cat "$t.err")" = "kvsim: unrecognized option '--no-such-option'
+Try 'kvsim --help'." ] && ok "kvsim --no-such-option" ||
+    { no "kvsim --no-such-option (rc $rc)"; cat "$t.err"; }
+"$KVSIM" frobnicate >"$t" 2>"$t.err"
+[ "$(wc -l <"$t.err")" = 2 ] && grep -qx "Try 'kvsim --help'." "$t.err" &&
+    ok "unknown command: a hint, not the help" ||
+    { no "unknown command: a hint"; cat "$t.err"; }
 for f in "$top_srcdir"/examples/*.kvr; do
 	"$KVSIM" replay --check "$f" >"$t" 2>"$t.err" &&
 	    ok "example ${f##*/}" || { no "example ${f##*/}"; cat "$t.err"; }

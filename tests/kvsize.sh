@@ -111,8 +111,9 @@ run bad-override 2 kv-size -m llama-3.1-8b -g h100 \
 	--num-gpu-blocks-override 1073741825 &&
 	err "bad override" "--num-gpu-blocks-override: bad value"
 run bad-opt 2 kv-size -m llama-3.1-8b -g h100 --frobnicate &&
-	err "unknown option" "unknown option '--frobnicate'"
-run no-value 2 kv-size -m llama-3.1-8b -g && err "missing value" "needs a value"
+	err "unknown option" "kvsim kv-size: unrecognized option '--frobnicate'"
+run no-value 2 kv-size -m llama-3.1-8b -g &&
+	err "missing value" "option requires an argument -- 'g'"
 run extra-arg 2 kv-size -m llama-3.1-8b -g h100 extra &&
 	err "extra argument" "unexpected argument 'extra'"
 run too-long 2 kv-size -m llama-3.1-8b -g h100 --max-model-len 200000 &&
@@ -129,6 +130,51 @@ run bad-catalog 2 kv-size -m llama-3.1-8b -g h100 --datadir "$t.d" &&
 	err "bad catalog" "models.yaml:9:7: unknown key 'num_kv_heads'"
 run bad-catalog-env 2 catalog list --datadir "$t.d" &&
 	err "catalog list bad" "models.yaml:9:7:"
+
+# a Hugging Face model directory: its config.json (was "input error")
+mkdir -p "$t.d/hf-llama" && cp "$cat/llama-3.1-8b.config.json" \
+    "$t.d/hf-llama/config.json"
+run hf-dir 0 kv-size -m "$t.d/hf-llama" -g h100 \
+    --kv-cache-memory-bytes 53.29GiB &&
+	has "hf dir tokens" "GPU KV cache size: 436,544 tokens"
+run hf-dir-slash 0 kv-size -m "$t.d/hf-llama/" -g h100 \
+    --kv-cache-memory-bytes 53.29GiB &&
+	has "hf dir/ tokens" "GPU KV cache size: 436,544 tokens"
+mkdir -p "$t.d/hf-empty"
+run hf-dir-empty 2 kv-size -m "$t.d/hf-empty" -g h100 &&
+	err "hf dir without config" "hf-empty: a directory without a config.json"
+
+# fp8 weights (vllm serve --quantization fp8): one byte per parameter; the
+# KV cache keeps its dtype.  70B: 70,553,706,496 B + 131,072 x 128 x 2 B of
+# rotary cache = 65.7395 GiB (131.45 GiB in bf16 does not load on an H100)
+run fp8-weights 1 kv-size -m llama-3.1-70b -g h100 --quantization fp8 &&
+	has "fp8 weights" "Model loading took 65.7395 GiB"
+run fp8-short 0 kv-size -m llama-3.1-8b -g h100 -q fp8 \
+    --kv-cache-memory-bytes 53.29GiB &&
+	has "fp8 weights 8b" "Model loading took 7.5100 GiB"
+has "fp8 kv unchanged" "GPU KV cache size: 436,544 tokens"
+run bad-quant 2 kv-size -m llama-3.1-8b -g h100 --quantization awq &&
+	err "bad quantization" "--quantization: bad value 'awq'"
+
+# -v where the weights do not load: the real utilization and the bytes one
+# request needs (it printed 0.00 and 0 bytes)
+run oom-verbose 1 kv-size -m llama-3.1-70b -g h100 -v &&
+	has "oom utilization" "the current vLLM instance can use total_gpu_memory (79.18GiB) x gpu_memory_utilization (0.90) = 71.26GiB"
+has "oom needs" "kvsim: one 131072-token request needs 42,949,672,960 bytes"
+grep -q "needs 0 bytes\|(0.00)" "$t" && no "oom zeros: $(cat "$t")" ||
+    ok "oom no zeros"
+
+# --block-size: vLLM's choices, or the size a hybrid computes (granite: 400)
+run block-12 2 kv-size -m llama-3.1-8b -g h100 --block-size 12 &&
+	err "block 12" "block_size 12: vLLM takes 1, 8, 16, 32, 64, 128 or 256"
+run block-400 2 kv-size -m llama-3.1-8b -g h100 --block-size 400 &&
+	err "block 400 dense" "block_size 400: vLLM takes"
+run block-hybrid-12 2 kv-size -m granite-4.0-h-tiny -g h100 --block-size 12 &&
+	err "block 12 hybrid" "or the 400 it computes for ibm-granite/granite-4.0-h-tiny"
+for b in 1 8 32 64 128 256; do
+	run "block-$b" 0 kv-size -m llama-3.1-8b -g h100 --block-size $b \
+	    --kv-cache-memory-bytes 53.29GiB && ok "block $b"
+done
 
 # ---- catalog list / show -------------------------------------------------
 run list 0 catalog list && grep -q '^meta-llama/Llama-3.1-8B ' "$t" &&

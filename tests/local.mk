@@ -279,3 +279,8 @@ EXTRA_DIST += %reldir%/policy_defaults.sh
 # 22 item 7).
 TESTS += %reldir%/sweep_resume.sh
 EXTRA_DIST += %reldir%/sweep_resume.sh
+
+# The manual page covers every command and option; docs/*.md all installed
+# (man/local.mk; `make installcheck` checks the installed files).
+TESTS += %reldir%/man.sh
+EXTRA_DIST += %reldir%/man.sh

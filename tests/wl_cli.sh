@@ -160,9 +160,9 @@ usage() { # want args...
 	[ $rc = 2 ] && [ ! -s "$t" ] && grep -qxF "kvsim trace-stats: $want" "$t.err" &&
 	    ok "usage: $want" || { no "usage: $*"; cat "$t.err"; }
 }
-usage "unknown option '--frob'" "$fx/azure.csv" --frob
-usage "unknown option '--frob'" --frob=3 "$fx/azure.csv"
-usage "option '--tile' needs a value" "$fx/azure.csv" --tile
+usage "unrecognized option '--frob'" "$fx/azure.csv" --frob
+usage "unrecognized option '--frob'" --frob=3 "$fx/azure.csv"
+usage "option '--tile' requires an argument" "$fx/azure.csv" --tile
 usage "--hash-block: expected an integer in [1, 16777215], got '0'" \
     --hash-block 0 "$fx/azure.csv"
 usage "--tile: expected an integer in [1, 16777215], got 'x'" --tile=x \

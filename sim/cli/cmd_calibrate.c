@@ -598,6 +598,8 @@ calibrate_parse(struct calib_cmd *x, int argc, char **argv)
 		case 'h':
 			calibrate_usage(stdout);
 			return -1;
+		case CLI_OPT_BAD:
+			return KVSIM_EXIT_USAGE;
 		default:
 			calibrate_usage(stderr);
 			return KVSIM_EXIT_USAGE;

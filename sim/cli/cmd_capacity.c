@@ -902,6 +902,8 @@ cap_parse(struct cap_cmd *x, int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			return -1;
+		case CLI_OPT_BAD:
+			return KVSIM_EXIT_USAGE;
 		default:
 			usage(stderr);
 			return KVSIM_EXIT_USAGE;

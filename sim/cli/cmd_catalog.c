@@ -317,18 +317,14 @@ catalog_main(int argc, char **argv)
 			catalog_usage(stdout);
 			return KVSIM_EXIT_OK;
 		} else if (strcmp(argv[i], "--datadir") == 0) {
-			if (++i == argc) {
-				fprintf(stderr, "kvsim catalog: --datadir "
-					"needs a directory\n");
-				return KVSIM_EXIT_USAGE;
-			}
+			if (++i == argc)
+				return cli_missing_value("kvsim catalog",
+							 argv[i - 1]);
 			datadir = argv[i];
 		} else if (strncmp(argv[i], "--datadir=", 10) == 0) {
 			datadir = argv[i] + 10;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "kvsim catalog: unknown option '%s'\n"
-				"Try 'kvsim catalog --help'.\n", argv[i]);
-			return KVSIM_EXIT_USAGE;
+			return cli_bad_option("kvsim catalog", argv[i]);
 		} else if (verb == NULL) {
 			verb = argv[i];
 		} else if (what == NULL &&

@@ -29,22 +29,26 @@ static void
 kvsize_usage(FILE *f)
 {
 	fprintf(f,
-"usage: kvsim kv-size --model ID|CONFIG.json --gpu ID [OPTIONS]\n"
+"usage: kvsim kv-size --model ID|CONFIG.json|DIR --gpu ID [OPTIONS]\n"
 "\n"
 "Print the KV-cache sizing vLLM v1 does at start-up (num_gpu_blocks,\n"
 "\"GPU KV cache size\", \"Maximum concurrency\") for a model on a GPU,\n"
 "computed with the allocator's own block-aligned arithmetic.\n"
 "\n"
-"  -m, --model ID|FILE           catalog model (id or alias) or a Hugging\n"
-"                                Face config.json\n"
+"  -m, --model ID|FILE|DIR       catalog model (id or alias), a Hugging\n"
+"                                Face config.json or a model directory\n"
+"                                holding one\n"
 "  -g, --gpu, --device ID        catalog GPU (id or alias)\n"
 "  -t, --tensor-parallel-size N  tensor parallel degree (default 1)\n"
 "      --gpu-memory-utilization F  fraction of GPU memory vLLM may use (0.9)\n"
-"      --block-size N            tokens per block (16; hybrids and MLA\n"
-"                                raise it)\n"
+"      --block-size N            tokens per block: 1, 8, 16, 32, 64, 128\n"
+"                                or 256, or a hybrid's own (16; hybrids\n"
+"                                and MLA raise it)\n"
 "      --kv-cache-dtype T        auto, bfloat16, float16, fp8, fp8_e4m3,\n"
 "                                fp8_e5m2, fp8_inc, fp8_ds_mla (auto)\n"
 "      --dtype T                 auto, bfloat16, float16, float32 (auto)\n"
+"  -q, --quantization fp8        fp8 weights, 1 byte per parameter (default:\n"
+"                                the checkpoint's own)\n"
 "      --mamba-ssm-cache-dtype T auto, float32, bfloat16, float16 (auto)\n"
 "      --max-model-len N         tokens per request (the model's maximum)\n"
 "      --max-num-batched-tokens N  token budget per step (vllm serve: 8192 on\n"
@@ -74,10 +78,10 @@ kvsize_usage(FILE *f)
 }
 
 enum {
-	OPT_UTIL = 256, OPT_BS, OPT_KVDT, OPT_DTYPE, OPT_SSMDT, OPT_MML,
+	OPT_UTIL = 0x200, OPT_BS, OPT_KVDT, OPT_DTYPE, OPT_SSMDT, OPT_MML,
 	OPT_MNBT, OPT_MNS, OPT_PC, OPT_NOPC, OPT_KVMEM, OPT_OVERRIDE,
 	OPT_GPUMEM, OPT_WEIGHTS, OPT_ACT, OPT_NONTORCH, OPT_CUDAGRAPH,
-	OPT_DATADIR
+	OPT_DATADIR, OPT_QUANT = 'q'
 };
 
 static const struct option kvsize_opts[] = {
@@ -90,6 +94,7 @@ static const struct option kvsize_opts[] = {
 	{ "block-size", required_argument, NULL, OPT_BS },
 	{ "kv-cache-dtype", required_argument, NULL, OPT_KVDT },
 	{ "dtype", required_argument, NULL, OPT_DTYPE },
+	{ "quantization", required_argument, NULL, OPT_QUANT },
 	{ "mamba-ssm-cache-dtype", required_argument, NULL, OPT_SSMDT },
 	{ "max-model-len", required_argument, NULL, OPT_MML },
 	{ "max-num-batched-tokens", required_argument, NULL, OPT_MNBT },
@@ -203,6 +208,15 @@ kvsize_explain(const struct cat_model *m, const struct cat_gpu *g,
 		       "%.2fGiB\n", (double)r->total_bytes / GIB,
 		       r->requested_bytes / (double)r->total_bytes,
 		       r->requested_bytes / GIB);
+	}
+	if (!r->weights_fit) {
+		printf("kvsim: model weights take %.2fGiB (%u byte%s per "
+		       "parameter), more than the GPU's %.2fGiB: vLLM fails "
+		       "loading them and sizes no KV cache\n",
+		       (double)r->weights_bytes / GIB, r->weight_bytes,
+		       r->weight_bytes == 1 ? "" : "s",
+		       (double)r->total_bytes / GIB);
+	} else if (!r->kv_memory_given) {
 		printf("model weights take %.2fGiB; non_torch_memory takes "
 		       "%.2fGiB; PyTorch activation peak memory takes %.2fGiB; "
 		       "the rest of the memory reserved for KV Cache is "
@@ -253,9 +267,11 @@ kvsize_count_opt(struct sz_engine *e, int opt, const char *optarg)
 		e->tensor_parallel_size = (uint32_t)u;
 		break;
 	case OPT_BS:
+		/* the choices are checked with the model known
+		 * (sz_check_block_size: a hybrid's own size too) */
 		if (!kvsize_uint(optarg, 1u << 20, &u) || u == 0)
 			return kvsize_bad("--block-size", optarg,
-					  "a positive integer");
+					  "1, 8, 16, 32, 64, 128 or 256");
 		e->block_size = (uint32_t)u;
 		break;
 	case OPT_MML:
@@ -313,6 +329,13 @@ kvsize_dtype_opt(struct sz_engine *e, int opt, const char *optarg)
 				 optarg))
 			return kvsize_bad("--mamba-ssm-cache-dtype",
 					  optarg, "a dtype name");
+		break;
+	case OPT_QUANT:
+		if (strcmp(optarg, "fp8") != 0 ||
+		    !kvsize_copy(e->quantization, sizeof(e->quantization),
+				 optarg))
+			return kvsize_bad("--quantization", optarg,
+					  "kvsim sizes fp8 weights only");
 		break;
 	default:
 		return -1;
@@ -389,15 +412,13 @@ struct kvsize_args {
 	bool verbose;
 };
 
-/* The options (getopt_long's messages are kv-size's own); -1 after
- * --help. */
+/* The options; -1 after --help. */
 static int
 kvsize_parse(struct kvsize_args *k, int argc, char **argv)
 {
 	int opt, rc;
 
 	optind = 1;
-	opterr = 0;
 	for (;;) {
 		int li = -1;
 		uint64_t u;
@@ -405,9 +426,12 @@ kvsize_parse(struct kvsize_args *k, int argc, char **argv)
 		const char *name;
 		char lname[64];
 
-		opt = getopt_long(argc, argv, ":m:g:t:vh", kvsize_opts, &li);
+		opt = cli_getopt_long("kvsim kv-size", argc, argv, "m:g:t:q:vh",
+				      kvsize_opts, &li);
 		if (opt == -1)
 			break;
+		if (opt == CLI_OPT_BAD)
+			return KVSIM_EXIT_USAGE;
 		if (li >= 0) {
 			snprintf(lname, sizeof(lname), "--%s",
 				 kvsize_opts[li].name);
@@ -437,14 +461,8 @@ kvsize_parse(struct kvsize_args *k, int argc, char **argv)
 		case 'h':
 			kvsize_usage(stdout);
 			return -1;
-		case ':':
-			fprintf(stderr, "kvsim kv-size: %s needs a value\n",
-				name);
-			return KVSIM_EXIT_USAGE;
-		default:
-			fprintf(stderr, "kvsim kv-size: unknown option '%s'\n"
-				"Try 'kvsim kv-size --help'.\n", name);
-			return KVSIM_EXIT_USAGE;
+		default:	/* an entry of the table not handled */
+			return cli_bad_option("kvsim kv-size", name);
 		}
 		if (size != NULL) {
 			if (!cat_parse_bytes(optarg, &u) || u > INT64_MAX)
@@ -479,7 +497,8 @@ kvsize_print(const struct kvsize_args *k, const struct cat_model *m,
 		fputs("kvsim: out of memory\n", stderr);
 		return KVSIM_EXIT_USAGE;
 	}
-	if (sz_compute(m, g, &k->e, r, why, sizeof(why)) != KV_OK) {
+	if (sz_check_block_size(m, g, &k->e, why, sizeof(why)) != KV_OK ||
+	    sz_compute(m, g, &k->e, r, why, sizeof(why)) != KV_OK) {
 		fprintf(stderr, "kvsim kv-size: %s\n", why);
 		rc = KVSIM_EXIT_USAGE;
 	} else {

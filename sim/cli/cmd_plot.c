@@ -123,12 +123,9 @@ plot_main(int argc, char **argv)
 			o.title = v;
 		} else {
 			if (missing)
-				fprintf(stderr, "kvsim plot: %s needs a "
-					"value\n", a);
+				cli_missing_value("kvsim plot", a);
 			else
-				fprintf(stderr, "kvsim plot: unknown option "
-					"'%s'\n", a);
-			plot_usage(stderr);
+				cli_bad_option("kvsim plot", a);
 			goto out;
 		}
 	}

@@ -50,10 +50,7 @@ replay_main(int argc, char **argv)
 			       "Format: docs/replay.md.\n");
 			return KVSIM_EXIT_OK;
 		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-			fprintf(stderr, "kvsim replay: unknown option '%s'\n"
-				"usage: kvsim replay [--check] FILE\n",
-				argv[i]);
-			return KVSIM_EXIT_USAGE;
+			return cli_bad_option("kvsim replay", argv[i]);
 		} else if (file != NULL) {
 			fprintf(stderr, "kvsim replay: one script at a time\n");
 			return KVSIM_EXIT_USAGE;

@@ -195,6 +195,8 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 		case 'h':
 			run_usage(stdout);
 			return -1;
+		case CLI_OPT_BAD:
+			return KVSIM_EXIT_USAGE;
 		default:
 			run_usage(stderr);
 			return KVSIM_EXIT_USAGE;

@@ -398,13 +398,13 @@ ts_parse(struct ts_args *t, int argc, char **argv)
 		snprintf(name, sizeof(name), "%.*s", eq != NULL ?
 		    (int)(eq - a) : (int)strlen(a), a);
 		if (!valued_option(name))
-			return bad_usage("unknown option '%s'", name);
+			return cli_bad_option("kvsim trace-stats", name);
 		if (eq != NULL)
 			v = eq + 1;
 		else if (i + 1 < argc)
 			v = argv[++i];
 		else
-			return bad_usage("option '%s' needs a value", a);
+			return cli_missing_value("kvsim trace-stats", a);
 		if ((rc = ts_value(t, name, v)) != 0)
 			return rc;
 	}

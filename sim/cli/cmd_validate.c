@@ -611,6 +611,8 @@ validate_parse(struct cli_opts *o, struct vctx *x, struct sim_run_opts *ro,
 		case 'h':
 			validate_usage(stdout);
 			return -1;
+		case CLI_OPT_BAD:
+			return KVSIM_EXIT_USAGE;
 		default:
 			validate_usage(stderr);
 			return KVSIM_EXIT_USAGE;

@@ -22,7 +22,9 @@ sim_kvsim_SOURCES = \
 	%reldir%/mpipool.h
 sim_kvsim_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 # Policy plugins (sim/plugin.c) call kvs_* and kvc_* from the executable.
-sim_kvsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic
+# -static: libkvcore's static archive, not its shared library (whose build
+# tree path would stay in the installed program).
+sim_kvsim_LDFLAGS = $(AM_LDFLAGS) -export-dynamic -static
 sim_kvsim_LDADD = sim/libsim.la sim/model/libmodel.la reports/librpt.la \
 	workloads/libwl.la gpu/libkvgpu.a util/libutil.la core/libkvcore.la \
 	$(GSL_LIBS) $(YAML_LIBS) $(CUDA_LDFLAGS) $(CUDA_LIBS)

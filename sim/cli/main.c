@@ -113,7 +113,9 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < NCMDS; i++)
 		if (strcmp(argv[1], cmds[i].name) == 0)
 			return main_run(&cmds[i], argc, argv);
-	fprintf(stderr, "kvsim: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	if (argv[1][0] == '-' && argv[1][1] != '\0')
+		return cli_bad_option("kvsim", argv[1]);
+	fprintf(stderr, "kvsim: unknown command '%s'\nTry 'kvsim --help'.\n",
+		argv[1]);
 	return KVSIM_EXIT_USAGE;
 }

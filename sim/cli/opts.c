@@ -104,13 +104,52 @@ cli__flag(struct cli_opts *o, int c)
 }
 
 int
+cli_getopt_long(const char *prog, int argc, char **argv,
+		const char *shortopts, const struct option *lo,
+		int *longindex)
+{
+	char *self = argv[0];
+	int c;
+
+	/* getopt prefixes its messages with argv[0] */
+	argv[0] = (char *)prog;
+	opterr = 1;
+	c = getopt_long(argc, argv, shortopts, lo, longindex);
+	argv[0] = self;
+	if (c == '?' || c == ':') {
+		fprintf(stderr, "Try '%s --help'.\n", prog);
+		return CLI_OPT_BAD;
+	}
+	return c;
+}
+
+int
+cli_bad_option(const char *prog, const char *opt)
+{
+	fprintf(stderr, "%s: unrecognized option '%s'\nTry '%s --help'.\n",
+		prog, opt, prog);
+	return KVSIM_EXIT_USAGE;
+}
+
+int
+cli_missing_value(const char *prog, const char *opt)
+{
+	fprintf(stderr, "%s: option '%s' requires an argument\n"
+		"Try '%s --help'.\n", prog, opt, prog);
+	return KVSIM_EXIT_USAGE;
+}
+
+int
 cli_getopt(struct cli_opts *o, int argc, char **argv, const char *shortopts,
 	   const struct option *lo)
 {
 	int c;
 	bool bad = false;
 
-	while ((c = getopt_long(argc, argv, shortopts, lo, NULL)) != -1) {
+	while ((c = cli_getopt_long(o->prog, argc, argv, shortopts, lo,
+				    NULL)) != -1) {
+		if (c == CLI_OPT_BAD)
+			return c;
 		if (cli__flag(o, c))
 			continue;
 		if (!cli__take(o, c, optarg, &bad))

@@ -82,12 +82,32 @@ void cli_opts_release(struct cli_opts *o);
 /*
  * getopt_long() over the command's table, taking the accepted shared
  * options into `o`.  Returns the next option for the command to handle,
- * -1 at the end, or CLI_OPT_BAD after a bad shared value (message
- * printed; the exit status is KVSIM_EXIT_USAGE).  Reset optind to 1
- * before the first call.
+ * -1 at the end, or CLI_OPT_BAD after a bad shared value or a bad option
+ * (message printed, cli_getopt_long(); the exit status is
+ * KVSIM_EXIT_USAGE).  Reset optind to 1 before the first call.
  */
 int cli_getopt(struct cli_opts *o, int argc, char **argv,
 	       const char *shortopts, const struct option *lo);
+
+/*
+ * getopt_long() for command prog ("kvsim run"), whose own messages name
+ * prog: an unknown option, a missing value or an ambiguous abbreviation
+ * prints getopt's one line ("kvsim run: unrecognized option '--foo'")
+ * and "Try 'kvsim run --help'." on stderr, and returns CLI_OPT_BAD (the
+ * exit status is KVSIM_EXIT_USAGE).  shortopts must not start with ':'.
+ */
+int cli_getopt_long(const char *prog, int argc, char **argv,
+		    const char *shortopts, const struct option *lo,
+		    int *longindex);
+
+/*
+ * The same two lines for a command that parses its arguments itself:
+ * "PROG: unrecognized option 'OPT'" (cli_bad_option) or "PROG: option
+ * 'OPT' requires an argument" (cli_missing_value), then "Try 'PROG
+ * --help'.".  Both return KVSIM_EXIT_USAGE.
+ */
+int cli_bad_option(const char *prog, const char *opt);
+int cli_missing_value(const char *prog, const char *opt);
 
 /*
  * The positional arguments of a run-like command, argv[first..argc):

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #ifndef KVSIM_DATADIR
 #define KVSIM_DATADIR "."
@@ -1335,44 +1336,93 @@ cp_finish_params(struct cp *p, const struct yd_node *entry,
 	return m->params_source ? KV_OK : cp_nomem(p);
 }
 
-kv_err
-cat_model_from_hf(struct cat_model **out, const char *path, struct cat_err *e)
+/*
+ * The file to read for path: path itself, or path/config.json when path
+ * is a directory (a Hugging Face model folder), as vLLM takes either.
+ * *file is caller-owned.
+ */
+static kv_err
+cp_hf_file(const char *path, char **file, struct cat_err *e)
 {
-	struct yd_doc d;
-	struct cp p = { .file = path, .e = e, .strict = false };
-	struct cat_model *m;
-	kv_err rc;
+	struct stat sb;
+	size_t n = strlen(path), len = n + sizeof("/config.json");
 
-	*out = NULL;
-	e->msg[0] = '\0';
-	rc = yd_load_path(&d, path, e->msg, sizeof(e->msg));
-	if (rc != KV_OK)
-		return rc;
-	if (d.root == NULL) {
-		yd_release(&d);
+	*file = NULL;
+	if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		len = n + 1;
+	if ((*file = malloc(len)) == NULL) {
+		snprintf(e->msg, sizeof(e->msg), "%s: out of memory", path);
+		return KV_ENOMEM;
+	}
+	if (len == n + 1) {
+		memcpy(*file, path, len);
+		return KV_OK;
+	}
+	snprintf(*file, len, "%s%sconfig.json", path,
+		 n > 0 && path[n - 1] == '/' ? "" : "/");
+	if (stat(*file, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(e->msg, sizeof(e->msg), "%s: a directory without a "
+			 "config.json (a Hugging Face model directory holds "
+			 "one)", path);
+		free(*file);
+		*file = NULL;
+		return KV_EINVAL;
+	}
+	return KV_OK;
+}
+
+/* The model of config.json d, read from file; its id is path. */
+static kv_err
+cp_hf_read(struct cat_model **out, const char *path, const char *file,
+	   struct yd_doc *d, struct cat_err *e)
+{
+	struct cp p = { .file = file, .e = e, .strict = false };
+	struct cat_model *m;
+	kv_err rc = KV_OK;
+
+	if (d->root == NULL) {
+		yd_release(d);
 		return cp_fail(&p, NULL, "empty file");
 	}
 	m = calloc(1, sizeof(*m));
 	if (m == NULL) {
-		yd_release(&d);
+		yd_release(d);
 		return cp_nomem(&p);
 	}
 	m->id = cp_strdup(path);
-	m->source = cp_strdup(path);
-	m->origin = cp_strdup(path);
+	m->source = cp_strdup(file);
+	m->origin = cp_strdup(file);
 	if (m->id == NULL || m->source == NULL || m->origin == NULL)
 		rc = cp_nomem(&p);
 	if (rc == KV_OK)
-		rc = cp_model_config(&p, d.root, m);
+		rc = cp_model_config(&p, d->root, m);
 	if (rc == KV_OK)
 		rc = cp_finish_params(&p, NULL, m);
-	yd_release(&d);
+	yd_release(d);
 	if (rc != KV_OK) {
 		cat_model_free(m);
 		return rc;
 	}
 	*out = m;
 	return KV_OK;
+}
+
+kv_err
+cat_model_from_hf(struct cat_model **out, const char *path, struct cat_err *e)
+{
+	struct yd_doc d;
+	char *file;
+	kv_err rc;
+
+	*out = NULL;
+	e->msg[0] = '\0';
+	if ((rc = cp_hf_file(path, &file, e)) != KV_OK)
+		return rc;
+	rc = yd_load_path(&d, file, e->msg, sizeof(e->msg));
+	if (rc == KV_OK)
+		rc = cp_hf_read(out, path, file, &d, e);
+	free(file);
+	return rc;
 }
 
 static const char *const cp_model_keys[] = {

@@ -150,9 +150,10 @@ const char *cat_mixer_name(enum cat_mixer k);
 
 /*
  * Read a Hugging Face config.json (or any YAML/JSON file holding one
- * config mapping).  Unknown fields are ignored; missing required ones and
- * bad values are errors with FILE:LINE:COL.  *out is caller-owned
- * (cat_model_free).
+ * config mapping), or the config.json of a model directory (path is a
+ * directory: path/config.json; the model's id stays path).  Unknown fields
+ * are ignored; missing required ones and bad values are errors with
+ * FILE:LINE:COL.  *out is caller-owned (cat_model_free).
  */
 kv_err cat_model_from_hf(struct cat_model **out, const char *path,
 			 struct cat_err *e);

@@ -74,6 +74,13 @@ sz_engine_init(struct sz_engine *e)
 	e->cudagraph_bytes = SZ_UNSET;
 }
 
+bool
+sz_block_size_valid(uint64_t bs)
+{
+	/* a power of two from 8 to 256, or 1 */
+	return bs == 1 || (bs >= 8 && bs <= 256 && (bs & (bs - 1)) == 0);
+}
+
 void
 sz_commas(char *buf, size_t len, uint64_t v)
 {
@@ -249,6 +256,11 @@ sz_settings(const struct cat_model *m, const struct cat_gpu *g,
 				"'%s' (auto, bfloat16, float16, fp8, fp8_e4m3, "
 				"fp8_e5m2, fp8_inc, fp8_ds_mla)", kvd);
 	}
+	if (e->quantization[0] != '\0' &&
+	    strcmp(e->quantization, "fp8") != 0)
+		return cat_fail(why, wl, KV_EINVAL, "quantization '%s': kvsim "
+				"sizes fp8 weights only (--quantization fp8)",
+				e->quantization);
 	if (e->mamba_ssm_cache_dtype[0] == '\0' ||
 	    strcmp(e->mamba_ssm_cache_dtype, "auto") == 0) {
 		r->ssm_dtype_bytes = r->dtype_bytes;
@@ -439,6 +451,37 @@ sz_pages(const struct cat_model *m, const struct cat_gpu *g,
 	return KV_OK;
 }
 
+kv_err
+sz_check_block_size(const struct cat_model *m, const struct cat_gpu *g,
+		    const struct sz_engine *e, char *why, size_t whylen)
+{
+	struct sz_engine auto_bs = *e;
+	struct sz_result *r;
+	uint32_t computed = 0;
+	kv_err rc;
+
+	if (e->block_size == 0 || sz_block_size_valid(e->block_size))
+		return KV_OK;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return cat_fail(why, whylen, KV_ENOMEM, "out of memory");
+	auto_bs.block_size = 0;
+	rc = sz_settings(m, g, &auto_bs, r, why, whylen);
+	if (rc == KV_OK)
+		rc = sz_pages(m, g, &auto_bs, r, why, whylen);
+	if (rc == KV_OK && r->page_bytes != 0)	/* a hybrid's own size */
+		computed = r->block_size;
+	free(r);
+	if (rc != KV_OK || computed == e->block_size)
+		return rc;
+	if (computed != 0)
+		return cat_fail(why, whylen, KV_EINVAL, "block_size %u: vLLM "
+				"takes 1, 8, 16, 32, 64, 128 or 256, or the "
+				"%u it computes for %s", e->block_size,
+				computed, m->id);
+	return cat_fail(why, whylen, KV_EINVAL, "block_size %u: vLLM takes "
+			"1, 8, 16, 32, 64, 128 or 256", e->block_size);
+}
+
 /* ---- specs and groups -------------------------------------------------- */
 
 static bool
@@ -580,16 +623,25 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 	uint32_t wb = m->weight_bytes;
 	double nonkv;
 
-	if (wb != 1 && e->dtype[0] != '\0' && strcmp(e->dtype, "auto") != 0)
+	/* --quantization fp8 quantizes a 16-bit checkpoint's weights to
+	 * one byte as vLLM loads them; the KV cache keeps its own dtype */
+	if (strcmp(e->quantization, "fp8") == 0)
+		wb = 1;
+	else if (wb != 1 && e->dtype[0] != '\0' &&
+		 strcmp(e->dtype, "auto") != 0)
 		wb = r->dtype_bytes;
 	else if (wb == 4)
 		wb = r->dtype_bytes;
+	r->weight_bytes = wb;
+	r->requested_bytes = (double)r->total_bytes *
+			     e->gpu_memory_utilization;
 	r->weights_bytes = e->weights_bytes >= 0 ?
 			   (uint64_t)e->weights_bytes :
 			   sz_weights_bytes(m, r->tp, wb, r->dtype_bytes,
 					    m->max_model_len);
 	if (r->weights_bytes > r->total_bytes)
 		return false;
+	r->weights_fit = true;
 	sz_log(r, "Model loading took %.4f GiB",
 	       (double)r->weights_bytes / GIB);
 	if (e->kv_cache_memory_bytes >= 0) {
@@ -614,8 +666,6 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 			     sz_non_torch_bytes(r->tp);
 	r->cudagraph_bytes = e->cudagraph_bytes >= 0 ?
 			     (uint64_t)e->cudagraph_bytes : 0;
-	r->requested_bytes = (double)r->total_bytes *
-			     e->gpu_memory_utilization;
 	nonkv = (double)r->weights_bytes + (double)r->activation_bytes +
 		(double)r->non_torch_bytes + (double)r->cudagraph_bytes;
 	/* Python int(): truncation toward zero */
@@ -645,8 +695,11 @@ sz_compute(const struct cat_model *m, const struct cat_gpu *g,
 	r->lim.max_model_len = r->max_model_len;
 	r->lim.max_num_batched_tokens = r->max_num_batched_tokens;
 	if (!sz_memory(m, e, r)) {
-		/* vLLM dies loading the model, before any sizing */
+		/* vLLM dies loading the model, before any sizing; what one
+		 * request would need is still known */
 		r->fits = false;
+		r->needed_bytes = kvc_request_bytes(r->spec, r->nspec,
+						    &r->lim);
 		snprintf(r->error, sizeof(r->error), "CUDA out of memory while "
 			 "loading the model: its weights take %.2f GiB per "
 			 "GPU, the GPU has %.2f GiB (kvsim: try a larger "

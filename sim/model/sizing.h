@@ -43,6 +43,9 @@ struct sz_engine {
 					 * fp8_ds_mla */
 	char dtype[16];			/* auto, bfloat16, float16 ... */
 	char mamba_ssm_cache_dtype[16];	/* auto, float32, bfloat16 */
+	char quantization[16];		/* "": the checkpoint's weights;
+					 * fp8: 1 byte per parameter, as
+					 * vllm serve --quantization fp8 */
 	uint64_t max_model_len;		/* 0: derived from the config */
 	uint64_t max_num_batched_tokens;	/* 0: vllm serve default */
 	uint32_t max_num_seqs;		/* 0: vllm serve default */
@@ -68,6 +71,7 @@ struct sz_result {
 	uint32_t max_num_seqs;
 	bool prefix_caching;
 	uint32_t dtype_bytes, kv_dtype_bytes, ssm_dtype_bytes;
+	uint32_t weight_bytes;	/* per parameter (1 for fp8 weights) */
 	/* memory (bytes); available may be negative */
 	bool kv_memory_given;	/* kv_cache_memory_bytes was given */
 	uint64_t total_bytes;
@@ -90,6 +94,8 @@ struct sz_result {
 	uint32_t padding_layers;
 	struct kvc_limits lim;
 	/* the verdict */
+	bool weights_fit;	/* false: vLLM fails loading the weights and
+				 * sizes nothing (needed_bytes is still set) */
 	bool fits;		/* one max_model_len request fits */
 	uint64_t needed_bytes;	/* that request's KV bytes */
 	uint64_t max_len_fit;	/* largest max_model_len that fits */
@@ -122,6 +128,23 @@ uint64_t sz_activation_bytes(const struct cat_model *m, uint32_t tp,
 			     uint32_t dtype_bytes, uint64_t batched_tokens,
 			     uint32_t max_num_seqs);
 uint64_t sz_non_torch_bytes(uint32_t tp);
+
+/*
+ * Whether vLLM accepts block_size as --block-size (CacheConfig's
+ * BlockSize choices at the pinned commit: 1, 8, 16, 32, 64, 128, 256).
+ */
+bool sz_block_size_valid(uint64_t block_size);
+
+/*
+ * e->block_size as vllm serve takes it: unset, one of the choices above,
+ * or for a hybrid model the attention block size vLLM computes for it
+ * (sz_compute logs "Setting attention block size to N tokens"), which a
+ * user may give back.  KV_OK, or KV_EINVAL with why (whose text starts
+ * "block_size N:"), or the error sz_compute would return.
+ */
+kv_err sz_check_block_size(const struct cat_model *m,
+			   const struct cat_gpu *g, const struct sz_engine *e,
+			   char *why, size_t whylen);
 
 /* vLLM's integer formatting with thousands separators: 436,544. */
 void sz_commas(char *buf, size_t len, uint64_t v);
