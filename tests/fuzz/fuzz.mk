@@ -27,7 +27,8 @@ FUZZ_ALL_CFLAGS += -DFUZZ_HAVE_ZLIB
 endif
 
 # The libraries' sources, as their local.mk files list them: everything
-# but the program's main(), the CUDA backend and the gzip choice.
+# but the program's main(), the CUDA backend, the gzip choice and MPI (the
+# harnesses take mpipool_none.c: a sweep or capacity here never runs on ranks).
 wl_gz = $(if $(filter yes,$(HAVE_ZLIB)),wl_gz.c,wl_gz_none.c)
 lib_src = $(wildcard $(srcdir)/core/*.c) \
 	$(wildcard $(srcdir)/util/*.c) \
@@ -38,7 +39,7 @@ lib_src = $(wildcard $(srcdir)/core/*.c) \
 	$(wildcard $(srcdir)/gpu/*.c) \
 	$(wildcard $(srcdir)/sim/model/*.c) \
 	$(wildcard $(srcdir)/sim/*.c) \
-	$(filter-out %/main.c, $(wildcard $(srcdir)/sim/cli/*.c))
+	$(filter-out %/main.c %/mpipool.c, $(wildcard $(srcdir)/sim/cli/*.c))
 lib_obj = $(patsubst $(srcdir)/%.c,$(FUZZ_OUT)/obj/%.o,$(lib_src))
 helper_obj = $(FUZZ_OUT)/obj/tests/fuzz/fz_util.o
 run_obj = $(FUZZ_OUT)/obj/tests/fuzz/fz_run.o
