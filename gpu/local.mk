@@ -61,3 +61,28 @@ EXTRA_DIST += tests/gpucheck.sh tests/gpu_cuda.sh tests/validate.sh \
 	tests/gpu/mamba-same-step.csv tests/gpu/mamba-same-step-late.yaml \
 	tests/gpu/mamba-same-step-late.csv tests/gpu/v1-priority-withdraw.yaml \
 	tests/gpu/v1-priority-withdraw.csv
+
+# The step bench (docs/gpu.md §5.2): GEMMs, a paged KV read and a copy at
+# the catalog models' shapes, for `kvsim calibrate kernels`.  core/ and
+# gpu/ only; cuBLAS is opened at run time (stepbench_cuda.cu).
+noinst_PROGRAMS += %reldir%/tools/kvsim-stepbench
+%canon_reldir%_tools_kvsim_stepbench_SOURCES = \
+	%reldir%/tools/kvsim-stepbench.c %reldir%/tools/stepbench.h
+EXTRA_DIST += %reldir%/tools/stepbench_cuda.cu %reldir%/tools/stepbench_stub.c
+if HAVE_CUDA
+%canon_reldir%_tools_kvsim_stepbench_LDADD = \
+	%reldir%/tools/stepbench_cuda.$(OBJEXT) $(KVGPU_LIBS) -ldl
+%canon_reldir%_tools_kvsim_stepbench_DEPENDENCIES = \
+	%reldir%/tools/stepbench_cuda.$(OBJEXT)
+CLEANFILES += %reldir%/tools/stepbench_cuda.$(OBJEXT)
+%reldir%/tools/stepbench_cuda.$(OBJEXT): %reldir%/tools/stepbench_cuda.cu \
+		%reldir%/tools/stepbench.h config.h
+	$(AM_V_at)$(MKDIR_P) %reldir%/tools
+	$(AM_V_GEN)$(NVCC) $(NVCCFLAGS) $(CUDA_CPPFLAGS) -I$(top_srcdir) \
+		-I$(top_builddir) -c -o $@ \
+		$(srcdir)/%reldir%/tools/stepbench_cuda.cu
+else
+%canon_reldir%_tools_kvsim_stepbench_SOURCES += \
+	%reldir%/tools/stepbench_stub.c
+%canon_reldir%_tools_kvsim_stepbench_LDADD = $(KVGPU_LIBS)
+endif

@@ -284,3 +284,15 @@ EXTRA_DIST += %reldir%/sweep_resume.sh
 # (man/local.mk; `make installcheck` checks the installed files).
 TESTS += %reldir%/man.sh
 EXTRA_DIST += %reldir%/man.sh
+
+# kvsim calibrate kernels (issue #18 item 6): the efficiency fit on
+# synthetic stepbench CSVs, and the shapes -> dry run -> fit path.
+check_PROGRAMS += %reldir%/check_calkern
+%canon_reldir%_check_calkern_SOURCES = %reldir%/check_calkern.c \
+	sim/calkern.c sim/calkern.h sim/calfit.c sim/calfit.h
+%canon_reldir%_check_calkern_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS)
+%canon_reldir%_check_calkern_LDADD = sim/model/libmodel.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/calkern.sh
+EXTRA_DIST += %reldir%/calkern.sh %reldir%/gpu/stepbench.sh \
+	%reldir%/gpu/stepbench-shapes.csv

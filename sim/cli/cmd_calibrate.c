@@ -25,6 +25,7 @@
 #include "config.h"
 
 #include "sim/cli/cmd_calibrate.h"
+#include "sim/cli/cmd_calkern.h"
 #include "sim/cli/opts.h"
 
 #include "sim/calfit.h"
@@ -735,6 +736,8 @@ calibrate_main(int argc, char **argv)
 	};
 	int rc;
 
+	if (argc > 1 && strcmp(argv[1], "kernels") == 0)
+		return calkern_main(argc - 1, argv + 1);
 	if (cli_opts_init(&x.o, "kvsim calibrate", CLI_OUT, argc) != 0) {
 		cli_opts_release(&x.o);
 		return KVSIM_EXIT_FAIL;
