@@ -284,3 +284,8 @@ EXTRA_DIST += %reldir%/sweep_resume.sh
 # (man/local.mk; `make installcheck` checks the installed files).
 TESTS += %reldir%/man.sh
 EXTRA_DIST += %reldir%/man.sh
+# Load as benchmark clients make it: inference-perf configs (stages,
+# shared_prefix prompts), max_concurrency, client timeouts (tests/iperf
+# holds the inputs).
+TESTS += %reldir%/iperf.sh
+EXTRA_DIST += %reldir%/iperf.sh %reldir%/iperf
