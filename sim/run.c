@@ -56,7 +56,7 @@ struct ctmo {
 };
 
 /*
- * Benchmark clients (docs/workloads.md, section 9): at most max_conc
+ * Benchmark clients (docs/workloads.md, section 11): at most max_conc
  * requests in flight, the rest waiting in arrival order; a timeout per
  * request from when it is sent; stages that start when the one before
  * has drained.  All off: the loop is the open one of the top comment.

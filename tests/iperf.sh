@@ -1,6 +1,6 @@
 #!/bin/sh
 # iperf.sh -- load as benchmark clients make it (docs/workloads.md,
-# sections 8 and 9), end to end through `kvsim run`:
+# sections 10 and 11), end to end through `kvsim run`:
 #  1. workload.kind inference-perf (tests/iperf/ip_config.yaml: constant
 #     stages 5 req/s x 6 s and 20 req/s x 3 s, 3 groups x 4 prompts of a
 #     64-token system prompt and a 32-token question, 8 output tokens):

@@ -289,3 +289,7 @@ EXTRA_DIST += %reldir%/man.sh
 # holds the inputs).
 TESTS += %reldir%/iperf.sh
 EXTRA_DIST += %reldir%/iperf.sh %reldir%/iperf
+check_PROGRAMS += %reldir%/check_wl_iperf
+%canon_reldir%_check_wl_iperf_SOURCES = %reldir%/check_wl_iperf.c
+%canon_reldir%_check_wl_iperf_CFLAGS = $(WL_TEST_CFLAGS)
+%canon_reldir%_check_wl_iperf_LDADD = $(WL_TEST_LIBS)

@@ -1,7 +1,7 @@
 /*
  * wl_iperf.c -- the request stream of an inference-perf benchmark
  * (workload.kind: inference-perf), read from inference-perf's own
- * config.yaml (docs/workloads.md, section 8).
+ * config.yaml (docs/workloads.md, section 10).
  *
  * What inference-perf does, and what is built here the same way:
  *
