@@ -220,6 +220,7 @@ iperf_suite(void)
 	tcase_add_test(tc, test_prompts);
 	tcase_add_test(tc, test_determinism);
 	tcase_add_test(tc, test_roundtrip);
+	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	return s;
 }
