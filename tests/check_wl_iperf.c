@@ -72,6 +72,8 @@ START_TEST(test_counts)
 	ck_assert_uint_eq(wl_stream_info(s)->nstages, 2);
 	ck_assert(wl_stream_info(s)->stages_drain);
 	ck_assert_int_eq(wl_stream_info(s)->stage_gap_ns, 2500000000LL);
+	/* no request_timeout: aiohttp's default, 300 s */
+	ck_assert(wl_stream_info(s)->ip_timeout_s == 300.0);
 	{
 		uint64_t n[2] = { 0, 0 };
 		int64_t last0 = 0, start1 = -1;

@@ -17,6 +17,9 @@
  *    when that is: it gives each request its stage and the stream time
  *    its stage starts at (wl_request.stage, stage_ns), and the client in
  *    the run loop shifts each stage when the previous one has drained.
+ *  - A request fails when it has not finished load.request_timeout
+ *    seconds after it was sent; when that is null, inference-perf's
+ *    aiohttp session keeps aiohttp's default total timeout, 300 s.
  *  - data.type shared_prefix: num_groups x num_prompts_per_group prompts,
  *    prompt (g, p) = group g's system prompt (system_prompt_len tokens,
  *    the same for the whole group) then its own question (question_len
@@ -371,6 +374,9 @@ ip_load(struct ipx *x, const struct yd_node *n)
 	if (n->type != YD_MAP)
 		return ipfail(x, n, "load: expected a mapping");
 	x->c->interval_s = 1.0;		/* inference-perf's default */
+	/* request_timeout null: its HTTP session keeps aiohttp's own
+	 * default, a 300 s total timeout a request */
+	x->c->timeout_s = 300.0;
 	for (size_t i = 0; i < n->n && rc == WL_OK; i++) {
 		const struct yd_node *kn = n->kid[2 * i];
 		const char *k = ipstr(kn) ? ipstr(kn) : "";
