@@ -18,3 +18,5 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_LIBADD = $(GSL_LIBS)
 # vLLM bench and inference-perf result files (kvsim run --result-format)
 %canon_reldir%_librpt_la_SOURCES += %reldir%/benchfmt.c %reldir%/benchfmt.h
+# benchmark clients: failed requests, stages (rpt_set_client)
+%canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_client.c

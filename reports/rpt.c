@@ -161,6 +161,7 @@ rpt_free(rpt *r)
 	for (int i = 0; i < RPT_M_N; i++)
 		free(r->m[i].v);
 	free(r->itl_hist);
+	rpt__client_free(r);
 	free(r);
 }
 
@@ -189,8 +190,8 @@ rpt_csv_field(FILE *f, const char *s)
  */
 
 /* Decimal v at p; returns the end. */
-static char *
-put_u(char *p, uint64_t v)
+char *
+rpt__put_u(char *p, uint64_t v)
 {
 	char d[20];
 	int n = 0;
@@ -203,9 +204,38 @@ put_u(char *p, uint64_t v)
 	return p;
 }
 
+/* A requests.csv row's run id (written to the file), then its request id
+ * and replica into line, each after its comma; returns the end. */
+char *
+rpt__put_head(rpt *r, const struct rpt_req *q, char *line)
+{
+	char *p = line;
+
+	rpt_csv_field(r->reqs, r->run_id);
+	*p++ = ',';
+	p = rpt__put_u(p, q->id);
+	*p++ = ',';
+	return rpt__put_u(p, q->replica);
+}
+
+/* A row's last fields, each after its comma: preemptions, recomputed
+ * tokens, swapped-out blocks and bytes. */
+char *
+rpt__put_tail(char *p, const struct rpt_req *q)
+{
+	const uint64_t v[] = { q->preemptions, q->recomputed_tokens,
+			       q->swapped_out_blocks, q->swapped_out_bytes };
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		*p++ = ',';
+		p = rpt__put_u(p, v[i]);
+	}
+	return p;
+}
+
 /* Integer ns as seconds, exactly: "12.345678901". */
-static char *
-put_sec(char *p, int64_t ns)
+char *
+rpt__put_sec(char *p, int64_t ns)
 {
 	uint64_t u = (uint64_t)ns;
 	uint32_t frac;
@@ -214,7 +244,7 @@ put_sec(char *p, int64_t ns)
 		*p++ = '-';
 		u = 0 - u;
 	}
-	p = put_u(p, u / 1000000000);
+	p = rpt__put_u(p, u / 1000000000);
 	*p++ = '.';
 	frac = (uint32_t)(u % 1000000000);
 	for (int i = 8; i >= 0; i--) {
@@ -229,18 +259,21 @@ put_s(FILE *f, int64_t ns)
 {
 	char b[24];
 
-	fwrite(b, 1, (size_t)(put_sec(b, ns) - b), f);
+	fwrite(b, 1, (size_t)(rpt__put_sec(b, ns) - b), f);
 }
 
 int
 rpt_begin(rpt *r)
 {
 	if (r->reqs != NULL)
-		fputs("run_id,request_id,replica,arrival_s,first_scheduled_s,"
-		      "first_token_s,finish_s,input_tokens,output_tokens,"
-		      "cached_prefix_tokens,ttft_s,tpot_s,e2e_s,queue_s,"
-		      "itl_mean_s,itl_max_s,preemptions,recomputed_tokens,"
-		      "swapped_out_blocks,swapped_out_bytes\n", r->reqs);
+		fprintf(r->reqs, "run_id,request_id,replica,arrival_s,"
+			"first_scheduled_s,first_token_s,finish_s,"
+			"input_tokens,output_tokens,cached_prefix_tokens,"
+			"ttft_s,tpot_s,e2e_s,queue_s,itl_mean_s,itl_max_s,"
+			"preemptions,recomputed_tokens,swapped_out_blocks,"
+			"swapped_out_bytes%s%s\n",
+			r->col_stage ? ",stage" : "",
+			r->col_status ? ",status" : "");
 	if (r->ts != NULL)
 		fputs("run_id,t_s,running,waiting,swapped,kv_blocks_used,"
 		      "kv_blocks_total,kv_usage,kv_frag_internal_tokens,"
@@ -259,9 +292,14 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
-	char line[20 * 24], *p;	/* 19 fields of at most 21 characters */
+	char line[22 * 24], *p;	/* 21 fields of at most 21 characters */
 	int e;
 
+	rpt__span(r, q);
+	if (q->failed)
+		return rpt__add_failed(r, q);
+	if (r->col_stage && (e = rpt__stage_add(r, q)) != 0)
+		return e;
 	if (q->output_tokens > 1)
 		tpot_ns = (q->finish_ns - q->first_token_ns) /
 			  (int64_t)(q->output_tokens - 1);
@@ -288,51 +326,39 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	}
 	if (r->reqs == NULL)
 		return 0;
-	rpt_csv_field(r->reqs, r->run_id);
-	p = line;
+	p = rpt__put_head(r, q, line);
 	*p++ = ',';
-	p = put_u(p, q->id);
+	p = rpt__put_sec(p, q->arrival_ns);
 	*p++ = ',';
-	p = put_u(p, q->replica);
+	p = rpt__put_sec(p, q->first_scheduled_ns);
 	*p++ = ',';
-	p = put_sec(p, q->arrival_ns);
+	p = rpt__put_sec(p, q->first_token_ns);
 	*p++ = ',';
-	p = put_sec(p, q->first_scheduled_ns);
+	p = rpt__put_sec(p, q->finish_ns);
 	*p++ = ',';
-	p = put_sec(p, q->first_token_ns);
+	p = rpt__put_u(p, q->input_tokens);
 	*p++ = ',';
-	p = put_sec(p, q->finish_ns);
+	p = rpt__put_u(p, q->output_tokens);
 	*p++ = ',';
-	p = put_u(p, q->input_tokens);
+	p = rpt__put_u(p, q->cached_prefix_tokens);
 	*p++ = ',';
-	p = put_u(p, q->output_tokens);
-	*p++ = ',';
-	p = put_u(p, q->cached_prefix_tokens);
-	*p++ = ',';
-	p = put_sec(p, ttft);
+	p = rpt__put_sec(p, ttft);
 	*p++ = ',';
 	if (q->output_tokens > 1)
-		p = put_sec(p, tpot_ns);
+		p = rpt__put_sec(p, tpot_ns);
 	*p++ = ',';
-	p = put_sec(p, e2e);
+	p = rpt__put_sec(p, e2e);
 	*p++ = ',';
-	p = put_sec(p, queue);
+	p = rpt__put_sec(p, queue);
 	*p++ = ',';
 	if (q->output_tokens > 1)
-		p = put_sec(p, q->itl_sum_ns /
+		p = rpt__put_sec(p, q->itl_sum_ns /
 				(int64_t)(q->output_tokens - 1));
 	*p++ = ',';
 	if (q->output_tokens > 1)
-		p = put_sec(p, q->itl_max_ns);
-	*p++ = ',';
-	p = put_u(p, q->preemptions);
-	*p++ = ',';
-	p = put_u(p, q->recomputed_tokens);
-	*p++ = ',';
-	p = put_u(p, q->swapped_out_blocks);
-	*p++ = ',';
-	p = put_u(p, q->swapped_out_bytes);
-	*p++ = '\n';
+		p = rpt__put_sec(p, q->itl_max_ns);
+	p = rpt__put_tail(p, q);
+	p = rpt__put_client(r, q, true, p);
 	fwrite(line, 1, (size_t)(p - line), r->reqs);
 	return ferror(r->reqs) ? -1 : 0;
 }
@@ -520,7 +546,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(",itl_p50_s,itl_p90_s,itl_p95_s,itl_p99_s,itl_p999_s", f);
 	fputs(",goodput_req_s,slo_attainment,slo_ttft_s,slo_tpot_s,slo_e2e_s"
 	      ",swap_out_bytes,swap_in_bytes,prefix_hit_tokens,"
-	      "stopped_early,stale_cached_tokens\n", f);
+	      "stopped_early,stale_cached_tokens", f);
+	fputs(r->col_status ? ",failed\n" : "\n", f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
 	put_s(f, t->duration_ns);
@@ -573,12 +600,15 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		itl_quantile(r, 0.9), itl_quantile(r, 0.95),
 		itl_quantile(r, 0.99), itl_quantile(r, 0.999));
 	fprintf(f, ",%.6f,%.6f,%.9g,%.9g,%.9g,%" PRIu64 ",%" PRIu64 ",%"
-		PRIu64 ",%d,%" PRIu64 "\n",
+		PRIu64 ",%d,%" PRIu64,
 		dur > 0 ? (double)r->good / dur : 0.0,
 		r->completed ? (double)r->good / (double)r->completed : 0.0,
 		t->slo_ttft_s, t->slo_tpot_s, t->slo_e2e_s,
 		t->swap_out_blocks * t->block_bytes,
 		t->swap_in_blocks * t->block_bytes, t->prefix_hit_tokens,
 		t->stopped ? 1 : 0, t->stale_cached_tokens);
+	if (r->col_status)
+		fprintf(f, ",%" PRIu64, r->failed);
+	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

@@ -36,6 +36,7 @@
 
 #include "core/kvcore.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -51,6 +52,11 @@ struct rpt_req {
 	uint64_t swapped_out_blocks;
 	uint64_t swapped_out_bytes;
 	int64_t itl_sum_ns, itl_max_ns;	/* over output_tokens - 1 gaps */
+	uint32_t stage;			/* load stage (rpt_set_client) */
+	/* the client gave up on it (a timeout) at finish_ns: counted as
+	 * failed, in no latency metric; first_scheduled_ns and
+	 * first_token_ns are -1 when it never got that far */
+	bool failed;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -110,6 +116,24 @@ void rpt_set_files(rpt *r, FILE *reqs, FILE *ts);
  * counts when it meets all of them.  Before the first request.
  */
 void rpt_set_slo(rpt *r, double ttft_s, double tpot_s, double e2e_s);
+
+/*
+ * Benchmark clients (before rpt_begin): stages adds a `stage` column to
+ * requests.csv and keeps a summary per stage (rpt_stages_write);
+ * failures adds a `status` column (ok, failed) to requests.csv and a
+ * `failed` column to summary.csv.  Off by default: the files keep
+ * their columns.  -1 on out of memory.
+ */
+int rpt_set_client(rpt *r, bool stages, bool failures);
+/* Requests that failed (rpt_req.failed). */
+uint64_t rpt_failed(const rpt *r);
+/*
+ * summary_stages.csv: one row per stage that had a request: its
+ * requests completed and failed, its span (first arrival .. last end),
+ * throughput, tokens, and the mean, p50, p90 and p99 of TTFT, TPOT and
+ * E2E and the mean ITL over its completed requests.
+ */
+int rpt_stages_write(rpt *r, FILE *f);
 
 /* Write the two headers (once, before any row). */
 int rpt_begin(rpt *r);

@@ -41,6 +41,27 @@ struct rpt {
 	uint64_t itl_count;
 	double slo_ttft, slo_tpot, slo_e2e;
 	uint64_t good;
+	/* benchmark clients (rpt_set_client) */
+	bool col_stage, col_status;
+	uint64_t failed;
+	int64_t t0, t1;		/* first arrival, last end (any row) */
+	bool any;
+	struct rpt **stage;	/* a collector without files per stage */
+	size_t nstage;
 };
+
+/* rpt_client.c: a failed request's row and counts; the extra columns of
+ * a row (each with its comma, then the newline); the row's stage
+ * collector.  0 or -1 as rpt.h's calls. */
+int rpt__add_failed(rpt *r, const struct rpt_req *q);
+char *rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok,
+		      char *p);
+int rpt__stage_add(rpt *r, const struct rpt_req *q);
+void rpt__span(rpt *r, const struct rpt_req *q);
+void rpt__client_free(rpt *r);
+char *rpt__put_u(char *p, uint64_t v);
+char *rpt__put_sec(char *p, int64_t ns);
+char *rpt__put_tail(char *p, const struct rpt_req *q);
+char *rpt__put_head(rpt *r, const struct rpt_req *q, char *line);
 
 #endif

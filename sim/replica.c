@@ -24,6 +24,9 @@ struct rq {
 	uint64_t swapped_blocks;
 	int64_t itl_sum, itl_max;
 	bool scheduled;
+	uint32_t stage;
+	bool failed;		/* the client gave up on it at fail_ns */
+	int64_t fail_ns;
 };
 
 struct replica {
@@ -50,6 +53,8 @@ struct replica {
 	size_t capsched;
 	uint32_t nsched;
 	uint64_t outstanding;
+	kvs_req *abort;		/* failed while a step was in flight */
+	size_t nabort, capabort;
 	struct replica_stats st;
 };
 
@@ -134,6 +139,7 @@ replica_free(replica *rp)
 	free(rp->sreq);
 	free(rp->stok);
 	free(rp->start);
+	free(rp->abort);
 	kvs_free(rp->s);
 	free(rp);
 }
@@ -243,6 +249,7 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	}
 	rp->byreq[rp->nbyreq++] = q;
 	q->id = r->id;
+	q->stage = r->stage;
 	q->out_key = r->out_key;
 	q->arrival = r->arrival_ns;
 	q->prompt = r->prompt_tokens;
@@ -569,13 +576,27 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 				rp->cm->block_bytes : 0;
 	out.itl_sum_ns = q->itl_sum;
 	out.itl_max_ns = q->itl_max;
-	if (q->gen < q->output)
+	out.stage = q->stage;
+	if (q->failed) {
+		/* the client left before the end: no token after fail_ns
+		 * counts */
+		out.failed = true;
+		out.finish_ns = q->fail_ns;
+		if (!q->scheduled)
+			out.first_scheduled_ns = -1;
+		if (q->gen == 0)
+			out.first_token_ns = -1;
+		rp->st.failed++;
+	} else {
+		rp->st.finished++;
+		rp->st.ends++;
+	}
+	if (q->gen < q->output && !q->failed)
 		rp->st.truncated++;
 	rp->st.recomputed_tokens += out.recomputed_tokens;
-	rp->st.finished++;
 	rp->outstanding -= (uint64_t)q->prompt + q->output;
 	rc = rpt_add_request(rep, &out);
-	if (rp->ct != NULL)
+	if (rp->ct != NULL && !out.failed)
 		ctrace_request(rp->ct, &out);
 	rp->byreq[h] = NULL;
 	rq_put(rp, q);
@@ -595,9 +616,26 @@ ignored(replica *rp, kvs_req h)
 
 	rp->st.added--;
 	rp->st.rejected++;
+	if (!q->failed)
+		rp->st.ends++;
 	rp->outstanding -= (uint64_t)q->prompt + q->output;
 	rp->byreq[h] = NULL;
 	rq_put(rp, q);
+}
+
+/* Abort request h (its client left): blocks freed, a failed row. */
+static kv_err
+abort_now(replica *rp, kvs_req h, rpt *rep, char *why, size_t whylen)
+{
+	struct rq *q = rp->byreq[h];
+
+	if (kvs_abort(rp->s, h) != KV_OK) {
+		snprintf(why, whylen, "replica %u: abort of request %llu: %s",
+			 rp->index, (unsigned long long)q->id,
+			 kvs_errmsg(rp->s));
+		return KV_ESTATE;
+	}
+	return finish(rp, h, q->fail_ns, rep, why, whylen);
 }
 
 kv_err
@@ -640,7 +678,55 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 			return e;
 	for (uint32_t i = 0; i < st->nignored; i++)
 		ignored(rp, st->ignored[i]);
+	/* requests whose client left during the step, unfinished at its
+	 * end: aborted now, between steps, as vLLM aborts them */
+	for (size_t i = 0; i < rp->nabort; i++)
+		if (rp->byreq[rp->abort[i]] != NULL &&
+		    (e = abort_now(rp, rp->abort[i], rep, why, whylen)) !=
+		    KV_OK)
+			return e;
+	rp->nabort = 0;
 	usage_mark(rp, now);
+	return KV_OK;
+}
+
+kvs_req
+replica_last_handle(const replica *rp)
+{
+	return (kvs_req)rp->nbyreq - 1;
+}
+
+kv_err
+replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
+	     char *why, size_t whylen)
+{
+	struct rq *q;
+
+	*ended = false;
+	if (h < 0 || (size_t)h >= rp->nbyreq || (q = rp->byreq[h]) == NULL ||
+	    q->failed)
+		return KV_OK;	/* it ended before its client left */
+	*ended = true;
+	q->failed = true;
+	q->fail_ns = now;
+	if (!rp->busy) {
+		kv_err e = abort_now(rp, h, rep, why, whylen);
+
+		usage_mark(rp, now);
+		return e;
+	}
+	if (rp->nabort == rp->capabort) {
+		size_t cap = rp->capabort ? rp->capabort * 2 : 64;
+		kvs_req *a = realloc(rp->abort, cap * sizeof(*a));
+
+		if (a == NULL) {
+			snprintf(why, whylen, "out of memory");
+			return KV_ENOMEM;
+		}
+		rp->abort = a;
+		rp->capabort = cap;
+	}
+	rp->abort[rp->nabort++] = h;
 	return KV_OK;
 }
 
@@ -781,7 +867,7 @@ check_records(const replica *rp, char *why, size_t whylen)
 		 kvs_queue_len(rp->s, KVS_Q_RUNNING) +
 		 kvs_queue_len(rp->s, KVS_Q_SWAPPED);
 	if (held != kvs_nunfinished(rp->s) || held != queued ||
-	    rp->st.added != rp->st.finished + held)
+	    rp->st.added != rp->st.finished + rp->st.failed + held)
 		return check_fail(why, whylen, 4, "%llu records held, %u "
 				  "unfinished, %llu queued, %llu added, %llu "
 				  "finished", (unsigned long long)held,

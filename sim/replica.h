@@ -34,6 +34,10 @@
 /* Totals over a replica's life (summed over replicas by the caller). */
 struct replica_stats {
 	uint64_t added, rejected, finished, truncated;
+	uint64_t failed;	/* their client left (replica_fail) */
+	uint64_t ends;		/* finished or dropped by the scheduler,
+				 * failed ones not counted: what a client
+				 * sees end at a step's end */
 	uint64_t steps, preemptions, recomputed_tokens;
 	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
 	uint64_t prefix_hit_tokens, prompt_tokens_admitted;
@@ -96,6 +100,19 @@ kv_err replica_begin(replica *rp, int64_t now, int64_t *dt_ns,
 kv_err replica_end(replica *rp, int64_t now, rpt *rep, char *why,
 		   size_t whylen);
 
+/* The scheduler's handle of the request replica_add queued last. */
+kvs_req replica_last_handle(const replica *rp);
+
+/*
+ * The client of request h gave up at `now` (a timeout): *ended is set
+ * when it had not ended yet.  The request fails: its blocks are freed
+ * and a failed row goes to rep, at once when no step is in flight, else
+ * when the step ends (vLLM aborts between steps), unless it finished in
+ * that step -- still a failure, its client is gone.
+ */
+kv_err replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep,
+		    bool *ended, char *why, size_t whylen);
+
 bool replica_busy(const replica *rp);
 bool replica_has_work(const replica *rp);	/* unfinished requests */
 uint64_t replica_outstanding(const replica *rp);	/* tokens to do */
@@ -134,7 +151,8 @@ kvs *replica_kvs(replica *rp);
  *     request is unfinished.
  *  4  The counts agree: records held = the scheduler's unfinished
  *     requests = the lengths of its waiting, running and swapped queues,
- *     and requests added = finished + held.
+ *     and requests added = finished + failed
+ *     + held.
  *  5  The outstanding tokens (the router's measure) are the sum of prompt
  *     and output tokens over the records held.
  *  6  KV blocks agree with the allocator: as many groups, none with more

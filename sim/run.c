@@ -41,6 +41,45 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A request waiting client-side for a slot (workload.max_concurrency). */
+struct cwait {
+	struct wl_request r;	/* segs and tokens: the copies below */
+	struct wl_seg *segs;
+	uint32_t *tokens;
+};
+
+/* A sent request's client timeout (workload.timeout_s). */
+struct ctmo {
+	int64_t t;
+	uint32_t replica;
+	kvs_req h;
+};
+
+/*
+ * Benchmark clients (docs/workloads.md, section 11): at most max_conc
+ * requests in flight, the rest waiting in arrival order; a timeout per
+ * request from when it is sent; stages that start when the one before
+ * has drained.  All off: the loop is the open one of the top comment.
+ */
+struct client {
+	bool on;
+	uint32_t max_conc;	/* 0: no limit */
+	int64_t timeout_ns;	/* 0: none */
+	bool drain;		/* stages drain (wl_info.stages_drain) */
+	int64_t gap_ns;		/* after a stage has drained */
+	int64_t shift_ns;	/* added to the stream's arrivals */
+	uint32_t stage;		/* the stage being sent */
+	bool held;		/* the next request waits for the drain */
+	uint64_t inflight, max_inflight, failed, ends;
+	struct cwait *w;	/* waiting: w[wh .. wh + wn) */
+	size_t wh, wn, wcap;
+	struct ctmo *tq;	/* timeouts in send order: tq[th .. th+tn) */
+	size_t th, tn, tcap;
+	bool tmo_queued;	/* a TIMEOUT event is queued */
+};
+
+#define SIM_EV_TIMEOUT SIM_EV_USER
+
 struct sim_run {
 	struct sim_config cfg;
 	struct sim_run_opts o;
@@ -70,6 +109,7 @@ struct sim_run {
 				 * line's percentage; 0 unknown */
 	bool saturated;
 	uint64_t nchecks;		/* invariant checks (o.invariants) */
+	struct client c;
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
@@ -252,12 +292,18 @@ next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 		wl_error_format(wl_stream_error(R->ws), buf, sizeof(buf));
 		return rfail(R, KV_EINVAL, "%s", buf);
 	}
+	*have = true;
+	if (R->c.drain && cur->stage != R->c.stage) {
+		/* a later stage: it starts when this one has drained */
+		R->c.held = true;
+		return KV_OK;
+	}
+	cur->arrival_ns += R->c.shift_ns;
 	if (sim_evq_push(&R->q, cur->arrival_ns, SIM_EV_ARRIVAL, 0, NULL) !=
 	    KV_OK)
 		return rfail(R, KV_EINVAL, "request %" PRIu64 " arrives at "
 			     "%" PRId64 " ns, before the clock", cur->id,
 			     cur->arrival_ns);
-	*have = true;
 	return KV_OK;
 }
 
@@ -393,28 +439,229 @@ tick(sim_run *R, struct ticks *k, int64_t now)
 	return false;
 }
 
-/* An ARRIVAL: route the request, wake its replica, queue the next one. */
-static kv_err
-arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
+/* Clients (struct client) ---------------------------------------------- */
+
+static kv_err send(sim_run *R, const struct wl_request *r, int64_t now);
+
+/*
+ * Room for one more at the end of the FIFO buf[*h .. *h + n) of *cap
+ * elements of elem bytes: moved to the front, or grown.  false: out of
+ * memory.
+ */
+static bool
+fifo_room(void **buf, size_t *h, size_t n, size_t *cap, size_t elem)
 {
-	uint32_t i = route(R, cur);
+	void *p;
+	size_t c;
+
+	if (*h + n < *cap)
+		return true;
+	if (*h > 0) {
+		memmove(*buf, (char *)*buf + *h * elem, n * elem);
+		*h = 0;
+		return true;
+	}
+	c = *cap ? *cap * 2 : 256;
+	if ((p = realloc(*buf, c * elem)) == NULL)
+		return false;
+	*buf = p;
+	*cap = c;
+	return true;
+}
+
+/* Queue the TIMEOUT event of the oldest timeout, unless one is queued. */
+static kv_err
+client_arm(sim_run *R)
+{
+	struct client *c = &R->c;
+
+	if (c->tmo_queued || c->tn == 0)
+		return KV_OK;
+	if (sim_evq_push(&R->q, c->tq[c->th].t, SIM_EV_TIMEOUT, 0, NULL) !=
+	    KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	c->tmo_queued = true;
+	return KV_OK;
+}
+
+/* The request replica i queued last times out timeout_ns from now. */
+static kv_err
+client_timeout(sim_run *R, uint32_t i, int64_t now)
+{
+	struct client *c = &R->c;
+
+	if (!fifo_room((void **)&c->tq, &c->th, c->tn, &c->tcap,
+		       sizeof(*c->tq)))
+		return rfail(R, KV_ENOMEM, "out of memory");
+	c->tq[c->th + c->tn++] = (struct ctmo){
+		.t = now + c->timeout_ns, .replica = i,
+		.h = replica_last_handle(R->rp[i]),
+	};
+	return client_arm(R);
+}
+
+/* A TIMEOUT: every request due fails (unless it has ended). */
+static kv_err
+client_expire(sim_run *R, int64_t now)
+{
+	struct client *c = &R->c;
+	char why[1024];
+	kv_err e;
+
+	c->tmo_queued = false;
+	while (c->tn > 0 && c->tq[c->th].t <= now) {
+		struct ctmo t = c->tq[c->th++];
+		bool ended;
+
+		c->tn--;
+		e = replica_fail(R->rp[t.replica], t.h, now, R->rep, &ended,
+				 why, sizeof(why));
+		if (e != KV_OK)
+			return rfail(R, run_err(e), "%s", why);
+		if (!ended)
+			continue;
+		c->inflight--;
+		c->failed++;
+		/* its blocks are free: an idle replica may run again */
+		if (!replica_busy(R->rp[t.replica]) &&
+		    (e = wake(R, t.replica, now)) != KV_OK)
+			return e;
+	}
+	return client_arm(R);
+}
+
+/* Keep a copy of r until a slot frees (the stream's buffers move on). */
+static kv_err
+client_wait(sim_run *R, const struct wl_request *r)
+{
+	struct client *c = &R->c;
+	struct cwait *w;
+
+	if (!fifo_room((void **)&c->w, &c->wh, c->wn, &c->wcap,
+		       sizeof(*c->w)))
+		return rfail(R, KV_ENOMEM, "out of memory");
+	w = &c->w[c->wh + c->wn];
+	memset(w, 0, sizeof(*w));
+	w->r = *r;
+	if (r->nsegs > 0) {
+		w->segs = malloc(r->nsegs * sizeof(*w->segs));
+		if (w->segs == NULL)
+			return rfail(R, KV_ENOMEM, "out of memory");
+		memcpy(w->segs, r->segs, r->nsegs * sizeof(*w->segs));
+	}
+	if (r->tokens != NULL) {
+		w->tokens = malloc((size_t)r->prompt_tokens *
+				   sizeof(*w->tokens));
+		if (w->tokens == NULL) {
+			free(w->segs);
+			return rfail(R, KV_ENOMEM, "out of memory");
+		}
+		memcpy(w->tokens, r->tokens, (size_t)r->prompt_tokens *
+		       sizeof(*w->tokens));
+	}
+	w->r.segs = w->segs;
+	w->r.tokens = w->tokens;
+	c->wn++;
+	return KV_OK;
+}
+
+/*
+ * After an event at now: requests that ended free their slots, waiting
+ * requests go out (sent now: their latency counts from here), and a
+ * stage held for the drain starts once nothing of the one before is
+ * left.
+ */
+static kv_err
+client_sync(sim_run *R, int64_t now, struct wl_request *cur)
+{
+	struct client *c = &R->c;
+	uint64_t ends = 0;
+	kv_err e;
+
+	for (uint32_t i = 0; i < R->nrp; i++)
+		ends += replica_stats(R->rp[i])->ends;
+	c->inflight -= ends - c->ends;
+	c->ends = ends;
+	while (c->wn > 0 && (c->max_conc == 0 || c->inflight < c->max_conc)) {
+		struct cwait w = c->w[c->wh++];
+
+		c->wn--;
+		w.r.arrival_ns = now;
+		e = send(R, &w.r, now);
+		free(w.segs);
+		free(w.tokens);
+		if (e != KV_OK)
+			return e;
+	}
+	if (!c->held || c->inflight > 0 || c->wn > 0)
+		return KV_OK;
+	c->held = false;
+	c->stage = cur->stage;
+	c->shift_ns = now + c->gap_ns - cur->stage_ns;
+	cur->arrival_ns += c->shift_ns;
+	if (sim_evq_push(&R->q, cur->arrival_ns, SIM_EV_ARRIVAL, 0, NULL) !=
+	    KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	return KV_OK;
+}
+
+static void
+client_free(struct client *c)
+{
+	for (size_t i = 0; i < c->wn; i++) {
+		free(c->w[c->wh + i].segs);
+		free(c->w[c->wh + i].tokens);
+	}
+	free(c->w);
+	free(c->tq);
+	memset(c, 0, sizeof(*c));
+}
+
+/* Send request r to a replica now: route it, wake the replica. */
+static kv_err
+send(sim_run *R, const struct wl_request *r, int64_t now)
+{
+	uint32_t i = route(R, r);
 	char why[1024];
 	bool rej;
 	kv_err e;
 
 	R->arrived++;
-	R->nparallel += cur->n > 1;
-	e = replica_add(R->rp[i], cur, &rej, why, sizeof(why));
+	R->nparallel += r->n > 1;
+	e = replica_add(R->rp[i], r, &rej, why, sizeof(why));
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
+	if (!rej && R->c.on) {
+		if (++R->c.inflight > R->c.max_inflight)
+			R->c.max_inflight = R->c.inflight;
+		if (R->c.timeout_ns > 0 &&
+		    (e = client_timeout(R, i, now)) != KV_OK)
+			return e;
+	}
 	if (!rej && !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
+		return e;
+	return KV_OK;
+}
+
+/* An ARRIVAL: send the request (or let it wait for a slot), queue the
+ * next one. */
+static kv_err
+arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
+{
+	kv_err e;
+
+	if (R->c.max_conc > 0 && R->c.inflight >= R->c.max_conc)
+		e = client_wait(R, cur);
+	else
+		e = send(R, cur, now);
+	if (e != KV_OK)
 		return e;
 	return next_arrival(R, cur, have);
 }
 
 /* A STEP_DONE of replica i; cur is the next arrival, if have. */
 static kv_err
-step_done(sim_run *R, uint32_t i, int64_t now, const struct wl_request *cur,
+step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	  bool have)
 {
 	char why[1024];
@@ -423,9 +670,12 @@ step_done(sim_run *R, uint32_t i, int64_t now, const struct wl_request *cur,
 	e = replica_end(R->rp[i], now, R->rep, why, sizeof(why));
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
+	/* requests the clients send as these end join the next step */
+	if (R->c.on && (e = client_sync(R, now, cur)) != KV_OK)
+		return e;
 	/* requests arriving at this instant (ordered after the step's end)
 	 * join the next step: it starts from a WAKE, ordered after them */
-	if (have && cur->arrival_ns == now)
+	if (have && !R->c.held && cur->arrival_ns == now)
 		return wake(R, i, now);
 	return start_step(R, i, now);
 }
@@ -444,6 +694,8 @@ event(sim_run *R, const struct sim_ev *ev, struct wl_request *cur,
 		return start_step(R, ev->arg, ev->t);
 	case SIM_EV_STEP_DONE:
 		return step_done(R, ev->arg, ev->t, cur, *have);
+	case SIM_EV_TIMEOUT:
+		return client_expire(R, ev->t);
 	default:
 		return rfail(R, KV_ESTATE, "event of unknown kind %" PRIu32,
 			     ev->kind);
@@ -533,6 +785,8 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 				     "invariant %d broken",
 				     sim_evq_check(&R->q));
 		if ((e = event(R, &ev, &cur, &have)) != KV_OK)
+			return e;
+		if (R->c.on && (e = client_sync(R, ev.t, &cur)) != KV_OK)
 			return e;
 		if (invariants_due(R, *events) && (e = invariants(R)) != KV_OK)
 			return e;
@@ -898,6 +1152,26 @@ resolved_settings(sim_run *R)
 		R->cfg.num_lookahead_slots = sc->lookahead;
 }
 
+/* The benchmark clients the workload asks for (struct client). */
+static kv_err
+setup_client(sim_run *R)
+{
+	const struct wl_info *in = wl_stream_info(R->ws);
+	struct client *c = &R->c;
+	double t = R->cfg.wl.timeout_s > 0 ? R->cfg.wl.timeout_s :
+		   in->ip_timeout_s;
+
+	c->max_conc = R->cfg.wl.max_concurrency;
+	c->timeout_ns = t > 0 ? interval_ns(t) : 0;
+	c->drain = in->stages_drain;
+	c->gap_ns = in->stage_gap_ns;
+	c->on = c->max_conc > 0 || c->timeout_ns > 0 || c->drain;
+	if (in->nwarnings > 0)
+		rnote(R, "warning: %s%s\n", in->warning, in->nwarnings > 1 ?
+		      " (and more such keys)" : "");
+	return KV_OK;
+}
+
 /* The replicas, and the workload stream. */
 static kv_err
 setup_replicas(sim_run *R, const struct kvs_policy *pol)
@@ -931,7 +1205,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 		wl_error_format(&we, buf, sizeof(buf));
 		return rfail(R, KV_EINVAL, "%s", buf);
 	}
-	return KV_OK;
+	return setup_client(R);
 }
 
 static kv_err
@@ -956,6 +1230,7 @@ teardown(sim_run *R)
 	free(R->rp);
 	free(R->wake);
 	wl_stream_free(R->ws);
+	client_free(&R->c);
 	sim_evq_release(&R->q);
 	rpt_free(R->rep);
 	/* a trace still open belongs to a run that failed: its FILE is the
@@ -1022,9 +1297,28 @@ sim_run_open(sim_run **out, const struct sim_config *cfg,
 	if ((e = setup(R)) != KV_OK || (e = make_run_id(R)) != KV_OK)
 		return e;
 	R->rep = rpt_new(R->run_id, NULL, NULL);
-	if (R->rep == NULL)
+	if (R->rep == NULL ||
+	    rpt_set_client(R->rep, R->c.drain, R->c.timeout_ns > 0) != 0)
 		return rfail(R, KV_ENOMEM, "out of memory");
 	return KV_OK;
+}
+
+uint64_t
+sim_run_max_inflight(const sim_run *R)
+{
+	return R->c.max_inflight;
+}
+
+uint64_t
+sim_run_failed(const sim_run *R)
+{
+	return R->c.failed;
+}
+
+bool
+sim_run_has_stages(const sim_run *R)
+{
+	return R->c.drain;
 }
 
 void
@@ -1053,7 +1347,9 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	t->policy = R->cfg.policy;
 	t->router = sim_router_name(R->cfg.router);
 	t->trace = R->cfg.wl_trace_default ? SIM_DEFAULT_TRACE
-		   : R->cfg.wl.trace ? R->cfg.wl.trace : "(generator)";
+		   : R->cfg.wl.trace ? R->cfg.wl.trace
+		   : R->cfg.wl.kind == WL_KIND_IPERF ? R->cfg.wl.ip_config
+		   : "(generator)";
 	{
 		/* the bundled trace by its name, also when a run's own
 		 * config.yaml names it by its installed path */

@@ -188,6 +188,16 @@ uint32_t sim_run_nreplicas(const sim_run *R);
  */
 int sim_run_groups_write(const sim_run *R, FILE *f);
 
+/*
+ * Benchmark clients (workload.max_concurrency, timeout_s, inference-perf
+ * stages): the most requests in flight at once (counted only when one of
+ * them is on), the requests that failed at their timeout, and whether the
+ * workload has stages (summary_stages.csv: rpt_stages_write).
+ */
+uint64_t sim_run_max_inflight(const sim_run *R);
+uint64_t sim_run_failed(const sim_run *R);
+bool sim_run_has_stages(const sim_run *R);
+
 void sim_run_close(sim_run *R);
 
 #endif

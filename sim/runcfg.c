@@ -845,7 +845,8 @@ load_workload(struct sim_config *c, const struct yd_node *vn,
 		    is_null_text(v2->str))
 			deflt = true;
 		if (strcmp(k2->str, "generator") == 0 ||
-		    strcmp(k2->str, "trace") == 0)
+		    strcmp(k2->str, "trace") == 0 ||
+		    strcmp(k2->str, "kind") == 0)
 			c->wl_trace_default = false;
 	}
 	if (deflt && !gen) {

@@ -296,3 +296,13 @@ check_PROGRAMS += %reldir%/check_calkern
 TESTS += %reldir%/calkern.sh
 EXTRA_DIST += %reldir%/calkern.sh %reldir%/gpu/stepbench.sh \
 	%reldir%/gpu/stepbench-shapes.csv
+
+# Load as benchmark clients make it: inference-perf configs (stages,
+# shared_prefix prompts), max_concurrency, client timeouts (tests/iperf
+# holds the inputs).
+TESTS += %reldir%/iperf.sh
+EXTRA_DIST += %reldir%/iperf.sh %reldir%/iperf
+check_PROGRAMS += %reldir%/check_wl_iperf
+%canon_reldir%_check_wl_iperf_SOURCES = %reldir%/check_wl_iperf.c
+%canon_reldir%_check_wl_iperf_CFLAGS = $(WL_TEST_CFLAGS)
+%canon_reldir%_check_wl_iperf_LDADD = $(WL_TEST_LIBS)

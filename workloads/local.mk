@@ -29,3 +29,5 @@ endif
 # vLLM's benchmark datasets (workload.dataset: random, sharegpt,
 # prefix_repetition) as settings of the generator
 %canon_reldir%_libwl_la_SOURCES += %reldir%/wl_bench.c
+# inference-perf's load (workload.kind: inference-perf)
+%canon_reldir%_libwl_la_SOURCES += %reldir%/wl_iperf.c

@@ -111,6 +111,15 @@ struct wl_request {
 	uint32_t nsegs;
 	const struct wl_seg *segs;	/* borrowed until the next call */
 	const uint32_t *tokens;	/* explicit prompt ids, or NULL (borrowed) */
+	/*
+	 * Load stages (workload.kind inference-perf; 0 and 0 otherwise):
+	 * the request's stage and the stream time its stage starts at.
+	 * When wl_info.stages_drain is set, a client starts stage k + 1 only
+	 * once every request of stage k has ended, shifting its arrivals by
+	 * (that time + wl_info.stage_gap_ns - stage_ns).
+	 */
+	uint32_t stage;
+	int64_t stage_ns;
 };
 
 /* Token id of position `pos` within a segment with `key`: in [0, vocab). */
@@ -235,7 +244,23 @@ struct wl_dataset {
 	double range_ratio;
 };
 
+/* Where requests come from (workload.kind). */
+enum wl_kind {
+	WL_KIND_KVSIM,		/* the trace, or the generator */
+	WL_KIND_IPERF		/* an inference-perf config file (config) */
+};
+
 struct wl_config {
+	enum wl_kind kind;
+	char *ip_config;	/* kind inference-perf: its config.yaml; owned */
+	/*
+	 * Clients (any kind): at most max_concurrency requests in flight
+	 * (0: no limit; a request waits client-side for a slot and is sent
+	 * when one frees), and a request not finished timeout_s after it was
+	 * sent fails (0: never).
+	 */
+	uint32_t max_concurrency;
+	double timeout_s;
 	char *trace;		/* NULL: use the generator; "-": stdin; owned */
 	enum wl_format format;
 	enum wl_on_error on_error;
@@ -332,6 +357,17 @@ struct wl_info {
 	bool has_epoch;
 	uint32_t hash_block;	/* tokens per hash id; 0 if no hash ids */
 	bool has_tokens;	/* requests carry explicit token ids */
+	/* kind inference-perf: stages drain before the next starts, which
+	 * then waits stage_gap_ns more (load.interval); load.request_timeout
+	 * in seconds (0: none) */
+	bool stages_drain;
+	int64_t stage_gap_ns;
+	double ip_timeout_s;
+	uint32_t nstages;
+	/* the first warning about the source ("" none: keys inference-perf
+	 * ignores), "FILE:LINE:COL: what", and how many there were */
+	char warning[640];
+	uint32_t nwarnings;
 };
 
 /*

@@ -84,6 +84,8 @@ wl_config_release(struct wl_config *c)
 
 	free(c->trace);
 	c->trace = NULL;
+	free(c->ip_config);
+	c->ip_config = NULL;
 	free(g->lengths_trace);
 	g->lengths_trace = NULL;
 	free(g->arrival.segs);
@@ -138,6 +140,7 @@ wl_config_copy(struct wl_config *d, const struct wl_config *s)
 
 	*d = *s;
 	d->trace = NULL;
+	d->ip_config = NULL;
 	dg->lengths_trace = NULL;
 	dg->arrival.segs = NULL;
 	dg->prompt.values = dg->prompt.weights = NULL;
@@ -147,6 +150,7 @@ wl_config_copy(struct wl_config *d, const struct wl_config *s)
 	dg->system_len.values = dg->system_len.weights = NULL;
 	dg->turns.values = dg->turns.weights = NULL;
 	ok = dup_str(&d->trace, s->trace) &&
+	    dup_str(&d->ip_config, s->ip_config) &&
 	    dup_str(&dg->lengths_trace, sg->lengths_trace) &&
 	    dist_copy(&dg->prompt, &sg->prompt) &&
 	    dist_copy(&dg->output, &sg->output) &&
@@ -223,6 +227,17 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 	    c->tile_period_s > horizon_s)
 		return cfail(err, "workload.window and tile.period_s must be "
 		    "at most 1e9 s (the 31.7-year horizon of simulated time)");
+	if (c->kind == WL_KIND_IPERF && c->ip_config == NULL)
+		return cfail(err, "workload.kind: inference-perf needs "
+		    "workload.config (inference-perf's config.yaml)");
+	if (c->kind == WL_KIND_IPERF && (c->trace != NULL ||
+	    c->time_scale != 1.0 || c->target_rate > 0 ||
+	    c->spread_bursts > 0 || c->tile_copies > 1))
+		return cfail(err, "workload.kind: inference-perf takes its "
+		    "load from its config: trace, time_scale, target_rate, "
+		    "spread_bursts and tile do not apply");
+	if (!(c->timeout_s >= 0) || !isfinite(c->timeout_s))
+		return cfail(err, "workload.timeout_s must be >= 0");
 	if (c->trace != NULL && strcmp(c->trace, "-") == 0 &&
 	    (c->tile_copies > 1 || c->target_rate > 0))
 		return cfail(err, "workload: tiling and target_rate read the "
@@ -934,6 +949,8 @@ y_generator(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
 	return WL_OK;
 }
 
+static const char *const kind_names[] = { "kvsim", "inference-perf",
+	NULL };
 static const char *const on_error_names[] = { "stop", "skip", NULL };
 static const char *const order_names[] = { "error", "skip", "sort", NULL };
 
@@ -1181,12 +1198,24 @@ y_workload_key(struct ycx *x, const struct yd_node *kn,
 	const char *k = sval(kn);
 	bool known;
 	wl_err rc;
+	int v;
 
 	if (k == NULL)
 		return y_unknown(x, kn, "workload");
 	rc = y_trace_key(x, k, vn, c, &known);
 	if (known)
 		return rc;
+	if (strcmp(k, "kind") == 0) {
+		if ((rc = y_choice(x, vn, k, kind_names, &v)) == WL_OK)
+			c->kind = (enum wl_kind)v;
+		return rc;
+	}
+	if (strcmp(k, "config") == 0)
+		return y_path(x, vn, k, &c->ip_config);
+	if (strcmp(k, "max_concurrency") == 0)
+		return y_u32(x, vn, k, 0, &c->max_concurrency);
+	if (strcmp(k, "timeout_s") == 0)
+		return y_finite(x, vn, k, 0, &c->timeout_s);
 	if (strcmp(k, "hash_block_tokens") == 0)
 		return y_u32(x, vn, k, 1, &c->hash_block_tokens);
 	if (strcmp(k, "seed") == 0)
@@ -1552,7 +1581,12 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 	struct wl_config def;
 
 	wl_config_init(&def);
-	if (c->trace != NULL) {
+	if (c->kind == WL_KIND_IPERF) {
+		fprintf(f, "%*skind: inference-perf\n%*sconfig: ", in, "", in,
+		    "");
+		put_path(f, c->ip_config);
+		fputc('\n', f);
+	} else if (c->trace != NULL) {
 		fprintf(f, "%*strace: ", in, "");
 		put_path(f, c->trace);
 		fprintf(f, "\n%*sformat: %s\n", in, "",
@@ -1585,6 +1619,14 @@ wl_config_write_yaml(const struct wl_config *c, FILE *f, int in)
 	if (c->max_model_len != 0)
 		fprintf(f, "%*smax_model_len: %" PRIu64 "\n", in, "",
 		    c->max_model_len);
+	if (c->max_concurrency != 0)
+		fprintf(f, "%*smax_concurrency: %" PRIu32 "\n", in, "",
+		    c->max_concurrency);
+	if (c->timeout_s != 0) {
+		fprintf(f, "%*stimeout_s: ", in, "");
+		wl_yaml_num(f, c->timeout_s);
+		fputc('\n', f);
+	}
 	if (c->window_start_s != 0 || c->window_end_s != 0) {
 		fprintf(f, "%*swindow: {start_s: ", in, "");
 		wl_yaml_num(f, c->window_start_s);

@@ -353,6 +353,10 @@ struct wl__tile {
 	size_t segcap;
 };
 
+/* wl_iperf.c: an inference-perf config's stages and prompts. */
+wl_err wl__iperf_open(struct wl_stream *p, const struct wl_config *c,
+    struct wl_stage **out);
+
 /* A seeded RNG for stream `stream` of run seed `seed` (mt19937). */
 gsl_rng *wl__rng_new(uint64_t seed, uint64_t stream);
 

@@ -26,7 +26,9 @@ wl__chain_open(struct wl_stream *p, struct wl_stage **out)
 	struct wl_stage *st;
 	wl_err rc;
 
-	if (c->trace != NULL) {
+	if (c->kind == WL_KIND_IPERF) {
+		rc = wl__iperf_open(p, c, &st);
+	} else if (c->trace != NULL) {
 		rc = wl__trace_open(p, c, c->trace, c->format, &st);
 		if (rc == WL_OK && c->order == WL_ORDER_SORT)
 			rc = wl__sort_open(p, st, c->sort_window, &st);

@@ -375,13 +375,17 @@ run_exec(struct run_cmd *x, sim_run *R)
 	struct outdir od;
 	struct rpt_totals t;
 	const char *names[OUTDIR_MAX];
-	size_t bi[2], n;
+	size_t bi[2], n, si;
 	int rc;
 
 	memset(&od, 0, sizeof(od));
 	if (x->outdir[0] == '\0')
 		outdir_default(x->outdir, sizeof(x->outdir));
 	n = run_names(x, names, bi);
+	/* inference-perf stages: a summary per stage */
+	si = n;
+	if (sim_run_has_stages(R))
+		names[n++] = "summary_stages.csv";
 	if ((rc = outdir_open(&od, "kvsim run", x->outdir, x->o.force,
 			      names, n)) != 0) {
 		outdir_abort(&od);
@@ -399,7 +403,9 @@ run_exec(struct run_cmd *x, sim_run *R)
 	t = *sim_run_totals(R);
 	run_warnings(R, &t);
 	if (rpt_summary_write(sim_run_report(R), &t, od.f[F_SUM]) != 0 ||
-	    sim_run_groups_write(R, od.f[F_GRP]) != 0) {
+	    sim_run_groups_write(R, od.f[F_GRP]) != 0 ||
+	    (sim_run_has_stages(R) &&
+	     rpt_stages_write(sim_run_report(R), od.f[si]) != 0)) {
 		fprintf(stderr, "kvsim run: writing summary.csv failed\n");
 		outdir_abort(&od);
 		return KVSIM_EXIT_FAIL;

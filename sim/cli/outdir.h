@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#define OUTDIR_MAX 8
+#define OUTDIR_MAX 10
 
 struct outdir {
 	const char *prog;		/* message prefix */
