@@ -29,6 +29,7 @@
 #include "sim/plugin.h"
 #include "sim/replica.h"
 #include "sim/runcfg.h"
+#include "sim/vllmver.h"
 #include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
@@ -727,6 +728,48 @@ policy_limits(sim_run *R, const struct kvs_policy *pol)
 	return KV_OK;
 }
 
+/*
+ * vllm-v1's engine loop (docs/run.md "Engine loop: async scheduling"): the
+ * vLLM version, SIM_VLLM_DEFAULT unless named, and async scheduling, that
+ * version's default unless set.  The other policies (and plugins) keep the
+ * synchronous loop and take neither key.  The resolved values replace auto
+ * in the configuration, so config.yaml names what ran.
+ */
+static kv_err
+setup_loop(sim_run *R, const struct kvs_policy *pol)
+{
+	struct sim_config *c = &R->cfg;
+	const char *where = c->async_where[0] ? c->async_where : c->source;
+	struct sim_vllm_ver v;
+	char why[128];
+
+	if (R->plugin != NULL || pol->mode != KVC_VLLM_V1) {
+		if (c->async_scheduling == 1 || c->vllm_version[0] != '\0')
+			return rfail(R, KV_EINVAL, "%s: engine.%s is a vllm-v1 "
+				     "setting; policy %s keeps the synchronous "
+				     "loop", c->vllm_version[0] != '\0' ?
+				     c->source : where,
+				     c->vllm_version[0] != '\0' ?
+				     "vllm_version" : "async_scheduling",
+				     pol->name);
+		c->async_scheduling = 0;
+		return KV_OK;
+	}
+	if (c->vllm_version[0] == '\0')
+		snprintf(c->vllm_version, sizeof(c->vllm_version), "%s",
+			 SIM_VLLM_DEFAULT);
+	if (sim_vllm_parse(c->vllm_version, &v, why, sizeof(why)) != KV_OK)
+		return rfail(R, KV_EINVAL, "%s: engine.vllm_version: %s",
+			     c->source, why);
+	if (c->async_scheduling == 1 && !sim_vllm_has_async(&v))
+		return rfail(R, KV_EINVAL, "%s: engine.async_scheduling: vLLM "
+			     "%s has no async scheduling (kvsim takes it from "
+			     "0.10.0)", where, c->vllm_version);
+	if (c->async_scheduling < 0)
+		c->async_scheduling = sim_vllm_async_default(&v);
+	return KV_OK;
+}
+
 /* vLLM's KV sizing, with the engine defaults that depend on the policy;
  * its startup lines go to opts.log. */
 static kv_err
@@ -916,6 +959,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.step_ns = R->cfg.step_ns, .policy = pol,
 			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
 			.obs = R->o.obs, .ct = R->ct,
+			.async_sched = R->cfg.async_scheduling == 1,
 		};
 
 		R->rp[i] = replica_new(&rc, why, sizeof(why));
@@ -941,6 +985,7 @@ setup(sim_run *R)
 	kv_err e;
 
 	if ((e = setup_names(R, &pol)) != KV_OK ||
+	    (e = setup_loop(R, pol)) != KV_OK ||
 	    (e = setup_sizing(R, pol)) != KV_OK ||
 	    (e = setup_cost(R)) != KV_OK ||
 	    (e = setup_configs(R, pol)) != KV_OK)

@@ -284,3 +284,8 @@ EXTRA_DIST += %reldir%/sweep_resume.sh
 # (man/local.mk; `make installcheck` checks the installed files).
 TESTS += %reldir%/man.sh
 EXTRA_DIST += %reldir%/man.sh
+
+# vllm-v1's engine loop with async scheduling: timing, defaults by vLLM
+# version, bad values (issue 18 item 1).
+TESTS += %reldir%/async_sched.sh
+EXTRA_DIST += %reldir%/async_sched.sh
