@@ -545,8 +545,12 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	if (k.next_ts - k.ts_ns < *t_last)
 		sample(R, *t_last, &k.lp, &k.lg,
 		       (double)(*t_last - (k.next_ts - k.ts_ns)) / 1e9);
-	if (R->tty && R->o.progress)
+	/* the line as the run ends: the last tick can be before the last
+	 * requests finish */
+	if (R->tty && R->o.progress) {
+		progress_line(R, *t_last - k.t_first);
 		fputc('\n', R->o.diag);
+	}
 	return stalled(R, *t_last);
 }
 
