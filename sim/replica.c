@@ -29,6 +29,18 @@ struct rq {
 	int64_t fail_ns;
 };
 
+/* A request that arrived but is not yet the scheduler's (async
+ * scheduling: the step it can join was chosen before it came). */
+struct pend {
+	uint64_t id, out_key;
+	int64_t arrival;
+	int64_t fail_ns;	/* its client left while it waited */
+	uint32_t prompt, output, stage;
+	int32_t priority;
+	bool failed;
+	uint32_t *tok;		/* its prompt token ids (owned) */
+};
+
 struct replica {
 	uint32_t index;
 	kvs *s;
@@ -56,6 +68,14 @@ struct replica {
 	kvs_req *abort;		/* failed while a step was in flight */
 	size_t nabort, capabort;
 	struct replica_stats st;
+	/* async scheduling (replica.h) */
+	bool async;
+	struct pend *pend;	/* arrived, not yet added: pend[phead..npend) */
+	size_t phead, npend, cappend;
+	int64_t sched_t;	/* when the step begun last was chosen */
+	bool piped;		/* a step ended at pipe_t with the next one
+				 * already chosen at next_s */
+	int64_t pipe_t, next_s;
 };
 
 /*
@@ -109,6 +129,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->check = cfg->check;
 	rp->obs = cfg->obs;
 	rp->ct = cfg->ct;
+	rp->async = cfg->async_sched;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
 	rp->max_model_len = kvc_config_of(kvs_kv(rp->s))->max_model_len;
 	rp->blocks_total = kvc_free_blocks(kvs_kv(rp->s), 0);
@@ -140,6 +161,9 @@ replica_free(replica *rp)
 	free(rp->stok);
 	free(rp->start);
 	free(rp->abort);
+	for (size_t i = rp->phead; i < rp->npend; i++)
+		free(rp->pend[i].tok);
+	free(rp->pend);
 	kvs_free(rp->s);
 	free(rp);
 }
@@ -192,33 +216,20 @@ usage_mark(replica *rp, int64_t now)
 	}
 }
 
-kv_err
-replica_add(replica *rp, const struct wl_request *r, bool *rejected,
-	    char *why, size_t whylen)
+/*
+ * Hand the scheduler the request p with its prompt ids tok: a record, or
+ * *ignored (counted with the rejected) when the scheduler drops it at
+ * once.  The caller keeps the outstanding tokens.
+ */
+static kv_err
+replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
+	       bool *ignored, char *why, size_t whylen)
 {
 	struct rq *q;
 	kvs_req h;
 	kv_err e;
 
-	*rejected = false;
-	/* both engines' input processing refuse a prompt over
-	 * max_model_len; kvs_add refuses one of exactly max_model_len where
-	 * vLLM v1 does (below) */
-	if (r->prompt_tokens > rp->max_model_len) {
-		*rejected = true;
-		rp->st.rejected++;
-		return KV_OK;
-	}
-	if (r->prompt_tokens > rp->captok) {
-		size_t cap = r->prompt_tokens * 2u;
-		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
-
-		if (t == NULL)
-			goto nomem;
-		rp->tok = t;
-		rp->captok = cap;
-	}
-	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
+	*ignored = false;
 	if (rp->nbyreq == rp->capbyreq) {
 		size_t cap = rp->capbyreq ? rp->capbyreq * 2 : 1024;
 		struct rq **b = realloc(rp->byreq, cap * sizeof(*b));
@@ -231,35 +242,170 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	q = rq_get(rp);
 	if (q == NULL)
 		goto nomem;
-	e = kvs_add(rp->s, rp->tok, r->prompt_tokens, r->output_tokens,
-		    r->priority, &h);
+	e = kvs_add(rp->s, tok, p->prompt, p->output, p->priority, &h);
 	if (e != KV_OK) {
 		rq_put(rp, q);
 		snprintf(why, whylen, "request %llu: %s",
-			 (unsigned long long)r->id, kvs_errmsg(rp->s));
+			 (unsigned long long)p->id, kvs_errmsg(rp->s));
 		return e;
 	}
 	assert((size_t)h == rp->nbyreq);
 	if (kvs_req_status(rp->s, h) == KVS_IGNORED) {
 		rq_put(rp, q);
 		rp->byreq[rp->nbyreq++] = NULL;
-		*rejected = true;
+		*ignored = true;
 		rp->st.rejected++;
 		return KV_OK;
 	}
 	rp->byreq[rp->nbyreq++] = q;
-	q->id = r->id;
-	q->stage = r->stage;
-	q->out_key = r->out_key;
-	q->arrival = r->arrival_ns;
-	q->prompt = r->prompt_tokens;
-	q->output = r->output_tokens;
-	rp->outstanding += (uint64_t)r->prompt_tokens + r->output_tokens;
+	q->id = p->id;
+	q->stage = p->stage;
+	q->out_key = p->out_key;
+	q->arrival = p->arrival;
+	q->prompt = p->prompt;
+	q->output = p->output;
 	rp->st.added++;
 	return KV_OK;
 nomem:
 	snprintf(why, whylen, "out of memory");
 	return KV_ENOMEM;
+}
+
+/* The request's fields a pend keeps (not its prompt ids). */
+static void
+pend_set(struct pend *p, const struct wl_request *r)
+{
+	p->id = r->id;
+	p->stage = r->stage;
+	p->failed = false;
+	p->fail_ns = 0;
+	p->out_key = r->out_key;
+	p->arrival = r->arrival_ns;
+	p->prompt = r->prompt_tokens;
+	p->output = r->output_tokens;
+	p->priority = r->priority;
+	p->tok = NULL;
+}
+
+/* Async scheduling: keep the request (and its prompt ids) until the step
+ * it can join is chosen (replica__admit_due). */
+static kv_err
+replica__defer(replica *rp, const struct wl_request *r, char *why,
+	       size_t whylen)
+{
+	struct pend *p;
+
+	if (rp->npend == rp->cappend && rp->phead > 0) {
+		memmove(rp->pend, rp->pend + rp->phead,
+			(rp->npend - rp->phead) * sizeof(*rp->pend));
+		rp->npend -= rp->phead;
+		rp->phead = 0;
+	}
+	if (rp->npend == rp->cappend) {
+		size_t cap = rp->cappend ? rp->cappend * 2 : 64;
+		struct pend *b = realloc(rp->pend, cap * sizeof(*b));
+
+		if (b == NULL)
+			goto nomem;
+		rp->pend = b;
+		rp->cappend = cap;
+	}
+	p = &rp->pend[rp->npend];
+	pend_set(p, r);
+	p->tok = malloc((size_t)r->prompt_tokens * sizeof(*p->tok));
+	if (p->tok == NULL)
+		goto nomem;
+	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, p->tok);
+	rp->npend++;
+	rp->outstanding += (uint64_t)r->prompt_tokens + r->output_tokens;
+	return KV_OK;
+nomem:
+	snprintf(why, whylen, "out of memory");
+	return KV_ENOMEM;
+}
+
+/* Async scheduling: the requests that arrived by t go to the scheduler,
+ * in arrival order. */
+static kv_err replica__abort_later(replica *rp, kvs_req h, char *why,
+				  size_t whylen);
+
+/*
+ * The client of the request just admitted from p left while it waited
+ * for its step (replica_fail on a held request): it fails now and is
+ * aborted at the end of the step in flight, or of the next one.
+ */
+static kv_err
+replica__fail_late(replica *rp, const struct pend *p, char *why,
+		   size_t whylen)
+{
+	kvs_req h = (kvs_req)rp->nbyreq - 1;
+	struct rq *q = rp->byreq[h];
+
+	q->failed = true;
+	q->fail_ns = p->fail_ns;
+	return replica__abort_later(rp, h, why, whylen);
+}
+
+static kv_err
+replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen)
+{
+	while (rp->phead < rp->npend && rp->pend[rp->phead].arrival <= t) {
+		struct pend *p = &rp->pend[rp->phead];
+		bool ign;
+		kv_err e = replica__admit(rp, p, p->tok, &ign, why, whylen);
+
+		if (e != KV_OK)
+			return e;
+		if (ign)
+			rp->outstanding -= (uint64_t)p->prompt + p->output;
+		else if (p->failed && (e = replica__fail_late(rp, p, why,
+							     whylen)) != KV_OK)
+			return e;
+		free(p->tok);
+		p->tok = NULL;
+		rp->phead++;
+	}
+	if (rp->phead == rp->npend)
+		rp->phead = rp->npend = 0;
+	return KV_OK;
+}
+
+kv_err
+replica_add(replica *rp, const struct wl_request *r, bool *rejected,
+	    char *why, size_t whylen)
+{
+	struct pend p;
+	kv_err e;
+
+	*rejected = false;
+	/* both engines' input processing refuse a prompt over
+	 * max_model_len; kvs_add refuses one of exactly max_model_len where
+	 * vLLM v1 does (replica__admit) */
+	if (r->prompt_tokens > rp->max_model_len) {
+		*rejected = true;
+		rp->st.rejected++;
+		return KV_OK;
+	}
+	if (rp->async)
+		return replica__defer(rp, r, why, whylen);
+	if (r->prompt_tokens > rp->captok) {
+		size_t cap = r->prompt_tokens * 2u;
+		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
+
+		if (t == NULL) {
+			snprintf(why, whylen, "out of memory");
+			return KV_ENOMEM;
+		}
+		rp->tok = t;
+		rp->captok = cap;
+	}
+	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
+	pend_set(&p, r);
+	e = replica__admit(rp, &p, rp->tok, rejected, why, whylen);
+	if (e == KV_OK && !*rejected)
+		rp->outstanding += (uint64_t)r->prompt_tokens +
+				   r->output_tokens;
+	return e;
 }
 
 static kv_err
@@ -314,7 +460,7 @@ sched_reserve(replica *rp, uint32_t n)
  * the recomputation and prompt work counted.
  */
 static void
-note_sched(replica *rp, const struct kvs_step *st, int64_t now)
+note_sched(replica *rp, const struct kvs_step *st)
 {
 	const kvc *k = kvs_kv(rp->s);
 
@@ -339,7 +485,7 @@ note_sched(replica *rp, const struct kvs_step *st, int64_t now)
 		rp->start[i] = (uint32_t)rp->seq[i].ctx - st->sched[i].stale;
 		if (!q->scheduled) {
 			q->scheduled = true;
-			q->first_sched = now;
+			q->first_sched = rp->sched_t;
 			q->hit = (uint32_t)rp->seq[i].ctx;
 			rp->st.prefix_hit_tokens += q->hit;
 			rp->st.prompt_tokens_admitted += q->prompt;
@@ -423,18 +569,24 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 	return KV_OK;
 }
 
-/* The step's duration: the batch's time and its copies', at least 1 ns. */
+/*
+ * The step's duration: the batch's time and its copies', at least 1 ns;
+ * *cpu the part of it that is the cost model's CPU time (cost_breakdown
+ * cpu_ns; 0 with a constant step time), the rest runs on the GPU.
+ */
 static int64_t
-step_time(const replica *rp, const struct kvs_step *st)
+step_time(const replica *rp, const struct kvs_step *st, int64_t *cpu)
 {
 	struct cost_batch b = { rp->seq, st->nsched };
+	struct cost_breakdown bd;
 	int64_t dt, so, si;
 
+	*cpu = 0;
 	if (rp->step_ns > 0)
 		return rp->step_ns;
 	so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out, rp->cm->layout);
 	si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in, rp->cm->layout);
-	dt = cost_step_ns(rp->cm, &b);
+	dt = cost_step_explain(rp->cm, &b, &bd);
 	dt += so > 0 ? so : 0;
 	dt += si > 0 ? si : 0;
 	if (st->ncow > 0 && rp->cm->hbm_bw > 0)
@@ -444,7 +596,33 @@ step_time(const replica *rp, const struct kvs_step *st)
 				(double)rp->cm->block_bytes /
 				rp->cm->hbm_bw * 1e9);
 	/* time always moves: no zero-length steps */
-	return dt < 1 ? 1 : dt;
+	if (dt < 1)
+		dt = 1;
+	if (bd.cpu_ns > 0)
+		*cpu = bd.cpu_ns < (double)(dt - 1) ? (int64_t)(bd.cpu_ns + 0.5)
+						    : dt - 1;
+	return dt;
+}
+
+/*
+ * Async scheduling: the step chosen at sched_t needs cpu ns of CPU, then
+ * the GPU from when the step before it has run (now: replica_begin is
+ * called at that step's end, or at sched_t when the replica was idle);
+ * its output is back at the end of its GPU time, and the next step is
+ * chosen once this one is launched and the one before it is back.  The
+ * time to this step's end from now.
+ */
+static int64_t
+replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu)
+{
+	int64_t launch = rp->sched_t + cpu;
+	int64_t start = launch > now ? launch : now;
+	int64_t end = start + (dt - cpu);
+
+	rp->piped = true;
+	rp->next_s = start;
+	rp->pipe_t = end;
+	return end - now;
 }
 
 /* The per-step metrics of a step that runs: fragmentation, usage, trace. */
@@ -471,17 +649,44 @@ note_step(replica *rp, const struct kvs_step *st, int64_t now, int64_t dt)
 	}
 }
 
+/*
+ * Async scheduling: when the step about to be chosen was chosen -- right
+ * after the step before it was launched, when that one ended at now with
+ * this one chosen behind it, else now -- and the requests that had
+ * arrived by then, handed to the scheduler.  When the scheduler has
+ * nothing then, vLLM waits for the step in flight and chooses at now.
+ */
+static kv_err
+replica__async_choose(replica *rp, int64_t now, char *why, size_t whylen)
+{
+	kv_err e;
+
+	rp->sched_t = rp->piped && rp->pipe_t == now ? rp->next_s : now;
+	rp->piped = false;
+	if ((e = replica__admit_due(rp, rp->sched_t, why, whylen)) != KV_OK)
+		return e;
+	if (kvs_nunfinished(rp->s) == 0 && rp->sched_t < now) {
+		rp->sched_t = now;
+		return replica__admit_due(rp, now, why, whylen);
+	}
+	return KV_OK;
+}
+
 kv_err
 replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	      char *why, size_t whylen)
 {
 	const struct kvs_step *st;
-	int64_t dt;
+	int64_t dt, cpu;
 	kv_err e;
 
 	*dt_ns = 0;
 	*started = false;
 	assert(!rp->busy);
+	rp->sched_t = now;
+	if (rp->async && (e = replica__async_choose(rp, now, why, whylen)) !=
+	    KV_OK)
+		return e;
 	if (kvs_nunfinished(rp->s) == 0)
 		return KV_OK;
 	e = kvs_schedule(rp->s, &st);
@@ -497,16 +702,24 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		snprintf(why, whylen, "out of memory");
 		return KV_ENOMEM;
 	}
-	note_sched(rp, st, now);
+	note_sched(rp, st);
 	note_preempt(rp, st);
 	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
 	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
 			       now, why, whylen) != 0)
 		return KV_ESTATE;
 	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
-	    st->npreempt == 0)
-		return idle_step(rp, st, now, why, whylen);
-	dt = step_time(rp, st);
+	    st->npreempt == 0) {
+		e = idle_step(rp, st, now, why, whylen);
+		/* async: requests held back for a later step can run now */
+		if (e == KV_OK && rp->async && rp->phead < rp->npend)
+			return replica_begin(rp, now, dt_ns, started, why,
+					     whylen);
+		return e;
+	}
+	dt = step_time(rp, st, &cpu);
+	if (rp->async)
+		dt = replica__async_dt(rp, now, dt, cpu);
 	note_step(rp, st, now, dt);
 	rp->busy = true;
 	*dt_ns = dt;
@@ -690,31 +903,21 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	return KV_OK;
 }
 
+/*
+ * The handle of the request added last.  A request held for its step
+ * (async scheduling) gets its handle when admitted; held requests are
+ * admitted in order and each takes one handle, so it is known now.
+ */
 kvs_req
 replica_last_handle(const replica *rp)
 {
-	return (kvs_req)rp->nbyreq - 1;
+	return (kvs_req)(rp->nbyreq + (rp->npend - rp->phead)) - 1;
 }
 
-kv_err
-replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
-	     char *why, size_t whylen)
+/* Abort request h at the end of the step in flight. */
+static kv_err
+replica__abort_later(replica *rp, kvs_req h, char *why, size_t whylen)
 {
-	struct rq *q;
-
-	*ended = false;
-	if (h < 0 || (size_t)h >= rp->nbyreq || (q = rp->byreq[h]) == NULL ||
-	    q->failed)
-		return KV_OK;	/* it ended before its client left */
-	*ended = true;
-	q->failed = true;
-	q->fail_ns = now;
-	if (!rp->busy) {
-		kv_err e = abort_now(rp, h, rep, why, whylen);
-
-		usage_mark(rp, now);
-		return e;
-	}
 	if (rp->nabort == rp->capabort) {
 		size_t cap = rp->capabort ? rp->capabort * 2 : 64;
 		kvs_req *a = realloc(rp->abort, cap * sizeof(*a));
@@ -730,6 +933,40 @@ replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
 	return KV_OK;
 }
 
+kv_err
+replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
+	     char *why, size_t whylen)
+{
+	struct rq *q;
+
+	*ended = false;
+	if (h >= 0 && (size_t)h >= rp->nbyreq &&
+	    (size_t)h - rp->nbyreq < rp->npend - rp->phead) {
+		struct pend *p = &rp->pend[rp->phead + ((size_t)h -
+							rp->nbyreq)];
+
+		if (!p->failed) {	/* held for its step */
+			p->failed = true;
+			p->fail_ns = now;
+			*ended = true;
+		}
+		return KV_OK;
+	}
+	if (h < 0 || (size_t)h >= rp->nbyreq || (q = rp->byreq[h]) == NULL ||
+	    q->failed)
+		return KV_OK;	/* it ended before its client left */
+	*ended = true;
+	q->failed = true;
+	q->fail_ns = now;
+	if (!rp->busy) {
+		kv_err e = abort_now(rp, h, rep, why, whylen);
+
+		usage_mark(rp, now);
+		return e;
+	}
+	return replica__abort_later(rp, h, why, whylen);
+}
+
 bool
 replica_busy(const replica *rp)
 {
@@ -739,7 +976,7 @@ replica_busy(const replica *rp)
 bool
 replica_has_work(const replica *rp)
 {
-	return kvs_nunfinished(rp->s) > 0;
+	return kvs_nunfinished(rp->s) > 0 || rp->phead < rp->npend;
 }
 
 uint64_t
@@ -766,7 +1003,8 @@ replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
 	      uint64_t *frag)
 {
 	*running = kvs_queue_len(rp->s, KVS_Q_RUNNING);
-	*waiting = kvs_queue_len(rp->s, KVS_Q_WAITING);
+	*waiting = kvs_queue_len(rp->s, KVS_Q_WAITING) +
+		   (rp->npend - rp->phead);
 	*swapped = kvs_queue_len(rp->s, KVS_Q_SWAPPED);
 	*total = rp->blocks_total;
 	*used = rp->blocks_total - kvc_free_blocks(kvs_kv(rp->s), 0);
@@ -802,6 +1040,9 @@ replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 				late++;
 		}
 	}
+	/* held back (async): not scheduled, no token yet */
+	for (size_t i = rp->phead; i < rp->npend; i++)
+		late += now - rp->pend[i].arrival > limit_ns;
 	return late;
 }
 
@@ -863,6 +1104,8 @@ check_records(const replica *rp, char *why, size_t whylen)
 			tokens += (uint64_t)q->prompt + q->output;
 		}
 	}
+	for (size_t i = rp->phead; i < rp->npend; i++)
+		tokens += (uint64_t)rp->pend[i].prompt + rp->pend[i].output;
 	queued = (uint64_t)kvs_queue_len(rp->s, KVS_Q_WAITING) +
 		 kvs_queue_len(rp->s, KVS_Q_RUNNING) +
 		 kvs_queue_len(rp->s, KVS_Q_SWAPPED);

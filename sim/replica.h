@@ -14,6 +14,16 @@
  * Requests that can never run (prompt >= max_model_len) are rejected at
  * replica_add() and counted, never queued (DESIGN.md "No silent caps").
  *
+ * Async scheduling (cfg.async_sched; vllm-v1, docs/run.md "Engine loop:
+ * async scheduling"): vLLM chooses step N+1 while step N runs.  The
+ * scheduler still sees its calls in the order above (so its decisions are
+ * the synchronous loop's, given the same requests), but a request joins
+ * the scheduler only at the first step chosen after it arrived: it is held
+ * in the replica until then.  A step's CPU time (cost_breakdown cpu_ns)
+ * overlaps the GPU time of the step before it, first-scheduled times are
+ * when the step was chosen, and a step's output tokens reach their
+ * requests at the end of its GPU time, when replica_end() is called.
+ *
  * Memory: one record per unfinished request (freed at finish) plus a
  * pointer per request ever added (kvs handles are dense).  Cost per step:
  * O(batch + running) -- the running scan measures internal fragmentation.
@@ -72,6 +82,7 @@ struct replica_cfg {
 	bool check;			/* kvs_audit after every half step */
 	const struct sim_observer *obs;	/* or NULL */
 	ctrace *ct;			/* or NULL */
+	bool async_sched;		/* vLLM V1's async scheduling (below) */
 };
 
 typedef struct replica replica;
@@ -154,7 +165,8 @@ kvs *replica_kvs(replica *rp);
  *     and requests added = finished + failed
  *     + held.
  *  5  The outstanding tokens (the router's measure) are the sum of prompt
- *     and output tokens over the records held.
+ *     and output tokens over the records held and the requests held back
+ *     (async scheduling).
  *  6  KV blocks agree with the allocator: as many groups, none with more
  *     free blocks than it had at the start, and the usage level taken at
  *     the last mark (every step half, replica_close) is the allocator's

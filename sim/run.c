@@ -29,6 +29,7 @@
 #include "sim/plugin.h"
 #include "sim/replica.h"
 #include "sim/runcfg.h"
+#include "sim/vllmver.h"
 #include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
@@ -798,8 +799,12 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	if (k.next_ts - k.ts_ns < *t_last)
 		sample(R, *t_last, &k.lp, &k.lg,
 		       (double)(*t_last - (k.next_ts - k.ts_ns)) / 1e9);
-	if (R->tty && R->o.progress)
+	/* the line as the run ends: the last tick can be before the last
+	 * requests finish */
+	if (R->tty && R->o.progress) {
+		progress_line(R, *t_last - k.t_first);
 		fputc('\n', R->o.diag);
+	}
 	return stalled(R, *t_last);
 }
 
@@ -978,6 +983,48 @@ policy_limits(sim_run *R, const struct kvs_policy *pol)
 			     "no batch limits", R->cfg.source, pol->name);
 	e->max_num_seqs = (uint32_t)sc.max_num_seqs;
 	e->max_num_batched_tokens = (uint64_t)sc.max_num_batched_tokens;
+	return KV_OK;
+}
+
+/*
+ * vllm-v1's engine loop (docs/run.md "Engine loop: async scheduling"): the
+ * vLLM version, SIM_VLLM_DEFAULT unless named, and async scheduling, that
+ * version's default unless set.  The other policies (and plugins) keep the
+ * synchronous loop and take neither key.  The resolved values replace auto
+ * in the configuration, so config.yaml names what ran.
+ */
+static kv_err
+setup_loop(sim_run *R, const struct kvs_policy *pol)
+{
+	struct sim_config *c = &R->cfg;
+	const char *where = c->async_where[0] ? c->async_where : c->source;
+	struct sim_vllm_ver v;
+	char why[128];
+
+	if (R->plugin != NULL || pol->mode != KVC_VLLM_V1) {
+		if (c->async_scheduling == 1 || c->vllm_version[0] != '\0')
+			return rfail(R, KV_EINVAL, "%s: engine.%s is a vllm-v1 "
+				     "setting; policy %s keeps the synchronous "
+				     "loop", c->vllm_version[0] != '\0' ?
+				     c->source : where,
+				     c->vllm_version[0] != '\0' ?
+				     "vllm_version" : "async_scheduling",
+				     pol->name);
+		c->async_scheduling = 0;
+		return KV_OK;
+	}
+	if (c->vllm_version[0] == '\0')
+		snprintf(c->vllm_version, sizeof(c->vllm_version), "%s",
+			 SIM_VLLM_DEFAULT);
+	if (sim_vllm_parse(c->vllm_version, &v, why, sizeof(why)) != KV_OK)
+		return rfail(R, KV_EINVAL, "%s: engine.vllm_version: %s",
+			     c->source, why);
+	if (c->async_scheduling == 1 && !sim_vllm_has_async(&v))
+		return rfail(R, KV_EINVAL, "%s: engine.async_scheduling: vLLM "
+			     "%s has no async scheduling (kvsim takes it from "
+			     "0.10.0)", where, c->vllm_version);
+	if (c->async_scheduling < 0)
+		c->async_scheduling = sim_vllm_async_default(&v);
 	return KV_OK;
 }
 
@@ -1190,6 +1237,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.step_ns = R->cfg.step_ns, .policy = pol,
 			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
 			.obs = R->o.obs, .ct = R->ct,
+			.async_sched = R->cfg.async_scheduling == 1,
 		};
 
 		R->rp[i] = replica_new(&rc, why, sizeof(why));
@@ -1215,6 +1263,7 @@ setup(sim_run *R)
 	kv_err e;
 
 	if ((e = setup_names(R, &pol)) != KV_OK ||
+	    (e = setup_loop(R, pol)) != KV_OK ||
 	    (e = setup_sizing(R, pol)) != KV_OK ||
 	    (e = setup_cost(R)) != KV_OK ||
 	    (e = setup_configs(R, pol)) != KV_OK)

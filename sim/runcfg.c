@@ -16,6 +16,7 @@
 
 #include "sim/model/catalog.h"
 #include "sim/runcfg.h"
+#include "sim/vllmver.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -46,6 +47,7 @@ sim_config_init(struct sim_config *c)
 	c->scheduling_policy = -1;
 	c->swap_space_gib = 4.0;
 	c->num_lookahead_slots = -1;
+	c->async_scheduling = -1;
 	c->step_ns = 0;
 	c->timeseries_interval_s = 1.0;
 	c->heartbeat_interval_s = 600.0;
@@ -478,6 +480,38 @@ set_num_lookahead_slots(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+/* engine.vllm_version: a release sim/vllmver.h knows; auto: "". */
+static kv_err
+set_vllm_version(struct sim_config *c, const struct setv *s)
+{
+	struct sim_vllm_ver v;
+	char why[128];
+
+	if (is_null_text(s->v)) {
+		c->vllm_version[0] = '\0';
+		return KV_OK;
+	}
+	if (sim_vllm_parse(s->v, &v, why, sizeof(why)) != KV_OK)
+		return bad(s, why);
+	if (strlen(s->v) >= sizeof(c->vllm_version))
+		return bad(s, "too long");
+	snprintf(c->vllm_version, sizeof(c->vllm_version), "%s", s->v);
+	return KV_OK;
+}
+
+/* engine.async_scheduling: auto, true or false; where it was set, for the
+ * checks that need the policy (sim/run.c). */
+static kv_err
+set_async_scheduling(struct sim_config *c, const struct setv *s)
+{
+	kv_err e = set_tri_bool(s, &c->async_scheduling);
+
+	if (e == KV_OK)
+		snprintf(c->async_where, sizeof(c->async_where), "%s",
+			 s->where);
+	return e;
+}
+
 /* engine.kv_cache_dtype: kv_dtype_names; engine.dtype: a catalog dtype of
  * 2 or 4 bytes. */
 static kv_err
@@ -696,6 +730,8 @@ static const struct run_key {
 	{ "engine.dtype", set_dtype },
 	{ "engine.defer_same_step_state_hits",
 	  set_defer_same_step_state_hits },
+	{ "engine.vllm_version", set_vllm_version },
+	{ "engine.async_scheduling", set_async_scheduling },
 	{ "cost.step_ns", set_step_ns },
 	{ "cost.calibration", set_calibration },
 	{ "cost.kv_layout", set_kv_layout },
@@ -1180,6 +1216,11 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		    c->num_lookahead_slots >= 0);
 	fprintf(f, "  defer_same_step_state_hits: %s\n",
 		c->defer_same_step_state_hits ? "true" : "false");
+	if (c->vllm_version[0] != '\0')
+		fprintf(f, "  vllm_version: \"%s\"\n", c->vllm_version);
+	fprintf(f, "  async_scheduling: %s\n",
+		c->async_scheduling < 0 ? "auto"
+		: c->async_scheduling ? "true" : "false");
 	fprintf(f, "  kv_cache_dtype: %s\n",
 		e->kv_cache_dtype[0] ? e->kv_cache_dtype : "auto");
 	fprintf(f, "  dtype: %s\n", e->dtype[0] ? e->dtype : "auto");

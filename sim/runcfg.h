@@ -65,6 +65,9 @@ struct sim_config {
 	bool defer_same_step_state_hits;	/* vllm-v1: vLLM #29387 */
 	int scheduling_policy;		/* -1 policy default, 0 fcfs,
 					 * 1 priority */
+	char vllm_version[32];		/* vllm-v1's engine loop; "" auto */
+	int async_scheduling;		/* -1 the version's default, 0, 1 */
+	char async_where[SIM_WHERE_LEN];	/* of async_scheduling, or "" */
 
 	/* cost */
 	int64_t step_ns;		/* > 0: every step takes this long */

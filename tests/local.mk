@@ -306,3 +306,8 @@ check_PROGRAMS += %reldir%/check_wl_iperf
 %canon_reldir%_check_wl_iperf_SOURCES = %reldir%/check_wl_iperf.c
 %canon_reldir%_check_wl_iperf_CFLAGS = $(WL_TEST_CFLAGS)
 %canon_reldir%_check_wl_iperf_LDADD = $(WL_TEST_LIBS)
+
+# vllm-v1's engine loop with async scheduling: timing, defaults by vLLM
+# version, bad values (issue 18 item 1).
+TESTS += %reldir%/async_sched.sh
+EXTRA_DIST += %reldir%/async_sched.sh

@@ -230,6 +230,10 @@ run_announce(sim_run *R)
 	       sim_router_name(rc2->router), rc2->seed);
 	printf("kvsim run: workload %s\n",
 	       rc2->wl.trace ? rc2->wl.trace : "(generator)");
+	if (rc2->vllm_version[0] != '\0')
+		printf("kvsim run: engine loop of vLLM %s, async scheduling "
+		       "%s\n", rc2->vllm_version,
+		       rc2->async_scheduling == 1 ? "on" : "off");
 	fflush(stdout);
 }
 
