@@ -284,3 +284,9 @@ EXTRA_DIST += %reldir%/sweep_resume.sh
 # (man/local.mk; `make installcheck` checks the installed files).
 TESTS += %reldir%/man.sh
 EXTRA_DIST += %reldir%/man.sh
+
+# kvsim calibrate serving: known terms come back from synthetic measured
+# runs in inference-perf's and vllm bench's shapes; bad input exits 2
+# (issue 18 item 4).
+TESTS += %reldir%/calibrate_serving.sh
+EXTRA_DIST += %reldir%/calibrate_serving.sh
