@@ -518,6 +518,7 @@ calserve_fit(const struct calserve *cs, struct cs_fit *f, size_t skip,
 	gsl_multimin_fminimizer *m;
 	gsl_vector *x, *step;
 	size_t max = f->max_evals ? f->max_evals : 60 * f->nterms;
+	double s0 = f->step0 > 0 ? f->step0 : 0.5;
 	int st;
 
 	if (f->nterms == 0 || f->nterms > CS_MAX_TERMS)
@@ -537,7 +538,7 @@ calserve_fit(const struct calserve *cs, struct cs_fit *f, size_t skip,
 	}
 	for (size_t t = 0; t < f->nterms; t++) {
 		gsl_vector_set(x, t, to_free(f->term[t], f->start[t]));
-		gsl_vector_set(step, t, 0.5);
+		gsl_vector_set(step, t, s0);
 	}
 	/*
 	 * A simplex can collapse in a long valley (terms that trade off,
@@ -551,7 +552,7 @@ calserve_fit(const struct calserve *cs, struct cs_fit *f, size_t skip,
 
 		if (round > 0) {
 			gsl_vector_memcpy(x, m->x);
-			gsl_vector_set_all(step, 0.2 / round);
+			gsl_vector_set_all(step, fmin(s0, 0.2) / round);
 		}
 		gsl_multimin_fminimizer_set(m, &fn, x, step);
 		st = GSL_CONTINUE;
@@ -559,7 +560,7 @@ calserve_fit(const struct calserve *cs, struct cs_fit *f, size_t skip,
 			if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS)
 				break;
 			st = gsl_multimin_test_size(
-				gsl_multimin_fminimizer_size(m), 1e-4);
+				gsl_multimin_fminimizer_size(m), 1e-3);
 		}
 		if (!(m->fval < before * (1 - 1e-3)))
 			break;

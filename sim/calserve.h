@@ -97,6 +97,8 @@ struct cs_fit {
 	double start[CS_MAX_TERMS];
 	double value[CS_MAX_TERMS];	/* out */
 	size_t max_evals;		/* 0: 60 a term */
+	double step0;			/* the first simplex's steps (logit,
+					 * log); 0: 0.5 */
 	double loss;			/* out: at value */
 	size_t evals;			/* out: simulations of every case */
 };

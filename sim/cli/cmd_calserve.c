@@ -71,7 +71,7 @@ calibrate_serving_usage(FILE *f)
 "                       " DEFAULT_FIT ")\n"
 "      --max-requests N at most N requests a stage (default 1000; 0 all)\n"
 "      --max-evals N    simulations of every case a fit (default 60 a\n"
-"                       term)\n"
+"                       term; half that for each leave-one-out fit)\n"
 "      --device NAME, --date DATE  recorded in meta\n"
 "\n"
 "Exit status: 0 ok, 1 a simulation could not finish, 2 bad usage or\n"
@@ -244,6 +244,10 @@ serve_loo(const struct calserve *cs, struct serve_cmd *x,
 		kv_err rc;
 
 		memcpy(f.start, x->f.value, sizeof(f.start));
+		f.step0 = 0.1;	/* near the full fit: smaller steps, and half
+				 * the full fit's budget */
+		f.max_evals = (x->f.max_evals ? x->f.max_evals :
+			       60 * x->f.nterms) / 2;
 		if ((rc = calserve_fit(cs, &f, r, err, errlen)) != KV_OK)
 			return rc;
 		for (size_t i = 0; i < cs->n; i++) {
@@ -259,6 +263,7 @@ serve_loo(const struct calserve *cs, struct serve_cmd *x,
 		}
 		printf("left out run %zu: %zu simulations of the others, "
 		       "%.1f s\n", r + 1, f.evals, cli_wall_s() - t0);
+		fflush(stdout);
 	}
 	return KV_OK;
 }
@@ -377,6 +382,7 @@ serve_fit_all(const struct calserve *cs, struct serve_cmd *x,
 	for (size_t t = 0; t < x->f.nterms; t++)
 		printf("  %-24s %12.6g  (start %.6g)\n", x->f.term[t],
 		       x->f.value[t], x->f.start[t]);
+	fflush(stdout);
 	for (size_t i = 0; i < cs->n; i++) {
 		rc = serve_predict(cs, &x->f, i, x->f.value, &row[i].fit, err,
 				   sizeof(err));
