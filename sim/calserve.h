@@ -1,6 +1,6 @@
 /*
  * calserve.h -- fitting cost terms to measured serving runs (`kvsim
- * calibrate serving`, docs/cost-model.md §5.3).
+ * calibrate serving`, docs/cost-model.md §5.4).
  *
  * A case is one kvsim run configuration against one measurement: the mean
  * TTFT and E2E of a load stage of inference-perf or of a `vllm bench

@@ -1,7 +1,7 @@
 /*
  * cmd_calserve.c -- `kvsim calibrate serving`: fit step-time and frontend
  * cost terms to measured serving runs and write a calibration file that
- * `kvsim run` reads (cost.calibration; docs/cost-model.md §5.3).
+ * `kvsim run` reads (cost.calibration; docs/cost-model.md §5.4).
  *
  *   kvsim calibrate serving [--out FILE] [--fit TERM[=START],...]
  *       [--max-requests N] [--max-evals N] CONFIG RESULT [CONFIG RESULT...]
@@ -60,7 +60,7 @@ calibrate_serving_usage(FILE *f)
 "\n"
 "Fit cost terms so that kvsim's mean TTFT, mean E2E and decode time per\n"
 "token match measured serving runs, and write a calibration file for\n"
-"cost.calibration (docs/cost-model.md 5.3).  Each CONFIG RESULT pair is a\n"
+"cost.calibration (docs/cost-model.md 5.4).  Each CONFIG RESULT pair is a\n"
 "run: a kvsim configuration of the experiment, and an inference-perf\n"
 "result directory (a stage a case), an inference-perf lifecycle metrics\n"
 "JSON, or a `vllm bench serve --save-result` JSON.\n"
@@ -335,7 +335,7 @@ serve_write(const struct serve_cmd *x, const struct calserve *cs,
 	if (f == NULL)
 		return KVSIM_EXIT_USAGE;
 	fprintf(f, "# Cost terms fitted by kvsim calibrate serving "
-		"(docs/cost-model.md 5.3)\n# to the mean TTFT, mean E2E and "
+		"(docs/cost-model.md 5.4)\n# to the mean TTFT, mean E2E and "
 		"decode time per token of %zu case%s\n# from %zu run%s, the "
 		"simulator in the loop.\nmeta:\n  device: ", cs->n,
 		cs->n == 1 ? "" : "s", cs->nruns, cs->nruns == 1 ? "" : "s");

@@ -1,6 +1,6 @@
 /*
  * cmd_calserve.h -- `kvsim calibrate serving`: fit cost terms to measured
- * serving runs (docs/cost-model.md §5.3).  argv[0] is "serving"; returns
+ * serving runs (docs/cost-model.md §5.4).  argv[0] is "serving"; returns
  * the exit status (sim/cli/opts.h).
  */
 #ifndef SIM_CLI_CMD_CALSERVE_H
