@@ -283,29 +283,36 @@ cl_meta(struct cl *p, const struct yd_node *m)
 	return KV_OK;
 }
 
+/*
+ * The top-level terms: the loader's table.  A term is read, set by name
+ * (cost_calib_set) and released through its row.
+ */
+static const struct cl_top {
+	const char *key;
+	size_t off;
+	enum cl_kind kind;
+} top[] = {
+	{ "eff_compute", offsetof(struct cost_calib, eff_compute),
+	  CL_EFF },
+	{ "eff_memory", offsetof(struct cost_calib, eff_memory),
+	  CL_EFF },
+	{ "eff_interconnect",
+	  offsetof(struct cost_calib, eff_interconnect), CL_EFF },
+	{ "allreduce_ns", offsetof(struct cost_calib, allreduce_ns),
+	  CL_TIME },
+	{ "cpu_step_ns", offsetof(struct cost_calib, cpu_step_ns),
+	  CL_TIME },
+	{ "cpu_seq_ns", offsetof(struct cost_calib, cpu_seq_ns),
+	  CL_TIME },
+	{ "cpu_token_ns", offsetof(struct cost_calib, cpu_token_ns),
+	  CL_TIME },
+};
+
+#define CL_NTOP (sizeof(top) / sizeof(top[0]))
+
 static kv_err
 cl_root(struct cl *p, const struct yd_node *root)
 {
-	static const struct {
-		const char *key;
-		size_t off;
-		enum cl_kind kind;
-	} top[] = {
-		{ "eff_compute", offsetof(struct cost_calib, eff_compute),
-		  CL_EFF },
-		{ "eff_memory", offsetof(struct cost_calib, eff_memory),
-		  CL_EFF },
-		{ "eff_interconnect",
-		  offsetof(struct cost_calib, eff_interconnect), CL_EFF },
-		{ "allreduce_ns", offsetof(struct cost_calib, allreduce_ns),
-		  CL_TIME },
-		{ "cpu_step_ns", offsetof(struct cost_calib, cpu_step_ns),
-		  CL_TIME },
-		{ "cpu_seq_ns", offsetof(struct cost_calib, cpu_seq_ns),
-		  CL_TIME },
-		{ "cpu_token_ns", offsetof(struct cost_calib, cpu_token_ns),
-		  CL_TIME },
-	};
 	kv_err rc;
 
 	if (root == NULL)
@@ -323,10 +330,10 @@ cl_root(struct cl *p, const struct yd_node *root)
 				return rc;
 			continue;
 		}
-		for (t = 0; t < sizeof(top) / sizeof(top[0]); t++)
+		for (t = 0; t < CL_NTOP; t++)
 			if (strcmp(k->str, top[t].key) == 0)
 				break;
-		if (t == sizeof(top) / sizeof(top[0]))
+		if (t == CL_NTOP)
 			return cl_fail(p, k, "unknown key '%s' (eff_compute, "
 				       "eff_memory, eff_interconnect, "
 				       "allreduce_ns, cpu_step_ns, cpu_seq_ns, "
@@ -380,11 +387,97 @@ cost_calib_release(struct cost_calib *c)
 				release_term(&c->copy[d][k][h].beta_ns);
 				release_term(&c->copy[d][k][h].ns_per_byte);
 			}
-	release_term(&c->eff_compute);
-	release_term(&c->eff_memory);
-	release_term(&c->eff_interconnect);
-	release_term(&c->allreduce_ns);
-	release_term(&c->cpu_step_ns);
-	release_term(&c->cpu_seq_ns);
-	release_term(&c->cpu_token_ns);
+	for (size_t t = 0; t < CL_NTOP; t++)
+		release_term((struct cost_term *)((char *)c + top[t].off));
+}
+
+/* ---- terms by name ------------------------------------------------------ */
+
+static const struct cl_top *
+cl_find(const char *name)
+{
+	for (size_t t = 0; t < CL_NTOP; t++)
+		if (strcmp(name, top[t].key) == 0)
+			return &top[t];
+	return NULL;
+}
+
+size_t
+cost_calib_nterms(void)
+{
+	return CL_NTOP;
+}
+
+const char *
+cost_calib_term_name(size_t i)
+{
+	return i < CL_NTOP ? top[i].key : NULL;
+}
+
+int
+cost_calib_term_kind(const char *name)
+{
+	const struct cl_top *t = cl_find(name);
+
+	if (t == NULL)
+		return -1;
+	return t->kind == CL_EFF ? COST_CALIB_EFF : COST_CALIB_TIME;
+}
+
+const struct cost_term *
+cost_calib_term(const struct cost_calib *c, const char *name)
+{
+	const struct cl_top *t = cl_find(name);
+
+	if (t == NULL)
+		return NULL;
+	return (const struct cost_term *)((const char *)c + t->off);
+}
+
+kv_err
+cost_calib_set(struct cost_calib *c, const char *name, double v,
+	       const char *src, char *err, size_t errlen)
+{
+	const struct cl_top *t = cl_find(name);
+	struct cost_term *dst;
+	char *copy;
+
+	if (t == NULL) {
+		snprintf(err, errlen, "unknown cost term '%s'", name);
+		return KV_EINVAL;
+	}
+	if (!isfinite(v) || (t->kind == CL_EFF && !(v > 0.0 && v <= 1.0)) ||
+	    (t->kind == CL_TIME && !(v >= 0.0 && v <= CL_MAX_NS))) {
+		snprintf(err, errlen, "%s: %.17g is out of range (%s)", name,
+			 v, t->kind == CL_EFF ? "(0, 1]" : "[0, 1e12] ns");
+		return KV_EINVAL;
+	}
+	copy = strdup(src != NULL ? src : name);
+	if (copy == NULL) {
+		snprintf(err, errlen, "%s: out of memory", name);
+		return KV_ENOMEM;
+	}
+	dst = (struct cost_term *)((char *)c + t->off);
+	free((char *)dst->src);
+	dst->v = v;
+	dst->src = copy;
+	return KV_OK;
+}
+
+kv_err
+cost_calib_overlay(struct cost_calib *c, const struct cost_calib *from,
+		   char *err, size_t errlen)
+{
+	for (size_t t = 0; t < CL_NTOP; t++) {
+		const struct cost_term *s = (const struct cost_term *)
+			((const char *)from + top[t].off);
+		kv_err rc;
+
+		if (s->src == NULL)
+			continue;
+		rc = cost_calib_set(c, top[t].key, s->v, s->src, err, errlen);
+		if (rc != KV_OK)
+			return rc;
+	}
+	return KV_OK;
 }

@@ -52,4 +52,35 @@ kv_err cost_calib_load(const char *path, struct cost_calib *c, char *err,
  * struct cost_calib filled by cost_calib_load (or cost_calib_init). */
 void cost_calib_release(struct cost_calib *c);
 
+/*
+ * The top-level terms by name, through the loader's table (every key a
+ * file may set at the top level, copy and meta aside): a term added to
+ * the table can be set by name at once (`kvsim calibrate serving --fit`).
+ */
+enum { COST_CALIB_EFF = 0, COST_CALIB_TIME = 1 };
+
+size_t cost_calib_nterms(void);
+/* The i-th term's name; NULL past the end. */
+const char *cost_calib_term_name(size_t i);
+/* COST_CALIB_EFF (in (0, 1]), COST_CALIB_TIME (ns, [0, 1e12]); -1 for a
+ * name that is no term. */
+int cost_calib_term_kind(const char *name);
+/* The term called name in c (unset: src NULL); NULL for no such term. */
+const struct cost_term *cost_calib_term(const struct cost_calib *c,
+					const char *name);
+
+/*
+ * Set the term called name to v with the source src (copied; NULL: the
+ * name), for a struct cost_calib that cost_calib_release frees.  KV_OK;
+ * KV_EINVAL "NAME: what" for an unknown name or a value out of its
+ * range; KV_ENOMEM.  On failure the term is unchanged.
+ */
+kv_err cost_calib_set(struct cost_calib *c, const char *name, double v,
+		      const char *src, char *err, size_t errlen);
+
+/* Every top-level term set in from is set in c too (sources copied): an
+ * error of cost_calib_set, c keeping the terms set before it. */
+kv_err cost_calib_overlay(struct cost_calib *c, const struct cost_calib *from,
+			  char *err, size_t errlen);
+
 #endif

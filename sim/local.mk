@@ -13,6 +13,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/calib.c %reldir%/calib.h \
 	%reldir%/calfit.c %reldir%/calfit.h \
 	%reldir%/calkern.c %reldir%/calkern.h \
+	%reldir%/calserve.c %reldir%/calserve.h \
 	%reldir%/replay.c %reldir%/replay.h %reldir%/replay_int.h \
 	%reldir%/replay_state.c \
 	%reldir%/plugin.c %reldir%/plugin.h \

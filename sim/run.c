@@ -923,6 +923,14 @@ setup_names(sim_run *R, const struct kvs_policy **pol)
 		if (e != KV_OK)
 			return KV_EINVAL;
 	}
+	if (R->o.calib != NULL) {
+		char cerr[512];
+		kv_err e = cost_calib_overlay(&R->calib, R->o.calib, cerr,
+					      sizeof(cerr));
+
+		if (e != KV_OK)
+			return rfail(R, e, "%s", cerr);
+	}
 	return KV_OK;
 }
 

@@ -114,6 +114,9 @@ struct sim_run_opts {
 	FILE *diag;
 	const struct sim_observer *obs;	/* or NULL */
 	struct sim_stop stop;
+	/* terms set here replace those of cost.calibration (kvsim
+	 * calibrate serving); borrowed until open returns; NULL: none */
+	const struct cost_calib *calib;
 };
 
 typedef struct sim_run sim_run;

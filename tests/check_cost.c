@@ -8,6 +8,7 @@
  * defaults of docs/cost-model.md §5.
  */
 #include "sim/cost.h"
+#include "sim/calib.h"
 
 #include "core/kvsize.h"
 
@@ -809,6 +810,58 @@ START_TEST(test_calibration_and_describe)
 }
 END_TEST
 
+/*
+ * Terms by name (calib.h): every row of the loader's table can be set and
+ * read back; an unknown name or a value out of range is refused and
+ * leaves the term as it was; an overlay copies the set terms only, with
+ * their sources, and the release frees them.
+ */
+START_TEST(test_calib_by_name)
+{
+	struct cost_calib a, b;
+	char err[256];
+
+	cost_calib_init(&a);
+	cost_calib_init(&b);
+	ck_assert_uint_ge(cost_calib_nterms(), 7);
+	for (size_t i = 0; i < cost_calib_nterms(); i++) {
+		const char *n = cost_calib_term_name(i);
+		int k = cost_calib_term_kind(n);
+
+		ck_assert(k == COST_CALIB_EFF || k == COST_CALIB_TIME);
+		ck_assert_int_eq(cost_calib_set(&a, n, k == COST_CALIB_EFF ?
+						0.5 : 1234.0, "t", err,
+						sizeof(err)), KV_OK);
+		ck_assert_str_eq(cost_calib_term(&a, n)->src, "t");
+	}
+	ck_assert_ptr_null(cost_calib_term_name(cost_calib_nterms()));
+	ck_assert_double_eq(a.eff_memory.v, 0.5);
+	ck_assert_double_eq(a.cpu_step_ns.v, 1234.0);
+	ck_assert_int_eq(cost_calib_term_kind("eff_nothing"), -1);
+	ck_assert_int_eq(cost_calib_set(&a, "eff_nothing", 0.5, NULL, err,
+					sizeof(err)), KV_EINVAL);
+	ck_assert(strstr(err, "eff_nothing") != NULL);
+	ck_assert_int_eq(cost_calib_set(&a, "eff_memory", 1.5, NULL, err,
+					sizeof(err)), KV_EINVAL);
+	ck_assert_int_eq(cost_calib_set(&a, "cpu_seq_ns", -1, NULL, err,
+					sizeof(err)), KV_EINVAL);
+	ck_assert_double_eq(a.eff_memory.v, 0.5);
+
+	ck_assert_int_eq(cost_calib_set(&b, "eff_memory", 0.9, "fit", err,
+					sizeof(err)), KV_OK);
+	ck_assert_int_eq(cost_calib_overlay(&a, &b, err, sizeof(err)),
+			 KV_OK);
+	ck_assert_double_eq(a.eff_memory.v, 0.9);
+	ck_assert_str_eq(a.eff_memory.src, "fit");
+	ck_assert_ptr_ne(a.eff_memory.src, b.eff_memory.src);
+	ck_assert_double_eq(a.eff_compute.v, 0.5);	/* not set in b */
+	cost_calib_release(&a);
+	cost_calib_release(&b);
+	ck_assert_ptr_null(a.eff_memory.src);
+	ck_assert_ptr_null(a.cpu_token_ns.src);
+}
+END_TEST
+
 static Suite *
 cost_suite(void)
 {
@@ -825,6 +878,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_mla);
 	tcase_add_test(tc, test_window_and_state);
 	tcase_add_test(tc, test_calibration_and_describe);
+	tcase_add_test(tc, test_calib_by_name);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

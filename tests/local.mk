@@ -118,7 +118,7 @@ EXTRA_DIST += %reldir%/kvsize.sh %reldir%/catalog
 # The cost model (issue 5 item 3): step, swap and recompute times.
 check_PROGRAMS += %reldir%/check_cost
 %canon_reldir%_check_cost_SOURCES = %reldir%/check_cost.c sim/cost.c \
-	sim/cost.h
+	sim/cost.h sim/calib.c sim/calib.h
 %canon_reldir%_check_cost_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_cost_LDADD = sim/model/libmodel.la util/libutil.la \
 	$(KV_TEST_LIBS) $(YAML_LIBS)
@@ -311,3 +311,9 @@ check_PROGRAMS += %reldir%/check_wl_iperf
 # version, bad values (issue 18 item 1).
 TESTS += %reldir%/async_sched.sh
 EXTRA_DIST += %reldir%/async_sched.sh
+
+# kvsim calibrate serving: known terms come back from synthetic measured
+# runs in inference-perf's and vllm bench's shapes; bad input exits 2
+# (issue 18 item 4).
+TESTS += %reldir%/calibrate_serving.sh
+EXTRA_DIST += %reldir%/calibrate_serving.sh

@@ -26,6 +26,7 @@
 
 #include "sim/cli/cmd_calibrate.h"
 #include "sim/cli/cmd_calkern.h"
+#include "sim/cli/cmd_calserve.h"
 #include "sim/cli/opts.h"
 
 #include "sim/calfit.h"
@@ -393,46 +394,29 @@ check_holdout(struct pts *lay, struct fitted fit[2][4][2],
 
 /* ---- output -------------------------------------------------------------- */
 
-static void
-yaml_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fputc('\\', f);
-		fputc(*s == '\n' ? ' ' : *s, f);
-	}
-	fputc('"', f);
-}
-
 static int
 write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
 	   size_t rows, const char *device, const char *date, bool measured,
 	   const struct holdout *h, bool have_h)
 {
 	char tmp[1100];
-	FILE *f;
+	FILE *f = cli_tmp_open("kvsim calibrate", path, tmp, sizeof(tmp));
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (f == NULL) {
-		fprintf(stderr, "kvsim calibrate: %s: %s\n", tmp,
-			strerror(errno));
+	if (f == NULL)
 		return KVSIM_EXIT_USAGE;
-	}
 	fprintf(f, "# Copy terms fitted by kvsim calibrate (docs/cost-model.md "
 		"5.2):\n# T = alpha * calls + beta * chunks + bytes * "
 		"ns_per_byte, weighted least squares\n# (weights 1/T^2); alpha "
 		"is per measured operation.\nmeta:\n  device: ");
-	yaml_str(f, device);
+	cli_yaml_str(f, device);
 	fprintf(f, "\n  date: ");
-	yaml_str(f, date);
+	cli_yaml_str(f, date);
 	fprintf(f, "\n  measured: %s\n  data: ", measured ? "true" : "false");
 	{
 		char d[1200];
 
 		snprintf(d, sizeof(d), "%s (%zu rows)", data, rows);
-		yaml_str(f, d);
+		cli_yaml_str(f, d);
 	}
 	if (have_h) {
 		char d[256];
@@ -442,7 +426,7 @@ write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
 			 100 * h->med_rel, 100 * h->p90_rel, h->n, h->agree,
 			 h->decisions);
 		fprintf(f, "\n  holdout: ");
-		yaml_str(f, d);
+		cli_yaml_str(f, d);
 	}
 	fprintf(f, "\ncopy:\n");
 	for (int d = 0; d < 2; d++) {
@@ -472,24 +456,19 @@ write_yaml(const char *path, struct fitted fit[2][4][2], const char *data,
 				fprintf(f, "      %s:\n", hms[m]);
 				fprintf(f, "        alpha_ns: {value: %.6g, "
 					"source: ", t->r.alpha_ns);
-				yaml_str(f, src);
+				cli_yaml_str(f, src);
 				fprintf(f, "}\n        beta_ns: {value: %.6g, "
 					"source: ", t->r.beta_ns);
-				yaml_str(f, src);
+				cli_yaml_str(f, src);
 				fprintf(f, "}\n        ns_per_byte: {value: "
 					"%.6g, source: ", t->r.ns_per_byte);
-				yaml_str(f, src);
+				cli_yaml_str(f, src);
 				fprintf(f, "}\n");
 			}
 		}
 	}
-	if (fclose(f) != 0 || rename(tmp, path) != 0) {
-		fprintf(stderr, "kvsim calibrate: %s: %s\n", path,
-			strerror(errno));
-		remove(tmp);
-		return KVSIM_EXIT_USAGE;
-	}
-	return KVSIM_EXIT_OK;
+	return cli_tmp_commit("kvsim calibrate", f, tmp, path) == 0 ?
+	       KVSIM_EXIT_OK : KVSIM_EXIT_USAGE;
 }
 
 static void
@@ -515,7 +494,8 @@ calibrate_usage(FILE *f)
 "                     (default meta-llama/Meta-Llama-3-8B on h200)\n"
 "\n"
 "Exit status: 0 ok, 1 the held-out check failed (the file is written),\n"
-"2 bad usage or input.\n");
+"2 bad usage or input.\n\n");
+	calibrate_serving_usage(f);
 }
 
 static int
@@ -738,6 +718,8 @@ calibrate_main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "kernels") == 0)
 		return calkern_main(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "serving") == 0)
+		return calibrate_serving_main(argc - 1, argv + 1);
 	if (cli_opts_init(&x.o, "kvsim calibrate", CLI_OUT, argc) != 0) {
 		cli_opts_release(&x.o);
 		return KVSIM_EXIT_FAIL;

@@ -142,15 +142,6 @@ struct cap {
 	double probe_s;			/* their wall time, summed */
 };
 
-static double
-wall_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /*
  * The simulations the search still needs, as reports/capacity.h's rule
  * goes: none once the bracket is within the tolerance, else one per
@@ -177,7 +168,7 @@ cap_left(const struct cap *C)
 static void
 cap_progress(struct cap *C, double qps, bool met, double t_probe)
 {
-	double now = wall_s();
+	double now = cli_wall_s();
 	int left;
 
 	C->probes++;
@@ -235,7 +226,7 @@ eval(void *ctx, double qps, bool *met)
 	sim_run *R = NULL;
 	rpt *rep;
 	const struct rpt_totals *t;
-	double dur, w = wall_s();
+	double dur, w = cli_wall_s();
 	int rc;
 
 	memset(&o, 0, sizeof(o));
@@ -305,7 +296,7 @@ eval(void *ctx, double qps, bool *met)
 	sim_run_close(R);
 	*met = p.met;
 	if (C->progress)
-		cap_progress(C, qps, p.met, wall_s() - w);
+		cap_progress(C, qps, p.met, cli_wall_s() - w);
 	if (push_point(C, &p) != 0) {
 		fprintf(stderr, "kvsim capacity: out of memory\n");
 		return KVSIM_EXIT_FAIL;

@@ -10,6 +10,7 @@ sim_kvsim_SOURCES = \
 	%reldir%/simrun.c %reldir%/simrun.h \
 	%reldir%/cmd_calibrate.c %reldir%/cmd_calibrate.h \
 	%reldir%/cmd_calkern.c %reldir%/cmd_calkern.h \
+	%reldir%/cmd_calserve.c %reldir%/cmd_calserve.h \
 	%reldir%/cmd_capacity.c %reldir%/cmd_capacity.h \
 	%reldir%/cmd_catalog.c %reldir%/cmd_catalog.h \
 	%reldir%/cmd_compare.c %reldir%/cmd_compare.h \

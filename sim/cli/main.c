@@ -55,7 +55,7 @@ static const struct cmd cmds[] = {
 	{ "validate", validate_main,
 	  "run with a device backend checking every KV block bit-exactly" },
 	{ "calibrate", calibrate_main,
-	  "fit the cost model's copy terms to device measurements" },
+	  "fit cost terms: copies to device timings, steps to serving runs" },
 };
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int
@@ -189,4 +190,53 @@ cli_positional(const char *prog, int argc, char **argv, int first,
 		sets[(*nsets)++] = seedbuf;
 	}
 	return KVSIM_EXIT_OK;
+}
+
+double
+cli_wall_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void
+cli_yaml_esc(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s == '\n' ? ' ' : *s, f);
+	}
+}
+
+void
+cli_yaml_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	cli_yaml_esc(f, s);
+	fputc('"', f);
+}
+
+FILE *
+cli_tmp_open(const char *prog, const char *path, char *tmp, size_t tmplen)
+{
+	FILE *f;
+
+	snprintf(tmp, tmplen, "%s.tmp", path);
+	if ((f = fopen(tmp, "w")) == NULL)
+		fprintf(stderr, "%s: %s: %s\n", prog, tmp, strerror(errno));
+	return f;
+}
+
+int
+cli_tmp_commit(const char *prog, FILE *f, const char *tmp, const char *path)
+{
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		remove(tmp);
+		return -1;
+	}
+	return 0;
 }

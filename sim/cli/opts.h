@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 /* Exit statuses of every command (and of main). */
 enum kvsim_exit {
@@ -120,5 +121,24 @@ int cli_missing_value(const char *prog, const char *opt);
 int cli_positional(const char *prog, int argc, char **argv, int first,
 		   const char **sets, size_t *nsets, const char **file,
 		   const char *seed, char *seedbuf, size_t seedlen);
+
+/* Monotonic wall-clock seconds, for the times commands report. */
+double cli_wall_s(void);
+
+/* s as a double-quoted YAML scalar (cli_yaml_str), or its inside alone
+ * (cli_yaml_esc): '"' and '\\' escaped, newlines as spaces. */
+void cli_yaml_esc(FILE *f, const char *s);
+void cli_yaml_str(FILE *f, const char *s);
+
+/*
+ * A file written whole or not at all: cli_tmp_open opens PATH.tmp (its
+ * name in tmp), cli_tmp_commit closes it and renames it to path.  A
+ * failure is printed ("PROG: PATH: why"; the temporary removed): NULL,
+ * -1.
+ */
+FILE *cli_tmp_open(const char *prog, const char *path, char *tmp,
+		   size_t tmplen);
+int cli_tmp_commit(const char *prog, FILE *f, const char *tmp,
+		   const char *path);
 
 #endif
