@@ -134,6 +134,9 @@ uint64_t rpt_failed(const rpt *r);
  * E2E and the mean ITL over its completed requests.
  */
 int rpt_stages_write(rpt *r, FILE *f);
+/* The collector of stage s (its requests only), or NULL when the stage
+ * had none or stages are off. */
+const rpt *rpt_stage(const rpt *r, uint32_t s);
 
 /* Write the two headers (once, before any row). */
 int rpt_begin(rpt *r);

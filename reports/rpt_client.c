@@ -61,6 +61,12 @@ stage_of(rpt *r, uint32_t s)
 	return r->stage[s];
 }
 
+const rpt *
+rpt_stage(const rpt *r, uint32_t s)
+{
+	return s < r->nstage ? r->stage[s] : NULL;
+}
+
 int
 rpt__stage_add(rpt *r, const struct rpt_req *q)
 {

@@ -12,6 +12,8 @@
  * evaluations, so the loss is a pure function of the terms and the fit is
  * deterministic.
  */
+#define _XOPEN_SOURCE 700	/* realpath() */
+
 #include "config.h"
 
 #include "sim/calserve.h"
@@ -20,6 +22,7 @@
 #include "util/ydoc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -261,19 +264,24 @@ cs_case_add(struct calserve *cs, const char *config, const char *file,
 	}
 	snprintf(c->label, sizeof(c->label), "%s", label);
 	c->run = cs->nruns;
+	c->stage = -1;
 	c->meas = m;
 	return KV_OK;
 }
 
-/* An inference-perf result directory: config.yaml's stages. */
+/*
+ * An inference-perf result directory: a case a stage of config.yaml, all
+ * predicted by one run of that configuration itself (workload.kind
+ * inference-perf: exact counts, stages that drain, prompt cycling, the
+ * client timeout), each against stage_N_lifecycle_metrics.json.
+ */
 static kv_err
 cs_dir_add(struct calserve *cs, const char *config, const char *dir,
 	   char *err, size_t errlen)
 {
-	char path[1200], file[1200], label[600];
-	char s_req[64], s_rate[80];
-	const char *sets[3] = { s_req, "workload.generator.arrival.process="
-				"poisson", s_rate };
+	char path[1200], file[1200], label[600], absdir[PATH_MAX];
+	char s_cfg[PATH_MAX + 64];
+	const char *sets[2] = { "workload.kind=inference-perf", s_cfg };
 	const struct yd_node *st;
 	double out_len = 0;
 	struct yd_doc d;
@@ -298,34 +306,28 @@ cs_dir_add(struct calserve *cs, const char *config, const char *dir,
 			     d.root ? d.root->col : 1);
 		goto out;
 	}
+	if (st->n > CS_MAX_STAGES) {
+		rc = cs_fail(err, errlen, KV_EINVAL, "%s:%lu:%lu: more than "
+			     "%d load stages", path, st->line, st->col,
+			     CS_MAX_STAGES);
+		goto out;
+	}
+	if (realpath(dir, absdir) == NULL) {
+		rc = cs_fail(err, errlen, KV_EINVAL, "%s: %s", dir,
+			     strerror(errno));
+		goto out;
+	}
+	snprintf(s_cfg, sizeof(s_cfg), "workload.config=%s/config.yaml",
+		 absdir);
 	for (size_t i = 0; i < st->n; i++) {
-		double rate, dur, nreq;
-
-		if ((rc = js_num(path, st->kid[i], "rate", &rate, err,
-				 errlen)) != KV_OK ||
-		    (rc = js_num(path, st->kid[i], "duration", &dur, err,
-				 errlen)) != KV_OK)
-			goto out;
-		nreq = floor(rate * dur + 0.5);
-		if (!(rate > 0) || nreq < 1) {
-			rc = cs_fail(err, errlen, KV_EINVAL, "%s:%lu:%lu: a "
-				     "stage of no request", path,
-				     st->kid[i]->line, st->kid[i]->col);
-			goto out;
-		}
-		if (cs->max_requests > 0 && nreq > (double)cs->max_requests)
-			nreq = (double)cs->max_requests;
-		snprintf(s_req, sizeof(s_req), "workload.generator.requests="
-			 "%.0f", nreq);
-		snprintf(s_rate, sizeof(s_rate), "workload.generator.arrival."
-			 "rate=%.17g", rate);
 		snprintf(file, sizeof(file), "%s/stage_%zu_lifecycle_"
 			 "metrics.json", dir, i);
 		snprintf(label, sizeof(label), "%s stage %zu", dir, i);
-		rc = cs_case_add(cs, config, file, label, sets, 3, out_len,
+		rc = cs_case_add(cs, config, file, label, sets, 2, out_len,
 				 err, errlen);
 		if (rc != KV_OK)
 			goto out;
+		cs->c[cs->n - 1].stage = (int)i;
 	}
 out:
 	yd_release(&d);
@@ -354,33 +356,73 @@ calserve_add(struct calserve *cs, const char *config, const char *result,
 
 /* ---- prediction --------------------------------------------------------- */
 
+/* The metrics of the requests r collected (NULL: none). */
+static void
+cs_metrics_of(const rpt *r, struct cs_metrics *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (r == NULL)
+		return;
+	p->n = rpt_completed(r);
+	p->ttft_s = rpt_mean(r, "ttft");
+	p->e2e_s = rpt_mean(r, "e2e");
+	p->out_len = p->n ? (double)rpt_output_tokens(r) / (double)p->n : 0;
+}
+
+kv_err
+calserve_predict_group(const struct calserve *cs, size_t i,
+		       const struct cost_calib *cal, struct cs_metrics *p,
+		       size_t *n, char *err, size_t errlen)
+{
+	const struct cs_case *c = &cs->c[i];
+	struct sim_run_opts o;
+	sim_run *R = NULL;
+	kv_err rc;
+
+	*n = 1;
+	if (c->stage >= 0)
+		while (i + *n < cs->n && cs->c[i + *n].run == c->run &&
+		       cs->c[i + *n].stage >= 0)
+			(*n)++;
+	memset(&o, 0, sizeof(o));
+	memset(p, 0, *n * sizeof(*p));
+	o.prog = "kvsim calibrate";
+	o.quiet = true;
+	o.calib = cal;
+	rc = sim_run_open(&R, &c->cfg, &o, err, errlen);
+	if (rc == KV_OK)
+		rc = sim_run_exec(R, err, errlen);
+	if (rc == KV_OK) {
+		const rpt *rep = sim_run_report(R);
+
+		for (size_t j = 0; j < *n; j++)
+			cs_metrics_of(c->stage >= 0 ? rpt_stage(rep,
+				      (uint32_t)cs->c[i + j].stage) : rep,
+				      &p[j]);
+	}
+	sim_run_close(R);
+	return rc;
+}
+
 kv_err
 calserve_predict(const struct calserve *cs, size_t i,
 		 const struct cost_calib *cal, struct cs_metrics *p,
 		 char *err, size_t errlen)
 {
-	struct sim_run_opts o;
-	sim_run *R = NULL;
-	rpt *rep;
+	size_t first = i, n;
+	struct cs_metrics *all;
 	kv_err rc;
 
-	memset(&o, 0, sizeof(o));
-	memset(p, 0, sizeof(*p));
-	o.prog = "kvsim calibrate";
-	o.quiet = true;
-	o.calib = cal;
-	rc = sim_run_open(&R, &cs->c[i].cfg, &o, err, errlen);
+	while (cs->c[i].stage >= 0 && first > 0 &&
+	       cs->c[first - 1].run == cs->c[i].run)
+		first--;
+	all = calloc(cs->n - first, sizeof(*all));
+	if (all == NULL)
+		return cs_fail(err, errlen, KV_ENOMEM, "out of memory");
+	rc = calserve_predict_group(cs, first, cal, all, &n, err, errlen);
 	if (rc == KV_OK)
-		rc = sim_run_exec(R, err, errlen);
-	if (rc == KV_OK) {
-		rep = sim_run_report(R);
-		p->n = rpt_completed(rep);
-		p->ttft_s = rpt_mean(rep, "ttft");
-		p->e2e_s = rpt_mean(rep, "e2e");
-		p->out_len = p->n ? (double)rpt_output_tokens(rep) /
-				    (double)p->n : 0;
-	}
-	sim_run_close(R);
+		*p = all[i - first];
+	free(all);
 	return rc;
 }
 
@@ -488,20 +530,25 @@ fit_loss(const gsl_vector *x, void *arg)
 	if (c->rc != KV_OK)
 		return FIT_FAILED;
 	c->evals++;
-	for (size_t i = 0; i < c->cs->n; i++) {
-		const struct cs_metrics *m = &c->cs->c[i].meas;
-		struct cs_metrics p;
+	for (size_t i = 0, n = 1; i < c->cs->n; i += n) {
+		struct cs_metrics p[CS_MAX_STAGES];
 
+		n = 1;
 		if (c->cs->c[i].run == c->skip)
 			continue;
-		c->rc = calserve_predict(c->cs, i, &cal, &p, c->err,
-					 c->errlen);
+		c->rc = calserve_predict_group(c->cs, i, &cal, p, &n, c->err,
+					       c->errlen);
 		if (c->rc != KV_OK)
 			break;
-		loss += sqlog(p.ttft_s, m->ttft_s) +
-			sqlog(p.e2e_s, m->e2e_s) +
-			sqlog(calserve_itl(&p, &p), calserve_itl(m, &p));
-		used++;
+		for (size_t j = 0; j < n; j++) {
+			const struct cs_metrics *m = &c->cs->c[i + j].meas;
+
+			loss += sqlog(p[j].ttft_s, m->ttft_s) +
+				sqlog(p[j].e2e_s, m->e2e_s) +
+				sqlog(calserve_itl(&p[j], &p[j]),
+				      calserve_itl(m, &p[j]));
+			used++;
+		}
 	}
 	cost_calib_release(&cal);
 	if (c->rc != KV_OK)

@@ -43,6 +43,10 @@ struct cs_metrics {
 struct cs_case {
 	char label[512];		/* the result file, or "DIR stage N" */
 	size_t run;			/* the RUN it came from */
+	int stage;			/* >= 0: one stage of a whole run of
+					 * the inference-perf configuration
+					 * (workload.kind inference-perf); the
+					 * cases of a run are consecutive */
 	struct sim_config cfg;
 	struct cs_metrics meas;
 };
@@ -82,6 +86,15 @@ kv_err calserve_predict(const struct calserve *cs, size_t i,
 			const struct cost_calib *cal, struct cs_metrics *p,
 			char *err, size_t errlen);
 
+/*
+ * The cases from i that one simulation predicts (1, or every stage of a
+ * whole inference-perf run), into p[0..*n).  KV_OK or a run's error.
+ */
+kv_err calserve_predict_group(const struct calserve *cs, size_t i,
+			      const struct cost_calib *cal,
+			      struct cs_metrics *p, size_t *n, char *err,
+			      size_t errlen);
+
 /* itl of the head comment; out_len from m, else from p. */
 double calserve_itl(const struct cs_metrics *m, const struct cs_metrics *p);
 
@@ -90,6 +103,7 @@ void calserve_ape(const struct cs_metrics *p, const struct cs_metrics *m,
 		  double out[3]);
 
 #define CS_MAX_TERMS 16
+#define CS_MAX_STAGES 64	/* stages of one inference-perf run */
 
 struct cs_fit {
 	size_t nterms;
