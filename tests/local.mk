@@ -118,7 +118,7 @@ EXTRA_DIST += %reldir%/kvsize.sh %reldir%/catalog
 # The cost model (issue 5 item 3): step, swap and recompute times.
 check_PROGRAMS += %reldir%/check_cost
 %canon_reldir%_check_cost_SOURCES = %reldir%/check_cost.c sim/cost.c \
-	sim/cost.h
+	sim/cost.h sim/calib.c sim/calib.h
 %canon_reldir%_check_cost_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_cost_LDADD = sim/model/libmodel.la util/libutil.la \
 	$(KV_TEST_LIBS) $(YAML_LIBS)
