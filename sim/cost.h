@@ -13,19 +13,25 @@
  *
  * Step time (docs/cost-model.md has every formula with its source):
  *
- *   step = cpu + linear + attention + recurrent + allreduce
- *   cpu       = cpu_step + cpu_seq * sequences + cpu_token * tokens
- *   linear    = max(flops / (peak * eff_compute), bytes / (hbm * eff_mem))
+ *   step = cpu + max(linear + attention + recurrent + allreduce, launch)
+ *   cpu       = scheduling + input preparation, each
+ *               a step + a sequence * sequences + a token * tokens
+ *   linear    = max(flops / (peak * eff_compute),
+ *                   weights / (hbm * eff_weights) + act / (hbm * eff_mem))
  *               weights read once a step (MoE: the experts the step's
  *               tokens are expected to touch), 2 FLOPs per active
  *               parameter per token, the LM head once per sequence
- *   attention = the same max over QK^T and AV FLOPs (causal inside the
- *               chunk) and the KV bytes each sequence reads by its context
+ *   attention = max(QK^T and AV FLOPs (causal inside the chunk) /
+ *                   (peak * eff_attn_compute), the KV bytes each sequence
+ *                   reads by its context / (hbm * eff_kv_read))
  *               (sliding window: at most W tokens; MLA: the latent)
- *   recurrent = the same max over Mamba / linear-attention state bytes
+ *   recurrent = the linear max over Mamba / linear-attention state bytes
  *               (a fixed state per sequence) and their scan FLOPs
- *   allreduce = tp > 1: per decoder block, latency + ring bytes
+ *   allreduce = tp > 1: per decoder block, latency(tp) + ring bytes
  *               2 (tp - 1) / tp * tokens * hidden * dtype / (link * eff)
+ *   launch    = CUDA graphs on (cost_config.graph_max): the CPU time to
+ *               launch a step without a full graph; tokens are padded to
+ *               a capture size for the GEMMs
  *
  * Everything on the GPU is per rank: tensor parallelism divides weights,
  * FLOPs and KV heads (never below one KV head; an MLA latent is replicated
