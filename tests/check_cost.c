@@ -1058,6 +1058,40 @@ START_TEST(test_graph_steps)
 }
 END_TEST
 
+/* cost_describe prints every split term with its source. */
+START_TEST(test_describe_split)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model cm;
+	struct cost_calib cal;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	static const char *const want[] = {
+		"eff.weights", "eff.kv_read", "eff.attn_compute",
+		"allreduce a rank > 2", "NVIDIA/nccl#1334",
+		"cpu sched per step", "cpu sched per seq", "cpu sched per token",
+		"cpu prep per step", "cpu prep per seq", "cpu prep per token",
+		"graph piecewise layer", "graph eager layer", "S16",
+		"c.yaml:7", "CUDA graphs up to 256 tokens",
+	};
+
+	llama8b(&f);
+	cost_calib_init(&cal);
+	cal.eff_kv_read = (struct cost_term){ 0.5, "c.yaml:7" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 256);
+	out = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(out);
+	cost_describe(&cm, out);
+	fclose(out);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(buf, want[i]) != NULL, "no '%s'", want[i]);
+	ck_assert(strstr(buf, "(null)") == NULL);
+	free(buf);
+}
+END_TEST
+
 /* ---- the calibration file: the split terms by name --------------------- */
 
 /* Write text to a temporary file; its path in path. */
@@ -1205,6 +1239,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_cpu_split);
 	tcase_add_test(tc, test_graph_sizes);
 	tcase_add_test(tc, test_graph_steps);
+	tcase_add_test(tc, test_describe_split);
 	tcase_add_test(tc, test_calib_file_terms);
 	tcase_add_test(tc, test_calib_file_bad);
 	tcase_set_timeout(tc, 60);
