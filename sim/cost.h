@@ -132,7 +132,7 @@ struct cost_calib {
 	/* split terms (docs/cost-model.md §2); unset: see cost_model_init */
 	struct cost_term eff_weights;	/* weight reads; unset: eff_memory */
 	struct cost_term eff_kv_read;	/* paged KV; unset: eff_memory */
-	struct cost_term eff_attn_compute;	/* attention; unset: eff_compute */
+	struct cost_term eff_attn_compute;	/* unset: eff_compute */
 	struct cost_term allreduce_rank_ns;	/* latency a rank beyond 2 */
 	struct cost_term cpu_sched_seq_ns;	/* scheduler, a sequence */
 	struct cost_term cpu_sched_token_ns;	/* scheduler, a token */

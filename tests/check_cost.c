@@ -1071,7 +1071,8 @@ START_TEST(test_describe_split)
 	static const char *const want[] = {
 		"eff.weights", "eff.kv_read", "eff.attn_compute",
 		"allreduce a rank > 2", "NVIDIA/nccl#1334",
-		"cpu sched per step", "cpu sched per seq", "cpu sched per token",
+		"cpu sched per step", "cpu sched per seq",
+		"cpu sched per token",
 		"cpu prep per step", "cpu prep per seq", "cpu prep per token",
 		"graph piecewise layer", "graph eager layer", "S16",
 		"c.yaml:7", "CUDA graphs up to 256 tokens",

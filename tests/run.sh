@@ -830,7 +830,8 @@ done
 # 27.
 for g in off vllm 4; do
 	"$KVSIM" run -q --no-plot --out "$T/cg-$g" --set cost.cuda_graphs=$g \
-		--set workload.max_requests=40 || bad "cuda_graphs=$g: run failed"
+		--set workload.max_requests=40 ||
+		bad "cuda_graphs=$g: run failed"
 done
 "$KVSIM" run -q --no-plot --out "$T/cg-none" --set workload.max_requests=40 ||
 	bad "cuda_graphs unset: run failed"
