@@ -17,6 +17,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,31 +285,68 @@ cl_meta(struct cl *p, const struct yd_node *m)
 }
 
 /*
- * The top-level terms: the loader's table.  A term is read, set by name
- * (cost_calib_set) and released through its row.
+ * The top-level terms, one row each: the key, where the term sits and what
+ * it may hold.  An old name and its new one point at the same term (a
+ * union in struct cost_calib); a file may name it once.
  */
-static const struct cl_top {
+static const struct cl_row {
 	const char *key;
 	size_t off;
 	enum cl_kind kind;
-} top[] = {
-	{ "eff_compute", offsetof(struct cost_calib, eff_compute),
-	  CL_EFF },
-	{ "eff_memory", offsetof(struct cost_calib, eff_memory),
-	  CL_EFF },
-	{ "eff_interconnect",
-	  offsetof(struct cost_calib, eff_interconnect), CL_EFF },
-	{ "allreduce_ns", offsetof(struct cost_calib, allreduce_ns),
-	  CL_TIME },
-	{ "cpu_step_ns", offsetof(struct cost_calib, cpu_step_ns),
-	  CL_TIME },
-	{ "cpu_seq_ns", offsetof(struct cost_calib, cpu_seq_ns),
-	  CL_TIME },
-	{ "cpu_token_ns", offsetof(struct cost_calib, cpu_token_ns),
-	  CL_TIME },
+} cl_rows[] = {
+#define ROW(k, kind) { #k, offsetof(struct cost_calib, k), kind }
+	ROW(eff_compute, CL_EFF),
+	ROW(eff_memory, CL_EFF),
+	ROW(eff_interconnect, CL_EFF),
+	ROW(allreduce_ns, CL_TIME),
+	ROW(cpu_step_ns, CL_TIME),
+	ROW(cpu_seq_ns, CL_TIME),
+	ROW(cpu_token_ns, CL_TIME),
+	ROW(eff_weights, CL_EFF),
+	ROW(eff_kv_read, CL_EFF),
+	ROW(eff_attn_compute, CL_EFF),
+	ROW(allreduce_rank_ns, CL_TIME),
+	ROW(cpu_sched_step_ns, CL_TIME),
+	ROW(cpu_sched_seq_ns, CL_TIME),
+	ROW(cpu_sched_token_ns, CL_TIME),
+	ROW(cpu_prep_step_ns, CL_TIME),
+	ROW(cpu_prep_seq_ns, CL_TIME),
+	ROW(cpu_prep_token_ns, CL_TIME),
+	ROW(graph_piecewise_layer_ns, CL_TIME),
+	ROW(graph_eager_layer_ns, CL_TIME),
+#undef ROW
 };
 
-#define CL_NTOP (sizeof(top) / sizeof(top[0]))
+#define CL_NROWS (sizeof(cl_rows) / sizeof(cl_rows[0]))
+
+/* "unknown key" with every key the table has. */
+static kv_err
+cl_unknown(struct cl *p, const struct yd_node *k)
+{
+	char list[1024];
+	size_t len = 0;
+
+	list[0] = '\0';
+	for (size_t t = 0; t < CL_NROWS && len < sizeof(list); t++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s, ",
+					cl_rows[t].key);
+	return cl_fail(p, k, "unknown key '%s' (%scopy, meta)", k->str, list);
+}
+
+/* The other name of the term at off, if it has one and the file set it. */
+static const char *
+cl_alias(const struct yd_node *root, size_t i, size_t off)
+{
+	for (size_t j = 0; j < i; j++) {
+		const char *k = yd_key(root, j)->str;
+
+		for (size_t t = 0; t < CL_NROWS; t++)
+			if (cl_rows[t].off == off &&
+			    strcmp(k, cl_rows[t].key) == 0)
+				return k;
+	}
+	return NULL;
+}
 
 static kv_err
 cl_root(struct cl *p, const struct yd_node *root)
@@ -321,6 +359,7 @@ cl_root(struct cl *p, const struct yd_node *root)
 		return cl_fail(p, root, "expected a mapping of cost terms");
 	for (size_t i = 0; i < root->n; i++) {
 		const struct yd_node *k = yd_key(root, i), *v = yd_val(root, i);
+		const char *other;
 		size_t t;
 
 		if (strcmp(k->str, "copy") == 0 ||
@@ -330,16 +369,18 @@ cl_root(struct cl *p, const struct yd_node *root)
 				return rc;
 			continue;
 		}
-		for (t = 0; t < CL_NTOP; t++)
-			if (strcmp(k->str, top[t].key) == 0)
+		for (t = 0; t < CL_NROWS; t++)
+			if (strcmp(k->str, cl_rows[t].key) == 0)
 				break;
-		if (t == CL_NTOP)
-			return cl_fail(p, k, "unknown key '%s' (eff_compute, "
-				       "eff_memory, eff_interconnect, "
-				       "allreduce_ns, cpu_step_ns, cpu_seq_ns, "
-				       "cpu_token_ns, copy, meta)", k->str);
-		rc = cl_term(p, k->str, v, top[t].kind,
-			     (struct cost_term *)((char *)p->c + top[t].off));
+		if (t == CL_NROWS)
+			return cl_unknown(p, k);
+		if ((other = cl_alias(root, i, cl_rows[t].off)) != NULL)
+			return cl_fail(p, k, "%s: the same term as '%s', "
+				       "named before; name it once", k->str,
+				       other);
+		rc = cl_term(p, k->str, v, cl_rows[t].kind,
+			     (struct cost_term *)((char *)p->c +
+						  cl_rows[t].off));
 		if (rc != KV_OK)
 			return rc;
 	}
@@ -387,37 +428,38 @@ cost_calib_release(struct cost_calib *c)
 				release_term(&c->copy[d][k][h].beta_ns);
 				release_term(&c->copy[d][k][h].ns_per_byte);
 			}
-	for (size_t t = 0; t < CL_NTOP; t++)
-		release_term((struct cost_term *)((char *)c + top[t].off));
+	/* each term once: an old name shares its storage with the new */
+	for (size_t t = 0; t < CL_NROWS; t++)
+		release_term((struct cost_term *)((char *)c + cl_rows[t].off));
 }
 
 /* ---- terms by name ------------------------------------------------------ */
 
-static const struct cl_top *
+static const struct cl_row *
 cl_find(const char *name)
 {
-	for (size_t t = 0; t < CL_NTOP; t++)
-		if (strcmp(name, top[t].key) == 0)
-			return &top[t];
+	for (size_t t = 0; t < CL_NROWS; t++)
+		if (strcmp(name, cl_rows[t].key) == 0)
+			return &cl_rows[t];
 	return NULL;
 }
 
 size_t
 cost_calib_nterms(void)
 {
-	return CL_NTOP;
+	return CL_NROWS;
 }
 
 const char *
 cost_calib_term_name(size_t i)
 {
-	return i < CL_NTOP ? top[i].key : NULL;
+	return i < CL_NROWS ? cl_rows[i].key : NULL;
 }
 
 int
 cost_calib_term_kind(const char *name)
 {
-	const struct cl_top *t = cl_find(name);
+	const struct cl_row *t = cl_find(name);
 
 	if (t == NULL)
 		return -1;
@@ -427,7 +469,7 @@ cost_calib_term_kind(const char *name)
 const struct cost_term *
 cost_calib_term(const struct cost_calib *c, const char *name)
 {
-	const struct cl_top *t = cl_find(name);
+	const struct cl_row *t = cl_find(name);
 
 	if (t == NULL)
 		return NULL;
@@ -438,7 +480,7 @@ kv_err
 cost_calib_set(struct cost_calib *c, const char *name, double v,
 	       const char *src, char *err, size_t errlen)
 {
-	const struct cl_top *t = cl_find(name);
+	const struct cl_row *t = cl_find(name);
 	struct cost_term *dst;
 	char *copy;
 
@@ -468,14 +510,14 @@ kv_err
 cost_calib_overlay(struct cost_calib *c, const struct cost_calib *from,
 		   char *err, size_t errlen)
 {
-	for (size_t t = 0; t < CL_NTOP; t++) {
+	for (size_t t = 0; t < CL_NROWS; t++) {
 		const struct cost_term *s = (const struct cost_term *)
-			((const char *)from + top[t].off);
+			((const char *)from + cl_rows[t].off);
 		kv_err rc;
 
 		if (s->src == NULL)
 			continue;
-		rc = cost_calib_set(c, top[t].key, s->v, s->src, err, errlen);
+		rc = cost_calib_set(c, cl_rows[t].key, s->v, s->src, err, errlen);
 		if (rc != KV_OK)
 			return rc;
 	}

@@ -24,6 +24,7 @@
 #include "core/kvsize.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -73,6 +74,41 @@ static const char SRC_CPU_SEQ[] =
 static const char SRC_CPU_TOKEN[] =
 	"0: the overhead follows sequences, not tokens (WukLab 2024); "
 	"calibration may set one";
+
+#define ALLREDUCE_RANK_NS 0.0
+static const char SRC_ALLREDUCE_RANK[] =
+	"0: BLIS's allReduceLatency is one constant at every degree; NCCL's "
+	"own tuning model (src/graph/tuning.cc, NVIDIA/nccl#1334) charges "
+	"0.6 us a ring step on NVLink (LL), 2(p-1) steps: 1.2 us a rank, "
+	"for a calibration to set";
+
+#define CPU_SCHED_SEQ_NS 0.0
+#define CPU_SCHED_TOKEN_NS 0.0
+#define CPU_PREP_STEP_NS 0.0
+static const char SRC_CPU_SCHED_SEQ[] =
+	"0: the scheduler's per-step cost is in cpu_sched_step_ns "
+	"(inference-sim#482 measures it a step); calibration may set one";
+static const char SRC_CPU_SCHED_TOKEN[] =
+	"0: scheduling follows requests, not tokens (WukLab 2024)";
+static const char SRC_CPU_PREP_STEP[] =
+	"0: input preparation follows sequences (cpu_prep_seq_ns; WukLab "
+	"2024); calibration may set a fixed part";
+
+/*
+ * CUDA-graph launch floors.  A kernel launch costs 4-6 us of CPU
+ * (gpu-design.md §2, S16); a Llama decoder layer is about 10 kernels under
+ * torch.compile (2 norms, QKV, rotary, cache write, attention, O, gate-up,
+ * SiLU-and-mul, down); a piecewise step launches the attention op (2
+ * kernels) and replays one graph piece a layer.
+ */
+#define GRAPH_PIECEWISE_LAYER_NS 15000.0
+#define GRAPH_EAGER_LAYER_NS 50000.0
+static const char SRC_GRAPH_PIECEWISE[] =
+	"15 us an attention layer: 3 launches (cache write, attention, the "
+	"next graph piece) at ~5 us (gpu-design.md §2, S16); fit";
+static const char SRC_GRAPH_EAGER[] =
+	"50 us a layer: ~10 kernels a Llama layer under torch.compile at ~5 "
+	"us a launch (gpu-design.md §2, S16); fit";
 
 /* PCIe efficiency of the DMA engines: 50 GB/s of the 64 GB/s a Gen5 x16
  * link carries per direction (H100, S2), 25 of 32 on Gen4 (A100, S14). */
@@ -227,6 +263,57 @@ cost_hostmem_parse(const char *s, enum cost_hostmem *out)
 		return false;
 	*out = (enum cost_hostmem)i;
 	return true;
+}
+
+/* ---- CUDA graphs -------------------------------------------------------- */
+
+/*
+ * vLLM's capture sizes (vllm/config/compilation.py, v0.15):
+ * [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16).  The next one at
+ * or above n, and the largest at or below n.
+ */
+static uint64_t
+graph_ceil(uint64_t n)
+{
+	if (n <= 2)
+		return n;
+	if (n <= 4)
+		return 4;
+	if (n <= 256)
+		return (n + 7) / 8 * 8;
+	return (n + 15) / 16 * 16;
+}
+
+static uint64_t
+graph_floor(uint64_t n)
+{
+	if (n < 4)
+		return n < 2 ? n : 2;
+	if (n < 8)
+		return 4;
+	if (n < 256)
+		return n / 8 * 8;
+	return n / 16 * 16;
+}
+
+uint32_t
+cost_graph_max(uint32_t max_num_seqs, uint64_t max_num_batched_tokens)
+{
+	uint64_t m = (uint64_t)max_num_seqs * 2;
+
+	if (m > 512)
+		m = 512;
+	if (max_num_batched_tokens > 0 && m > max_num_batched_tokens)
+		m = max_num_batched_tokens;
+	return (uint32_t)graph_floor(m);
+}
+
+uint64_t
+cost_graph_pad(uint64_t n, uint32_t max)
+{
+	if (max == 0 || n > max)
+		return n;
+	return graph_ceil(n);
 }
 
 /* ---- configuration ------------------------------------------------------ */
@@ -418,6 +505,9 @@ init_settings(struct cost_model *cm, const struct cat_model *m,
 	cm->layout = cfg->layout;
 	cm->copy = cfg->copy;
 	cm->hostmem = cfg->hostmem;
+	cm->graph_max = cfg->graph_max > 0 ?
+		(uint32_t)graph_floor(cfg->graph_max) : 0;
+	cm->layers = m->num_layers;
 
 	if (m->num_layers == 0 || m->layer == NULL || m->hidden_size == 0)
 		return cat_fail(why, whylen, KV_EINVAL,
@@ -601,35 +691,72 @@ init_copy_terms(struct cost_model *cm, const struct cost_calib *cal,
 	return KV_OK;
 }
 
+/*
+ * The terms that are one number: where each sits in the calibration and
+ * in the model, its default and source, and whether it must be > 0 (an
+ * efficiency) or >= 0 (a time).  A row without a default (src NULL)
+ * follows the term named by `like` (already resolved: the table is in
+ * order) when the calibration leaves it unset.
+ */
+struct term_row {
+	size_t cal, mod, like;
+	double v;
+	const char *src;
+	bool positive;
+};
+
+#define TROW(name, v, src, pos) { offsetof(struct cost_calib, name), \
+	offsetof(struct cost_model, name), 0, v, src, pos }
+#define TLIKE(name, like) { offsetof(struct cost_calib, name), \
+	offsetof(struct cost_model, name), offsetof(struct cost_model, like), \
+	0.0, NULL, true }
+
+static const struct term_row term_rows[] = {
+	TROW(eff_compute, EFF_COMPUTE, SRC_EFF_COMPUTE, true),
+	TROW(eff_memory, EFF_MEMORY, SRC_EFF_MEMORY, true),
+	TROW(eff_interconnect, EFF_INTERCONNECT, SRC_EFF_INTERCONNECT, true),
+	TLIKE(eff_weights, eff_memory),
+	TLIKE(eff_kv_read, eff_memory),
+	TLIKE(eff_attn_compute, eff_compute),
+	TROW(allreduce_ns, ALLREDUCE_NS, SRC_ALLREDUCE, false),
+	TROW(allreduce_rank_ns, ALLREDUCE_RANK_NS, SRC_ALLREDUCE_RANK, false),
+	TROW(cpu_sched_step_ns, CPU_STEP_NS, SRC_CPU_STEP, false),
+	TROW(cpu_sched_seq_ns, CPU_SCHED_SEQ_NS, SRC_CPU_SCHED_SEQ, false),
+	TROW(cpu_sched_token_ns, CPU_SCHED_TOKEN_NS, SRC_CPU_SCHED_TOKEN,
+	     false),
+	TROW(cpu_prep_step_ns, CPU_PREP_STEP_NS, SRC_CPU_PREP_STEP, false),
+	TROW(cpu_prep_seq_ns, CPU_SEQ_NS, SRC_CPU_SEQ, false),
+	TROW(cpu_prep_token_ns, CPU_TOKEN_NS, SRC_CPU_TOKEN, false),
+	TROW(graph_piecewise_layer_ns, GRAPH_PIECEWISE_LAYER_NS,
+	     SRC_GRAPH_PIECEWISE, false),
+	TROW(graph_eager_layer_ns, GRAPH_EAGER_LAYER_NS, SRC_GRAPH_EAGER,
+	     false),
+};
+
 /* Efficiencies and overheads: the calibration's, else the defaults. */
 static kv_err
 init_terms(struct cost_model *cm, const struct cost_calib *cal, char *why,
 	   size_t whylen)
 {
-	pick(&cm->eff_compute, cal ? &cal->eff_compute : NULL, EFF_COMPUTE,
-	     SRC_EFF_COMPUTE);
-	pick(&cm->eff_memory, cal ? &cal->eff_memory : NULL, EFF_MEMORY,
-	     SRC_EFF_MEMORY);
-	pick(&cm->eff_interconnect, cal ? &cal->eff_interconnect : NULL,
-	     EFF_INTERCONNECT, SRC_EFF_INTERCONNECT);
-	pick(&cm->allreduce_ns, cal ? &cal->allreduce_ns : NULL, ALLREDUCE_NS,
-	     SRC_ALLREDUCE);
-	pick(&cm->cpu_step_ns, cal ? &cal->cpu_step_ns : NULL, CPU_STEP_NS,
-	     SRC_CPU_STEP);
-	pick(&cm->cpu_seq_ns, cal ? &cal->cpu_seq_ns : NULL, CPU_SEQ_NS,
-	     SRC_CPU_SEQ);
-	pick(&cm->cpu_token_ns, cal ? &cal->cpu_token_ns : NULL, CPU_TOKEN_NS,
-	     SRC_CPU_TOKEN);
-	if (!term_ok(&cm->eff_compute, true) ||
-	    !term_ok(&cm->eff_memory, true) ||
-	    !term_ok(&cm->eff_interconnect, true) ||
-	    !term_ok(&cm->allreduce_ns, false) ||
-	    !term_ok(&cm->cpu_step_ns, false) ||
-	    !term_ok(&cm->cpu_seq_ns, false) ||
-	    !term_ok(&cm->cpu_token_ns, false))
-		return cat_fail(why, whylen, KV_EINVAL,
-				"calibration: efficiencies must be > 0 and "
-				"times >= 0");
+	for (size_t i = 0; i < sizeof(term_rows) / sizeof(term_rows[0]); i++) {
+		const struct term_row *r = &term_rows[i];
+		struct cost_term *t = (struct cost_term *)((char *)cm + r->mod);
+		const struct cost_term *o = cal == NULL ? NULL :
+			(const struct cost_term *)((const char *)cal + r->cal);
+
+		if (r->src == NULL) {
+			const struct cost_term *l = (const struct cost_term *)
+				((const char *)cm + r->like);
+
+			pick(t, o, l->v, l->src);
+		} else {
+			pick(t, o, r->v, r->src);
+		}
+		if (!term_ok(t, r->positive))
+			return cat_fail(why, whylen, KV_EINVAL,
+					"calibration: efficiencies must be > 0 "
+					"and times >= 0");
+	}
 	return init_copy_terms(cm, cal, why, whylen);
 }
 
@@ -673,6 +800,130 @@ group_work(const struct cost_group *g, const struct cost_batch *b,
 	g->ops->work(&g->fig, g->window, b->seq, b->nseq, w);
 }
 
+/*
+ * How the step runs under CUDA graphs (cost.h enum cost_graph), and the
+ * tokens its GEMMs compute: a graph replays at its capture size, so the
+ * batch is padded up to it (vLLM's gpu_model_runner pads num_input_tokens
+ * for full and piecewise graphs alike).
+ */
+static void
+step_graph(const struct cost_model *cm, uint64_t qmax,
+	   struct cost_breakdown *bd)
+{
+	bd->graph_tokens = bd->tokens;
+	if (cm->graph_max == 0) {
+		bd->graph = COST_GRAPH_OFF;
+		return;
+	}
+	if (bd->tokens > cm->graph_max) {
+		bd->graph = COST_GRAPH_EAGER;
+		bd->launch_ns = cm->layers * cm->graph_eager_layer_ns.v;
+		return;
+	}
+	bd->graph_tokens = cost_graph_pad(bd->tokens, cm->graph_max);
+	if (qmax == 1) {	/* uniform decode: one full graph */
+		bd->graph = COST_GRAPH_FULL;
+		return;
+	}
+	bd->graph = COST_GRAPH_PIECEWISE;
+	bd->launch_ns = cm->paged_layers * cm->graph_piecewise_layer_ns.v;
+}
+
+/* Linear layers: weights once, experts by expected coverage; FLOPs and
+ * activations of the tokens the GEMMs run. */
+static void
+step_linear(const struct cost_model *cm, struct cost_breakdown *bd)
+{
+	double gt = (double)bd->graph_tokens, seqs = (double)bd->seqs;
+	double pm = cm->hbm_bw * cm->eff_memory.v / 1e9;
+	double pw = cm->hbm_bw * cm->eff_weights.v / 1e9;
+	double wb, act;
+
+	bd->lin_flops = gt * cm->flops_token + seqs * cm->flops_seq;
+	if (cm->moe_layers > 0) {
+		double e = cm->num_experts;
+
+		bd->experts = e * (1.0 - ipow(1.0 - cm->experts_per_tok / e,
+					      bd->tokens));
+	}
+	wb = cm->weight_bytes_fixed + bd->experts * cm->expert_bytes;
+	act = gt * cm->act_bytes_token;
+	bd->lin_bytes = wb + act;
+	bd->lin_compute_ns = bd->lin_flops /
+			     (cm->peak_flops * cm->eff_compute.v / 1e9);
+	/* one division when the weights share eff_memory: the same ns as
+	 * before the split */
+	if (cm->eff_weights.v == cm->eff_memory.v)
+		bd->lin_memory_ns = bd->lin_bytes / pm;
+	else
+		bd->lin_memory_ns = wb / pw + act / pm;
+}
+
+/* Attention (KV reads, attention FLOPs) and recurrent layers. */
+static void
+step_mixers(const struct cost_model *cm, const struct cat_mixer_work *work,
+	    struct cost_breakdown *bd)
+{
+	double tok = (double)bd->tokens, seqs = (double)bd->seqs;
+	double pc = cm->peak_flops * cm->eff_compute.v / 1e9;
+	double pm = cm->hbm_bw * cm->eff_memory.v / 1e9;
+
+	for (size_t k = 0; k < cm->ngroups; k++) {
+		const struct cost_group *g = &cm->group[k];
+		double nl = g->nlayers;
+		const struct cat_mixer_cost *f = &g->fig;
+		const struct cat_mixer_work *w = &work[k];
+
+		if (g->ops->cls == CAT_MIXC_RECURRENT) {
+			bd->rec_bytes += nl * 2.0 * f->state_bytes * seqs;
+			bd->rec_flops += nl * f->state_flops * tok;
+			continue;
+		}
+		bd->attn_flops += nl * ((double)w->pairs * f->pair_flops +
+					(double)w->pairs_pf * f->pair_flops_pf +
+					(double)w->ctx_pf * f->ctx_flops_pf);
+		bd->attn_bytes += nl * f->token_bytes * (double)w->kvtok;
+	}
+	bd->attn_compute_ns = bd->attn_flops /
+		(cm->peak_flops * cm->eff_attn_compute.v / 1e9);
+	bd->attn_memory_ns = bd->attn_bytes /
+			     (cm->hbm_bw * cm->eff_kv_read.v / 1e9);
+	bd->rec_compute_ns = bd->rec_flops / pc;
+	bd->rec_memory_ns = bd->rec_bytes / pm;
+}
+
+/* All-reduces, the launch floor, the CPU split and the total. */
+static void
+step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
+{
+	double tok = (double)bd->tokens, seqs = (double)bd->seqs;
+
+	if (cm->tp > 1) {
+		double p = cm->tp;
+		double bytes = 2.0 * (p - 1.0) / p * (double)bd->graph_tokens *
+			       cm->allreduce_token_bytes;
+		double link = cm->link_bw * cm->eff_interconnect.v / 1e9;
+		double lat = cm->allreduce_ns.v +
+			     (p - 2.0) * cm->allreduce_rank_ns.v;
+
+		bd->allreduce_ns = cm->allreduces * (lat + bytes / link);
+	}
+	bd->gpu_ns = dmax(bd->lin_compute_ns, bd->lin_memory_ns) +
+		     dmax(bd->attn_compute_ns, bd->attn_memory_ns) +
+		     dmax(bd->rec_compute_ns, bd->rec_memory_ns) +
+		     bd->allreduce_ns;
+	/* kernels cannot run faster than the CPU launches them */
+	bd->gpu_ns = dmax(bd->gpu_ns, bd->launch_ns);
+	bd->cpu_sched_ns = cm->cpu_sched_step_ns.v +
+			   cm->cpu_sched_seq_ns.v * seqs +
+			   cm->cpu_sched_token_ns.v * tok;
+	bd->cpu_prep_ns = cm->cpu_prep_step_ns.v +
+			  cm->cpu_prep_seq_ns.v * seqs +
+			  cm->cpu_prep_token_ns.v * tok;
+	bd->cpu_ns = bd->cpu_sched_ns + bd->cpu_prep_ns;
+	bd->total_ns = to_ns(bd->cpu_ns + bd->gpu_ns);
+}
+
 int64_t
 cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		  struct cost_breakdown *out)
@@ -680,7 +931,7 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 	struct cat_mixer_work work[COST_MAX_GROUPS];
 	static const struct cost_breakdown zero;
 	struct cost_breakdown bd = zero;
-	double pc, pm, tok, seqs;
+	uint64_t qmax = 0;
 
 	if (cm == NULL || b == NULL || (b->seq == NULL && b->nseq > 0)) {
 		if (out != NULL)
@@ -696,6 +947,7 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 			continue;
 		bd.tokens = cat_sat_add(bd.tokens, q);
 		bd.seqs++;
+		qmax = q > qmax ? q : qmax;
 	}
 	for (size_t k = 0; k < cm->ngroups; k++)
 		group_work(&cm->group[k], b, &work[k]);
@@ -704,65 +956,10 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 			*out = bd;
 		return 0;
 	}
-	tok = (double)bd.tokens;
-	seqs = (double)bd.seqs;
-
-	/* linear layers: weights once, experts by expected coverage */
-	bd.lin_flops = tok * cm->flops_token + seqs * cm->flops_seq;
-	if (cm->moe_layers > 0) {
-		double e = cm->num_experts;
-
-		bd.experts = e * (1.0 - ipow(1.0 - cm->experts_per_tok / e,
-					     bd.tokens));
-	}
-	bd.lin_bytes = cm->weight_bytes_fixed + bd.experts * cm->expert_bytes +
-		       tok * cm->act_bytes_token;
-
-	/* attention and recurrent layers */
-	for (size_t k = 0; k < cm->ngroups; k++) {
-		const struct cost_group *g = &cm->group[k];
-		double nl = g->nlayers;
-
-		const struct cat_mixer_cost *f = &g->fig;
-		const struct cat_mixer_work *w = &work[k];
-
-		if (g->ops->cls == CAT_MIXC_RECURRENT) {
-			bd.rec_bytes += nl * 2.0 * f->state_bytes * seqs;
-			bd.rec_flops += nl * f->state_flops * tok;
-			continue;
-		}
-		bd.attn_flops += nl * ((double)w->pairs * f->pair_flops +
-				       (double)w->pairs_pf * f->pair_flops_pf +
-				       (double)w->ctx_pf * f->ctx_flops_pf);
-		bd.attn_bytes += nl * f->token_bytes * (double)w->kvtok;
-	}
-
-	/* rooflines, in FLOP/ns and byte/ns */
-	pc = cm->peak_flops * cm->eff_compute.v / 1e9;
-	pm = cm->hbm_bw * cm->eff_memory.v / 1e9;
-	bd.lin_compute_ns = bd.lin_flops / pc;
-	bd.lin_memory_ns = bd.lin_bytes / pm;
-	bd.attn_compute_ns = bd.attn_flops / pc;
-	bd.attn_memory_ns = bd.attn_bytes / pm;
-	bd.rec_compute_ns = bd.rec_flops / pc;
-	bd.rec_memory_ns = bd.rec_bytes / pm;
-
-	if (cm->tp > 1) {
-		double p = cm->tp;
-		double bytes = 2.0 * (p - 1.0) / p * tok *
-			       cm->allreduce_token_bytes;
-		double link = cm->link_bw * cm->eff_interconnect.v / 1e9;
-
-		bd.allreduce_ns = cm->allreduces *
-				  (cm->allreduce_ns.v + bytes / link);
-	}
-	bd.gpu_ns = dmax(bd.lin_compute_ns, bd.lin_memory_ns) +
-		    dmax(bd.attn_compute_ns, bd.attn_memory_ns) +
-		    dmax(bd.rec_compute_ns, bd.rec_memory_ns) +
-		    bd.allreduce_ns;
-	bd.cpu_ns = cm->cpu_step_ns.v + cm->cpu_seq_ns.v * seqs +
-		    cm->cpu_token_ns.v * tok;
-	bd.total_ns = to_ns(bd.cpu_ns + bd.gpu_ns);
+	step_graph(cm, qmax, &bd);
+	step_linear(cm, &bd);
+	step_mixers(cm, work, &bd);
+	step_finish(cm, &bd);
 	if (out != NULL)
 		*out = bd;
 	return bd.total_ns;
@@ -965,11 +1162,27 @@ cost_describe(const struct cost_model *cm, FILE *f)
 	fprintf(f, "efficiencies and overheads\n");
 	term_line(f, "eff.compute", &cm->eff_compute, "");
 	term_line(f, "eff.memory", &cm->eff_memory, "");
+	term_line(f, "eff.weights", &cm->eff_weights, "");
+	term_line(f, "eff.kv_read", &cm->eff_kv_read, "");
+	term_line(f, "eff.attn_compute", &cm->eff_attn_compute, "");
 	term_line(f, "eff.interconnect", &cm->eff_interconnect, "");
 	term_line(f, "allreduce latency", &cm->allreduce_ns, "ns");
-	term_line(f, "cpu per step", &cm->cpu_step_ns, "ns");
-	term_line(f, "cpu per sequence", &cm->cpu_seq_ns, "ns");
-	term_line(f, "cpu per token", &cm->cpu_token_ns, "ns");
+	term_line(f, "allreduce a rank > 2", &cm->allreduce_rank_ns, "ns");
+	term_line(f, "cpu sched per step", &cm->cpu_sched_step_ns, "ns");
+	term_line(f, "cpu sched per seq", &cm->cpu_sched_seq_ns, "ns");
+	term_line(f, "cpu sched per token", &cm->cpu_sched_token_ns, "ns");
+	term_line(f, "cpu prep per step", &cm->cpu_prep_step_ns, "ns");
+	term_line(f, "cpu prep per seq", &cm->cpu_prep_seq_ns, "ns");
+	term_line(f, "cpu prep per token", &cm->cpu_prep_token_ns, "ns");
+	term_line(f, "graph piecewise layer", &cm->graph_piecewise_layer_ns,
+		  "ns");
+	term_line(f, "graph eager layer", &cm->graph_eager_layer_ns, "ns");
+	if (cm->graph_max > 0)
+		fprintf(f, "  CUDA graphs up to %u tokens (vLLM V1 "
+			"FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8, ... "
+			"steps of 8 to 256, of 16 above)\n", cm->graph_max);
+	else
+		fprintf(f, "  CUDA graphs not modelled (graph_max 0)\n");
 	fprintf(f, "linear layers (per rank; derived from the model)\n");
 	fprintf(f, "  %-22s %12.6g %-6s all but routed experts, LM head "
 		"included\n", "weights read a step", cm->weight_bytes_fixed /

@@ -13,19 +13,25 @@
  *
  * Step time (docs/cost-model.md has every formula with its source):
  *
- *   step = cpu + linear + attention + recurrent + allreduce
- *   cpu       = cpu_step + cpu_seq * sequences + cpu_token * tokens
- *   linear    = max(flops / (peak * eff_compute), bytes / (hbm * eff_mem))
+ *   step = cpu + max(linear + attention + recurrent + allreduce, launch)
+ *   cpu       = scheduling + input preparation, each
+ *               a step + a sequence * sequences + a token * tokens
+ *   linear    = max(flops / (peak * eff_compute),
+ *                   weights / (hbm * eff_weights) + act / (hbm * eff_mem))
  *               weights read once a step (MoE: the experts the step's
  *               tokens are expected to touch), 2 FLOPs per active
  *               parameter per token, the LM head once per sequence
- *   attention = the same max over QK^T and AV FLOPs (causal inside the
- *               chunk) and the KV bytes each sequence reads by its context
+ *   attention = max(QK^T and AV FLOPs (causal inside the chunk) /
+ *                   (peak * eff_attn_compute), the KV bytes each sequence
+ *                   reads by its context / (hbm * eff_kv_read))
  *               (sliding window: at most W tokens; MLA: the latent)
- *   recurrent = the same max over Mamba / linear-attention state bytes
+ *   recurrent = the linear max over Mamba / linear-attention state bytes
  *               (a fixed state per sequence) and their scan FLOPs
- *   allreduce = tp > 1: per decoder block, latency + ring bytes
+ *   allreduce = tp > 1: per decoder block, latency(tp) + ring bytes
  *               2 (tp - 1) / tp * tokens * hidden * dtype / (link * eff)
+ *   launch    = CUDA graphs on (cost_config.graph_max): the CPU time to
+ *               launch a step without a full graph; tokens are padded to
+ *               a capture size for the GEMMs
  *
  * Everything on the GPU is per rank: tensor parallelism divides weights,
  * FLOPs and KV heads (never below one KV head; an MLA latent is replicated
@@ -111,9 +117,31 @@ struct cost_calib {
 	struct cost_term eff_memory;	/* achieved / peak HBM bandwidth */
 	struct cost_term eff_interconnect;	/* achieved / GPU link rate */
 	struct cost_term allreduce_ns;	/* latency of one all-reduce */
-	struct cost_term cpu_step_ns;	/* CPU overhead of every step */
-	struct cost_term cpu_seq_ns;	/* ... per scheduled sequence */
-	struct cost_term cpu_token_ns;	/* ... per scheduled token */
+	union {				/* the old name is the same term */
+		struct cost_term cpu_step_ns;
+		struct cost_term cpu_sched_step_ns;	/* scheduler, a step */
+	};
+	union {
+		struct cost_term cpu_seq_ns;
+		struct cost_term cpu_prep_seq_ns;	/* inputs, a sequence */
+	};
+	union {
+		struct cost_term cpu_token_ns;
+		struct cost_term cpu_prep_token_ns;	/* inputs, a token */
+	};
+	/* split terms (docs/cost-model.md §2); unset: see cost_model_init */
+	struct cost_term eff_weights;	/* weight reads; unset: eff_memory */
+	struct cost_term eff_kv_read;	/* paged KV; unset: eff_memory */
+	struct cost_term eff_attn_compute;	/* unset: eff_compute */
+	struct cost_term allreduce_rank_ns;	/* latency a rank beyond 2 */
+	struct cost_term cpu_sched_seq_ns;	/* scheduler, a sequence */
+	struct cost_term cpu_sched_token_ns;	/* scheduler, a token */
+	struct cost_term cpu_prep_step_ns;	/* inputs, a step */
+	struct cost_term graph_piecewise_layer_ns;	/* launches outside the
+							 * piecewise graphs,
+							 * an attention layer */
+	struct cost_term graph_eager_layer_ns;	/* launches without a graph,
+						 * a layer */
 };
 
 /* Every term unset. */
@@ -130,6 +158,9 @@ struct cost_config {
 	enum cost_copy copy;		/* how swaps copy */
 	enum cost_hostmem hostmem;	/* the host side of swaps */
 	const struct cost_calib *calib;	/* NULL: all defaults */
+	uint32_t graph_max;		/* CUDA graphs (vLLM V1's
+					 * max_cudagraph_capture_size,
+					 * cost_graph_max); 0: not modelled */
 };
 
 /* tp 1, dtypes from the model, block 16, FA split, per-chunk, pinned. */
@@ -195,10 +226,30 @@ struct cost_model {
 						 * all, or one group's
 						 * (cost_model_groups) */
 
+	/* CUDA graphs: the largest capture size (0: not modelled) */
+	uint32_t graph_max;
+	uint32_t layers;		/* decoder layers (launches) */
+
 	/* resolved terms */
 	struct cost_copy_terms copy_t[COST_NDIRS][COST_NCOPIES][COST_NHOSTMEMS];
 	struct cost_term eff_compute, eff_memory, eff_interconnect;
-	struct cost_term allreduce_ns, cpu_step_ns, cpu_seq_ns, cpu_token_ns;
+	struct cost_term eff_weights, eff_kv_read, eff_attn_compute;
+	struct cost_term allreduce_ns, allreduce_rank_ns;
+	union {
+		struct cost_term cpu_step_ns;
+		struct cost_term cpu_sched_step_ns;
+	};
+	union {
+		struct cost_term cpu_seq_ns;
+		struct cost_term cpu_prep_seq_ns;
+	};
+	union {
+		struct cost_term cpu_token_ns;
+		struct cost_term cpu_prep_token_ns;
+	};
+	struct cost_term cpu_sched_seq_ns, cpu_sched_token_ns;
+	struct cost_term cpu_prep_step_ns;
+	struct cost_term graph_piecewise_layer_ns, graph_eager_layer_ns;
 };
 
 /*
@@ -224,6 +275,30 @@ struct cost_batch {
 	size_t nseq;
 };
 
+/*
+ * How vLLM V1 runs a step's forward pass (CUDAGraphMode
+ * FULL_AND_PIECEWISE, its default): a decode-only batch within the largest
+ * capture size replays one full graph; a batch with a prefill within it
+ * replays piecewise graphs with attention launched between them; a larger
+ * batch launches every kernel.  COST_GRAPH_OFF: not modelled.
+ */
+enum cost_graph {
+	COST_GRAPH_OFF = 0, COST_GRAPH_FULL, COST_GRAPH_PIECEWISE,
+	COST_GRAPH_EAGER
+};
+
+/*
+ * vLLM's default max_cudagraph_capture_size: min(2 max_num_seqs, 512),
+ * and no more than max_num_batched_tokens (0: no limit); then the largest
+ * capture size of the list [1, 2, 4, 8, 16, ..., 248, 256, 272, ...] (steps
+ * of 8 to 256, of 16 above) not above it.
+ */
+uint32_t cost_graph_max(uint32_t max_num_seqs, uint64_t max_num_batched_tokens);
+
+/* The capture size a batch of n tokens is padded to (n <= max); n if n is
+ * above max or max is 0. */
+uint64_t cost_graph_pad(uint64_t n, uint32_t max);
+
 /* What a step is made of (cost_step_explain).  Bytes and FLOPs per rank. */
 struct cost_breakdown {
 	uint64_t tokens, seqs;
@@ -235,6 +310,11 @@ struct cost_breakdown {
 	double attn_compute_ns, attn_memory_ns;
 	double rec_compute_ns, rec_memory_ns;
 	double allreduce_ns, cpu_ns, gpu_ns;
+	double cpu_sched_ns, cpu_prep_ns;	/* their sum is cpu_ns */
+	uint64_t graph_tokens;		/* tokens the GEMMs run: padded to a
+					 * capture size under a CUDA graph */
+	enum cost_graph graph;		/* how the step runs */
+	double launch_ns;		/* the launch floor of gpu_ns */
 	int64_t total_ns;		/* = cost_step_ns */
 };
 

@@ -1095,6 +1095,11 @@ setup_cost(sim_run *R)
 		cc.copy = (enum cost_copy)R->cfg.copy;
 	if (R->cfg.host_memory >= 0)
 		cc.hostmem = (enum cost_hostmem)R->cfg.host_memory;
+	if (R->cfg.cuda_graphs != 0)
+		cc.graph_max = R->cfg.cuda_graphs > 0 ?
+			(uint32_t)R->cfg.cuda_graphs :
+			cost_graph_max(R->sr.max_num_seqs,
+				       R->sr.max_num_batched_tokens);
 	if (cost_model_init(&R->cm, R->model, R->gpu, &cc, why,
 			    sizeof(why)) != KV_OK)
 		return rfail(R, KV_EINVAL, "cost model: %s", why);

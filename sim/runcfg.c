@@ -647,6 +647,25 @@ set_copy(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+/* cost.cuda_graphs: off, vllm (vLLM V1's default capture sizes) or the
+ * largest capture size (docs/cost-model.md §2.7). */
+static kv_err
+set_cuda_graphs(struct sim_config *c, const struct setv *s)
+{
+	uint64_t u;
+
+	if (is_null_text(s->v) || strcmp(s->v, "off") == 0)
+		c->cuda_graphs = 0;
+	else if (strcmp(s->v, "vllm") == 0)
+		c->cuda_graphs = -1;
+	else if (parse_u64(s->v, 1, 1u << 20, &u))
+		c->cuda_graphs = (int64_t)u;
+	else
+		return bad(s, "expected off, vllm or the largest capture size "
+			   "(1 to 1048576 tokens)");
+	return KV_OK;
+}
+
 static kv_err
 set_host_memory(struct sim_config *c, const struct setv *s)
 {
@@ -737,6 +756,7 @@ static const struct run_key {
 	{ "cost.kv_layout", set_kv_layout },
 	{ "cost.copy", set_copy },
 	{ "cost.host_memory", set_host_memory },
+	{ "cost.cuda_graphs", set_cuda_graphs },
 	{ "cost.gpu_usd_per_hour", set_gpu_price },
 	{ "output.timeseries_interval_s", set_timeseries_interval },
 	{ "output.heartbeat_interval_s", set_heartbeat_interval },
@@ -1242,6 +1262,10 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	if (c->host_memory >= 0)
 		fprintf(f, "  host_memory: %s\n",
 			cost_hostmem_name((enum cost_hostmem)c->host_memory));
+	if (c->cuda_graphs < 0)
+		fprintf(f, "  cuda_graphs: vllm\n");
+	else if (c->cuda_graphs > 0)
+		fprintf(f, "  cuda_graphs: %" PRId64 "\n", c->cuda_graphs);
 	if (c->calibration[0] != '\0')
 		put_str(f, "  calibration", c->calibration);
 	if (c->gpu_usd_per_hour > 0)

@@ -77,6 +77,8 @@ struct sim_config {
 	int kv_layout;			/* enum cost_layout; -1 the default */
 	int copy;			/* enum cost_copy; -1 the default */
 	int host_memory;		/* enum cost_hostmem; -1 the default */
+	int64_t cuda_graphs;		/* 0 off, -1 vllm (vLLM's), > 0 the
+					 * largest capture size */
 	double gpu_usd_per_hour;	/* > 0: a GPU's price (capacity's
 					 * cost columns); 0: the catalog's */
 

@@ -7,15 +7,18 @@
  * pinned figure is derived in the comment above its assertion, from the
  * defaults of docs/cost-model.md §5.
  */
+#include "sim/calib.h"
 #include "sim/cost.h"
 #include "sim/calib.h"
 
 #include "core/kvsize.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAXL 128
 
@@ -859,6 +862,411 @@ START_TEST(test_calib_by_name)
 	cost_calib_release(&b);
 	ck_assert_ptr_null(a.eff_memory.src);
 	ck_assert_ptr_null(a.cpu_token_ns.src);
+
+/* ---- split terms (issue #18 item 3) -------------------------------------- */
+
+/* A model with cal over the defaults. */
+static void
+init_cal(struct cost_model *cm, const struct cat_model *m,
+	 const struct cat_gpu *g, const struct cost_calib *cal, uint32_t tp,
+	 uint32_t graph_max)
+{
+	struct cost_config cfg = cfg_tp(tp);
+
+	cfg.calib = cal;
+	cfg.graph_max = graph_max;
+	init_ok(cm, m, g, &cfg);
+}
+
+/*
+ * Llama-3.1-8B decode at context 1023 (test_decode_roofline_llama8b):
+ * weights 15,009,841,152 B, activations 8,806,400 B, KV 134,348,800 B.
+ * Each split efficiency moves its own part only.
+ */
+START_TEST(test_split_efficiencies)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model def, cm;
+	struct cost_calib cal;
+	struct cost_breakdown b0, b;
+
+	llama8b(&f);
+	init_ok(&def, &f.m, &g, NULL);
+	/* unset, they follow eff_memory and eff_compute, sources included */
+	ck_assert_double_eq(def.eff_weights.v, 0.72);
+	ck_assert_str_eq(def.eff_weights.src, def.eff_memory.src);
+	ck_assert_str_eq(def.eff_kv_read.src, def.eff_memory.src);
+	ck_assert_double_eq(def.eff_attn_compute.v, 0.65);
+	ck_assert_str_eq(def.eff_attn_compute.src, def.eff_compute.src);
+	one(&def, 1, 1023, &b0);
+
+	/* eff_memory set alone: the weights and KV reads follow it */
+	cost_calib_init(&cal);
+	cal.eff_memory = (struct cost_term){ 0.9, "c.yaml:1" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	ck_assert_double_eq(cm.eff_weights.v, 0.9);
+	ck_assert_str_eq(cm.eff_kv_read.src, "c.yaml:1");
+
+	/* eff_weights: the weight read only (activations stay at 0.72) */
+	cost_calib_init(&cal);
+	cal.eff_weights = (struct cost_term){ 0.9, "c.yaml:2" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&cm, 1, 1023, &b);
+	assert_near(b.lin_memory_ns, 15009841152.0 / 3015.0 +
+		    8806400.0 / 2412.0, 1e-12);
+	ck_assert_double_eq(b.attn_memory_ns, b0.attn_memory_ns);
+	ck_assert_double_eq(b.attn_compute_ns, b0.attn_compute_ns);
+	ck_assert_double_eq(b.lin_compute_ns, b0.lin_compute_ns);
+
+	/* eff_kv_read: the KV read only */
+	cost_calib_init(&cal);
+	cal.eff_kv_read = (struct cost_term){ 0.36, "c.yaml:3" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&cm, 1, 1023, &b);
+	assert_near(b.attn_memory_ns, 2 * b0.attn_memory_ns, 1e-12);
+	ck_assert_double_eq(b.lin_memory_ns, b0.lin_memory_ns);
+	ck_assert_double_eq(b.attn_compute_ns, b0.attn_compute_ns);
+
+	/* eff_attn_compute: attention FLOPs only, not the GEMMs */
+	cost_calib_init(&cal);
+	cal.eff_attn_compute = (struct cost_term){ 0.325, "c.yaml:4" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&def, 2048, 0, &b0);
+	one(&cm, 2048, 0, &b);
+	assert_near(b.attn_compute_ns, 2 * b0.attn_compute_ns, 1e-12);
+	ck_assert_double_eq(b.lin_compute_ns, b0.lin_compute_ns);
+	ck_assert_double_eq(b.attn_memory_ns, b0.attn_memory_ns);
+	ck_assert(b.total_ns > b0.total_ns);
+}
+END_TEST
+
+/*
+ * All-reduce latency by degree: allreduce_ns at 2 ranks plus
+ * allreduce_rank_ns for each rank beyond.  Llama-3.1-8B at TP 4, one
+ * token: 65 x (20 + 2 x 1.2 us + 1.5 x 8192 B / 369 B/ns).
+ */
+START_TEST(test_allreduce_degree)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model c2, c4, d4;
+	struct cost_calib cal;
+	struct cost_breakdown b2, b4, e4;
+	struct cost_config cfg4 = cfg_tp(4);
+
+	llama8b(&f);
+	init_ok(&d4, &f.m, &g, &cfg4);
+	one(&d4, 1, 100, &e4);
+	assert_near(e4.allreduce_ns, 65 * (20000.0 + 1.5 * 8192.0 / 369.0),
+		    1e-12);
+	cost_calib_init(&cal);
+	cal.allreduce_rank_ns = (struct cost_term){ 1200.0, "c.yaml:1" };
+	init_cal(&c2, &f.m, &g, &cal, 2, 0);
+	init_cal(&c4, &f.m, &g, &cal, 4, 0);
+	one(&c2, 1, 100, &b2);
+	one(&c4, 1, 100, &b4);
+	/* two ranks: the 2-GPU latency alone */
+	assert_near(b2.allreduce_ns, 65 * (20000.0 + 8192.0 / 369.0), 1e-12);
+	assert_near(b4.allreduce_ns,
+		    65 * (22400.0 + 1.5 * 8192.0 / 369.0), 1e-12);
+	ck_assert_double_eq(b4.gpu_ns - b4.allreduce_ns,
+			    e4.gpu_ns - e4.allreduce_ns);
+}
+END_TEST
+
+/*
+ * CPU: scheduling + input preparation.  Defaults: 500 us a step of
+ * scheduling, 10 us a sequence of preparation.  The old names set the
+ * same terms.
+ */
+START_TEST(test_cpu_split)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model def, cm;
+	struct cost_calib cal;
+	struct cat_mixer_seq s[3] = { { 1, 10 }, { 1, 20 }, { 5, 0 } };
+	struct cost_batch batch = { s, 3 };
+	struct cost_breakdown b0, b;
+
+	llama8b(&f);
+	init_ok(&def, &f.m, &g, NULL);
+	cost_step_explain(&def, &batch, &b0);
+	ck_assert_double_eq(b0.cpu_sched_ns, 500000.0);
+	ck_assert_double_eq(b0.cpu_prep_ns, 30000.0);
+	ck_assert_double_eq(b0.cpu_ns, b0.cpu_sched_ns + b0.cpu_prep_ns);
+
+	/* each new term moves its own half by its own count */
+	cost_calib_init(&cal);
+	cal.cpu_sched_seq_ns = (struct cost_term){ 1000.0, "c.yaml:1" };
+	cal.cpu_sched_token_ns = (struct cost_term){ 100.0, "c.yaml:2" };
+	cal.cpu_prep_step_ns = (struct cost_term){ 7000.0, "c.yaml:3" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	cost_step_explain(&cm, &batch, &b);
+	ck_assert_double_eq(b.cpu_sched_ns, 500000.0 + 3000.0 + 700.0);
+	ck_assert_double_eq(b.cpu_prep_ns, 37000.0);
+	ck_assert_double_eq(b.gpu_ns, b0.gpu_ns);
+	ck_assert_int_eq(b.total_ns - b0.total_ns, 3000 + 700 + 7000);
+
+	/* the old names are the new terms */
+	cost_calib_init(&cal);
+	cal.cpu_step_ns = (struct cost_term){ 1e6, "c.yaml:4" };
+	cal.cpu_seq_ns = (struct cost_term){ 2e4, "c.yaml:5" };
+	cal.cpu_token_ns = (struct cost_term){ 30.0, "c.yaml:6" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	ck_assert_str_eq(cm.cpu_sched_step_ns.src, "c.yaml:4");
+	ck_assert_double_eq(cm.cpu_prep_seq_ns.v, 2e4);
+	ck_assert_double_eq(cm.cpu_prep_token_ns.v, 30.0);
+	cost_step_explain(&cm, &batch, &b);
+	ck_assert_double_eq(b.cpu_sched_ns, 1e6);
+	ck_assert_double_eq(b.cpu_prep_ns, 6e4 + 7 * 30.0);
+}
+END_TEST
+
+/*
+ * CUDA graphs (vLLM V1 FULL_AND_PIECEWISE): capture sizes 1, 2, 4, 8, 16,
+ * ..., 248, 256, 272, ...; the largest min(2 max_num_seqs, 512, budget).
+ */
+START_TEST(test_graph_sizes)
+{
+	ck_assert_uint_eq(cost_graph_max(128, 8192), 256);
+	ck_assert_uint_eq(cost_graph_max(128, 1024), 256);
+	ck_assert_uint_eq(cost_graph_max(1024, 8192), 512);
+	ck_assert_uint_eq(cost_graph_max(1024, 0), 512);
+	ck_assert_uint_eq(cost_graph_max(150, 8192), 288);
+	ck_assert_uint_eq(cost_graph_max(1024, 100), 96);
+	ck_assert_uint_eq(cost_graph_max(1, 8192), 2);
+	ck_assert_uint_eq(cost_graph_max(0, 8192), 0);
+	ck_assert_uint_eq(cost_graph_pad(1, 256), 1);
+	ck_assert_uint_eq(cost_graph_pad(3, 256), 4);
+	ck_assert_uint_eq(cost_graph_pad(5, 256), 8);
+	ck_assert_uint_eq(cost_graph_pad(9, 256), 16);
+	ck_assert_uint_eq(cost_graph_pad(249, 512), 256);
+	ck_assert_uint_eq(cost_graph_pad(257, 512), 272);
+	ck_assert_uint_eq(cost_graph_pad(257, 256), 257);	/* no graph */
+	ck_assert_uint_eq(cost_graph_pad(3, 0), 3);
+}
+END_TEST
+
+/*
+ * Llama-3.1-8B with graphs up to 256 tokens: 3 decodes run one full graph
+ * padded to 4 tokens; a prefill of 100 with 2 decodes runs piecewise,
+ * padded to 104, with a launch floor of 32 attention layers x 15 us; 600
+ * tokens run without a graph, floor 32 layers x 50 us.  Both floors are
+ * below the 6.2 ms weight read; an eager launch of 1 ms a layer is not.
+ */
+START_TEST(test_graph_steps)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model off, on, slow;
+	struct cost_calib cal;
+	struct cat_mixer_seq dec[3] = { { 1, 10 }, { 1, 20 }, { 1, 30 } };
+	struct cat_mixer_seq mix[3] = { { 100, 0 }, { 1, 20 }, { 1, 30 } };
+	struct cost_breakdown a, b;
+
+	llama8b(&f);
+	init_ok(&off, &f.m, &g, NULL);
+	init_cal(&on, &f.m, &g, NULL, 1, cost_graph_max(128, 8192));
+	ck_assert_uint_eq(on.graph_max, 256);
+	/* a capture size is kept; a size between two is rounded down */
+	init_cal(&slow, &f.m, &g, NULL, 1, 300);
+	ck_assert_uint_eq(slow.graph_max, 288);
+
+	cost_step_explain(&off, &(struct cost_batch){ dec, 3 }, &a);
+	cost_step_explain(&on, &(struct cost_batch){ dec, 3 }, &b);
+	ck_assert_int_eq(a.graph, COST_GRAPH_OFF);
+	ck_assert_uint_eq(a.graph_tokens, 3);
+	ck_assert_int_eq(b.graph, COST_GRAPH_FULL);
+	ck_assert_uint_eq(b.graph_tokens, 4);
+	ck_assert_double_eq(b.launch_ns, 0.0);
+	assert_near(b.lin_flops - a.lin_flops, on.flops_token, 1e-9);
+	ck_assert_double_eq(b.attn_bytes, a.attn_bytes);
+	ck_assert(b.total_ns >= a.total_ns);
+
+	cost_step_explain(&on, &(struct cost_batch){ mix, 3 }, &b);
+	ck_assert_int_eq(b.graph, COST_GRAPH_PIECEWISE);
+	ck_assert_uint_eq(b.graph_tokens, 104);
+	ck_assert_double_eq(b.launch_ns, 32 * 15000.0);
+	ck_assert(b.gpu_ns > b.launch_ns);
+
+	ck_assert_int_eq(one(&on, 600, 0, &b), one(&off, 600, 0, &a));
+	ck_assert_int_eq(b.graph, COST_GRAPH_EAGER);
+	ck_assert_uint_eq(b.graph_tokens, 600);
+	ck_assert_double_eq(b.launch_ns, 32 * 50000.0);
+
+	/* a launch floor above the GPU work is the GPU time */
+	cost_calib_init(&cal);
+	cal.graph_eager_layer_ns = (struct cost_term){ 1e6, "c.yaml:1" };
+	init_cal(&slow, &f.m, &g, &cal, 1, 256);
+	one(&slow, 600, 0, &b);
+	ck_assert_double_eq(b.gpu_ns, 32e6);
+	ck_assert_int_eq(b.total_ns, 32000000 + 500000 + 10000);
+	/* and it does not touch a decode step under a full graph */
+	ck_assert_int_eq(cost_step_ns(&slow, &(struct cost_batch){ dec, 3 }),
+			 cost_step_ns(&on, &(struct cost_batch){ dec, 3 }));
+}
+END_TEST
+
+/* cost_describe prints every split term with its source. */
+START_TEST(test_describe_split)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model cm;
+	struct cost_calib cal;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+	static const char *const want[] = {
+		"eff.weights", "eff.kv_read", "eff.attn_compute",
+		"allreduce a rank > 2", "NVIDIA/nccl#1334",
+		"cpu sched per step", "cpu sched per seq",
+		"cpu sched per token",
+		"cpu prep per step", "cpu prep per seq", "cpu prep per token",
+		"graph piecewise layer", "graph eager layer", "S16",
+		"c.yaml:7", "CUDA graphs up to 256 tokens",
+	};
+
+	llama8b(&f);
+	cost_calib_init(&cal);
+	cal.eff_kv_read = (struct cost_term){ 0.5, "c.yaml:7" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 256);
+	out = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(out);
+	cost_describe(&cm, out);
+	fclose(out);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_msg(strstr(buf, want[i]) != NULL, "no '%s'", want[i]);
+	ck_assert(strstr(buf, "(null)") == NULL);
+	free(buf);
+}
+END_TEST
+
+/* ---- the calibration file: the split terms by name --------------------- */
+
+/* Write text to a temporary file; its path in path. */
+static void
+write_tmp(char *path, size_t len, const char *text)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, len, "%s/check_cost.XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Load text; KV_OK or the error in err. */
+static kv_err
+load_text(const char *text, struct cost_calib *c, char *err, size_t errlen,
+	  char *path, size_t plen)
+{
+	kv_err rc;
+
+	write_tmp(path, plen, text);
+	rc = cost_calib_load(path, c, err, errlen);
+	unlink(path);
+	return rc;
+}
+
+START_TEST(test_calib_file_terms)
+{
+	static const char good[] =
+		"eff_weights: 0.8\n"
+		"eff_kv_read: {value: 0.6, source: fit}\n"
+		"eff_attn_compute: 0.5\n"
+		"allreduce_rank_ns: 1200\n"
+		"cpu_sched_seq_ns: 100\n"
+		"cpu_sched_token_ns: 1\n"
+		"cpu_prep_step_ns: 2000\n"
+		"cpu_prep_seq_ns: 3000\n"
+		"cpu_prep_token_ns: 4\n"
+		"graph_piecewise_layer_ns: 10000\n"
+		"graph_eager_layer_ns: 40000\n"
+		"cpu_step_ns: 600000\n";
+	static const char old[] =
+		"eff_memory: 0.8\ncpu_step_ns: 1\ncpu_seq_ns: 2\n"
+		"cpu_token_ns: 3\nallreduce_ns: 4\n";
+	struct cost_calib c;
+	char err[1024], path[256], want[512];
+
+	ck_assert_int_eq(load_text(good, &c, err, sizeof(err), path,
+				   sizeof(path)), KV_OK);
+	ck_assert_double_eq(c.eff_weights.v, 0.8);
+	ck_assert(strstr(c.eff_kv_read.src, "fit (") == c.eff_kv_read.src);
+	ck_assert_double_eq(c.eff_attn_compute.v, 0.5);
+	ck_assert_double_eq(c.allreduce_rank_ns.v, 1200);
+	ck_assert_double_eq(c.cpu_sched_seq_ns.v, 100);
+	ck_assert_double_eq(c.cpu_sched_token_ns.v, 1);
+	ck_assert_double_eq(c.cpu_prep_step_ns.v, 2000);
+	ck_assert_double_eq(c.cpu_prep_seq_ns.v, 3000);
+	ck_assert_double_eq(c.cpu_prep_token_ns.v, 4);
+	ck_assert_double_eq(c.graph_piecewise_layer_ns.v, 10000);
+	ck_assert_double_eq(c.graph_eager_layer_ns.v, 40000);
+	ck_assert_double_eq(c.cpu_sched_step_ns.v, 600000);
+	snprintf(want, sizeof(want), "%s:12", path);
+	ck_assert_str_eq(c.cpu_sched_step_ns.src, want);
+	ck_assert(c.eff_memory.src == NULL);
+	cost_calib_release(&c);
+
+	/* the old keys load as before, into the terms they name */
+	ck_assert_int_eq(load_text(old, &c, err, sizeof(err), path,
+				   sizeof(path)), KV_OK);
+	ck_assert_double_eq(c.cpu_sched_step_ns.v, 1);
+	ck_assert_double_eq(c.cpu_prep_seq_ns.v, 2);
+	ck_assert_double_eq(c.cpu_prep_token_ns.v, 3);
+	ck_assert_double_eq(c.allreduce_ns.v, 4);
+	ck_assert(c.eff_weights.src == NULL);	/* follows eff_memory */
+	cost_calib_release(&c);
+}
+END_TEST
+
+START_TEST(test_calib_file_bad)
+{
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "eff_kv_read: 1.5\n", ":1:14: eff_kv_read: an efficiency "
+		  "must be in (0, 1]" },
+		{ "eff_weights: 0\n", ":1:14: eff_weights: an efficiency" },
+		{ "eff_attn_compute: x\n", ":1:19: eff_attn_compute: "
+		  "expected a number, got 'x'" },
+		{ "allreduce_rank_ns: -1\n", ":1:20: allreduce_rank_ns: "
+		  "expected a number in [0, 1e12]" },
+		{ "cpu_prep_step_ns: 2e12\n", ":1:19: cpu_prep_step_ns: "
+		  "expected a number in [0, 1e12]" },
+		{ "graph_eager_layer_ns: [1]\n", ":1:23: "
+		  "graph_eager_layer_ns: expected a number" },
+		{ "eff_memory: 0.5\ncpu_seq_ns: 1\ncpu_prep_seq_ns: 2\n",
+		  ":3:1: cpu_prep_seq_ns: the same term as 'cpu_seq_ns'" },
+		{ "cpu_sched_step_ns: 2\ncpu_step_ns: 1\n",
+		  ":2:1: cpu_step_ns: the same term as 'cpu_sched_step_ns'" },
+		{ "eff_kv: 0.5\n", ":1:1: unknown key 'eff_kv' (eff_compute, "
+		  "eff_memory, eff_interconnect, allreduce_ns, cpu_step_ns, "
+		  "cpu_seq_ns, cpu_token_ns, eff_weights, eff_kv_read, "
+		  "eff_attn_compute, allreduce_rank_ns, cpu_sched_step_ns, " },
+	};
+	struct cost_calib c;
+	char err[1024], path[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(load_text(bad[i].text, &c, err, sizeof(err),
+					   path, sizeof(path)), KV_EINVAL);
+		ck_assert_msg(strncmp(err, path, strlen(path)) == 0 &&
+			      strstr(err, bad[i].want) ==
+				      err + strlen(path),
+			      "case %zu: %s", i, err);
+		/* a failed load keeps nothing */
+		ck_assert(c.eff_memory.src == NULL);
+		ck_assert(c.cpu_seq_ns.src == NULL);
+	}
 }
 END_TEST
 
@@ -879,6 +1287,14 @@ cost_suite(void)
 	tcase_add_test(tc, test_window_and_state);
 	tcase_add_test(tc, test_calibration_and_describe);
 	tcase_add_test(tc, test_calib_by_name);
+	tcase_add_test(tc, test_split_efficiencies);
+	tcase_add_test(tc, test_allreduce_degree);
+	tcase_add_test(tc, test_cpu_split);
+	tcase_add_test(tc, test_graph_sizes);
+	tcase_add_test(tc, test_graph_steps);
+	tcase_add_test(tc, test_describe_split);
+	tcase_add_test(tc, test_calib_file_terms);
+	tcase_add_test(tc, test_calib_file_bad);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

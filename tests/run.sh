@@ -115,6 +115,10 @@
 #     max_model_len runs under vllm-v0 (its prompt limit is inclusive) and
 #     is rejected under vllm-v1 (no room for one output token); a longer
 #     one is rejected by both, and summary.csv counts the rejections.
+# 27. cost.cuda_graphs (docs/cost-model.md §2.7): vllm pads steps to vLLM
+#     V1's CUDA-graph capture sizes and so changes the run, a largest size
+#     of 4 changes it otherwise; off (the default) is the run without the
+#     key; config.yaml records it; a bad value is exit 2 at its key.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -823,4 +827,28 @@ for p in vllm-v0:2:1 vllm-v1:1:2; do
 		[ "$(sval "$T/mml-$pol/summary.csv" rejected)" = "$j" ] ||
 		bad "mml $pol: completed $(sval "$T/mml-$pol/summary.csv" completed), rejected $(sval "$T/mml-$pol/summary.csv" rejected), want $c and $j"
 done
+# 27.
+for g in off vllm 4; do
+	"$KVSIM" run -q --no-plot --out "$T/cg-$g" --set cost.cuda_graphs=$g \
+		--set workload.max_requests=40 ||
+		bad "cuda_graphs=$g: run failed"
+done
+"$KVSIM" run -q --no-plot --out "$T/cg-none" --set workload.max_requests=40 ||
+	bad "cuda_graphs unset: run failed"
+cmp -s "$T/cg-off/requests.csv" "$T/cg-none/requests.csv" ||
+	bad "cuda_graphs=off differs from the default"
+grep -qx '  cuda_graphs: vllm' "$T/cg-vllm/config.yaml" ||
+	bad "config.yaml does not record cuda_graphs: vllm"
+grep -q cuda_graphs "$T/cg-off/config.yaml" &&
+	bad "config.yaml records cuda_graphs off"
+# column 1 is the run's id, which the configuration sets
+for g in none vllm 4; do
+	cut -d, -f2- "$T/cg-$g/requests.csv" >"$T/cg-$g.rows"
+done
+cmp -s "$T/cg-vllm.rows" "$T/cg-none.rows" &&
+	bad "cuda_graphs=vllm changed nothing"
+cmp -s "$T/cg-4.rows" "$T/cg-vllm.rows" &&
+	bad "cuda_graphs=4 ran as vllm's sizes"
+expect_bad "^--set cost.cuda_graphs=0: cost.cuda_graphs: expected off, vllm" \
+	--set cost.cuda_graphs=0
 exit $fail
