@@ -862,6 +862,8 @@ START_TEST(test_calib_by_name)
 	cost_calib_release(&b);
 	ck_assert_ptr_null(a.eff_memory.src);
 	ck_assert_ptr_null(a.cpu_token_ns.src);
+}
+END_TEST
 
 /* ---- split terms (issue #18 item 3) -------------------------------------- */
 
