@@ -284,3 +284,8 @@ EXTRA_DIST += %reldir%/sweep_resume.sh
 # (man/local.mk; `make installcheck` checks the installed files).
 TESTS += %reldir%/man.sh
 EXTRA_DIST += %reldir%/man.sh
+
+# The accuracy harness (issue 18, bench/accuracy/accuracy.sh): short
+# copies of two measured runs; a missing metric, run or kvsim.yaml fails.
+TESTS += %reldir%/accuracy.sh
+EXTRA_DIST += %reldir%/accuracy.sh
