@@ -35,6 +35,8 @@
 #                   request whose E2E exceeds it counts as failed, as it
 #                   did for the client [300]
 #   ACC_MAX_REQUESTS  at most this many requests a stage (tests; 0: all) [0]
+#   ACC_VLLM_VERSION  the measured runs' vLLM, passed as engine.vllm_version
+#                   when this kvsim has that key (probed once) [0.15.1]
 
 set -eu
 
@@ -47,6 +49,7 @@ csv=${ACC_CSV:-accuracy.csv}
 load=${ACC_LOAD:-stages}
 timeout_s=${ACC_TIMEOUT_S:-300}
 max_req=${ACC_MAX_REQUESTS:-0}
+vllm_version=${ACC_VLLM_VERSION:-0.15.1}
 calib=${1:-}
 
 die() {
@@ -142,7 +145,7 @@ acc_kvsim() {
 	e=$1
 	d=$2
 	shift 2
-	set -- "$@" ${calib_set:+"$calib_set"}
+	set -- "$@" ${calib_set:+"$calib_set"} ${version_set:+"$version_set"}
 	args=
 	for kv in "$@"; do
 		args="$args --set $kv"
@@ -219,6 +222,21 @@ acc_simulated() {
 		}'
 	done
 }
+
+# engine.vllm_version: the measured runs' vLLM where kvsim knows the key
+# (it chooses that version's engine defaults, async scheduling among
+# them); a kvsim without it rejects the key with exit 2.
+version_set=
+probe=$(awk -F'\t' '$1 !~ /^#/ && $1 != "" { print $1; exit }' "$list")
+if [ -n "$probe" ] && [ -f "$runs/$probe/kvsim.yaml" ] &&
+    "$KVSIM" run "$runs/$probe/kvsim.yaml" --quiet --no-plot --force \
+    -o "$out/probe" --set workload.generator.requests=1 \
+    --set "engine.vllm_version=$vllm_version" >/dev/null 2>&1; then
+	version_set="engine.vllm_version=$vllm_version"
+	echo "engine.vllm_version=$vllm_version; load: $load"
+else
+	echo "engine.vllm_version: not known to this kvsim; load: $load"
+fi
 
 echo "experiment,set,metric,measured,simulated,ape_pct" >"$csv.tmp"
 n=0
