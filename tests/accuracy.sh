@@ -32,6 +32,7 @@ fail() {
 
 mkdir "$tmp/runs"
 cp -R "$src/$one" "$src/$two" "$tmp/runs/"
+chmod -R u+w "$tmp/runs"	# a read-only source tree (distcheck)
 printf '# experiment\tset\n%s\tfit\n' "$one" >"$tmp/one.tsv"
 printf '%s\theld-out\n' "$two" >"$tmp/two.tsv"
 
