@@ -55,3 +55,16 @@ bench-capacity: sim/kvsim
 bench: bench-capacity
 CLEANFILES += %reldir%/results_capacity.txt
 .PHONY: bench-capacity
+
+# `make accuracy` (issue 18): kvsim against 16 measured vLLM v0.15.1 runs
+# (bench/accuracy/README.md), APE per experiment and metric, median and
+# p90 per metric for the fit and held-out sets (docs/ACCURACY.md).
+# CALIBRATION=FILE passes a calibration file to every run.  Not part of
+# `make check`; tests/accuracy.sh checks the harness on short copies.
+EXTRA_DIST += %reldir%/accuracy
+accuracy: sim/kvsim
+	@$(MKDIR_P) %reldir%/accuracy
+	KVSIM=$(abs_top_builddir)/sim/kvsim ACC_OUT=accuracy-out \
+	    ACC_CSV=%reldir%/accuracy/accuracy.csv \
+	    $(SHELL) $(srcdir)/%reldir%/accuracy/accuracy.sh $(CALIBRATION)
+.PHONY: accuracy

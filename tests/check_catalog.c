@@ -337,6 +337,10 @@ static const struct param_case param_cases[] = {
 	{ "meta-llama/Llama-3.1-70B", 70553706496ull, 0, 0 },
 	{ "Qwen/Qwen2.5-7B-Instruct", 7615616512ull, 0, 0 },
 	{ "mistralai/Mistral-7B-v0.1", 7241732096ull, 0, 0 },
+	/* the models of bench/accuracy's measured runs */
+	{ "meta-llama/Llama-2-7b-hf", 6738415616ull, 0, 0 },
+	{ "meta-llama/Llama-2-70b-hf", 68976648192ull, 0, 0 },
+	{ "codellama/CodeLlama-34b-hf", 33743970304ull, 0, 0 },
 	{ "mistralai/Mixtral-8x7B-v0.1", 46702792704ull, 0, 12.9 },
 	{ "google/gemma-2-9b", 9241705984ull, 0, 0 },
 	{ "google/gemma-3-1b-it", 999885952ull, 0, 0 },

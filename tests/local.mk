@@ -317,3 +317,8 @@ EXTRA_DIST += %reldir%/async_sched.sh
 # (issue 18 item 4).
 TESTS += %reldir%/calibrate_serving.sh
 EXTRA_DIST += %reldir%/calibrate_serving.sh
+
+# The accuracy harness (issue 18, bench/accuracy/accuracy.sh): short
+# copies of two measured runs; a missing metric, run or kvsim.yaml fails.
+TESTS += %reldir%/accuracy.sh
+EXTRA_DIST += %reldir%/accuracy.sh
