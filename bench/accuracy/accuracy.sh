@@ -30,7 +30,7 @@
 #                   rate x duration requests) or `inference-perf` (one run,
 #                   workload.kind: inference-perf reading results/config.yaml
 #                   itself, stages, prompt cycling and the client timeout
-#                   included) [stages]
+#                   included) [inference-perf]
 #   ACC_TIMEOUT_S   the client timeout of the measured runs: a simulated
 #                   request whose E2E exceeds it counts as failed, as it
 #                   did for the client [300]
@@ -46,7 +46,7 @@ runs=${ACC_RUNS:-$here/runs}
 list=${ACC_LIST:-$here/experiments.tsv}
 out=${ACC_OUT:-accuracy-out}
 csv=${ACC_CSV:-accuracy.csv}
-load=${ACC_LOAD:-stages}
+load=${ACC_LOAD:-inference-perf}
 timeout_s=${ACC_TIMEOUT_S:-300}
 max_req=${ACC_MAX_REQUESTS:-0}
 vllm_version=${ACC_VLLM_VERSION:-0.15.1}
@@ -185,7 +185,7 @@ acc_simulate() {
 
 # acc_simulated FILE...: "name value" lines of the pooled simulated
 # requests (successes: finished within the client timeout, and not marked
-# failed where requests.csv has a `failed` column).  Quantiles as numpy's
+# failed where requests.csv has a `status` column).  Quantiles as numpy's
 # linear percentile, which inference-perf uses.
 acc_simulated() {
 	for f in "$@"; do
@@ -199,7 +199,7 @@ acc_simulated() {
 			}
 			next
 		}
-		("failed" in col) && $col["failed"] != "" && $col["failed"] != 0 { next }
+		("status" in col) && $col["status"] != "ok" { next }
 		$col["e2e_s"] + 0 > lim + 0 { next }
 		{ print $col["ttft_s"], $col["e2e_s"] }' "$f" ||
 			die "$f: unreadable requests.csv"
