@@ -546,7 +546,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(",itl_p50_s,itl_p90_s,itl_p95_s,itl_p99_s,itl_p999_s", f);
 	fputs(",goodput_req_s,slo_attainment,slo_ttft_s,slo_tpot_s,slo_e2e_s"
 	      ",swap_out_bytes,swap_in_bytes,prefix_hit_tokens,"
-	      "stopped_early,stale_cached_tokens", f);
+	      "stopped_early,stale_cached_tokens,calibration", f);
 	fputs(r->col_status ? ",failed\n" : "\n", f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -607,6 +607,9 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		t->swap_out_blocks * t->block_bytes,
 		t->swap_in_blocks * t->block_bytes, t->prefix_hit_tokens,
 		t->stopped ? 1 : 0, t->stale_cached_tokens);
+	fputc(',', f);
+	if (t->calibration != NULL)
+		rpt_csv_field(f, t->calibration);
 	if (r->col_status)
 		fprintf(f, ",%" PRIu64, r->failed);
 	fputc('\n', f);

@@ -73,6 +73,7 @@ struct rpt_sample {
 /* Run totals and settings the simulator fills for the summary. */
 struct rpt_totals {
 	const char *run_id, *model, *gpu, *policy, *router, *trace;
+	const char *calibration;	/* its file's name, or NULL: none */
 	uint32_t tp, block_size, replicas;
 	uint64_t seed;
 	uint64_t requests;		/* arrived */

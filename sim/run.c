@@ -90,6 +90,8 @@ struct sim_run {
 	const struct cat_gpu *gpu;
 	struct sz_result sr;
 	struct cost_calib calib;	/* cost.calibration (owns sources) */
+	char calib_path[1024];		/* the file calib came from, or "" */
+	bool calib_auto;		/* chosen for the GPU and vLLM version */
 	struct cost_model cm;		/* borrows calib's sources */
 	void *plugin;			/* a plugin policy's handle */
 	struct kvs_config sc;
@@ -891,6 +893,35 @@ sim_run_check_names(const struct sim_config *cfg, const char **key,
  * (bad input) / KV_ENOMEM with the message in the caller's buffer.
  */
 
+/*
+ * The calibration file a run uses: cost.calibration when set; else, for
+ * vllm-v1 with the roofline step model, the one kvsim ships for this GPU
+ * and vLLM series (DATADIR/calib-GPU-vllm-MAJOR.MINOR.yaml, docs/cost-model.md
+ * §5.5), when there is one; none with cost.calibration: none.  A version
+ * that does not parse is refused later, by setup_loop.
+ */
+static void
+setup_autocal(sim_run *R, const struct kvs_policy *pol)
+{
+	const struct sim_config *c = &R->cfg;
+	struct sim_vllm_ver v;
+	char path[sizeof(R->calib_path)], why[128];
+
+	R->calib_auto = false;
+	snprintf(R->calib_path, sizeof(R->calib_path), "%s", c->calibration);
+	if (c->calibration[0] != '\0' || c->calibration_none ||
+	    c->step_ns > 0 || R->plugin != NULL || pol->mode != KVC_VLLM_V1 ||
+	    sim_vllm_parse(c->vllm_version[0] ? c->vllm_version :
+			   SIM_VLLM_DEFAULT, &v, why, sizeof(why)) != KV_OK)
+		return;
+	if ((size_t)snprintf(path, sizeof(path), "%s/calib-%s-vllm-%u.%u.yaml",
+			     cat_datadir(), R->gpu->id, v.major, v.minor) >=
+	    sizeof(path) || access(path, R_OK) != 0)
+		return;
+	memcpy(R->calib_path, path, sizeof(path));
+	R->calib_auto = true;
+}
+
 /* The catalogs; the model, GPU and policy; the calibration file. */
 static kv_err
 setup_names(sim_run *R, const struct kvs_policy **pol)
@@ -909,10 +940,11 @@ setup_names(sim_run *R, const struct kvs_policy **pol)
 			 sim_config_where(&R->cfg, key), why);
 		return KV_EINVAL;
 	}
-	if (R->cfg.calibration[0] != '\0') {
+	setup_autocal(R, *pol);
+	if (R->calib_path[0] != '\0') {
 		char cerr[1400];
-		kv_err e = cost_calib_load(R->cfg.calibration, &R->calib,
-					   cerr, sizeof(cerr));
+		kv_err e = cost_calib_load(R->calib_path, &R->calib, cerr,
+					   sizeof(cerr));
 
 		/* messages that name their own place */
 		if (e == KV_ENOENT)
@@ -1377,6 +1409,13 @@ sim_run_failed(const sim_run *R)
 	return R->c.failed;
 }
 
+const char *
+sim_run_calibration(const sim_run *R, bool *chosen)
+{
+	*chosen = R->calib_auto;
+	return R->calib_path[0] != '\0' ? R->calib_path : NULL;
+}
+
 bool
 sim_run_has_stages(const sim_run *R)
 {
@@ -1408,6 +1447,11 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	t->gpu = R->gpu->id;
 	t->policy = R->cfg.policy;
 	t->router = sim_router_name(R->cfg.router);
+	if (R->calib_path[0] != '\0') {	/* the file's name, not where */
+		const char *slash = strrchr(R->calib_path, '/');
+
+		t->calibration = slash != NULL ? slash + 1 : R->calib_path;
+	}
 	t->trace = R->cfg.wl_trace_default ? SIM_DEFAULT_TRACE
 		   : R->cfg.wl.trace ? R->cfg.wl.trace
 		   : R->cfg.wl.kind == WL_KIND_IPERF ? R->cfg.wl.ip_config

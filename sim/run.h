@@ -201,6 +201,13 @@ uint64_t sim_run_max_inflight(const sim_run *R);
 uint64_t sim_run_failed(const sim_run *R);
 bool sim_run_has_stages(const sim_run *R);
 
+/*
+ * The calibration file the run's cost model took its terms from (after
+ * sim_run_open), or NULL for the defaults; *chosen says whether kvsim
+ * chose it for the GPU and vLLM version (cost.calibration unset).
+ */
+const char *sim_run_calibration(const sim_run *R, bool *chosen);
+
 void sim_run_close(sim_run *R);
 
 #endif

@@ -606,7 +606,8 @@ set_gpu_price(struct sim_config *c, const struct setv *s)
 static kv_err
 set_calibration(struct sim_config *c, const struct setv *s)
 {
-	if (is_null_text(s->v) || strcmp(s->v, "none") == 0) {
+	c->calibration_none = strcmp(s->v, "none") == 0;
+	if (is_null_text(s->v) || c->calibration_none) {
 		c->calibration[0] = '\0';
 	} else if (!resolve_path(c->calibration, sizeof(c->calibration),
 				 s->v, s->file)) {
@@ -1268,6 +1269,8 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		fprintf(f, "  cuda_graphs: %" PRId64 "\n", c->cuda_graphs);
 	if (c->calibration[0] != '\0')
 		put_str(f, "  calibration", c->calibration);
+	else if (c->calibration_none)
+		fprintf(f, "  calibration: none\n");
 	if (c->gpu_usd_per_hour > 0)
 		put_num(f, "  gpu_usd_per_hour", c->gpu_usd_per_hour);
 	fprintf(f, "output:\n");

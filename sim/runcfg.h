@@ -74,6 +74,9 @@ struct sim_config {
 	char calibration[1024];		/* a calibration file (sim/calib.h),
 					 * absolute; "" none */
 	char calibration_where[SIM_WHERE_LEN];
+	bool calibration_none;		/* cost.calibration: none -- not even
+					 * the one chosen for the GPU and vLLM
+					 * version (sim_run_calibration) */
 	int kv_layout;			/* enum cost_layout; -1 the default */
 	int copy;			/* enum cost_copy; -1 the default */
 	int host_memory;		/* enum cost_hostmem; -1 the default */

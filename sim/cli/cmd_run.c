@@ -222,6 +222,8 @@ static void
 run_announce(sim_run *R)
 {
 	const struct sim_config *rc2 = sim_run_config(R);
+	const char *cal;
+	bool chosen;
 
 	printf("kvsim run: %s on %s (tp %u), policy %s, %u replica%s, "
 	       "router %s, seed %" PRIu64 "\n", sim_run_model(R),
@@ -234,6 +236,11 @@ run_announce(sim_run *R)
 		printf("kvsim run: engine loop of vLLM %s, async scheduling "
 		       "%s\n", rc2->vllm_version,
 		       rc2->async_scheduling == 1 ? "on" : "off");
+	if ((cal = sim_run_calibration(R, &chosen)) != NULL)
+		printf("kvsim run: cost calibration %s%s\n", cal, chosen ?
+		       " (kvsim's for this GPU and vLLM version)" : "");
+	else if (rc2->step_ns == 0)
+		printf("kvsim run: cost model defaults, no calibration\n");
 	fflush(stdout);
 }
 
