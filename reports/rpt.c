@@ -240,7 +240,8 @@ rpt_begin(rpt *r)
 		      "first_token_s,finish_s,input_tokens,output_tokens,"
 		      "cached_prefix_tokens,ttft_s,tpot_s,e2e_s,queue_s,"
 		      "itl_mean_s,itl_max_s,preemptions,recomputed_tokens,"
-		      "swapped_out_blocks,swapped_out_bytes\n", r->reqs);
+		      "swapped_out_blocks,swapped_out_bytes,frontend_in_s,"
+		      "frontend_out_s\n", r->reqs);
 	if (r->ts != NULL)
 		fputs("run_id,t_s,running,waiting,swapped,kv_blocks_used,"
 		      "kv_blocks_total,kv_usage,kv_frag_internal_tokens,"
@@ -259,7 +260,7 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
-	char line[20 * 24], *p;	/* 19 fields of at most 21 characters */
+	char line[22 * 24], *p;	/* 21 fields of at most 21 characters */
 	int e;
 
 	if (q->output_tokens > 1)
@@ -278,6 +279,8 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	     (double)tpot_ns / 1e9 <= r->slo_tpot))
 		r->good++;
 	r->completed++;
+	r->fe_in_sum += (double)q->frontend_in_ns;
+	r->fe_out_sum += (double)q->frontend_out_ns;
 	r->out_tokens += q->output_tokens;
 	r->in_tokens += q->input_tokens;
 	if (q->output_tokens > 1) {
@@ -332,6 +335,10 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	p = put_u(p, q->swapped_out_blocks);
 	*p++ = ',';
 	p = put_u(p, q->swapped_out_bytes);
+	*p++ = ',';
+	p = put_sec(p, q->frontend_in_ns);
+	*p++ = ',';
+	p = put_sec(p, q->frontend_out_ns);
 	*p++ = '\n';
 	fwrite(line, 1, (size_t)(p - line), r->reqs);
 	return ferror(r->reqs) ? -1 : 0;
@@ -520,7 +527,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(",itl_p50_s,itl_p90_s,itl_p95_s,itl_p99_s,itl_p999_s", f);
 	fputs(",goodput_req_s,slo_attainment,slo_ttft_s,slo_tpot_s,slo_e2e_s"
 	      ",swap_out_bytes,swap_in_bytes,prefix_hit_tokens,"
-	      "stopped_early,stale_cached_tokens\n", f);
+	      "stopped_early,stale_cached_tokens", f);
+	fputs(",frontend_in_mean_s,frontend_out_mean_s\n", f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
 	put_s(f, t->duration_ns);
@@ -573,12 +581,16 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		itl_quantile(r, 0.9), itl_quantile(r, 0.95),
 		itl_quantile(r, 0.99), itl_quantile(r, 0.999));
 	fprintf(f, ",%.6f,%.6f,%.9g,%.9g,%.9g,%" PRIu64 ",%" PRIu64 ",%"
-		PRIu64 ",%d,%" PRIu64 "\n",
+		PRIu64 ",%d,%" PRIu64,
 		dur > 0 ? (double)r->good / dur : 0.0,
 		r->completed ? (double)r->good / (double)r->completed : 0.0,
 		t->slo_ttft_s, t->slo_tpot_s, t->slo_e2e_s,
 		t->swap_out_blocks * t->block_bytes,
 		t->swap_in_blocks * t->block_bytes, t->prefix_hit_tokens,
 		t->stopped ? 1 : 0, t->stale_cached_tokens);
+	fprintf(f, ",%.9f,%.9f\n",
+		r->completed ? r->fe_in_sum / (double)r->completed / 1e9 : 0.0,
+		r->completed ? r->fe_out_sum / (double)r->completed / 1e9 :
+			       0.0);
 	return ferror(f) ? -1 : 0;
 }

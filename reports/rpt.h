@@ -51,6 +51,9 @@ struct rpt_req {
 	uint64_t swapped_out_blocks;
 	uint64_t swapped_out_bytes;
 	int64_t itl_sum_ns, itl_max_ns;	/* over output_tokens - 1 gaps */
+	/* the API server: client arrival to the engine, and the last
+	 * token's engine time to the client (0 without one) */
+	int64_t frontend_in_ns, frontend_out_ns;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */

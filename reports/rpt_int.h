@@ -41,6 +41,7 @@ struct rpt {
 	uint64_t itl_count;
 	double slo_ttft, slo_tpot, slo_e2e;
 	uint64_t good;
+	double fe_in_sum, fe_out_sum;	/* frontend ns, over completed */
 };
 
 #endif

@@ -305,6 +305,12 @@ cl_root(struct cl *p, const struct yd_node *root)
 		  CL_TIME },
 		{ "cpu_token_ns", offsetof(struct cost_calib, cpu_token_ns),
 		  CL_TIME },
+		{ "frontend_request_ns",
+		  offsetof(struct cost_calib, frontend_request_ns), CL_TIME },
+		{ "frontend_tokenize_ns",
+		  offsetof(struct cost_calib, frontend_tokenize_ns), CL_TIME },
+		{ "frontend_stream_ns",
+		  offsetof(struct cost_calib, frontend_stream_ns), CL_TIME },
 	};
 	kv_err rc;
 
@@ -330,7 +336,10 @@ cl_root(struct cl *p, const struct yd_node *root)
 			return cl_fail(p, k, "unknown key '%s' (eff_compute, "
 				       "eff_memory, eff_interconnect, "
 				       "allreduce_ns, cpu_step_ns, cpu_seq_ns, "
-				       "cpu_token_ns, copy, meta)", k->str);
+				       "cpu_token_ns, frontend_request_ns, "
+				       "frontend_tokenize_ns, "
+				       "frontend_stream_ns, copy, meta)",
+				       k->str);
 		rc = cl_term(p, k->str, v, top[t].kind,
 			     (struct cost_term *)((char *)p->c + top[t].off));
 		if (rc != KV_OK)
@@ -387,4 +396,7 @@ cost_calib_release(struct cost_calib *c)
 	release_term(&c->cpu_step_ns);
 	release_term(&c->cpu_seq_ns);
 	release_term(&c->cpu_token_ns);
+	release_term(&c->frontend_request_ns);
+	release_term(&c->frontend_tokenize_ns);
+	release_term(&c->frontend_stream_ns);
 }

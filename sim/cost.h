@@ -114,6 +114,12 @@ struct cost_calib {
 	struct cost_term cpu_step_ns;	/* CPU overhead of every step */
 	struct cost_term cpu_seq_ns;	/* ... per scheduled sequence */
 	struct cost_term cpu_token_ns;	/* ... per scheduled token */
+	/* the API server (docs/cost-model.md §5.3): */
+	struct cost_term frontend_request_ns;	/* per request, to the
+						 * engine */
+	struct cost_term frontend_tokenize_ns;	/* ... per prompt token */
+	struct cost_term frontend_stream_ns;	/* per output token, engine
+						 * to client */
 };
 
 /* Every term unset. */
@@ -129,6 +135,10 @@ struct cost_config {
 	enum cost_layout layout;	/* the layout swaps default to */
 	enum cost_copy copy;		/* how swaps copy */
 	enum cost_hostmem hostmem;	/* the host side of swaps */
+	bool frontend;			/* an API server is modelled (the
+					 * vLLM policies): the frontend
+					 * terms default to vLLM's; else
+					 * to 0 */
 	const struct cost_calib *calib;	/* NULL: all defaults */
 };
 
@@ -199,6 +209,8 @@ struct cost_model {
 	struct cost_copy_terms copy_t[COST_NDIRS][COST_NCOPIES][COST_NHOSTMEMS];
 	struct cost_term eff_compute, eff_memory, eff_interconnect;
 	struct cost_term allreduce_ns, cpu_step_ns, cpu_seq_ns, cpu_token_ns;
+	struct cost_term frontend_request_ns, frontend_tokenize_ns;
+	struct cost_term frontend_stream_ns;
 };
 
 /*
@@ -294,6 +306,37 @@ uint64_t cost_swap_calls(const struct cost_model *cm, enum cost_layout layout,
  */
 int64_t cost_swap_ns(const struct cost_model *cm, enum cost_dir dir,
 		     uint64_t nblocks, enum cost_layout layout);
+
+/* ---- the API server (frontend) ---------------------------------------- */
+
+/*
+ * vLLM's OpenAI API server is one asyncio process: request handling,
+ * tokenisation, and the per-token output work (detokenise, build and send
+ * the stream chunk) of every stream run one at a time on its event loop.
+ * It is modelled as one FIFO server per replica: a job submitted at t
+ * with work w starts at max(t, the end of the job before) and is done w
+ * later.  Jobs must be submitted in non-decreasing t (the event loop's
+ * order); the done times are then non-decreasing too.  With all work 0 a
+ * job is done when it is submitted.
+ */
+struct cost_fifo {
+	int64_t free_at;	/* the end of the last job */
+	uint64_t jobs;
+	int64_t busy_ns;	/* work served */
+};
+
+/* Idle, no job served. */
+void cost_fifo_init(struct cost_fifo *q);
+
+/* Submit a job of work_ns (>= 0) at t; the time it is done. */
+int64_t cost_fifo_serve(struct cost_fifo *q, int64_t t, int64_t work_ns);
+
+/* Work of a request on its way in: request + tokenize * prompt tokens. */
+int64_t cost_frontend_in_ns(const struct cost_model *cm,
+			    uint64_t prompt_tokens);
+
+/* Work of sending one output token to its client: stream. */
+int64_t cost_frontend_out_ns(const struct cost_model *cm);
 
 /* ---- names and description ---------------------------------------------- */
 

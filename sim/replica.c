@@ -18,12 +18,21 @@
 struct rq {
 	uint64_t id, out_key;
 	int64_t arrival, first_sched, first_tok, last_tok;
+	int64_t admit;		/* at the engine (arrival + frontend in) */
+	int64_t cl_first, cl_last;	/* tokens at the client */
 	uint32_t prompt, output, gen, hit;
 	uint32_t high;		/* positions ever computed: 0..high-1 */
 	uint64_t recomputed;	/* tokens computed below high again */
 	uint64_t swapped_blocks;
 	int64_t itl_sum, itl_max;
 	bool scheduled;
+};
+
+/* A request in the API server, not yet at the engine. */
+struct pend {
+	struct wl_request r;	/* segs and tokens not kept */
+	uint32_t *tok;		/* its prompt (owned) */
+	int64_t at;		/* when it reaches the engine */
 };
 
 struct replica {
@@ -51,6 +60,11 @@ struct replica {
 	uint32_t nsched;
 	uint64_t outstanding;
 	struct replica_stats st;
+	struct cost_fifo fe;	/* the API server (cost.h) */
+	int64_t admit_at;	/* the last request added reaches the engine */
+	struct pend *pend;	/* pend[hpend..npend): in arrival order */
+	size_t hpend, npend, cappend;
+	uint64_t pend_tokens;	/* their prompt and output tokens */
 };
 
 /*
@@ -99,6 +113,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	}
 	rp->index = cfg->index;
 	rp->cm = cfg->cm;
+	cost_fifo_init(&rp->fe);
 	rp->step_ns = cfg->step_ns;
 	rp->vocab = cfg->vocab;
 	rp->check = cfg->check;
@@ -122,6 +137,9 @@ replica_free(replica *rp)
 
 	if (rp == NULL)
 		return;
+	for (size_t i = rp->hpend; i < rp->npend; i++)
+		free(rp->pend[i].tok);
+	free(rp->pend);
 	for (size_t i = 0; i < rp->nbyreq; i++)
 		free(rp->byreq[i]);
 	while ((q = rp->freelist) != NULL) {
@@ -186,33 +204,28 @@ usage_mark(replica *rp, int64_t now)
 	}
 }
 
-kv_err
-replica_add(replica *rp, const struct wl_request *r, bool *rejected,
-	    char *why, size_t whylen)
+/*
+ * The cost model whose API server terms apply: none with a constant step
+ * time (step_ns > 0 replaces the whole cost model, the frontend too).
+ */
+static const struct cost_model *
+fe_model(const replica *rp)
+{
+	return rp->step_ns > 0 ? NULL : rp->cm;
+}
+
+/*
+ * Hand a request to the scheduler at `at` (its prompt in tok): a record,
+ * kvs_add, and *rejected when the scheduler ignores it.
+ */
+static kv_err
+admit(replica *rp, const struct wl_request *r, const uint32_t *tok,
+      int64_t at, bool *rejected, char *why, size_t whylen)
 {
 	struct rq *q;
 	kvs_req h;
 	kv_err e;
 
-	*rejected = false;
-	/* both engines' input processing refuse a prompt over
-	 * max_model_len; kvs_add refuses one of exactly max_model_len where
-	 * vLLM v1 does (below) */
-	if (r->prompt_tokens > rp->max_model_len) {
-		*rejected = true;
-		rp->st.rejected++;
-		return KV_OK;
-	}
-	if (r->prompt_tokens > rp->captok) {
-		size_t cap = r->prompt_tokens * 2u;
-		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
-
-		if (t == NULL)
-			goto nomem;
-		rp->tok = t;
-		rp->captok = cap;
-	}
-	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
 	if (rp->nbyreq == rp->capbyreq) {
 		size_t cap = rp->capbyreq ? rp->capbyreq * 2 : 1024;
 		struct rq **b = realloc(rp->byreq, cap * sizeof(*b));
@@ -225,7 +238,7 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	q = rq_get(rp);
 	if (q == NULL)
 		goto nomem;
-	e = kvs_add(rp->s, rp->tok, r->prompt_tokens, r->output_tokens,
+	e = kvs_add(rp->s, tok, r->prompt_tokens, r->output_tokens,
 		    r->priority, &h);
 	if (e != KV_OK) {
 		rq_put(rp, q);
@@ -245,6 +258,7 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	q->id = r->id;
 	q->out_key = r->out_key;
 	q->arrival = r->arrival_ns;
+	q->admit = at;
 	q->prompt = r->prompt_tokens;
 	q->output = r->output_tokens;
 	rp->outstanding += (uint64_t)r->prompt_tokens + r->output_tokens;
@@ -253,6 +267,107 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 nomem:
 	snprintf(why, whylen, "out of memory");
 	return KV_ENOMEM;
+}
+
+/* Keep a request in the API server until `at`, with its prompt. */
+static kv_err
+pend_push(replica *rp, const struct wl_request *r, int64_t at)
+{
+	struct pend *p;
+
+	if (rp->hpend == rp->npend)
+		rp->hpend = rp->npend = 0;
+	if (rp->npend == rp->cappend) {
+		size_t cap = rp->cappend ? rp->cappend * 2 : 64;
+
+		p = realloc(rp->pend, cap * sizeof(*p));
+		if (p == NULL)
+			return KV_ENOMEM;
+		rp->pend = p;
+		rp->cappend = cap;
+	}
+	p = &rp->pend[rp->npend];
+	p->tok = malloc((size_t)r->prompt_tokens * sizeof(*p->tok));
+	if (p->tok == NULL)
+		return KV_ENOMEM;
+	memcpy(p->tok, rp->tok, (size_t)r->prompt_tokens * sizeof(*p->tok));
+	p->r = *r;
+	p->r.segs = NULL;
+	p->r.nsegs = 0;
+	p->r.tokens = NULL;
+	p->at = at;
+	rp->npend++;
+	rp->pend_tokens += (uint64_t)r->prompt_tokens + r->output_tokens;
+	return KV_OK;
+}
+
+/* Hand the scheduler every request that has reached the engine by now. */
+static kv_err
+admit_due(replica *rp, int64_t now, char *why, size_t whylen)
+{
+	while (rp->hpend < rp->npend && rp->pend[rp->hpend].at <= now) {
+		struct pend *p = &rp->pend[rp->hpend];
+		bool rej = false;
+		kv_err e;
+
+		rp->pend_tokens -= (uint64_t)p->r.prompt_tokens +
+				   p->r.output_tokens;
+		e = admit(rp, &p->r, p->tok, p->at, &rej, why, whylen);
+		free(p->tok);
+		p->tok = NULL;
+		rp->hpend++;
+		if (e != KV_OK)
+			return e;
+	}
+	return KV_OK;
+}
+
+kv_err
+replica_add(replica *rp, const struct wl_request *r, bool *rejected,
+	    char *why, size_t whylen)
+{
+	int64_t at = r->arrival_ns;
+
+	*rejected = false;
+	/* both engines' input processing refuse a prompt over
+	 * max_model_len; kvs_add refuses one of exactly max_model_len where
+	 * vLLM v1 does (admit) */
+	if (r->prompt_tokens > rp->max_model_len) {
+		*rejected = true;
+		rp->st.rejected++;
+		return KV_OK;
+	}
+	if (r->prompt_tokens > rp->captok) {
+		size_t cap = r->prompt_tokens * 2u;
+		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
+
+		if (t == NULL)
+			goto nomem;
+		rp->tok = t;
+		rp->captok = cap;
+	}
+	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
+	/* the API server: request handling and tokenisation, in its FIFO */
+	if (fe_model(rp) != NULL)
+		at = cost_fifo_serve(&rp->fe, r->arrival_ns,
+				     cost_frontend_in_ns(rp->cm,
+							 r->prompt_tokens));
+	rp->admit_at = at;
+	if (at > r->arrival_ns || rp->hpend < rp->npend) {
+		if (pend_push(rp, r, at) != KV_OK)
+			goto nomem;
+		return KV_OK;
+	}
+	return admit(rp, r, rp->tok, at, rejected, why, whylen);
+nomem:
+	snprintf(why, whylen, "out of memory");
+	return KV_ENOMEM;
+}
+
+int64_t
+replica_admit_at(const replica *rp)
+{
+	return rp->admit_at;
 }
 
 static kv_err
@@ -475,6 +590,8 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	*dt_ns = 0;
 	*started = false;
 	assert(!rp->busy);
+	if ((e = admit_due(rp, now, why, whylen)) != KV_OK)
+		return e;
 	if (kvs_nunfinished(rp->s) == 0)
 		return KV_OK;
 	e = kvs_schedule(rp->s, &st);
@@ -515,6 +632,7 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		kvs_req h = rp->sreq[i];
 		struct rq *q = rp->byreq[h];
 		uint32_t g = kvs_req_generated(rp->s, h);
+		int64_t cl;
 
 		if (g <= q->gen)
 			continue;
@@ -525,10 +643,14 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 				 g - q->gen);
 			return KV_ESTATE;
 		}
+		/* the token reaches its client through the API server */
+		cl = fe_model(rp) != NULL ? cost_fifo_serve(&rp->fe, now,
+				cost_frontend_out_ns(rp->cm)) : now;
 		if (q->gen == 0) {
 			q->first_tok = now;
+			q->cl_first = cl;
 		} else {
-			int64_t gap = now - q->last_tok;
+			int64_t gap = cl - q->cl_last;
 
 			q->itl_sum += gap;
 			if (gap > q->itl_max)
@@ -538,6 +660,7 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		rp->st.gen_tokens_done += g - q->gen;
 		q->gen = g;
 		q->last_tok = now;
+		q->cl_last = cl;
 	}
 	return KV_OK;
 }
@@ -557,8 +680,11 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	out.replica = rp->index;
 	out.arrival_ns = q->arrival;
 	out.first_scheduled_ns = q->first_sched;
-	out.first_token_ns = q->first_tok;
-	out.finish_ns = now;
+	out.first_token_ns = q->cl_first;
+	/* the client has the request when its last token reaches it */
+	out.finish_ns = q->gen > 0 && q->last_tok == now ? q->cl_last : now;
+	out.frontend_in_ns = q->admit - q->arrival;
+	out.frontend_out_ns = out.finish_ns - now;
 	out.input_tokens = q->prompt;
 	out.output_tokens = q->gen;
 	out.cached_prefix_tokens = q->hit;
@@ -653,13 +779,13 @@ replica_busy(const replica *rp)
 bool
 replica_has_work(const replica *rp)
 {
-	return kvs_nunfinished(rp->s) > 0;
+	return kvs_nunfinished(rp->s) > 0 || rp->hpend < rp->npend;
 }
 
 uint64_t
 replica_outstanding(const replica *rp)
 {
-	return rp->outstanding;
+	return rp->outstanding + rp->pend_tokens;
 }
 
 uint32_t

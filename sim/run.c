@@ -407,7 +407,13 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
 	e = replica_add(R->rp[i], cur, &rej, why, sizeof(why));
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
-	if (!rej && !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
+	/* in the API server until then (cost.h): a WAKE of its own */
+	if (!rej && replica_admit_at(R->rp[i]) > now &&
+	    sim_evq_push(&R->q, replica_admit_at(R->rp[i]), SIM_EV_WAKE, i,
+			 NULL) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	if (!rej && replica_admit_at(R->rp[i]) <= now &&
+	    !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
 		return e;
 	return next_arrival(R, cur, have);
 }
@@ -780,6 +786,8 @@ setup_cost(sim_run *R)
 	cc.kv_dtype_bytes = R->sr.kv_dtype_bytes;
 	cc.ssm_dtype_bytes = R->sr.ssm_dtype_bytes;
 	cc.calib = &R->calib;	/* every term unset without a file */
+	/* the vLLM policies run behind vLLM's API server */
+	cc.frontend = strncmp(R->cfg.policy, "vllm-", 5) == 0;
 	if (R->cfg.kv_layout >= 0)
 		cc.layout = (enum cost_layout)R->cfg.kv_layout;
 	if (R->cfg.copy >= 0)
