@@ -219,7 +219,7 @@ rpt__put_head(rpt *r, const struct rpt_req *q, char *line)
 }
 
 /* A row's last fields, each after its comma: preemptions, recomputed
- * tokens, swapped-out blocks and bytes. */
+ * tokens, swapped-out blocks and bytes, the frontend times in and out. */
 char *
 rpt__put_tail(char *p, const struct rpt_req *q)
 {
@@ -230,7 +230,10 @@ rpt__put_tail(char *p, const struct rpt_req *q)
 		*p++ = ',';
 		p = rpt__put_u(p, v[i]);
 	}
-	return p;
+	*p++ = ',';
+	p = rpt__put_sec(p, q->frontend_in_ns);
+	*p++ = ',';
+	return rpt__put_sec(p, q->frontend_out_ns);
 }
 
 /* Integer ns as seconds, exactly: "12.345678901". */
@@ -271,7 +274,7 @@ rpt_begin(rpt *r)
 			"input_tokens,output_tokens,cached_prefix_tokens,"
 			"ttft_s,tpot_s,e2e_s,queue_s,itl_mean_s,itl_max_s,"
 			"preemptions,recomputed_tokens,swapped_out_blocks,"
-			"swapped_out_bytes%s%s\n",
+			"swapped_out_bytes,frontend_in_s,frontend_out_s%s%s\n",
 			r->col_stage ? ",stage" : "",
 			r->col_status ? ",status" : "");
 	if (r->ts != NULL)
@@ -292,7 +295,7 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
-	char line[22 * 24], *p;	/* 21 fields of at most 21 characters */
+	char line[26 * 24], *p;	/* 24 fields of at most 21 characters */
 	int e;
 
 	rpt__span(r, q);
@@ -316,6 +319,8 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	     (double)tpot_ns / 1e9 <= r->slo_tpot))
 		r->good++;
 	r->completed++;
+	r->fe_in_sum += (double)q->frontend_in_ns;
+	r->fe_out_sum += (double)q->frontend_out_ns;
 	r->out_tokens += q->output_tokens;
 	r->in_tokens += q->input_tokens;
 	if (q->output_tokens > 1) {
@@ -547,6 +552,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(",goodput_req_s,slo_attainment,slo_ttft_s,slo_tpot_s,slo_e2e_s"
 	      ",swap_out_bytes,swap_in_bytes,prefix_hit_tokens,"
 	      "stopped_early,stale_cached_tokens,calibration", f);
+	fputs(",frontend_in_mean_s,frontend_out_mean_s", f);
 	fputs(r->col_status ? ",failed\n" : "\n", f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -610,6 +616,10 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputc(',', f);
 	if (t->calibration != NULL)
 		rpt_csv_field(f, t->calibration);
+	fprintf(f, ",%.9f,%.9f",
+		r->completed ? r->fe_in_sum / (double)r->completed / 1e9 : 0.0,
+		r->completed ? r->fe_out_sum / (double)r->completed / 1e9 :
+			       0.0);
 	if (r->col_status)
 		fprintf(f, ",%" PRIu64, r->failed);
 	fputc('\n', f);

@@ -57,6 +57,9 @@ struct rpt_req {
 	 * failed, in no latency metric; first_scheduled_ns and
 	 * first_token_ns are -1 when it never got that far */
 	bool failed;
+	/* the API server: client arrival to the engine, and the last
+	 * token's engine time to the client (0 without one) */
+	int64_t frontend_in_ns, frontend_out_ns;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */

@@ -115,7 +115,7 @@ rpt__add_failed(rpt *r, const struct rpt_req *q)
 {
 	const uint64_t tok[] = { q->input_tokens, q->output_tokens,
 				 q->cached_prefix_tokens };
-	char line[22 * 24], *p;
+	char line[26 * 24], *p;
 
 	r->failed++;
 	if (r->col_stage) {

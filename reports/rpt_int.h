@@ -48,6 +48,7 @@ struct rpt {
 	bool any;
 	struct rpt **stage;	/* a collector without files per stage */
 	size_t nstage;
+	double fe_in_sum, fe_out_sum;	/* frontend ns, over completed */
 };
 
 /* rpt_client.c: a failed request's row and counts; the extra columns of

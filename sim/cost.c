@@ -110,6 +110,33 @@ static const char SRC_GRAPH_EAGER[] =
 	"50 us a layer: ~10 kernels a Llama layer under torch.compile at ~5 "
 	"us a launch (gpu-design.md §2, S16); fit";
 
+/*
+ * The API server (docs/cost-model.md §5.5): defaults for the vLLM
+ * policies only (cost_config.frontend); 0 for the others.
+ */
+#define FRONTEND_REQUEST_NS 1000000.0
+static const char SRC_FE_REQUEST[] =
+	"1 ms per request: estimate of the OpenAI server's request handling "
+	"(HTTP and JSON parsing, validation, hand-off to the engine process "
+	"over ZMQ), unmeasured; fit it with kvsim calibrate";
+
+#define FRONTEND_TOKENIZE_NS 1100.0
+static const char SRC_FE_TOKENIZE[] =
+	"1.1 us per prompt token: HF tokenizers take 1.1 s for a 4 MB "
+	"document of ~1M tokens (charlesxu.io/parallel-tokenizer); its "
+	"Python binding encodes 2.5-2.7 MiB/s a thread, ~1.4 us a token "
+	"(IREE tokenizer benchmark, 2026)";
+
+#define FRONTEND_STREAM_NS 25000.0
+static const char SRC_FE_STREAM[] =
+	"25 us per output token (detokenise, build and send the stream "
+	"chunk, serialised on the server's event loop): below the 78 us "
+	"bound of one API server process streaming 12,850 tokens/s to 400 "
+	"clients (vLLM PR #12287)";
+
+static const char SRC_FE_NONE[] =
+	"0: no API server is modelled for this policy";
+
 /* PCIe efficiency of the DMA engines: 50 GB/s of the 64 GB/s a Gen5 x16
  * link carries per direction (H100, S2), 25 of 32 on Gen4 (A100, S14). */
 #define DMA_EFF 0.78125
@@ -735,8 +762,8 @@ static const struct term_row term_rows[] = {
 
 /* Efficiencies and overheads: the calibration's, else the defaults. */
 static kv_err
-init_terms(struct cost_model *cm, const struct cost_calib *cal, char *why,
-	   size_t whylen)
+init_terms(struct cost_model *cm, const struct cost_calib *cal, bool fe,
+	   char *why, size_t whylen)
 {
 	for (size_t i = 0; i < sizeof(term_rows) / sizeof(term_rows[0]); i++) {
 		const struct term_row *r = &term_rows[i];
@@ -757,6 +784,20 @@ init_terms(struct cost_model *cm, const struct cost_calib *cal, char *why,
 					"calibration: efficiencies must be > 0 "
 					"and times >= 0");
 	}
+	pick(&cm->frontend_request_ns, cal ? &cal->frontend_request_ns : NULL,
+	     fe ? FRONTEND_REQUEST_NS : 0.0, fe ? SRC_FE_REQUEST : SRC_FE_NONE);
+	pick(&cm->frontend_tokenize_ns,
+	     cal ? &cal->frontend_tokenize_ns : NULL,
+	     fe ? FRONTEND_TOKENIZE_NS : 0.0,
+	     fe ? SRC_FE_TOKENIZE : SRC_FE_NONE);
+	pick(&cm->frontend_stream_ns, cal ? &cal->frontend_stream_ns : NULL,
+	     fe ? FRONTEND_STREAM_NS : 0.0, fe ? SRC_FE_STREAM : SRC_FE_NONE);
+	if (!term_ok(&cm->frontend_request_ns, false) ||
+	    !term_ok(&cm->frontend_tokenize_ns, false) ||
+	    !term_ok(&cm->frontend_stream_ns, false))
+		return cat_fail(why, whylen, KV_EINVAL,
+				"calibration: efficiencies must be > 0 and "
+				"times >= 0");
 	return init_copy_terms(cm, cal, why, whylen);
 }
 
@@ -781,7 +822,7 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	    (rc = init_linear(cm, m, why, whylen)) ||
 	    (rc = init_layers(cm, m, why, whylen)))
 		return rc;
-	return init_terms(cm, cfg->calib, why, whylen);
+	return init_terms(cm, cfg->calib, cfg->frontend, why, whylen);
 }
 
 /* ---- a step ------------------------------------------------------------- */
@@ -1063,6 +1104,49 @@ cost_swap_ns(const struct cost_model *cm, enum cost_dir dir, uint64_t nblocks,
 			    cat_sat_mul(nblocks, cm->block_bytes));
 }
 
+/* ---- the API server ---------------------------------------------------- */
+
+void
+cost_fifo_init(struct cost_fifo *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->free_at = INT64_MIN;
+}
+
+int64_t
+cost_fifo_serve(struct cost_fifo *q, int64_t t, int64_t work_ns)
+{
+	int64_t start = q->free_at > t ? q->free_at : t;
+
+	if (work_ns < 0)
+		work_ns = 0;
+	q->free_at = start > INT64_MAX - work_ns ? INT64_MAX :
+		     start + work_ns;
+	q->jobs++;
+	q->busy_ns += work_ns;
+	return q->free_at;
+}
+
+/* A term's value in whole ns (the terms are at most 1e12: calib.c). */
+static int64_t
+term_ns(double v)
+{
+	return v > 0.0 ? (int64_t)(v + 0.5) : 0;
+}
+
+int64_t
+cost_frontend_in_ns(const struct cost_model *cm, uint64_t prompt_tokens)
+{
+	return term_ns(cm->frontend_request_ns.v +
+		       cm->frontend_tokenize_ns.v * (double)prompt_tokens);
+}
+
+int64_t
+cost_frontend_out_ns(const struct cost_model *cm)
+{
+	return term_ns(cm->frontend_stream_ns.v);
+}
+
 /* ---- description -------------------------------------------------------- */
 
 static const char *
@@ -1183,6 +1267,10 @@ cost_describe(const struct cost_model *cm, FILE *f)
 			"steps of 8 to 256, of 16 above)\n", cm->graph_max);
 	else
 		fprintf(f, "  CUDA graphs not modelled (graph_max 0)\n");
+	fprintf(f, "API server (one FIFO server a replica)\n");
+	term_line(f, "frontend request", &cm->frontend_request_ns, "ns");
+	term_line(f, "frontend tokenize", &cm->frontend_tokenize_ns, "ns");
+	term_line(f, "frontend stream", &cm->frontend_stream_ns, "ns");
 	fprintf(f, "linear layers (per rank; derived from the model)\n");
 	fprintf(f, "  %-22s %12.6g %-6s all but routed experts, LM head "
 		"included\n", "weights read a step", cm->weight_bytes_fixed /

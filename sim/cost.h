@@ -142,6 +142,12 @@ struct cost_calib {
 							 * an attention layer */
 	struct cost_term graph_eager_layer_ns;	/* launches without a graph,
 						 * a layer */
+	/* the API server (docs/cost-model.md §5.5): */
+	struct cost_term frontend_request_ns;	/* per request, to the
+						 * engine */
+	struct cost_term frontend_tokenize_ns;	/* ... per prompt token */
+	struct cost_term frontend_stream_ns;	/* per output token, engine
+						 * to client */
 };
 
 /* Every term unset. */
@@ -157,6 +163,10 @@ struct cost_config {
 	enum cost_layout layout;	/* the layout swaps default to */
 	enum cost_copy copy;		/* how swaps copy */
 	enum cost_hostmem hostmem;	/* the host side of swaps */
+	bool frontend;			/* an API server is modelled (the
+					 * vLLM policies): the frontend
+					 * terms default to vLLM's; else
+					 * to 0 */
 	const struct cost_calib *calib;	/* NULL: all defaults */
 	uint32_t graph_max;		/* CUDA graphs (vLLM V1's
 					 * max_cudagraph_capture_size,
@@ -250,6 +260,8 @@ struct cost_model {
 	struct cost_term cpu_sched_seq_ns, cpu_sched_token_ns;
 	struct cost_term cpu_prep_step_ns;
 	struct cost_term graph_piecewise_layer_ns, graph_eager_layer_ns;
+	struct cost_term frontend_request_ns, frontend_tokenize_ns;
+	struct cost_term frontend_stream_ns;
 };
 
 /*
@@ -374,6 +386,37 @@ uint64_t cost_swap_calls(const struct cost_model *cm, enum cost_layout layout,
  */
 int64_t cost_swap_ns(const struct cost_model *cm, enum cost_dir dir,
 		     uint64_t nblocks, enum cost_layout layout);
+
+/* ---- the API server (frontend) ---------------------------------------- */
+
+/*
+ * vLLM's OpenAI API server is one asyncio process: request handling,
+ * tokenisation, and the per-token output work (detokenise, build and send
+ * the stream chunk) of every stream run one at a time on its event loop.
+ * It is modelled as one FIFO server per replica: a job submitted at t
+ * with work w starts at max(t, the end of the job before) and is done w
+ * later.  Jobs must be submitted in non-decreasing t (the event loop's
+ * order); the done times are then non-decreasing too.  With all work 0 a
+ * job is done when it is submitted.
+ */
+struct cost_fifo {
+	int64_t free_at;	/* the end of the last job */
+	uint64_t jobs;
+	int64_t busy_ns;	/* work served */
+};
+
+/* Idle, no job served. */
+void cost_fifo_init(struct cost_fifo *q);
+
+/* Submit a job of work_ns (>= 0) at t; the time it is done. */
+int64_t cost_fifo_serve(struct cost_fifo *q, int64_t t, int64_t work_ns);
+
+/* Work of a request on its way in: request + tokenize * prompt tokens. */
+int64_t cost_frontend_in_ns(const struct cost_model *cm,
+			    uint64_t prompt_tokens);
+
+/* Work of sending one output token to its client: stream. */
+int64_t cost_frontend_out_ns(const struct cost_model *cm);
 
 /* ---- names and description ---------------------------------------------- */
 

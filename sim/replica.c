@@ -18,6 +18,8 @@
 struct rq {
 	uint64_t id, out_key;
 	int64_t arrival, first_sched, first_tok, last_tok;
+	int64_t admit;		/* at the engine (arrival + frontend in) */
+	int64_t cl_first, cl_last;	/* tokens at the client */
 	uint32_t prompt, output, gen, hit;
 	uint32_t high;		/* positions ever computed: 0..high-1 */
 	uint64_t recomputed;	/* tokens computed below high again */
@@ -34,6 +36,8 @@ struct rq {
 struct pend {
 	uint64_t id, out_key;
 	int64_t arrival;
+	int64_t at;		/* when it reaches the engine: arrival and
+				 * the API server's time (cost.h) */
 	int64_t fail_ns;	/* its client left while it waited */
 	uint32_t prompt, output, stage;
 	int32_t priority;
@@ -76,6 +80,10 @@ struct replica {
 	bool piped;		/* a step ended at pipe_t with the next one
 				 * already chosen at next_s */
 	int64_t pipe_t, next_s;
+	/* the API server in front (cost.h): requests wait in pend until
+	 * they reach the engine, at pend.at */
+	struct cost_fifo fe;
+	int64_t admit_at;	/* the last request added reaches the engine */
 };
 
 /*
@@ -130,6 +138,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->obs = cfg->obs;
 	rp->ct = cfg->ct;
 	rp->async = cfg->async_sched;
+	cost_fifo_init(&rp->fe);
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
 	rp->max_model_len = kvc_config_of(kvs_kv(rp->s))->max_model_len;
 	rp->blocks_total = kvc_free_blocks(kvs_kv(rp->s), 0);
@@ -262,6 +271,7 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	q->stage = p->stage;
 	q->out_key = p->out_key;
 	q->arrival = p->arrival;
+	q->admit = p->at;
 	q->prompt = p->prompt;
 	q->output = p->output;
 	rp->st.added++;
@@ -281,17 +291,21 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->fail_ns = 0;
 	p->out_key = r->out_key;
 	p->arrival = r->arrival_ns;
+	p->at = r->arrival_ns;
 	p->prompt = r->prompt_tokens;
 	p->output = r->output_tokens;
 	p->priority = r->priority;
 	p->tok = NULL;
 }
 
-/* Async scheduling: keep the request (and its prompt ids) until the step
- * it can join is chosen (replica__admit_due). */
+/*
+ * Keep the request (and its prompt ids) until it reaches the engine at
+ * `at` (the API server) and, under async scheduling, until the step it
+ * can join is chosen (replica__admit_due).
+ */
 static kv_err
-replica__defer(replica *rp, const struct wl_request *r, char *why,
-	       size_t whylen)
+replica__defer(replica *rp, const struct wl_request *r, int64_t at,
+	       char *why, size_t whylen)
 {
 	struct pend *p;
 
@@ -312,6 +326,7 @@ replica__defer(replica *rp, const struct wl_request *r, char *why,
 	}
 	p = &rp->pend[rp->npend];
 	pend_set(p, r);
+	p->at = at;
 	p->tok = malloc((size_t)r->prompt_tokens * sizeof(*p->tok));
 	if (p->tok == NULL)
 		goto nomem;
@@ -349,7 +364,7 @@ replica__fail_late(replica *rp, const struct pend *p, char *why,
 static kv_err
 replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen)
 {
-	while (rp->phead < rp->npend && rp->pend[rp->phead].arrival <= t) {
+	while (rp->phead < rp->npend && rp->pend[rp->phead].at <= t) {
 		struct pend *p = &rp->pend[rp->phead];
 		bool ign;
 		kv_err e = replica__admit(rp, p, p->tok, &ign, why, whylen);
@@ -370,10 +385,27 @@ replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen)
 	return KV_OK;
 }
 
+/*
+ * The cost model whose API server terms apply: none with a constant step
+ * time (step_ns > 0 replaces the whole cost model, the frontend too).
+ */
+static const struct cost_model *
+fe_model(const replica *rp)
+{
+	return rp->step_ns > 0 ? NULL : rp->cm;
+}
+
+int64_t
+replica_admit_at(const replica *rp)
+{
+	return rp->admit_at;
+}
+
 kv_err
 replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	    char *why, size_t whylen)
 {
+	int64_t at = r->arrival_ns;
 	struct pend p;
 	kv_err e;
 
@@ -386,8 +418,14 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 		rp->st.rejected++;
 		return KV_OK;
 	}
-	if (rp->async)
-		return replica__defer(rp, r, why, whylen);
+	/* the API server: request handling and tokenisation, in its FIFO */
+	if (fe_model(rp) != NULL)
+		at = cost_fifo_serve(&rp->fe, r->arrival_ns,
+				     cost_frontend_in_ns(rp->cm,
+							 r->prompt_tokens));
+	rp->admit_at = at;
+	if (rp->async || at > r->arrival_ns || rp->phead < rp->npend)
+		return replica__defer(rp, r, at, why, whylen);
 	if (r->prompt_tokens > rp->captok) {
 		size_t cap = r->prompt_tokens * 2u;
 		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
@@ -687,6 +725,9 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	if (rp->async && (e = replica__async_choose(rp, now, why, whylen)) !=
 	    KV_OK)
 		return e;
+	if (!rp->async && (e = replica__admit_due(rp, now, why, whylen)) !=
+	    KV_OK)
+		return e;
 	if (kvs_nunfinished(rp->s) == 0)
 		return KV_OK;
 	e = kvs_schedule(rp->s, &st);
@@ -711,8 +752,10 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	if (st->nsched == 0 && st->nswap_out == 0 && st->nswap_in == 0 &&
 	    st->npreempt == 0) {
 		e = idle_step(rp, st, now, why, whylen);
-		/* async: requests held back for a later step can run now */
-		if (e == KV_OK && rp->async && rp->phead < rp->npend)
+		/* async: requests held back for a later step can run now
+		 * (those still in the API server wake the replica later) */
+		if (e == KV_OK && rp->async && rp->phead < rp->npend &&
+		    rp->pend[rp->phead].at <= now)
 			return replica_begin(rp, now, dt_ns, started, why,
 					     whylen);
 		return e;
@@ -735,6 +778,7 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		kvs_req h = rp->sreq[i];
 		struct rq *q = rp->byreq[h];
 		uint32_t g = kvs_req_generated(rp->s, h);
+		int64_t cl;
 
 		if (g <= q->gen)
 			continue;
@@ -745,10 +789,14 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 				 g - q->gen);
 			return KV_ESTATE;
 		}
+		/* the token reaches its client through the API server */
+		cl = fe_model(rp) != NULL ? cost_fifo_serve(&rp->fe, now,
+				cost_frontend_out_ns(rp->cm)) : now;
 		if (q->gen == 0) {
 			q->first_tok = now;
+			q->cl_first = cl;
 		} else {
-			int64_t gap = now - q->last_tok;
+			int64_t gap = cl - q->cl_last;
 
 			q->itl_sum += gap;
 			if (gap > q->itl_max)
@@ -758,6 +806,7 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		rp->st.gen_tokens_done += g - q->gen;
 		q->gen = g;
 		q->last_tok = now;
+		q->cl_last = cl;
 	}
 	return KV_OK;
 }
@@ -777,8 +826,11 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	out.replica = rp->index;
 	out.arrival_ns = q->arrival;
 	out.first_scheduled_ns = q->first_sched;
-	out.first_token_ns = q->first_tok;
-	out.finish_ns = now;
+	out.first_token_ns = q->cl_first;
+	/* the client has the request when its last token reaches it */
+	out.finish_ns = q->gen > 0 && q->last_tok == now ? q->cl_last : now;
+	out.frontend_in_ns = q->admit - q->arrival;
+	out.frontend_out_ns = out.finish_ns - now;
 	out.input_tokens = q->prompt;
 	out.output_tokens = q->gen;
 	out.cached_prefix_tokens = q->hit;

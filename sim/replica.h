@@ -24,6 +24,12 @@
  * when the step was chosen, and a step's output tokens reach their
  * requests at the end of its GPU time, when replica_end() is called.
  *
+ * The API server in front (cost.h, "the API server"): a request reaches
+ * the scheduler at replica_admit_at(), and each output token reaches its
+ * client when the server's FIFO has sent it; first-token, inter-token
+ * and finish times in the report are the client's.  A constant step time
+ * (step_ns > 0) replaces the whole cost model: no API server then.
+ *
  * Memory: one record per unfinished request (freed at finish) plus a
  * pointer per request ever added (kvs handles are dense).  Cost per step:
  * O(batch + running) -- the running scan measures internal fragmentation.
@@ -98,6 +104,14 @@ void replica_free(replica *r);
  */
 kv_err replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 		   char *why, size_t whylen);
+
+/*
+ * When the request added last reaches the engine: its arrival plus its
+ * time in the API server (cost.h, cost_fifo: request handling and
+ * tokenisation, behind the server's backlog).  Until then it waits in the
+ * replica, not in the scheduler; the caller wakes the replica then.
+ */
+int64_t replica_admit_at(const replica *rp);
 
 /*
  * Start a step at `now`.  *dt_ns: its duration (0 and *started false when

@@ -641,7 +641,13 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 		    (e = client_timeout(R, i, now)) != KV_OK)
 			return e;
 	}
-	if (!rej && !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
+	/* in the API server until then (cost.h): a WAKE of its own */
+	if (!rej && replica_admit_at(R->rp[i]) > now &&
+	    sim_evq_push(&R->q, replica_admit_at(R->rp[i]), SIM_EV_WAKE, i,
+			 NULL) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	if (!rej && replica_admit_at(R->rp[i]) <= now &&
+	    !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
 		return e;
 	return KV_OK;
 }
@@ -1121,6 +1127,8 @@ setup_cost(sim_run *R)
 	cc.kv_dtype_bytes = R->sr.kv_dtype_bytes;
 	cc.ssm_dtype_bytes = R->sr.ssm_dtype_bytes;
 	cc.calib = &R->calib;	/* every term unset without a file */
+	/* the vLLM policies run behind vLLM's API server */
+	cc.frontend = strncmp(R->cfg.policy, "vllm-", 5) == 0;
 	if (R->cfg.kv_layout >= 0)
 		cc.layout = (enum cost_layout)R->cfg.kv_layout;
 	if (R->cfg.copy >= 0)

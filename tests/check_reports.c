@@ -77,6 +77,8 @@ START_TEST(test_request_row)
 	q.recomputed_tokens = 10;
 	q.swapped_out_blocks = 3;
 	q.swapped_out_bytes = UINT64_MAX;
+	q.frontend_in_ns = d / 4;
+	q.frontend_out_ns = d / 8 + 1;
 	ck_assert_int_eq(rpt_add_request(r, &q), 0);
 	fflush(f);
 #define S(ns) (long long)((ns) / 1000000000), (long long)((ns) % 1000000000)
@@ -86,20 +88,24 @@ START_TEST(test_request_row)
 		snprintf(want, sizeof(want), "ab12,%llu,%d,%lld.%09lld,"
 			 "%lld.%09lld,%lld.%09lld,%lld.%09lld,%u,7,%u,"
 			 "%lld.%09lld,%lld.%09lld,%lld.%09lld,%lld.%09lld,"
-			 "%lld.%09lld,%lld.%09lld,2,10,3,%llu\n",
+			 "%lld.%09lld,%lld.%09lld,2,10,3,%llu,"
+			 "%lld.%09lld,%lld.%09lld\n",
 			 (unsigned long long)q.id, _i, S(a), S(a + d / 4),
 			 S(a + d / 2), S(a + d), UINT32_MAX,
 			 q.cached_prefix_tokens, S(d / 2), S(tpot), S(d),
 			 S(d / 4), S(q.itl_sum_ns / 6), S(q.itl_max_ns),
-			 (unsigned long long)UINT64_MAX);
+			 (unsigned long long)UINT64_MAX,
+			 S(q.frontend_in_ns), S(q.frontend_out_ns));
 	} else {
 		snprintf(want, sizeof(want), "ab12,%llu,%d,%lld.%09lld,"
 			 "%lld.%09lld,%lld.%09lld,%lld.%09lld,%u,1,%u,"
-			 "%lld.%09lld,,%lld.%09lld,%lld.%09lld,,,2,10,3,%llu\n",
+			 "%lld.%09lld,,%lld.%09lld,%lld.%09lld,,,2,10,3,%llu,"
+			 "%lld.%09lld,%lld.%09lld\n",
 			 (unsigned long long)q.id, _i, S(a), S(a + d / 4),
 			 S(a + d / 2), S(a + d), UINT32_MAX,
 			 q.cached_prefix_tokens, S(d / 2), S(d), S(d / 4),
-			 (unsigned long long)UINT64_MAX);
+			 (unsigned long long)UINT64_MAX,
+			 S(q.frontend_in_ns), S(q.frontend_out_ns));
 	}
 #undef S
 	ck_assert_str_eq(buf, want);

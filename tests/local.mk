@@ -322,3 +322,18 @@ EXTRA_DIST += %reldir%/calibrate_serving.sh
 # copies of two measured runs; a missing metric, run or kvsim.yaml fails.
 TESTS += %reldir%/accuracy.sh
 EXTRA_DIST += %reldir%/accuracy.sh
+
+# The API server's time (issue 18, docs/cost-model.md §5.3): the FIFO
+# delay arithmetic and its backlog; in `kvsim run`, TTFT and E2E grow by
+# exactly the frontend terms at light load, the backlog under load, the
+# defaults per policy and the calibration keys.
+check_PROGRAMS += %reldir%/check_frontend
+%canon_reldir%_check_frontend_SOURCES = %reldir%/check_frontend.c
+%canon_reldir%_check_frontend_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS)
+%canon_reldir%_check_frontend_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/frontend.sh
+EXTRA_DIST += %reldir%/frontend.sh %reldir%/gpu/no-frontend.yaml \
+	%reldir%/run/frontend0.requests %reldir%/run/frontend0.summary \
+	%reldir%/run/frontend0.timeseries

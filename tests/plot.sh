@@ -262,7 +262,7 @@ badcase() {
 }
 cp -r "$T/a.pristine" "$T/extra"
 sed -i '5s/$/,1/' "$T/extra/requests.csv"
-badcase extra requests.csv "extra/requests.csv:5: 21 fields, the header has 20"
+badcase extra requests.csv "extra/requests.csv:5: 23 fields, the header has 22"
 cp -r "$T/a.pristine" "$T/num"
 c=$(head -1 "$T/num/timeseries.csv" | tr ',' '\n' | grep -nx kv_usage | cut -d: -f1)
 awk -F, -v OFS=, -v c="$c" 'NR == 7 { $c = "abc" } { print }' \
