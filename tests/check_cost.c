@@ -1113,12 +1113,6 @@ END_TEST
 
 /* cost_describe prints every split term with its source. */
 START_TEST(test_describe_split)
-
- * The API server's terms (docs/cost-model.md §5.3): 0 without one, vLLM's
- * defaults with one, a calibration's value over either; described with
- * their sources.
- */
-START_TEST(test_frontend_terms)
 {
 	struct fixture f;
 	struct cat_gpu g = h100();
@@ -1141,27 +1135,6 @@ START_TEST(test_frontend_terms)
 	cost_calib_init(&cal);
 	cal.eff_kv_read = (struct cost_term){ 0.5, "c.yaml:7" };
 	init_cal(&cm, &f.m, &g, &cal, 1, 256);
-
-	struct cost_config cfg;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *out;
-
-	llama8b(&f);
-	cost_config_init(&cfg);
-	init_ok(&cm, &f.m, &g, &cfg);
-	ck_assert_double_eq(cm.frontend_request_ns.v, 0.0);
-	ck_assert_double_eq(cm.frontend_tokenize_ns.v, 0.0);
-	ck_assert_double_eq(cm.frontend_stream_ns.v, 0.0);
-	ck_assert(strstr(cm.frontend_stream_ns.src, "no API server") != NULL);
-	ck_assert_int_eq(cost_frontend_in_ns(&cm, 1000), 0);
-	cfg.frontend = true;
-	init_ok(&cm, &f.m, &g, &cfg);
-	ck_assert_double_eq(cm.frontend_request_ns.v, 1e6);
-	ck_assert_double_eq(cm.frontend_tokenize_ns.v, 1100.0);
-	ck_assert_double_eq(cm.frontend_stream_ns.v, 25000.0);
-	ck_assert_int_eq(cost_frontend_in_ns(&cm, 1000), 2100000);
-	ck_assert_int_eq(cost_frontend_out_ns(&cm), 25000);
 	out = open_memstream(&buf, &len);
 	ck_assert_ptr_nonnull(out);
 	cost_describe(&cm, out);
@@ -1296,7 +1269,44 @@ START_TEST(test_calib_file_bad)
 		ck_assert(c.eff_memory.src == NULL);
 		ck_assert(c.cpu_seq_ns.src == NULL);
 	}
+}
+END_TEST
 
+/*
+ * The API server's terms (docs/cost-model.md §5.5): 0 without one, vLLM's
+ * defaults with one, a calibration's value over either; described with
+ * their sources.
+ */
+START_TEST(test_frontend_terms)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model cm;
+	struct cost_calib cal;
+	struct cost_config cfg;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	llama8b(&f);
+	cost_config_init(&cfg);
+	init_ok(&cm, &f.m, &g, &cfg);
+	ck_assert_double_eq(cm.frontend_request_ns.v, 0.0);
+	ck_assert_double_eq(cm.frontend_tokenize_ns.v, 0.0);
+	ck_assert_double_eq(cm.frontend_stream_ns.v, 0.0);
+	ck_assert(strstr(cm.frontend_stream_ns.src, "no API server") != NULL);
+	ck_assert_int_eq(cost_frontend_in_ns(&cm, 1000), 0);
+	cfg.frontend = true;
+	init_ok(&cm, &f.m, &g, &cfg);
+	ck_assert_double_eq(cm.frontend_request_ns.v, 1e6);
+	ck_assert_double_eq(cm.frontend_tokenize_ns.v, 1100.0);
+	ck_assert_double_eq(cm.frontend_stream_ns.v, 25000.0);
+	ck_assert_int_eq(cost_frontend_in_ns(&cm, 1000), 2100000);
+	ck_assert_int_eq(cost_frontend_out_ns(&cm), 25000);
+	out = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(out);
+	cost_describe(&cm, out);
+	fclose(out);
 	ck_assert(strstr(buf, "frontend stream") != NULL);
 	ck_assert(strstr(buf, "PR #12287") != NULL);
 	free(buf);
@@ -1332,6 +1342,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_window_and_state);
 	tcase_add_test(tc, test_calibration_and_describe);
 	tcase_add_test(tc, test_calib_by_name);
+	tcase_add_test(tc, test_frontend_terms);
 	tcase_add_test(tc, test_split_efficiencies);
 	tcase_add_test(tc, test_allreduce_degree);
 	tcase_add_test(tc, test_cpu_split);
@@ -1340,8 +1351,6 @@ cost_suite(void)
 	tcase_add_test(tc, test_describe_split);
 	tcase_add_test(tc, test_calib_file_terms);
 	tcase_add_test(tc, test_calib_file_bad);
-
-	tcase_add_test(tc, test_frontend_terms);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
