@@ -320,6 +320,21 @@ cs_dir_add(struct calserve *cs, const char *config, const char *dir,
 	snprintf(s_cfg, sizeof(s_cfg), "workload.config=%s/config.yaml",
 		 absdir);
 	for (size_t i = 0; i < st->n; i++) {
+		double rate, dur;
+
+		/* the stage as inference-perf reads it (the run checks the
+		 * rest of the file) */
+		if ((rc = js_num(path, st->kid[i], "rate", &rate, err,
+				 errlen)) != KV_OK ||
+		    (rc = js_num(path, st->kid[i], "duration", &dur, err,
+				 errlen)) != KV_OK)
+			goto out;
+		if (!(rate > 0) || !(rate * dur >= 1)) {
+			rc = cs_fail(err, errlen, KV_EINVAL, "%s:%lu:%lu: a "
+				     "stage of no request", path,
+				     st->kid[i]->line, st->kid[i]->col);
+			goto out;
+		}
 		snprintf(file, sizeof(file), "%s/stage_%zu_lifecycle_"
 			 "metrics.json", dir, i);
 		snprintf(label, sizeof(label), "%s stage %zu", dir, i);

@@ -84,6 +84,10 @@ struct replica {
 	 * they reach the engine, at pend.at */
 	struct cost_fifo fe;
 	int64_t admit_at;	/* the last request added reaches the engine */
+	int64_t *cend;		/* client end times still to come, in order
+				 * (the API server's FIFO): cend[hcend..ncend) */
+	size_t hcend, ncend, capcend;
+	int64_t cend_armed;	/* the next one replica_client_ends told */
 };
 
 /*
@@ -139,6 +143,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->ct = cfg->ct;
 	rp->async = cfg->async_sched;
 	cost_fifo_init(&rp->fe);
+	rp->cend_armed = -1;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
 	rp->max_model_len = kvc_config_of(kvs_kv(rp->s))->max_model_len;
 	rp->blocks_total = kvc_free_blocks(kvs_kv(rp->s), 0);
@@ -170,6 +175,7 @@ replica_free(replica *rp)
 	free(rp->stok);
 	free(rp->start);
 	free(rp->abort);
+	free(rp->cend);
 	for (size_t i = rp->phead; i < rp->npend; i++)
 		free(rp->pend[i].tok);
 	free(rp->pend);
@@ -811,6 +817,38 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	return KV_OK;
 }
 
+/* A request the client will see end at t (t is never before the last). */
+static kv_err
+replica__cend_push(replica *rp, int64_t t)
+{
+	if (rp->hcend == rp->ncend)
+		rp->hcend = rp->ncend = 0;
+	if (rp->ncend == rp->capcend) {
+		size_t cap = rp->capcend ? rp->capcend * 2 : 64;
+		int64_t *b = realloc(rp->cend, cap * sizeof(*b));
+
+		if (b == NULL)
+			return KV_ENOMEM;
+		rp->cend = b;
+		rp->capcend = cap;
+	}
+	rp->cend[rp->ncend++] = t;
+	return KV_OK;
+}
+
+int64_t
+replica_client_ends(replica *rp, int64_t now)
+{
+	while (rp->hcend < rp->ncend && rp->cend[rp->hcend] <= now) {
+		rp->hcend++;
+		rp->st.ends++;
+	}
+	if (rp->hcend == rp->ncend || rp->cend[rp->hcend] == rp->cend_armed)
+		return -1;	/* nothing to come, or already told */
+	rp->cend_armed = rp->cend[rp->hcend];
+	return rp->cend_armed;
+}
+
 /* A finished request's row for the report (and the trace); its record
  * goes back to the free list. */
 static kv_err
@@ -854,7 +892,15 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 		rp->st.failed++;
 	} else {
 		rp->st.finished++;
-		rp->st.ends++;
+		/* the client sees the end when its last token reaches it */
+		if (out.finish_ns > now) {
+			if (replica__cend_push(rp, out.finish_ns) != KV_OK) {
+				snprintf(why, whylen, "out of memory");
+				return KV_ENOMEM;
+			}
+		} else {
+			rp->st.ends++;
+		}
 	}
 	if (q->gen < q->output && !q->failed)
 		rp->st.truncated++;

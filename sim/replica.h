@@ -126,6 +126,14 @@ kv_err replica_end(replica *rp, int64_t now, rpt *rep, char *why,
 		   size_t whylen);
 
 /* The scheduler's handle of the request replica_add queued last. */
+/*
+ * Count (in replica_stats' ends) the requests whose client has seen them
+ * end by now: a finished request's end reaches its client through the
+ * API server, after the step.  The next such time still to come, or -1
+ * (-1 too when the same time was returned before).
+ */
+int64_t replica_client_ends(replica *rp, int64_t now);
+
 kvs_req replica_last_handle(const replica *rp);
 
 /*

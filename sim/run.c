@@ -581,8 +581,15 @@ client_sync(sim_run *R, int64_t now, struct wl_request *cur)
 	uint64_t ends = 0;
 	kv_err e;
 
-	for (uint32_t i = 0; i < R->nrp; i++)
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		int64_t next = replica_client_ends(R->rp[i], now);
+
+		/* a later end at the client: an event then to see it */
+		if (next >= 0 && sim_evq_push(&R->q, next, SIM_EV_WAKE, i,
+					      NULL) != KV_OK)
+			return rfail(R, KV_ENOMEM, "out of memory");
 		ends += replica_stats(R->rp[i])->ends;
+	}
 	c->inflight -= ends - c->ends;
 	c->ends = ends;
 	while (c->wn > 0 && (c->max_conc == 0 || c->inflight < c->max_conc)) {

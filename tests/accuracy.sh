@@ -38,7 +38,7 @@ printf '%s\theld-out\n' "$two" >"$tmp/two.tsv"
 
 # harness LIST CSV OUT [CALIBRATION]: the harness on the copies.
 harness() {
-	ACC_RUNS=$tmp/runs ACC_LIST=$1 ACC_CSV=$2 ACC_OUT=$3 \
+	ACC_RUNS=$tmp/runs ACC_LIST=$1 ACC_CSV=$2 ACC_OUT=$3 ACC_LOAD=stages \
 	    ACC_MAX_REQUESTS=40 sh "$harness" ${4:+"$4"}
 }
 
@@ -138,4 +138,21 @@ if harness "$tmp/two.tsv" "$tmp/h.csv" "$tmp/out8" >/dev/null 2>"$tmp/err"; then
 	fail "a missing kvsim.yaml was accepted"
 fi
 grep -q "kvsim.yaml: missing" "$tmp/err" || fail "missing kvsim.yaml not named"
+# The default load: inference-perf's own config.yaml (workload.kind
+# inference-perf), on a copy whose stage lasts 5 s: rate x 5 requests.
+mkdir "$tmp/ip"
+cp -R "$src/$one" "$tmp/ip/"
+chmod -R u+w "$tmp/ip"
+sed 's/duration: [0-9]*/duration: 5/' "$src/$one/results/config.yaml" \
+    >"$tmp/ip/$one/results/config.yaml"
+printf '# experiment\tset\n%s\tfit\n' "$one" >"$tmp/ip.tsv"
+ACC_RUNS=$tmp/ip ACC_LIST=$tmp/ip.tsv ACC_CSV=$tmp/ip.csv ACC_OUT=$tmp/ipo \
+    sh "$harness" >"$tmp/ip.txt" 2>&1 || fail "inference-perf load: $(tail -3 "$tmp/ip.txt")"
+rate=$(awk '$1 == "-" && $2 == "rate:" { print $3; exit }' \
+    "$tmp/ip/$one/results/config.yaml")
+want=$(awk -v r="$rate" 'BEGIN { print int(r * 5) }')
+got=$(tail -n +2 "$tmp/ipo/$one/all/requests.csv" | wc -l)
+[ "$got" -eq "$want" ] ||
+	fail "inference-perf load: $got requests, not rate x 5 = $want"
+
 echo "accuracy.sh: ok"

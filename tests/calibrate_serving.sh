@@ -75,7 +75,8 @@ truth "$tmp/b.yaml" "$tmp/tb"
 metrics "$tmp/ta/requests.csv" vllm >"$tmp/a.json"
 metrics "$tmp/tb/requests.csv" vllm-e2e >"$tmp/b.json"
 # an inference-perf result directory: two stages of 150 requests at 2 and
-# 10 req/s (rate x duration), each its own run of the configuration
+# 10 req/s (rate x duration), one run of its own configuration
+# (workload.kind inference-perf), as calibrate predicts it
 mkdir -p "$tmp/ip"
 cat >"$tmp/ip/config.yaml" <<'T'
 data:
@@ -88,13 +89,16 @@ load:
   - {rate: 2.0, duration: 75}
   - {rate: 10.0, duration: 15}
 T
-stage=0
-for r in 2 10; do
-	truth "$tmp/c.yaml" "$tmp/tc$stage" --set workload.generator.requests=150 \
-		--set workload.generator.arrival.rate=$r
-	metrics "$tmp/tc$stage/requests.csv" ip \
+truth "$tmp/c.yaml" "$tmp/tip" --set workload.kind=inference-perf \
+	--set workload.config="$tmp/ip/config.yaml"
+for stage in 0 1; do
+	awk -F, -v s=$stage 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i
+		print; next } $c["stage"] == s' "$tmp/tip/requests.csv" \
+		>"$tmp/tip/stage$stage.csv"
+	[ "$(wc -l <"$tmp/tip/stage$stage.csv")" -eq 151 ] ||
+		fail "stage $stage: not 150 requests"
+	metrics "$tmp/tip/stage$stage.csv" ip \
 		>"$tmp/ip/stage_${stage}_lifecycle_metrics.json"
-	stage=$((stage + 1))
 done
 # a lone stage file: the configuration as it is
 truth "$tmp/a.yaml" "$tmp/td" --set workload.generator.arrival.rate=8

@@ -134,7 +134,7 @@ START_TEST(test_summary_means)
 	ck_assert_double_eq_tol(col(buf, "frontend_in_mean_s"), 0.002, 1e-12);
 	ck_assert_double_eq_tol(col(buf, "frontend_out_mean_s"), 0.00005,
 				1e-12);
-	ck_assert(strstr(buf, "stale_cached_tokens,frontend_in_mean_s,"
+	ck_assert(strstr(buf, "stale_cached_tokens,calibration,frontend_in_mean_s,"
 			 "frontend_out_mean_s\n") != NULL);
 	free(buf);
 	rpt_free(r);

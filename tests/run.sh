@@ -323,7 +323,7 @@ awk -v c="$dc" -v n="$dn" 'BEGIN { exit !(c > n) }' ||
 	bad "calibrated run: completed"
 grep -q '^  calibration: ".*/tests/run/calib.yaml"$' "$T/cal/config.yaml" ||
 	bad "config.yaml does not record the calibration file"
-grep -q 'calibration' "$T/nocal/config.yaml" &&
+grep -q 'calibration: "' "$T/nocal/config.yaml" &&
 	bad "config.yaml records a calibration it did not use"
 expect_bad "bad_calib.yaml:9:16: copy.h2d.batch.pinned: unknown term 'alpha'" \
 	"$D/bad_calib_run.yaml"
