@@ -337,3 +337,8 @@ TESTS += %reldir%/frontend.sh
 EXTRA_DIST += %reldir%/frontend.sh %reldir%/gpu/no-frontend.yaml \
 	%reldir%/run/frontend0.requests %reldir%/run/frontend0.summary \
 	%reldir%/run/frontend0.timeseries
+
+# The calibration kvsim ships for a GPU and vLLM series, chosen when
+# cost.calibration is unset (docs/cost-model.md 5.6).
+TESTS += %reldir%/autocal.sh
+EXTRA_DIST += %reldir%/autocal.sh

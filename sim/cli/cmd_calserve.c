@@ -38,7 +38,7 @@
 struct serve_cmd {
 	struct cli_opts o;		/* --out */
 	const char *fit, *device, *date;
-	unsigned long long max_requests, max_evals;
+	unsigned long long max_requests, max_evals, loo_evals;
 	struct cs_fit f;
 	char names[1024];		/* f.term point into it */
 };
@@ -55,7 +55,8 @@ calibrate_serving_usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvsim calibrate serving [--out FILE] [--fit TERM[=START],...]\n"
-"           [--max-requests N] [--max-evals N] [--device NAME]\n"
+"           [--max-requests N] [--max-evals N] [--loo-evals N]\n"
+"           [--device NAME]\n"
 "           [--date DATE] CONFIG RESULT [CONFIG RESULT ...]\n"
 "\n"
 "Fit cost terms so that kvsim's mean TTFT, mean E2E and decode time per\n"
@@ -69,9 +70,13 @@ calibrate_serving_usage(FILE *f)
 "      --fit LIST       terms to fit, by their calibration-file names,\n"
 "                       each with an optional start value (default\n"
 "                       " DEFAULT_FIT ")\n"
-"      --max-requests N at most N requests a stage (default 1000; 0 all)\n"
+"      --max-requests N at most N requests of a result file's run (default\n"
+"                       1000; 0 all); a result directory runs its\n"
+"                       inference-perf configuration whole\n"
 "      --max-evals N    simulations of every case a fit (default 60 a\n"
 "                       term; half that for each leave-one-out fit)\n"
+"      --loo-evals N    simulations a leave-one-out fit (it starts from\n"
+"                       the full fit)\n"
 "      --device NAME, --date DATE  recorded in meta\n"
 "\n"
 "Exit status: 0 ok, 1 a simulation could not finish, 2 bad usage or\n"
@@ -161,6 +166,7 @@ serve_parse(struct serve_cmd *x, int argc, char **argv)
 		{ "fit", required_argument, NULL, 'F' },
 		{ "max-requests", required_argument, NULL, 'R' },
 		{ "max-evals", required_argument, NULL, 'E' },
+		{ "loo-evals", required_argument, NULL, 'L' },
 		{ "device", required_argument, NULL, 'D' },
 		{ "date", required_argument, NULL, 'd' },
 		CLI_LO_HELP,
@@ -181,6 +187,9 @@ serve_parse(struct serve_cmd *x, int argc, char **argv)
 			break;
 		case 'E':
 			rc = serve_count("--max-evals", optarg, &x->max_evals);
+			break;
+		case 'L':
+			rc = serve_count("--loo-evals", optarg, &x->loo_evals);
 			break;
 		case 'D':
 			x->device = optarg;
@@ -246,7 +255,8 @@ serve_loo(const struct calserve *cs, struct serve_cmd *x,
 		memcpy(f.start, x->f.value, sizeof(f.start));
 		f.step0 = 0.1;	/* near the full fit: smaller steps, and half
 				 * the full fit's budget */
-		f.max_evals = (x->f.max_evals ? x->f.max_evals :
+		f.max_evals = x->loo_evals ? (size_t)x->loo_evals :
+			      (x->f.max_evals ? x->f.max_evals :
 			       60 * x->f.nterms) / 2;
 		if ((rc = calserve_fit(cs, &f, r, err, errlen)) != KV_OK)
 			return rc;
