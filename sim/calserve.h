@@ -7,7 +7,7 @@
  * serve --save-result` JSON.  The fit runs the simulator in the loop
  * (sim/run.h, in process) with the fitted terms set by name through the
  * calibration loader's table (calib.h), so any term of that table can be
- * fitted.  The loss is the mean over cases of the squared log ratios of
+ * fitted.  The loss is the mean over cases of the absolute log ratios of
  * predicted to measured mean TTFT, mean E2E and decode time per token;
  * it is minimised by GSL's Nelder-Mead simplex (nmsimplex2) in a space
  * where every term is free: an efficiency as its logit, a time as its

@@ -1,7 +1,7 @@
 #!/bin/sh
 # accuracy.sh -- kvsim against measured vLLM serving runs (docs/ACCURACY.md).
 #
-#   accuracy.sh [CALIBRATION.yaml]
+#   accuracy.sh [CALIBRATION.yaml | none]
 #
 # For every experiment of experiments.tsv (runs/<experiment>/: the
 # measured inference-perf results and a kvsim.yaml), runs kvsim, then
@@ -12,7 +12,8 @@
 # a table per experiment and the median and p90 APE per metric, for the fit
 # set and for the held-out set apart, and writes one CSV row per
 # experiment and metric.  A calibration file, when given, is passed as
-# cost.calibration to every run.
+# cost.calibration to every run ("none": the cost model's defaults;
+# without one a run takes kvsim's calibration for its GPU and vLLM).
 #
 # A missing run, file or metric, a kvsim failure or a run with no finished
 # request stops it with exit 1 and names what is missing: no experiment
@@ -57,7 +58,7 @@ die() {
 	exit 1
 }
 
-[ $# -le 1 ] || die "usage: accuracy.sh [CALIBRATION.yaml]"
+[ $# -le 1 ] || die "usage: accuracy.sh [CALIBRATION.yaml | none]"
 case $load in
 stages|inference-perf) ;;
 *) die "ACC_LOAD=$load: expected stages or inference-perf" ;;
@@ -65,7 +66,9 @@ esac
 [ -f "$list" ] || die "$list: no experiment list"
 [ -d "$runs" ] || die "$runs: no runs folder"
 calib_set=
-if [ -n "$calib" ]; then
+if [ "$calib" = none ]; then	# the cost model's defaults
+	calib_set="cost.calibration=none"
+elif [ -n "$calib" ]; then
 	[ -f "$calib" ] || die "$calib: no such calibration file"
 	calib=$(cd "$(dirname "$calib")" && pwd)/$(basename "$calib")
 	calib_set="cost.calibration=$calib"
