@@ -10,3 +10,7 @@ dist_pkgdata_DATA += %reldir%/azure_llm_2023_conv_excerpt.csv \
 # (docs/gpu.md 5; distributed for tests/calibrate.sh, not installed).
 dist_pkgdata_DATA += %reldir%/costmodel-h200.yaml
 EXTRA_DIST += %reldir%/device
+# The step-time and API-server calibration fitted to measured vLLM 0.15.1
+# servers on H100 SXM (docs/cost-model.md 5.6, docs/ACCURACY.md); kvsim
+# run takes it for h100-sxm and vLLM 0.15 when cost.calibration is unset.
+dist_pkgdata_DATA += %reldir%/calib-h100-sxm-vllm-0.15.yaml
