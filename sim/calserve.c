@@ -255,6 +255,11 @@ cs_case_add(struct calserve *cs, const char *config, const char *file,
 	if ((c = cs_push(cs)) == NULL)
 		return cs_fail(err, errlen, KV_ENOMEM, "out of memory");
 	rc = sim_config_from_args(&c->cfg, config, sets, nsets, err, errlen);
+	/* the fitted terms go over the configuration's own calibration, or
+	 * over the defaults: never over the one kvsim ships (§5.6), so a
+	 * fit does not depend on what it is meant to replace */
+	if (rc == KV_OK && c->cfg.calibration[0] == '\0')
+		c->cfg.calibration_none = true;
 	if (rc == KV_OK)
 		rc = cs_check_names(&c->cfg, err, errlen);
 	if (rc != KV_OK) {
