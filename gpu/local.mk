@@ -72,8 +72,11 @@ EXTRA_DIST += %reldir%/tools/stepbench_cuda.cu %reldir%/tools/stepbench_stub.c
 if HAVE_CUDA
 %canon_reldir%_tools_kvsim_stepbench_LDADD = \
 	%reldir%/tools/stepbench_cuda.$(OBJEXT) $(KVGPU_LIBS) -ldl
+# (naming DEPENDENCIES drops automake's own list: the libraries too, or a
+# parallel build links before they exist)
 %canon_reldir%_tools_kvsim_stepbench_DEPENDENCIES = \
-	%reldir%/tools/stepbench_cuda.$(OBJEXT)
+	%reldir%/tools/stepbench_cuda.$(OBJEXT) %reldir%/libkvgpu.a \
+	core/libkvcore.la
 CLEANFILES += %reldir%/tools/stepbench_cuda.$(OBJEXT)
 %reldir%/tools/stepbench_cuda.$(OBJEXT): %reldir%/tools/stepbench_cuda.cu \
 		%reldir%/tools/stepbench.h config.h
