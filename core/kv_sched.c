@@ -887,3 +887,38 @@ out:
 	free(mark);
 	return rc;
 }
+
+/* ---- KV connectors: not implemented yet (vllm-v1 only, to come) ---- */
+
+kv_err
+kvs_set_connector(kvs *s, const struct kvs_connector *c)
+{
+	(void)c;
+	snprintf(s->msg, sizeof s->msg, "KV connectors are not built yet");
+	return KV_ENOTSUP;
+}
+
+kv_err
+kvs_load_done(kvs *s, kvs_req r, bool ok)
+{
+	(void)r;
+	(void)ok;
+	snprintf(s->msg, sizeof s->msg, "KV connectors are not built yet");
+	return KV_ENOTSUP;
+}
+
+kv_err
+kvs_release(kvs *s, kvs_req r)
+{
+	(void)r;
+	snprintf(s->msg, sizeof s->msg, "KV connectors are not built yet");
+	return KV_ENOTSUP;
+}
+
+uint32_t
+kvs_req_ext(const kvs *s, kvs_req r)
+{
+	(void)s;
+	(void)r;
+	return 0;
+}

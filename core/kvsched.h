@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define KVS_ABI 2
+#define KVS_ABI 3
 
 /* "Not given": the policy picks its reference's default. */
 #define KVS_UNSET (-1)
@@ -58,7 +58,13 @@ typedef enum kvs_status {
 	 * or refused by kvs_add (vLLM v1's input processing: no room for one
 	 * output token).
 	 */
-	KVS_IGNORED
+	KVS_IGNORED,
+	/*
+	 * Blocks allocated for tokens a KV connector loads (vLLM's
+	 * WAITING_FOR_REMOTE_KVS): in the waiting queue, not scheduled until
+	 * kvs_load_done().
+	 */
+	KVS_WAITING_REMOTE
 } kvs_status;
 
 typedef enum kvs_queue {
@@ -150,6 +156,13 @@ struct kvs_step {
 	 * in the order the policy met them */
 	const kvs_req *ignored;
 	uint32_t nignored;
+	/* KV connector (kvs_set_connector): requests whose blocks were
+	 * allocated for a load this step (KVS_WAITING_REMOTE), and requests
+	 * that finished this step with their blocks held for the connector */
+	const kvs_req *load;
+	uint32_t nload;
+	const kvs_req *held;
+	uint32_t nheld;
 };
 
 /*
@@ -321,6 +334,47 @@ const struct kvs_step *kvs_current_step(const kvs *s);
  */
 void *kvs_policy_state(const kvs *s, const struct kvs_policy *p);
 
+
+/* ---- KV connectors (vLLM V1's KVConnectorBase_V1, scheduler side) ---- */
+/*
+ * A connector loads the KV of a request's prefix from elsewhere (a CPU or
+ * disk tier, a prefill instance) and may keep a finished request's blocks
+ * while it copies them out.  Policy vllm-v1 only (the others answer
+ * KV_ENOTSUP).  Each hook may be NULL (match: no tokens; hold: never).
+ *
+ * match:    vLLM's get_num_new_matched_tokens: *ext tokens past `local`
+ *           (the GPU prefix hit, in tokens) the connector can load for r;
+ *           0 none.  The scheduler caps local + ext to leave at least one
+ *           token to compute, then allocates blocks for local + ext.
+ * alloc:    update_state_after_alloc: the blocks are allocated; the load
+ *           starts and r waits (KVS_WAITING_REMOTE) for kvs_load_done.
+ * computed: after kvs_complete, for every scheduled request: its computed
+ *           tokens went from `from` to `to` in the step (the store hook;
+ *           r may have finished in it).
+ * finished: request_finished (finished or aborted): *hold keeps r's blocks
+ *           allocated until kvs_release(s, r).
+ */
+struct kvs_connector {
+	void *ctx;
+	kv_err (*match)(void *ctx, kvs *s, kvs_req r, uint32_t local,
+			uint32_t *ext);
+	kv_err (*alloc)(void *ctx, kvs *s, kvs_req r, uint32_t local,
+			uint32_t ext);
+	kv_err (*computed)(void *ctx, kvs *s, kvs_req r, uint32_t from,
+			   uint32_t to);
+	kv_err (*finished)(void *ctx, kvs *s, kvs_req r, bool *hold);
+};
+/* Attach c (copied) before the first kvs_add; NULL detaches. */
+kv_err kvs_set_connector(kvs *s, const struct kvs_connector *c);
+/*
+ * The load of r finished (ok) or failed (its tokens are not there and get
+ * computed).  r becomes ready; a later step admits it.
+ */
+kv_err kvs_load_done(kvs *s, kvs_req r, bool ok);
+/* Free the blocks a connector held for a finished request. */
+kv_err kvs_release(kvs *s, kvs_req r);
+/* The tokens r's last load brought (0: none). */
+uint32_t kvs_req_ext(const kvs *s, kvs_req r);
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,7 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 
 kvcoreincludedir = $(includedir)/kvcore
 kvcoreinclude_HEADERS = %reldir%/kvcore.h %reldir%/kvsize.h \
-	%reldir%/kvsched.h %reldir%/kvspolicy.h
+	%reldir%/kvsched.h %reldir%/kvspolicy.h %reldir%/kvoffload.h
 
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = %reldir%/kvcore.pc

@@ -26,6 +26,7 @@
 #define SIM_RUN_H
 
 #include "core/kvsched.h"
+#include "core/kvoffload.h"
 #include "reports/rpt.h"
 #include "sim/cost.h"
 #include "sim/runcfg.h"
@@ -51,7 +52,13 @@
  *   of each scheduled request now hold KV data.  Requests whose last
  *   output token this is are still allocated here.
  * completed: after kvs_complete(); st->finish lists the requests that
- *   finished (their blocks are already freed).
+ *   finished (their blocks are already freed, except st->held's).
+ * offload_xfer: an offload transfer started on the replica (kvoffload.h;
+ *   stores after the step's compute, loads at admission); its pairs are
+ *   valid during the call.
+ * kv_transfer: a disaggregated run moves request src_req's KV from
+ *   replica src (prefill) into dst_req's blocks on replica dst (decode):
+ *   pairs are (src block > dst block), device-relative, in position order.
  */
 struct sim_observer {
 	void *ctx;
@@ -64,6 +71,14 @@ struct sim_observer {
 	int (*completed)(void *ctx, uint32_t replica, kvs *s,
 			 const struct kvs_step *st, int64_t now, char *why,
 			 size_t whylen);
+	int (*offload_xfer)(void *ctx, uint32_t replica, kvs *s,
+			    const struct kvo_xfer *x, int64_t now, char *why,
+			    size_t whylen);
+	int (*kv_transfer)(void *ctx, uint32_t src, kvs *src_s,
+			   kvs_req src_req, uint32_t dst, kvs *dst_s,
+			   kvs_req dst_req, const struct kvc_pair *pairs,
+			   uint32_t npairs, int64_t now, char *why,
+			   size_t whylen);
 };
 
 /*

@@ -661,7 +661,7 @@ validate_main(int argc, char **argv)
 	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
 			  false, NULL, 0, { 0 }, false, 0, 0, 0 };
 	struct sim_observer obs = { &x, on_scheduled, on_computed,
-				    on_completed };
+				    on_completed, NULL, NULL };
 	struct sim_config cfg;
 	struct sim_run_opts ro;
 	struct cli_opts co;
