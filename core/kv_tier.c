@@ -165,23 +165,20 @@ kvt_store_begin(struct kvt *t, const uint64_t *h, uint32_t n, uint32_t *idx,
 	*nnew = *nevict = 0;
 	for (uint32_t i = 0; i < n; i++)
 		if (kvt_find(t, h[i]) < 0)
-			k++;
+			idx[k++] = i;
 	if (k > nf && !kvt__can_evict(t, k - nf))
 		return KV_ENOSPC;
+	/* the blocks to store are chosen first: eviction may then drop a
+	 * present block of the same request (LRUOffloadingManager does) */
 	if (k > nf) {
 		kvt__evict(t, k - nf);
 		*nevict = k - nf;
 	}
-	for (uint32_t i = 0; i < n; i++) {
-		int32_t b;
-
-		if (kvt_find(t, h[i]) >= 0)
-			continue;
-		b = kvt__take(t);
-		kvt__enter(t, b, h[i], KVT_PENDING);
-		idx[*nnew] = i;
-		slot[(*nnew)++] = b;
+	for (uint32_t i = 0; i < k; i++) {
+		slot[i] = kvt__take(t);
+		kvt__enter(t, slot[i], h[idx[i]], KVT_PENDING);
 	}
+	*nnew = k;
 	return KV_OK;
 }
 
