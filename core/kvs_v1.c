@@ -518,9 +518,14 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		budget -= (uint32_t)n;
 	}
 out:
-	/* prepend_requests(skipped): the last one skipped ends up first */
+	/*
+	 * prepend_requests(skipped): the last one skipped ends up first.
+	 * With a KV connector, vLLM 0.15.1's order instead (PR #32173):
+	 * skipped requests keep theirs.
+	 */
 	for (uint32_t j = 0; j < v->nskip; j++) {
-		kv_err e2 = v1s_requeue(s, prio, v->skip[j]);
+		kv_err e2 = v1s_requeue(s, prio, v->skip[conn ?
+							 v->nskip - 1 - j : j]);
 
 		if (e == KV_OK)
 			e = e2;
