@@ -522,8 +522,9 @@ run_one(enum kvo_kind kind, unsigned seed, struct run_acc *a)
 	srand(seed);
 	ck_assert_ptr_nonnull(fly);
 	ck_assert_ptr_nonnull(o = kvo_new(&c, &e, NULL, 0));
-	/* room for the loads that wait behind a preempted head: with less,
-	 * the waiting queue can stall (see the report on the connector) */
+	/* room for the loads that wait behind a preempted head: with 16
+	 * blocks, seed 7 stalls -- the waiting loop stops at a head that
+	 * does not fit while landed loads behind it hold the blocks */
 	ck_assert_ptr_nonnull(s = v1_kvs(RGPU + 1, true, "vllm-v1"));
 	ck_assert_int_eq(kvo_attach(o, s), KV_OK);
 	while (added < RNREQ || kvs_nunfinished(s) > 0 || nfly > 0) {
