@@ -111,6 +111,27 @@ int kvdrive_hazard(const char *name, enum kvgpu_strat st,
 int kvdrive_cow(const char *name, enum kvgpu_fault f, enum kvgpu_strat st,
 		uint64_t *mismatches, char *why, size_t whylen);
 
+/*
+ * Tier moves and a P/D transfer, played on two backends named `name`
+ * (replicas 0 and 1; a "fault:MODE/DIR" name arms both) with strategy
+ * st: policy vllm-v1, blocks of 4 tokens; each replica computes the same
+ * 40-token prompt in one step.  Replica 0's 10 blocks are stored to tier
+ * 0 (device block i > tier block 2i + 1: the pool grows and ids are not
+ * the device's), loaded back into the same device blocks (poisoned
+ * first), then copied into replica 1's blocks (kvval_offload,
+ * kvval_transfer).  The counts are both verifiers' and both backends'.
+ */
+struct kvdrive_moves {
+	uint64_t failures;		/* integrity failures */
+	uint64_t move_slots;		/* slots checked after the moves */
+	uint64_t injected;		/* faults that fired */
+	uint64_t store_blocks, load_blocks, peer_blocks;
+};
+
+/* 0; 1 with a message when a scheduler, backend or verifier fails. */
+int kvdrive_moves(const char *name, enum kvgpu_strat st,
+		  struct kvdrive_moves *out, char *why, size_t whylen);
+
 #ifdef __cplusplus
 }
 #endif

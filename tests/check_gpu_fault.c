@@ -252,6 +252,55 @@ START_TEST(arm_needs_fault_backend)
 }
 END_TEST
 
+/*
+ * Tier moves and P/D transfers: corrupt, drop and reorder in a tier
+ * store (d2t), a tier load (t2d) and a peer copy are each caught by the
+ * verifier.  The fault must have fired (a run it never touched would
+ * prove nothing), and the failure names the move.
+ */
+START_TEST(move_fault_detected)
+{
+	static const enum kvgpu_dir dirs[3] = {
+		KVGPU_D2T, KVGPU_T2D, KVGPU_PEER
+	};
+	enum kvgpu_fault f = (enum kvgpu_fault)(KVGPU_FAULT_CORRUPT + _i % 3);
+	enum kvgpu_dir dir = dirs[_i / 3];
+	struct kvdrive_moves m;
+	char name[64], why[512];
+
+	snprintf(name, sizeof(name), "fault:%s/%s", kvgpu_fault_name(f),
+		 kvgpu_dir_name(dir));
+	ck_assert_msg(kvdrive_moves(name, KVGPU_PER_CHUNK, &m, why,
+				    sizeof(why)) == 0, "%s", why);
+	ck_assert_msg(m.injected >= 1, "%s never fired: nothing was tested",
+		      name);
+	ck_assert_msg(m.failures > 0, "%s fired %llu time(s), not detected",
+		      name, (unsigned long long)m.injected);
+}
+END_TEST
+
+/* A fault armed on a move the run never makes does not fire, and the
+ * name's direction must be a known one (invert: d2h only). */
+START_TEST(move_fault_names)
+{
+	struct kvgpu_geom g = geom(4, 4, 4);
+	struct kvdrive_moves m;
+	char why[512];
+	kv_err e;
+
+	ck_assert_int_eq(kvdrive_moves("fault:corrupt/d2h", KVGPU_PER_CHUNK,
+				       &m, why, sizeof(why)), 0);
+	ck_assert_uint_eq(m.injected, 0);
+	ck_assert_uint_eq(m.failures, 0);
+	ck_assert_ptr_null(kvgpu_open("fault:corrupt/sideways", &g, &e, why,
+				      sizeof(why)));
+	ck_assert_int_eq(e, KV_EINVAL);
+	ck_assert_ptr_null(kvgpu_open("fault:invert/peer", &g, &e, why,
+				      sizeof(why)));
+	ck_assert_int_eq(e, KV_EINVAL);
+}
+END_TEST
+
 static Suite *
 gpu_fault_suite(void)
 {
@@ -266,6 +315,8 @@ gpu_fault_suite(void)
 	tcase_add_loop_test(t, ordering_hazard, 0, KVGPU_NSTRATS);
 	tcase_add_test(t, invert_in_a_run);
 	tcase_add_test(t, arm_needs_fault_backend);
+	tcase_add_loop_test(t, move_fault_detected, 0, 9);
+	tcase_add_test(t, move_fault_names);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -152,7 +152,7 @@ static struct kvgpu_geom
 llama8b(enum kvgpu_layout l, uint32_t dev, uint32_t host)
 {
 	struct kvgpu_geom g = { 32, 8, 128, 2, 16, l, dev, host,
-				KVGPU_PINNED };
+				KVGPU_PINNED, 0, { 0 } };
 	return g;
 }
 
@@ -359,7 +359,8 @@ section_sweep(struct ck *c, struct csv *w)
 			uint32_t maxn = 0;
 			struct kvgpu_geom g = { 1, 1, (uint32_t)(chunk[i] / 8),
 						4, 1, KVGPU_CROSS_LAYER, 0, 0,
-						(enum kvgpu_hostmem)hm };
+						(enum kvgpu_hostmem)hm, 0,
+						{ 0 } };
 			kvgpu *b;
 
 			for (size_t j = 0; j < nnn; j++)
@@ -498,7 +499,7 @@ replay(const char *backend, const struct trace *t, bool quick,
 	struct kvdrive_opts d;
 	struct kvval_pool pool;
 	struct kvgpu_geom g = { 4, 2, 64, 2, 16, KVGPU_FA_SPLIT, 0, 0,
-				KVGPU_PINNED };
+				KVGPU_PINNED, 0, { 0 } };
 	struct kvval_opts vo = { KVGPU_BATCH, 8, 0, false, false };
 	bool refused;
 	kvgpu *b;

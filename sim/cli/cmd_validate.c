@@ -114,7 +114,7 @@ rep_of(struct vctx *x, uint32_t r, kvs *s, char *why, size_t len)
 	kvval_pool(kc, x->ngroups, &pool);
 	g = (struct kvgpu_geom){ 2, 1, 4, 2, pool.block_size, x->layout,
 				 pool.dev_blocks, pool.host_blocks,
-				 KVGPU_PINNED };
+				 KVGPU_PINNED, 0, { 0 } };
 
 	if (r >= x->nrep) {
 		struct vrep *q = realloc(x->rep, (r + 1) * sizeof(*q));
@@ -629,7 +629,8 @@ validate_ready(const char *outdir, bool force, const struct vctx *x)
 {
 	static const char *const names[] = { "validate.csv",
 					     "validate_summary.csv" };
-	struct kvgpu_geom g = { 1, 1, 4, 1, 1, x->layout, 1, 1, KVGPU_PINNED };
+	struct kvgpu_geom g = { 1, 1, 4, 1, 1, x->layout, 1, 1, KVGPU_PINNED,
+				0, { 0 } };
 	char err[1400];
 	kvgpu *probe;
 	kv_err e;
