@@ -114,7 +114,7 @@ struct kvgpu_geom {
 	enum kvgpu_hostmem hostmem;
 	/* offload tier pools (host memory; pinned on CUDA when hostmem
 	 * is): tiers of tier_blocks[t] blocks each, laid out as the device
-	 * pool; 0 tiers: none (kvgpu_tier_grow adds them) */
+	 * pool; 0 tiers: none (kvgpu_tier_grow adds them; docs/gpu.md §1.1) */
 	uint32_t tiers;
 	uint32_t tier_blocks[KVGPU_MAX_TIERS];
 };
@@ -223,7 +223,7 @@ kv_err kvgpu_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 		  struct kvgpu_timing *t);
 
 /*
- * Tier pools (docs/gpu.md §7).  Grow tier pool `tier` to at least
+ * Tier pools (docs/gpu.md §1.1).  Grow tier pool `tier` to at least
  * `blocks` blocks, keeping the blocks it holds (new ones poisoned);
  * tier == geom.tiers adds a tier.  KV_EINVAL past KVGPU_MAX_TIERS or a
  * pool over 1 TiB; KV_ENOMEM.
