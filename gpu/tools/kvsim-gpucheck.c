@@ -671,6 +671,57 @@ cows(struct ck *c, struct csv *w)
 		}
 }
 
+/*
+ * Offload tier moves and a P/D transfer with every copy strategy
+ * (kvdrive_moves): a store to a tier pool (pinned host memory on CUDA),
+ * the load back, and a peer copy between two backends (on CUDA two
+ * device pools on the device); clean they check 120 slots and pass, and
+ * a fault in each kind of move must fire and be found.  Rows: trace
+ * "moves-STRATEGY", fault none or MODE/DIR; tokens_checked is the slots
+ * verified after the moves, mismatches the failures.
+ */
+static void
+moves(struct ck *c, struct csv *w)
+{
+	static const char *const fs[] = {
+		"none", "corrupt/d2t", "drop/t2d", "reorder/peer"
+	};
+
+	for (int s = 0; s < KVGPU_NSTRATS && !late(c); s++)
+		for (size_t i = 0; i < 4; i++) {
+			enum kvgpu_strat st = (enum kvgpu_strat)s;
+			struct kvdrive_moves m;
+			char name[96], why[512];
+			bool clean = i == 0, wrong;
+
+			if (clean)
+				snprintf(name, sizeof(name), "%s", c->backend);
+			else
+				snprintf(name, sizeof(name), "fault:%s:%s",
+					 fs[i], c->backend);
+			if (kvdrive_moves(name, st, &m, why, sizeof(why))) {
+				fprintf(stderr, "kvsim-gpucheck: moves %s: "
+					"%s\n", name, why);
+				c->failures++;
+				continue;
+			}
+			wrong = clean ? m.failures != 0 || m.move_slots != 120 :
+				m.injected == 0 || m.failures == 0;
+			csv_row(w, "moves-%s,%s,1,0,0,0,0,%" PRIu64 ",%" PRIu64
+				",%s,0,0,%d,0,0,0", kvgpu_strat_name(st), fs[i],
+				m.move_slots, clean ? m.failures : 0,
+				wrong ? "wrong outcome" : "",
+				!clean && !wrong);
+			if (wrong) {
+				fprintf(stderr, "kvsim-gpucheck: moves %s %s: "
+					"%" PRIu64 " failures, %" PRIu64
+					" injected\n", kvgpu_strat_name(st),
+					fs[i], m.failures, m.injected);
+				c->failures++;
+			}
+		}
+}
+
 static void
 section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 {
@@ -715,6 +766,7 @@ section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 	}
 	hazards(c, w);
 	cows(c, w);
+	moves(c, w);
 }
 
 /* ---- main -------------------------------------------------------------- */
