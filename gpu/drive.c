@@ -125,7 +125,59 @@ struct drive {
 	kvs *s;
 	uint32_t *tok, *start;
 	size_t capstart;
+	kvo *o;			/* offload, or NULL */
+	uint64_t *ids;		/* transfers started this step */
+	size_t nids, capids;
 };
+
+/* The transfers the offload manager started: run and check them on the
+ * verifier's backend, keep their ids for the step's end. */
+static int
+xfers_started(struct drive *d, kvval *v, struct kvdrive_result *res,
+	      char *why, size_t len)
+{
+	const struct kvo_xfer *x;
+	uint32_t n = kvo_started(d->o, &x);
+	int rc;
+
+	if (d->nids + n > d->capids) {
+		size_t cap = (d->nids + n) * 2;
+		uint64_t *p = realloc(d->ids, cap * sizeof(*p));
+
+		if (p == NULL) {
+			snprintf(why, len, "out of memory");
+			return 1;
+		}
+		d->ids = p;
+		d->capids = cap;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (v != NULL && (rc = kvval_offload(v, d->s, &x[i], why, len)))
+			return rc;
+		d->ids[d->nids++] = x[i].id;
+		if (x[i].dir == KVO_STORE) {
+			res->offload_stores++;
+			res->offload_store_blocks += x[i].nblocks;
+		} else {
+			res->offload_loads++;
+			res->offload_load_blocks += x[i].nblocks;
+		}
+	}
+	return 0;
+}
+
+/* The step is over: every transfer it started has finished. */
+static int
+xfers_done(struct drive *d, char *why, size_t len)
+{
+	for (size_t i = 0; i < d->nids; i++)
+		if (kvo_done(d->o, d->ids[i], true) != KV_OK) {
+			snprintf(why, len, "offload: %s", kvo_errmsg(d->o));
+			return 1;
+		}
+	d->nids = 0;
+	return 0;
+}
 
 static int
 step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
@@ -140,6 +192,8 @@ step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
 		snprintf(why, len, "schedule: %s", kvs_errmsg(d->s));
 		return 1;
 	}
+	if (d->o != NULL && (rc = xfers_started(d, v, res, why, len)))
+		return rc;
 	if (st->nsched > d->capstart) {
 		uint32_t *p = realloc(d->start, st->nsched * sizeof(*p));
 
@@ -171,8 +225,34 @@ step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
 		return 1;
 	}
 	res->finished += st->nfinish;
+	if (d->o != NULL && (rc = xfers_started(d, v, res, why, len)))
+		return rc;
 	if (v != NULL && (rc = kvval_completed(v, d->s, st, why, len)))
 		return rc;
+	return d->o != NULL ? xfers_done(d, why, len) : 0;
+}
+
+/* A native CPU tier over d->s (kvdrive_opts.offload_blocks). */
+static int
+offload_open(struct drive *d, const struct kvdrive_opts *o, char *why,
+	     size_t len)
+{
+	struct kvo_config c;
+	kv_err e;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = KVO_NATIVE;
+	c.block_tokens = o->offload_block_tokens ? o->offload_block_tokens :
+			 o->block_size;
+	c.ntiers = 1;
+	snprintf(c.tier[0].name, sizeof(c.tier[0].name), "cpu");
+	c.tier[0].blocks = o->offload_blocks;
+	if ((d->o = kvo_new(&c, &e, why, len)) == NULL)
+		return 2;
+	if (kvo_attach(d->o, d->s) != KV_OK) {
+		snprintf(why, len, "offload: %s", kvo_errmsg(d->o));
+		return 2;
+	}
 	return 0;
 }
 
@@ -202,6 +282,9 @@ kvdrive_run(const struct kvdrive_opts *o, kvval *v,
 		*refused = e == KV_ECONFIG;
 		return 2;
 	}
+	if (o->offload_blocks > 0 &&
+	    (rc = offload_open(&d, o, why, whylen)) != 0)
+		goto out;
 	d.tok = malloc(((size_t)o->prompt_max + 1) * sizeof(*d.tok));
 	prefix = malloc(((size_t)o->share * o->prefixes + 1) *
 			sizeof(*prefix));
@@ -249,7 +332,9 @@ out:
 	free(prefix);
 	free(d.tok);
 	free(d.start);
+	free(d.ids);
 	kvs_free(d.s);
+	kvo_free(d.o);
 	return rc;
 }
 

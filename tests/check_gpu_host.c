@@ -416,6 +416,39 @@ START_TEST(every_policy)
 END_TEST
 
 /*
+ * A vllm-v1 run with a CPU tier (kvdrive offload: a native tier over the
+ * scheduler) on a pool too small for its shared prefixes: prefixes are
+ * stored and loaded back, every move is run on the backend's tier pool
+ * and checked (0 failures), the blocks checked agree with the blocks the
+ * manager moved, and the run's own checks still pass.  Offloaded blocks
+ * of one and of two GPU blocks.
+ */
+START_TEST(offload_run)
+{
+	struct kvdrive_opts o;
+	struct run R;
+
+	kvdrive_opts_init(&o);
+	o.policy = "vllm-v1";
+	o.preemption = 0;
+	o.gpu_blocks = 40;
+	o.requests = 80;
+	o.offload_blocks = 64;
+	o.offload_block_tokens = _i ? 32 : 0;
+	run(&R, &o, "host", KVGPU_FA_SPLIT);
+	ck_assert_msg(R.rc == 0, "%s", R.why);
+	ck_assert_uint_eq(R.r.finished, o.requests);
+	ck_assert_msg(R.s.failures == 0, "%s", R.s.first_failure);
+	ck_assert_uint_gt(R.r.offload_stores, 0);
+	ck_assert_uint_gt(R.r.offload_loads, 0);
+	ck_assert_uint_eq(R.s.move[0].blocks, R.r.offload_store_blocks);
+	ck_assert_uint_eq(R.s.move[1].blocks, R.r.offload_load_blocks);
+	ck_assert_uint_gt(R.s.move_slots, 0);
+	ck_assert_uint_eq(R.s.frag_poison_slots, R.s.frag_expected_slots);
+}
+END_TEST
+
+/*
  * Equal prompts recur (every prompt is one of three 40-token prefixes or
  * a piece of one): heavy prefix sharing, and vLLM v0 maps equal device
  * blocks to one cached CPU block when swapping out.
@@ -767,6 +800,7 @@ gpu_host_suite(void)
 	tcase_add_loop_test(t, every_policy, 0,
 			    (int)(sizeof(policies) / sizeof(policies[0])) * 4);
 	tcase_add_loop_test(t, equal_prompts, 0, 2);
+	tcase_add_loop_test(t, offload_run, 0, 2);
 	tcase_add_test(t, digest_same_run);
 	tcase_add_loop_test(t, hybrid_groups, 0, 18);
 	tcase_add_test(t, deepspeed_groups);

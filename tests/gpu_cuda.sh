@@ -20,6 +20,9 @@ trap 'rm -rf "$out"' EXIT
 # between two device pools): 4 strategies, clean and 3 faults each
 [ "$(grep -c '^moves-' "$out/integrity.csv")" = 16 ] ||
 	{ echo "FAIL: tier and peer moves missing from integrity.csv"; exit 1; }
+# a vllm-v1 run with a CPU tier (kvdrive offload), clean and 3 faults
+[ "$(grep -c '^v1-offload,' "$out/integrity.csv")" = 4 ] ||
+	{ echo "FAIL: the offload trace is missing from integrity.csv"; exit 1; }
 # kvsim validate: the same run on both backends, the same digest
 cfg=${top_srcdir:?}/tests/gpu/swap.yaml
 for b in host cuda; do

@@ -482,6 +482,7 @@ struct trace {
 	bool prefix_caching;
 	uint64_t seed;
 	int shape;		/* enum kvdrive_shape; -1: one full group */
+	uint64_t offload;	/* CPU tier blocks (kvdrive offload); 0: none */
 };
 
 struct outcome {
@@ -512,6 +513,12 @@ replay(const char *backend, const struct trace *t, bool quick,
 	d.prefix_caching = t->prefix_caching;
 	d.seed = t->seed;
 	d.requests = quick ? 60 : 300;
+	if (t->offload > 0) {
+		/* a pool too small for the shared prefixes: they come back
+		 * from the CPU tier */
+		d.offload_blocks = t->offload;
+		d.gpu_blocks = 40;
+	}
 	if (t->shape >= 0) {
 		/* hybrids: a pool that still preempts with 2-4 groups */
 		kvdrive_hybrid(&d, (enum kvdrive_shape)t->shape);
@@ -529,7 +536,8 @@ replay(const char *backend, const struct trace *t, bool quick,
 		return;
 	}
 	if (f != KVGPU_FAULT_NONE)
-		kvgpu_fault_arm(b, f, KVGPU_D2H, skip);
+		kvgpu_fault_arm(b, f, t->offload ? KVGPU_T2D : KVGPU_D2H,
+				skip);
 	v = kvval_new(b, &vo);
 	o->rc = v == NULL ? 1 : kvdrive_run(&d, v, &o->r, &refused, o->why,
 					     sizeof(o->why));
@@ -563,7 +571,8 @@ integrity_row(struct csv *w, const struct trace *t, const char *fault,
 }
 
 /* One trace again with fault f armed on the backend under test, on the
- * second swap-out batch: it must be detected. */
+ * second swap-out batch (an offload trace: tier load): it must be
+ * detected. */
 static void
 inject(struct ck *c, struct csv *w, const struct trace *t,
        enum kvgpu_fault f, uint64_t host_digest)
@@ -726,13 +735,14 @@ static void
 section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 {
 	static const struct trace traces[] = {
-		{ "v0-swap", "vllm-v0", 1, true, 11, -1 },
-		{ "kvsim-swap", "kvsim", 1, true, 12, -1 },
-		{ "v1-recompute", "vllm-v1", 0, true, 13, -1 },
-		{ "sliding-swap", "kvsim", 1, true, 14, KVDRIVE_SLIDING },
-		{ "mamba-swap", "kvsim", 1, false, 15, KVDRIVE_MAMBA },
+		{ "v0-swap", "vllm-v0", 1, true, 11, -1, 0 },
+		{ "kvsim-swap", "kvsim", 1, true, 12, -1, 0 },
+		{ "v1-recompute", "vllm-v1", 0, true, 13, -1, 0 },
+		{ "sliding-swap", "kvsim", 1, true, 14, KVDRIVE_SLIDING, 0 },
+		{ "mamba-swap", "kvsim", 1, false, 15, KVDRIVE_MAMBA, 0 },
 		{ "v1-mamba-recompute", "vllm-v1", 0, false, 16,
-		  KVDRIVE_MAMBA },
+		  KVDRIVE_MAMBA, 0 },
+		{ "v1-offload", "vllm-v1", 0, true, 17, -1, 64 },
 	};
 	const size_t ntraces = sizeof(traces) / sizeof(traces[0]);
 	static const enum kvgpu_fault faults[] = {
@@ -758,7 +768,7 @@ section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 				" (digest differs from the host's)" : "");
 			c->failures++;
 		}
-		if (t->swap == 0)
+		if (t->swap == 0 && t->offload == 0)
 			continue;
 		/* every fault must be detected, on the backend under test */
 		for (size_t f = 0; f < 3 && !late(c); f++)
