@@ -244,7 +244,7 @@ static const char *const class_names[KVGPU_NDIRS] = {
 /* kvval_stats.move[]: d2t, t2d, peer. */
 #define NMOVES (KVGPU_NMOVES - KVGPU_NDIRS)
 static const char *const move_names[NMOVES] = {
-	"tier_store", "tier_load", "kv_transfer"
+	"tier_out", "tier_in", "transfer"
 };
 
 /* Whether the run moved blocks to a tier or between replicas (the
