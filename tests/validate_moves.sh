@@ -35,7 +35,8 @@ run() {	# run NAME EXPECTED-RC ARGS...: output in $tmp/NAME.out
 val() {	# val NAME KEY: a value of validate_summary.csv
 	sed -n "s/^$2,//p" "$tmp/$1/validate_summary.csv"
 }
-row() {	# row NAME CLASS FIELD: a field of validate.csv's CLASS row
+row() {	# row NAME CLASS N: field N of validate.csv's CLASS row (2
+	# batches, 3 blocks)
 	awk -F, -v c="$2" -v f="$3" '$1 == c { print $f }' \
 		"$tmp/$1/validate.csv"
 }
@@ -44,14 +45,14 @@ row() {	# row NAME CLASS FIELD: a field of validate.csv's CLASS row
 # geometry on the backend: the ids and counts are the run's)
 off="--set policy=vllm-v1 --set engine.preemption_mode=recompute
      --set engine.kv_offloading_size=0.5"
-if "$KVSIM" run "$cfg" -s engine.kv_offloading_size=0.5 \
-	-s workload.generator.requests=2 -o "$tmp/probe" --quiet \
-	--no-plot >/dev/null 2>&1; then
+# shellcheck disable=SC2086
+if "$KVSIM" run "$cfg" $off -s workload.generator.requests=2 \
+	-o "$tmp/probe" --quiet --no-plot >/dev/null 2>&1; then
 	ran=1
 	# shellcheck disable=SC2086
 	run off 0 "$cfg" $off --out "$tmp/off"
 	[ "$(val off failures)" = 0 ] || fail "offload: failures"
-	st=$(row off tier_out blocks) ld=$(row off tier_in blocks)
+	st=$(row off tier_out 3) ld=$(row off tier_in 3)
 	[ "${st:-0}" -gt 0 ] && [ "${ld:-0}" -gt 0 ] ||
 		fail "offload: no stores ($st) or no loads ($ld)"
 	[ "$(val off move_verified_slots)" -gt 0 ] ||
@@ -64,10 +65,11 @@ if "$KVSIM" run "$cfg" -s engine.kv_offloading_size=0.5 \
 		fail "a run without offload has move keys"
 	small="--set workload.generator.requests=60"
 	for f in corrupt/d2t drop/t2d reorder/t2d; do
+		n=off-$(echo "$f" | tr / -)
 		# shellcheck disable=SC2086
-		run "off-$f" 1 "$cfg" $off $small --backend "fault:$f"
+		run "$n" 1 "$cfg" $off $small --backend "fault:$f"
 		grep -q 'FAILED: [1-9][0-9]* integrity failure.*after an offload' \
-			"$tmp/off-$f.out" || fail "fault $f not caught"
+			"$tmp/$n.out" || fail "fault $f not caught"
 	done
 	# shellcheck disable=SC2086
 	run off-idle 1 "$cfg" $off $small --backend fault:corrupt/peer
@@ -89,14 +91,15 @@ if "$KVSIM" run "$tmp/pd.yaml" -o "$tmp/pdprobe" --quiet --no-plot \
 	ran=1
 	run pd 0 "$tmp/pd.yaml" --out "$tmp/pd"
 	[ "$(val pd failures)" = 0 ] || fail "P/D: failures"
-	[ "$(row pd transfer batches)" -ge 40 ] ||
-		fail "P/D: $(row pd transfer batches) transfers for 40 requests"
+	[ "$(row pd transfer 2)" -ge 40 ] ||
+		fail "P/D: $(row pd transfer 2) transfers for 40 requests"
 	[ "$(val pd move_verified_slots)" -gt 0 ] ||
 		fail "P/D: no slot checked after the transfers"
 	for f in corrupt/peer drop/peer@last; do
-		run "pd-$f" 1 "$tmp/pd.yaml" --backend "fault:$f"
+		n=pd-$(echo "$f" | tr /@ --)
+		run "$n" 1 "$tmp/pd.yaml" --backend "fault:$f"
 		grep -q 'FAILED: [1-9][0-9]* integrity failure.*after a KV transfer' \
-			"$tmp/pd-$f.out" || fail "fault $f not caught"
+			"$tmp/$n.out" || fail "fault $f not caught"
 	done
 else
 	echo "validate_moves: this kvsim has no disaggregation: part 3 skipped"
