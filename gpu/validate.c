@@ -753,7 +753,7 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 
 	if ((rc = setup(v, s, why, len)))
 		return rc;
-	if ((start = wstart(v, st, start)) == NULL)
+	if (st->nsched > 0 && (start = wstart(v, st, start)) == NULL)
 		return oom(why, len);
 	v->st.steps++;
 	v->tick++;
@@ -992,7 +992,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 
 	if ((rc = setup(v, s, why, len)))
 		return rc;
-	if ((start = wstart(v, st, start)) == NULL)
+	if (st->nsched > 0 && (start = wstart(v, st, start)) == NULL)
 		return oom(why, len);
 	/* the states the step reads, before it rewrites them */
 	v->nslot = v->nvr = 0;

@@ -416,6 +416,54 @@ START_TEST(every_policy)
 END_TEST
 
 /*
+ * A step that schedules nothing (a P/D decode replica's step that only
+ * allocates blocks for KV loads) comes with no start array: the hooks
+ * take it, with and without skip_stale (they said "out of memory").
+ */
+START_TEST(empty_step)
+{
+	struct kvdrive_opts o;
+	struct kvs_config sc;
+	struct kvc_config kc;
+	struct kvval_pool pool;
+	struct kvval_opts vo = { KVGPU_PER_CHUNK, 1, 0, _i == 1, true };
+	struct kvs_step st;
+	struct kvgpu_geom g;
+	char why[256];
+	kv_err e;
+	kvgpu *b;
+	kvval *v;
+	kvs *s;
+
+	kvdrive_opts_init(&o);
+	o.policy = "vllm-v1";
+	kvs_config_init(&sc);
+	snprintf(sc.policy, sizeof(sc.policy), "%s", o.policy);
+	kvdrive_kvc_config(&o, &kc);
+	kvdrive_pool(&o, &pool);
+	s = kvs_new(&sc, &kc, &e, why, sizeof(why));
+	ck_assert_msg(s != NULL, "%s", why);
+	g = geom(KVGPU_FA_SPLIT, pool.dev_blocks, pool.host_blocks);
+	g.block_size = pool.block_size;
+	b = open_host(&g);
+	v = kvval_new(b, &vo);
+	ck_assert_ptr_nonnull(v);
+	memset(&st, 0, sizeof(st));
+	why[0] = '\0';
+	ck_assert_msg(kvval_scheduled(v, s, &st, NULL, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_msg(kvval_computed(v, s, &st, NULL, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_msg(kvval_completed(v, s, &st, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_uint_eq(kvval_stats(v)->failures, 0);
+	kvval_free(v);
+	kvgpu_close(b);
+	kvs_free(s);
+}
+END_TEST
+
+/*
  * A vllm-v1 run with a CPU tier (kvdrive offload: a native tier over the
  * scheduler) on a pool too small for its shared prefixes: prefixes are
  * stored and loaded back, every move is run on the backend's tier pool
@@ -801,6 +849,7 @@ gpu_host_suite(void)
 			    (int)(sizeof(policies) / sizeof(policies[0])) * 4);
 	tcase_add_loop_test(t, equal_prompts, 0, 2);
 	tcase_add_loop_test(t, offload_run, 0, 2);
+	tcase_add_loop_test(t, empty_step, 0, 2);
 	tcase_add_test(t, digest_same_run);
 	tcase_add_loop_test(t, hybrid_groups, 0, 18);
 	tcase_add_test(t, deepspeed_groups);
