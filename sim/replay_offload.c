@@ -25,6 +25,7 @@ struct rp_off {
 	struct kvo_config cfg;
 	kvo *o;
 	uint32_t f;		/* GPU blocks per offloaded block */
+	long line;		/* the `offload` line */
 	bool hold;		/* `xfer hold` */
 	struct rp_off_x {
 		uint64_t id;
@@ -118,7 +119,21 @@ rp_off_setup(struct rp *r, struct rp_line *l)
 		return RP_BAD;
 	memset(r->off, 0, sizeof(*r->off));
 	r->off->cfg = c;
+	r->off->line = r->line;
 	return RP_OK;
+}
+
+/* An error of the `offload` line, found when the script starts. */
+static int
+rp_off_fail(struct rp *r, const char *msg)
+{
+	long cur = r->line;
+	int rc;
+
+	r->line = r->off->line;
+	rc = rp_error(r, "%s", msg);
+	r->line = cur;
+	return rc;
 }
 
 int
@@ -130,16 +145,15 @@ rp_off_attach(struct rp *r)
 	kv_err e;
 
 	if (r->conn != NULL)
-		return rp_error(r, "offload and `connector scripted` exclude "
-				"each other");
+		return rp_off_fail(r, "offload and `connector scripted` "
+				   "exclude each other");
 	if (f->cfg.block_tokens == 0)
 		f->cfg.block_tokens = bs;
 	f->f = bs ? f->cfg.block_tokens / bs : 1;
 	if ((f->o = kvo_new(&f->cfg, &e, why, sizeof(why))) == NULL)
-		return rp_error(r, "offload: %s", why[0] ? why :
-				kv_strerror(e));
+		return rp_off_fail(r, why[0] ? why : kv_strerror(e));
 	if (kvo_attach(f->o, r->s) != KV_OK)
-		return rp_error(r, "offload: %s", kvo_errmsg(f->o));
+		return rp_off_fail(r, kvo_errmsg(f->o));
 	return RP_OK;
 }
 
