@@ -357,3 +357,8 @@ check_PROGRAMS += %reldir%/check_offload
 %canon_reldir%_check_offload_SOURCES = %reldir%/check_offload.c
 %canon_reldir%_check_offload_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_offload_LDADD = $(KV_TEST_LIBS)
+
+# Issue 19: kvsim validate over KV offload and P/D transfers (docs/gpu.md
+# 1.1 and 3).
+TESTS += %reldir%/validate_moves.sh
+EXTRA_DIST += %reldir%/validate_moves.sh
