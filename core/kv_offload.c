@@ -52,7 +52,8 @@ struct kvo__x {
 	struct kvc_pair *pairs;
 	struct kvo__slots slots;	/* load: read; store: written */
 	uint64_t *up;		/* lmcache load: chunk hashes to copy up */
-	uint32_t nup, capup;
+	uint32_t *upj;		/* and their offloaded block numbers */
+	uint32_t nup, capup, capupj;
 	bool done, listed;
 };
 
@@ -184,6 +185,7 @@ kvo__x_free(struct kvo__x *x)
 	free(x->pairs);
 	free(x->slots.a);
 	free(x->up);
+	free(x->upj);
 	free(x);
 }
 
@@ -517,8 +519,11 @@ kvo__load_block(kvo *o, struct kvo__x **xt, kvs_req r, uint32_t t,
 		return KV_ENOMEM;
 	if (t > 0) {
 		if (kvo__grow((void **)&x->up, &x->capup, x->nup + 1,
-			      sizeof(*x->up)) != KV_OK)
+			      sizeof(*x->up)) != KV_OK ||
+		    kvo__grow((void **)&x->upj, &x->capupj, x->nup + 1,
+			      sizeof(*x->upj)) != KV_OK)
 			return KV_ENOMEM;
+		x->upj[x->nup] = j;
 		x->up[x->nup++] = o->hbuf[j];
 	}
 	o->st[t].load_blocks++;
@@ -689,20 +694,62 @@ kvo_started(kvo *o, const struct kvo_xfer **out)
 	return n;
 }
 
+/*
+ * Copy up the chunks load x brought from a lower tier (O24): each one the
+ * CPU tier does not hold is put there, ready, and a copy-up transfer
+ * (GPU blocks > CPU slots, the request's blocks still allocated) says
+ * where its bytes went, so a backend can move them.
+ */
+static kv_err
+kvo__copy_up(kvo *o, struct kvo__x *x)
+{
+	struct kvo__x *c = NULL;
+	const int32_t *tab;
+	size_t ntab;
+
+	if (x->nup == 0)
+		return KV_OK;
+	tab = kvc_table(kvs_kv(o->s), kvs_req_seq(o->s, x->x.req), 0, &ntab);
+	for (uint32_t i = 0; i < x->nup; i++) {
+		int32_t b;
+		uint32_t nev;
+
+		if (kvt_find(&o->tier[0], x->up[i]) >= 0 ||
+		    kvt_put_ready(&o->tier[0], x->up[i], &b, &nev) != KV_OK)
+			continue;
+		o->st[0].store_blocks++;
+		if (c == NULL && (c = kvo__x_new(o, x->x.req, 0, KVO_STORE,
+						 x->nup * o->f)) == NULL)
+			return KV_ENOMEM;
+		for (uint32_t p = 0; p < o->f; p++) {
+			size_t g = (size_t)x->upj[i] * o->f + p;
+
+			if (g >= ntab)
+				continue;
+			c->pairs[c->x.npairs].src = tab[g];
+			c->pairs[c->x.npairs++].dst =
+			    b * (int32_t)o->f + (int32_t)p;
+		}
+	}
+	if (c != NULL) {
+		c->x.copyup = 1;
+		c->x.nblocks = c->x.npairs;
+		c->x.ntokens = c->x.npairs * o->bs;
+	}
+	return KV_OK;
+}
+
 /* A load transfer finished: complete_load (O15), copy up (O24),
  * kvs_load_done (O13). */
 static kv_err
 kvo__load_done(kvo *o, struct kvo__x *x, struct kvo__rq *q, bool ok)
 {
+	kv_err e;
+
 	for (uint32_t i = 0; i < x->slots.n; i++)
 		kvt_load_end(&o->tier[x->slots.a[i].tier], x->slots.a[i].slot);
-	for (uint32_t i = 0; ok && i < x->nup; i++) {
-		int32_t b;
-		uint32_t nev;
-
-		if (kvt_put_ready(&o->tier[0], x->up[i], &b, &nev) == KV_OK)
-			o->st[0].store_blocks++;
-	}
+	if (ok && (e = kvo__copy_up(o, x)) != KV_OK)
+		return e;
 	if (!ok)
 		q->loadfail = true;
 	if (q->nload > 0 && --q->nload > 0)
@@ -761,6 +808,8 @@ kvo_done(kvo *o, uint64_t id, bool ok)
 		return KV_ENOENT;
 	}
 	x->done = true;
+	if (x->x.copyup)
+		return KV_OK;
 	if ((q = kvo__rq(o, x->x.req)) == NULL)
 		return KV_ENOMEM;
 	if (x->x.dir == KVO_LOAD)

@@ -69,6 +69,10 @@ struct kvo_xfer {
 	const struct kvc_pair *pairs;	/* store: GPU > slot; load: slot >
 					 * GPU */
 	uint32_t npairs;
+	uint8_t copyup;		/* a store that copies loaded chunks up into
+				 * the CPU tier (KVO_LMCACHE, docs/offload.md
+				 * O24): its bytes moved with the load, so it
+				 * takes no time of its own */
 };
 
 /* Transfers started since the last call, in start order; valid until the

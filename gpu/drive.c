@@ -653,7 +653,7 @@ mv_play(struct mv_rep *m, char *why, size_t len)
 {
 	struct kvc_pair p[MV_BLOCKS];
 	struct kvo_xfer x = { 1, m[0].r, 0, KVO_STORE, MV_TOKENS, MV_BLOCKS,
-			      p, MV_BLOCKS };
+			      p, MV_BLOCKS, 0 };
 	const int32_t *t0, *t1;
 	int rc;
 

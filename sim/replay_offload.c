@@ -12,7 +12,8 @@
  *   offload_state         "offload_state cpu=U/C ..." per tier
  *
  * A step line gains `fetch=ID:N@TIER,...` (loads started: N offloaded
- * blocks from TIER) and `store=ID:N@TIER,...` (stores started).
+ * blocks from TIER), `store=ID:N@TIER,...` (stores started) and
+ * `up=ID:N@cpu,...` (chunks a finished load copied up, O24).
  */
 #include "sim/replay_int.h"
 
@@ -174,7 +175,7 @@ rp_off_step(struct rp *r, struct rp_buf *b)
 {
 	struct rp_off *f = r->off;
 	const struct kvo_xfer *x;
-	uint32_t n = kvo_started(f->o, &x), nl = 0, ns = 0;
+	uint32_t n = kvo_started(f->o, &x), nl = 0, ns = 0, nu = 0;
 	struct rp_off_x *fly;
 
 	if (f->nfly + n > f->capfly) {
@@ -185,14 +186,17 @@ rp_off_step(struct rp *r, struct rp_buf *b)
 		f->fly = fly;
 		f->capfly = cap;
 	}
-	for (int dir = KVO_LOAD; dir <= KVO_STORE; dir++)
+	/* kinds: 0 loads, 1 stores, 2 copy-ups (O24) */
+	for (int kind = 0; kind < 3; kind++)
 		for (uint32_t i = 0; i < n; i++) {
-			uint32_t *k = dir == KVO_LOAD ? &nl : &ns;
+			static const char *const key[] = { " fetch=",
+							   " store=", " up=" };
+			uint32_t *k = kind == 0 ? &nl : kind == 1 ? &ns : &nu;
 
-			if (x[i].dir != dir)
+			if (x[i].dir == KVO_LOAD ? kind != 0 :
+			    kind != 1 + x[i].copyup)
 				continue;
-			rp_buf_add(b, "%s%s:%u@%s", (*k)++ ? "," :
-				   dir == KVO_LOAD ? " fetch=" : " store=",
+			rp_buf_add(b, "%s%s:%u@%s", (*k)++ ? "," : key[kind],
 				   r->reqname[x[i].req],
 				   (x[i].nblocks + f->f - 1) / f->f,
 				   f->cfg.tier[x[i].tier].name);
