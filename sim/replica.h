@@ -71,6 +71,20 @@ struct replica_stats {
 	uint64_t group_blocks[KVC_MAX_GROUPS];
 	double group_area[KVC_MAX_GROUPS], group_max[KVC_MAX_GROUPS];
 	double group_now[KVC_MAX_GROUPS];
+	int64_t busy_ns;	/* steps' time (utilisation) */
+};
+
+/*
+ * A finished request's row, before it goes to the report (a
+ * disaggregated run, sim/pd.h): the hook may amend it, or set *drop to
+ * keep it out of the report (a prefill replica's half of a request).
+ * Not called for failed requests.
+ */
+struct replica_row_hook {
+	void *ctx;
+	kv_err (*row)(void *ctx, uint32_t replica, kvs_req h,
+		      struct rpt_req *out, bool *drop, char *why,
+		      size_t whylen);
 };
 
 struct replica_cfg {
@@ -89,6 +103,7 @@ struct replica_cfg {
 	const struct sim_observer *obs;	/* or NULL */
 	ctrace *ct;			/* or NULL */
 	bool async_sched;		/* vLLM V1's async scheduling (below) */
+	const struct replica_row_hook *rowh;	/* or NULL */
 };
 
 typedef struct replica replica;
