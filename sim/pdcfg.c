@@ -444,5 +444,5 @@ sim_link_find(const char *dir, const char *id, const char *where,
 		}
 	free(ls);
 	return pdfail(err, errlen, where, "disaggregation.link: unknown link "
-		      "'%s' (kvsim catalog links)", id);
+		      "'%s' (kvsim catalog list links)", id);
 }

@@ -1893,6 +1893,34 @@ sim_run_gpu_usd_per_hour(const sim_run *R)
 					   : R->gpu->usd_per_hour;
 }
 
+uint32_t
+sim_run_gpus(const sim_run *R)
+{
+	if (R->pool == NULL)
+		return R->sr.tp * R->nrp;
+	return R->pool[0].sr.tp * R->pool[0].cfg.replicas +
+	       R->pool[1].sr.tp * R->pool[1].cfg.replicas;
+}
+
+double
+sim_run_usd_per_hour(const sim_run *R)
+{
+	double sum = 0;
+
+	if (R->pool == NULL)
+		return sim_run_gpu_usd_per_hour(R) * (double)sim_run_gpus(R);
+	for (int p = 0; p < 2; p++) {
+		const struct run_pool *P = &R->pool[p];
+		double usd = R->cfg.gpu_usd_per_hour > 0 ?
+			     R->cfg.gpu_usd_per_hour : P->gpu->usd_per_hour;
+
+		if (usd <= 0)
+			return 0.0;
+		sum += usd * (double)(P->sr.tp * P->cfg.replicas);
+	}
+	return sum;
+}
+
 static const char *
 group_kind(enum kvc_spec_kind k)
 {

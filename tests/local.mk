@@ -342,3 +342,13 @@ EXTRA_DIST += %reldir%/frontend.sh %reldir%/gpu/no-frontend.yaml \
 # cost.calibration is unset (docs/cost-model.md 5.6).
 TESTS += %reldir%/autocal.sh
 EXTRA_DIST += %reldir%/autocal.sh
+
+# Prefill/decode disaggregation (issue 19, docs/pd.md): per-request
+# replicas and transfers, back-pressure, --set, capacity over P:D points,
+# bad pool keys and links.
+TESTS += %reldir%/pd.sh
+EXTRA_DIST += %reldir%/pd.sh %reldir%/bad/pd-engine-value.yaml \
+	%reldir%/bad/pd-not-map.yaml %reldir%/bad/pd-replicas-zero.yaml \
+	%reldir%/bad/pd-router.yaml %reldir%/bad/pd-timeout.yaml \
+	%reldir%/bad/pd-unknown-gpu.yaml %reldir%/bad/pd-unknown-key.yaml \
+	%reldir%/bad/pd-unknown-link.yaml
