@@ -347,8 +347,4 @@ EXTRA_DIST += %reldir%/autocal.sh
 # replicas and transfers, back-pressure, --set, capacity over P:D points,
 # bad pool keys and links.
 TESTS += %reldir%/pd.sh
-EXTRA_DIST += %reldir%/pd.sh %reldir%/bad/pd-engine-value.yaml \
-	%reldir%/bad/pd-not-map.yaml %reldir%/bad/pd-replicas-zero.yaml \
-	%reldir%/bad/pd-router.yaml %reldir%/bad/pd-timeout.yaml \
-	%reldir%/bad/pd-unknown-gpu.yaml %reldir%/bad/pd-unknown-key.yaml \
-	%reldir%/bad/pd-unknown-link.yaml
+EXTRA_DIST += %reldir%/pd.sh
