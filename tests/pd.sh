@@ -10,7 +10,8 @@
 #     transfer (P2); the pools' columns are there and sane;
 #  2. a decode pool too small for the load makes requests wait for it
 #     (decode_queue_s > 0) while the prefill side holds its blocks (P13);
-#  3. --set disaggregation.* reaches the run, a colocated run keeps its
+#  3. --set disaggregation.* reaches the run, its config.yaml runs the
+#     same run again, a colocated run keeps its
 #     columns, and a capacity --across over two P:D points writes a row
 #     each, with both pools' GPUs counted;
 #  4. bad pool keys, links and catalogs exit 2 with FILE:LINE:COL.
@@ -96,6 +97,10 @@ fi
 	bad "--set disaggregation.prefill.replicas=2 not in summary.csv"
 grep -q 'disaggregation:' "$T/c/config.yaml" 2>/dev/null ||
 	bad "config.yaml lacks the disaggregation section"
+# the resolved config.yaml runs the same run again, run id included
+"$KVSIM" run "$T/c/config.yaml" -o "$T/c2" --quiet --no-plot >"$T/c2.log" 2>&1 &&
+	cmp -s "$T/c/requests.csv" "$T/c2/requests.csv" ||
+	bad "config.yaml of a P/D run does not run the same"
 "$KVSIM" run -o "$T/d" --quiet --no-plot --set workload.max_requests=5 \
 	>"$T/d.log" 2>&1 || bad "a colocated run failed"
 if grep -q 'prefill_replica\|kv_transfer' "$T/d/requests.csv" "$T/d/summary.csv"; then
