@@ -297,6 +297,7 @@ release_prefill(sim_pd *pd, struct pd_req *e, char *why, size_t whylen)
 			 kvs_errmsg(s));
 		return KV_ESTATE;
 	}
+	replica_blocks_moved(pd->env.rp[e->pre], pd->now);
 	/* freed blocks may admit what waits there */
 	return pd->env.wake(pd->env.ctx, e->pre, pd->now);
 }

@@ -1156,6 +1156,12 @@ replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 }
 
 void
+replica_blocks_moved(replica *rp, int64_t now)
+{
+	usage_mark(rp, now);
+}
+
+void
 replica_set_ctrace(replica *rp, ctrace *ct)
 {
 	rp->ct = ct;

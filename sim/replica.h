@@ -181,6 +181,13 @@ void replica_close(replica *rp, int64_t now);
 uint64_t replica_late(const replica *rp, int64_t now,
 		      enum sim_watch_metric m, int64_t limit_ns);
 
+/*
+ * Blocks of the replica's allocator changed at `now` outside its step
+ * halves (a KV connector's kvs_release, sim/pd.h): the usage level is
+ * taken again (the KV-usage integral, invariant 6).
+ */
+void replica_blocks_moved(replica *rp, int64_t now);
+
 void replica_set_ctrace(replica *rp, ctrace *ct);
 kvs *replica_kvs(replica *rp);
 

@@ -40,7 +40,7 @@ if [ -f "$R" ]; then
 	    -v dr="$(col "$R" decode_replica)" \
 	    -v kt="$(col "$R" kv_transfer_s)" \
 	    -v dq="$(col "$R" decode_queue_s)" \
-	    -v in="$(col "$R" input_tokens)" \
+	    -v pt="$(col "$R" input_tokens)" \
 	    -v tt="$(col "$R" ttft_s)" '
 	NR == 1 { next }
 	{
@@ -48,7 +48,7 @@ if [ -f "$R" ]; then
 		if ($pr != 0) { print "row " NR ": prefill replica " $pr; bad = 1 }
 		if ($dr < 1 || $dr > 2) { print "row " NR ": decode replica " $dr; bad = 1 }
 		# the decode side computes the last prompt token (P4)
-		nb = int(($in - 1 + 15) / 16)
+		nb = int(($pt - 1 + 15) / 16)
 		bytes = nb * 2097152
 		want = 10e-6 + bytes / 50e9
 		if ($kt - want > 1e-6 || want - $kt > 1e-6) {
@@ -76,9 +76,11 @@ if [ -f "$R" ]; then
 	    'BEGIN { exit !(m > 0 && p >= m) }' || bad "transfer mean/p99"
 fi
 
-# 2. a decode pool of 100 blocks: requests of 63 blocks wait for it
+# 2. one decode replica of 100 blocks: requests of 64 blocks wait for it
 "$KVSIM" run "$T/pd.yaml" -o "$T/b" --quiet --no-plot \
 	--set disaggregation.decode.engine.num_gpu_blocks_override=100 \
+	--set disaggregation.decode.engine.max_model_len=1500 \
+	--set disaggregation.decode.replicas=1 \
 	>"$T/b.log" 2>&1 || { bad "the tiny decode run failed"; cat "$T/b.log"; }
 if [ -f "$T/b/requests.csv" ]; then
 	waited=$(awk -F, -v dq="$(col "$T/b/requests.csv" decode_queue_s)" \
