@@ -10,6 +10,8 @@
 #     transfer (P2); the pools' columns are there and sane;
 #  2. a decode pool too small for the load makes requests wait for it
 #     (decode_queue_s > 0) while the prefill side holds its blocks (P13);
+#     with a short kv_transfer_timeout_s the late ones lose their blocks
+#     and are computed on the decode side (P6);
 #  3. --set disaggregation.* reaches the run, its config.yaml runs the
 #     same run again, a colocated run keeps its
 #     columns, and a capacity --across over two P:D points writes a row
@@ -89,6 +91,26 @@ if [ -f "$T/b/requests.csv" ]; then
 	awk -v a="$(sval "$T/b/summary.csv" decode_queue_mean_s)" \
 	    -v b="$(sval "$S" decode_queue_mean_s)" 'BEGIN { exit !(a > b) }' ||
 		bad "decode_queue_mean_s did not grow with a tiny decode pool"
+fi
+
+# 2b. the same with a 50 ms hold (rule P6): the prefill side frees the
+# blocks of the requests still waiting then; their loads fail, the decode
+# side computes their prompts, and they still finish
+"$KVSIM" run "$T/pd.yaml" -o "$T/b2" --quiet --no-plot \
+	--set disaggregation.decode.engine.num_gpu_blocks_override=100 \
+	--set disaggregation.decode.engine.max_model_len=1500 \
+	--set disaggregation.decode.replicas=1 \
+	--set disaggregation.kv_transfer_timeout_s=0.05 \
+	>"$T/b2.log" 2>&1 || { bad "the timeout run failed"; cat "$T/b2.log"; }
+if [ -f "$T/b2/requests.csv" ]; then
+	R2=$T/b2/requests.csv
+	lost=$(awk -F, -v kt="$(col "$R2" kv_transfer_s)" \
+		'NR > 1 && $kt == 0 { n++ } END { print n + 0 }' "$R2")
+	[ "$lost" -gt 10 ] && [ "$(tail -n +2 "$R2" | wc -l)" = 40 ] ||
+		bad "timeout: $lost loads failed of $(tail -n +2 "$R2" | wc -l) rows"
+	awk -v a="$(sval "$T/b2/summary.csv" kv_transfer_bytes)" \
+	    -v b="$(sval "$T/b/summary.csv" kv_transfer_bytes)" \
+	    'BEGIN { exit !(a < b) }' || bad "timeout: bytes did not drop"
 fi
 
 # 3. --set, colocated columns, capacity over P:D points
