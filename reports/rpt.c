@@ -275,7 +275,8 @@ rpt_begin(rpt *r)
 			"input_tokens,output_tokens,cached_prefix_tokens,"
 			"ttft_s,tpot_s,e2e_s,queue_s,itl_mean_s,itl_max_s,"
 			"preemptions,recomputed_tokens,swapped_out_blocks,"
-			"swapped_out_bytes,frontend_in_s,frontend_out_s%s%s%s\n",
+			"swapped_out_bytes,frontend_in_s,frontend_out_s"
+			"%s%s%s\n",
 			r->col_pd ? ",prefill_replica,decode_replica,"
 			"kv_transfer_s,decode_queue_s" : "",
 			r->col_stage ? ",stage" : "",

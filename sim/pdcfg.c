@@ -196,8 +196,9 @@ pd_walk(struct sim_config *c, const char *prefix, const struct yd_node *vn,
 
 	if (vn->type != YD_MAP) {
 		pd_mark(where, sizeof(where), file, vn);
-		return pdfail(err, errlen, where, "disaggregation%s%s: expected "
-			      "a mapping", prefix[0] ? "." : "", prefix);
+		return pdfail(err, errlen, where, "disaggregation%s%s: "
+			      "expected a mapping", prefix[0] ? "." : "",
+			      prefix);
 	}
 	c->pd.on = true;
 	for (size_t i = 0; i < vn->n; i++) {
@@ -360,8 +361,8 @@ link_entry(const struct yd_node *it, const char *path, struct sim_link *l,
 	snprintf(l->id, sizeof(l->id), "%s", v[0]->str);
 	pd_mark(where, sizeof(where), path, v[1]);
 	if (!sim_config_parse_dbl(v[1]->str, 1e-6, 1e6, &l->gbps))
-		return pdfail(err, errlen, where, "bandwidth_gbps: expected GB/s "
-			      "from 1e-6 to 1e6, got '%s'", v[1]->str);
+		return pdfail(err, errlen, where, "bandwidth_gbps: expected "
+			      "GB/s from 1e-6 to 1e6, got '%s'", v[1]->str);
 	pd_mark(where, sizeof(where), path, v[2]);
 	if (!sim_config_parse_dbl(v[2]->str, 0, 1e9, &l->latency_us))
 		return pdfail(err, errlen, where, "latency_us: expected "

@@ -55,7 +55,7 @@ kv_err sim_pd_pool_config(const struct sim_config *c, int pool,
 /* A link of data/links.yaml: GB/s each way and a one-way latency. */
 struct sim_link {
 	char id[64];
-	double gbps;		/* GB/s (1e9 bytes/s) per direction, per GPU */
+	double gbps;		/* GB/s (1e9 bytes/s) each way, per GPU */
 	double latency_us;
 };
 

@@ -232,6 +232,17 @@ route(sim_run *R, const struct wl_request *r)
 	return route_in(R, r, 0, R->nrp, R->cfg.router, &R->rr);
 }
 
+/*
+ * Whether replica i's admissions count for the prefix hit rate: every
+ * replica's, but in a disaggregated run only the prefill pool's (the
+ * decode side's "hits" are mostly the prompt it loaded, docs/pd.md).
+ */
+static bool
+admits_prompt(const sim_run *R, uint32_t i)
+{
+	return R->pool == NULL || i < R->pool[0].cfg.replicas;
+}
+
 /* Timeseries rows after which a run says it writes many. */
 #define SIM_MANY_SAMPLES 10000000ull
 
@@ -258,8 +269,10 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		s.preemptions_cum += st->preemptions;
 		pt += st->prompt_tokens_done;
 		gt += st->gen_tokens_done;
-		hit += st->prefix_hit_tokens;
-		adm += st->prompt_tokens_admitted;
+		if (admits_prompt(R, i)) {
+			hit += st->prefix_hit_tokens;
+			adm += st->prompt_tokens_admitted;
+		}
 	}
 	s.prefix_hit_rate = adm ? (double)hit / (double)adm : 0.0;
 	if (R->ct != NULL)
@@ -1380,10 +1393,10 @@ setup_pool(sim_run *R, const struct kvs_policy *pol,
 		return KV_EINVAL;
 	}
 	if ((R->gpu = cat_find_gpu(R->cat, R->cfg.gpu)) == NULL) {
-		snprintf(R->err, R->errlen, "%s: disaggregation.%s.gpu: unknown "
-			 "GPU '%s' (kvsim catalog list)", pp->gpu_where[0] ?
-			 pp->gpu_where : top->source, sim_pd_pool_name(p),
-			 R->cfg.gpu);
+		snprintf(R->err, R->errlen, "%s: disaggregation.%s.gpu: "
+			 "unknown GPU '%s' (kvsim catalog list)",
+			 pp->gpu_where[0] ? pp->gpu_where : top->source,
+			 sim_pd_pool_name(p), R->cfg.gpu);
 		return KV_EINVAL;
 	}
 	if ((e = setup_loop(R, pol)) != KV_OK ||
@@ -1768,9 +1781,11 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		t->swap_out_blocks += s->swap_out_blocks;
 		t->swap_in_blocks += s->swap_in_blocks;
 		t->cow_blocks += s->cow_blocks;
-		t->prefix_hit_tokens += s->prefix_hit_tokens;
+		if (admits_prompt(R, i))
+			t->prefix_hit_tokens += s->prefix_hit_tokens;
 		t->stale_cached_tokens += s->stale_cached_tokens;
-		t->prompt_tokens_admitted += s->prompt_tokens_admitted;
+		if (admits_prompt(R, i))
+			t->prompt_tokens_admitted += s->prompt_tokens_admitted;
 		t->steps += s->steps;
 		fsum += s->frag_sum;
 		fsteps += s->frag_steps;

@@ -73,6 +73,10 @@ if [ -f "$R" ]; then
 		awk -v u="$u" 'BEGIN { exit !(u > 0 && u <= 1) }' ||
 			bad "${p}_utilization $u not in (0, 1]"
 	done
+	# the prompts share nothing: no prefix hit, though the decode side
+	# takes each prompt but its last token from the transfer
+	[ "$(sval "$S" prefix_hit_rate)" = 0.000000 ] ||
+		bad "prefix_hit_rate $(sval "$S" prefix_hit_rate) counts the loads"
 	awk -v m="$(sval "$S" kv_transfer_mean_s)" \
 	    -v p="$(sval "$S" kv_transfer_p99_s)" \
 	    'BEGIN { exit !(m > 0 && p >= m) }' || bad "transfer mean/p99"
