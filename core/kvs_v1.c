@@ -31,6 +31,13 @@
  * The model output is kvs_complete_default(): it is update_from_output()
  * for this configuration (R53).
  *
+ * With a KV connector (kvs_set_connector; vLLM 0.15.1's connector path,
+ * docs/scheduler.md R73-R80) the waiting phase also starts loads (blocks
+ * for the prefix hit and the external tokens, status KVS_WAITING_REMOTE,
+ * set aside without budget), sets aside loads in flight, admits landed
+ * ones from their computed count, and puts set-aside requests back in
+ * their own order (0.15.1 has PR #32173).
+ *
  * The waiting queue under sched_policy priority is kept sorted by
  * (priority, arrival), arrival being the kvs_req number: vLLM's heap has no
  * front, a "prepend" is an ordinary push, and (priority, arrival) is a total

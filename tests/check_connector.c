@@ -122,6 +122,19 @@ mk(const char *policy, uint32_t bs, uint32_t gpu, uint32_t mml,
 	return s;
 }
 
+/* A vllm-v1 kvs (bs 4, 32 blocks, caching) with t's connector. */
+static kvs *
+mkc(struct tc *t, uint32_t budget)
+{
+	kvs *s = mk("vllm-v1", 4, 32, 64, 4, budget, true);
+	struct kvs_connector c;
+
+	memset(t, 0, sizeof(*t));
+	c = tc_conn(t);
+	ck_assert_int_eq(kvs_set_connector(s, &c), KV_OK);
+	return s;
+}
+
 static kvs_req
 req(kvs *s, uint32_t base, uint32_t len, uint32_t out)
 {
@@ -255,14 +268,10 @@ END_TEST
 START_TEST(hooks_in_order)
 {
 	struct tc t;
-	struct kvs_connector c;
 	const struct kvs_step *st;
-	kvs *s = mk("vllm-v1", 4, 32, 64, 4, 6, true);
+	kvs *s = mkc(&t, 6);
 	kvs_req a, b;
 
-	memset(&t, 0, sizeof(t));
-	c = tc_conn(&t);
-	ck_assert_int_eq(kvs_set_connector(s, &c), KV_OK);
 	a = req(s, 0, 8, 1);
 	st = step(s);	/* A: 6 of 8 (budget 6) */
 	ck_assert_uint_eq(st->nsched, 1);
@@ -309,15 +318,11 @@ END_TEST
 START_TEST(audit_and_held_blocks)
 {
 	struct tc t;
-	struct kvs_connector c;
 	const struct kvs_step *st;
-	kvs *s = mk("vllm-v1", 4, 32, 64, 4, 64, true);
+	kvs *s = mkc(&t, 64);
 	uint32_t all = free_blocks(s);
 	kvs_req a, b;
 
-	memset(&t, 0, sizeof(t));
-	c = tc_conn(&t);
-	ck_assert_int_eq(kvs_set_connector(s, &c), KV_OK);
 	a = req(s, 0, 16, 2);
 	b = req(s, 100, 16, 2);
 	t.offer[a] = 8;
@@ -356,14 +361,10 @@ END_TEST
 START_TEST(abort_while_loading)
 {
 	struct tc t;
-	struct kvs_connector c;
-	kvs *s = mk("vllm-v1", 4, 32, 64, 4, 64, true);
+	kvs *s = mkc(&t, 64);
 	uint32_t all = free_blocks(s);
 	kvs_req a;
 
-	memset(&t, 0, sizeof(t));
-	c = tc_conn(&t);
-	ck_assert_int_eq(kvs_set_connector(s, &c), KV_OK);
 	a = req(s, 0, 16, 2);
 	t.offer[a] = 12;
 	step(s);
@@ -383,13 +384,9 @@ END_TEST
 START_TEST(hook_error_stops)
 {
 	struct tc t;
-	struct kvs_connector c;
 	const struct kvs_step *st;
-	kvs *s = mk("vllm-v1", 4, 32, 64, 4, 64, true);
+	kvs *s = mkc(&t, 64);
 
-	memset(&t, 0, sizeof(t));
-	c = tc_conn(&t);
-	ck_assert_int_eq(kvs_set_connector(s, &c), KV_OK);
 	req(s, 0, 16, 2);
 	t.fail_match = KV_EINVAL;
 	ck_assert_int_eq(kvs_step(s, &st), KV_EINVAL);
