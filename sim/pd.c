@@ -338,7 +338,9 @@ pre_finished(void *ctx, kvs *s, kvs_req r, bool *hold)
 	h->t = pd->now + pd->timeout_ns;
 	h->slot = (uint32_t)(e - pd->req);
 	h->gen = e->gen;
-	if (sim_evq_push(pd->env.q, h->t, SIM_EV_PD_EXPIRE, 0, NULL) != KV_OK)
+	/* one EXPIRE queued at a time: the oldest hold's */
+	if (pd->hn == 1 && sim_evq_push(pd->env.q, h->t, SIM_EV_PD_EXPIRE, 0,
+					NULL) != KV_OK)
 		return KV_ENOMEM;
 	e->held = true;
 	e->ph = r;
@@ -523,8 +525,8 @@ handoff(sim_pd *pd, uint32_t slot, int64_t now, char *why, size_t whylen)
 	kv_err rc;
 
 	pd->handoffs++;
-	i = pd->np + pd->env.route(pd->env.ctx, &e->r, pd->np, pd->nd,
-				   pd->side[1].router, &pd->rr[1]) - pd->np;
+	i = pd->env.route(pd->env.ctx, &e->r, pd->np, pd->nd,
+			  pd->side[1].router, &pd->rr[1]);
 	e->dec = i;
 	e->remote = true;
 	r.arrival_ns = now;
@@ -576,6 +578,9 @@ expire(sim_pd *pd, char *why, size_t whylen)
 		return KV_OK;
 	h = pd->hold[pd->hh++];
 	pd->hn--;
+	if (pd->hn > 0 && sim_evq_push(pd->env.q, pd->hold[pd->hh].t,
+				       SIM_EV_PD_EXPIRE, 0, NULL) != KV_OK)
+		return pd_nomem(why, whylen);
 	e = &pd->req[h.slot];
 	if (!e->live || e->gen != h.gen || e->released || e->started)
 		return KV_OK;
