@@ -1434,10 +1434,6 @@ setup_pd(sim_run *R, const struct kvs_policy *pol)
 		return rfail(R, KV_EINVAL, "%s: disaggregation: needs policy "
 			     "vllm-v1 (vLLM's KV connectors); policy %s has "
 			     "none", top.source, pol->name);
-	if (top.wl.max_concurrency > 0 || top.wl.timeout_s > 0)
-		return rfail(R, KV_EINVAL, "%s: disaggregation: "
-			     "workload.max_concurrency and timeout_s are not "
-			     "simulated with disaggregation yet", top.source);
 	R->pool = calloc(2, sizeof(*R->pool));
 	if (R->pool == NULL)
 		return rfail(R, KV_ENOMEM, "out of memory");
@@ -1556,7 +1552,16 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 		wl_error_format(&we, buf, sizeof(buf));
 		return rfail(R, KV_EINVAL, "%s", buf);
 	}
-	return setup_client(R);
+	if ((e = setup_client(R)) != KV_OK)
+		return e;
+	/* a client that counts ends would count each request's two rows
+	 * (prefill and decode) */
+	if (R->pd != NULL && R->c.on)
+		return rfail(R, KV_EINVAL, "%s: disaggregation: benchmark "
+			     "clients (workload.max_concurrency, timeout_s, "
+			     "stages) are not simulated with disaggregation "
+			     "yet", R->cfg.source);
+	return KV_OK;
 }
 
 static kv_err

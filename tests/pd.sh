@@ -162,6 +162,10 @@ done
 	-o "$T/bad" --quiet >/dev/null 2>"$T/bad.err"
 [ $? = 2 ] && grep -q 'needs policy vllm-v1' "$T/bad.err" ||
 	bad "disaggregation with policy sarathi: not refused"
+"$KVSIM" run "$T/pd.yaml" --set workload.max_concurrency=4 \
+	-o "$T/bad" --quiet >/dev/null 2>"$T/bad.err"
+[ $? = 2 ] && grep -q 'benchmark clients' "$T/bad.err" ||
+	bad "disaggregation with a benchmark client: not refused"
 mkdir -p "$T/data"
 cp "$top_srcdir"/data/*.yaml "$T/data/"
 sed 's/bandwidth_gbps: 50$/bandwidth_gbps: fast/' "$top_srcdir/data/links.yaml" \
