@@ -162,6 +162,7 @@ rpt_free(rpt *r)
 		free(r->m[i].v);
 	free(r->itl_hist);
 	rpt__client_free(r);
+	rpt__pd_free(r);
 	free(r);
 }
 
@@ -274,7 +275,10 @@ rpt_begin(rpt *r)
 			"input_tokens,output_tokens,cached_prefix_tokens,"
 			"ttft_s,tpot_s,e2e_s,queue_s,itl_mean_s,itl_max_s,"
 			"preemptions,recomputed_tokens,swapped_out_blocks,"
-			"swapped_out_bytes,frontend_in_s,frontend_out_s%s%s\n",
+			"swapped_out_bytes,frontend_in_s,frontend_out_s"
+			"%s%s%s\n",
+			r->col_pd ? ",prefill_replica,decode_replica,"
+			"kv_transfer_s,decode_queue_s" : "",
 			r->col_stage ? ",stage" : "",
 			r->col_status ? ",status" : "");
 	if (r->ts != NULL)
@@ -295,7 +299,7 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
-	char line[26 * 24], *p;	/* 24 fields of at most 21 characters */
+	char line[30 * 24], *p;	/* 28 fields of at most 21 characters */
 	int e;
 
 	rpt__span(r, q);
@@ -318,6 +322,8 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	    (r->slo_tpot <= 0 || q->output_tokens < 2 ||
 	     (double)tpot_ns / 1e9 <= r->slo_tpot))
 		r->good++;
+	if (r->col_pd && (e = rpt__pd_add(r, q)) != 0)
+		return e;
 	r->completed++;
 	r->fe_in_sum += (double)q->frontend_in_ns;
 	r->fe_out_sum += (double)q->frontend_out_ns;
@@ -363,6 +369,8 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	if (q->output_tokens > 1)
 		p = rpt__put_sec(p, q->itl_max_ns);
 	p = rpt__put_tail(p, q);
+	if (r->col_pd)
+		p = rpt__put_pd(r, q, p);
 	p = rpt__put_client(r, q, true, p);
 	fwrite(line, 1, (size_t)(p - line), r->reqs);
 	return ferror(r->reqs) ? -1 : 0;
@@ -553,7 +561,9 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	      ",swap_out_bytes,swap_in_bytes,prefix_hit_tokens,"
 	      "stopped_early,stale_cached_tokens,calibration", f);
 	fputs(",frontend_in_mean_s,frontend_out_mean_s", f);
-	fputs(r->col_status ? ",failed\n" : "\n", f);
+	fputs(r->col_status ? ",failed" : "", f);
+	rpt__pd_summary_head(r, f);
+	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
 	put_s(f, t->duration_ns);
@@ -622,6 +632,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 			       0.0);
 	if (r->col_status)
 		fprintf(f, ",%" PRIu64, r->failed);
+	rpt__pd_summary(r, t, f);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

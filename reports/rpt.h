@@ -60,6 +60,12 @@ struct rpt_req {
 	/* the API server: client arrival to the engine, and the last
 	 * token's engine time to the client (0 without one) */
 	int64_t frontend_in_ns, frontend_out_ns;
+	/* a disaggregated run (rpt_set_pd): the prefill and decode
+	 * replicas, the KV transfer's time and bytes, and the decode side's
+	 * wait from reaching its engine to the transfer's start */
+	uint32_t prefill_replica, decode_replica;
+	int64_t kv_transfer_ns, decode_queue_ns;
+	uint64_t kv_transfer_bytes;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -100,6 +106,19 @@ struct rpt_totals {
 	bool stopped;			/* stopped early (SLO missed) */
 	uint64_t max_running;		/* most requests in one replica's
 					 * step */
+	/* a disaggregated run's pools (rpt_set_pd), or NULL */
+	const struct rpt_pd_pools *pd;
+};
+
+/* The pools of a disaggregated run, for summary.csv (rpt_set_pd). */
+struct rpt_pd_pool {
+	const char *gpu;
+	uint32_t replicas, tp;
+	double utilization;	/* busy time / (duration * replicas) */
+};
+
+struct rpt_pd_pools {
+	struct rpt_pd_pool pool[2];	/* prefill, decode */
 };
 
 typedef struct rpt rpt;
@@ -230,5 +249,13 @@ int rpt_check(const rpt *r);
 
 /* A value in a CSV field: quoted if it holds a comma, quote or newline. */
 void rpt_csv_field(FILE *f, const char *s);
+
+/*
+ * A disaggregated run (before rpt_begin): requests.csv gains
+ * prefill_replica, decode_replica, kv_transfer_s, decode_queue_s;
+ * summary.csv the pools' columns and the transfers' mean, p99 and bytes
+ * (rpt_totals.pd).  Off by default: the files keep their columns.
+ */
+void rpt_set_pd(rpt *r, bool on);
 
 #endif

@@ -49,6 +49,12 @@ struct rpt {
 	struct rpt **stage;	/* a collector without files per stage */
 	size_t nstage;
 	double fe_in_sum, fe_out_sum;	/* frontend ns, over completed */
+	/* disaggregation (rpt_set_pd, rpt_pd.c) */
+	bool col_pd;
+	double *xfer;		/* kv_transfer_s of completed requests */
+	size_t nxfer, capxfer;
+	double dq_sum;		/* decode_queue_s, summed */
+	uint64_t xfer_bytes;
 };
 
 /* rpt_client.c: a failed request's row and counts; the extra columns of
@@ -64,5 +70,13 @@ char *rpt__put_u(char *p, uint64_t v);
 char *rpt__put_sec(char *p, int64_t ns);
 char *rpt__put_tail(char *p, const struct rpt_req *q);
 char *rpt__put_head(rpt *r, const struct rpt_req *q, char *line);
+
+/* rpt_pd.c: a completed request's transfer (0 or -1); its columns
+ * (each with its comma); the summary's columns (header, then values). */
+int rpt__pd_add(rpt *r, const struct rpt_req *q);
+char *rpt__put_pd(const rpt *r, const struct rpt_req *q, char *p);
+void rpt__pd_summary_head(const rpt *r, FILE *f);
+void rpt__pd_summary(rpt *r, const struct rpt_totals *t, FILE *f);
+void rpt__pd_free(rpt *r);
 
 #endif

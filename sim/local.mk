@@ -20,3 +20,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/plugin.c %reldir%/plugin.h \
 	%reldir%/vllmver.c %reldir%/vllmver.h
 %canon_reldir%_libsim_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
+# Prefill/decode disaggregation (docs/pd.md).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \
+	%reldir%/pdcfg.c %reldir%/pdcfg.h

@@ -55,6 +55,7 @@ struct replica {
 	bool check;
 	bool busy;
 	const struct sim_observer *obs;
+	const struct replica_row_hook *rowh;
 	ctrace *ct;
 	uint32_t *start;	/* the step's first computed position per
 				 * scheduled request (observer) */
@@ -140,6 +141,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->vocab = cfg->vocab;
 	rp->check = cfg->check;
 	rp->obs = cfg->obs;
+	rp->rowh = cfg->rowh;
 	rp->ct = cfg->ct;
 	rp->async = cfg->async_sched;
 	cost_fifo_init(&rp->fe);
@@ -675,6 +677,7 @@ note_step(replica *rp, const struct kvs_step *st, int64_t now, int64_t dt)
 {
 	uint64_t slots = 0, frag = frag_tokens(rp, &slots);
 
+	rp->st.busy_ns += dt;
 	if (slots > 0) {
 		rp->st.frag_sum += (double)frag / (double)slots;
 		rp->st.frag_steps++;
@@ -857,6 +860,7 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 {
 	struct rq *q = rp->byreq[h];
 	struct rpt_req out;
+	bool drop = false;
 	int rc;
 
 	memset(&out, 0, sizeof(out));
@@ -906,8 +910,15 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 		rp->st.truncated++;
 	rp->st.recomputed_tokens += out.recomputed_tokens;
 	rp->outstanding -= (uint64_t)q->prompt + q->output;
-	rc = rpt_add_request(rep, &out);
-	if (rp->ct != NULL && !out.failed)
+	if (rp->rowh != NULL && !out.failed &&
+	    rp->rowh->row(rp->rowh->ctx, rp->index, h, &out, &drop, why,
+			  whylen) != KV_OK) {
+		rp->byreq[h] = NULL;
+		rq_put(rp, q);
+		return KV_ESTATE;
+	}
+	rc = drop ? 0 : rpt_add_request(rep, &out);
+	if (rp->ct != NULL && !out.failed && !drop)
 		ctrace_request(rp->ct, &out);
 	rp->byreq[h] = NULL;
 	rq_put(rp, q);
@@ -1142,6 +1153,12 @@ replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 	for (size_t i = rp->phead; i < rp->npend; i++)
 		late += now - rp->pend[i].arrival > limit_ns;
 	return late;
+}
+
+void
+replica_blocks_moved(replica *rp, int64_t now)
+{
+	usage_mark(rp, now);
 }
 
 void

@@ -71,6 +71,20 @@ struct replica_stats {
 	uint64_t group_blocks[KVC_MAX_GROUPS];
 	double group_area[KVC_MAX_GROUPS], group_max[KVC_MAX_GROUPS];
 	double group_now[KVC_MAX_GROUPS];
+	int64_t busy_ns;	/* steps' time (utilisation) */
+};
+
+/*
+ * A finished request's row, before it goes to the report (a
+ * disaggregated run, sim/pd.h): the hook may amend it, or set *drop to
+ * keep it out of the report (a prefill replica's half of a request).
+ * Not called for failed requests.
+ */
+struct replica_row_hook {
+	void *ctx;
+	kv_err (*row)(void *ctx, uint32_t replica, kvs_req h,
+		      struct rpt_req *out, bool *drop, char *why,
+		      size_t whylen);
 };
 
 struct replica_cfg {
@@ -89,6 +103,7 @@ struct replica_cfg {
 	const struct sim_observer *obs;	/* or NULL */
 	ctrace *ct;			/* or NULL */
 	bool async_sched;		/* vLLM V1's async scheduling (below) */
+	const struct replica_row_hook *rowh;	/* or NULL */
 };
 
 typedef struct replica replica;
@@ -165,6 +180,13 @@ void replica_close(replica *rp, int64_t now);
  */
 uint64_t replica_late(const replica *rp, int64_t now,
 		      enum sim_watch_metric m, int64_t limit_ns);
+
+/*
+ * Blocks of the replica's allocator changed at `now` outside its step
+ * halves (a KV connector's kvs_release, sim/pd.h): the usage level is
+ * taken again (the KV-usage integral, invariant 6).
+ */
+void replica_blocks_moved(replica *rp, int64_t now);
 
 void replica_set_ctrace(replica *rp, ctrace *ct);
 kvs *replica_kvs(replica *rp);

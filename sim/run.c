@@ -26,6 +26,8 @@
 #include "sim/cost.h"
 #include "sim/ctrace.h"
 #include "sim/engine.h"
+#include "sim/pd.h"
+#include "sim/pdcfg.h"
 #include "sim/plugin.h"
 #include "sim/replica.h"
 #include "sim/runcfg.h"
@@ -81,6 +83,18 @@ struct client {
 
 #define SIM_EV_TIMEOUT SIM_EV_USER
 
+/* One pool of a disaggregated run (sim/pd.h): its configuration (the
+ * top-level one with the pool's keys), GPU, sizing, cost model and the
+ * scheduler's and allocator's settings. */
+struct run_pool {
+	struct sim_config cfg;		/* shallow: the workload is R's */
+	const struct cat_gpu *gpu;
+	struct sz_result sr;
+	struct cost_model cm;
+	struct kvs_config sc;
+	struct kvc_config kc;
+};
+
 struct sim_run {
 	struct sim_config cfg;
 	struct sim_run_opts o;
@@ -116,6 +130,10 @@ struct sim_run {
 	char run_id[32];
 	double w0;
 	struct rpt_totals t;
+	/* disaggregation (cfg.pd.on): prefill and decode pools */
+	struct run_pool *pool;
+	sim_pd *pd;
+	struct rpt_pd_pools pdt;
 	/* the caller's message buffer, set by sim_run_open and
 	 * sim_run_exec */
 	char *err;
@@ -172,38 +190,57 @@ rnote(const sim_run *R, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The replica of [base, base + n) the router picks for r. */
 static uint32_t
-route(sim_run *R, const struct wl_request *r)
+route_in(sim_run *R, const struct wl_request *r, uint32_t base, uint32_t n,
+	 enum sim_router router, uint64_t *rr)
 {
-	uint32_t best = 0;
+	uint32_t best = base;
 
-	if (R->nrp == 1)
-		return 0;
-	if (R->cfg.router == SIM_ROUTE_RR)
-		return (uint32_t)(R->rr++ % R->nrp);
-	if (R->cfg.router == SIM_ROUTE_PREFIX &&
+	if (n == 1)
+		return base;
+	if (router == SIM_ROUTE_RR)
+		return base + (uint32_t)((*rr)++ % n);
+	if (router == SIM_ROUTE_PREFIX &&
 	    r->prompt_tokens >= R->sr.block_size) {
 		uint32_t bs = R->sr.block_size, tok[64], done = 0;
 		uint64_t h = 0x9e3779b97f4a7c15ull;
 
 		/* Hash the leading block (in chunks, no allocation). */
 		while (done < bs) {
-			uint32_t n = bs - done < 64 ? bs - done : 64;
+			uint32_t k = bs - done < 64 ? bs - done : 64;
 
-			wl_request_tokens(r, done, n, R->cfg.wl.vocab_size,
+			wl_request_tokens(r, done, k, R->cfg.wl.vocab_size,
 					  tok);
-			for (uint32_t i = 0; i < n; i++)
+			for (uint32_t i = 0; i < k; i++)
 				h = wl_mix(h, tok[i]);
-			done += n;
+			done += k;
 		}
-		return (uint32_t)(h % R->nrp);
+		return base + (uint32_t)(h % n);
 	}
 	/* least outstanding tokens (also prefix-affinity's fallback) */
-	for (uint32_t i = 1; i < R->nrp; i++)
+	for (uint32_t i = base + 1; i < base + n; i++)
 		if (replica_outstanding(R->rp[i]) <
 		    replica_outstanding(R->rp[best]))
 			best = i;
 	return best;
+}
+
+static uint32_t
+route(sim_run *R, const struct wl_request *r)
+{
+	return route_in(R, r, 0, R->nrp, R->cfg.router, &R->rr);
+}
+
+/*
+ * Whether replica i's admissions count for the prefix hit rate: every
+ * replica's, but in a disaggregated run only the prefill pool's (the
+ * decode side's "hits" are mostly the prompt it loaded, docs/pd.md).
+ */
+static bool
+admits_prompt(const sim_run *R, uint32_t i)
+{
+	return R->pool == NULL || i < R->pool[0].cfg.replicas;
 }
 
 /* Timeseries rows after which a run says it writes many. */
@@ -232,8 +269,10 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		s.preemptions_cum += st->preemptions;
 		pt += st->prompt_tokens_done;
 		gt += st->gen_tokens_done;
-		hit += st->prefix_hit_tokens;
-		adm += st->prompt_tokens_admitted;
+		if (admits_prompt(R, i)) {
+			hit += st->prefix_hit_tokens;
+			adm += st->prompt_tokens_admitted;
+		}
 	}
 	s.prefix_hit_rate = adm ? (double)hit / (double)adm : 0.0;
 	if (R->ct != NULL)
@@ -261,6 +300,8 @@ start_step(sim_run *R, uint32_t i, int64_t now)
 	bool started;
 	kv_err e;
 
+	if (R->pd != NULL)
+		sim_pd_now(R->pd, now);
 	e = replica_begin(R->rp[i], now, &dt, &started, why, sizeof(why));
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
@@ -627,18 +668,38 @@ client_free(struct client *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Replica i was given a request at now: wake it when the request
+ * reaches its engine. */
+static kv_err
+admit_wake(sim_run *R, uint32_t i, int64_t now)
+{
+	/* in the API server until then (cost.h): a WAKE of its own */
+	if (replica_admit_at(R->rp[i]) > now &&
+	    sim_evq_push(&R->q, replica_admit_at(R->rp[i]), SIM_EV_WAKE, i,
+			 NULL) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	if (replica_admit_at(R->rp[i]) <= now && !replica_busy(R->rp[i]))
+		return wake(R, i, now);
+	return KV_OK;
+}
+
 /* Send request r to a replica now: route it, wake the replica. */
 static kv_err
 send(sim_run *R, const struct wl_request *r, int64_t now)
 {
-	uint32_t i = route(R, r);
+	uint32_t i;
 	char why[1024];
 	bool rej;
 	kv_err e;
 
 	R->arrived++;
 	R->nparallel += r->n > 1;
-	e = replica_add(R->rp[i], r, &rej, why, sizeof(why));
+	if (R->pd != NULL) {
+		e = sim_pd_add(R->pd, r, &i, &rej, why, sizeof(why));
+	} else {
+		i = route(R, r);
+		e = replica_add(R->rp[i], r, &rej, why, sizeof(why));
+	}
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
 	if (!rej && R->c.on) {
@@ -648,15 +709,7 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 		    (e = client_timeout(R, i, now)) != KV_OK)
 			return e;
 	}
-	/* in the API server until then (cost.h): a WAKE of its own */
-	if (!rej && replica_admit_at(R->rp[i]) > now &&
-	    sim_evq_push(&R->q, replica_admit_at(R->rp[i]), SIM_EV_WAKE, i,
-			 NULL) != KV_OK)
-		return rfail(R, KV_ENOMEM, "out of memory");
-	if (!rej && replica_admit_at(R->rp[i]) <= now &&
-	    !replica_busy(R->rp[i]) && (e = wake(R, i, now)) != KV_OK)
-		return e;
-	return KV_OK;
+	return rej ? KV_OK : admit_wake(R, i, now);
 }
 
 /* An ARRIVAL: send the request (or let it wait for a slot), queue the
@@ -683,6 +736,8 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	char why[1024];
 	kv_err e;
 
+	if (R->pd != NULL)
+		sim_pd_now(R->pd, now);
 	e = replica_end(R->rp[i], now, R->rep, why, sizeof(why));
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
@@ -694,6 +749,22 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	if (have && !R->c.held && cur->arrival_ns == now)
 		return wake(R, i, now);
 	return start_step(R, i, now);
+}
+
+/* A P/D event (sim/pd.h). */
+static kv_err
+pd_event(sim_run *R, const struct sim_ev *ev)
+{
+	char why[1024] = "";
+	kv_err e;
+
+	if (R->pd == NULL)
+		return rfail(R, KV_ESTATE, "P/D event in a colocated run");
+	e = sim_pd_event(R->pd, ev, why, sizeof(why));
+	/* an error of the run's own calls has its message already */
+	if (e != KV_OK && why[0] != '\0')
+		return rfail(R, run_err(e), "%s", why);
+	return e == KV_OK ? KV_OK : run_err(e);
 }
 
 static kv_err
@@ -712,6 +783,10 @@ event(sim_run *R, const struct sim_ev *ev, struct wl_request *cur,
 		return step_done(R, ev->arg, ev->t, cur, *have);
 	case SIM_EV_TIMEOUT:
 		return client_expire(R, ev->t);
+	case SIM_EV_PD_HANDOFF:
+	case SIM_EV_PD_XFER:
+	case SIM_EV_PD_EXPIRE:
+		return pd_event(R, ev);
 	default:
 		return rfail(R, KV_ESTATE, "event of unknown kind %" PRIu32,
 			     ev->kind);
@@ -1279,18 +1354,177 @@ setup_client(sim_run *R)
 	return KV_OK;
 }
 
+/* ---- disaggregation (sim/pd.h): the pools' setup and callbacks ---- */
+
+static uint32_t
+pd_route(void *ctx, const struct wl_request *r, uint32_t base, uint32_t n,
+	 enum sim_router router, uint64_t *rr)
+{
+	return route_in(ctx, r, base, n, router, rr);
+}
+
+static kv_err
+pd_added(void *ctx, uint32_t i, int64_t now)
+{
+	return admit_wake(ctx, i, now);
+}
+
+static kv_err
+pd_wake(void *ctx, uint32_t i, int64_t now)
+{
+	sim_run *R = ctx;
+
+	return replica_busy(R->rp[i]) ? KV_OK : wake(R, i, now);
+}
+
+/* Pool p: R's configuration becomes the pool's for the setup steps,
+ * whose results are kept in R->pool[p]. */
+static kv_err
+setup_pool(sim_run *R, const struct kvs_policy *pol,
+	   const struct sim_config *top, int p)
+{
+	struct run_pool *P = &R->pool[p];
+	const struct sim_pd_pool *pp = &top->pd.pool[p];
+	char why[1024];
+	kv_err e;
+
+	if (sim_pd_pool_config(top, p, &R->cfg, why, sizeof(why)) != KV_OK) {
+		snprintf(R->err, R->errlen, "%s", why);
+		return KV_EINVAL;
+	}
+	if ((R->gpu = cat_find_gpu(R->cat, R->cfg.gpu)) == NULL) {
+		snprintf(R->err, R->errlen, "%s: disaggregation.%s.gpu: "
+			 "unknown GPU '%s' (kvsim catalog list)",
+			 pp->gpu_where[0] ? pp->gpu_where : top->source,
+			 sim_pd_pool_name(p), R->cfg.gpu);
+		return KV_EINVAL;
+	}
+	if ((e = setup_loop(R, pol)) != KV_OK ||
+	    (e = setup_sizing(R, pol)) != KV_OK ||
+	    (e = setup_cost(R)) != KV_OK ||
+	    (e = setup_configs(R, pol)) != KV_OK)
+		return e;
+	if (R->kc.ngroups > 1)
+		return rfail(R, KV_EINVAL, "%s: disaggregation: model %s has "
+			     "%u KV cache groups; transfers of hybrid models "
+			     "are not simulated yet", top->source,
+			     R->model->id, R->kc.ngroups);
+	P->cfg = R->cfg;
+	P->gpu = R->gpu;
+	P->sr = R->sr;
+	P->cm = R->cm;
+	P->sc = R->sc;
+	P->kc = R->kc;
+	return KV_OK;
+}
+
+/*
+ * Both pools, each with its own sizing and cost model (rule P11).  R's
+ * configuration stays the top-level one (config.yaml and the run id
+ * name it, with the pools' keys); its sizing, cost model and settings
+ * are the prefill pool's.
+ */
+static kv_err
+setup_pd(sim_run *R, const struct kvs_policy *pol)
+{
+	struct sim_config top = R->cfg;	/* shallow: owns R's workload */
+	kv_err e = KV_OK;
+
+	if (R->plugin != NULL || pol->mode != KVC_VLLM_V1)
+		return rfail(R, KV_EINVAL, "%s: disaggregation: needs policy "
+			     "vllm-v1 (vLLM's KV connectors); policy %s has "
+			     "none", top.source, pol->name);
+	R->pool = calloc(2, sizeof(*R->pool));
+	if (R->pool == NULL)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	for (int p = 0; p < 2 && e == KV_OK; p++)
+		e = setup_pool(R, pol, &top, p);
+	R->cfg = top;
+	if (e != KV_OK)
+		return e;
+	R->cfg.async_scheduling = R->pool[0].cfg.async_scheduling;
+	memcpy(R->cfg.vllm_version, R->pool[0].cfg.vllm_version,
+	       sizeof(R->cfg.vllm_version));
+	R->gpu = R->pool[0].gpu;
+	R->sr = R->pool[0].sr;
+	R->cm = R->pool[0].cm;
+	R->sc = R->pool[0].sc;
+	R->kc = R->pool[0].kc;
+	if (R->pool[0].sr.block_size != R->pool[1].sr.block_size)
+		return rfail(R, KV_EINVAL, "%s: disaggregation: the prefill "
+			     "pool's block size (%u) is not the decode pool's "
+			     "(%u); kvsim moves whole blocks of one size",
+			     top.source, R->pool[0].sr.block_size,
+			     R->pool[1].sr.block_size);
+	return KV_OK;
+}
+
+/* The P/D state over the replicas (before they exist). */
+static kv_err
+pd_open(sim_run *R)
+{
+	struct sim_pd_side side[2];
+	struct sim_pd_env env = {
+		.rp = R->rp, .q = &R->q, .obs = R->o.obs, .ctx = R,
+		.route = pd_route, .added = pd_added, .wake = pd_wake,
+	};
+	struct sim_link link;
+	char why[1400];
+	kv_err e;
+
+	e = sim_link_find(NULL, R->cfg.pd.link, R->cfg.pd.link_where[0] ?
+			  R->cfg.pd.link_where : R->cfg.source, &link, why,
+			  sizeof(why));
+	if (e != KV_OK) {
+		snprintf(R->err, R->errlen, "%s", why);
+		return KV_EINVAL;
+	}
+	for (int p = 0; p < 2; p++) {
+		const struct run_pool *P = &R->pool[p];
+
+		side[p].replicas = P->cfg.replicas;
+		side[p].tp = P->sr.tp;
+		side[p].block_size = P->sr.block_size;
+		side[p].block_bytes = P->cm.block_bytes;
+		side[p].router = P->cfg.router;
+	}
+	R->pd = sim_pd_new(side, &link, R->cfg.pd.timeout_s, &env, why,
+			   sizeof(why));
+	if (R->pd == NULL)
+		return rfail(R, KV_ENOMEM, "%s", why);
+	return KV_OK;
+}
+
+/* Replica i of a disaggregated run takes its pool's settings. */
+static void
+pool_replica(sim_run *R, uint32_t i, struct replica_cfg *rc)
+{
+	const struct run_pool *P = &R->pool[i >= R->pool[0].cfg.replicas];
+
+	rc->sc = &P->sc;
+	rc->kc = &P->kc;
+	rc->cm = &P->cm;
+	rc->step_ns = P->cfg.step_ns;
+	rc->async_sched = P->cfg.async_scheduling == 1;
+	rc->rowh = sim_pd_row_hook(R->pd);
+}
+
 /* The replicas, and the workload stream. */
 static kv_err
 setup_replicas(sim_run *R, const struct kvs_policy *pol)
 {
 	char why[1024];
 	struct wl_error we;
+	kv_err e;
 
-	R->nrp = R->cfg.replicas;
+	R->nrp = R->pool != NULL ? R->pool[0].cfg.replicas +
+		 R->pool[1].cfg.replicas : R->cfg.replicas;
 	R->rp = calloc(R->nrp, sizeof(*R->rp));
 	R->wake = calloc(R->nrp, sizeof(*R->wake));
 	if (R->rp == NULL || R->wake == NULL)
 		return rfail(R, KV_ENOMEM, "out of memory");
+	if (R->pool != NULL && (e = pd_open(R)) != KV_OK)
+		return e;
 	for (uint32_t i = 0; i < R->nrp; i++) {
 		struct replica_cfg rc = {
 			.index = i, .sc = &R->sc, .kc = &R->kc, .cm = &R->cm,
@@ -1300,11 +1534,16 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.async_sched = R->cfg.async_scheduling == 1,
 		};
 
+		if (R->pool != NULL)
+			pool_replica(R, i, &rc);
 		R->rp[i] = replica_new(&rc, why, sizeof(why));
 		if (R->rp[i] == NULL)
 			return rfail(R, KV_EINVAL, "%s: engine: %s",
 				     R->cfg.source, why);
 	}
+	if (R->pd != NULL && (e = sim_pd_attach(R->pd, why, sizeof(why))) !=
+	    KV_OK)
+		return rfail(R, e, "%s", why);
 	resolved_settings(R);
 	wl_error_clear(&we);
 	if (wl_open(&R->cfg.wl, &R->ws, &we) != WL_OK) {
@@ -1313,7 +1552,16 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 		wl_error_format(&we, buf, sizeof(buf));
 		return rfail(R, KV_EINVAL, "%s", buf);
 	}
-	return setup_client(R);
+	if ((e = setup_client(R)) != KV_OK)
+		return e;
+	/* a client that counts ends would count each request's two rows
+	 * (prefill and decode) */
+	if (R->pd != NULL && R->c.on)
+		return rfail(R, KV_EINVAL, "%s: disaggregation: benchmark "
+			     "clients (workload.max_concurrency, timeout_s, "
+			     "stages) are not simulated with disaggregation "
+			     "yet", R->cfg.source);
+	return KV_OK;
 }
 
 static kv_err
@@ -1322,8 +1570,14 @@ setup(sim_run *R)
 	const struct kvs_policy *pol;
 	kv_err e;
 
-	if ((e = setup_names(R, &pol)) != KV_OK ||
-	    (e = setup_loop(R, pol)) != KV_OK ||
+	if ((e = setup_names(R, &pol)) != KV_OK)
+		return e;
+	if (R->cfg.pd.on) {
+		if ((e = setup_pd(R, pol)) != KV_OK)
+			return e;
+		return setup_replicas(R, pol);
+	}
+	if ((e = setup_loop(R, pol)) != KV_OK ||
 	    (e = setup_sizing(R, pol)) != KV_OK ||
 	    (e = setup_cost(R)) != KV_OK ||
 	    (e = setup_configs(R, pol)) != KV_OK)
@@ -1338,6 +1592,10 @@ teardown(sim_run *R)
 		replica_free(R->rp[i]);
 	free(R->rp);
 	free(R->wake);
+	sim_pd_free(R->pd);
+	R->pd = NULL;
+	free(R->pool);
+	R->pool = NULL;
 	wl_stream_free(R->ws);
 	client_free(&R->c);
 	sim_evq_release(&R->q);
@@ -1409,6 +1667,7 @@ sim_run_open(sim_run **out, const struct sim_config *cfg,
 	if (R->rep == NULL ||
 	    rpt_set_client(R->rep, R->c.drain, R->c.timeout_ns > 0) != 0)
 		return rfail(R, KV_ENOMEM, "out of memory");
+	rpt_set_pd(R->rep, R->pd != NULL);
 	return KV_OK;
 }
 
@@ -1447,6 +1706,29 @@ sim_run_outputs(sim_run *R, FILE *requests, FILE *timeseries,
 		for (uint32_t i = 0; i < R->nrp; i++)
 			replica_set_ctrace(R->rp[i], R->ct);
 	}
+}
+
+/* The pools' columns of summary.csv (rpt_pd_pools). */
+static void
+pd_totals(sim_run *R, struct rpt_totals *t)
+{
+	uint32_t np = R->pool[0].cfg.replicas;
+
+	memset(&R->pdt, 0, sizeof(R->pdt));
+	for (int p = 0; p < 2; p++) {
+		struct rpt_pd_pool *o = &R->pdt.pool[p];
+		uint32_t lo = p ? np : 0, hi = p ? R->nrp : np;
+		double busy = 0;
+
+		o->gpu = R->pool[p].gpu->id;
+		o->replicas = hi - lo;
+		o->tp = R->pool[p].sr.tp;
+		for (uint32_t i = lo; i < hi; i++)
+			busy += (double)replica_stats(R->rp[i])->busy_ns;
+		o->utilization = t->duration_ns > 0 && hi > lo ? busy /
+			((double)t->duration_ns * (double)(hi - lo)) : 0.0;
+	}
+	t->pd = &R->pdt;
 }
 
 static void
@@ -1504,9 +1786,11 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		t->swap_out_blocks += s->swap_out_blocks;
 		t->swap_in_blocks += s->swap_in_blocks;
 		t->cow_blocks += s->cow_blocks;
-		t->prefix_hit_tokens += s->prefix_hit_tokens;
+		if (admits_prompt(R, i))
+			t->prefix_hit_tokens += s->prefix_hit_tokens;
 		t->stale_cached_tokens += s->stale_cached_tokens;
-		t->prompt_tokens_admitted += s->prompt_tokens_admitted;
+		if (admits_prompt(R, i))
+			t->prompt_tokens_admitted += s->prompt_tokens_admitted;
 		t->steps += s->steps;
 		fsum += s->frag_sum;
 		fsteps += s->frag_steps;
@@ -1516,6 +1800,8 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		if (s->max_batch > t->max_running)
 			t->max_running = s->max_batch;
 	}
+	if (R->pd != NULL)
+		pd_totals(R, t);
 	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
 	t->kv_usage_mean = t->duration_ns > 0
 		? area / (double)t->duration_ns / (double)R->nrp : 0.0;
@@ -1625,6 +1911,34 @@ sim_run_gpu_usd_per_hour(const sim_run *R)
 {
 	return R->cfg.gpu_usd_per_hour > 0 ? R->cfg.gpu_usd_per_hour
 					   : R->gpu->usd_per_hour;
+}
+
+uint32_t
+sim_run_gpus(const sim_run *R)
+{
+	if (R->pool == NULL)
+		return R->sr.tp * R->nrp;
+	return R->pool[0].sr.tp * R->pool[0].cfg.replicas +
+	       R->pool[1].sr.tp * R->pool[1].cfg.replicas;
+}
+
+double
+sim_run_usd_per_hour(const sim_run *R)
+{
+	double sum = 0;
+
+	if (R->pool == NULL)
+		return sim_run_gpu_usd_per_hour(R) * (double)sim_run_gpus(R);
+	for (int p = 0; p < 2; p++) {
+		const struct run_pool *P = &R->pool[p];
+		double usd = R->cfg.gpu_usd_per_hour > 0 ?
+			     R->cfg.gpu_usd_per_hour : P->gpu->usd_per_hour;
+
+		if (usd <= 0)
+			return 0.0;
+		sum += usd * (double)(P->sr.tp * P->cfg.replicas);
+	}
+	return sum;
 }
 
 static const char *

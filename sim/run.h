@@ -199,6 +199,14 @@ const char *sim_run_gpu(const sim_run *R);
  * catalog's; 0 unknown. */
 double sim_run_gpu_usd_per_hour(const sim_run *R);
 uint32_t sim_run_nreplicas(const sim_run *R);
+/*
+ * The deployment's GPUs: replicas x tensor parallel size, summed over
+ * the pools of a disaggregated run; and what they cost, USD an hour (each
+ * pool's GPUs at sim_run_gpu_usd_per_hour's price of its GPU; 0 when a
+ * price is unknown).
+ */
+uint32_t sim_run_gpus(const sim_run *R);
+double sim_run_usd_per_hour(const sim_run *R);
 
 /*
  * groups.csv: one row per KV cache group (one for a plain model): kind,

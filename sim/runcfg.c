@@ -15,6 +15,7 @@
 #include "config.h"
 
 #include "sim/model/catalog.h"
+#include "sim/pdcfg.h"
 #include "sim/runcfg.h"
 #include "sim/vllmver.h"
 
@@ -54,6 +55,9 @@ sim_config_init(struct sim_config *c)
 	c->kv_layout = c->copy = c->host_memory = -1;
 	wl_config_init(&c->wl);
 	c->wl_trace_default = true;
+	snprintf(c->pd.link, sizeof(c->pd.link), "%s", SIM_PD_LINK_DEFAULT);
+	c->pd.timeout_s = SIM_PD_TIMEOUT_DEFAULT;
+	c->pd.pool[0].router = c->pd.pool[1].router = -1;
 }
 
 void
@@ -791,6 +795,25 @@ set_key(struct sim_config *c, const char *key, const char *v,
 	return k->set(c, &s);
 }
 
+bool
+sim_config_parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	return parse_u64(v, lo, hi, out);
+}
+
+bool
+sim_config_parse_dbl(const char *v, double lo, double hi, double *out)
+{
+	return parse_dbl(v, lo, hi, out);
+}
+
+kv_err
+sim_config_set_key(struct sim_config *c, const char *key, const char *v,
+		   const char *where, char *err, size_t errlen)
+{
+	return set_key(c, key, v, where, NULL, err, errlen);
+}
+
 /* A section of scalar keys: engine, cost, output, slo. */
 static bool
 section_known(const char *s)
@@ -943,6 +966,8 @@ load_doc(struct sim_config *c, const struct yd_node *root, const char *file,
 			continue;
 		if (strcmp(kn->str, "workload") == 0)
 			e = load_workload(c, vn, file, cmdline, err, errlen);
+		else if (strcmp(kn->str, "disaggregation") == 0)
+			e = sim_pd_load(c, vn, file, err, errlen);
 		else if (section_known(kn->str))
 			e = load_section(c, kn->str, vn, file, err, errlen);
 		else
@@ -1095,6 +1120,8 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 	key[klen] = '\0';
 	if (strncmp(key, "workload.", 9) == 0)
 		return set_workload(c, key, eq + 1, where, err, errlen);
+	if (strncmp(key, "disaggregation.", 15) == 0)
+		return sim_pd_set(c, key + 15, eq + 1, where, err, errlen);
 	if (run_key_find(key) == NULL)
 		return fail(err, errlen, where, "unknown key '%s'", key);
 	return set_key(c, key, eq + 1, where, NULL, err, errlen);
@@ -1285,6 +1312,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		if (c->slo_e2e_s > 0)
 			put_num(f, "  e2e_s", c->slo_e2e_s);
 	}
+	sim_pd_write(c, f);
 	fprintf(f, "workload:\n");
 	wl_config_write_yaml(&c->wl, f, 2);
 }

@@ -43,6 +43,33 @@ enum sim_router {
 
 #define SIM_WHERE_LEN 600
 
+/* Prefill/decode disaggregation (sim/pdcfg.h, docs/pd.md). */
+#define SIM_PD_MAX_ENGINE 16
+
+struct sim_pd_set {		/* one engine key of a pool */
+	char key[64];		/* "engine.max_num_seqs" */
+	char val[128];
+	char where[SIM_WHERE_LEN];
+};
+
+struct sim_pd_pool {
+	uint32_t replicas;	/* 0: the top-level replicas */
+	char gpu[128];		/* "": the top-level gpu */
+	char gpu_where[SIM_WHERE_LEN];
+	uint32_t tp;		/* 0: engine.tensor_parallel_size */
+	int router;		/* -1: the top-level router */
+	struct sim_pd_set eng[SIM_PD_MAX_ENGINE];
+	uint32_t neng;
+};
+
+struct sim_pd_config {
+	bool on;
+	struct sim_pd_pool pool[2];	/* prefill, decode */
+	char link[64];
+	char link_where[SIM_WHERE_LEN];
+	double timeout_s;	/* prefill holds blocks at most this long */
+};
+
 struct sim_config {
 	char source[512];		/* the file, or "(embedded default)" */
 	char model[512];
@@ -94,6 +121,9 @@ struct sim_config {
 
 	struct wl_config wl;
 	bool wl_trace_default;		/* the bundled excerpt */
+
+	struct sim_pd_config pd;	/* disaggregation: (off: every replica
+					 * colocated) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

@@ -362,3 +362,16 @@ check_PROGRAMS += %reldir%/check_offload
 # 1.1 and 3).
 TESTS += %reldir%/validate_moves.sh
 EXTRA_DIST += %reldir%/validate_moves.sh
+
+# Prefill/decode disaggregation (issue 19, docs/pd.md): per-request
+# replicas and transfers, back-pressure, --set, capacity over P:D points,
+# bad pool keys and links.
+TESTS += %reldir%/pd.sh
+EXTRA_DIST += %reldir%/pd.sh
+check_PROGRAMS += %reldir%/check_pd
+%canon_reldir%_check_pd_SOURCES = %reldir%/check_pd.c
+%canon_reldir%_check_pd_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS) \
+	$(YAML_CFLAGS)
+%canon_reldir%_check_pd_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)

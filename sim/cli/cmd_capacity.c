@@ -1092,7 +1092,9 @@ cap_outcome(const struct cap *C, const struct seedres *res,
 
 /*
  * What the deployment costs at its answer: gpus = tensor parallel size x
- * replicas, each at usd_gpu an hour (0: no price known).  The output
+ * replicas (summed over a disaggregated run's pools), usd_hour for all of
+ * them, usd_gpu a GPU's (their mean over the pools; 0: no price known).
+ * The output
  * tokens an hour at the answer are its rate times the workload's mean
  * output, so $/1M output tokens = usd_hour / (3600 qps mean_output) 1e6.
  */
@@ -1104,14 +1106,19 @@ struct cap_cost {
 };
 
 static void
-cap_cost(struct cap_cost *k, uint32_t tp, uint32_t replicas,
-	 double usd_gpu, double qps, double mean_output)
+cap_cost(struct cap_cost *k, const sim_run *R, double qps,
+	 double mean_output)
 {
+	double usd_hour = sim_run_usd_per_hour(R);
+
 	memset(k, 0, sizeof(*k));
-	k->gpus = tp * replicas;
+	k->gpus = sim_run_gpus(R);
 	k->per_gpu = k->gpus ? qps / (double)k->gpus : 0.0;
-	k->usd_gpu = usd_gpu > 0 ? usd_gpu : 0.0;
-	k->usd_hour = k->usd_gpu * (double)k->gpus;
+	if (usd_hour > 0 && k->gpus > 0)
+		k->usd_gpu = sim_run_config(R)->pd.on ?
+			     usd_hour / (double)k->gpus :
+			     sim_run_gpu_usd_per_hour(R);
+	k->usd_hour = k->usd_gpu > 0 ? usd_hour : 0.0;
 	if (k->usd_hour > 0 && qps > 0 && mean_output > 0)
 		k->usd_1m_out = k->usd_hour / (3600.0 * qps * mean_output) *
 				1e6;
@@ -1400,8 +1407,7 @@ cap_config(struct cap_cmd *x, struct sim_config *all, size_t i,
 	if ((rc = cap_search_seeds(C, res)) != 0)
 		goto out;
 	cap_outcome(C, res, &u);
-	cap_cost(&k, sr->tp, sim_run_nreplicas(R), sim_run_gpu_usd_per_hour(R),
-		 u.med, mx.mean_output);
+	cap_cost(&k, R, u.med, mx.mean_output);
 	for (size_t k = 0; k < C->npts; k++)
 		cap_point_row(od->f[1], C, &C->pts[k]);
 	put_cfg_cols(od->f[0], (uint32_t)i, src, x->srcs[i].across, &all[i],

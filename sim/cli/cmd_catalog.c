@@ -14,6 +14,7 @@
 #include "sim/model/catalog.h"
 #include "sim/model/mixer.h"
 #include "sim/model/sizing.h"
+#include "sim/pdcfg.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ static void
 catalog_usage(FILE *f)
 {
 	fprintf(f,
-"usage: kvsim catalog list [models|gpus]\n"
+"usage: kvsim catalog list [models|gpus|links]\n"
 "       kvsim catalog show [models|gpus] NAME\n"
 "       kvsim catalog show CONFIG.json\n"
 "\n"
@@ -102,6 +103,26 @@ catalog_list_models(const cat *c)
 		printf("%-40s %-17s %-40s %8s %13s\n", m->id, m->model_type,
 		       layers, params, kv);
 	}
+}
+
+/* The links of disaggregated runs (data/links.yaml, docs/pd.md). */
+static int
+catalog_list_links(const char *datadir)
+{
+	struct sim_link *ls;
+	char err[1400];
+	size_t n;
+
+	if (sim_link_list(datadir, &ls, &n, err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "kvsim catalog: %s\n", err);
+		return KVSIM_EXIT_USAGE;
+	}
+	printf("%-14s %14s %12s\n", "LINK", "GB/s EACH WAY", "LATENCY");
+	for (size_t i = 0; i < n; i++)
+		printf("%-14s %14g %9g us\n", ls[i].id, ls[i].gbps,
+		       ls[i].latency_us);
+	free(ls);
+	return KVSIM_EXIT_OK;
 }
 
 static void
@@ -330,6 +351,7 @@ catalog_main(int argc, char **argv)
 		} else if (what == NULL &&
 			   (strcmp(argv[i], "models") == 0 ||
 			    strcmp(argv[i], "gpus") == 0 ||
+			    strcmp(argv[i], "links") == 0 ||
 			    strcmp(argv[i], "devices") == 0) && name == NULL) {
 			what = argv[i];
 		} else if (name == NULL) {
@@ -355,6 +377,9 @@ catalog_main(int argc, char **argv)
 			"usage: kvsim catalog show [models|gpus] NAME\n");
 		return KVSIM_EXIT_USAGE;
 	}
+	if (strcmp(verb, "list") == 0 && what != NULL &&
+	    strcmp(what, "links") == 0)
+		return catalog_list_links(datadir);
 	if (name != NULL && what == NULL && strlen(name) > 5 &&
 	    strcmp(name + strlen(name) - 5, ".json") == 0) {
 		struct cat_model *m;
