@@ -14,3 +14,6 @@ EXTRA_DIST += %reldir%/device
 # servers on H100 SXM (docs/cost-model.md 5.6, docs/ACCURACY.md); kvsim
 # run takes it for h100-sxm and vLLM 0.15 when cost.calibration is unset.
 dist_pkgdata_DATA += %reldir%/calib-h100-sxm-vllm-0.15.yaml
+# The KV tier catalog (cpu-dram, local-nvme, remote-store) of KV offload
+# (docs/catalog.md "KV tiers").
+dist_pkgdata_DATA += %reldir%/tiers.yaml

@@ -17,5 +17,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/replay.c %reldir%/replay.h %reldir%/replay_int.h \
 	%reldir%/replay_state.c \
 	%reldir%/plugin.c %reldir%/plugin.h \
-	%reldir%/vllmver.c %reldir%/vllmver.h
+	%reldir%/vllmver.c %reldir%/vllmver.h \
+	%reldir%/tiers.c %reldir%/tiers.h
 %canon_reldir%_libsim_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
