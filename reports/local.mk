@@ -20,3 +20,4 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_SOURCES += %reldir%/benchfmt.c %reldir%/benchfmt.h
 # benchmark clients: failed requests, stages (rpt_set_client)
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_client.c
+%canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_offload.c
