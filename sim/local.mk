@@ -18,5 +18,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/replay_state.c \
 	%reldir%/plugin.c %reldir%/plugin.h \
 	%reldir%/vllmver.c %reldir%/vllmver.h \
-	%reldir%/tiers.c %reldir%/tiers.h
+	%reldir%/tiers.c %reldir%/tiers.h \
+	%reldir%/offload.c %reldir%/offload.h
 %canon_reldir%_libsim_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
