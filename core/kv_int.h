@@ -119,6 +119,12 @@ kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
  * this step, will not be computed (a withdrawn chunk): its cached blocks
  * keep their hashes without that KV. */
 kv_err kvc__v1_withdraw(kvc *k, int32_t s, uint32_t from);
+/* vllm-v1, a KV connector's load: allocate for the prefix hit and ext
+ * external tokens without caching them; the sequence becomes RUNNING. */
+kv_err kvc__v1_allocate_external(kvc *k, int32_t s, uint32_t ext,
+				 uint32_t *hit);
+/* vllm-v1: C = c and cache_blocks(c), when a connector's load ends. */
+kv_err kvc__v1_set_computed(kvc *k, int32_t s, uint32_t c);
 /* vllm-v1: of the h tokens s was just admitted with from the prefix cache,
  * the last *stale whose KV (or state) the blocks do not hold. */
 kv_err kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale);

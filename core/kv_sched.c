@@ -53,11 +53,7 @@ kvs_config_init(struct kvs_config *c)
 	c->capacity_check = KVS_UNSET;
 }
 
-static kv_err
-kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static kv_err
+kv_err
 kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
 {
 	va_list ap;
@@ -179,6 +175,9 @@ kvs_free(kvs *s)
 	free(s->preswap);
 	free(s->fin);
 	free(s->ign);
+	free(s->load);
+	free(s->held);
+	free(s->cto);
 	free(s);
 }
 
@@ -445,6 +444,10 @@ kvs__publish(kvs *s)
 	st->ncow = s->npairs[KVS_COW];
 	st->ignored = s->ign;
 	st->nignored = s->nign;
+	st->load = s->load;
+	st->nload = s->nload;
+	st->held = s->held;
+	st->nheld = s->nheld;
 	/* batch_tokens is kept by kvs_emit_sched(): publishing stays O(1). */
 }
 
@@ -603,6 +606,7 @@ kvs_schedule(kvs *s, const struct kvs_step **out)
 		return kvs__fail(s, KV_ESTATE, "the previous step has not "
 				 "been completed");
 	s->nsched = s->npre = s->nfin = s->nign = 0;
+	s->nload = s->nheld = 0;
 	s->step.batch_tokens = 0;
 	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
 	s->step.number++;
@@ -670,6 +674,13 @@ kvs__finish(kvs *s, kvs_req r)
 
 	if ((e = kvs__push_fin(s, r)) != KV_OK)
 		return e;
+	if (s->has_conn) {
+		if (at >= 0)
+			kvs_queue_remove(s, KVS_Q_RUNNING, (uint32_t)at);
+		s->rq[r].status = KVS_FINISHED;
+		s->nunfinished--;
+		return kvs__conn_end(s, r, true);
+	}
 	e = kvc_free_seq(s->k, s->rq[r].seq);
 	if (e == KV_OK)
 		e = kvc_seq_release(s->k, s->rq[r].seq);
@@ -734,8 +745,12 @@ kvs_complete(kvs *s, const uint32_t *tokens, const struct kvs_step **out)
 	if (!s->pending)
 		return kvs__fail(s, KV_ESTATE, "no step to complete");
 	s->pending = false;
+	if (s->has_conn && (e = kvs__conn_before(s)) != KV_OK)
+		return e;
 	e = s->pol->complete != NULL ? s->pol->complete(s, s->pstate, tokens)
 				     : kvs_complete_default(s, tokens);
+	if (e == KV_OK && s->has_conn)
+		e = kvs__conn_after(s);
 	kvs__publish(s);
 	if (out != NULL)
 		*out = &s->step;
@@ -773,6 +788,8 @@ kvs_abort(kvs *s, kvs_req r)
 		return kvs__fail(s, KV_ESTATE, "request already ended");
 	if (s->pending)
 		return kvs__fail(s, KV_ESTATE, "abort between a step's halves");
+	if (s->has_conn)
+		return kvs__conn_abort(s, r);
 	at = kvs__find(s, qof[q->status], r);
 	if (q->status != KVS_WAITING) {
 		e = kvc_free_seq(s->k, q->seq);
@@ -823,6 +840,16 @@ kvs_audit(const kvs *s, char *why, size_t whylen)
 			}
 			mark[r] = 1;
 			seen++;
+			if (q == KVS_Q_WAITING && s->has_conn &&
+			    (s->rq[r].status == KVS_WAITING_REMOTE ||
+			     kvc_seq_state(s->k, s->rq[r].seq) ==
+			     KVC_RUNNING)) {
+				/* a load, in flight or landed: checked apart */
+				if ((rc = kvs__conn_audit_waiting(s, r, why,
+				    whylen)) != 0)
+					goto out;
+				continue;
+			}
 			if (s->rq[r].status != want[q] ||
 			    kvc_seq_state(s->k, s->rq[r].seq) != kvwant[q]) {
 				kvc__failbuf(why, whylen, KV_EINVAL, "request "
@@ -857,6 +884,13 @@ kvs_audit(const kvs *s, char *why, size_t whylen)
 			rc = 204;
 			goto out;
 		}
+		if (!live && (s->rq[r].conn & (KVS__C_HELD |
+		    KVS__C_LOADING)) != 0) {
+			if ((rc = kvs__conn_audit_ended(s, (kvs_req)r, why,
+			    whylen)) != 0)
+				goto out;
+			continue;
+		}
 		if (!live && kvc_seq_state(s->k, s->rq[r].seq) != KVC_DEAD) {
 			kvc__failbuf(why, whylen, KV_EINVAL, "ended request "
 				     "%u still holds blocks", r);
@@ -886,39 +920,4 @@ kvs_audit(const kvs *s, char *why, size_t whylen)
 out:
 	free(mark);
 	return rc;
-}
-
-/* ---- KV connectors: not implemented yet (vllm-v1 only, to come) ---- */
-
-kv_err
-kvs_set_connector(kvs *s, const struct kvs_connector *c)
-{
-	(void)c;
-	snprintf(s->msg, sizeof s->msg, "KV connectors are not built yet");
-	return KV_ENOTSUP;
-}
-
-kv_err
-kvs_load_done(kvs *s, kvs_req r, bool ok)
-{
-	(void)r;
-	(void)ok;
-	snprintf(s->msg, sizeof s->msg, "KV connectors are not built yet");
-	return KV_ENOTSUP;
-}
-
-kv_err
-kvs_release(kvs *s, kvs_req r)
-{
-	(void)r;
-	snprintf(s->msg, sizeof s->msg, "KV connectors are not built yet");
-	return KV_ENOTSUP;
-}
-
-uint32_t
-kvs_req_ext(const kvs *s, kvs_req r)
-{
-	(void)s;
-	(void)r;
-	return 0;
 }

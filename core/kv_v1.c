@@ -1145,13 +1145,47 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 }
 
 /*
+ * cache_blocks(request, ntc): enter the full blocks of s's first ntc
+ * tokens not cached yet into the prefix index (caching on; the hash cache
+ * covers them; with a tracked state group, v1_stepk_reserve made room).
+ */
+static void
+v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc)
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+
+	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
+		uint32_t full = (uint32_t)v1_div(k, m, g, ntc);
+		uint32_t *nc = &m->sx[s].ncached[g];
+		bool step = m->track && v1_kind(k, g) == KVC_STATE;
+
+		for (uint32_t i = *nc; i < full; i++) {
+			int32_t b = q->tab[g].id[i];
+
+			if (i + V1_AHEAD < full)
+				kv_hmap_prefetch(&m->map[g],
+						 m->sx[s].h[i + V1_AHEAD]);
+			if (b == KVC_NULL)
+				continue;
+			v1_map_insert(m, g, m->sx[s].h[i], b);
+			if (step)	/* v1_stepk_reserve made the room */
+				m->stepk[m->nstepk++] = (struct v1_key){
+					m->sx[s].h[i], g, b };
+		}
+		if (*nc < full)
+			*nc = full;
+	}
+}
+
+/*
  * allocate_slots(): on success s holds the slots and its full blocks up
  * to C + hcomp + nnew tokens are cached; the caller moves C.  `admit` is
- * true for a WAITING request (save_new_computed_blocks).
+ * true for a WAITING request (save_new_computed_blocks); `delay` is
+ * delay_cache_blocks (a KV connector's load: nothing new is cached).
  */
 static kv_err
 v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
-		  uint32_t L, bool admit)
+		  uint32_t L, bool admit, bool delay)
 {
 	struct v1 *m = v1_of(k);
 	struct kvc_seq *q = kvc__seq(k, s);
@@ -1214,29 +1248,8 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++)	/* new blocks */
 		v1_take(m, &q->tab[g], p.pop[g]);
-	if (!m->caching)
-		return KV_OK;
-	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {	/* cache_blocks */
-		uint32_t full = (uint32_t)v1_div(k, m, g, ntc);
-		uint32_t *nc = &m->sx[s].ncached[g];
-		bool step = m->track && v1_kind(k, g) == KVC_STATE;
-
-		for (uint32_t i = *nc; i < full; i++) {
-			int32_t b = q->tab[g].id[i];
-
-			if (i + V1_AHEAD < full)
-				kv_hmap_prefetch(&m->map[g],
-						 m->sx[s].h[i + V1_AHEAD]);
-			if (b == KVC_NULL)
-				continue;
-			v1_map_insert(m, g, m->sx[s].h[i], b);
-			if (step)	/* v1_stepk_reserve made the room */
-				m->stepk[m->nstepk++] = (struct v1_key){
-					m->sx[s].h[i], g, b };
-		}
-		if (*nc < full)
-			*nc = full;
-	}
+	if (m->caching && !delay)
+		v1_cache_blocks(k, m, s, ntc);
 	return KV_OK;
 }
 
@@ -1292,7 +1305,7 @@ v1_allocate(kvc *k, int32_t s, uint32_t n)
 		left = q->ntok - h;
 		if (n > 0 && n < left)
 			left = n;
-		e = v1_allocate_slots(k, s, left, h, 0, true);
+		e = v1_allocate_slots(k, s, left, h, 0, true, false);
 		if (e != KV_OK)
 			return e;
 		q->ncomp = h + left;
@@ -1310,7 +1323,8 @@ v1_allocate(kvc *k, int32_t s, uint32_t n)
 	v1_hit_clear(k);
 	/* left >= 1 here: the no-op test is allocate_slots' own first step */
 	if (!v1_noop(k, v1_of(k), s, left, 0) &&
-	    (e = v1_allocate_slots(k, s, left, 0, 0, false)) != KV_OK)
+	    (e = v1_allocate_slots(k, s, left, 0, 0, false, false)) !=
+	    KV_OK)
 		return e;
 	q->ncomp += left;
 	return KV_OK;
@@ -1338,9 +1352,78 @@ kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L)
 				 "%u unseen", n, q->ntok - q->ncomp);
 	v1_hit_clear(k);
 	if (!v1_noop(k, v1_of(k), s, n, L) &&
-	    (e = v1_allocate_slots(k, s, n, 0, L, false)) != KV_OK)
+	    (e = v1_allocate_slots(k, s, n, 0, L, false, false)) !=
+	    KV_OK)
 		return e;
 	q->ncomp += n;
+	return KV_OK;
+}
+
+/*
+ * A KV connector's load at admission (vLLM's waiting loop with
+ * load_kv_async): allocate_slots(s, 0, the prefix hit,
+ * num_external_computed_tokens=ext, delay_cache_blocks=True) for a
+ * WAITING sequence.  The hit's blocks are touched and count as cached,
+ * fresh blocks cover the hit and ext more tokens, nothing new is cached;
+ * s becomes RUNNING with C = hit + ext (the blocks the load fills), which
+ * kvc__v1_set_computed() moves when the load ends.  *hit: the hit, in
+ * tokens.  KV_ENOSPC changes nothing.
+ */
+kv_err
+kvc__v1_allocate_external(kvc *k, int32_t s, uint32_t ext, uint32_t *hit)
+{
+	struct kvc_seq *q;
+	uint32_t h;
+	kv_err e;
+
+	if ((e = kvc__enter(k, s)) != KV_OK)
+		return e;
+	q = kvc__seq(k, s);
+	if (k->cfg.mode != KVC_VLLM_V1 || q->state != KVC_WAITING)
+		return kvc__fail(k, KV_ESTATE, "external tokens need a "
+				 "WAITING vllm-v1 sequence");
+	if ((e = v1_find_hit(k, s, &h)) != KV_OK)
+		return e;
+	if (ext == 0 || ext > q->ntok - h)
+		return kvc__fail(k, KV_EINVAL, "%u external tokens past a "
+				 "hit of %u of %u", ext, h, q->ntok);
+	if ((e = v1_allocate_slots(k, s, ext, h, 0, true, true)) != KV_OK)
+		return e;
+	q->ncomp = h + ext;
+	q->state = KVC_RUNNING;
+	*hit = h;
+	return KV_OK;
+}
+
+/*
+ * A connector's load ended (_update_waiting_for_remote_kv): s's computed
+ * count becomes c (1 <= c <= T, within the blocks it holds) and
+ * cache_blocks(request, c) enters its full blocks into the prefix index.
+ */
+kv_err
+kvc__v1_set_computed(kvc *k, int32_t s, uint32_t c)
+{
+	struct v1 *m;
+	struct kvc_seq *q;
+	kv_err e;
+
+	if ((e = kvc__enter(k, s)) != KV_OK)
+		return e;
+	m = v1_of(k);
+	q = kvc__seq(k, s);
+	if (k->cfg.mode != KVC_VLLM_V1 || q->state != KVC_RUNNING ||
+	    c == 0 || c > q->ntok ||
+	    (uint64_t)c > (uint64_t)q->tab[0].n * kvc__bs(k, 0))
+		return kvc__fail(k, KV_EINVAL, "set_computed: %u tokens for "
+				 "a sequence of %u", c, q->ntok);
+	q->ncomp = c;
+	if (!m->caching)
+		return KV_OK;
+	if ((e = v1_sx_reserve(k, s)) != KV_OK ||
+	    (e = v1_hashes(k, s)) != KV_OK ||
+	    (m->track && (e = v1_stepk_reserve(k, m, c)) != KV_OK))
+		return e;
+	v1_cache_blocks(k, m, s, c);
 	return KV_OK;
 }
 
@@ -1474,7 +1557,8 @@ v1_append(kvc *k, int32_t s, const uint32_t *tok, size_t ntok, uint32_t L,
 	if (q->state != KVC_RUNNING)
 		return KV_OK;
 	v1_hit_clear(k);
-	e = v1_allocate_slots(k, s, q->ntok - q->ncomp, 0, L, false);
+	e = v1_allocate_slots(k, s, q->ntok - q->ncomp, 0, L, false,
+			      false);
 	if (e != KV_OK) {
 		q->ntok -= (uint32_t)ntok;
 		v1_hashes_trim(k, s);

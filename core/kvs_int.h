@@ -20,7 +20,15 @@ struct kvs_rq {
 	uint32_t npreempt, recomputed;
 	int32_t priority;
 	uint8_t status;
+	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
+	uint32_t local, ext;	/* its last load: prefix hit, external */
 };
+
+/* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;
+ * a finished request whose blocks the connector holds (kvs_release). */
+#define KVS__C_LOADING 1u
+#define KVS__C_FAILED 2u
+#define KVS__C_HELD 4u
 
 struct kvs_qu {
 	kvs_req *a;
@@ -46,6 +54,13 @@ struct kvs {
 	uint32_t npre, cappre, nfin, capfin;
 	kvs_req *ign;			/* the step's ignored requests */
 	uint32_t nign, capign;
+	/* KV connector (kvs_set_connector), vllm-v1 only */
+	struct kvs_connector conn;
+	bool has_conn;
+	kvs_req *load, *held;	/* the step's loads, held finishes */
+	uint32_t nload, capload, nheld, capheld;
+	uint32_t *cto;		/* kvs_complete: C of each sched */
+	uint32_t capcto;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];
 	char msg[256];
@@ -84,5 +99,36 @@ kvs__qpush(kvs *s, kvs_queue q, kvs_req r)
 {
 	s->q[q].a[s->q[q].n++] = r;
 }
+
+/*
+ * KV connector, for policy vllm-v1 (kv_sched.c).  kvs__conn_match: the
+ * connector's tokens past `local` for r (0 without a match hook).
+ * kvs__conn_loading: r's blocks were allocated for a load of ext tokens
+ * past local (kvc__v1_allocate_external): the alloc hook, status
+ * KVS_WAITING_REMOTE, the step's load list.
+ */
+kv_err kvs__conn_match(kvs *s, kvs_req r, uint32_t local, uint32_t *ext);
+kv_err kvs__conn_loading(kvs *s, kvs_req r, uint32_t local, uint32_t ext);
+/* A KVS_WAITING_REMOTE request whose load is done, met at the head of the
+ * waiting queue: its computed count and status (KVS_WAITING). */
+kv_err kvs__conn_ready(kvs *s, kvs_req r);
+/* r finished (instep: in kvs_complete) or was aborted, out of its queue:
+ * request_finished, then its blocks freed unless held or still loading. */
+kv_err kvs__conn_end(kvs *s, kvs_req r, bool instep);
+kv_err kvs__conn_abort(kvs *s, kvs_req r);
+/* kvs_complete with a connector: before, each scheduled request's C;
+ * after, the computed hook for each. */
+kv_err kvs__conn_before(kvs *s);
+kv_err kvs__conn_after(kvs *s);
+/* kvs_audit for a waiting request holding blocks, an ended one holding
+ * them: 0 or an audit code. */
+int kvs__conn_audit_waiting(const kvs *s, kvs_req r, char *why,
+			    size_t whylen);
+int kvs__conn_audit_ended(const kvs *s, kvs_req r, char *why,
+			  size_t whylen);
+
+/* Set s's message; returns e (kv_sched.c). */
+kv_err kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif /* KVS_INT_H */

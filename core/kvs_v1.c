@@ -378,58 +378,142 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 	return KV_OK;
 }
 
+/* Set r, the head of the waiting queue, aside for this step. */
+static kv_err
+v1s_skip_head(kvs *s, struct v1s *v, kvs_req r)
+{
+	kv_err e;
+
+	if ((e = kvs__grow((void **)&v->skip, &v->capskip, v->nskip + 1,
+			   sizeof(*v->skip))) != KV_OK)
+		return e;
+	kvs_queue_remove(s, KVS_Q_WAITING, 0);
+	v->skip[v->nskip++] = r;
+	return KV_OK;
+}
+
+enum v1s_head { V1S_NEXT, V1S_STOP, V1S_NEW, V1S_LOADED };
+
+/*
+ * The connector's part of the waiting loop for r at the head (vLLM's
+ * schedule(): the WAITING_FOR_REMOTE_KVS check, then for a request with
+ * no computed tokens get_num_new_matched_tokens and, with tokens to load,
+ * allocate_slots(delay_cache_blocks) and update_state_after_alloc).
+ * *next: V1S_NEXT (r set aside, go on), V1S_STOP (no blocks for the
+ * load), V1S_NEW (admit r as usual), V1S_LOADED (r holds blocks and C
+ * computed tokens: admit it from C).
+ */
+static kv_err
+v1s_conn_head(kvs *s, struct v1s *v, kvs_req r, enum v1s_head *next)
+{
+	kvc *k = kvs_kv(s);
+	int32_t seq = kvs__rq(s, r)->seq;
+	uint32_t ext, hit;
+	size_t h;
+	kv_err e;
+
+	*next = V1S_NEXT;
+	if (kvs__rq(s, r)->status == KVS_WAITING_REMOTE) {
+		if (kvs__rq(s, r)->conn & KVS__C_LOADING)
+			return v1s_skip_head(s, v, r);
+		if ((e = kvs__conn_ready(s, r)) != KV_OK)
+			return e;
+	}
+	if (kvc_seq_state(k, seq) == KVC_RUNNING) {
+		*next = V1S_LOADED;
+		return KV_OK;
+	}
+	if ((e = kvc_cached(k, seq, &h)) != KV_OK ||
+	    (e = kvs__conn_match(s, r, (uint32_t)h, &ext)) != KV_OK)
+		return e;
+	if (ext == 0) {
+		*next = V1S_NEW;
+		return KV_OK;
+	}
+	e = kvc__v1_allocate_external(k, seq, ext, &hit);
+	if (e == KV_ENOSPC) {
+		*next = V1S_STOP;
+		return KV_OK;
+	}
+	if (e != KV_OK || (e = kvs__conn_loading(s, r, hit, ext)) != KV_OK)
+		return e;
+	return v1s_skip_head(s, v, r);
+}
+
+/* Admit r, the head: n of its tokens past its computed (or cached) h. */
+static kv_err
+v1s_admit(kvs *s, kvs_req r, uint32_t h, uint32_t n, bool loaded)
+{
+	const struct kvs_config *c = kvs_config_of(s);
+	kvc *k = kvs_kv(s);
+	int32_t seq = kvs_req_seq(s, r);
+	uint32_t stale = 0;
+	kv_err e;
+
+	/* effective_lookahead_tokens: none for a request with C = 0 */
+	if (loaded && c->lookahead > 0)
+		e = kvc__v1_allocate_ahead(k, seq, n, (uint32_t)c->lookahead);
+	else
+		e = kvc_allocate(k, seq, n);
+	if (e != KV_OK)
+		return e;
+	if ((!loaded && (e = kvc__v1_stale(k, seq, h, &stale)) != KV_OK) ||
+	    (e = kvs_queue_insert(s, KVS_Q_RUNNING,
+				  kvs_queue_len(s, KVS_Q_RUNNING), r)) !=
+	    KV_OK)
+		return e;
+	kvs_queue_remove(s, KVS_Q_WAITING, 0);
+	return kvs_emit_sched_cached(s, r, n, 0, stale);
+}
+
 static kv_err
 v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 {
 	const struct kvs_config *c = kvs_config_of(s);
 	kvc *k = kvs_kv(s);
 	uint64_t H = (uint64_t)c->long_prefill_threshold;
-	bool prio = c->priority == 1;
+	bool prio = c->priority == 1, conn = s->has_conn;
 	kv_err e = KV_OK;
 
 	v->nskip = 0;
 	while (kvs_queue_len(s, KVS_Q_WAITING) > 0 && budget > 0) {
+		enum v1s_head next = V1S_NEW;
 		kvs_req r;
 		int32_t seq;
 		size_t h;
 		uint64_t n;
-		uint32_t stale;
 
 		if (kvs_queue_len(s, KVS_Q_RUNNING) >= c->max_num_seqs)
 			break;
 		r = kvs_queue_at(s, KVS_Q_WAITING, 0);
 		seq = kvs_req_seq(s, r);
-		if ((e = kvc_cached(k, seq, &h)) != KV_OK)
+		if (conn && (e = v1s_conn_head(s, v, r, &next)) != KV_OK)
+			goto out;
+		if (next == V1S_NEXT)
+			continue;
+		if (next == V1S_STOP)
+			break;
+		if (next == V1S_LOADED)
+			h = kvc_seq_computed(k, seq);
+		else if ((e = kvc_cached(k, seq, &h)) != KV_OK)
 			goto out;
 		n = kvc_seq_len(k, seq) - h;
 		if (H > 0 && n > H)
 			n = H;
 		if (!c->chunked_prefill && n > budget) {
-			if ((e = kvs__grow((void **)&v->skip, &v->capskip,
-					  v->nskip + 1, sizeof(*v->skip))) !=
-			    KV_OK)
+			if ((e = v1s_skip_head(s, v, r)) != KV_OK)
 				goto out;
-			kvs_queue_remove(s, KVS_Q_WAITING, 0);
-			v->skip[v->nskip++] = r;
 			continue;
 		}
 		if (n > budget)
 			n = budget;
-		e = kvc_allocate(k, seq, (uint32_t)n);
+		e = v1s_admit(s, r, (uint32_t)h, (uint32_t)n,
+			      next == V1S_LOADED);
 		if (e == KV_ENOSPC) {
 			e = KV_OK;
 			break;
 		}
 		if (e != KV_OK)
-			goto out;
-		if ((e = kvc__v1_stale(k, seq, (uint32_t)h, &stale)) != KV_OK ||
-		    (e = kvs_queue_insert(s, KVS_Q_RUNNING,
-					  kvs_queue_len(s, KVS_Q_RUNNING),
-					  r)) != KV_OK)
-			goto out;
-		kvs_queue_remove(s, KVS_Q_WAITING, 0);
-		if ((e = kvs_emit_sched_cached(s, r, (uint32_t)n, 0, stale)) !=
-		    KV_OK)
 			goto out;
 		budget -= (uint32_t)n;
 	}

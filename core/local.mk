@@ -18,6 +18,7 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kv_ds.h \
 	%reldir%/kv_size.c \
 	%reldir%/kv_sched.c \
+	%reldir%/kvs_conn.c \
 	%reldir%/kvs_int.h \
 	%reldir%/kvs_v0.c \
 	%reldir%/kvs_v1.c \
