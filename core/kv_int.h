@@ -115,6 +115,12 @@ kv_err kvc__enter(kvc *k, int32_t s);
 /* vllm-v1 (kv_v1.c): allocate_slots with lookahead for any chunk of a
  * RUNNING sequence (policy vllm-v1's running loop). */
 kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
+/*
+ * vllm-v1 with prefix caching: the chain hashes of s's full blocks (group
+ * 0's block size), brought up to its tokens: *h valid until s's tokens
+ * change.  KV_ENOTSUP in other modes or without prefix caching.
+ */
+kv_err kvc__v1_hashes(kvc *k, int32_t s, const uint64_t **h, uint32_t *n);
 /* vllm-v1: the chunk of RUNNING s from position `from` on, allocated in
  * this step, will not be computed (a withdrawn chunk): its cached blocks
  * keep their hashes without that KV. */

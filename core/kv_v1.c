@@ -638,6 +638,22 @@ v1_hashes(kvc *k, int32_t s)
 	return KV_OK;
 }
 
+kv_err
+kvc__v1_hashes(kvc *k, int32_t s, const uint64_t **h, uint32_t *n)
+{
+	kv_err e;
+
+	*h = NULL;
+	*n = 0;
+	if (k->ops != &kvc__v1_ops || !v1_of(k)->caching)
+		return KV_ENOTSUP;
+	if ((e = v1_hashes(k, s)) != KV_OK)
+		return e;
+	*h = v1_of(k)->sx[s].h;
+	*n = v1_of(k)->sx[s].nh;
+	return KV_OK;
+}
+
 /* kvc_seq_release: the request is gone for good. */
 static void
 v1_seq_release(kvc *k, int32_t s)

@@ -13,7 +13,15 @@
  * The connector starts transfers (stores after compute, loads at
  * admission); the caller times them and reports each one finished with
  * kvo_done().  Block ids in pairs are device-relative: GPU blocks as
- * kvcore.h's, tier slots 0 .. tier blocks - 1.
+ * kvcore.h's; a tier slot (one offloaded block of f = block_tokens / GPU
+ * block size GPU blocks) appears as its f parts, part i of slot b being
+ * b * f + i (0 .. tier blocks * f - 1), so each pair moves one GPU block.
+ *
+ * Stats, per tier, in offloaded blocks and tokens: lookup_tokens, the
+ * tokens past the GPU hit of every admitted request; hit_tokens, the
+ * tokens loaded from the tier; load_blocks / store_blocks, offloaded
+ * blocks read / written (lmcache: a copy up into the CPU tier counts as a
+ * store there); evicted_blocks; used_blocks and capacity_blocks now.
  */
 #ifndef KVOFFLOAD_H
 #define KVOFFLOAD_H
@@ -83,6 +91,9 @@ struct kvo_tier_stats {
 uint32_t kvo_ntiers(const kvo *o);
 const struct kvo_tier_stats *kvo_stats(const kvo *o, uint32_t tier);
 const char *kvo_errmsg(const kvo *o);
+/* Invariants of every tier (kv_tier.c); 0 when consistent, else a positive
+ * code and a message in why. */
+int kvo_check(const kvo *o, char *why, size_t whylen);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,10 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kvs_exact.c \
 	%reldir%/kvs_sarathi.c \
 	%reldir%/kvs_fastgen.c \
-	%reldir%/kvs_kvsim.c
+	%reldir%/kvs_kvsim.c \
+	%reldir%/kv_tier.h \
+	%reldir%/kv_tier.c \
+	%reldir%/kv_offload.c
 %canon_reldir%_libkvcore_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
 
 kvcoreincludedir = $(includedir)/kvcore

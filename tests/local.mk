@@ -342,3 +342,10 @@ EXTRA_DIST += %reldir%/frontend.sh %reldir%/gpu/no-frontend.yaml \
 # cost.calibration is unset (docs/cost-model.md 5.6).
 TESTS += %reldir%/autocal.sh
 EXTRA_DIST += %reldir%/autocal.sh
+
+# Issue 19: the offload manager and the offloading connector
+# (core/kv_tier.c, core/kv_offload.c; docs/offload.md).
+check_PROGRAMS += %reldir%/check_offload
+%canon_reldir%_check_offload_SOURCES = %reldir%/check_offload.c
+%canon_reldir%_check_offload_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_offload_LDADD = $(KV_TEST_LIBS)
