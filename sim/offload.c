@@ -121,6 +121,13 @@ off__lmcache(const struct sim_config *cfg, uint32_t tp, uint32_t gpu_block,
 				 "chunk_size: %" PRIu32 " tokens is not a "
 				 "multiple of the GPU block size (%" PRIu32
 				 ")", o->chunk_size, gpu_block);
+	if (o->local_disk[0] != '\0' && o->max_local_disk_gib <= 0)
+		return off__fail(err, errlen, w, "kv_offload.lmcache."
+				 "local_disk needs max_local_disk_size (GiB "
+				 "per TP rank) > 0");
+	if (o->remote_url[0] != '\0' && o->remote_gib <= 0)
+		return off__fail(err, errlen, w, "kv_offload.lmcache."
+				 "remote_url needs remote_size (GiB) > 0");
 	out->kc.kind = KVO_LMCACHE;
 	out->kc.block_tokens = o->chunk_size;
 	if (o->local_cpu)
@@ -163,6 +170,12 @@ sim_offload_resolve(const struct sim_config *cfg, const char *policy,
 		return e;
 	out->cm = cm;
 	out->block_bytes = cm->block_bytes * (tp ? tp : 1);
+	/* vLLM >= 0.12's offloading connector allocates cross-layer KV
+	 * blocks (one chunk a block, docs/cost-model.md); LMCache copies
+	 * the engine's own layout; cost.kv_layout overrides both */
+	out->layout = cfg->kv_layout >= 0 ? (enum cost_layout)cfg->kv_layout
+		    : o->backend == SIM_OFF_NATIVE ? COST_LAYOUT_CROSS_LAYER
+		    : cm->layout;
 	if (o->backend == SIM_OFF_LMCACHE)
 		return off__lmcache(cfg, tp ? tp : 1, gpu_block, &cat, out,
 				    err, errlen);
@@ -216,8 +229,8 @@ off__start(sim_offload *o, const struct kvo_xfer *x, int64_t now,
 {
 	bool store = x->dir == KVO_STORE;
 	uint64_t bytes = (uint64_t)x->nblocks * o->su.block_bytes;
-	int64_t ns = sim_tier_xfer_ns(&o->su.media[x->tier], o->su.cm, store,
-				      x->nblocks, bytes);
+	int64_t ns = sim_tier_xfer_ns(&o->su.media[x->tier], o->su.cm,
+				      o->su.layout, store, x->nblocks, bytes);
 	struct sim_offload_tier_stats *st = &o->st[x->tier];
 
 	if (o->n == o->cap) {

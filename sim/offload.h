@@ -34,6 +34,7 @@ struct sim_offload_setup {
 	struct sim_tier media[KVO_MAX_TIERS];	/* of kc.tier[i] */
 	uint64_t block_bytes;	/* one GPU block, every rank */
 	const struct cost_model *cm;	/* the host link */
+	enum cost_layout layout;	/* the GPU KV layout transfers copy */
 };
 
 /*

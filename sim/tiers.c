@@ -166,7 +166,8 @@ sim_tiers_find(const struct sim_tiers *t, const char *tier)
 
 int64_t
 sim_tier_xfer_ns(const struct sim_tier *m, const struct cost_model *cm,
-		 bool store, uint64_t nblocks, uint64_t bytes)
+		 enum cost_layout layout, bool store, uint64_t nblocks,
+		 uint64_t bytes)
 {
 	int64_t host = 0;
 	double gbps, ns;
@@ -175,7 +176,7 @@ sim_tier_xfer_ns(const struct sim_tier *m, const struct cost_model *cm,
 		return 0;
 	if (cm != NULL) {
 		host = cost_swap_ns(cm, store ? COST_D2H : COST_H2D, nblocks,
-				    cm->layout);
+				    layout);
 		if (host < 0)
 			host = 0;
 	}

@@ -45,10 +45,11 @@ const struct sim_tier *sim_tiers_find(const struct sim_tiers *t,
 
 /*
  * Nanoseconds to move nblocks GPU blocks (bytes: their size on every
- * rank) to (store) or from (load) the medium, with cm's host link.
+ * rank) to (store) or from (load) the medium, with cm's host link and
+ * the GPU's KV layout `layout` (its chunks a block).
  */
 int64_t sim_tier_xfer_ns(const struct sim_tier *m,
-			 const struct cost_model *cm, bool store,
-			 uint64_t nblocks, uint64_t bytes);
+			 const struct cost_model *cm, enum cost_layout layout,
+			 bool store, uint64_t nblocks, uint64_t bytes);
 
 #endif

@@ -349,3 +349,10 @@ check_PROGRAMS += %reldir%/check_offload
 %canon_reldir%_check_offload_SOURCES = %reldir%/check_offload.c
 %canon_reldir%_check_offload_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_offload_LDADD = $(KV_TEST_LIBS)
+
+# Issue 19: KV offload in `kvsim run` (sim/offload.c; docs/run.md "KV
+# offload"): a synthetic workload that never skips, and the Mooncake
+# conversation trace of ../shared/traces (exit 77 without it).
+TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
+EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
+	%reldir%/offload/syn.yaml examples/cpu-offload-mooncake.yaml
