@@ -7,7 +7,6 @@
 #include "sim/offload.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,24 +28,10 @@ struct sim_offload {
 	struct sim_offload_tier_stats st[KVO_MAX_TIERS];
 };
 
-static kv_err
-off__fail(char *err, size_t errlen, const char *where, const char *fmt,
-	  ...) __attribute__((format(printf, 4, 5)));
-
-static kv_err
-off__fail(char *err, size_t errlen, const char *where, const char *fmt,
-	  ...)
-{
-	va_list ap;
-	size_t n;
-
-	snprintf(err, errlen, "%s: ", where);
-	n = strlen(err);
-	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - n, fmt, ap);
-	va_end(ap);
-	return KV_EINVAL;
-}
+/* "WHERE: what" into err; KV_EINVAL. */
+#define off__fail(err, errlen, where, fmt, ...)				\
+	(snprintf((err), (errlen), "%s: " fmt, (where), __VA_ARGS__),	\
+	 KV_EINVAL)
 
 /* Tier i of out: its name, its capacity (bytes over block bytes), and the
  * catalog medium backing it. */
@@ -122,12 +107,12 @@ off__lmcache(const struct sim_config *cfg, uint32_t tp, uint32_t gpu_block,
 				 "multiple of the GPU block size (%" PRIu32
 				 ")", o->chunk_size, gpu_block);
 	if (o->local_disk[0] != '\0' && o->max_local_disk_gib <= 0)
-		return off__fail(err, errlen, w, "kv_offload.lmcache."
-				 "local_disk needs max_local_disk_size (GiB "
-				 "per TP rank) > 0");
+		return off__fail(err, errlen, w, "%s needs max_local_disk_size "
+				 "(GiB per TP rank) > 0",
+				 "kv_offload.lmcache.local_disk");
 	if (o->remote_url[0] != '\0' && o->remote_gib <= 0)
-		return off__fail(err, errlen, w, "kv_offload.lmcache."
-				 "remote_url needs remote_size (GiB) > 0");
+		return off__fail(err, errlen, w, "%s needs remote_size (GiB) "
+				 "> 0", "kv_offload.lmcache.remote_url");
 	out->kc.kind = KVO_LMCACHE;
 	out->kc.block_tokens = o->chunk_size;
 	if (o->local_cpu)
@@ -144,9 +129,9 @@ off__lmcache(const struct sim_config *cfg, uint32_t tp, uint32_t gpu_block,
 			      w, "kv_offload.lmcache.remote_size", err,
 			      errlen);
 	if (e == KV_OK && out->kc.ntiers == 0)
-		e = off__fail(err, errlen, w, "kv_offload.lmcache: no tier "
-			      "(local_cpu false, no local_disk, no "
-			      "remote_url)");
+		e = off__fail(err, errlen, w, "%s: no tier (local_cpu false, "
+			      "no local_disk, no remote_url)",
+			      "kv_offload.lmcache");
 	return e;
 }
 
