@@ -12,7 +12,7 @@
 
 #define GIB 1073741824.0
 
-/* A transfer in flight: its id and when it completes. */
+/* A transfer in flight: its id and when the scheduler sees it done. */
 struct off_xf {
 	uint64_t id;
 	int64_t done;
@@ -154,6 +154,7 @@ sim_offload_resolve(const struct sim_config *cfg, const char *policy,
 	if ((e = sim_tiers_load(&cat, NULL, o, err, errlen)) != KV_OK)
 		return e;
 	out->cm = cm;
+	out->free = cfg->step_ns > 0;
 	out->block_bytes = cm->block_bytes * (tp ? tp : 1);
 	/* vLLM >= 0.12's offloading connector allocates cross-layer KV
 	 * blocks (one chunk a block, docs/cost-model.md); LMCache copies
@@ -207,15 +208,17 @@ sim_offload_free(sim_offload *o)
 	free(o);
 }
 
-/* Time transfer x from now on its link; into the in-flight list. */
+/* Time transfer x from now on its link; into the in-flight list, seen
+ * done at the later of its end and `seen`. */
 static kv_err
 off__start(sim_offload *o, const struct kvo_xfer *x, int64_t now,
-	   int64_t *done)
+	   int64_t seen, int64_t *done)
 {
 	bool store = x->dir == KVO_STORE;
 	uint64_t bytes = (uint64_t)x->nblocks * o->su.block_bytes;
-	int64_t ns = sim_tier_xfer_ns(&o->su.media[x->tier], o->su.cm,
-				      o->su.layout, store, x->nblocks, bytes);
+	int64_t ns = o->su.free ? 0 :
+		sim_tier_xfer_ns(&o->su.media[x->tier], o->su.cm,
+				 o->su.layout, store, x->nblocks, bytes);
 	struct sim_offload_tier_stats *st = &o->st[x->tier];
 
 	if (o->n == o->cap) {
@@ -229,7 +232,7 @@ off__start(sim_offload *o, const struct kvo_xfer *x, int64_t now,
 	}
 	*done = cost_fifo_serve(&o->link[x->tier][store], now, ns);
 	o->q[o->n].id = x->id;
-	o->q[o->n].done = *done;
+	o->q[o->n].done = *done > seen ? *done : seen;
 	o->n++;
 	if (store) {
 		st->store_bytes += bytes;
@@ -241,9 +244,10 @@ off__start(sim_offload *o, const struct kvo_xfer *x, int64_t now,
 }
 
 kv_err
-sim_offload_collect(sim_offload *o, int64_t now, uint32_t replica,
-		    const struct sim_observer *obs, sim_offload_note note,
-		    void *ctx, char *why, size_t whylen)
+sim_offload_collect(sim_offload *o, int64_t now, int64_t seen,
+		    uint32_t replica, const struct sim_observer *obs,
+		    sim_offload_note note, void *ctx, char *why,
+		    size_t whylen)
 {
 	const struct kvo_xfer *x;
 	uint32_t n = kvo_started(o->k, &x);
@@ -257,7 +261,7 @@ sim_offload_collect(sim_offload *o, int64_t now, uint32_t replica,
 				 x[i].tier, o->su.kc.ntiers);
 			return KV_ESTATE;
 		}
-		if (off__start(o, &x[i], now, &done) != KV_OK) {
+		if (off__start(o, &x[i], now, seen, &done) != KV_OK) {
 			snprintf(why, whylen, "out of memory");
 			return KV_ENOMEM;
 		}

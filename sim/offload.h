@@ -8,9 +8,10 @@
  * (a load at admission, after kvs_schedule; a store after kvs_complete)
  * is queued on its tier's link, one FIFO per direction per tier per
  * replica (cost.h's cost_fifo), and takes sim_tier_xfer_ns.  It completes
- * (kvo_done) at the first step chosen at or after its end: vLLM reports a
- * finished transfer in a step's output and the scheduler admits the
- * request in the step it chooses next.  Transfers run beside the forward
+ * (kvo_done) at the first step chosen at or after its end, and not before
+ * the end of the step that started it: vLLM reports a finished transfer
+ * in a step's output and the scheduler admits the request in the step it
+ * chooses after that output.  Transfers run beside the forward
  * pass (vLLM's own CUDA stream): they add no step time.
  *
  * Memory: the transfers in flight, O(requests waiting on a load + stores
@@ -35,6 +36,7 @@ struct sim_offload_setup {
 	uint64_t block_bytes;	/* one GPU block, every rank */
 	const struct cost_model *cm;	/* the host link */
 	enum cost_layout layout;	/* the GPU KV layout transfers copy */
+	bool free;		/* cost.step_ns > 0: copies are free */
 };
 
 /*
@@ -65,10 +67,12 @@ void sim_offload_free(sim_offload *o);
 /*
  * The transfers started since the last call: each timed from now on its
  * link, told to the observer (obs may be NULL) and to note (at start,
- * with its completion time).  KV_ESTATE when the observer stops the run.
+ * with its end).  The scheduler sees one done at the later of its end and
+ * `seen` (a load the step about to run starts is reported in that step's
+ * output, at its end).  KV_ESTATE when the observer stops the run.
  */
-kv_err sim_offload_collect(sim_offload *o, int64_t now, uint32_t replica,
-			   const struct sim_observer *obs,
+kv_err sim_offload_collect(sim_offload *o, int64_t now, int64_t seen,
+			   uint32_t replica, const struct sim_observer *obs,
 			   sim_offload_note note, void *ctx, char *why,
 			   size_t whylen);
 

@@ -617,13 +617,15 @@ replica__off_note(void *ctx, const struct kvo_xfer *x, int64_t start,
 	q->off_load_ns += done - start;
 }
 
-/* The transfers the scheduler's last half step started, timed from now. */
+/* The transfers the scheduler's last half step started, timed from now;
+ * seen done no earlier than `seen` (the end of the step starting them). */
 static kv_err
-replica__off_collect(replica *rp, int64_t now, char *why, size_t whylen)
+replica__off_collect(replica *rp, int64_t now, int64_t seen, char *why,
+		     size_t whylen)
 {
 	if (rp->off == NULL)
 		return KV_OK;
-	return sim_offload_collect(rp->off, now, rp->index, rp->obs,
+	return sim_offload_collect(rp->off, now, seen, rp->index, rp->obs,
 				   replica__off_note, rp, why, whylen);
 }
 
@@ -697,7 +699,7 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 			 kvs_errmsg(rp->s));
 		return e;
 	}
-	if ((e = replica__off_collect(rp, now, why, whylen)) != KV_OK)
+	if ((e = replica__off_collect(rp, now, now, why, whylen)) != KV_OK)
 		return e;
 	if (rp->obs != NULL && rp->obs->completed != NULL &&
 	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
@@ -841,8 +843,6 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 			 kvs_errmsg(rp->s));
 		return e;
 	}
-	if ((e = replica__off_collect(rp, now, why, whylen)) != KV_OK)
-		return e;
 	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
 	    KV_OK)
 		return e;
@@ -870,6 +870,10 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	dt = step_time(rp, st, &cpu);
 	if (rp->async)
 		dt = replica__async_dt(rp, now, dt, cpu);
+	/* the step's loads are reported in its output, at its end */
+	if ((e = replica__off_collect(rp, now, now + dt, why, whylen)) !=
+	    KV_OK)
+		return e;
 	note_step(rp, st, now, dt);
 	rp->busy = true;
 	*dt_ns = dt;
@@ -1077,7 +1081,7 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 			 kvs_errmsg(rp->s));
 		return e;
 	}
-	if ((e = replica__off_collect(rp, now, why, whylen)) != KV_OK)
+	if ((e = replica__off_collect(rp, now, now, why, whylen)) != KV_OK)
 		return e;
 	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
 	    KV_OK)

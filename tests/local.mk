@@ -355,4 +355,5 @@ check_PROGRAMS += %reldir%/check_offload
 # conversation trace of ../shared/traces (exit 77 without it).
 TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
 EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
-	%reldir%/offload/syn.yaml examples/cpu-offload-mooncake.yaml
+	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
+	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml

@@ -13,7 +13,11 @@
 #  4. config.yaml writes the offload keys back and runs again to the same
 #     requests.csv;
 #  5. LMCache with a small CPU tier and a disk tier serves hits from disk;
-#  6. bad offload settings (tests/bad/offload-*.yaml): FILE:LINE:COL, exit 2.
+#  6. bad offload settings (tests/bad/offload-*.yaml): FILE:LINE:COL, exit 2;
+#  7. a load started by step N (its request chosen at 0.40 s) is seen by
+#     the step chosen after step N's output: N+1 (0.41 s) with the
+#     synchronous loop, N+2 (0.42 s) with async scheduling, whose step N+1
+#     is chosen while step N runs (tests/offload/timing.yaml).
 : "${KVSIM:?}" "${top_srcdir:?}"
 T=${TMPDIR:-/tmp}/kvsim-offload.$$
 trap 'rm -rf "$T"' EXIT
@@ -130,4 +134,18 @@ expect_bad offload-medium.yaml "offload-medium.yaml:5:5: unknown key 'kv_offload
 expect_bad offload-backend.yaml "offload-backend.yaml:3:26: engine.kv_offloading_backend: expected native or lmcache"
 expect_bad offload-size.yaml "offload-size.yaml:2:23: engine.kv_offloading_size: 0.001 GiB holds no offloaded block"
 expect_bad offload-disk.yaml "offload-disk.yaml:6:17: kv_offload.lmcache.local_disk needs max_local_disk_size"
+
+# 7.
+for a in false:0.010000000 true:0.020000000; do
+	"$KVSIM" run -q --no-plot -o "$T/tm$a" \
+		"$top_srcdir/tests/offload/timing.yaml" \
+		--set "engine.async_scheduling=${a%:*}" || bad "timing run"
+	row=$(awk -F, '$2 == 3' "$T/tm$a/requests.csv")
+	q=$(echo "$row" | cut -d, -f14)
+	h=$(echo "$row" | cut -d, -f23)
+	[ "$h" = 160 ] && [ "$q" = "${a#*:}" ] &&
+		ok "async_scheduling ${a%:*}: loaded request queued $q s" ||
+		bad "async_scheduling ${a%:*}: request 3 hit '$h', queued" \
+		    "'$q' s, not ${a#*:}"
+done
 exit $fail
