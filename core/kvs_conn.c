@@ -91,8 +91,14 @@ kvs_conn__free(kvs *s, kvs_req r)
 	return KV_OK;
 }
 
-kv_err
-kvs_load_done(kvs *s, kvs_req r, bool ok)
+/*
+ * Take connector mark `mark` off r (KV_ESTATE with "request R has no
+ * <what>" when it lacks it); *freeit: r has ended and nothing else keeps
+ * its blocks.
+ */
+static kv_err
+kvs_conn__unmark(kvs *s, kvs_req r, uint8_t mark, const char *what,
+		 bool *freeit)
 {
 	struct kvs_rq *q;
 
@@ -100,33 +106,39 @@ kvs_load_done(kvs *s, kvs_req r, bool ok)
 	if (!kvs_conn__valid(s, r))
 		return kvs__fail(s, KV_ENOENT, "no such request");
 	q = &s->rq[r];
-	if (!(q->conn & KVS__C_LOADING))
-		return kvs__fail(s, KV_ESTATE, "request %d has no load in "
-				 "flight", r);
-	q->conn &= ~KVS__C_LOADING;
-	if (q->status == KVS_WAITING_REMOTE) {
-		if (!ok)
-			q->conn |= KVS__C_FAILED;
-		return KV_OK;
-	}
+	if (!(q->conn & mark))
+		return kvs__fail(s, KV_ESTATE, "request %d has no %s", r, what);
+	q->conn &= (uint8_t)~mark;
+	*freeit = q->status != KVS_WAITING_REMOTE &&
+	    !(q->conn & (KVS__C_HELD | KVS__C_LOADING));
+	return KV_OK;
+}
+
+kv_err
+kvs_load_done(kvs *s, kvs_req r, bool ok)
+{
+	bool freeit = false;
+	kv_err e = kvs_conn__unmark(s, r, KVS__C_LOADING, "load in flight",
+				    &freeit);
+
+	if (e != KV_OK)
+		return e;
+	if (s->rq[r].status == KVS_WAITING_REMOTE && !ok)
+		s->rq[r].conn |= KVS__C_FAILED;
 	/* aborted while loading: _update_from_kv_xfer_finished frees it */
-	return q->conn & KVS__C_HELD ? KV_OK : kvs_conn__free(s, r);
+	return freeit ? kvs_conn__free(s, r) : KV_OK;
 }
 
 kv_err
 kvs_release(kvs *s, kvs_req r)
 {
-	struct kvs_rq *q;
+	bool freeit = false;
+	kv_err e = kvs_conn__unmark(s, r, KVS__C_HELD,
+				    "blocks held for a connector", &freeit);
 
-	s->msg[0] = '\0';
-	if (!kvs_conn__valid(s, r))
-		return kvs__fail(s, KV_ENOENT, "no such request");
-	q = &s->rq[r];
-	if (!(q->conn & KVS__C_HELD))
-		return kvs__fail(s, KV_ESTATE, "request %d has no blocks held "
-				 "for a connector", r);
-	q->conn &= ~KVS__C_HELD;
-	return q->conn & KVS__C_LOADING ? KV_OK : kvs_conn__free(s, r);
+	if (e != KV_OK)
+		return e;
+	return freeit ? kvs_conn__free(s, r) : KV_OK;
 }
 
 kv_err

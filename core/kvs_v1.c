@@ -31,6 +31,13 @@
  * The model output is kvs_complete_default(): it is update_from_output()
  * for this configuration (R53).
  *
+ * With a KV connector (kvs_set_connector; vLLM 0.15.1's connector path,
+ * docs/scheduler.md R73-R80) the waiting phase also starts loads (blocks
+ * for the prefix hit and the external tokens, status KVS_WAITING_REMOTE,
+ * set aside without budget), sets aside loads in flight, admits landed
+ * ones from their computed count, and puts set-aside requests back in
+ * their own order (0.15.1 has PR #32173).
+ *
  * The waiting queue under sched_policy priority is kept sorted by
  * (priority, arrival), arrival being the kvs_req number: vLLM's heap has no
  * front, a "prepend" is an ordinary push, and (priority, arrival) is a total
@@ -518,9 +525,14 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		budget -= (uint32_t)n;
 	}
 out:
-	/* prepend_requests(skipped): the last one skipped ends up first */
+	/*
+	 * prepend_requests(skipped): the last one skipped ends up first.
+	 * With a KV connector, vLLM 0.15.1's order instead (PR #32173):
+	 * skipped requests keep theirs.
+	 */
 	for (uint32_t j = 0; j < v->nskip; j++) {
-		kv_err e2 = v1s_requeue(s, prio, v->skip[j]);
+		kv_err e2 = v1s_requeue(s, prio, v->skip[conn ?
+							 v->nskip - 1 - j : j]);
 
 		if (e == KV_OK)
 			e = e2;

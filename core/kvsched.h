@@ -344,13 +344,16 @@ void *kvs_policy_state(const kvs *s, const struct kvs_policy *p);
  *
  * match:    vLLM's get_num_new_matched_tokens: *ext tokens past `local`
  *           (the GPU prefix hit, in tokens) the connector can load for r;
- *           0 none.  The scheduler caps local + ext to leave at least one
- *           token to compute, then allocates blocks for local + ext.
+ *           0 none.  The scheduler cuts ext to the request's tokens,
+ *           allocates blocks for local + ext, and when the load lands
+ *           leaves at least one token to compute (docs/scheduler.md R74,
+ *           R75).  Not asked for a request of one token.
  * alloc:    update_state_after_alloc: the blocks are allocated; the load
  *           starts and r waits (KVS_WAITING_REMOTE) for kvs_load_done.
- * computed: after kvs_complete, for every scheduled request: its computed
- *           tokens went from `from` to `to` in the step (the store hook;
- *           r may have finished in it).
+ * computed: at the end of kvs_complete, for every scheduled request in
+ *           sched order: its computed tokens went from `from` to `to` in
+ *           the step (the store hook; r may have finished in it, its
+ *           finished hook having run first).
  * finished: request_finished (finished or aborted): *hold keeps r's blocks
  *           allocated until kvs_release(s, r).
  */
@@ -368,12 +371,15 @@ struct kvs_connector {
 kv_err kvs_set_connector(kvs *s, const struct kvs_connector *c);
 /*
  * The load of r finished (ok) or failed (its tokens are not there and get
- * computed).  r becomes ready; a later step admits it.
+ * computed).  r becomes ready; a later step admits it.  For r aborted
+ * while loading, its blocks are freed now (unless held).  KV_ESTATE: no
+ * load of r in flight.
  */
 kv_err kvs_load_done(kvs *s, kvs_req r, bool ok);
-/* Free the blocks a connector held for a finished request. */
+/* Free the blocks a connector held for a finished request (KV_ESTATE:
+ * none held). */
 kv_err kvs_release(kvs *s, kvs_req r);
-/* The tokens r's last load brought (0: none). */
+/* The tokens r's last load brought (0: none, or the load failed). */
 uint32_t kvs_req_ext(const kvs *s, kvs_req r);
 #ifdef __cplusplus
 }

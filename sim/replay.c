@@ -136,7 +136,7 @@ rp_uint(struct rp *r, const char *what, const char *s, uint64_t max,
 	return RP_OK;
 }
 
-static int
+int
 rp_u32(struct rp *r, const char *what, const char *s, uint32_t *out)
 {
 	uint64_t v;
@@ -320,7 +320,7 @@ rp_opts_allowed(struct rp *r, const struct rp_line *l, const char *allowed)
 	return RP_OK;
 }
 
-static const char *
+const char *
 rp_opt(const struct rp_line *l, const char *key)
 {
 	for (int i = 0; i < l->nopt; i++)
@@ -459,12 +459,15 @@ static const char *const rp_setup_kw[] = {
 	/* scheduler keys (RP_SCHED_KW on) */
 	"policy", "max_num_seqs", "max_num_batched_tokens", "chunked_prefill",
 	"long_prefill_threshold", "preemption", "chunk_size", "sched_policy",
-	"lookahead", NULL
+	"lookahead",
+	/* KV connector (replay_conn.c) */
+	"connector", NULL
 };
 
 #define RP_GROUP_KW 7
 #define RP_DEFER_KW 8
 #define RP_POLICY_KW 9
+#define RP_CONN_KW 18
 
 static int
 rp_setup_index(const char *kw)
@@ -651,6 +654,8 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 		if (rp_npos(r, l, 1) || rp_opts_allowed(r, l, ""))
 			return RP_BAD;
 	}
+	if (idx == RP_CONN_KW)
+		return rp_conn_setup(r, l);
 	if (idx >= RP_POLICY_KW)
 		return rp_sched_setup(r, idx, l);
 	switch (idx) {
@@ -744,7 +749,7 @@ rp_start(struct rp *r)
 			return rp_error(r, "bad setup: %s", why[0] ? why :
 					kv_strerror(e));
 		r->k = kvs_kv(r->s);
-		return RP_OK;
+		return r->conn != NULL ? rp_conn_attach(r) : RP_OK;
 	}
 	for (int i = RP_POLICY_KW + 1; rp_setup_kw[i] != NULL; i++)
 		if (r->seen[i])
@@ -810,7 +815,7 @@ rp_pairs_str(struct rp *r)
 	return buf;
 }
 
-static void
+void
 rp_hist_push(struct rp *r, const char *text)
 {
 	if (!r->o->check || r->nomem)
@@ -1573,6 +1578,11 @@ rp_step_line(struct rp *r, const struct kvs_step *st)
 	rp_buf_pairs(&b, " swap_out=", st->swap_out, st->nswap_out);
 	rp_buf_pairs(&b, " swap_in=", st->swap_in, st->nswap_in);
 	rp_buf_pairs(&b, " cow=", st->cow, st->ncow);
+	for (uint32_t i = 0; i < st->nload; i++)
+		rp_buf_add(&b, "%s%s:%u", i ? "," : " load=",
+			   r->reqname[st->load[i]],
+			   kvs_req_ext(r->s, st->load[i]));
+	rp_buf_reqs(r, &b, " held=", st->held, st->nheld);
 	rp_emit(r, "%s", b.p);
 	free(b.p);
 }
@@ -1695,7 +1705,7 @@ rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 			return rc;
 		if (st->nsched == 0 && st->npreempt == 0 &&
 		    st->nfinish == 0 && st->nignored == 0 &&
-		    kvs_nunfinished(r->s) > 0)
+		    st->nload == 0 && kvs_nunfinished(r->s) > 0)
 			return rp_error(r, "run: step %llu made no progress "
 					"with %u requests unfinished; it "
 					"would repeat forever",
@@ -1762,6 +1772,10 @@ static const struct rp_opdef {
 	{ "step", NULL, rp_sched_step, false },
 	{ "run", NULL, rp_sched_run, false },
 	{ "abort", NULL, rp_sched_abort, false },
+	{ "external", NULL, rp_conn_external, false },
+	{ "hold", NULL, rp_conn_hold, false },
+	{ "loaded", NULL, rp_conn_loaded, false },
+	{ "release", NULL, rp_conn_release, false },
 };
 
 /* One operation line.  `text` is the line as written, for the history. */
@@ -1834,6 +1848,7 @@ rp_release(struct rp *r)
 	else
 		kvc_free(r->k);
 	sim_plugin_unload(r->plugin);
+	rp_conn_free(r);
 	free(r->reqname);
 	if (r->ids != NULL)
 		for (uint32_t i = 0; i <= r->idmask; i++)

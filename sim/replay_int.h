@@ -70,6 +70,8 @@ struct rp {
 	/* memory ran out: nothing more is written, replay_run stops at the
 	 * end of the line and returns KV_ENOMEM */
 	bool nomem;
+	/* `connector scripted` (replay_conn.c), or NULL */
+	struct rp_conn *conn;
 };
 
 enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
@@ -107,5 +109,18 @@ int rp_table_seq(struct rp *r, const struct rp_line *l, int32_t *s);
 int rp_op_queue(struct rp *r, struct rp_line *l, const char *text);
 int rp_op_state(struct rp *r, struct rp_line *l, const char *text);
 int rp_op_evictor(struct rp *r, struct rp_line *l, const char *text);
+
+void rp_hist_push(struct rp *r, const char *text);
+int rp_u32(struct rp *r, const char *what, const char *s, uint32_t *out);
+const char *rp_opt(const struct rp_line *l, const char *key);
+
+/* replay_conn.c: `connector scripted` and its lines. */
+int rp_conn_setup(struct rp *r, struct rp_line *l);
+int rp_conn_attach(struct rp *r);
+void rp_conn_free(struct rp *r);
+int rp_conn_external(struct rp *r, struct rp_line *l, const char *text);
+int rp_conn_hold(struct rp *r, struct rp_line *l, const char *text);
+int rp_conn_loaded(struct rp *r, struct rp_line *l, const char *text);
+int rp_conn_release(struct rp *r, struct rp_line *l, const char *text);
 
 #endif /* SIM_REPLAY_INT_H */

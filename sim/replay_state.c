@@ -38,8 +38,12 @@ rp_op_queue(struct rp *r, struct rp_line *l, const char *text)
 			kvs_req x = kvs_queue_at(r->s, (kvs_queue)q, i);
 			int32_t s = kvs_req_seq(r->s, x);
 
+			/* a load in flight: vLLM's num_computed_tokens is 0 */
+			bool none = s < 0 ||
+			    kvs_req_status(r->s, x) == KVS_WAITING_REMOTE;
+
 			rp_buf_add(&b, "%s%s:%zu", i ? "," : "", r->reqname[x],
-				   s < 0 ? (size_t)0 : kvc_seq_computed(r->k, s));
+				   none ? (size_t)0 : kvc_seq_computed(r->k, s));
 		}
 		rp_buf_add(&b, "]");
 	}

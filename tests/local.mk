@@ -343,6 +343,14 @@ EXTRA_DIST += %reldir%/frontend.sh %reldir%/gpu/no-frontend.yaml \
 TESTS += %reldir%/autocal.sh
 EXTRA_DIST += %reldir%/autocal.sh
 
+# The KV connector of policy vllm-v1 (issue 19): hooks, the step's load
+# and held lists, audit with loads in flight and held blocks, an idle
+# connector changing nothing, and a randomized run under kvs_audit.
+check_PROGRAMS += %reldir%/check_connector
+%canon_reldir%_check_connector_SOURCES = %reldir%/check_connector.c
+%canon_reldir%_check_connector_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_connector_LDADD = $(KV_TEST_LIBS)
+
 # Issue 19: the offload manager and the offloading connector
 # (core/kv_tier.c, core/kv_offload.c; docs/offload.md).
 check_PROGRAMS += %reldir%/check_offload
