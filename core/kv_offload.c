@@ -329,7 +329,7 @@ kvo__x_new(kvo *o, kvs_req r, uint32_t tier, enum kvo_dir dir,
 	return x;
 }
 
-/* ---- stores (O3-O8, O17-O19) ---------------------------------------- */
+/* ---- stores (O3-O8, O21) -------------------------------------------- */
 
 /* The pending stores of q become hits (complete_store). */
 static void
@@ -438,7 +438,7 @@ kvo__sync(kvo *o)
 
 /* ---- hooks -------------------------------------------------------- */
 
-/* The tier nearest the GPU holding hash h ready, or -1 (O20). */
+/* The tier nearest the GPU holding hash h ready, or -1 (O23). */
 static int
 kvo__nearest(const kvo *o, uint64_t h)
 {
@@ -448,7 +448,7 @@ kvo__nearest(const kvo *o, uint64_t h)
 	return -1;
 }
 
-/* get_num_new_matched_tokens (O9-O12, O20). */
+/* get_num_new_matched_tokens (O9-O12, O23). */
 static kv_err
 kvo__match(void *ctx, kvs *s, kvs_req r, uint32_t local, uint32_t *ext)
 {
@@ -520,7 +520,7 @@ kvo__load_block(kvo *o, struct kvo__x **xt, kvs_req r, uint32_t t,
 	return KV_OK;
 }
 
-/* update_state_after_alloc (O13-O16, O21). */
+/* update_state_after_alloc (O13-O15, O23). */
 static kv_err
 kvo__alloc(void *ctx, kvs *s, kvs_req r, uint32_t local, uint32_t ext)
 {
@@ -605,7 +605,10 @@ kvo__finished(void *ctx, kvs *s, kvs_req r, bool *hold)
 	if (q == NULL)
 		return KV_ENOMEM;
 	kvo__sync(o);
-	if (!q->finished && kvs_req_status(o->s, r) != KVS_WAITING_REMOTE) {
+	/* the blocks the finishing step filled (the computed hook comes
+	 * after this one); an abort comes between steps: nothing new */
+	if (!q->finished && q->nload == 0 &&
+	    kvs_req_status(o->s, r) != KVS_ABORTED) {
 		uint32_t to = (uint32_t)kvc_seq_computed(kvs_kv(o->s),
 							 kvs_req_seq(o->s,
 								     r));
@@ -681,7 +684,8 @@ kvo_started(kvo *o, const struct kvo_xfer **out)
 	return n;
 }
 
-/* A load transfer finished: complete_load, copy up, kvs_load_done. */
+/* A load transfer finished: complete_load (O15), copy up (O24),
+ * kvs_load_done (O13). */
 static kv_err
 kvo__load_done(kvo *o, struct kvo__x *x, struct kvo__rq *q, bool ok)
 {
@@ -698,12 +702,11 @@ kvo__load_done(kvo *o, struct kvo__x *x, struct kvo__rq *q, bool ok)
 		q->loadfail = true;
 	if (q->nload > 0 && --q->nload > 0)
 		return KV_OK;
-	if (q->finished)
-		return KV_OK;
+	/* an aborted request's blocks are freed by this call too */
 	return kvs_load_done(o->s, x->x.req, !q->loadfail);
 }
 
-/* A store transfer finished (O6-O8, O18). */
+/* A store transfer finished (O6, O7, O17, O22). */
 static kv_err
 kvo__store_done(kvo *o, struct kvo__x *x, struct kvo__rq *q, bool ok)
 {

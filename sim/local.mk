@@ -16,6 +16,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/calserve.c %reldir%/calserve.h \
 	%reldir%/replay.c %reldir%/replay.h %reldir%/replay_int.h \
 	%reldir%/replay_state.c %reldir%/replay_conn.c \
+	%reldir%/replay_offload.c \
 	%reldir%/plugin.c %reldir%/plugin.h \
 	%reldir%/vllmver.c %reldir%/vllmver.h \
 	%reldir%/tiers.c %reldir%/tiers.h \

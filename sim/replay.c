@@ -461,13 +461,16 @@ static const char *const rp_setup_kw[] = {
 	"long_prefill_threshold", "preemption", "chunk_size", "sched_policy",
 	"lookahead",
 	/* KV connector (replay_conn.c) */
-	"connector", NULL
+	"connector",
+	/* offload tiers (replay_offload.c) */
+	"offload", NULL
 };
 
 #define RP_GROUP_KW 7
 #define RP_DEFER_KW 8
 #define RP_POLICY_KW 9
 #define RP_CONN_KW 18
+#define RP_OFFLOAD_KW 19
 
 static int
 rp_setup_index(const char *kw)
@@ -647,6 +650,10 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 	struct kvc_config *c = &r->cfg;
 	uint32_t v;
 
+	if (idx == RP_OFFLOAD_KW) {
+		r->seen[idx] = true;
+		return rp_off_setup(r, l);
+	}
 	if (idx != RP_GROUP_KW) {
 		if (r->seen[idx])
 			return rp_error(r, "%s given twice", l->kw);
@@ -749,7 +756,9 @@ rp_start(struct rp *r)
 			return rp_error(r, "bad setup: %s", why[0] ? why :
 					kv_strerror(e));
 		r->k = kvs_kv(r->s);
-		return r->conn != NULL ? rp_conn_attach(r) : RP_OK;
+		if (r->conn != NULL && rp_conn_attach(r) != RP_OK)
+			return RP_BAD;
+		return r->off != NULL ? rp_off_attach(r) : RP_OK;
 	}
 	for (int i = RP_POLICY_KW + 1; rp_setup_kw[i] != NULL; i++)
 		if (r->seen[i])
@@ -1583,6 +1592,8 @@ rp_step_line(struct rp *r, const struct kvs_step *st)
 			   r->reqname[st->load[i]],
 			   kvs_req_ext(r->s, st->load[i]));
 	rp_buf_reqs(r, &b, " held=", st->held, st->nheld);
+	if (r->off != NULL)
+		rp_off_step(r, &b);
 	rp_emit(r, "%s", b.p);
 	free(b.p);
 }
@@ -1598,6 +1609,8 @@ rp_one_step(struct rp *r, const struct kvs_step **out)
 		return rp_error(r, "step: %s", kvs_errmsg(r->s)[0] ?
 				kvs_errmsg(r->s) : kv_strerror(e));
 	rp_step_line(r, *out);
+	if (r->off != NULL && rp_off_settle(r) != RP_OK)
+		return RP_BAD;
 	if (r->o->check && kvs_audit(r->s, why, sizeof(why)) != 0)
 		return rp_disagree(r, "scheduler invariant broken after step "
 				   "%llu: %s",
@@ -1776,6 +1789,9 @@ static const struct rp_opdef {
 	{ "hold", NULL, rp_conn_hold, false },
 	{ "loaded", NULL, rp_conn_loaded, false },
 	{ "release", NULL, rp_conn_release, false },
+	{ "xfer", NULL, rp_off_xfer, false },
+	{ "xfer_done", NULL, rp_off_xfer_done, false },
+	{ "offload_state", NULL, rp_off_state, false },
 };
 
 /* One operation line.  `text` is the line as written, for the history. */
@@ -1849,6 +1865,7 @@ rp_release(struct rp *r)
 		kvc_free(r->k);
 	sim_plugin_unload(r->plugin);
 	rp_conn_free(r);
+	rp_off_free(r);
 	free(r->reqname);
 	if (r->ids != NULL)
 		for (uint32_t i = 0; i <= r->idmask; i++)

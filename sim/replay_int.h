@@ -72,6 +72,8 @@ struct rp {
 	bool nomem;
 	/* `connector scripted` (replay_conn.c), or NULL */
 	struct rp_conn *conn;
+	/* `offload ...` (replay_offload.c), or NULL */
+	struct rp_off *off;
 };
 
 enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
@@ -122,5 +124,15 @@ int rp_conn_external(struct rp *r, struct rp_line *l, const char *text);
 int rp_conn_hold(struct rp *r, struct rp_line *l, const char *text);
 int rp_conn_loaded(struct rp *r, struct rp_line *l, const char *text);
 int rp_conn_release(struct rp *r, struct rp_line *l, const char *text);
+
+/* replay_offload.c: `offload ...` and its lines (docs/offload.md). */
+int rp_off_setup(struct rp *r, struct rp_line *l);
+int rp_off_attach(struct rp *r);
+void rp_off_free(struct rp *r);
+void rp_off_step(struct rp *r, struct rp_buf *b);
+int rp_off_settle(struct rp *r);
+int rp_off_xfer(struct rp *r, struct rp_line *l, const char *text);
+int rp_off_xfer_done(struct rp *r, struct rp_line *l, const char *text);
+int rp_off_state(struct rp *r, struct rp_line *l, const char *text);
 
 #endif /* SIM_REPLAY_INT_H */

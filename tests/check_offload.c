@@ -411,6 +411,185 @@ START_TEST(attach_needs_v1_caching_and_multiple)
 }
 END_TEST
 
+/* ---- a whole run: accounting, invariants, determinism ------------- */
+
+#define RNREQ 80
+#define RMAXFLY 4096
+#define RGPU 20
+
+struct run_acc {
+	uint64_t load_tokens[KVO_MAX_TIERS], load_gpu[KVO_MAX_TIERS];
+	uint64_t store_gpu[KVO_MAX_TIERS];
+	uint64_t ext_total, steps, loads;
+	struct kvo_tier_stats st[KVO_MAX_TIERS];
+};
+
+struct fly {
+	uint64_t id;
+	int left;		/* steps until done */
+};
+
+static void
+run_check(kvs *s, kvo *o)
+{
+	char why[256] = "";
+	int rc = kvs_audit(s, why, sizeof(why));
+
+	ck_assert_msg(rc == 0, "kvs_audit %d: %s", rc, why);
+	rc = kvo_check(o, why, sizeof(why));
+	ck_assert_msg(rc == 0, "kvo_check %d: %s", rc, why);
+}
+
+/* Take the transfers a step started: account them, put them in flight. */
+static void
+run_take(kvo *o, kvs *s, struct fly *fly, uint32_t *nfly,
+	 struct run_acc *a, uint32_t f)
+{
+	const struct kvo_xfer *x;
+	uint32_t n = kvo_started(o, &x);
+
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(x[i].npairs, x[i].nblocks);
+		if (x[i].dir == KVO_LOAD) {
+			a->load_tokens[x[i].tier] += x[i].ntokens;
+			a->load_gpu[x[i].tier] += x[i].nblocks;
+			ck_assert_int_eq(kvs_req_status(s, x[i].req),
+					 KVS_WAITING_REMOTE);
+		} else {
+			a->store_gpu[x[i].tier] += x[i].nblocks;
+			ck_assert_uint_eq(x[i].nblocks % f, 0);
+		}
+		ck_assert_uint_lt(*nfly, RMAXFLY);
+		fly[*nfly].id = x[i].id;
+		fly[(*nfly)++].left = rand() % 4;
+	}
+}
+
+/* Transfers whose time is up end (in start order); the rest age. */
+static void
+run_land(kvo *o, struct fly *fly, uint32_t *nfly, bool all)
+{
+	uint32_t keep = 0, n = *nfly;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (all || fly[i].left-- <= 0) {
+			ck_assert_int_eq(kvo_done(o, fly[i].id, true), KV_OK);
+			continue;
+		}
+		fly[keep++] = fly[i];
+	}
+	*nfly = keep;
+}
+
+static void
+run_add(kvs *s, int i, struct run_acc *a)
+{
+	uint32_t tok[64], n = 0, p = (uint32_t)(rand() % 8);
+	uint32_t plen = 8 + 4 * (p % 3), slen = 1 + (uint32_t)(rand() % 20);
+	kvs_req r;
+
+	(void)a;
+	for (uint32_t t = 0; t < plen; t++)
+		tok[n++] = 1000 * p + t;
+	for (uint32_t t = 0; t < slen; t++)
+		tok[n++] = 100000 + 100 * (uint32_t)i + t;
+	ck_assert_int_eq(kvs_add(s, tok, n, 1 + (uint32_t)(rand() % 6), 0,
+				 &r), KV_OK);
+}
+
+static void
+run_one(enum kvo_kind kind, unsigned seed, struct run_acc *a)
+{
+	struct kvo_config c = { .kind = kind, .block_tokens = 4,
+				.ntiers = 1 };
+	struct fly *fly = malloc(RMAXFLY * sizeof(*fly));
+	const struct kvs_step *st;
+	uint32_t nfly = 0;
+	int added = 0;
+	kvo *o;
+	kvs *s;
+	kv_err e;
+
+	memset(a, 0, sizeof(*a));
+	c.tier[0].blocks = 12;
+	if (kind == KVO_LMCACHE) {
+		c.ntiers = 2;
+		c.tier[0].blocks = 4;
+		c.tier[1].blocks = 24;
+	} else {
+		c.block_tokens = 8;
+	}
+	srand(seed);
+	ck_assert_ptr_nonnull(fly);
+	ck_assert_ptr_nonnull(o = kvo_new(&c, &e, NULL, 0));
+	/* room for the loads that wait behind a preempted head: with 16
+	 * blocks, seed 7 stalls -- the waiting loop stops at a head that
+	 * does not fit while landed loads behind it hold the blocks */
+	ck_assert_ptr_nonnull(s = v1_kvs(RGPU + 1, true, "vllm-v1"));
+	ck_assert_int_eq(kvo_attach(o, s), KV_OK);
+	while (added < RNREQ || kvs_nunfinished(s) > 0 || nfly > 0) {
+		for (int k = rand() % 3; k > 0 && added < RNREQ; k--)
+			run_add(s, added++, a);
+		ck_assert_int_eq(kvs_step(s, &st), KV_OK);
+		for (uint32_t i = 0; i < st->nload; i++)
+			a->ext_total += kvs_req_ext(s, st->load[i]);
+		a->loads += st->nload;
+		run_take(o, s, fly, &nfly, a, kind == KVO_NATIVE ? 2 : 1);
+		run_check(s, o);
+		run_land(o, fly, &nfly, false);
+		run_check(s, o);
+		ck_assert_uint_lt(++a->steps, 20000);
+	}
+	run_land(o, fly, &nfly, true);
+	for (uint32_t t = 0; t < c.ntiers; t++)
+		a->st[t] = *kvo_stats(o, t);
+	/* every block is back: nothing held, nothing loading */
+	ck_assert_uint_eq(kvc_free_blocks(kvs_kv(s), 0), RGPU);
+	kvs_free(s);
+	kvo_free(o);
+	free(fly);
+}
+
+START_TEST(run_accounting_native)
+{
+	struct run_acc a, b;
+
+	run_one(KVO_NATIVE, 7, &a);
+	ck_assert_uint_gt(a.loads, 0);	/* the run exercises loads */
+	/* bytes moved agree with the hits: the tokens the loads carry are
+	 * the tier's hit tokens and the scheduler's ext tokens */
+	ck_assert_uint_eq(a.load_tokens[0], a.st[0].hit_tokens);
+	ck_assert_uint_eq(a.ext_total, a.st[0].hit_tokens);
+	/* each GPU block loaded is one half of an offloaded block read */
+	ck_assert_uint_le(a.load_gpu[0], 2 * a.st[0].load_blocks);
+	ck_assert_uint_ge(a.load_gpu[0], a.st[0].load_blocks);
+	ck_assert_uint_eq(a.store_gpu[0], 2 * a.st[0].store_blocks);
+	ck_assert_uint_le(a.st[0].used_blocks, a.st[0].capacity_blocks);
+	run_one(KVO_NATIVE, 7, &b);
+	ck_assert_mem_eq(&a, &b, sizeof(a));	/* deterministic */
+}
+END_TEST
+
+START_TEST(run_accounting_lmcache)
+{
+	struct run_acc a;
+	uint64_t hit = 0;
+
+	run_one(KVO_LMCACHE, 11, &a);
+	ck_assert_uint_gt(a.loads, 0);
+	for (uint32_t t = 0; t < 2; t++) {
+		ck_assert_uint_eq(a.load_tokens[t], a.st[t].hit_tokens);
+		ck_assert_uint_eq(a.load_gpu[t], a.st[t].load_blocks);
+		hit += a.st[t].hit_tokens;
+	}
+	ck_assert_uint_eq(a.ext_total, hit);
+	ck_assert_uint_gt(a.st[1].hit_tokens, 0);	/* the disk served */
+	/* the disk takes every store; the CPU tier also takes copies up */
+	ck_assert_uint_eq(a.store_gpu[1], a.st[1].store_blocks);
+	ck_assert_uint_ge(a.st[0].store_blocks, a.store_gpu[0]);
+}
+END_TEST
+
 static Suite *
 offload_suite(void)
 {
@@ -428,6 +607,8 @@ offload_suite(void)
 	suite_add_tcase(s, tm);
 	tcase_add_test(tc, config_errors);
 	tcase_add_test(tc, attach_needs_v1_caching_and_multiple);
+	tcase_add_test(tc, run_accounting_native);
+	tcase_add_test(tc, run_accounting_lmcache);
 	suite_add_tcase(s, tc);
 	return s;
 }
