@@ -17,7 +17,8 @@
 #  7. a load started by step N (its request chosen at 0.40 s) is seen by
 #     the step chosen after step N's output: N+1 (0.41 s) with the
 #     synchronous loop, N+2 (0.42 s) with async scheduling, whose step N+1
-#     is chosen while step N runs (tests/offload/timing.yaml).
+#     is chosen while step N runs (tests/offload/timing.yaml);
+#  8. `kvsim catalog list tiers` lists data/tiers.yaml's three media.
 : "${KVSIM:?}" "${top_srcdir:?}"
 T=${TMPDIR:-/tmp}/kvsim-offload.$$
 trap 'rm -rf "$T"' EXIT
@@ -148,4 +149,11 @@ for a in false:0.010000000 true:0.020000000; do
 		bad "async_scheduling ${a%:*}: request 3 hit '$h', queued" \
 		    "'$q' s, not ${a#*:}"
 done
+
+# 8.
+"$KVSIM" catalog list tiers >"$T/tiers" || bad "catalog list tiers"
+[ "$(awk 'NR > 1 { printf "%s:%s ", $1, $2 }' "$T/tiers")" = \
+  "cpu-dram:cpu local-nvme:disk remote-store:remote " ] &&
+	grep -q '^local-nvme .* 13.0 GB/s  *6.6 GB/s  *100 us$' "$T/tiers" &&
+	ok "catalog list tiers" || { bad "catalog list tiers"; cat "$T/tiers"; }
 exit $fail

@@ -14,6 +14,7 @@
 #include "sim/model/catalog.h"
 #include "sim/model/mixer.h"
 #include "sim/model/sizing.h"
+#include "sim/tiers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,13 +26,14 @@ static void
 catalog_usage(FILE *f)
 {
 	fprintf(f,
-"usage: kvsim catalog list [models|gpus]\n"
+"usage: kvsim catalog list [models|gpus|tiers]\n"
 "       kvsim catalog show [models|gpus] NAME\n"
 "       kvsim catalog show CONFIG.json\n"
 "\n"
 "List the model and GPU catalogs, or show one entry with the source of every\n"
 "number.  NAME is an id or an alias (case-insensitive).  A config.json is\n"
-"shown as kvsim reads it.\n"
+"shown as kvsim reads it.  `list tiers' lists the KV offload media\n"
+"(tiers.yaml).\n"
 "\n"
 "  --datadir DIR   catalog directory (default $KVSIM_DATADIR or the installed\n"
 "                  one: %s)\n"
@@ -303,6 +305,33 @@ catalog_show_gpu(const struct cat_gpu *g)
 	printf("unified_memory: %s\n", g->unified_memory ? "true" : "false");
 }
 
+/* The KV tier catalog (tiers.yaml; sim/tiers.h). */
+static int
+catalog_list_tiers(const char *datadir)
+{
+	struct sim_tiers t;
+	char err[1200];
+
+	if (sim_tiers_load(&t, datadir, NULL, err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "kvsim catalog: %s\n", err);
+		return KVSIM_EXIT_USAGE;
+	}
+	printf("%-14s %-7s %-5s %12s %12s %10s\n", "MEDIUM", "TIER", "LINK",
+	       "READ", "WRITE", "LATENCY");
+	for (int k = 0; k < SIM_TIER_NMEDIA; k++) {
+		const struct sim_tier *m = &t.m[k];
+
+		if (m->host)
+			printf("%-14s %-7s %-5s %12s %12s %10s\n", m->id,
+			       m->tier, "host", "swap copy", "swap copy", "-");
+		else
+			printf("%-14s %-7s %-5s %7.1f GB/s %7.1f GB/s %7.0f us"
+			       "\n", m->id, m->tier, "-", m->read_gbps,
+			       m->write_gbps, m->latency_us);
+	}
+	return KVSIM_EXIT_OK;
+}
+
 int
 catalog_main(int argc, char **argv)
 {
@@ -330,6 +359,7 @@ catalog_main(int argc, char **argv)
 		} else if (what == NULL &&
 			   (strcmp(argv[i], "models") == 0 ||
 			    strcmp(argv[i], "gpus") == 0 ||
+			    strcmp(argv[i], "tiers") == 0 ||
 			    strcmp(argv[i], "devices") == 0) && name == NULL) {
 			what = argv[i];
 		} else if (name == NULL) {
@@ -353,6 +383,14 @@ catalog_main(int argc, char **argv)
 	if (strcmp(verb, "show") == 0 && name == NULL) {
 		fprintf(stderr, "kvsim catalog show: which entry?\n"
 			"usage: kvsim catalog show [models|gpus] NAME\n");
+		return KVSIM_EXIT_USAGE;
+	}
+	if (what != NULL && strcmp(what, "tiers") == 0 &&
+	    strcmp(verb, "list") == 0)
+		return catalog_list_tiers(datadir);
+	if (what != NULL && strcmp(what, "tiers") == 0) {
+		fprintf(stderr, "kvsim catalog show: the tiers are listed, not "
+			"shown ('kvsim catalog list tiers')\n");
 		return KVSIM_EXIT_USAGE;
 	}
 	if (name != NULL && what == NULL && strlen(name) > 5 &&
