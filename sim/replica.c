@@ -665,11 +665,14 @@ replica_offload(const replica *rp)
 }
 
 int64_t
-replica_offload_wake(replica *rp)
+replica_offload_wake(replica *rp, int64_t now)
 {
 	int64_t t = rp->off != NULL ? sim_offload_next(rp->off) : -1;
 
-	if (t < 0 || t == rp->off_armed)
+	/* a wake told before for a time still to come is pending; one for
+	 * now may have been taken already (a transfer started at this
+	 * instant ends in it): told again */
+	if (t < 0 || (t == rp->off_armed && t > now))
 		return -1;
 	rp->off_armed = t;
 	return t;

@@ -210,10 +210,10 @@ int replica_check(const replica *rp, char *why, size_t whylen);
 /*
  * KV offload (replica_cfg.offload): the replica's manager (NULL: none),
  * and when an idle replica must be woken to complete a transfer: the
- * earliest completion still to come, or -1 (-1 too when the same time
- * was returned before).
+ * earliest completion still to come, or -1 (-1 too when the same time,
+ * later than now, was returned before).
  */
 const sim_offload *replica_offload(const replica *rp);
-int64_t replica_offload_wake(replica *rp);
+int64_t replica_offload_wake(replica *rp, int64_t now);
 
 #endif

@@ -352,7 +352,7 @@ offload_totals(const sim_run *R, struct rpt_totals *t)
 static kv_err
 offload_wake(sim_run *R, uint32_t i, int64_t now)
 {
-	int64_t t = R->off_on ? replica_offload_wake(R->rp[i]) : -1;
+	int64_t t = R->off_on ? replica_offload_wake(R->rp[i], now) : -1;
 
 	if (t >= 0 && sim_evq_push(&R->q, t > now ? t : now, SIM_EV_WAKE, i,
 				   NULL) != KV_OK)
