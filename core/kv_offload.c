@@ -340,6 +340,11 @@ kvo__ready(kvo *o, struct kvo__rq *q)
 			      true);
 	q->pend.n = 0;
 	q->storing = false;
+	if (q->finished) {
+		free(q->pend.a);
+		q->pend.a = NULL;
+		q->pend.cap = 0;
+	}
 }
 
 /* One tier's store of offloaded blocks [start, nb) of r (hashes in hbuf);
@@ -706,19 +711,29 @@ kvo__load_done(kvo *o, struct kvo__x *x, struct kvo__rq *q, bool ok)
 	return kvs_load_done(o->s, x->x.req, !q->loadfail);
 }
 
+/* complete_store of slot v if it is still pending for q. */
+static void
+kvo__unpend(kvo *o, struct kvo__rq *q, struct kvo__slot v, bool ok)
+{
+	for (uint32_t j = 0; j < q->pend.n; j++)
+		if (q->pend.a[j].tier == v.tier &&
+		    q->pend.a[j].slot == v.slot) {
+			kvt_store_end(&o->tier[v.tier], v.slot, ok);
+			q->pend.a[j] = q->pend.a[--q->pend.n];
+			return;
+		}
+}
+
 /* A store transfer finished (O6, O7, O17, O22). */
 static kv_err
 kvo__store_done(kvo *o, struct kvo__x *x, struct kvo__rq *q, bool ok)
 {
+	/* native: a success waits for the request's end (O7); a slot no
+	 * longer pending for q (made ready at a preemption, maybe evicted
+	 * and reused since) is not q's to end */
 	if (!ok || o->cfg.kind == KVO_LMCACHE)
-		for (uint32_t i = 0; i < x->slots.n; i++) {
-			kvt_store_end(&o->tier[x->slots.a[i].tier],
-				      x->slots.a[i].slot, ok);
-			for (uint32_t j = 0; j < q->pend.n; j++)
-				if (q->pend.a[j].tier == x->slots.a[i].tier &&
-				    q->pend.a[j].slot == x->slots.a[i].slot)
-					q->pend.a[j] = q->pend.a[--q->pend.n];
-		}
+		for (uint32_t i = 0; i < x->slots.n; i++)
+			kvo__unpend(o, q, x->slots.a[i], ok);
 	if (q->nstore > 0)
 		q->nstore--;
 	if (q->nstore > 0 || !q->finished)

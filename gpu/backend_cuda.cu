@@ -49,6 +49,8 @@
 
 struct cuda {
 	uint32_t *dev, *host;
+	uint32_t *tier[KVGPU_MAX_TIERS];	/* tier pools, as host */
+	int devid;
 	uint32_t *stage_d, *stage_h;	/* staged strategy */
 	cudaStream_t st;
 	cudaEvent_t e0, e1;
@@ -349,10 +351,14 @@ cuda_close(kvgpu *g)
 	(void)cudaFree(c->stage_d);
 	(void)cudaFree(c->dscr);
 	(void)cudaFree(c->dres);
-	if (c->pinned)
-		(void)cudaFreeHost(c->host);
-	else
-		free(c->host);
+	for (int t = -1; t < KVGPU_MAX_TIERS; t++) {
+		uint32_t *h = t < 0 ? c->host : c->tier[t];
+
+		if (c->pinned)
+			(void)cudaFreeHost(h);
+		else
+			free(h);
+	}
 	(void)cudaFreeHost(c->stage_h);
 	(void)cudaFreeHost(c->hscr);
 	if (c->e0 != NULL)
@@ -376,6 +382,7 @@ cuda_open2(kvgpu *g, int dev)
 			kvgpu_block_bytes(&g->geom);
 	size_t fr, tot;
 
+	c->devid = dev;
 	CU(cudaSetDevice(dev), "cudaSetDevice");
 	CU(cudaFree(0), "context");
 	CU(cudaMemGetInfo(&fr, &tot), "cudaMemGetInfo");
@@ -440,6 +447,13 @@ cuda_open(kvgpu *g, const char *arg)
 
 /* ---- pool operations ---------------------------------------------------- */
 
+/* The host memory of a pool other than the device's. */
+static uint32_t *
+hpool(struct cuda *c, int side)
+{
+	return side == KVGPU_HOST ? c->host : c->tier[side - KVGPU_TIER0];
+}
+
 static kv_err
 cuda_poison(kvgpu *g, enum kvgpu_side side, const int32_t *b, size_t n)
 {
@@ -447,10 +461,10 @@ cuda_poison(kvgpu *g, enum kvgpu_side side, const int32_t *b, size_t n)
 	void *d;
 	kv_err e;
 
-	if (side == KVGPU_HOST) {
+	if (side != KVGPU_DEV) {
 		if ((e = sync(g)) != KV_OK)
 			return e;
-		kvgpu__cpu_poison(c->host, &g->lay[side], b, n);
+		kvgpu__cpu_poison(hpool(c, side), &g->lay[side], b, n);
 		return KV_OK;
 	}
 	if ((e = upload(g, b, n * sizeof(*b), &d)) != KV_OK)
@@ -470,10 +484,10 @@ cuda_fill(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
 	void *d;
 	kv_err e;
 
-	if (side == KVGPU_HOST) {
+	if (side != KVGPU_DEV) {
 		if ((e = sync(g)) != KV_OK)
 			return e;
-		kvgpu__cpu_fill(c->host, &g->lay[side], s, n);
+		kvgpu__cpu_fill(hpool(c, side), &g->lay[side], s, n);
 		return KV_OK;
 	}
 	if ((e = upload(g, s, n * sizeof(*s), &d)) != KV_OK)
@@ -498,8 +512,8 @@ cuda_verify(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
 
 	if ((e = sync(g)) != KV_OK)
 		return e;
-	if (side == KVGPU_HOST) {
-		kvgpu__cpu_verify(c->host, y, s, n, out);
+	if (side != KVGPU_DEV) {
+		kvgpu__cpu_verify(hpool(c, side), y, s, n, out);
 		return KV_OK;
 	}
 	if ((e = upload(g, s, n * sizeof(*s), &d)) != KV_OK)
@@ -554,9 +568,9 @@ block_sum(kvgpu *g, enum kvgpu_side side, const int32_t *b, size_t n,
 
 	if ((e = sync(g)) != KV_OK)
 		return e;
-	if (side == KVGPU_HOST) {
-		*out = digest ? kvgpu__cpu_digest(c->host, y, b, n) :
-		       kvgpu__cpu_scan(c->host, y, b, n);
+	if (side != KVGPU_DEV) {
+		*out = digest ? kvgpu__cpu_digest(hpool(c, side), y, b, n) :
+		       kvgpu__cpu_scan(hpool(c, side), y, b, n);
 		return KV_OK;
 	}
 	if ((e = upload(g, b, n * sizeof(*b), &d)) != KV_OK)
@@ -614,8 +628,8 @@ cuda_peek(kvgpu *g, enum kvgpu_side side, uint64_t off, uint32_t *w,
 
 	if (e != KV_OK)
 		return e;
-	if (side == KVGPU_HOST)
-		memcpy(w, c->host + off, n * 4);
+	if (side != KVGPU_DEV)
+		memcpy(w, hpool(c, side) + off, n * 4);
 	else	/* on the stream: the legacy stream is not ordered with it */
 		CU(cudaMemcpyAsync(w, c->dev + off, n * 4,
 				   cudaMemcpyDeviceToHost, c->st), "peek");
@@ -631,8 +645,8 @@ cuda_poke(kvgpu *g, enum kvgpu_side side, uint64_t off, const uint32_t *w,
 
 	if (e != KV_OK)
 		return e;
-	if (side == KVGPU_HOST)
-		memcpy(c->host + off, w, n * 4);
+	if (side != KVGPU_DEV)
+		memcpy(hpool(c, side) + off, w, n * 4);
 	else
 		CU(cudaMemcpyAsync(c->dev + off, w, n * 4,
 				   cudaMemcpyHostToDevice, c->st), "poke");
@@ -897,30 +911,44 @@ copy_staged(kvgpu *g, const struct cu_plan *p, const struct kvgpu_pair *pr,
 	return KV_OK;
 }
 
+/* The end of a timed span that began at host time h0 with event e0. */
 static kv_err
-cuda_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
+timed_end(kvgpu *g, int64_t h0, struct kvgpu_timing *t)
+{
+	struct cuda *c = (struct cuda *)g->impl;
+	float ms = 0;
+
+	CU(cudaEventRecord(c->e1, c->st), "cudaEventRecord");
+	t->submit_ns = kvgpu__now_ns() - h0;
+	CU(cudaEventSynchronize(c->e1), "cudaEventSynchronize");
+	CU(cudaEventElapsedTime(&ms, c->e0, c->e1), "cudaEventElapsedTime");
+	t->dev_ns = (int64_t)((double)ms * 1e6);
+	return KV_OK;
+}
+
+/* Copy blocks from pool sside to pool dside (not both host memory). */
+static kv_err
+cuda_move(kvgpu *g, int sside, int dside, enum kvgpu_strat strat,
 	  const struct kvgpu_pair *pr, size_t n, struct kvgpu_timing *t)
 {
 	struct cuda *c = (struct cuda *)g->impl;
-	bool shost = dir == KVGPU_H2D, dhost = dir == KVGPU_D2H;
+	bool shost = sside != KVGPU_DEV, dhost = dside != KVGPU_DEV;
 	struct cu_plan p;
 	int64_t h0;
-	float ms = 0;
 	kv_err e;
 
-	p.ys = &g->lay[shost ? KVGPU_HOST : KVGPU_DEV];
-	p.yd = &g->lay[dhost ? KVGPU_HOST : KVGPU_DEV];
-	p.sbase = shost ? c->host : c->dev;
-	p.dbase = dhost ? c->host : c->dev;
-	p.kind = dir == KVGPU_D2H ? cudaMemcpyDeviceToHost :
-		 dir == KVGPU_H2D ? cudaMemcpyHostToDevice :
-		 cudaMemcpyDeviceToDevice;
+	p.ys = &g->lay[sside];
+	p.yd = &g->lay[dside];
+	p.sbase = shost ? hpool(c, sside) : c->dev;
+	p.dbase = dhost ? hpool(c, dside) : c->dev;
+	p.kind = dhost ? cudaMemcpyDeviceToHost :
+		 shost ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice;
 	p.nc = kvgpu_lay_chunks(p.ys);
 	p.cb = (size_t)kvgpu_lay_chunk_words(p.ys) * 4;
-	if (dir == KVGPU_D2D && (strat == KVGPU_BATCH ||
+	if (!shost && !dhost && (strat == KVGPU_BATCH ||
 				 strat == KVGPU_STAGED))
 		strat = strat == KVGPU_BATCH ? KVGPU_PER_CHUNK : KVGPU_GATHER;
-	if (strat == KVGPU_GATHER && !c->pinned && dir != KVGPU_D2D)
+	if (strat == KVGPU_GATHER && !c->pinned && (shost || dhost))
 		return kvgpu__fail(g, KV_ENOTSUP, "cuda: the gather kernel "
 				   "needs pinned host memory");
 	if ((e = sync(g)) != KV_OK)
@@ -938,17 +966,104 @@ cuda_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 		e = copy_gather(g, &p, pr, n, shost, dhost);
 		break;
 	default:
-		e = copy_staged(g, &p, pr, n, dir == KVGPU_D2H);
+		e = copy_staged(g, &p, pr, n, dhost);
 		break;
 	}
 	if (e != KV_OK)
 		return e;
-	CU(cudaEventRecord(c->e1, c->st), "cudaEventRecord");
-	t->submit_ns = kvgpu__now_ns() - h0;
-	CU(cudaEventSynchronize(c->e1), "cudaEventSynchronize");
-	CU(cudaEventElapsedTime(&ms, c->e0, c->e1), "cudaEventElapsedTime");
-	t->dev_ns = (int64_t)((double)ms * 1e6);
+	return timed_end(g, h0, t);
+}
+
+static kv_err
+cuda_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
+	  const struct kvgpu_pair *pr, size_t n, struct kvgpu_timing *t)
+{
+	return cuda_move(g, dir == KVGPU_H2D ? KVGPU_HOST : KVGPU_DEV,
+			 dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV, strat, pr,
+			 n, t);
+}
+
+/* Tier pools: host memory as the host pool (pinned and mapped, or
+ * pageable), so every strategy runs on them as on the host pool. */
+static kv_err
+cuda_tier_grow(kvgpu *g, uint32_t tier, const struct kvgpu_lay *old)
+{
+	struct cuda *c = (struct cuda *)g->impl;
+	const struct kvgpu_lay *y = &g->lay[KVGPU_TIER0 + tier];
+	size_t bytes = (size_t)(y->nb ? y->nb : 1) *
+		       kvgpu_block_bytes(&g->geom);
+	uint32_t *np = NULL;
+	kv_err e;
+
+	if ((e = sync(g)) != KV_OK)
+		return e;
+	if (c->pinned)
+		CU(cudaHostAlloc(&np, bytes, cudaHostAllocMapped),
+		   "cudaHostAlloc (tier pool)");
+	else if ((np = (uint32_t *)malloc(bytes)) == NULL)
+		return kvgpu__fail(g, KV_ENOMEM, "cuda: tier pool");
+	kvgpu__cpu_poison_all(np, y);
+	if (c->tier[tier] != NULL) {
+		kvgpu__cpu_copy_pool(np, y, c->tier[tier], old);
+		if (c->pinned)
+			(void)cudaFreeHost(c->tier[tier]);
+		else
+			free(c->tier[tier]);
+	}
+	c->tier[tier] = np;
 	return KV_OK;
+}
+
+static kv_err
+cuda_tier_copy(kvgpu *g, enum kvgpu_dir dir, uint32_t tier,
+	       enum kvgpu_strat strat, const struct kvgpu_pair *pr, size_t n,
+	       struct kvgpu_timing *t)
+{
+	int ts = KVGPU_TIER0 + (int)tier;
+
+	return cuda_move(g, dir == KVGPU_T2D ? ts : KVGPU_DEV,
+			 dir == KVGPU_D2T ? ts : KVGPU_DEV, strat, pr, n, t);
+}
+
+/*
+ * CUDA to CUDA: a peer copy chunk by chunk on this stream (one device: a
+ * copy between the two device pools; two devices: over the peer link
+ * where the driver has one, else staged by it).  Another source: through
+ * host memory (kvgpu__peer_generic).
+ */
+static kv_err
+cuda_peer(kvgpu *g, kvgpu *src, enum kvgpu_strat strat,
+	  const struct kvgpu_pair *pr, size_t n, struct kvgpu_timing *t)
+{
+	struct cuda *c = (struct cuda *)g->impl, *sc;
+	const struct kvgpu_lay *ys = &src->lay[KVGPU_DEV];
+	const struct kvgpu_lay *yd = &g->lay[KVGPU_DEV];
+	uint32_t nc = kvgpu_lay_chunks(ys);
+	size_t cb = (size_t)kvgpu_lay_chunk_words(ys) * 4;
+	int64_t h0;
+	kv_err e;
+
+	(void)strat;
+	if (src->ops != &kvgpu__cuda_ops)
+		return kvgpu__peer_generic(g, src, pr, n, t);
+	sc = (struct cuda *)src->impl;
+	if ((e = sync(src)) != KV_OK)
+		return kvgpu__fail(g, e, "peer: source %s: %s", src->name,
+				   src->msg);
+	if ((e = sync(g)) != KV_OK)
+		return e;
+	h0 = kvgpu__now_ns();
+	CU(cudaEventRecord(c->e0, c->st), "cudaEventRecord");
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < nc; k++) {
+			uint64_t d = kvgpu_chunk_at(yd, (uint64_t)pr[i].dst, k);
+			uint64_t o = kvgpu_chunk_at(ys, (uint64_t)pr[i].src, k);
+
+			CU(cudaMemcpyPeerAsync(c->dev + d, c->devid,
+					       sc->dev + o, sc->devid, cb,
+					       c->st), "cudaMemcpyPeerAsync");
+		}
+	return timed_end(g, h0, t);
 }
 
 /* ---- device facts -------------------------------------------------------- */
@@ -1073,6 +1188,9 @@ cuda_check(const kvgpu *g)
 	    c->e0 == NULL || c->e1 == NULL || c->dres == NULL ||
 	    c->stage_d == NULL || c->stage_h == NULL)
 		return 30;
+	for (uint32_t t = 0; t < g->geom.tiers; t++)
+		if (c->tier[t] == NULL)
+			return 30;
 	return 0;
 }
 
@@ -1091,4 +1209,7 @@ const struct kvgpu_ops kvgpu__cuda_ops = {
 	cuda_poke,
 	cuda_describe,
 	cuda_check,
+	cuda_tier_grow,
+	cuda_tier_copy,
+	cuda_peer,
 };

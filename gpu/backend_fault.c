@@ -2,11 +2,14 @@
  * backend_fault.c -- a test-only wrapper that spoils one copy batch, to
  * prove that the verifier is not vacuous (docs/gpu-design.md §4).
  *
- * Name: "fault[:MODE[@PAIR][:INNER]]", MODE none|corrupt|drop|reorder|
- * invert, PAIR the pair of the batch that corrupt and drop spoil (a
- * number, or "last"; default 0: the first; past the end of a batch: its
- * last), INNER a backend name (default "host").  Every call goes to
- * INNER; the armed fault changes one copy batch:
+ * Name: "fault[:MODE[/DIR][@PAIR][:INNER]]", MODE none|corrupt|drop|
+ * reorder|invert, DIR the copies it spoils (kvgpu_dir_name: d2h, the
+ * default, h2d, d2d, d2t a tier store, t2d a tier load, peer a P/D
+ * transfer into this backend; invert is d2h's alone), PAIR the pair of
+ * the batch that corrupt and drop spoil (a number, or "last"; default 0:
+ * the first; past the end of a batch: its last), INNER a backend name
+ * (default "host").  Every call goes to INNER; the armed fault changes
+ * one copy batch:
  *
  *   corrupt  after the batch, bit 0 of the first word of the pair's
  *            first chunk is flipped;
@@ -72,8 +75,9 @@ fault_open(kvgpu *g, const char *arg)
 		if (arg[n] == ':')
 			inner = arg + n + 1;
 	}
+	f->dir = KVGPU_D2H;
 	{
-		char *at = strchr(mode, '@'), *end;
+		char *at = strchr(mode, '@'), *end, *sl;
 
 		if (at != NULL) {
 			*at++ = '\0';
@@ -93,6 +97,18 @@ fault_open(kvgpu *g, const char *arg)
 				f->pair = (uint32_t)u;
 			}
 		}
+		if ((sl = strchr(mode, '/')) != NULL) {
+			*sl++ = '\0';
+			if (!kvgpu_dir_parse(sl, &f->dir) ||
+			    (strcmp(mode, "invert") == 0 &&
+			     f->dir != KVGPU_D2H)) {
+				free(f);
+				return kvgpu__fail(g, KV_EINVAL, "fault: bad "
+						   "direction '%s' (d2h, h2d, "
+						   "d2d, d2t, t2d, peer; "
+						   "invert: d2h)", sl);
+			}
+		}
 	}
 	if (!kvgpu_fault_parse(mode, &f->mode)) {
 		free(f);
@@ -104,7 +120,6 @@ fault_open(kvgpu *g, const char *arg)
 		free(f);
 		return kvgpu__fail(g, KV_EINVAL, "fault: cannot wrap itself");
 	}
-	f->dir = KVGPU_D2H;
 	f->in = kvgpu_open(inner, &g->geom, &e, g->msg, sizeof(g->msg));
 	if (f->in == NULL) {
 		free(f);
@@ -209,17 +224,96 @@ fires(struct fault *f, enum kvgpu_dir dir, size_t n)
 	return true;
 }
 
+/* One copy of any kind, as the caller asked it. */
+struct fmove {
+	enum kvgpu_dir dir;
+	uint32_t tier;		/* d2t, t2d */
+	enum kvgpu_strat strat;
+	kvgpu *src;		/* peer */
+	struct kvgpu_timing *t;
+};
+
+/* Run the move on the inner backend. */
 static kv_err
-fault_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
-	   const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+inner_move(kvgpu *g, const struct fmove *m, const struct kvgpu_pair *p,
+	   size_t n)
 {
 	struct fault *f = g->impl;
-	int dside = dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV;
+	kv_err e;
+
+	switch (m->dir) {
+	case KVGPU_D2T:
+	case KVGPU_T2D:
+		e = kvgpu_tier_copy(f->in, m->dir, m->tier, m->strat, p, n,
+				    m->t);
+		break;
+	case KVGPU_PEER:
+		e = kvgpu_peer_copy(f->in, m->src, m->strat, p, n, m->t);
+		break;
+	default:
+		e = kvgpu_copy(f->in, m->dir, m->strat, p, n, m->t);
+		break;
+	}
+	return pass(g, f->in, e);
+}
+
+/* Run the move with the armed corrupt, drop or reorder. */
+static kv_err
+spoil(kvgpu *g, const struct fmove *m, const struct kvgpu_pair *p,
+      size_t n)
+{
+	struct fault *f = g->impl;
+	int dside = m->dir == KVGPU_D2H ? KVGPU_HOST :
+		    m->dir == KVGPU_D2T ? KVGPU_TIER0 + (int)m->tier :
+		    KVGPU_DEV;
 	const struct kvgpu_lay *yd = &g->lay[dside];
 	size_t at = f->pair < n ? f->pair : n - 1;
 	uint64_t off = kvgpu_chunk_at(yd, (uint64_t)p[at].dst, 0);
 	size_t cw = (size_t)kvgpu_lay_chunk_words(yd);
 	uint32_t *save = NULL;
+	kv_err e;
+
+	switch (f->mode) {
+	case KVGPU_FAULT_CORRUPT:
+		e = inner_move(g, m, p, n);
+		if (e == KV_OK) {
+			uint32_t w;
+
+			e = f->in->ops->peek(f->in, dside, off, &w, 1);
+			w ^= 1u;
+			if (e == KV_OK)
+				e = f->in->ops->poke(f->in, dside, off, &w, 1);
+		}
+		return e;
+	case KVGPU_FAULT_DROP:
+		save = malloc(cw * 4);
+		if (save == NULL)
+			return kvgpu__fail(g, KV_ENOMEM, "fault: out of "
+					   "memory");
+		e = f->in->ops->peek(f->in, dside, off, save, cw);
+		if (e == KV_OK)
+			e = inner_move(g, m, p, n);
+		if (e == KV_OK)
+			e = f->in->ops->poke(f->in, dside, off, save, cw);
+		free(save);
+		return e;
+	default:	/* reorder */
+		if ((e = reserve(g, &f->tmp, &f->captmp, n)) != KV_OK)
+			return e;
+		for (size_t i = 0; i < n; i++) {
+			f->tmp[i].src = p[i].src;
+			f->tmp[i].dst = p[(i + 1) % n].dst;
+		}
+		return inner_move(g, m, f->tmp, n);
+	}
+}
+
+static kv_err
+fault_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
+	   const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+{
+	struct fault *f = g->impl;
+	struct fmove m = { dir, 0, strat, NULL, t };
 	kv_err e;
 
 	if (dir != KVGPU_H2D && (e = flush(g)) != KV_OK)
@@ -241,48 +335,56 @@ fault_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 		}
 		return e;
 	}
-	switch (f->mode) {
-	case KVGPU_FAULT_CORRUPT:
-		e = pass(g, f->in, kvgpu_copy(f->in, dir, strat, p, n, t));
-		if (e == KV_OK) {
-			uint32_t w;
+	if (f->mode != KVGPU_FAULT_INVERT)
+		return spoil(g, &m, p, n);
+	/* invert: hold this D2H batch */
+	if ((e = reserve(g, &f->held, &f->capheld, n)) != KV_OK)
+		return e;
+	memcpy(f->held, p, n * sizeof(*p));
+	f->nheld = n;
+	f->held_strat = strat;
+	return KV_OK;
+}
 
-			e = f->in->ops->peek(f->in, dside, off, &w, 1);
-			w ^= 1u;
-			if (e == KV_OK)
-				e = f->in->ops->poke(f->in, dside, off, &w, 1);
-		}
+static kv_err
+fault_tier_grow(kvgpu *g, uint32_t tier, const struct kvgpu_lay *old)
+{
+	struct fault *f = g->impl;
+	kv_err e = flush(g);
+
+	(void)old;
+	return e != KV_OK ? e :
+	       pass(g, f->in, kvgpu_tier_grow(f->in, tier,
+					      (uint32_t)g->lay[KVGPU_TIER0 +
+							       tier].nb));
+}
+
+static kv_err
+fault_tier_copy(kvgpu *g, enum kvgpu_dir dir, uint32_t tier,
+		enum kvgpu_strat strat, const struct kvgpu_pair *p, size_t n,
+		struct kvgpu_timing *t)
+{
+	struct fault *f = g->impl;
+	struct fmove m = { dir, tier, strat, NULL, t };
+	kv_err e = flush(g);
+
+	if (e != KV_OK)
 		return e;
-	case KVGPU_FAULT_DROP:
-		save = malloc(cw * 4);
-		if (save == NULL)
-			return kvgpu__fail(g, KV_ENOMEM, "fault: out of "
-					   "memory");
-		e = f->in->ops->peek(f->in, dside, off, save, cw);
-		if (e == KV_OK)
-			e = pass(g, f->in,
-				 kvgpu_copy(f->in, dir, strat, p, n, t));
-		if (e == KV_OK)
-			e = f->in->ops->poke(f->in, dside, off, save, cw);
-		free(save);
+	return fires(f, dir, n) ? spoil(g, &m, p, n) : inner_move(g, &m, p, n);
+}
+
+static kv_err
+fault_peer(kvgpu *g, kvgpu *src, enum kvgpu_strat strat,
+	   const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+{
+	struct fault *f = g->impl;
+	struct fmove m = { KVGPU_PEER, 0, strat, src, t };
+	kv_err e = flush(g);
+
+	if (e != KV_OK)
 		return e;
-	case KVGPU_FAULT_REORDER:
-		if ((e = reserve(g, &f->tmp, &f->captmp, n)) != KV_OK)
-			return e;
-		for (size_t i = 0; i < n; i++) {
-			f->tmp[i].src = p[i].src;
-			f->tmp[i].dst = p[(i + 1) % n].dst;
-		}
-		return pass(g, f->in,
-			    kvgpu_copy(f->in, dir, strat, f->tmp, n, t));
-	default:	/* invert: hold this D2H batch */
-		if ((e = reserve(g, &f->held, &f->capheld, n)) != KV_OK)
-			return e;
-		memcpy(f->held, p, n * sizeof(*p));
-		f->nheld = n;
-		f->held_strat = strat;
-		return KV_OK;
-	}
+	return fires(f, KVGPU_PEER, n) ? spoil(g, &m, p, n) :
+	       inner_move(g, &m, p, n);
 }
 
 static kv_err
@@ -356,7 +458,7 @@ fault_check(const kvgpu *g)
 	if (memcmp(kvgpu_geom_of(f->in), &g->geom, sizeof(g->geom)) != 0)
 		return 21;
 	if ((unsigned)f->mode > KVGPU_FAULT_INVERT ||
-	    (unsigned)f->dir >= KVGPU_NDIRS)
+	    (unsigned)f->dir >= KVGPU_NMOVES)
 		return 22;
 	if (f->nheld > f->capheld ||
 	    (f->nheld > 0 && (f->held == NULL ||
@@ -381,6 +483,9 @@ const struct kvgpu_ops kvgpu__fault_ops = {
 	.peek = fault_peek,
 	.poke = fault_poke,
 	.check = fault_check,
+	.tier_grow = fault_tier_grow,
+	.tier_copy = fault_tier_copy,
+	.peer = fault_peer,
 };
 
 kv_err
@@ -392,7 +497,8 @@ kvgpu_fault_arm(kvgpu *g, enum kvgpu_fault mode, enum kvgpu_dir dir,
 	if (g->ops != &kvgpu__fault_ops)
 		return kvgpu__fail(g, KV_EINVAL, "%s: not a fault backend",
 				   g->name);
-	if ((unsigned)mode > KVGPU_FAULT_INVERT || (unsigned)dir >= KVGPU_NDIRS)
+	if ((unsigned)mode > KVGPU_FAULT_INVERT ||
+	    (unsigned)dir >= KVGPU_NMOVES)
 		return kvgpu__fail(g, KV_EINVAL, "fault: bad mode or "
 				   "direction");
 	f = g->impl;

@@ -17,7 +17,7 @@
 #include <string.h>
 
 struct host {
-	uint32_t *pool[2];
+	uint32_t *pool[KVGPU_NSIDES];	/* by enum kvgpu_side */
 	uint32_t *stage;	/* one block, for the staged strategy */
 };
 
@@ -65,8 +65,8 @@ host_close(kvgpu *g)
 
 	if (h == NULL)
 		return;
-	free(h->pool[0]);
-	free(h->pool[1]);
+	for (int s = 0; s < KVGPU_NSIDES; s++)
+		free(h->pool[s]);
 	free(h->stage);
 	free(h);
 }
@@ -97,21 +97,18 @@ copy_words(uint32_t *d, const uint32_t *s, uint64_t n)
 		d[k] = s[k];
 }
 
-static kv_err
-host_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
-	  const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+/* Copy blocks from pool (sp, ys) to pool (dp, yd) by strategy. */
+static void
+host_move(struct host *h, uint32_t *dp, const struct kvgpu_lay *yd,
+	  const uint32_t *sp, const struct kvgpu_lay *ys,
+	  enum kvgpu_strat strat, const struct kvgpu_pair *p, size_t n,
+	  struct kvgpu_timing *t)
 {
-	struct host *h = g->impl;
-	int sside = dir == KVGPU_H2D ? KVGPU_HOST : KVGPU_DEV;
-	int dside = dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV;
-	const struct kvgpu_lay *ys = &g->lay[sside], *yd = &g->lay[dside];
 	uint32_t nc = kvgpu_lay_chunks(ys);
 	uint64_t cw = kvgpu_lay_chunk_words(ys);
 	int64_t t0 = kvgpu__now_ns();
 
 	for (size_t i = 0; i < n; i++) {
-		uint32_t *dp = h->pool[dside];
-		const uint32_t *sp = h->pool[sside];
 
 		switch (strat) {
 		case KVGPU_PER_CHUNK:
@@ -138,6 +135,68 @@ host_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 	}
 	t->dev_ns = kvgpu__now_ns() - t0;
 	t->submit_ns = t->dev_ns;
+}
+
+static kv_err
+host_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
+	  const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+{
+	struct host *h = g->impl;
+	int sside = dir == KVGPU_H2D ? KVGPU_HOST : KVGPU_DEV;
+	int dside = dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV;
+
+	host_move(h, h->pool[dside], &g->lay[dside], h->pool[sside],
+		  &g->lay[sside], strat, p, n, t);
+	return KV_OK;
+}
+
+static kv_err
+host_tier_grow(kvgpu *g, uint32_t tier, const struct kvgpu_lay *old)
+{
+	struct host *h = g->impl;
+	int side = KVGPU_TIER0 + (int)tier;
+	const struct kvgpu_lay *y = &g->lay[side];
+	uint32_t *np = malloc((size_t)(y->nb ? y->nb : 1) *
+			      kvgpu_block_bytes(&g->geom));
+
+	if (np == NULL)
+		return kvgpu__fail(g, KV_ENOMEM, "host: cannot allocate tier "
+				   "%u (%llu blocks)", tier,
+				   (unsigned long long)y->nb);
+	kvgpu__cpu_poison_all(np, y);
+	if (h->pool[side] != NULL)
+		kvgpu__cpu_copy_pool(np, y, h->pool[side], old);
+	free(h->pool[side]);
+	h->pool[side] = np;
+	return KV_OK;
+}
+
+static kv_err
+host_tier_copy(kvgpu *g, enum kvgpu_dir dir, uint32_t tier,
+	       enum kvgpu_strat strat, const struct kvgpu_pair *p, size_t n,
+	       struct kvgpu_timing *t)
+{
+	struct host *h = g->impl;
+	int ts = KVGPU_TIER0 + (int)tier;
+	int sside = dir == KVGPU_T2D ? ts : KVGPU_DEV;
+	int dside = dir == KVGPU_D2T ? ts : KVGPU_DEV;
+
+	host_move(h, h->pool[dside], &g->lay[dside], h->pool[sside],
+		  &g->lay[sside], strat, p, n, t);
+	return KV_OK;
+}
+
+/* Host to host: memcpy from the source's pool; else through words. */
+static kv_err
+host_peer(kvgpu *g, kvgpu *src, enum kvgpu_strat strat,
+	  const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+{
+	struct host *h = g->impl, *s = src->impl;
+
+	if (src->ops != &kvgpu__host_ops)
+		return kvgpu__peer_generic(g, src, p, n, t);
+	host_move(h, h->pool[KVGPU_DEV], &g->lay[KVGPU_DEV],
+		  s->pool[KVGPU_DEV], &src->lay[KVGPU_DEV], strat, p, n, t);
 	return KV_OK;
 }
 
@@ -206,6 +265,9 @@ host_check(const kvgpu *g)
 
 	if (h->pool[0] == NULL || h->pool[1] == NULL || h->stage == NULL)
 		return 10;
+	for (uint32_t t = 0; t < g->geom.tiers; t++)
+		if (h->pool[KVGPU_TIER0 + t] == NULL)
+			return 10;
 	return 0;
 }
 
@@ -223,4 +285,7 @@ const struct kvgpu_ops kvgpu__host_ops = {
 	.peek = host_peek,
 	.poke = host_poke,
 	.check = host_check,
+	.tier_grow = host_tier_grow,
+	.tier_copy = host_tier_copy,
+	.peer = host_peer,
 };

@@ -138,3 +138,11 @@ kvgpu__cpu_copy_block(uint32_t *dst, const struct kvgpu_lay *yd, uint64_t db,
 		memcpy(dst + kvgpu_chunk_at(yd, db, c),
 		       src + kvgpu_chunk_at(ys, sb, c), cb);
 }
+
+void
+kvgpu__cpu_copy_pool(uint32_t *dst, const struct kvgpu_lay *yd,
+		     const uint32_t *src, const struct kvgpu_lay *ys)
+{
+	for (uint64_t b = 0; b < ys->nb && b < yd->nb; b++)
+		kvgpu__cpu_copy_block(dst, yd, b, src, ys, b);
+}

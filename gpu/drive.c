@@ -11,6 +11,7 @@
 
 #include "gpu/kvdrive.h"
 #include "gpu/kv_pattern.h"
+#include "core/kvoffload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +125,59 @@ struct drive {
 	kvs *s;
 	uint32_t *tok, *start;
 	size_t capstart;
+	kvo *o;			/* offload, or NULL */
+	uint64_t *ids;		/* transfers started this step */
+	size_t nids, capids;
 };
+
+/* The transfers the offload manager started: run and check them on the
+ * verifier's backend, keep their ids for the step's end. */
+static int
+xfers_started(struct drive *d, kvval *v, struct kvdrive_result *res,
+	      char *why, size_t len)
+{
+	const struct kvo_xfer *x;
+	uint32_t n = kvo_started(d->o, &x);
+	int rc;
+
+	if (d->nids + n > d->capids) {
+		size_t cap = (d->nids + n) * 2;
+		uint64_t *p = realloc(d->ids, cap * sizeof(*p));
+
+		if (p == NULL) {
+			snprintf(why, len, "out of memory");
+			return 1;
+		}
+		d->ids = p;
+		d->capids = cap;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		if (v != NULL && (rc = kvval_offload(v, d->s, &x[i], why, len)))
+			return rc;
+		d->ids[d->nids++] = x[i].id;
+		if (x[i].dir == KVO_STORE) {
+			res->offload_stores++;
+			res->offload_store_blocks += x[i].nblocks;
+		} else {
+			res->offload_loads++;
+			res->offload_load_blocks += x[i].nblocks;
+		}
+	}
+	return 0;
+}
+
+/* The step is over: every transfer it started has finished. */
+static int
+xfers_done(struct drive *d, char *why, size_t len)
+{
+	for (size_t i = 0; i < d->nids; i++)
+		if (kvo_done(d->o, d->ids[i], true) != KV_OK) {
+			snprintf(why, len, "offload: %s", kvo_errmsg(d->o));
+			return 1;
+		}
+	d->nids = 0;
+	return 0;
+}
 
 static int
 step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
@@ -139,6 +192,8 @@ step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
 		snprintf(why, len, "schedule: %s", kvs_errmsg(d->s));
 		return 1;
 	}
+	if (d->o != NULL && (rc = xfers_started(d, v, res, why, len)))
+		return rc;
 	if (st->nsched > d->capstart) {
 		uint32_t *p = realloc(d->start, st->nsched * sizeof(*p));
 
@@ -170,8 +225,34 @@ step(struct drive *d, kvval *v, struct kvdrive_result *res, char *why,
 		return 1;
 	}
 	res->finished += st->nfinish;
+	if (d->o != NULL && (rc = xfers_started(d, v, res, why, len)))
+		return rc;
 	if (v != NULL && (rc = kvval_completed(v, d->s, st, why, len)))
 		return rc;
+	return d->o != NULL ? xfers_done(d, why, len) : 0;
+}
+
+/* A native CPU tier over d->s (kvdrive_opts.offload_blocks). */
+static int
+offload_open(struct drive *d, const struct kvdrive_opts *o, char *why,
+	     size_t len)
+{
+	struct kvo_config c;
+	kv_err e;
+
+	memset(&c, 0, sizeof(c));
+	c.kind = KVO_NATIVE;
+	c.block_tokens = o->offload_block_tokens ? o->offload_block_tokens :
+			 o->block_size;
+	c.ntiers = 1;
+	snprintf(c.tier[0].name, sizeof(c.tier[0].name), "cpu");
+	c.tier[0].blocks = o->offload_blocks;
+	if ((d->o = kvo_new(&c, &e, why, len)) == NULL)
+		return 2;
+	if (kvo_attach(d->o, d->s) != KV_OK) {
+		snprintf(why, len, "offload: %s", kvo_errmsg(d->o));
+		return 2;
+	}
 	return 0;
 }
 
@@ -201,6 +282,9 @@ kvdrive_run(const struct kvdrive_opts *o, kvval *v,
 		*refused = e == KV_ECONFIG;
 		return 2;
 	}
+	if (o->offload_blocks > 0 &&
+	    (rc = offload_open(&d, o, why, whylen)) != 0)
+		goto out;
 	d.tok = malloc(((size_t)o->prompt_max + 1) * sizeof(*d.tok));
 	prefix = malloc(((size_t)o->share * o->prefixes + 1) *
 			sizeof(*prefix));
@@ -248,7 +332,9 @@ out:
 	free(prefix);
 	free(d.tok);
 	free(d.start);
+	free(d.ids);
 	kvs_free(d.s);
+	kvo_free(d.o);
 	return rc;
 }
 
@@ -267,7 +353,7 @@ hz_open(struct hz *h, const char *name, uint32_t gpu, uint32_t cpu)
 {
 	struct kvc_config kc;
 	struct kvgpu_geom g = { 2, 1, 4, 2, 4, KVGPU_FA_SPLIT, gpu, cpu,
-				KVGPU_PINNED };
+				KVGPU_PINNED, 0, { 0 } };
 	kv_err e;
 
 	kvc_config_default(&kc, KVC_EXACT);
@@ -478,5 +564,147 @@ kvdrive_cow(const char *name, enum kvgpu_fault f, enum kvgpu_strat st,
 	rc = 0;
 done:
 	hz_close(&h);
+	return rc;
+}
+
+/* ---- tier moves and a P/D transfer ------------------------------------- */
+
+#define MV_TOKENS 40
+#define MV_BLOCKS (MV_TOKENS / 4)
+
+struct mv_rep {
+	struct drive d;
+	kvgpu *b;
+	kvval *v;
+	kvs_req r;
+};
+
+/* A vllm-v1 scheduler with one MV_TOKENS prompt computed, verified. */
+static int
+mv_open(struct mv_rep *m, const char *name, enum kvgpu_strat st, char *why,
+	size_t len)
+{
+	struct kvdrive_opts o;
+	struct kvs_config sc;
+	struct kvc_config kc;
+	struct kvval_pool pool;
+	struct kvval_opts vo = { st, 0, 0, false, true };
+	struct kvgpu_geom g = { 2, 1, 4, 2, 4, KVGPU_FA_SPLIT, 0, 0,
+				KVGPU_PINNED, 0, { 0 } };
+	struct kvdrive_result res;
+	uint32_t tok[MV_TOKENS];
+	kv_err e;
+
+	kvdrive_opts_init(&o);
+	o.policy = "vllm-v1";
+	o.block_size = 4;
+	o.gpu_blocks = 32;
+	o.max_model_len = 64;
+	kvs_config_init(&sc);
+	snprintf(sc.policy, sizeof(sc.policy), "%s", o.policy);
+	kvdrive_kvc_config(&o, &kc);
+	kvdrive_pool(&o, &pool);
+	g.dev_blocks = pool.dev_blocks;
+	g.host_blocks = pool.host_blocks;
+	if ((m->d.s = kvs_new(&sc, &kc, &e, why, len)) == NULL)
+		return 1;
+	if ((m->b = kvgpu_open(name, &g, &e, why, len)) == NULL)
+		return 1;
+	if ((m->v = kvval_new(m->b, &vo)) == NULL) {
+		snprintf(why, len, "out of memory");
+		return 1;
+	}
+	for (uint32_t i = 0; i < MV_TOKENS; i++)
+		tok[i] = 1000 + 7 * i;
+	if (kvs_add(m->d.s, tok, MV_TOKENS, 8, 0, &m->r) != KV_OK) {
+		snprintf(why, len, "add: %s", kvs_errmsg(m->d.s));
+		return 1;
+	}
+	memset(&res, 0, sizeof(res));
+	return step(&m->d, m->v, &res, why, len);
+}
+
+static void
+mv_close(struct mv_rep *m)
+{
+	kvval_free(m->v);
+	kvgpu_close(m->b);
+	free(m->d.start);
+	kvs_free(m->d.s);
+}
+
+/* Replica r's first MV_BLOCKS device blocks. */
+static int
+mv_table(struct mv_rep *m, const int32_t **tab, char *why, size_t len)
+{
+	size_t n;
+
+	*tab = kvc_table(kvs_kv(m->d.s), kvs_req_seq(m->d.s, m->r), 0, &n);
+	if (n < MV_BLOCKS) {
+		snprintf(why, len, "moves: %zu blocks, not %d", n, MV_BLOCKS);
+		return 1;
+	}
+	return 0;
+}
+
+/* Store replica 0's blocks to tier 0, load them back, copy them to 1. */
+static int
+mv_play(struct mv_rep *m, char *why, size_t len)
+{
+	struct kvc_pair p[MV_BLOCKS];
+	struct kvo_xfer x = { 1, m[0].r, 0, KVO_STORE, MV_TOKENS, MV_BLOCKS,
+			      p, MV_BLOCKS };
+	const int32_t *t0, *t1;
+	int rc;
+
+	if ((rc = mv_table(&m[0], &t0, why, len)) ||
+	    (rc = mv_table(&m[1], &t1, why, len)))
+		return rc;
+	for (int32_t i = 0; i < MV_BLOCKS; i++)
+		p[i] = (struct kvc_pair){ t0[i], 2 * i + 1 };
+	if ((rc = kvval_offload(m[0].v, m[0].d.s, &x, why, len)))
+		return rc;
+	for (int32_t i = 0; i < MV_BLOCKS; i++)
+		p[i] = (struct kvc_pair){ 2 * i + 1, t0[i] };
+	x.id = 2;
+	x.dir = KVO_LOAD;
+	if ((rc = kvval_offload(m[0].v, m[0].d.s, &x, why, len)))
+		return rc;
+	for (int32_t i = 0; i < MV_BLOCKS; i++)
+		p[i] = (struct kvc_pair){ t0[i], t1[i] };
+	return kvval_transfer(m[1].v, m[1].d.s, m[1].r, m[0].v, m[0].d.s,
+			      m[0].r, p, MV_BLOCKS, why, len);
+}
+
+int
+kvdrive_moves(const char *name, enum kvgpu_strat st,
+	      struct kvdrive_moves *out, char *why, size_t whylen)
+{
+	struct mv_rep m[2];
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(m, 0, sizeof(m));
+	for (int i = 0; i < 2 && rc == 0; i++)
+		rc = mv_open(&m[i], name, st, why, whylen);
+	if (rc == 0)
+		rc = mv_play(m, why, whylen);
+	for (int i = 0; i < 2; i++) {
+		const struct kvval_stats *t;
+		uint64_t inj, haz;
+
+		if (m[i].v != NULL) {
+			t = kvval_stats(m[i].v);
+			out->failures += t->failures;
+			out->move_slots += t->move_slots;
+			out->store_blocks += t->move[0].blocks;
+			out->load_blocks += t->move[1].blocks;
+			out->peer_blocks += t->move[2].blocks;
+		}
+		if (m[i].b != NULL &&
+		    kvgpu_fault_stats(m[i].b, &inj, &haz) == KV_OK)
+			out->injected += inj;
+		mv_close(&m[i]);
+	}
 	return rc;
 }

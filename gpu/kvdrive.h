@@ -35,11 +35,24 @@ struct kvdrive_opts {
 	uint64_t max_steps;		/* 0: 1,000,000 */
 	uint32_t ngroups;		/* 0: one full-attention group */
 	struct kvc_group_config group[KVC_MAX_GROUPS];	/* kvcore.h */
+	/*
+	 * KV offload (core/kvoffload.h; policy vllm-v1): a CPU tier of
+	 * offload_blocks offloaded blocks of offload_block_tokens tokens
+	 * (0: block_size), vLLM's native OffloadingConnector (kvo over the
+	 * scheduler).  The transfers a step starts (loads at admission,
+	 * stores after compute) run on the verifier's backend as they start
+	 * (kvval_offload) and complete at the step's end.  0: no offload.
+	 */
+	uint64_t offload_blocks;
+	uint32_t offload_block_tokens;
 };
 
 struct kvdrive_result {
 	uint64_t steps, finished, preemptions;
 	uint64_t swap_out_blocks, swap_in_blocks, cow_blocks;
+	/* offload: transfers and the GPU blocks they moved */
+	uint64_t offload_stores, offload_loads;
+	uint64_t offload_store_blocks, offload_load_blocks;
 };
 
 /* Defaults: vllm-v0, swap, prefix caching, block 16, 64 GPU / 128 CPU
@@ -71,8 +84,9 @@ void kvdrive_hybrid(struct kvdrive_opts *o, enum kvdrive_shape shape);
 
 /*
  * Run to the end.  v may be NULL (no device).  0; 2 with a message for a
- * configuration the policy refuses (KV_ECONFIG: *refused set); 1 with a
- * message when a step or the verifier's backend fails.
+ * configuration the policy refuses (KV_ECONFIG: *refused set; offload
+ * with a policy other than vllm-v1 or a bad tier); 1 with a message when
+ * a step, the offload manager or the verifier's backend fails.
  */
 int kvdrive_run(const struct kvdrive_opts *o, kvval *v,
 		struct kvdrive_result *res, bool *refused, char *why,
@@ -110,6 +124,27 @@ int kvdrive_hazard(const char *name, enum kvgpu_strat st,
  */
 int kvdrive_cow(const char *name, enum kvgpu_fault f, enum kvgpu_strat st,
 		uint64_t *mismatches, char *why, size_t whylen);
+
+/*
+ * Tier moves and a P/D transfer, played on two backends named `name`
+ * (replicas 0 and 1; a "fault:MODE/DIR" name arms both) with strategy
+ * st: policy vllm-v1, blocks of 4 tokens; each replica computes the same
+ * 40-token prompt in one step.  Replica 0's 10 blocks are stored to tier
+ * 0 (device block i > tier block 2i + 1: the pool grows and ids are not
+ * the device's), loaded back into the same device blocks (poisoned
+ * first), then copied into replica 1's blocks (kvval_offload,
+ * kvval_transfer).  The counts are both verifiers' and both backends'.
+ */
+struct kvdrive_moves {
+	uint64_t failures;		/* integrity failures */
+	uint64_t move_slots;		/* slots checked after the moves */
+	uint64_t injected;		/* faults that fired */
+	uint64_t store_blocks, load_blocks, peer_blocks;
+};
+
+/* 0; 1 with a message when a scheduler, backend or verifier fails. */
+int kvdrive_moves(const char *name, enum kvgpu_strat st,
+		  struct kvdrive_moves *out, char *why, size_t whylen);
 
 #ifdef __cplusplus
 }

@@ -91,6 +91,19 @@ kvgpu_geom_check(const struct kvgpu_geom *g, char *why, size_t len)
 		snprintf(why, len, "geometry: the device pool needs blocks");
 		return KV_EINVAL;
 	}
+	if (g->tiers > KVGPU_MAX_TIERS) {
+		snprintf(why, len, "geometry: %u tiers (at most %d)", g->tiers,
+			 KVGPU_MAX_TIERS);
+		return KV_EINVAL;
+	}
+	for (uint32_t t = 0; t < g->tiers; t++)
+		if (g->tier_blocks[t] > INT32_MAX ||
+		    kvgpu_block_bytes(g) * g->tier_blocks[t] >
+		    KVGPU_MAX_POOL) {
+			snprintf(why, len, "geometry: tier %u: a pool over "
+				 "1 TiB", t);
+			return KV_EINVAL;
+		}
 	if (sb > KVGPU_MAX_POOL ||
 	    kvgpu_block_bytes(g) * g->dev_blocks > KVGPU_MAX_POOL ||
 	    kvgpu_block_bytes(g) * g->host_blocks > KVGPU_MAX_POOL) {
@@ -98,6 +111,30 @@ kvgpu_geom_check(const struct kvgpu_geom *g, char *why, size_t len)
 		return KV_EINVAL;
 	}
 	return KV_OK;
+}
+
+/* Blocks of pool `side` in geometry g (0 for a tier it lacks). */
+static uint64_t
+side_blocks(const struct kvgpu_geom *g, int side)
+{
+	if (side == KVGPU_DEV)
+		return g->dev_blocks;
+	if (side == KVGPU_HOST)
+		return g->host_blocks;
+	return (uint32_t)(side - KVGPU_TIER0) < g->tiers ?
+	       g->tier_blocks[side - KVGPU_TIER0] : 0;
+}
+
+/* Bytes of the independence scratch: the largest pool + 1. */
+static size_t
+mark_bytes(const struct kvgpu_geom *g)
+{
+	uint64_t m = 0;
+
+	for (int s = 0; s < KVGPU_NSIDES; s++)
+		if (side_blocks(g, s) > m)
+			m = side_blocks(g, s);
+	return (size_t)m + 1;
 }
 
 /* ---- open / close ------------------------------------------------------- */
@@ -137,17 +174,17 @@ kvgpu_open(const char *name, const struct kvgpu_geom *geom, kv_err *err,
 	g->ops = ops;
 	g->geom = *geom;
 	snprintf(g->name, sizeof(g->name), "%s", name);
-	for (int s = 0; s < 2; s++) {
+	for (int s = 0; s < KVGPU_NSIDES; s++) {
 		g->lay[s].layout = geom->layout;
 		g->lay[s].layers = geom->layers;
 		g->lay[s].bs = geom->block_size;
 		g->lay[s].tw = (uint32_t)(kvgpu_slot_bytes(geom) / 4);
-		g->lay[s].nb = s == KVGPU_DEV ? geom->dev_blocks :
-			       geom->host_blocks;
+		g->lay[s].nb = s < KVGPU_TIER0 ? side_blocks(geom, s) : 0;
 	}
-	g->mark = calloc((size_t)(geom->dev_blocks > geom->host_blocks ?
-				  geom->dev_blocks : geom->host_blocks) + 1,
-			 1);
+	g->geom.tiers = 0;
+	memset(g->geom.tier_blocks, 0, sizeof(g->geom.tier_blocks));
+	g->nmark = mark_bytes(&g->geom);
+	g->mark = calloc(g->nmark, 1);
 	if (g->mark == NULL) {
 		free(g);
 		goto nomem;
@@ -159,6 +196,14 @@ kvgpu_open(const char *name, const struct kvgpu_geom *geom, kv_err *err,
 		*err = e;
 		return NULL;
 	}
+	for (uint32_t t = 0; t < geom->tiers; t++)
+		if ((e = kvgpu_tier_grow(g, t, geom->tier_blocks[t])) !=
+		    KV_OK) {
+			snprintf(why, whylen, "%s", g->msg);
+			kvgpu_close(g);
+			*err = e;
+			return NULL;
+		}
 	*err = KV_OK;
 	return g;
 nomem:
@@ -201,18 +246,18 @@ kvgpu_check(const kvgpu *g)
 		return 1;
 	if (kvgpu_geom_check(&g->geom, why, sizeof(why)) != KV_OK)
 		return 2;
-	if (!lay_agrees(&g->lay[KVGPU_DEV], &g->geom, g->geom.dev_blocks) ||
-	    !lay_agrees(&g->lay[KVGPU_HOST], &g->geom, g->geom.host_blocks))
-		return 3;
+	for (int s = 0; s < KVGPU_NSIDES; s++)
+		if (!lay_agrees(&g->lay[s], &g->geom,
+				side_blocks(&g->geom, s)))
+			return 3;
 	nlen = strlen(o->name);
 	if (memchr(g->name, '\0', sizeof(g->name)) == NULL ||
 	    strncmp(g->name, o->name, nlen) != 0 ||
 	    (g->name[nlen] != '\0' && g->name[nlen] != ':'))
 		return 4;
-	if (g->mark == NULL)
+	nmark = mark_bytes(&g->geom);
+	if (g->mark == NULL || g->nmark < nmark)
 		return 5;
-	nmark = (size_t)(g->geom.dev_blocks > g->geom.host_blocks ?
-			 g->geom.dev_blocks : g->geom.host_blocks) + 1;
 	for (size_t i = 0; i < nmark; i++)
 		if (g->mark[i] != 0)
 			return 5;
@@ -250,10 +295,17 @@ kvgpu_cuda_available(char *why, size_t whylen)
 static kv_err
 check_side(kvgpu *g, enum kvgpu_side side)
 {
-	if (side != KVGPU_DEV && side != KVGPU_HOST)
-		return kvgpu__fail(g, KV_EINVAL, "bad pool side %d",
-				   (int)side);
+	if ((unsigned)side >= KVGPU_TIER0 + g->geom.tiers)
+		return kvgpu__fail(g, KV_EINVAL, "bad pool side %d (%u "
+				   "tiers)", (int)side, g->geom.tiers);
 	return KV_OK;
+}
+
+static const char *
+side_name(enum kvgpu_side side)
+{
+	return side == KVGPU_DEV ? "device" : side == KVGPU_HOST ? "host" :
+	       "tier";
 }
 
 static kv_err
@@ -267,8 +319,7 @@ check_blocks(kvgpu *g, enum kvgpu_side side, const int32_t *b, size_t n)
 		if (b[i] < 0 || (uint64_t)b[i] >= g->lay[side].nb)
 			return kvgpu__fail(g, KV_EINVAL, "%s block %ld out of "
 					   "range (%llu blocks)",
-					   side == KVGPU_DEV ? "device" :
-					   "host", (long)b[i],
+					   side_name(side), (long)b[i],
 					   (unsigned long long)g->lay[side].nb);
 	return KV_OK;
 }
@@ -324,11 +375,9 @@ kvgpu_fill(kvgpu *g, enum kvgpu_side side, const struct kvgpu_slot *s,
  * destination twice, and (D2D) no source that is also a destination.
  */
 static kv_err
-check_pairs(kvgpu *g, enum kvgpu_dir dir, const struct kvgpu_pair *p,
-	    size_t n)
+check_pairs(kvgpu *g, enum kvgpu_dir dir, uint64_t ns, uint64_t nd,
+	    const struct kvgpu_pair *p, size_t n)
 {
-	uint64_t ns = g->lay[dir == KVGPU_H2D ? KVGPU_HOST : KVGPU_DEV].nb;
-	uint64_t nd = g->lay[dir == KVGPU_D2H ? KVGPU_HOST : KVGPU_DEV].nb;
 	kv_err e = KV_OK;
 	size_t i;
 
@@ -372,9 +421,155 @@ kvgpu_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 	t->dev_ns = t->submit_ns = 0;
 	if ((unsigned)dir >= KVGPU_NDIRS || (unsigned)strat >= KVGPU_NSTRATS)
 		return kvgpu__fail(g, KV_EINVAL, "bad direction or strategy");
-	if ((e = check_pairs(g, dir, p, n)) != KV_OK || n == 0)
+	if ((e = check_pairs(g, dir,
+			     g->lay[dir == KVGPU_H2D ? KVGPU_HOST :
+				    KVGPU_DEV].nb,
+			     g->lay[dir == KVGPU_D2H ? KVGPU_HOST :
+				    KVGPU_DEV].nb, p, n)) != KV_OK || n == 0)
 		return e;
 	return g->ops->copy(g, dir, strat, p, n, t);
+}
+
+/* ---- tier pools and the peer copy --------------------------------------- */
+
+kv_err
+kvgpu_tier_grow(kvgpu *g, uint32_t tier, uint32_t blocks)
+{
+	struct kvgpu_geom ng = g->geom;
+	struct kvgpu_lay old;
+	struct kvgpu_lay *y = &g->lay[KVGPU_TIER0 + tier];
+	char why[128];
+	size_t nm;
+	kv_err e;
+
+	g->msg[0] = '\0';
+	if (tier >= KVGPU_MAX_TIERS || tier > g->geom.tiers)
+		return kvgpu__fail(g, KV_EINVAL, "tier %u: the next is %u "
+				   "(at most %d)", tier, g->geom.tiers,
+				   KVGPU_MAX_TIERS);
+	if (g->ops->tier_grow == NULL || g->ops->tier_copy == NULL)
+		return kvgpu__fail(g, KV_ENOTSUP, "%s: no tier pools",
+				   g->name);
+	if (tier < g->geom.tiers && blocks <= g->geom.tier_blocks[tier])
+		return KV_OK;
+	if (tier == ng.tiers)
+		ng.tiers++;
+	ng.tier_blocks[tier] = blocks;
+	if (kvgpu_geom_check(&ng, why, sizeof(why)) != KV_OK)
+		return kvgpu__fail(g, KV_EINVAL, "%s", why);
+	nm = mark_bytes(&ng);
+	if (nm > g->nmark) {
+		uint8_t *m = realloc(g->mark, nm);
+
+		if (m == NULL)
+			return kvgpu__fail(g, KV_ENOMEM, "out of memory");
+		memset(m + g->nmark, 0, nm - g->nmark);
+		g->mark = m;
+		g->nmark = nm;
+	}
+	old = *y;
+	if (tier == g->geom.tiers)
+		old.nb = 0;
+	y->nb = blocks;
+	if ((e = g->ops->tier_grow(g, tier, &old)) != KV_OK) {
+		*y = old;
+		return e;
+	}
+	g->geom = ng;
+	return KV_OK;
+}
+
+kv_err
+kvgpu_tier_copy(kvgpu *g, enum kvgpu_dir dir, uint32_t tier,
+		enum kvgpu_strat strat, const struct kvgpu_pair *p, size_t n,
+		struct kvgpu_timing *t)
+{
+	struct kvgpu_timing dummy;
+	uint64_t nt;
+	kv_err e;
+
+	g->msg[0] = '\0';
+	if (t == NULL)
+		t = &dummy;
+	t->dev_ns = t->submit_ns = 0;
+	if ((dir != KVGPU_D2T && dir != KVGPU_T2D) ||
+	    (unsigned)strat >= KVGPU_NSTRATS)
+		return kvgpu__fail(g, KV_EINVAL, "tier copy: bad direction "
+				   "or strategy");
+	if (tier >= g->geom.tiers)
+		return kvgpu__fail(g, KV_EINVAL, "tier copy: no tier %u (%u "
+				   "tiers)", tier, g->geom.tiers);
+	nt = g->lay[KVGPU_TIER0 + tier].nb;
+	if ((e = check_pairs(g, dir, dir == KVGPU_T2D ? nt :
+			     g->lay[KVGPU_DEV].nb,
+			     dir == KVGPU_D2T ? nt : g->lay[KVGPU_DEV].nb, p,
+			     n)) != KV_OK || n == 0)
+		return e;
+	return g->ops->tier_copy(g, dir, tier, strat, p, n, t);
+}
+
+kv_err
+kvgpu__peer_generic(kvgpu *dst, kvgpu *src, const struct kvgpu_pair *p,
+		    size_t n, struct kvgpu_timing *t)
+{
+	const struct kvgpu_lay *ys = &src->lay[KVGPU_DEV];
+	const struct kvgpu_lay *yd = &dst->lay[KVGPU_DEV];
+	uint32_t nc = kvgpu_lay_chunks(ys);
+	size_t cw = (size_t)kvgpu_lay_chunk_words(ys);
+	uint32_t *buf = malloc(cw * 4);
+	int64_t t0 = kvgpu__now_ns();
+	kv_err e = KV_OK;
+
+	if (buf == NULL)
+		return kvgpu__fail(dst, KV_ENOMEM, "peer: out of memory");
+	for (size_t i = 0; i < n && e == KV_OK; i++)
+		for (uint32_t c = 0; c < nc && e == KV_OK; c++) {
+			uint64_t so = kvgpu_chunk_at(ys, (uint64_t)p[i].src, c);
+			uint64_t d = kvgpu_chunk_at(yd, (uint64_t)p[i].dst, c);
+
+			e = src->ops->peek(src, KVGPU_DEV, so, buf, cw);
+			if (e != KV_OK) {
+				e = kvgpu__fail(dst, e, "peer: source %s: %s",
+						src->name, src->msg);
+				break;
+			}
+			e = dst->ops->poke(dst, KVGPU_DEV, d, buf, cw);
+		}
+	free(buf);
+	t->dev_ns = t->submit_ns = kvgpu__now_ns() - t0;
+	return e;
+}
+
+kv_err
+kvgpu_peer_copy(kvgpu *dst, kvgpu *src, enum kvgpu_strat strat,
+		const struct kvgpu_pair *p, size_t n, struct kvgpu_timing *t)
+{
+	const struct kvgpu_geom *a = &dst->geom, *b = &src->geom;
+	struct kvgpu_timing dummy;
+	kv_err e;
+
+	dst->msg[0] = '\0';
+	if (t == NULL)
+		t = &dummy;
+	t->dev_ns = t->submit_ns = 0;
+	if (dst == src)
+		return kvgpu__fail(dst, KV_EINVAL, "peer copy: one backend "
+				   "(a copy inside one pool is d2d)");
+	if ((unsigned)strat >= KVGPU_NSTRATS)
+		return kvgpu__fail(dst, KV_EINVAL, "peer copy: bad strategy");
+	if (a->layers != b->layers || a->kv_heads != b->kv_heads ||
+	    a->head_dim != b->head_dim || a->dtype_bytes != b->dtype_bytes ||
+	    a->block_size != b->block_size || a->layout != b->layout)
+		return kvgpu__fail(dst, KV_EINVAL, "peer copy: %s and %s have "
+				   "different block geometries", dst->name,
+				   src->name);
+	if ((e = check_pairs(dst, KVGPU_PEER, src->lay[KVGPU_DEV].nb,
+			     dst->lay[KVGPU_DEV].nb, p, n)) != KV_OK ||
+	    n == 0)
+		return e;
+	if (dst->ops->peer != NULL)
+		return dst->ops->peer(dst, src, strat, p, n, t);
+	return kvgpu__peer_generic(dst, src, p, n, t);
 }
 
 kv_err
@@ -444,7 +639,9 @@ static const char *const layout_names[] = {
 static const char *const strat_names[] = {
 	"per-chunk", "batch", "gather", "staged"
 };
-static const char *const dir_names[] = { "d2h", "h2d", "d2d" };
+static const char *const dir_names[] = {
+	"d2h", "h2d", "d2d", "d2t", "t2d", "peer"
+};
 static const char *const hostmem_names[] = { "pinned", "pageable" };
 static const char *const fault_names[] = {
 	"none", "corrupt", "drop", "reorder", "invert"
@@ -507,6 +704,12 @@ bool
 kvgpu_layout_parse(const char *s, enum kvgpu_layout *out)
 {
 	PARSE(layout_names, s, out, enum kvgpu_layout);
+}
+
+bool
+kvgpu_dir_parse(const char *s, enum kvgpu_dir *out)
+{
+	PARSE(dir_names, s, out, enum kvgpu_dir);
 }
 
 bool

@@ -23,11 +23,15 @@
  *                   pageable host pool, copies by strategy, CUDA events
  *                   (built only when configure finds nvcc; otherwise
  *                   kvgpu_open says KV_ENOTSUP).
- *   "fault:MODE[@PAIR][:INNER]"  test-only wrapper over INNER (default
- *                   host) that spoils one copy: corrupt (flip a bit), drop
- *                   (skip a chunk) in pair PAIR (a number or "last";
- *                   default 0), reorder (rotate a batch's destinations)
- *                   or invert (run a swap-out after the next swap-in).
+ *   "fault:MODE[/DIR][@PAIR][:INNER]"  test-only wrapper over INNER
+ *                   (default host) that spoils one copy: corrupt (flip a
+ *                   bit), drop (skip a chunk) in pair PAIR (a number or
+ *                   "last"; default 0), reorder (rotate a batch's
+ *                   destinations) or invert (run a swap-out after the
+ *                   next swap-in); DIR (d2h by default, kvgpu_dir_name)
+ *                   the copies it spoils: d2h, h2d, d2d, d2t (a tier
+ *                   store), t2d (a tier load), peer (a P/D transfer
+ *                   into this backend).
  *
  * Copies.  A batch of pairs {src, dst} (block ids of the source and
  * destination pools) is independent: no destination twice, and for D2D
@@ -66,7 +70,19 @@ enum kvgpu_layout {
 	KVGPU_NLAYOUTS
 };
 
-enum kvgpu_dir { KVGPU_D2H = 0, KVGPU_H2D, KVGPU_D2D, KVGPU_NDIRS };
+/*
+ * Directions of kvgpu_copy (the first KVGPU_NDIRS), then the moves of the
+ * tier pools and of the peer copy (kvgpu_tier_copy, kvgpu_peer_copy): a
+ * fault is armed on any of them.
+ */
+enum kvgpu_dir {
+	KVGPU_D2H = 0, KVGPU_H2D, KVGPU_D2D, KVGPU_NDIRS,
+	KVGPU_D2T = KVGPU_NDIRS,	/* device block > tier slot (store) */
+	KVGPU_T2D,			/* tier slot > device block (load) */
+	KVGPU_PEER,			/* another backend's device block >
+					 * this one's (P/D transfer) */
+	KVGPU_NMOVES
+};
 
 /* Copy strategies (docs/gpu-design.md §3; same order as sim/cost.h). */
 enum kvgpu_strat {
@@ -79,7 +95,12 @@ enum kvgpu_strat {
 
 enum kvgpu_hostmem { KVGPU_PINNED = 0, KVGPU_PAGEABLE, KVGPU_NHOSTMEMS };
 
-enum kvgpu_side { KVGPU_DEV = 0, KVGPU_HOST };
+/* Offload tiers a backend holds pools for (core/kvoffload.h's). */
+#define KVGPU_MAX_TIERS 3
+
+/* The pools: device, host (swap), and tier t as KVGPU_TIER0 + t. */
+enum kvgpu_side { KVGPU_DEV = 0, KVGPU_HOST, KVGPU_TIER0,
+		  KVGPU_NSIDES = KVGPU_TIER0 + KVGPU_MAX_TIERS };
 
 struct kvgpu_geom {
 	uint32_t layers;
@@ -91,6 +112,11 @@ struct kvgpu_geom {
 	uint32_t dev_blocks;
 	uint32_t host_blocks;
 	enum kvgpu_hostmem hostmem;
+	/* offload tier pools (host memory; pinned on CUDA when hostmem
+	 * is): tiers of tier_blocks[t] blocks each, laid out as the device
+	 * pool; 0 tiers: none (kvgpu_tier_grow adds them; docs/gpu.md §1.1) */
+	uint32_t tiers;
+	uint32_t tier_blocks[KVGPU_MAX_TIERS];
 };
 
 struct kvgpu_pair {
@@ -155,20 +181,21 @@ void kvgpu_close(kvgpu *g);
  * checks.
  *   1  a backend with every operation (describe and check are optional)
  *   2  the geometry passes kvgpu_geom_check()
- *   3  each pool's layout record agrees with the geometry
+ *   3  each pool's layout record agrees with the geometry (tier pools
+ *      included)
  *   4  the name is NUL-terminated and is the backend's, alone or followed
  *      by ':' and its argument
  *   5  the independence scratch exists and is clear between calls
  *   6  the backend's state exists
- *  10  host: both pools and the staging block exist
+ *  10  host: both pools, every tier pool and the staging block exist
  *  20  fault: the wrapped backend passes kvgpu_check()
  *  21  fault: the wrapped backend has this handle's geometry
  *  22  fault: the armed mode and direction are known ones
  *  23  fault: a held swap-out batch only under invert, within its capacity
  *  24  fault: a fault marked done has been counted as injected, or
  *      (invert) holds its batch
- *  30  cuda: the pools, the stream, its events and the staging buffers
- *      exist
+ *  30  cuda: the pools (tier pools included), the stream, its events
+ *      and the staging buffers exist
  */
 int kvgpu_check(const kvgpu *g);
 
@@ -194,6 +221,38 @@ kv_err kvgpu_fill(kvgpu *g, enum kvgpu_side side,
 kv_err kvgpu_copy(kvgpu *g, enum kvgpu_dir dir, enum kvgpu_strat strat,
 		  const struct kvgpu_pair *p, size_t n,
 		  struct kvgpu_timing *t);
+
+/*
+ * Tier pools (docs/gpu.md §1.1).  Grow tier pool `tier` to at least
+ * `blocks` blocks, keeping the blocks it holds (new ones poisoned);
+ * tier == geom.tiers adds a tier.  KV_EINVAL past KVGPU_MAX_TIERS or a
+ * pool over 1 TiB; KV_ENOMEM.
+ */
+kv_err kvgpu_tier_grow(kvgpu *g, uint32_t tier, uint32_t blocks);
+
+/*
+ * Copy whole blocks between the device pool and tier pool `tier`: dir
+ * KVGPU_D2T (pairs device block > tier block, an offload store) or
+ * KVGPU_T2D (tier block > device block, a load).  A batch is independent
+ * (no destination twice).  Every strategy (CUDA: as the host pool's;
+ * gather needs pinned memory).
+ */
+kv_err kvgpu_tier_copy(kvgpu *g, enum kvgpu_dir dir, uint32_t tier,
+		       enum kvgpu_strat strat, const struct kvgpu_pair *p,
+		       size_t n, struct kvgpu_timing *t);
+
+/*
+ * The peer copy of a disaggregated run: device blocks p[i].src of src
+ * into device blocks p[i].dst of dst (two handles; the same slot
+ * geometry and layout, any pool sizes).  Host: memcpy; CUDA to CUDA:
+ * cudaMemcpyPeerAsync (one device or two); any other pair of backends
+ * goes through host memory, chunk by chunk.  A fault wrapper spoils the
+ * copy into it (dst) when armed on KVGPU_PEER.  KV_EINVAL: dst == src,
+ * geometries that differ, ids out of range, a destination twice.
+ */
+kv_err kvgpu_peer_copy(kvgpu *dst, kvgpu *src, enum kvgpu_strat strat,
+		       const struct kvgpu_pair *p, size_t n,
+		       struct kvgpu_timing *t);
 
 /* Compare each slot with its pattern; the verdict counts mismatches. */
 kv_err kvgpu_verify(kvgpu *g, enum kvgpu_side side,
@@ -267,6 +326,7 @@ kv_err kvgpu_fault_stats(const kvgpu *g, uint64_t *injected,
 const char *kvgpu_layout_name(enum kvgpu_layout l);	/* "fa-split" */
 const char *kvgpu_strat_name(enum kvgpu_strat s);	/* "per-chunk" */
 const char *kvgpu_dir_name(enum kvgpu_dir d);		/* "d2h" */
+bool kvgpu_dir_parse(const char *s, enum kvgpu_dir *out); /* any move */
 const char *kvgpu_hostmem_name(enum kvgpu_hostmem h);	/* "pinned" */
 const char *kvgpu_fault_name(enum kvgpu_fault f);	/* "corrupt" */
 bool kvgpu_layout_parse(const char *s, enum kvgpu_layout *out);

@@ -47,15 +47,31 @@ struct kvgpu_ops {
 	/* Optional: the backend's own invariants for kvgpu_check(), 0 or
 	 * the number (kvgpu.h) of the first one broken. */
 	int (*check)(const kvgpu *g);
+	/* Tier pools (needed once a geometry has tiers): reallocate tier
+	 * pool `tier` for g->lay[KVGPU_TIER0 + tier] (already grown; old:
+	 * its record before, nb 0 for a new tier), keeping its blocks. */
+	kv_err (*tier_grow)(kvgpu *g, uint32_t tier,
+			    const struct kvgpu_lay *old);
+	/* dir KVGPU_D2T or KVGPU_T2D, checked arguments. */
+	kv_err (*tier_copy)(kvgpu *g, enum kvgpu_dir dir, uint32_t tier,
+			    enum kvgpu_strat strat,
+			    const struct kvgpu_pair *p, size_t n,
+			    struct kvgpu_timing *t);
+	/* Optional: the peer copy into g (kvgpu_peer_copy); NULL: the
+	 * generic copy through host memory (kvgpu__peer_generic). */
+	kv_err (*peer)(kvgpu *g, kvgpu *src, enum kvgpu_strat strat,
+		       const struct kvgpu_pair *p, size_t n,
+		       struct kvgpu_timing *t);
 };
 
 struct kvgpu {
 	const struct kvgpu_ops *ops;
 	struct kvgpu_geom geom;
-	struct kvgpu_lay lay[2];	/* by enum kvgpu_side */
+	struct kvgpu_lay lay[KVGPU_NSIDES];	/* by enum kvgpu_side */
 	char name[64];
 	void *impl;
 	uint8_t *mark;			/* independence check scratch */
+	size_t nmark;			/* its bytes: the largest pool + 1 */
 	char msg[256];
 };
 
@@ -64,6 +80,11 @@ kv_err kvgpu__fail(kvgpu *g, kv_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)))
 #endif
 	;
+
+/* The peer copy through host memory, chunk by chunk (peek, poke). */
+kv_err kvgpu__peer_generic(kvgpu *dst, kvgpu *src,
+			   const struct kvgpu_pair *p, size_t n,
+			   struct kvgpu_timing *t);
 
 /* Monotonic clock, ns. */
 int64_t kvgpu__now_ns(void);
@@ -86,6 +107,11 @@ uint64_t kvgpu__cpu_digest(const uint32_t *pool, const struct kvgpu_lay *y,
 void kvgpu__cpu_copy_block(uint32_t *dst, const struct kvgpu_lay *yd,
 			   uint64_t db, const uint32_t *src,
 			   const struct kvgpu_lay *ys, uint64_t sb);
+
+/* Copy every block of pool (src, ys) to the same id of (dst, yd), whose
+ * other blocks the caller has poisoned (a tier pool that grew). */
+void kvgpu__cpu_copy_pool(uint32_t *dst, const struct kvgpu_lay *yd,
+			  const uint32_t *src, const struct kvgpu_lay *ys);
 
 extern const struct kvgpu_ops kvgpu__host_ops;
 extern const struct kvgpu_ops kvgpu__fault_ops;

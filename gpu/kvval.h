@@ -146,6 +146,12 @@ struct kvval_stats {
 	struct kvval_class cls[KVGPU_NDIRS];	/* d2h swap-out, h2d swap-in,
 						 * d2d CoW */
 	char first_failure[320];
+	/* offload and P/D moves, by dir - KVGPU_NDIRS: d2t store, t2d
+	 * load, peer transfer (this verifier's backend the destination) */
+	struct kvval_class move[KVGPU_NMOVES - KVGPU_NDIRS];
+	uint64_t move_slots;		/* slots verified after them */
+	uint64_t move_digests;		/* stores of a request the scheduler
+					 * no longer has: whole blocks */
 };
 
 typedef struct kvval kvval;
@@ -160,6 +166,32 @@ int kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 		   const uint32_t *start, char *why, size_t whylen);
 int kvval_completed(kvval *v, kvs *s, const struct kvs_step *st,
 		    char *why, size_t whylen);
+
+/*
+ * Offload (core/kvoffload.h; sim/run.h's offload_xfer): run transfer x of
+ * s's offload manager on the backend -- a store copies device blocks to
+ * tier x->tier's pool, a load tier blocks to device blocks (the tier
+ * pool grows to the slots named) -- and check it slot by slot: a stored
+ * tier block holds the pattern of the positions its device block held
+ * (for a request s no longer has: the device block's digest), a loaded
+ * device block the pattern of the request's positions, as many as its
+ * tier block held.  Destinations are poisoned first.  One
+ * full-attention group only.
+ */
+struct kvo_xfer;
+int kvval_offload(kvval *v, kvs *s, const struct kvo_xfer *x, char *why,
+		  size_t whylen);
+
+/*
+ * A P/D transfer (sim/run.h's kv_transfer): src's device blocks p[i].src
+ * (request sr of ss) into dst's blocks p[i].dst (request dr of ds) by
+ * kvgpu_peer_copy, then each destination block holds, in as many slots
+ * as its source held data (src's record), the pattern of dr's positions
+ * there: the content key is the token prefix, the same on both replicas.
+ */
+int kvval_transfer(kvval *dst, kvs *ds, kvs_req dr, kvval *src, kvs *ss,
+		   kvs_req sr, const struct kvc_pair *p, uint32_t n,
+		   char *why, size_t whylen);
 
 const struct kvval_stats *kvval_stats(const kvval *v);
 

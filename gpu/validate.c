@@ -48,6 +48,7 @@
 
 #include "gpu/kvval.h"
 #include "gpu/kv_pattern.h"
+#include "core/kvoffload.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -98,9 +99,12 @@ struct kvval {
 	uint64_t *stamp;	/* per device block: last scan or CoW mark */
 	uint32_t *fill;		/* per device block: written slots */
 	uint8_t *seen;		/* per block of either pool: dedup */
-	uint32_t *cfill[2];	/* per block of a pool (kvgpu_side): leading
+	uint32_t *cfill[KVGPU_NSIDES];	/* per block of a pool (kvgpu_side),
+				 * tier pools grown with them: leading
 				 * slots holding data since its last poison */
-	uint64_t *ckey[2];	/* the slot key of the last of them */
+	uint64_t *ckey[KVGPU_NSIDES];	/* the slot key of the last of
+					 * them */
+	size_t ntier[KVGPU_MAX_TIERS];	/* blocks of cfill, ckey of a tier */
 	uint64_t tick;
 	uint32_t *start;	/* skip_stale: the step's starts past them */
 	size_t capstart;
@@ -171,7 +175,7 @@ kvval_free(kvval *v)
 	free(v->fill);
 	free(v->seen);
 	free(v->start);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < KVGPU_NSIDES; i++) {
 		free(v->cfill[i]);
 		free(v->ckey[i]);
 	}
@@ -749,7 +753,7 @@ kvval_scheduled(kvval *v, kvs *s, const struct kvs_step *st,
 
 	if ((rc = setup(v, s, why, len)))
 		return rc;
-	if ((start = wstart(v, st, start)) == NULL)
+	if (st->nsched > 0 && (start = wstart(v, st, start)) == NULL)
 		return oom(why, len);
 	v->st.steps++;
 	v->tick++;
@@ -988,7 +992,7 @@ kvval_computed(kvval *v, kvs *s, const struct kvs_step *st,
 
 	if ((rc = setup(v, s, why, len)))
 		return rc;
-	if ((start = wstart(v, st, start)) == NULL)
+	if (st->nsched > 0 && (start = wstart(v, st, start)) == NULL)
 		return oom(why, len);
 	/* the states the step reads, before it rewrites them */
 	v->nslot = v->nvr = 0;
@@ -1060,4 +1064,362 @@ kvval_completed(kvval *v, kvs *s, const struct kvs_step *st, char *why,
 		memset(q, 0, sizeof(*q));
 	}
 	return 0;
+}
+
+/* ---- offload tiers and P/D transfers ------------------------------------ */
+
+/* Grow tier t's pool and records to hold block id `need - 1`. */
+static int
+tier_room(kvval *v, uint32_t t, uint64_t need, char *why, size_t len)
+{
+	const struct kvgpu_geom *geo = kvgpu_geom_of(v->g);
+	int side = KVGPU_TIER0 + (int)t;
+	size_t old = v->ntier[t], n;
+	uint64_t have = t < geo->tiers ? geo->tier_blocks[t] : 0;
+	void *a, *b;
+
+	if (t >= KVGPU_MAX_TIERS) {
+		snprintf(why, len, "verifier: tier %u (at most %d)", t,
+			 KVGPU_MAX_TIERS);
+		return 1;
+	}
+	for (uint32_t u = geo->tiers; u < t; u++)	/* the tiers before */
+		if (kvgpu_tier_grow(v->g, u, 1) != KV_OK)
+			return dev_fail(v, "tier pool", why, len);
+	if (need > have) {
+		n = (size_t)(need > 2 * have ? need : 2 * have);
+		if (n > INT32_MAX)
+			n = INT32_MAX;
+		if (kvgpu_tier_grow(v->g, t, (uint32_t)n) != KV_OK)
+			return dev_fail(v, "tier pool", why, len);
+	}
+	n = (size_t)kvgpu_geom_of(v->g)->tier_blocks[t];
+	if (n <= old)
+		return 0;
+	a = realloc(v->cfill[side], n * sizeof(uint32_t));
+	if (a != NULL)
+		v->cfill[side] = a;
+	b = realloc(v->ckey[side], n * sizeof(uint64_t));
+	if (b != NULL)
+		v->ckey[side] = b;
+	if (a == NULL || b == NULL)
+		return oom(why, len);
+	memset(v->cfill[side] + old, 0, (n - old) * sizeof(uint32_t));
+	memset(v->ckey[side] + old, 0, (n - old) * sizeof(uint64_t));
+	v->ntier[t] = n;
+	return 0;
+}
+
+/* The entry of device block id in tab, looked for from *hint on (pairs
+ * come in position order), then from 0; -1: none. */
+static int64_t
+tab_index(const int32_t *tab, size_t ntab, int32_t id, size_t *hint)
+{
+	for (size_t k = 0; k < ntab; k++) {
+		size_t j = (*hint + k) % ntab;
+
+		if (tab[j] == id) {
+			*hint = j + 1;
+			return (int64_t)j;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Verify blocks `blk` (on side) of request r of s against the pattern of
+ * r's positions: block i is table entry idx[i] (device id dev[i]) and
+ * holds its first nf[i] slots.  Counts failures under `what`.
+ */
+static int
+verify_blocks(kvval *v, kvs *s, kvs_req r, enum kvgpu_side side,
+	      const int32_t *blk, const int64_t *idx, const uint32_t *nf,
+	      size_t n, const char *what, char *why, size_t len)
+{
+	kvc *k = kvs_kv(s);
+	struct chain c = { .key = KVGPU_KEY_ROOT };
+	struct kvgpu_verdict d;
+	size_t need = 0;
+
+	c.tok = kvc_seq_tokens(k, kvs_req_seq(s, r), &c.ntok);
+	for (size_t i = 0; i < n; i++)
+		need += nf[i];
+	if (grow(&v->slot, &v->capslot, need, sizeof(*v->slot)) ||
+	    grow(&v->sgrp, &v->capsgrp, need, sizeof(*v->sgrp)))
+		return oom(why, len);
+	v->nslot = 0;
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < nf[i]; j++) {
+			uint64_t p = (uint64_t)idx[i] * v->gbs[0] + j;
+
+			if (p >= c.ntok)
+				break;
+			push_slot(v, blk[i], j, (uint32_t)p,
+				  kvgpu_group_key(chain_key(&c, (uint32_t)p),
+						  0), 0);
+		}
+	if (v->nslot == 0)
+		return 0;
+	if (kvgpu_verify(v->g, side, v->slot, v->nslot, &d) != KV_OK)
+		return dev_fail(v, "verify", why, len);
+	v->st.verifies++;
+	v->st.verified_slots += v->nslot;
+	v->st.verified_words += d.words;
+	v->st.move_slots += v->nslot;
+	if (d.mismatches > 0) {
+		const struct kvgpu_slot *b = &v->slot[d.first];
+
+		v->st.mismatched_words += d.mismatches;
+		failure(v, "step %llu: %s: %llu of %llu words differ; first: "
+			"request %ld position %u (%s block %d slot %u) layer "
+			"%u %s word %u: want %08x got %08x",
+			(unsigned long long)v->st.steps, what,
+			(unsigned long long)d.mismatches,
+			(unsigned long long)d.words, (long)r, b->pos,
+			side == KVGPU_DEV ? "device" : "tier", b->block,
+			b->slot, d.first_layer, d.first_kv ? "V" : "K",
+			d.first_word, d.want, d.got);
+	}
+	return 0;
+}
+
+/* Scratch for n pairs: v->pair, v->blk, and the entries and fills. */
+struct mscratch {
+	int64_t *idx;
+	uint32_t *nf;
+};
+
+static int
+move_scratch(kvval *v, uint32_t n, struct mscratch *m, char *why,
+	     size_t len)
+{
+	if (grow(&v->pair, &v->cappair, n, sizeof(*v->pair)) ||
+	    grow(&v->blk, &v->capblk, n, sizeof(*v->blk)))
+		return oom(why, len);
+	m->idx = malloc((n ? n : 1) * sizeof(*m->idx));
+	m->nf = malloc((n ? n : 1) * sizeof(*m->nf));
+	if (m->idx == NULL || m->nf == NULL) {
+		free(m->idx);
+		free(m->nf);
+		return oom(why, len);
+	}
+	return 0;
+}
+
+static void
+count_move(kvval *v, enum kvgpu_dir dir, uint32_t n,
+	   const struct kvgpu_timing *t)
+{
+	const struct kvgpu_geom *geo = kvgpu_geom_of(v->g);
+	struct kvval_class *c = &v->st.move[dir - KVGPU_NDIRS];
+
+	c->batches++;
+	c->blocks += n;
+	c->calls += v->o.strat == KVGPU_PER_CHUNK ? kvgpu_chunks(geo) : 1;
+	c->chunks += (uint64_t)n * kvgpu_chunks(geo);
+	c->bytes += (uint64_t)n * kvgpu_block_bytes(geo);
+	c->dev_ns += t->dev_ns;
+	c->submit_ns += t->submit_ns;
+}
+
+/*
+ * A store: the tier blocks must hold what their device blocks held, slot
+ * by slot: the pattern of the request's positions in them (the device
+ * record's fill), or, for a request the scheduler no longer has, the
+ * device block's whole digest.  A load: the device blocks must hold the
+ * pattern of the request's positions, as many as the tier block's record.
+ */
+static int
+offload_check(kvval *v, kvs *s, const struct kvo_xfer *x, int tside,
+	      struct mscratch *m, char *why, size_t len)
+{
+	bool store = x->dir == KVO_STORE;
+	int32_t seq = kvs_req_seq(s, x->req);
+	size_t ntab = 0, hint = 0;
+	const int32_t *tab = seq >= 0 ? kvc_table(kvs_kv(s), seq, 0, &ntab) :
+			     NULL;
+
+	for (uint32_t i = 0; i < x->npairs; i++) {
+		int32_t dev = store ? x->pairs[i].src : x->pairs[i].dst;
+
+		m->idx[i] = tab != NULL ? tab_index(tab, ntab, dev, &hint) :
+			    -1;
+		m->nf[i] = store ? v->cfill[KVGPU_DEV][dev] :
+			   v->cfill[tside][x->pairs[i].src];
+		if (m->idx[i] < 0 && !store) {
+			failure(v, "step %llu: offload load: request %ld: "
+				"device block %d is not in its table",
+				(unsigned long long)v->st.steps, (long)x->req,
+				dev);
+			return 0;
+		}
+		if (m->idx[i] < 0) {	/* gone: compare whole blocks */
+			uint64_t a, b;
+			int32_t tb = x->pairs[i].dst;
+
+			if (kvgpu_digest(v->g, KVGPU_DEV, &dev, 1, &a) !=
+			    KV_OK ||
+			    kvgpu_digest(v->g, (enum kvgpu_side)tside, &tb,
+					 1, &b) != KV_OK)
+				return dev_fail(v, "digest", why, len);
+			v->st.move_digests++;
+			if (a != b)
+				failure(v, "step %llu: offload store: tier "
+					"block %d differs from device block "
+					"%d (digests)",
+					(unsigned long long)v->st.steps, tb,
+					dev);
+			m->nf[i] = 0;
+		}
+	}
+	return verify_blocks(v, s, x->req,
+			     store ? (enum kvgpu_side)tside : KVGPU_DEV,
+			     v->blk, m->idx, m->nf, x->npairs,
+			     store ? "after an offload store" :
+			     "after an offload load", why, len);
+}
+
+int
+kvval_offload(kvval *v, kvs *s, const struct kvo_xfer *x, char *why,
+	      size_t len)
+{
+	int tside = KVGPU_TIER0 + x->tier;
+	bool store = x->dir == KVO_STORE;
+	enum kvgpu_dir dir = store ? KVGPU_D2T : KVGPU_T2D;
+	struct kvgpu_timing t;
+	struct mscratch m;
+	uint64_t top = 0;
+	int rc;
+
+	if ((rc = setup(v, s, why, len)))
+		return rc;
+	if (v->ng != 1 || v->nstg > 0) {
+		snprintf(why, len, "verifier: offload with %u KV cache groups "
+			 "(one full-attention group only)", v->ng);
+		return 1;
+	}
+	if (x->npairs == 0)
+		return 0;
+	for (uint32_t i = 0; i < x->npairs; i++) {
+		int32_t tb = store ? x->pairs[i].dst : x->pairs[i].src;
+		int32_t db = store ? x->pairs[i].src : x->pairs[i].dst;
+
+		if (tb < 0 || db < 0 || (uint32_t)db >= v->nblocks) {
+			snprintf(why, len, "verifier: offload pair %u "
+				 "(%d>%d) out of range", i, x->pairs[i].src,
+				 x->pairs[i].dst);
+			return 1;
+		}
+		if ((uint64_t)tb + 1 > top)
+			top = (uint64_t)tb + 1;
+	}
+	if ((rc = tier_room(v, x->tier, top, why, len)) ||
+	    (rc = move_scratch(v, x->npairs, &m, why, len)))
+		return rc;
+	for (uint32_t i = 0; i < x->npairs; i++) {
+		v->pair[i].src = x->pairs[i].src;
+		v->pair[i].dst = x->pairs[i].dst;
+		v->blk[i] = x->pairs[i].dst;
+	}
+	/* the destination is overwritten whole: poison it first */
+	if (kvgpu_poison(v->g, store ? (enum kvgpu_side)tside : KVGPU_DEV,
+			 v->blk, x->npairs) != KV_OK) {
+		rc = dev_fail(v, "poison", why, len);
+		goto out;
+	}
+	if (kvgpu_tier_copy(v->g, dir, x->tier, v->o.strat, v->pair,
+			    x->npairs, &t) != KV_OK) {
+		rc = dev_fail(v, kvgpu_dir_name(dir), why, len);
+		goto out;
+	}
+	count_move(v, dir, x->npairs, &t);
+	rc = offload_check(v, s, x, tside, &m, why, len);
+	for (uint32_t i = 0; rc == 0 && i < x->npairs; i++) {
+		int from = store ? KVGPU_DEV : tside;
+		int to = store ? tside : KVGPU_DEV;
+
+		v->cfill[to][x->pairs[i].dst] =
+			v->cfill[from][x->pairs[i].src];
+		v->ckey[to][x->pairs[i].dst] = v->ckey[from][x->pairs[i].src];
+	}
+out:
+	free(m.idx);
+	free(m.nf);
+	return rc;
+}
+
+int
+kvval_transfer(kvval *dst, kvs *ds, kvs_req dr, kvval *src, kvs *ss,
+	       kvs_req sr, const struct kvc_pair *p, uint32_t n, char *why,
+	       size_t len)
+{
+	struct kvgpu_timing t;
+	struct mscratch m;
+	size_t ntab, hint = 0;
+	const int32_t *tab;
+	int rc;
+
+	(void)sr;
+	if ((rc = setup(dst, ds, why, len)) || (rc = setup(src, ss, why, len)))
+		return rc;
+	if (dst->ng != 1 || dst->nstg > 0) {
+		snprintf(why, len, "verifier: a KV transfer with %u KV cache "
+			 "groups (one full-attention group only)", dst->ng);
+		return 1;
+	}
+	if (n == 0)
+		return 0;
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].src < 0 || (uint32_t)p[i].src >= src->nblocks ||
+		    p[i].dst < 0 || (uint32_t)p[i].dst >= dst->nblocks) {
+			snprintf(why, len, "verifier: transfer pair %u "
+				 "(%d>%d) out of range", i, p[i].src,
+				 p[i].dst);
+			return 1;
+		}
+	if ((rc = move_scratch(dst, n, &m, why, len)))
+		return rc;
+	tab = kvc_table(kvs_kv(ds), kvs_req_seq(ds, dr), 0, &ntab);
+	for (uint32_t i = 0; i < n; i++) {
+		dst->pair[i].src = p[i].src;
+		dst->pair[i].dst = p[i].dst;
+		dst->blk[i] = p[i].dst;
+		m.idx[i] = tab_index(tab, ntab, p[i].dst, &hint);
+		m.nf[i] = src->cfill[KVGPU_DEV][p[i].src];
+	}
+	if (kvgpu_poison(dst->g, KVGPU_DEV, dst->blk, n) != KV_OK) {
+		rc = dev_fail(dst, "poison", why, len);
+		goto out;
+	}
+	if (kvgpu_peer_copy(dst->g, src->g, dst->o.strat, dst->pair, n,
+			    &t) != KV_OK) {
+		rc = dev_fail(dst, "peer copy", why, len);
+		goto out;
+	}
+	count_move(dst, KVGPU_PEER, n, &t);
+	for (uint32_t i = 0; i < n; i++) {
+		if (m.idx[i] < 0) {
+			failure(dst, "step %llu: KV transfer: request %ld: "
+				"device block %d is not in its table",
+				(unsigned long long)dst->st.steps, (long)dr,
+				p[i].dst);
+			goto out;
+		}
+		if (m.nf[i] == 0)
+			failure(dst, "step %llu: KV transfer: request %ld: "
+				"source block %d holds no data",
+				(unsigned long long)dst->st.steps, (long)dr,
+				p[i].src);
+	}
+	rc = verify_blocks(dst, ds, dr, KVGPU_DEV, dst->blk, m.idx, m.nf, n,
+			   "after a KV transfer", why, len);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		dst->cfill[KVGPU_DEV][p[i].dst] = m.nf[i];
+		dst->ckey[KVGPU_DEV][p[i].dst] =
+			src->ckey[KVGPU_DEV][p[i].src];
+	}
+out:
+	free(m.idx);
+	free(m.nf);
+	return rc;
 }

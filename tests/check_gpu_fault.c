@@ -252,6 +252,113 @@ START_TEST(arm_needs_fault_backend)
 }
 END_TEST
 
+/*
+ * Tier moves and P/D transfers: corrupt, drop and reorder in a tier
+ * store (d2t), a tier load (t2d) and a peer copy are each caught by the
+ * verifier.  The fault must have fired (a run it never touched would
+ * prove nothing), and the failure names the move.
+ */
+START_TEST(move_fault_detected)
+{
+	static const enum kvgpu_dir dirs[3] = {
+		KVGPU_D2T, KVGPU_T2D, KVGPU_PEER
+	};
+	enum kvgpu_fault f = (enum kvgpu_fault)(KVGPU_FAULT_CORRUPT + _i % 3);
+	enum kvgpu_dir dir = dirs[_i / 3];
+	struct kvdrive_moves m;
+	char name[64], why[512];
+
+	snprintf(name, sizeof(name), "fault:%s/%s", kvgpu_fault_name(f),
+		 kvgpu_dir_name(dir));
+	ck_assert_msg(kvdrive_moves(name, KVGPU_PER_CHUNK, &m, why,
+				    sizeof(why)) == 0, "%s", why);
+	ck_assert_msg(m.injected >= 1, "%s never fired: nothing was tested",
+		      name);
+	ck_assert_msg(m.failures > 0, "%s fired %llu time(s), not detected",
+		      name, (unsigned long long)m.injected);
+}
+END_TEST
+
+/* A fault armed on a move the run never makes does not fire, and the
+ * name's direction must be a known one (invert: d2h only). */
+START_TEST(move_fault_names)
+{
+	struct kvgpu_geom g = geom(4, 4, 4);
+	struct kvdrive_moves m;
+	char why[512];
+	kv_err e;
+
+	ck_assert_int_eq(kvdrive_moves("fault:corrupt/d2h", KVGPU_PER_CHUNK,
+				       &m, why, sizeof(why)), 0);
+	ck_assert_uint_eq(m.injected, 0);
+	ck_assert_uint_eq(m.failures, 0);
+	ck_assert_ptr_null(kvgpu_open("fault:corrupt/sideways", &g, &e, why,
+				      sizeof(why)));
+	ck_assert_int_eq(e, KV_EINVAL);
+	ck_assert_ptr_null(kvgpu_open("fault:invert/peer", &g, &e, why,
+				      sizeof(why)));
+	ck_assert_int_eq(e, KV_EINVAL);
+}
+END_TEST
+
+/*
+ * A vllm-v1 run with a CPU tier (kvdrive offload): corrupt, drop and
+ * reorder in a tier store and in a tier load, after 0 and 2 clean
+ * batches, must fire and each is detected; the clean run passes.
+ */
+START_TEST(offload_fault_detected)
+{
+	enum kvgpu_fault f = (enum kvgpu_fault)(_i % 4);
+	enum kvgpu_dir dir = (_i / 4) % 2 ? KVGPU_T2D : KVGPU_D2T;
+	uint32_t skip = _i / 8 ? 2 : 0;
+	struct kvdrive_opts o;
+	struct kvdrive_result r;
+	struct kvval_pool pool;
+	struct kvval_opts vo = { KVGPU_PER_CHUNK, 0, 0, false, true };
+	struct kvgpu_geom g;
+	const struct kvval_stats *st;
+	uint64_t inj, haz;
+	char why[512];
+	bool refused;
+	kvgpu *b;
+	kvval *v;
+	kv_err e;
+
+	kvdrive_opts_init(&o);
+	o.policy = "vllm-v1";
+	o.preemption = 0;
+	o.gpu_blocks = 40;
+	o.requests = 60;
+	o.offload_blocks = 64;
+	kvdrive_pool(&o, &pool);
+	g = geom(pool.dev_blocks, pool.host_blocks, pool.block_size);
+	b = kvgpu_open("fault", &g, &e, why, sizeof(why));
+	ck_assert_msg(b != NULL, "%s", why);
+	ck_assert_int_eq(kvgpu_fault_arm(b, f, dir, skip), KV_OK);
+	v = kvval_new(b, &vo);
+	ck_assert_msg(kvdrive_run(&o, v, &r, &refused, why, sizeof(why)) == 0,
+		      "%s", why);
+	st = kvval_stats(v);
+	kvgpu_fault_stats(b, &inj, &haz);
+	ck_assert_uint_gt(r.offload_loads, 0);
+	if (f == KVGPU_FAULT_NONE) {
+		ck_assert_uint_eq(inj, 0);
+		ck_assert_msg(st->failures == 0, "%s", st->first_failure);
+	} else {
+		ck_assert_msg(inj == 1, "%s/%s (skip %u) never fired",
+			      kvgpu_fault_name(f), kvgpu_dir_name(dir), skip);
+		ck_assert_msg(st->failures > 0, "%s/%s (skip %u) not detected",
+			      kvgpu_fault_name(f), kvgpu_dir_name(dir), skip);
+		ck_assert_ptr_nonnull(strstr(st->first_failure,
+					     dir == KVGPU_D2T ?
+					     "after an offload store" :
+					     "after an offload load"));
+	}
+	kvval_free(v);
+	kvgpu_close(b);
+}
+END_TEST
+
 static Suite *
 gpu_fault_suite(void)
 {
@@ -266,6 +373,9 @@ gpu_fault_suite(void)
 	tcase_add_loop_test(t, ordering_hazard, 0, KVGPU_NSTRATS);
 	tcase_add_test(t, invert_in_a_run);
 	tcase_add_test(t, arm_needs_fault_backend);
+	tcase_add_loop_test(t, move_fault_detected, 0, 9);
+	tcase_add_test(t, move_fault_names);
+	tcase_add_loop_test(t, offload_fault_detected, 0, 16);
 	suite_add_tcase(s, t);
 	return s;
 }

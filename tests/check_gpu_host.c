@@ -416,6 +416,87 @@ START_TEST(every_policy)
 END_TEST
 
 /*
+ * A step that schedules nothing (a P/D decode replica's step that only
+ * allocates blocks for KV loads) comes with no start array: the hooks
+ * take it, with and without skip_stale (they said "out of memory").
+ */
+START_TEST(empty_step)
+{
+	struct kvdrive_opts o;
+	struct kvs_config sc;
+	struct kvc_config kc;
+	struct kvval_pool pool;
+	struct kvval_opts vo = { KVGPU_PER_CHUNK, 1, 0, _i == 1, true };
+	struct kvs_step st;
+	struct kvgpu_geom g;
+	char why[256];
+	kv_err e;
+	kvgpu *b;
+	kvval *v;
+	kvs *s;
+
+	kvdrive_opts_init(&o);
+	o.policy = "vllm-v1";
+	kvs_config_init(&sc);
+	snprintf(sc.policy, sizeof(sc.policy), "%s", o.policy);
+	kvdrive_kvc_config(&o, &kc);
+	kvdrive_pool(&o, &pool);
+	s = kvs_new(&sc, &kc, &e, why, sizeof(why));
+	ck_assert_msg(s != NULL, "%s", why);
+	g = geom(KVGPU_FA_SPLIT, pool.dev_blocks, pool.host_blocks);
+	g.block_size = pool.block_size;
+	b = open_host(&g);
+	v = kvval_new(b, &vo);
+	ck_assert_ptr_nonnull(v);
+	memset(&st, 0, sizeof(st));
+	why[0] = '\0';
+	ck_assert_msg(kvval_scheduled(v, s, &st, NULL, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_msg(kvval_computed(v, s, &st, NULL, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_msg(kvval_completed(v, s, &st, why, sizeof(why)) == 0,
+		      "%s", why);
+	ck_assert_uint_eq(kvval_stats(v)->failures, 0);
+	kvval_free(v);
+	kvgpu_close(b);
+	kvs_free(s);
+}
+END_TEST
+
+/*
+ * A vllm-v1 run with a CPU tier (kvdrive offload: a native tier over the
+ * scheduler) on a pool too small for its shared prefixes: prefixes are
+ * stored and loaded back, every move is run on the backend's tier pool
+ * and checked (0 failures), the blocks checked agree with the blocks the
+ * manager moved, and the run's own checks still pass.  Offloaded blocks
+ * of one and of two GPU blocks.
+ */
+START_TEST(offload_run)
+{
+	struct kvdrive_opts o;
+	struct run R;
+
+	kvdrive_opts_init(&o);
+	o.policy = "vllm-v1";
+	o.preemption = 0;
+	o.gpu_blocks = 40;
+	o.requests = 80;
+	o.offload_blocks = 64;
+	o.offload_block_tokens = _i ? 32 : 0;
+	run(&R, &o, "host", KVGPU_FA_SPLIT);
+	ck_assert_msg(R.rc == 0, "%s", R.why);
+	ck_assert_uint_eq(R.r.finished, o.requests);
+	ck_assert_msg(R.s.failures == 0, "%s", R.s.first_failure);
+	ck_assert_uint_gt(R.r.offload_stores, 0);
+	ck_assert_uint_gt(R.r.offload_loads, 0);
+	ck_assert_uint_eq(R.s.move[0].blocks, R.r.offload_store_blocks);
+	ck_assert_uint_eq(R.s.move[1].blocks, R.r.offload_load_blocks);
+	ck_assert_uint_gt(R.s.move_slots, 0);
+	ck_assert_uint_eq(R.s.frag_poison_slots, R.s.frag_expected_slots);
+}
+END_TEST
+
+/*
  * Equal prompts recur (every prompt is one of three 40-token prefixes or
  * a piece of one): heavy prefix sharing, and vLLM v0 maps equal device
  * blocks to one cached CPU block when swapping out.
@@ -581,6 +662,166 @@ START_TEST(digest_same_run)
 }
 END_TEST
 
+/*
+ * Tier pools, every layout and strategy: device blocks stored to a tier
+ * (D2T) and loaded back into other device blocks (T2D) hold their
+ * slots; a tier that grows keeps its blocks; a geometry with tiers opens
+ * them.
+ */
+START_TEST(tier_round_trip)
+{
+	enum kvgpu_layout l = (enum kvgpu_layout)(_i / KVGPU_NSTRATS);
+	enum kvgpu_strat st = (enum kvgpu_strat)(_i % KVGPU_NSTRATS);
+	struct kvgpu_geom g = geom(l, 6, 0);
+	kvgpu *b;
+	struct kvgpu_slot s[8], t[8];
+	struct kvgpu_pair out[2] = { { 1, 2 }, { 3, 0 } };
+	struct kvgpu_pair in[2] = { { 2, 5 }, { 0, 4 } };
+	struct kvgpu_verdict d;
+	int32_t two[2] = { 1, 3 };
+
+	g.tiers = 2;
+	g.tier_blocks[0] = 1;
+	g.tier_blocks[1] = 3;
+	b = open_host(&g);
+	ck_assert_uint_eq(kvgpu_geom_of(b)->tiers, 2);
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	slots_of(s, 1, 4, 77, 0);
+	slots_of(s + 4, 3, 4, 99, 4);
+	ck_assert_int_eq(kvgpu_fill(b, KVGPU_DEV, s, 8), KV_OK);
+	/* tier 1 has 3 blocks: 0 and 2 are in range */
+	ck_assert_int_eq(kvgpu_tier_copy(b, KVGPU_D2T, 1, st, out, 2, NULL),
+			 KV_OK);
+	memcpy(t, s, sizeof(t));
+	for (int i = 0; i < 8; i++)
+		t[i].block = i < 4 ? 2 : 0;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_TIER0 + 1, t, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	/* tier 0 saw nothing: still poison */
+	t[0].block = 0;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_TIER0, t, 1, &d), KV_OK);
+	ck_assert_uint_gt(d.mismatches, 0);
+	/* grow tier 1 past its blocks: they stay */
+	ck_assert_int_eq(kvgpu_tier_grow(b, 1, 9), KV_OK);
+	ck_assert_uint_eq(kvgpu_geom_of(b)->tier_blocks[1], 9);
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	t[0].block = 2;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_TIER0 + 1, t, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_poison(b, KVGPU_DEV, two, 2), KV_OK);
+	ck_assert_int_eq(kvgpu_tier_copy(b, KVGPU_T2D, 1, st, in, 2, NULL),
+			 KV_OK);
+	for (int i = 0; i < 8; i++)
+		s[i].block = i < 4 ? 5 : 4;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	kvgpu_close(b);
+}
+END_TEST
+
+/* Bad tier calls are refused before anything moves. */
+START_TEST(tier_errors)
+{
+	struct kvgpu_geom g = geom(KVGPU_FA_SPLIT, 4, 0);
+	kvgpu *b = open_host(&g);
+	struct kvgpu_pair p[2] = { { 0, 1 }, { 1, 1 } };
+	char why[256];
+	kv_err e;
+
+	/* no tier yet */
+	ck_assert_int_eq(kvgpu_tier_copy(b, KVGPU_D2T, 0, KVGPU_PER_CHUNK, p,
+					 1, NULL), KV_EINVAL);
+	ck_assert_int_eq(kvgpu_tier_grow(b, 1, 4), KV_EINVAL);	/* a gap */
+	ck_assert_int_eq(kvgpu_tier_grow(b, 0, 4), KV_OK);
+	ck_assert_int_eq(kvgpu_tier_grow(b, 0, 2), KV_OK);	/* no shrink */
+	ck_assert_uint_eq(kvgpu_geom_of(b)->tier_blocks[0], 4);
+	/* a destination twice; a direction of kvgpu_copy; out of range */
+	ck_assert_int_eq(kvgpu_tier_copy(b, KVGPU_D2T, 0, KVGPU_PER_CHUNK, p,
+					 2, NULL), KV_EINVAL);
+	ck_assert_int_eq(kvgpu_tier_copy(b, KVGPU_D2H, 0, KVGPU_PER_CHUNK, p,
+					 1, NULL), KV_EINVAL);
+	p[0].dst = 4;
+	ck_assert_int_eq(kvgpu_tier_copy(b, KVGPU_D2T, 0, KVGPU_PER_CHUNK, p,
+					 1, NULL), KV_EINVAL);
+	ck_assert_int_eq(kvgpu_copy(b, KVGPU_D2T, KVGPU_PER_CHUNK, p, 1, NULL),
+			 KV_EINVAL);
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	kvgpu_close(b);
+	g.tiers = KVGPU_MAX_TIERS + 1;
+	ck_assert_ptr_null(kvgpu_open("host", &g, &e, why, sizeof(why)));
+	ck_assert_int_eq(e, KV_EINVAL);
+}
+END_TEST
+
+/*
+ * The peer copy: host to host (memcpy), and from a fault wrapper (the
+ * copy through words) in every layout; the destination holds the
+ * source's slots, other blocks stay poison; mismatched geometries and
+ * one backend are refused.
+ */
+START_TEST(peer_copy)
+{
+	enum kvgpu_layout l = (enum kvgpu_layout)(_i / 2);
+	struct kvgpu_geom g = geom(l, 5, 0), h = geom(l, 7, 0);
+	kvgpu *a, *b;
+	struct kvgpu_slot s[8];
+	struct kvgpu_pair p[2] = { { 1, 6 }, { 4, 0 } };
+	struct kvgpu_verdict d;
+	char why[256];
+	kv_err e;
+
+	a = kvgpu_open(_i % 2 ? "fault:none" : "host", &g, &e, why,
+		       sizeof(why));
+	ck_assert_msg(a != NULL, "%s", why);
+	b = open_host(&h);
+	slots_of(s, 1, 4, 5, 0);
+	slots_of(s + 4, 4, 4, 9, 4);
+	ck_assert_int_eq(kvgpu_fill(a, KVGPU_DEV, s, 8), KV_OK);
+	ck_assert_int_eq(kvgpu_peer_copy(b, a, KVGPU_PER_CHUNK, p, 2, NULL),
+			 KV_OK);
+	for (int i = 0; i < 8; i++)
+		s[i].block = i < 4 ? 6 : 0;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 8, &d), KV_OK);
+	ck_assert_uint_eq(d.mismatches, 0);
+	s[0].block = 1;
+	ck_assert_int_eq(kvgpu_verify(b, KVGPU_DEV, s, 1, &d), KV_OK);
+	ck_assert_uint_gt(d.mismatches, 0);
+	ck_assert_int_eq(kvgpu_peer_copy(b, b, KVGPU_PER_CHUNK, p, 1, NULL),
+			 KV_EINVAL);
+	p[0].src = 5;	/* past the source's 5 blocks */
+	ck_assert_int_eq(kvgpu_peer_copy(b, a, KVGPU_PER_CHUNK, p, 1, NULL),
+			 KV_EINVAL);
+	kvgpu_close(b);
+	h.block_size = 8;
+	b = open_host(&h);
+	ck_assert_int_eq(kvgpu_peer_copy(b, a, KVGPU_PER_CHUNK, p + 1, 1,
+					 NULL), KV_EINVAL);
+	ck_assert_int_eq(kvgpu_check(a), 0);
+	ck_assert_int_eq(kvgpu_check(b), 0);
+	kvgpu_close(a);
+	kvgpu_close(b);
+}
+END_TEST
+
+/* The verifier over tier moves and a P/D transfer: every strategy
+ * passes, and checks every slot moved. */
+START_TEST(moves_verified)
+{
+	struct kvdrive_moves m;
+	char why[512];
+
+	ck_assert_msg(kvdrive_moves("host", (enum kvgpu_strat)_i, &m, why,
+				    sizeof(why)) == 0, "%s", why);
+	ck_assert_uint_eq(m.failures, 0);
+	ck_assert_uint_eq(m.store_blocks, 10);
+	ck_assert_uint_eq(m.load_blocks, 10);
+	ck_assert_uint_eq(m.peer_blocks, 10);
+	ck_assert_uint_eq(m.move_slots, 3 * 40);
+	ck_assert_uint_eq(m.injected, 0);
+}
+END_TEST
+
 static Suite *
 gpu_host_suite(void)
 {
@@ -595,6 +836,11 @@ gpu_host_suite(void)
 	tcase_add_test(t, check_invariants);
 	tcase_add_test(t, digest_layout_free);
 	tcase_add_test(t, open_errors);
+	tcase_add_loop_test(t, tier_round_trip, 0,
+			    KVGPU_NLAYOUTS * KVGPU_NSTRATS);
+	tcase_add_test(t, tier_errors);
+	tcase_add_loop_test(t, peer_copy, 0, 2 * KVGPU_NLAYOUTS);
+	tcase_add_loop_test(t, moves_verified, 0, KVGPU_NSTRATS);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	t = tcase_create("runs");
@@ -602,6 +848,8 @@ gpu_host_suite(void)
 	tcase_add_loop_test(t, every_policy, 0,
 			    (int)(sizeof(policies) / sizeof(policies[0])) * 4);
 	tcase_add_loop_test(t, equal_prompts, 0, 2);
+	tcase_add_loop_test(t, offload_run, 0, 2);
+	tcase_add_loop_test(t, empty_step, 0, 2);
 	tcase_add_test(t, digest_same_run);
 	tcase_add_loop_test(t, hybrid_groups, 0, 18);
 	tcase_add_test(t, deepspeed_groups);

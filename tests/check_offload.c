@@ -604,11 +604,13 @@ offload_suite(void)
 	tcase_add_test(tm, slot_ids_fresh_then_last_freed);
 	tcase_add_test(tm, lookup_stops_at_first_miss);
 	tcase_add_test(tm, random_walk_matches_model);
+	tcase_set_timeout(tm, 60);
 	suite_add_tcase(s, tm);
 	tcase_add_test(tc, config_errors);
 	tcase_add_test(tc, attach_needs_v1_caching_and_multiple);
 	tcase_add_test(tc, run_accounting_native);
 	tcase_add_test(tc, run_accounting_lmcache);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -25,17 +25,20 @@ for s in per-chunk,d2h,pinned per-chunk,h2d,pinned batch,d2h,pinned \
 	grep -q "^sweep,$s," "$out/copy_sweep.csv" || fail "no $s rows"
 done
 # integrity: clean traces pass with equal digests, every fault detected
-# (6 traces, 4 of them swap with 3 faults each; the ordering hazard with
+# (7 traces, 4 of them swap with 3 faults each, one with a CPU tier and 3
+# faults in its tier loads; the ordering hazard with
 # 4 strategies, in order and inverted; copy-on-write with 4 strategies,
-# clean, corrupted and dropped); hybrids check states and skip window
-# positions
+# clean, corrupted and dropped; offload tier moves and a P/D transfer
+# with 4 strategies, clean and with a fault in a store, a load and a peer
+# copy); hybrids check states and skip window positions
 awk -F, 'NR > 1 && $2 == "none" && ($9 != 0 || $11 != $12) { bad = 1 }
 	 NR > 1 && $2 != "none" && $13 != 1 { bad = 1 }
 	 $1 == "mamba-swap" && $14 == 0 { bad = 1 }
 	 $1 == "sliding-swap" && $15 == 0 { bad = 1 }
 	 $1 ~ /^hazard-/ && $2 == "invert" && $16 == 0 { bad = 1 }
+	 $1 ~ /^moves-/ && $2 == "none" && $8 != 120 { bad = 1 }
 	 NR > 1 { n++ }
-	 END { exit bad || n != 38 }' "$out/integrity.csv" ||
+	 END { exit bad || n != 58 }' "$out/integrity.csv" ||
 	{ cat "$out/integrity.csv"; fail "integrity.csv"; }
 awk -F, 'NR > 1 && $5 != $6 { bad = 1 } END { exit bad }' "$out/frag.csv" ||
 	fail "frag.csv: measured poison differs from the simulator's count"

@@ -358,6 +358,11 @@ check_PROGRAMS += %reldir%/check_offload
 %canon_reldir%_check_offload_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_offload_LDADD = $(KV_TEST_LIBS)
 
+# Issue 19: kvsim validate over KV offload and P/D transfers (docs/gpu.md
+# 1.1 and 3).
+TESTS += %reldir%/validate_moves.sh
+EXTRA_DIST += %reldir%/validate_moves.sh
+
 # Issue 19: KV offload in `kvsim run` (sim/offload.c; docs/run.md "KV
 # offload"): a synthetic workload that never skips, and the Mooncake
 # conversation trace of ../shared/traces (exit 77 without it).

@@ -236,6 +236,16 @@ idle idle-fault 'fault:none injects nothing' --backend fault $small
 idle fault-none 'fault:none injects nothing' "$cfg" --backend fault:none
 idle fault-invert 'fault:invert never fired: no step swapped in onto a block its swap-out read' \
 	"$cfg" --backend fault:invert
+# a fault on offload or P/D moves, in a run that makes none, fails naming
+# the move (tests/validate_moves.sh runs the ones that fire)
+# shellcheck disable=SC2086
+idle idle-store 'fault:corrupt/d2t never fired: the run copied no tier store batch' \
+	--backend fault:corrupt/d2t $small
+# shellcheck disable=SC2086
+idle idle-peer 'fault:drop/peer never fired: the run copied no KV transfer batch' \
+	--backend fault:drop/peer@last:host $small
+run baddir 2 "$cfg" --backend fault:corrupt/sideways
+grep -q "bad direction 'sideways'" "$tmp/baddir.out" || fail "dir msg"
 
 # the model's own geometry (2 MiB blocks of Llama-3.1-8B), small pools
 run model 0 "$top_srcdir/tests/gpu/model.yaml" --geometry model \

@@ -152,7 +152,7 @@ static struct kvgpu_geom
 llama8b(enum kvgpu_layout l, uint32_t dev, uint32_t host)
 {
 	struct kvgpu_geom g = { 32, 8, 128, 2, 16, l, dev, host,
-				KVGPU_PINNED };
+				KVGPU_PINNED, 0, { 0 } };
 	return g;
 }
 
@@ -359,7 +359,8 @@ section_sweep(struct ck *c, struct csv *w)
 			uint32_t maxn = 0;
 			struct kvgpu_geom g = { 1, 1, (uint32_t)(chunk[i] / 8),
 						4, 1, KVGPU_CROSS_LAYER, 0, 0,
-						(enum kvgpu_hostmem)hm };
+						(enum kvgpu_hostmem)hm, 0,
+						{ 0 } };
 			kvgpu *b;
 
 			for (size_t j = 0; j < nnn; j++)
@@ -481,6 +482,7 @@ struct trace {
 	bool prefix_caching;
 	uint64_t seed;
 	int shape;		/* enum kvdrive_shape; -1: one full group */
+	uint64_t offload;	/* CPU tier blocks (kvdrive offload); 0: none */
 };
 
 struct outcome {
@@ -498,7 +500,7 @@ replay(const char *backend, const struct trace *t, bool quick,
 	struct kvdrive_opts d;
 	struct kvval_pool pool;
 	struct kvgpu_geom g = { 4, 2, 64, 2, 16, KVGPU_FA_SPLIT, 0, 0,
-				KVGPU_PINNED };
+				KVGPU_PINNED, 0, { 0 } };
 	struct kvval_opts vo = { KVGPU_BATCH, 8, 0, false, false };
 	bool refused;
 	kvgpu *b;
@@ -511,6 +513,12 @@ replay(const char *backend, const struct trace *t, bool quick,
 	d.prefix_caching = t->prefix_caching;
 	d.seed = t->seed;
 	d.requests = quick ? 60 : 300;
+	if (t->offload > 0) {
+		/* a pool too small for the shared prefixes: they come back
+		 * from the CPU tier */
+		d.offload_blocks = t->offload;
+		d.gpu_blocks = 40;
+	}
 	if (t->shape >= 0) {
 		/* hybrids: a pool that still preempts with 2-4 groups */
 		kvdrive_hybrid(&d, (enum kvdrive_shape)t->shape);
@@ -528,7 +536,8 @@ replay(const char *backend, const struct trace *t, bool quick,
 		return;
 	}
 	if (f != KVGPU_FAULT_NONE)
-		kvgpu_fault_arm(b, f, KVGPU_D2H, skip);
+		kvgpu_fault_arm(b, f, t->offload ? KVGPU_T2D : KVGPU_D2H,
+				skip);
 	v = kvval_new(b, &vo);
 	o->rc = v == NULL ? 1 : kvdrive_run(&d, v, &o->r, &refused, o->why,
 					     sizeof(o->why));
@@ -562,7 +571,8 @@ integrity_row(struct csv *w, const struct trace *t, const char *fault,
 }
 
 /* One trace again with fault f armed on the backend under test, on the
- * second swap-out batch: it must be detected. */
+ * second swap-out batch (an offload trace: tier load): it must be
+ * detected. */
 static void
 inject(struct ck *c, struct csv *w, const struct trace *t,
        enum kvgpu_fault f, uint64_t host_digest)
@@ -670,17 +680,69 @@ cows(struct ck *c, struct csv *w)
 		}
 }
 
+/*
+ * Offload tier moves and a P/D transfer with every copy strategy
+ * (kvdrive_moves): a store to a tier pool (pinned host memory on CUDA),
+ * the load back, and a peer copy between two backends (on CUDA two
+ * device pools on the device); clean they check 120 slots and pass, and
+ * a fault in each kind of move must fire and be found.  Rows: trace
+ * "moves-STRATEGY", fault none or MODE/DIR; tokens_checked is the slots
+ * verified after the moves, mismatches the failures.
+ */
+static void
+moves(struct ck *c, struct csv *w)
+{
+	static const char *const fs[] = {
+		"none", "corrupt/d2t", "drop/t2d", "reorder/peer"
+	};
+
+	for (int s = 0; s < KVGPU_NSTRATS && !late(c); s++)
+		for (size_t i = 0; i < 4; i++) {
+			enum kvgpu_strat st = (enum kvgpu_strat)s;
+			struct kvdrive_moves m;
+			char name[96], why[512];
+			bool clean = i == 0, wrong;
+
+			if (clean)
+				snprintf(name, sizeof(name), "%s", c->backend);
+			else
+				snprintf(name, sizeof(name), "fault:%s:%s",
+					 fs[i], c->backend);
+			if (kvdrive_moves(name, st, &m, why, sizeof(why))) {
+				fprintf(stderr, "kvsim-gpucheck: moves %s: "
+					"%s\n", name, why);
+				c->failures++;
+				continue;
+			}
+			wrong = clean ? m.failures != 0 || m.move_slots != 120 :
+				m.injected == 0 || m.failures == 0;
+			csv_row(w, "moves-%s,%s,1,0,0,0,0,%" PRIu64 ",%" PRIu64
+				",%s,0,0,%d,0,0,0", kvgpu_strat_name(st), fs[i],
+				m.move_slots, clean ? m.failures : 0,
+				wrong ? "wrong outcome" : "",
+				!clean && !wrong);
+			if (wrong) {
+				fprintf(stderr, "kvsim-gpucheck: moves %s %s: "
+					"%" PRIu64 " failures, %" PRIu64
+					" injected\n", kvgpu_strat_name(st),
+					fs[i], m.failures, m.injected);
+				c->failures++;
+			}
+		}
+}
+
 static void
 section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 {
 	static const struct trace traces[] = {
-		{ "v0-swap", "vllm-v0", 1, true, 11, -1 },
-		{ "kvsim-swap", "kvsim", 1, true, 12, -1 },
-		{ "v1-recompute", "vllm-v1", 0, true, 13, -1 },
-		{ "sliding-swap", "kvsim", 1, true, 14, KVDRIVE_SLIDING },
-		{ "mamba-swap", "kvsim", 1, false, 15, KVDRIVE_MAMBA },
+		{ "v0-swap", "vllm-v0", 1, true, 11, -1, 0 },
+		{ "kvsim-swap", "kvsim", 1, true, 12, -1, 0 },
+		{ "v1-recompute", "vllm-v1", 0, true, 13, -1, 0 },
+		{ "sliding-swap", "kvsim", 1, true, 14, KVDRIVE_SLIDING, 0 },
+		{ "mamba-swap", "kvsim", 1, false, 15, KVDRIVE_MAMBA, 0 },
 		{ "v1-mamba-recompute", "vllm-v1", 0, false, 16,
-		  KVDRIVE_MAMBA },
+		  KVDRIVE_MAMBA, 0 },
+		{ "v1-offload", "vllm-v1", 0, true, 17, -1, 64 },
 	};
 	const size_t ntraces = sizeof(traces) / sizeof(traces[0]);
 	static const enum kvgpu_fault faults[] = {
@@ -706,7 +768,7 @@ section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 				" (digest differs from the host's)" : "");
 			c->failures++;
 		}
-		if (t->swap == 0)
+		if (t->swap == 0 && t->offload == 0)
 			continue;
 		/* every fault must be detected, on the backend under test */
 		for (size_t f = 0; f < 3 && !late(c); f++)
@@ -714,6 +776,7 @@ section_integrity(struct ck *c, struct csv *w, struct csv *fr)
 	}
 	hazards(c, w);
 	cows(c, w);
+	moves(c, w);
 }
 
 /* ---- main -------------------------------------------------------------- */

@@ -74,10 +74,13 @@ validate_usage(FILE *f)
 "and check every KV slot bit-exactly (docs/gpu.md).\n"
 "\n"
 "  -b, --backend NAME   host (default), cuda, fault:corrupt|drop|reorder|\n"
-"                       invert[@PAIR][:INNER] (test-only: exit 1 always,\n"
-"                       and a fault that never fired says so; invert\n"
-"                       fires only where a swap-in reuses blocks its step\n"
-"                       swapped out; PAIR: the pair spoiled, N or last)\n"
+"                       invert[/DIR][@PAIR][:INNER] (test-only: exit 1\n"
+"                       always, and a fault that never fired says so;\n"
+"                       invert fires only where a swap-in reuses blocks\n"
+"                       its step swapped out; DIR: the copies spoiled, d2h\n"
+"                       (default), h2d, d2d, d2t or t2d (offload store or\n"
+"                       load), peer (P/D transfer); PAIR: the pair\n"
+"                       spoiled, N or last)\n"
 "  -s, --set KEY=VALUE  override a configuration key (as kvsim run)\n"
 "      --seed N         run seed\n"
 "      --layout L       fa-split (default), fi-fused, ds-interleaved,\n"
@@ -114,7 +117,7 @@ rep_of(struct vctx *x, uint32_t r, kvs *s, char *why, size_t len)
 	kvval_pool(kc, x->ngroups, &pool);
 	g = (struct kvgpu_geom){ 2, 1, 4, 2, pool.block_size, x->layout,
 				 pool.dev_blocks, pool.host_blocks,
-				 KVGPU_PINNED };
+				 KVGPU_PINNED, 0, { 0 } };
 
 	if (r >= x->nrep) {
 		struct vrep *q = realloc(x->rep, (r + 1) * sizeof(*q));
@@ -190,6 +193,36 @@ on_completed(void *ctx, uint32_t r, kvs *s, const struct kvs_step *st,
 	return p == NULL ? 1 : kvval_completed(p->v, s, st, why, len);
 }
 
+/* An offload transfer starts on replica r: run and check it there. */
+static int
+on_offload_xfer(void *ctx, uint32_t r, kvs *s, const struct kvo_xfer *xf,
+		int64_t now, char *why, size_t len)
+{
+	struct vctx *x = ctx;
+	struct vrep *p = rep_of(x, r, s, why, len);
+
+	(void)now;
+	return p == NULL ? 1 : kvval_offload(p->v, s, xf, why, len);
+}
+
+/* A P/D transfer from replica src into replica dst: the peer copy
+ * between their backends, checked on dst. */
+static int
+on_kv_transfer(void *ctx, uint32_t src, kvs *ss, kvs_req sr, uint32_t dst,
+	       kvs *ds, kvs_req dr, const struct kvc_pair *p, uint32_t n,
+	       int64_t now, char *why, size_t len)
+{
+	struct vctx *x = ctx;
+
+	(void)now;
+	/* rep_of may move x->rep: both first, then the pointers */
+	if (rep_of(x, src, ss, why, len) == NULL ||
+	    rep_of(x, dst, ds, why, len) == NULL)
+		return 1;
+	return kvval_transfer(x->rep[dst].v, ds, dr, x->rep[src].v, ss, sr,
+			      p, n, why, len);
+}
+
 /* The run's own cost model (borrowed while R is open). */
 static int
 build_cost(struct vctx *x, const sim_run *R)
@@ -207,6 +240,35 @@ build_cost(struct vctx *x, const sim_run *R)
 static const char *const class_names[KVGPU_NDIRS] = {
 	"swap_out", "swap_in", "cow"
 };
+
+/* kvval_stats.move[]: d2t, t2d, peer. */
+#define NMOVES (KVGPU_NMOVES - KVGPU_NDIRS)
+static const char *const move_names[NMOVES] = {
+	"tier_out", "tier_in", "transfer"
+};
+
+/* Whether the run moved blocks to a tier or between replicas (the
+ * reports gain their rows only then). */
+static bool
+has_moves(const struct kvval_stats *t)
+{
+	for (int m = 0; m < NMOVES; m++)
+		if (t->move[m].batches > 0)
+			return true;
+	return false;
+}
+
+static void
+class_add(struct kvval_class *a, const struct kvval_class *b)
+{
+	a->batches += b->batches;
+	a->blocks += b->blocks;
+	a->calls += b->calls;
+	a->chunks += b->chunks;
+	a->bytes += b->bytes;
+	a->dev_ns += b->dev_ns;
+	a->submit_ns += b->submit_ns;
+}
 
 /* The cost formula on the backend's own copies. */
 static int64_t
@@ -291,18 +353,13 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
 		t->state_checks += s->state_checks;
 		t->digest = t->digest * 0x100000001b3ull ^ s->digest;
 		for (int d = 0; d < KVGPU_NDIRS; d++) {
-			struct kvval_class *a = &t->cls[d];
-			const struct kvval_class *b = &s->cls[d];
-
-			a->batches += b->batches;
-			a->blocks += b->blocks;
-			a->calls += b->calls;
-			a->chunks += b->chunks;
-			a->bytes += b->bytes;
-			a->dev_ns += b->dev_ns;
-			a->submit_ns += b->submit_ns;
+			class_add(&t->cls[d], &s->cls[d]);
 			sim[d] += x->rep[r].sim_ns[d];
 		}
+		for (int m = 0; m < NMOVES; m++)
+			class_add(&t->move[m], &s->move[m]);
+		t->move_slots += s->move_slots;
+		t->move_digests += s->move_digests;
 	}
 }
 
@@ -315,21 +372,50 @@ sum_stats(const struct vctx *x, struct kvval_stats *t, int64_t *sim)
  * invert's held swap-out must be overtaken by a swap-in onto a block it
  * reads).
  */
+static const char *
+dir_what(enum kvgpu_dir d)
+{
+	static const char *const w[KVGPU_NMOVES] = {
+		"swap-out", "swap-in", "copy-on-write", "tier store",
+		"tier load", "KV transfer"
+	};
+
+	return (unsigned)d < KVGPU_NMOVES ? w[d] : "?";
+}
+
+static const char *
+dir_does(enum kvgpu_dir d)
+{
+	static const char *const w[KVGPU_NMOVES] = {
+		"swaps", "swaps", "forks", "offloads", "loads from a tier",
+		"disaggregates prefill and decode"
+	};
+
+	return (unsigned)d < KVGPU_NMOVES ? w[d] : "?";
+}
+
 static int
 fault_verdict(const struct vctx *x, const struct kvval_stats *t, bool say)
 {
 	uint64_t inj = 0, haz = 0, i, h;
 	enum kvgpu_fault f = KVGPU_FAULT_NONE;
-	char mode[32] = "none";
+	enum kvgpu_dir dir = KVGPU_D2H;
+	char mode[32] = "none", dname[16] = "d2h";
 	size_t n;
 
 	if (strncmp(x->backend, "fault", 5) != 0 ||
 	    (x->backend[5] != '\0' && x->backend[5] != ':'))
 		return 0;
 	if (x->backend[5] == ':' &&
-	    (n = strcspn(x->backend + 6, ":@")) > 0 && n < sizeof(mode))
+	    (n = strcspn(x->backend + 6, ":@/")) > 0 && n < sizeof(mode))
 		snprintf(mode, sizeof(mode), "%.*s", (int)n, x->backend + 6);
 	(void)kvgpu_fault_parse(mode, &f);
+	if (x->backend[5] == ':' && x->backend[6 + strlen(mode)] == '/' &&
+	    (n = strcspn(x->backend + 7 + strlen(mode), ":@")) > 0 &&
+	    n < sizeof(dname))
+		snprintf(dname, sizeof(dname), "%.*s", (int)n,
+			 x->backend + 7 + strlen(mode));
+	(void)kvgpu_dir_parse(dname, &dir);
 	for (uint32_t r = 0; r < x->nrep; r++)
 		if (x->rep[r].g != NULL &&
 		    kvgpu_fault_stats(x->rep[r].g, &i, &h) == KV_OK) {
@@ -346,10 +432,12 @@ fault_verdict(const struct vctx *x, const struct kvval_stats *t, bool say)
 		       "onto a block its swap-out read (%" PRIu64 " hazards), "
 		       "the only order it can spoil\n", haz);
 	else if (inj == 0)
-		printf("  FAILED: fault:%s never fired: the run copied no "
-		       "swap-out batch%s that it could spoil (run one that "
-		       "swaps)\n", mode, f == KVGPU_FAULT_REORDER ?
-		       " of two or more blocks" : "");
+		printf("  FAILED: fault:%s%s%s never fired: the run copied no "
+		       "%s batch%s that it could spoil (run one that %s)\n",
+		       mode, dir != KVGPU_D2H ? "/" : "",
+		       dir != KVGPU_D2H ? dname : "", dir_what(dir),
+		       f == KVGPU_FAULT_REORDER ? " of two or more blocks" :
+		       "", dir_does(dir));
 	else if (t->failures == 0)
 		printf("  FAILED: fault:%s spoiled %" PRIu64 " batch(es) and "
 		       "no check failed: the verifier missed it\n", mode,
@@ -411,6 +499,15 @@ report_print(const struct vctx *x, const sim_run *R,
 		       c->blocks, c->bytes, c->dev_ns, model_ns(x, d, c),
 		       d == KVGPU_D2D ? (int64_t)-1 : sim[d]);
 	}
+	for (int m = 0; has_moves(t) && m < NMOVES; m++)
+		printf("  %-9s %8" PRIu64 " %10" PRIu64 " %14" PRId64
+		       " %14d %14d\n", move_names[m], t->move[m].blocks,
+		       t->move[m].bytes, t->move[m].dev_ns, -1, -1);
+	if (has_moves(t))
+		printf("  offload and KV transfers: %" PRIu64 " slots verified "
+		       "after the moves, %" PRIu64 " stored blocks of "
+		       "finished requests compared whole\n", t->move_slots,
+		       t->move_digests);
 	printf("  groups %u: %" PRIu64 " states verified, %" PRIu64
 	       " positions outside a sliding window skipped\n", x->ngroups,
 	       t->state_checks, t->window_slots);
@@ -457,6 +554,14 @@ report_classes(const struct vctx *x, const char *outdir,
 			fprintf(f, "%" PRId64, sim[d]);
 		fputc('\n', f);
 	}
+	for (int m = 0; has_moves(t) && m < NMOVES; m++) {
+		const struct kvval_class *c = &t->move[m];
+
+		fprintf(f, "%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+			",%" PRId64 ",%" PRId64 ",,\n", move_names[m],
+			c->batches, c->blocks, c->chunks, c->bytes, c->dev_ns,
+			c->submit_ns);
+	}
 	return tmp_commit(f, path, tmp);
 }
 
@@ -493,6 +598,10 @@ report_summary(const struct vctx *x, const char *outdir, const sim_run *R,
 		t->frag_poison_slots, t->frag_ahead_slots, t->own_blocks,
 		t->dup_dsts, x->ngroups, t->state_checks, t->window_slots,
 		t->stale_tokens, x->skip_stale ? "skip" : "write", t->digest);
+	if (has_moves(t))
+		fprintf(f, "move_verified_slots,%" PRIu64 "\n"
+			"move_digest_blocks,%" PRIu64 "\n", t->move_slots,
+			t->move_digests);
 	return tmp_commit(f, path, tmp);
 }
 
@@ -629,7 +738,8 @@ validate_ready(const char *outdir, bool force, const struct vctx *x)
 {
 	static const char *const names[] = { "validate.csv",
 					     "validate_summary.csv" };
-	struct kvgpu_geom g = { 1, 1, 4, 1, 1, x->layout, 1, 1, KVGPU_PINNED };
+	struct kvgpu_geom g = { 1, 1, 4, 1, 1, x->layout, 1, 1, KVGPU_PINNED,
+				0, { 0 } };
 	char err[1400];
 	kvgpu *probe;
 	kv_err e;
@@ -661,7 +771,8 @@ validate_main(int argc, char **argv)
 	struct vctx x = { "host", KVGPU_PER_CHUNK, KVGPU_FA_SPLIT, false, 16,
 			  false, NULL, 0, { 0 }, false, 0, 0, 0 };
 	struct sim_observer obs = { &x, on_scheduled, on_computed,
-				    on_completed, NULL, NULL };
+				    on_completed, on_offload_xfer,
+				    on_kv_transfer };
 	struct sim_config cfg;
 	struct sim_run_opts ro;
 	struct cli_opts co;
