@@ -16,3 +16,7 @@ EXTRA_DIST += %reldir%/device
 dist_pkgdata_DATA += %reldir%/calib-h100-sxm-vllm-0.15.yaml
 # The interconnects of disaggregated runs (docs/pd.md).
 dist_pkgdata_DATA += %reldir%/links.yaml
+
+# The KV tier catalog (cpu-dram, local-nvme, remote-store) of KV offload
+# (docs/catalog.md "KV tiers").
+dist_pkgdata_DATA += %reldir%/tiers.yaml

@@ -21,3 +21,5 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 # benchmark clients: failed requests, stages (rpt_set_client)
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_client.c
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_pd.c
+
+%canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_offload.c

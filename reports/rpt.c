@@ -276,16 +276,23 @@ rpt_begin(rpt *r)
 			"ttft_s,tpot_s,e2e_s,queue_s,itl_mean_s,itl_max_s,"
 			"preemptions,recomputed_tokens,swapped_out_blocks,"
 			"swapped_out_bytes,frontend_in_s,frontend_out_s"
-			"%s%s%s\n",
+			"%s%s%s",
 			r->col_pd ? ",prefill_replica,decode_replica,"
 			"kv_transfer_s,decode_queue_s" : "",
 			r->col_stage ? ",stage" : "",
 			r->col_status ? ",status" : "");
-	if (r->ts != NULL)
+	if (r->reqs != NULL) {
+		rpt__offload_head(r, r->reqs, 0);
+		fputc('\n', r->reqs);
+	}
+	if (r->ts != NULL) {
 		fputs("run_id,t_s,running,waiting,swapped,kv_blocks_used,"
 		      "kv_blocks_total,kv_usage,kv_frag_internal_tokens,"
 		      "prefix_hit_rate,prompt_tok_s,gen_tok_s,"
-		      "preemptions_cum\n", r->ts);
+		      "preemptions_cum", r->ts);
+		rpt__offload_head(r, r->ts, 1);
+		fputc('\n', r->ts);
+	}
 	if ((r->reqs != NULL && ferror(r->reqs)) ||
 	    (r->ts != NULL && ferror(r->ts)))
 		return -1;
@@ -299,7 +306,7 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
-	char line[30 * 24], *p;	/* 28 fields of at most 21 characters */
+	char line[36 * 24], *p;	/* 34 fields of at most 21 characters */
 	int e;
 
 	rpt__span(r, q);
@@ -389,11 +396,13 @@ rpt_add_sample(rpt *r, const struct rpt_sample *s)
 	put_s(r->ts, s->t_ns);
 	fprintf(r->ts,
 		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%.6f,%" PRIu64 ",%.6f,%.3f,%.3f,%" PRIu64 "\n",
+		",%.6f,%" PRIu64 ",%.6f,%.3f,%.3f,%" PRIu64,
 		s->running, s->waiting, s->swapped, s->kv_blocks_used,
 		s->kv_blocks_total, usage, s->kv_frag_internal_tokens,
 		s->prefix_hit_rate, s->prompt_tok_s, s->gen_tok_s,
 		s->preemptions_cum);
+	rpt__offload_sample(r, s);
+	fputc('\n', r->ts);
 	return ferror(r->ts) ? -1 : 0;
 }
 
@@ -563,6 +572,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(",frontend_in_mean_s,frontend_out_mean_s", f);
 	fputs(r->col_status ? ",failed" : "", f);
 	rpt__pd_summary_head(r, f);
+	rpt__offload_head(r, f, 2);
 	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -633,6 +643,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	if (r->col_status)
 		fprintf(f, ",%" PRIu64, r->failed);
 	rpt__pd_summary(r, t, f);
+	rpt__offload_summary(r, t, f);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

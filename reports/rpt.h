@@ -40,6 +40,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* KV offload tiers a run reports on (rpt_set_offload). */
+#define RPT_MAX_TIERS 3
+
 /* One finished request. */
 struct rpt_req {
 	uint64_t id;			/* workload request id */
@@ -66,6 +69,10 @@ struct rpt_req {
 	uint32_t prefill_replica, decode_replica;
 	int64_t kv_transfer_ns, decode_queue_ns;
 	uint64_t kv_transfer_bytes;
+	/* KV offload (rpt_set_offload): prompt tokens loaded from each tier
+	 * at admission, and the time its loads took */
+	uint64_t offload_hit_tokens[RPT_MAX_TIERS];
+	int64_t offload_load_ns;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -77,6 +84,7 @@ struct rpt_sample {
 	double prefix_hit_rate;		/* cumulative */
 	double prompt_tok_s, gen_tok_s;	/* over the interval */
 	uint64_t preemptions_cum;
+	uint64_t offload_used_blocks[RPT_MAX_TIERS];	/* per tier */
 };
 
 /* Run totals and settings the simulator fills for the summary. */
@@ -106,6 +114,11 @@ struct rpt_totals {
 	bool stopped;			/* stopped early (SLO missed) */
 	uint64_t max_running;		/* most requests in one replica's
 					 * step */
+	/* KV offload, per tier (rpt_set_offload): prompt tokens loaded,
+	 * bytes loaded and stored, blocks evicted */
+	struct rpt_tier_totals {
+		uint64_t hit_tokens, load_bytes, store_bytes, evicted_blocks;
+	} offload[RPT_MAX_TIERS];
 	/* a disaggregated run's pools (rpt_set_pd), or NULL */
 	const struct rpt_pd_pools *pd;
 };
@@ -148,6 +161,16 @@ void rpt_set_slo(rpt *r, double ttft_s, double tpot_s, double e2e_s);
  * their columns.  -1 on out of memory.
  */
 int rpt_set_client(rpt *r, bool stages, bool failures);
+/*
+ * KV offload (before rpt_begin): columns per tier, named names[i] ("cpu",
+ * "disk", "remote"), appended at the end of each file: requests.csv
+ * offload_hit_tokens_<tier>... and offload_load_s; summary.csv
+ * offload_<tier>_hit_tokens, _load_bytes, _store_bytes, _evicted_blocks;
+ * timeseries.csv offload_<tier>_used_blocks.  ntiers 0 (the default): no
+ * columns.  -1 when ntiers > RPT_MAX_TIERS.
+ */
+int rpt_set_offload(rpt *r, uint32_t ntiers, const char *const *names);
+
 /* Requests that failed (rpt_req.failed). */
 uint64_t rpt_failed(const rpt *r);
 /*

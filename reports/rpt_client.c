@@ -98,6 +98,7 @@ rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok, char *p)
 		memcpy(p, ok ? ",ok" : ",failed", ok ? 3 : 7);
 		p += ok ? 3 : 7;
 	}
+	p = rpt__put_offload(r, q, p);
 	*p++ = '\n';
 	return p;
 }
@@ -115,7 +116,7 @@ rpt__add_failed(rpt *r, const struct rpt_req *q)
 {
 	const uint64_t tok[] = { q->input_tokens, q->output_tokens,
 				 q->cached_prefix_tokens };
-	char line[26 * 24], *p;
+	char line[32 * 24], *p;
 
 	r->failed++;
 	if (r->col_stage) {

@@ -55,6 +55,10 @@ struct rpt {
 	size_t nxfer, capxfer;
 	double dq_sum;		/* decode_queue_s, summed */
 	uint64_t xfer_bytes;
+
+	/* KV offload columns (rpt_set_offload) */
+	uint32_t noff;
+	char offname[RPT_MAX_TIERS][16];
 };
 
 /* rpt_client.c: a failed request's row and counts; the extra columns of
@@ -70,6 +74,13 @@ char *rpt__put_u(char *p, uint64_t v);
 char *rpt__put_sec(char *p, int64_t ns);
 char *rpt__put_tail(char *p, const struct rpt_req *q);
 char *rpt__put_head(rpt *r, const struct rpt_req *q, char *line);
+/* rpt_offload.c: the offload columns of a header (each with its comma;
+ * which: 0 requests, 1 timeseries, 2 summary), a requests.csv row, a
+ * timeseries row and the summary row.  Nothing when offload is off. */
+void rpt__offload_head(const rpt *r, FILE *f, int which);
+char *rpt__put_offload(const rpt *r, const struct rpt_req *q, char *p);
+void rpt__offload_sample(const rpt *r, const struct rpt_sample *s);
+void rpt__offload_summary(const rpt *r, const struct rpt_totals *t, FILE *f);
 
 /* rpt_pd.c: a completed request's transfer (0 or -1); its columns
  * (each with its comma); the summary's columns (header, then values). */

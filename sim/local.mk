@@ -18,7 +18,9 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/replay_state.c %reldir%/replay_conn.c \
 	%reldir%/replay_offload.c \
 	%reldir%/plugin.c %reldir%/plugin.h \
-	%reldir%/vllmver.c %reldir%/vllmver.h
+	%reldir%/vllmver.c %reldir%/vllmver.h \
+	%reldir%/tiers.c %reldir%/tiers.h \
+	%reldir%/offload.c %reldir%/offload.h
 %canon_reldir%_libsim_la_CFLAGS = $(AM_CFLAGS) $(GSL_CFLAGS)
 # Prefill/decode disaggregation (docs/pd.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \

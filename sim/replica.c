@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(RPT_MAX_TIERS == KVO_MAX_TIERS, "a report column per tier");
+
 /* An unfinished request's milestones. */
 struct rq {
 	uint64_t id, out_key;
@@ -29,6 +31,8 @@ struct rq {
 	uint32_t stage;
 	bool failed;		/* the client gave up on it at fail_ns */
 	int64_t fail_ns;
+	uint64_t off_hit[KVO_MAX_TIERS];	/* tokens loaded per tier */
+	int64_t off_load_ns;	/* its loads' time, start to end */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -89,6 +93,8 @@ struct replica {
 				 * (the API server's FIFO): cend[hcend..ncend) */
 	size_t hcend, ncend, capcend;
 	int64_t cend_armed;	/* the next one replica_client_ends told */
+	sim_offload *off;	/* KV offload, or NULL */
+	int64_t off_armed;	/* the wake replica_offload_wake told */
 };
 
 /*
@@ -154,6 +160,13 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 		rp->st.group_blocks[g] = kvc_free_blocks(kvs_kv(rp->s), g);
 	if (rp->ct != NULL)
 		ctrace_replica(rp->ct, rp->index, kvs_policy_name(rp->s));
+	rp->off_armed = -1;
+	if (cfg->offload != NULL &&
+	    (rp->off = sim_offload_new(cfg->offload, rp->s, why, whylen)) ==
+	    NULL) {
+		replica_free(rp);
+		return NULL;
+	}
 	return rp;
 }
 
@@ -182,6 +195,7 @@ replica_free(replica *rp)
 		free(rp->pend[i].tok);
 	free(rp->pend);
 	kvs_free(rp->s);
+	sim_offload_free(rp->off);
 	free(rp);
 }
 
@@ -500,6 +514,8 @@ sched_reserve(replica *rp, uint32_t n)
 	return KV_OK;
 }
 
+static uint64_t replica__off_tokens(const struct rq *q);
+
 /*
  * The step's batch for the cost model (tokens computed, context before
  * them), each request's first-scheduled and prefix-hit milestones, and
@@ -532,7 +548,12 @@ note_sched(replica *rp, const struct kvs_step *st)
 		if (!q->scheduled) {
 			q->scheduled = true;
 			q->first_sched = rp->sched_t;
-			q->hit = (uint32_t)rp->seq[i].ctx;
+			/* the GPU prefix hit: tokens loaded from the tiers
+			 * are counted apart (offload_hit_tokens_*) */
+			q->hit = (uint32_t)(rp->seq[i].ctx >
+					    replica__off_tokens(q) ?
+					    rp->seq[i].ctx -
+					    replica__off_tokens(q) : 0);
 			rp->st.prefix_hit_tokens += q->hit;
 			rp->st.prompt_tokens_admitted += q->prompt;
 		}
@@ -581,6 +602,84 @@ note_preempt(replica *rp, const struct kvs_step *st)
 	rp->st.cow_blocks += st->ncow;
 }
 
+/* ---- KV offload (sim/offload.h) ---- */
+
+/* A transfer started: a load's tokens and time go to its request. */
+static void
+replica__off_note(void *ctx, const struct kvo_xfer *x, int64_t start,
+		  int64_t done)
+{
+	replica *rp = ctx;
+	struct rq *q;
+
+	if (x->dir != KVO_LOAD || (size_t)x->req >= rp->nbyreq ||
+	    (q = rp->byreq[x->req]) == NULL)
+		return;
+	q->off_hit[x->tier] += x->ntokens;
+	q->off_load_ns += done - start;
+}
+
+/* The transfers the scheduler's last half step started, timed from now;
+ * seen done no earlier than `seen` (the end of the step starting them). */
+static kv_err
+replica__off_collect(replica *rp, int64_t now, int64_t seen, char *why,
+		     size_t whylen)
+{
+	if (rp->off == NULL)
+		return KV_OK;
+	return sim_offload_collect(rp->off, now, seen, rp->index, rp->obs,
+				   replica__off_note, rp, why, whylen);
+}
+
+/* Complete the transfers due by t (the step being chosen sees them). */
+static kv_err
+replica__off_due(replica *rp, int64_t t, int64_t now, char *why,
+		 size_t whylen)
+{
+	uint32_t n = 0;
+	kv_err e;
+
+	if (rp->off == NULL)
+		return KV_OK;
+	e = sim_offload_complete(rp->off, t, &n, why, whylen);
+	if (e != KV_OK)
+		return e;
+	if (n > 0)	/* held blocks freed: the usage level moved */
+		usage_mark(rp, now);
+	return KV_OK;
+}
+
+/* Prompt tokens the request loaded from the tiers. */
+static uint64_t
+replica__off_tokens(const struct rq *q)
+{
+	uint64_t n = 0;
+
+	for (uint32_t t = 0; t < KVO_MAX_TIERS; t++)
+		n += q->off_hit[t];
+	return n;
+}
+
+const sim_offload *
+replica_offload(const replica *rp)
+{
+	return rp->off;
+}
+
+int64_t
+replica_offload_wake(replica *rp, int64_t now)
+{
+	int64_t t = rp->off != NULL ? sim_offload_next(rp->off) : -1;
+
+	/* a wake told before for a time still to come is pending; one for
+	 * now may have been taken already (a transfer started at this
+	 * instant ends in it): told again */
+	if (t < 0 || (t == rp->off_armed && t > now))
+		return -1;
+	rp->off_armed = t;
+	return t;
+}
+
 /*
  * Nothing runnable: close the step and idle until the next arrival or
  * finish.  (A step that only preempted -- FastGen's reset -- changed the
@@ -605,6 +704,8 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
 			 kvs_errmsg(rp->s));
 		return e;
 	}
+	if ((e = replica__off_collect(rp, now, now, why, whylen)) != KV_OK)
+		return e;
 	if (rp->obs != NULL && rp->obs->completed != NULL &&
 	    rp->obs->completed(rp->obs->ctx, rp->index, rp->s, st, now, why,
 			       whylen) != 0)
@@ -737,6 +838,9 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	if (!rp->async && (e = replica__admit_due(rp, now, why, whylen)) !=
 	    KV_OK)
 		return e;
+	if ((e = replica__off_due(rp, rp->sched_t, now, why, whylen)) !=
+	    KV_OK)
+		return e;
 	if (kvs_nunfinished(rp->s) == 0)
 		return KV_OK;
 	e = kvs_schedule(rp->s, &st);
@@ -772,6 +876,10 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	dt = step_time(rp, st, &cpu);
 	if (rp->async)
 		dt = replica__async_dt(rp, now, dt, cpu);
+	/* the step's loads are reported in its output, at its end */
+	if ((e = replica__off_collect(rp, now, now + dt, why, whylen)) !=
+	    KV_OK)
+		return e;
 	note_step(rp, st, now, dt);
 	rp->busy = true;
 	*dt_ns = dt;
@@ -884,6 +992,8 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	out.itl_sum_ns = q->itl_sum;
 	out.itl_max_ns = q->itl_max;
 	out.stage = q->stage;
+	memcpy(out.offload_hit_tokens, q->off_hit, sizeof(q->off_hit));
+	out.offload_load_ns = q->off_load_ns;
 	if (q->failed) {
 		/* the client left before the end: no token after fail_ns
 		 * counts */
@@ -985,6 +1095,8 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 			 kvs_errmsg(rp->s));
 		return e;
 	}
+	if ((e = replica__off_collect(rp, now, now, why, whylen)) != KV_OK)
+		return e;
 	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
 	    KV_OK)
 		return e;

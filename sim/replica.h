@@ -41,6 +41,7 @@
 #include "reports/rpt.h"
 #include "sim/cost.h"
 #include "sim/ctrace.h"
+#include "sim/offload.h"
 #include "sim/run.h"
 #include "workloads/wl.h"
 
@@ -104,6 +105,10 @@ struct replica_cfg {
 	ctrace *ct;			/* or NULL */
 	bool async_sched;		/* vLLM V1's async scheduling (below) */
 	const struct replica_row_hook *rowh;	/* or NULL */
+
+	/* KV offload (sim/offload.h): a manager on the replica's scheduler,
+	 * its transfers timed on their links; NULL: none */
+	const struct sim_offload_setup *offload;
 };
 
 typedef struct replica replica;
@@ -224,5 +229,14 @@ kvs *replica_kvs(replica *rp);
  *     (scheduled less prefix-cached) keep within max_num_batched_tokens.
  */
 int replica_check(const replica *rp, char *why, size_t whylen);
+
+/*
+ * KV offload (replica_cfg.offload): the replica's manager (NULL: none),
+ * and when an idle replica must be woken to complete a transfer: the
+ * earliest completion still to come, or -1 (-1 too when the same time,
+ * later than now, was returned before).
+ */
+const sim_offload *replica_offload(const replica *rp);
+int64_t replica_offload_wake(replica *rp, int64_t now);
 
 #endif

@@ -26,6 +26,7 @@
 #include "sim/cost.h"
 #include "sim/ctrace.h"
 #include "sim/engine.h"
+#include "sim/offload.h"
 #include "sim/pd.h"
 #include "sim/pdcfg.h"
 #include "sim/plugin.h"
@@ -138,6 +139,9 @@ struct sim_run {
 	 * sim_run_exec */
 	char *err;
 	size_t errlen;
+	/* KV offload (sim/offload.h): on when off_on */
+	bool off_on;
+	struct sim_offload_setup off;
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -246,6 +250,8 @@ admits_prompt(const sim_run *R, uint32_t i)
 /* Timeseries rows after which a run says it writes many. */
 #define SIM_MANY_SAMPLES 10000000ull
 
+static void offload_sample(const sim_run *R, struct rpt_sample *s);
+
 static void
 sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
        double interval_s)
@@ -275,6 +281,7 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		}
 	}
 	s.prefix_hit_rate = adm ? (double)hit / (double)adm : 0.0;
+	offload_sample(R, &s);
 	if (R->ct != NULL)
 		ctrace_counters(R->ct, t, &s);
 	s.prompt_tok_s = (double)(pt - *last_prompt) / interval_s;
@@ -292,6 +299,7 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		      R->cfg.timeseries_interval_s);
 }
 
+static kv_err offload_wake(sim_run *R, uint32_t i, int64_t now);
 static kv_err
 start_step(sim_run *R, uint32_t i, int64_t now)
 {
@@ -308,7 +316,7 @@ start_step(sim_run *R, uint32_t i, int64_t now)
 	if (started && sim_evq_push(&R->q, now + dt, SIM_EV_STEP_DONE, i,
 				    NULL) != KV_OK)
 		return rfail(R, KV_ENOMEM, "out of memory");
-	return KV_OK;
+	return started ? KV_OK : offload_wake(R, i, now);
 }
 
 /* Queue a WAKE of replica i at now, unless one is queued. */
@@ -319,6 +327,76 @@ wake(sim_run *R, uint32_t i, int64_t now)
 		return KV_OK;
 	R->wake[i] = true;
 	if (sim_evq_push(&R->q, now, SIM_EV_WAKE, i, NULL) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
+	return KV_OK;
+}
+
+/* ---- KV offload (sim/offload.h) ---- */
+
+/* Resolve engine.kv_offloading_size and kv_offload.* for the replicas. */
+static kv_err
+setup_offload(sim_run *R, const struct kvs_policy *pol)
+{
+	if (R->cfg.offload.size_gib <= 0)
+		return KV_OK;
+	R->off_on = true;
+	/* "FILE:LINE:COL: what" (run.h): no PROG prefix */
+	return sim_offload_resolve(&R->cfg, pol->name, R->sr.tp,
+				   R->sr.block_size, &R->cm, &R->off, R->err,
+				   R->errlen);
+}
+
+/* The tier names as the report's columns. */
+static int
+offload_report(sim_run *R)
+{
+	const char *names[KVO_MAX_TIERS];
+
+	if (!R->off_on)
+		return 0;
+	for (uint32_t t = 0; t < R->off.kc.ntiers; t++)
+		names[t] = R->off.kc.tier[t].name;
+	return rpt_set_offload(R->rep, R->off.kc.ntiers, names);
+}
+
+/* Blocks used in each tier, over the replicas. */
+static void
+offload_sample(const sim_run *R, struct rpt_sample *s)
+{
+	struct sim_offload_tier_stats st;
+
+	for (uint32_t i = 0; R->off_on && i < R->nrp; i++)
+		for (uint32_t t = 0; t < R->off.kc.ntiers; t++) {
+			sim_offload_stats(replica_offload(R->rp[i]), t, &st);
+			s->offload_used_blocks[t] += st.used_blocks;
+		}
+}
+
+/* Per tier: tokens loaded, bytes loaded and stored, blocks evicted. */
+static void
+offload_totals(const sim_run *R, struct rpt_totals *t)
+{
+	struct sim_offload_tier_stats st;
+
+	for (uint32_t i = 0; R->off_on && i < R->nrp; i++)
+		for (uint32_t k = 0; k < R->off.kc.ntiers; k++) {
+			sim_offload_stats(replica_offload(R->rp[i]), k, &st);
+			t->offload[k].hit_tokens += st.hit_tokens;
+			t->offload[k].load_bytes += st.load_bytes;
+			t->offload[k].store_bytes += st.store_bytes;
+			t->offload[k].evicted_blocks += st.evicted_blocks;
+		}
+}
+
+/* An idle replica with transfers in flight wakes when the next ends (a
+ * request waiting on its load, a finished one's held blocks). */
+static kv_err
+offload_wake(sim_run *R, uint32_t i, int64_t now)
+{
+	int64_t t = R->off_on ? replica_offload_wake(R->rp[i], now) : -1;
+
+	if (t >= 0 && sim_evq_push(&R->q, t > now ? t : now, SIM_EV_WAKE, i,
+				   NULL) != KV_OK)
 		return rfail(R, KV_ENOMEM, "out of memory");
 	return KV_OK;
 }
@@ -1532,6 +1610,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
 			.obs = R->o.obs, .ct = R->ct,
 			.async_sched = R->cfg.async_scheduling == 1,
+			.offload = R->off_on ? &R->off : NULL,
 		};
 
 		if (R->pool != NULL)
@@ -1573,14 +1652,17 @@ setup(sim_run *R)
 	if ((e = setup_names(R, &pol)) != KV_OK)
 		return e;
 	if (R->cfg.pd.on) {
-		if ((e = setup_pd(R, pol)) != KV_OK)
+		/* offload is refused here (sim_offload_resolve) */
+		if ((e = setup_offload(R, pol)) != KV_OK ||
+		    (e = setup_pd(R, pol)) != KV_OK)
 			return e;
 		return setup_replicas(R, pol);
 	}
 	if ((e = setup_loop(R, pol)) != KV_OK ||
 	    (e = setup_sizing(R, pol)) != KV_OK ||
 	    (e = setup_cost(R)) != KV_OK ||
-	    (e = setup_configs(R, pol)) != KV_OK)
+	    (e = setup_configs(R, pol)) != KV_OK ||
+	    (e = setup_offload(R, pol)) != KV_OK)
 		return e;
 	return setup_replicas(R, pol);
 }
@@ -1665,7 +1747,8 @@ sim_run_open(sim_run **out, const struct sim_config *cfg,
 		return e;
 	R->rep = rpt_new(R->run_id, NULL, NULL);
 	if (R->rep == NULL ||
-	    rpt_set_client(R->rep, R->c.drain, R->c.timeout_ns > 0) != 0)
+	    rpt_set_client(R->rep, R->c.drain, R->c.timeout_ns > 0) != 0 ||
+	    offload_report(R) != 0)
 		return rfail(R, KV_ENOMEM, "out of memory");
 	rpt_set_pd(R->rep, R->pd != NULL);
 	return KV_OK;
@@ -1802,6 +1885,7 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	}
 	if (R->pd != NULL)
 		pd_totals(R, t);
+	offload_totals(R, t);
 	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
 	t->kv_usage_mean = t->duration_ns > 0
 		? area / (double)t->duration_ns / (double)R->nrp : 0.0;

@@ -31,6 +31,8 @@
 #include "sim/cost.h"
 #include "util/ydoc.h"
 
+static void offload_init(struct sim_offload_config *o);
+
 void
 sim_config_init(struct sim_config *c)
 {
@@ -58,6 +60,7 @@ sim_config_init(struct sim_config *c)
 	snprintf(c->pd.link, sizeof(c->pd.link), "%s", SIM_PD_LINK_DEFAULT);
 	c->pd.timeout_s = SIM_PD_TIMEOUT_DEFAULT;
 	c->pd.pool[0].router = c->pd.pool[1].router = -1;
+	offload_init(&c->offload);
 }
 
 void
@@ -725,6 +728,163 @@ set_slo(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+
+/* ---- KV offload keys (runcfg.h struct sim_offload_config) ---- */
+
+static const char *const tier_medium_names[SIM_TIER_NMEDIA] = {
+	"cpu-dram", "local-nvme", "remote-store"
+};
+
+const char *
+sim_tier_medium_name(enum sim_tier_medium m)
+{
+	return (unsigned)m < SIM_TIER_NMEDIA ? tier_medium_names[m] : "?";
+}
+
+static void
+offload_init(struct sim_offload_config *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->backend = SIM_OFF_NATIVE;
+	o->chunk_size = 256;
+	o->local_cpu = true;
+	o->max_local_cpu_gib = -1;
+	for (int m = 0; m < SIM_TIER_NMEDIA; m++)
+		o->tier[m].read_gbps = o->tier[m].write_gbps =
+			o->tier[m].latency_us = -1;
+}
+
+/* A size in GiB (>= 0); `auto` or null: unset (-1) when unset_ok. */
+static kv_err
+set_gib(const struct setv *s, bool unset_ok, double *dst)
+{
+	double d;
+
+	if (is_null_text(s->v)) {
+		*dst = unset_ok ? -1 : 0;
+		return KV_OK;
+	}
+	if (!parse_dbl(s->v, 0.0, 1e9, &d))
+		return bad(s, "expected GiB, a number >= 0");
+	*dst = d;
+	return KV_OK;
+}
+
+static kv_err
+set_kv_offloading_size(struct sim_config *c, const struct setv *s)
+{
+	snprintf(c->offload.size_where, sizeof(c->offload.size_where), "%s",
+		 s->where);
+	return set_gib(s, false, &c->offload.size_gib);
+}
+
+static kv_err
+set_kv_offloading_backend(struct sim_config *c, const struct setv *s)
+{
+	int b = 0;
+	kv_err e = set_tri_name(s, "native", "lmcache", &b);
+
+	if (e == KV_OK)
+		c->offload.backend = b == 1 ? SIM_OFF_LMCACHE : SIM_OFF_NATIVE;
+	return e;
+}
+
+static kv_err
+set_offload_block_size(struct sim_config *c, const struct setv *s)
+{
+	uint64_t v;
+
+	if (!opt_u64(s, 1, 1u << 20, &v))
+		return bad(s, "expected tokens, an integer from 1 to 1048576 "
+			   "(or auto: the GPU block size)");
+	c->offload.block_size = (uint32_t)v;
+	snprintf(c->offload.block_where, sizeof(c->offload.block_where), "%s",
+		 s->where);
+	return KV_OK;
+}
+
+/* kv_offload.lmcache.*: LMCache's configuration names. */
+static kv_err
+set_lmcache(struct sim_config *c, const struct setv *s)
+{
+	struct sim_offload_config *o = &c->offload;
+	const char *k = s->key + strlen("kv_offload.lmcache.");
+	uint64_t v;
+	int b;
+
+	snprintf(o->lmcache_where, sizeof(o->lmcache_where), "%s", s->where);
+	if (strcmp(k, "chunk_size") == 0) {
+		if (is_null_text(s->v))
+			v = 256;
+		else if (!parse_u64(s->v, 1, 1u << 20, &v))
+			return bad(s, "expected tokens, an integer from 1 to "
+				   "1048576");
+		o->chunk_size = (uint32_t)v;
+		return KV_OK;
+	}
+	if (strcmp(k, "local_cpu") == 0) {
+		if ((b = parse_bool(s->v)) < 0)
+			return bad(s, "expected true or false");
+		o->local_cpu = b == 1;
+		return KV_OK;
+	}
+	if (strcmp(k, "max_local_cpu_size") == 0)
+		return set_gib(s, true, &o->max_local_cpu_gib);
+	if (strcmp(k, "max_local_disk_size") == 0)
+		return set_gib(s, false, &o->max_local_disk_gib);
+	if (strcmp(k, "remote_size") == 0)
+		return set_gib(s, false, &o->remote_gib);
+	if (strcmp(k, "local_disk") == 0) {
+		b = parse_bool(s->v);
+		if (is_null_text(s->v) || b == 0)
+			o->local_disk[0] = '\0';
+		else if (snprintf(o->local_disk, sizeof(o->local_disk), "%s",
+				  b == 1 ? "true" : s->v) >=
+			 (int)sizeof(o->local_disk))
+			return bad(s, "path too long");
+		return KV_OK;
+	}
+	/* remote_url: LMCache's "lm://host:port" and the like; "" none */
+	if (is_null_text(s->v))
+		o->remote_url[0] = '\0';
+	else if (snprintf(o->remote_url, sizeof(o->remote_url), "%s", s->v) >=
+		 (int)sizeof(o->remote_url))
+		return bad(s, "URL too long");
+	return KV_OK;
+}
+
+/* kv_offload.tiers.MEDIUM.{read_gbps,write_gbps,latency_us}. */
+static kv_err
+set_tier_override(struct sim_config *c, const struct setv *s)
+{
+	const char *k = s->key + strlen("kv_offload.tiers.");
+	struct sim_tier_override *t = NULL;
+	const char *field;
+	double *dst, d;
+
+	for (int m = 0; m < SIM_TIER_NMEDIA; m++) {
+		size_t n = strlen(tier_medium_names[m]);
+
+		if (strncmp(k, tier_medium_names[m], n) == 0 && k[n] == '.')
+			t = &c->offload.tier[m];
+	}
+	field = strrchr(k, '.') + 1;
+	dst = strcmp(field, "read_gbps") == 0 ? &t->read_gbps
+	    : strcmp(field, "write_gbps") == 0 ? &t->write_gbps
+	    : &t->latency_us;
+	if (is_null_text(s->v)) {
+		*dst = -1;
+		return KV_OK;
+	}
+	if (dst == &t->latency_us ? !parse_dbl(s->v, 0.0, 1e9, &d)
+				  : !parse_dbl(s->v, 1e-6, 1e6, &d))
+		return bad(s, dst == &t->latency_us
+			   ? "expected microseconds, a number >= 0"
+			   : "expected GB/s, a number > 0");
+	*dst = d;
+	return KV_OK;
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -768,6 +928,25 @@ static const struct run_key {
 	{ "slo.ttft_s", set_slo },
 	{ "slo.tpot_s", set_slo },
 	{ "slo.e2e_s", set_slo },
+	{ "engine.kv_offloading_size", set_kv_offloading_size },
+	{ "engine.kv_offloading_backend", set_kv_offloading_backend },
+	{ "kv_offload.block_size", set_offload_block_size },
+	{ "kv_offload.lmcache.chunk_size", set_lmcache },
+	{ "kv_offload.lmcache.local_cpu", set_lmcache },
+	{ "kv_offload.lmcache.max_local_cpu_size", set_lmcache },
+	{ "kv_offload.lmcache.local_disk", set_lmcache },
+	{ "kv_offload.lmcache.max_local_disk_size", set_lmcache },
+	{ "kv_offload.lmcache.remote_url", set_lmcache },
+	{ "kv_offload.lmcache.remote_size", set_lmcache },
+	{ "kv_offload.tiers.cpu-dram.read_gbps", set_tier_override },
+	{ "kv_offload.tiers.cpu-dram.write_gbps", set_tier_override },
+	{ "kv_offload.tiers.cpu-dram.latency_us", set_tier_override },
+	{ "kv_offload.tiers.local-nvme.read_gbps", set_tier_override },
+	{ "kv_offload.tiers.local-nvme.write_gbps", set_tier_override },
+	{ "kv_offload.tiers.local-nvme.latency_us", set_tier_override },
+	{ "kv_offload.tiers.remote-store.read_gbps", set_tier_override },
+	{ "kv_offload.tiers.remote-store.write_gbps", set_tier_override },
+	{ "kv_offload.tiers.remote-store.latency_us", set_tier_override },
 	{ NULL, NULL }
 };
 
@@ -867,7 +1046,8 @@ load_value(struct sim_config *c, const char *name, const struct yd_node *kn,
 	return set_key(c, name, vn->str, where, file, err, errlen);
 }
 
-/* engine:, cost:, output:, slo: -- a mapping of scalar keys. */
+/* engine:, cost:, output:, slo:, kv_offload: -- a mapping of scalar keys
+ * (kv_offload's nest). */
 static kv_err
 load_section(struct sim_config *c, const char *k, const struct yd_node *vn,
 	     const char *file, char *err, size_t errlen)
@@ -888,7 +1068,13 @@ load_section(struct sim_config *c, const char *k, const struct yd_node *vn,
 			return fail(err, errlen, where, "expected a key");
 		}
 		snprintf(full, sizeof(full), "%s.%s", k, k2->str);
-		e = load_value(c, full, k2, yd_val(vn, i), file, err, errlen);
+		/* a mapping of keys one level down (kv_offload.lmcache:) */
+		if (yd_val(vn, i)->type == YD_MAP && section_known(full))
+			e = load_section(c, full, yd_val(vn, i), file, err,
+					 errlen);
+		else
+			e = load_value(c, full, k2, yd_val(vn, i), file, err,
+				       errlen);
 		if (e != KV_OK)
 			return e;
 	}
@@ -1214,6 +1400,67 @@ put_num(FILE *f, const char *key, double v)
 	fputc('\n', f);
 }
 
+
+/* engine.kv_offloading_*: written only when offload is on (a run without
+ * it keeps its text and digest). */
+static void
+offload_write_engine(const struct sim_config *c, FILE *f)
+{
+	if (c->offload.size_gib <= 0)
+		return;
+	put_num(f, "  kv_offloading_size", c->offload.size_gib);
+	fprintf(f, "  kv_offloading_backend: %s\n",
+		c->offload.backend == SIM_OFF_LMCACHE ? "lmcache" : "native");
+}
+
+/* A GiB value, or auto when unset. */
+static void
+put_gib(FILE *f, const char *k, double v)
+{
+	if (v < 0)
+		fprintf(f, "%s: auto\n", k);
+	else
+		put_num(f, k, v);
+}
+
+/* kv_offload: its keys, when offload is on. */
+static void
+offload_write(const struct sim_config *c, FILE *f)
+{
+	const struct sim_offload_config *o = &c->offload;
+	bool head = false;
+
+	if (o->size_gib <= 0)
+		return;
+	fprintf(f, "kv_offload:\n");
+	put_opt_u64(f, "block_size", o->block_size, o->block_size != 0);
+	fprintf(f, "  lmcache:\n    chunk_size: %" PRIu32 "\n"
+		"    local_cpu: %s\n", o->chunk_size,
+		o->local_cpu ? "true" : "false");
+	put_gib(f, "    max_local_cpu_size", o->max_local_cpu_gib);
+	put_str(f, "    local_disk", o->local_disk);
+	put_num(f, "    max_local_disk_size", o->max_local_disk_gib);
+	put_str(f, "    remote_url", o->remote_url);
+	put_num(f, "    remote_size", o->remote_gib);
+	for (int m = 0; m < SIM_TIER_NMEDIA; m++) {
+		const struct sim_tier_override *t = &o->tier[m];
+
+		if (t->read_gbps < 0 && t->write_gbps < 0 &&
+		    t->latency_us < 0)
+			continue;
+		if (!head)
+			fprintf(f, "  tiers:\n");
+		head = true;
+		fprintf(f, "    %s:\n", tier_medium_names[m]);
+		if (t->read_gbps >= 0)
+			put_num(f, "      read_gbps", t->read_gbps);
+		if (t->write_gbps >= 0)
+			put_num(f, "      write_gbps", t->write_gbps);
+		if (t->latency_us >= 0)
+			put_num(f, "      latency_us", t->latency_us);
+	}
+}
+
 void
 sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		 FILE *f)
@@ -1281,6 +1528,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	fprintf(f, "  tensor_parallel_size: %" PRIu32 "\n",
 		sr ? sr->tp : e->tensor_parallel_size ?
 		e->tensor_parallel_size : 1);
+	offload_write_engine(c, f);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",
@@ -1313,6 +1561,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 			put_num(f, "  e2e_s", c->slo_e2e_s);
 	}
 	sim_pd_write(c, f);
+	offload_write(c, f);
 	fprintf(f, "workload:\n");
 	wl_config_write_yaml(&c->wl, f, 2);
 }

@@ -70,6 +70,43 @@ struct sim_pd_config {
 	double timeout_s;	/* prefill holds blocks at most this long */
 };
 
+/*
+ * KV offload (docs/run.md "KV offload"): vLLM's --kv-offloading-size and
+ * --kv-offloading-backend, the native connector's offloaded block, and
+ * LMCache's own settings.  Off while size_gib is 0.  Sizes in GiB; a
+ * negative double: unset (its default, resolved at sim_run_open).
+ */
+enum sim_offload_backend { SIM_OFF_NATIVE = 0, SIM_OFF_LMCACHE };
+
+/* The media of data/tiers.yaml a run can override (kv_offload.tiers). */
+enum sim_tier_medium { SIM_TIER_CPU = 0, SIM_TIER_NVME, SIM_TIER_REMOTE,
+		       SIM_TIER_NMEDIA };
+
+struct sim_tier_override {
+	double read_gbps, write_gbps, latency_us;	/* < 0: the catalog's */
+};
+
+struct sim_offload_config {
+	double size_gib;		/* engine.kv_offloading_size; 0 off */
+	char size_where[SIM_WHERE_LEN];	/* of size_gib, or "" */
+	enum sim_offload_backend backend;
+	uint32_t block_size;		/* kv_offload.block_size; 0: GPU's */
+	char block_where[SIM_WHERE_LEN];
+	/* kv_offload.lmcache: LMCache's names; sizes per TP rank */
+	uint32_t chunk_size;		/* 256 */
+	bool local_cpu;			/* true */
+	double max_local_cpu_gib;	/* < 0: size_gib / TP (vLLM's) */
+	char local_disk[512];		/* "" none; a path or "true" */
+	double max_local_disk_gib;	/* 0 */
+	char remote_url[512];		/* "" none */
+	double remote_gib;		/* the whole store's, 0 */
+	char lmcache_where[SIM_WHERE_LEN];	/* of the last lmcache key */
+	struct sim_tier_override tier[SIM_TIER_NMEDIA];
+};
+
+/* The catalog id of a medium ("cpu-dram", "local-nvme", "remote-store"). */
+const char *sim_tier_medium_name(enum sim_tier_medium m);
+
 struct sim_config {
 	char source[512];		/* the file, or "(embedded default)" */
 	char model[512];
@@ -124,6 +161,8 @@ struct sim_config {
 
 	struct sim_pd_config pd;	/* disaggregation: (off: every replica
 					 * colocated) */
+
+	struct sim_offload_config offload;	/* KV offload (above) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

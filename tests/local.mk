@@ -375,3 +375,11 @@ check_PROGRAMS += %reldir%/check_pd
 %canon_reldir%_check_pd_LDADD = sim/libsim.la sim/model/libmodel.la \
 	reports/librpt.la workloads/libwl.la util/libutil.la \
 	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+
+# Issue 19: KV offload in `kvsim run` (sim/offload.c; docs/run.md "KV
+# offload"): a synthetic workload that never skips, and the Mooncake
+# conversation trace of ../shared/traces (exit 77 without it).
+TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
+EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
+	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
+	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml

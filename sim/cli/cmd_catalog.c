@@ -15,6 +15,7 @@
 #include "sim/model/mixer.h"
 #include "sim/model/sizing.h"
 #include "sim/pdcfg.h"
+#include "sim/tiers.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,13 +27,14 @@ static void
 catalog_usage(FILE *f)
 {
 	fprintf(f,
-"usage: kvsim catalog list [models|gpus|links]\n"
+"usage: kvsim catalog list [models|gpus|links|tiers]\n"
 "       kvsim catalog show [models|gpus] NAME\n"
 "       kvsim catalog show CONFIG.json\n"
 "\n"
 "List the model and GPU catalogs, or show one entry with the source of every\n"
 "number.  NAME is an id or an alias (case-insensitive).  A config.json is\n"
-"shown as kvsim reads it.\n"
+"shown as kvsim reads it.  `list tiers' lists the KV offload media\n"
+"(tiers.yaml).\n"
 "\n"
 "  --datadir DIR   catalog directory (default $KVSIM_DATADIR or the installed\n"
 "                  one: %s)\n"
@@ -324,6 +326,33 @@ catalog_show_gpu(const struct cat_gpu *g)
 	printf("unified_memory: %s\n", g->unified_memory ? "true" : "false");
 }
 
+/* The KV tier catalog (tiers.yaml; sim/tiers.h). */
+static int
+catalog_list_tiers(const char *datadir)
+{
+	struct sim_tiers t;
+	char err[1200];
+
+	if (sim_tiers_load(&t, datadir, NULL, err, sizeof(err)) != KV_OK) {
+		fprintf(stderr, "kvsim catalog: %s\n", err);
+		return KVSIM_EXIT_USAGE;
+	}
+	printf("%-14s %-7s %-5s %12s %12s %10s\n", "MEDIUM", "TIER", "LINK",
+	       "READ", "WRITE", "LATENCY");
+	for (int k = 0; k < SIM_TIER_NMEDIA; k++) {
+		const struct sim_tier *m = &t.m[k];
+
+		if (m->host)
+			printf("%-14s %-7s %-5s %12s %12s %10s\n", m->id,
+			       m->tier, "host", "swap copy", "swap copy", "-");
+		else
+			printf("%-14s %-7s %-5s %7.1f GB/s %7.1f GB/s %7.0f us"
+			       "\n", m->id, m->tier, "-", m->read_gbps,
+			       m->write_gbps, m->latency_us);
+	}
+	return KVSIM_EXIT_OK;
+}
+
 int
 catalog_main(int argc, char **argv)
 {
@@ -352,6 +381,7 @@ catalog_main(int argc, char **argv)
 			   (strcmp(argv[i], "models") == 0 ||
 			    strcmp(argv[i], "gpus") == 0 ||
 			    strcmp(argv[i], "links") == 0 ||
+			    strcmp(argv[i], "tiers") == 0 ||
 			    strcmp(argv[i], "devices") == 0) && name == NULL) {
 			what = argv[i];
 		} else if (name == NULL) {
@@ -380,6 +410,14 @@ catalog_main(int argc, char **argv)
 	if (strcmp(verb, "list") == 0 && what != NULL &&
 	    strcmp(what, "links") == 0)
 		return catalog_list_links(datadir);
+	if (what != NULL && strcmp(what, "tiers") == 0 &&
+	    strcmp(verb, "list") == 0)
+		return catalog_list_tiers(datadir);
+	if (what != NULL && strcmp(what, "tiers") == 0) {
+		fprintf(stderr, "kvsim catalog show: the tiers are listed, not "
+			"shown ('kvsim catalog list tiers')\n");
+		return KVSIM_EXIT_USAGE;
+	}
 	if (name != NULL && what == NULL && strlen(name) > 5 &&
 	    strcmp(name + strlen(name) - 5, ".json") == 0) {
 		struct cat_model *m;
