@@ -16,7 +16,8 @@
 #     same run again, a colocated run keeps its
 #     columns, and a capacity --across over two P:D points writes a row
 #     each, with both pools' GPUs counted;
-#  4. bad pool keys, links and catalogs exit 2 with FILE:LINE:COL.
+#  4. bad pool keys, links and catalogs exit 2 with FILE:LINE:COL;
+#  5. examples/pd-azure.yaml runs.
 : "${KVSIM:?}" "${top_srcdir:?}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-pd.XXXXXX") || exit 99
 trap 'rm -rf "$T"' EXIT
@@ -175,4 +176,17 @@ KVSIM_DATADIR=$T/data "$KVSIM" catalog list links >/dev/null 2>"$T/cat.err"
 	{ bad "a bad links.yaml: not refused with FILE:LINE:COL"; cat "$T/cat.err"; }
 [ "$("$KVSIM" catalog list links | tail -n +2 | wc -l)" = 8 ] ||
 	bad "kvsim catalog list links: not 8 links"
+
+# 5. examples/pd-azure.yaml runs on the bundled excerpt: every request
+# completes through both pools
+"$KVSIM" run "$top_srcdir/examples/pd-azure.yaml" -o "$T/ex" --quiet \
+	--no-plot >"$T/ex.log" 2>&1 || { bad "examples/pd-azure.yaml failed"; cat "$T/ex.log"; }
+if [ -f "$T/ex/summary.csv" ]; then
+	[ "$(sval "$T/ex/summary.csv" completed)" -gt 0 ] &&
+	[ "$(sval "$T/ex/summary.csv" completed)" = \
+	  "$(sval "$T/ex/summary.csv" requests)" ] ||
+		bad "pd-azure: not every request completed"
+	[ "$(sval "$T/ex/summary.csv" decode_replicas)" = 3 ] ||
+		bad "pd-azure: decode_replicas $(sval "$T/ex/summary.csv" decode_replicas)"
+fi
 exit $fail
