@@ -355,15 +355,22 @@ yd__doc(struct yd_rd *r, struct yd_node **root)
 
 /*
  * YD_UNIQUE: the first repeated scalar key in document order, at the
- * repeat.  Bounded in depth: aliases can make the tree a cyclic graph.
+ * repeat.  Aliases make the tree a graph, maybe cyclic, so the search is
+ * bounded in depth, and a container is searched again only from a
+ * shallower depth than before (a second search from as deep finds what
+ * the first found: nothing).  Without that, a mapping holding two aliases
+ * of itself took 2^depth steps; now each container is searched at most
+ * YD_UNIQUE_DEPTH times.
  */
 static kv_err
-yd__unique(struct yd_rd *r, const struct yd_node *n, int depth)
+yd__unique(struct yd_rd *r, struct yd_node *n, int depth)
 {
 	kv_err rc;
 
-	if (n == NULL || depth > YD_UNIQUE_DEPTH || n->type == YD_SCALAR)
+	if (n == NULL || depth > YD_UNIQUE_DEPTH || n->type == YD_SCALAR ||
+	    (n->unique_depth > 0 && n->unique_depth <= depth + 1))
 		return KV_OK;
+	n->unique_depth = depth + 1;
 	if (n->type == YD_SEQ) {
 		for (size_t i = 0; i < n->n; i++)
 			if ((rc = yd__unique(r, n->kid[i], depth + 1)))

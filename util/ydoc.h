@@ -53,6 +53,9 @@ struct yd_node {
 	bool plain;		/* YD_SCALAR: written without quotes */
 	size_t n;		/* YD_MAP: pairs; YD_SEQ: items */
 	struct yd_node **kid;	/* SEQ: n items; MAP: 2n, key then value */
+	int unique_depth;	/* YD_UNIQUE searched it from this depth + 1
+				 * (0: not yet; an alias can reach a node
+				 * many times) */
 };
 
 enum yd_flags {
