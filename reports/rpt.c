@@ -24,8 +24,8 @@
 static const char *const metric_name[RPT_M_N] = { "ttft", "tpot", "e2e",
 					      "queue" };
 
-static int
-vec_push(struct rpt_vec *v, double x)
+int
+rpt__vec_push(struct rpt_vec *v, double x)
 {
 	if (v->n == v->cap) {
 		size_t cap = v->cap ? v->cap * 2 : 1024;
@@ -61,6 +61,7 @@ rpt_new(const char *run_id, FILE *reqs, FILE *ts)
 	r->ts = ts;
 	for (int i = 0; i < RPT_M_N; i++)
 		r->m[i].watch = NAN;
+	r->xfer.watch = NAN;
 	return r;
 }
 
@@ -317,12 +318,12 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	if (q->output_tokens > 1)
 		tpot_ns = (q->finish_ns - q->first_token_ns) /
 			  (int64_t)(q->output_tokens - 1);
-	if ((e = vec_push(&r->m[RPT_M_TTFT], (double)ttft / 1e9)) != 0 ||
-	    (e = vec_push(&r->m[RPT_M_E2E], (double)e2e / 1e9)) != 0 ||
-	    (e = vec_push(&r->m[RPT_M_QUEUE], (double)queue / 1e9)) != 0)
+	if ((e = rpt__vec_push(&r->m[RPT_M_TTFT], (double)ttft / 1e9)) != 0 ||
+	    (e = rpt__vec_push(&r->m[RPT_M_E2E], (double)e2e / 1e9)) != 0 ||
+	    (e = rpt__vec_push(&r->m[RPT_M_QUEUE], (double)queue / 1e9)) != 0)
 		return e;
 	if (q->output_tokens > 1 &&
-	    (e = vec_push(&r->m[RPT_M_TPOT], (double)tpot_ns / 1e9)) != 0)
+	    (e = rpt__vec_push(&r->m[RPT_M_TPOT], (double)tpot_ns / 1e9)) != 0)
 		return e;
 	if ((r->slo_ttft <= 0 || (double)ttft / 1e9 <= r->slo_ttft) &&
 	    (r->slo_e2e <= 0 || (double)e2e / 1e9 <= r->slo_e2e) &&
@@ -488,13 +489,17 @@ double
 rpt_quantile(rpt *r, const char *metric, double p)
 {
 	int i = metric_index(metric);
-	struct rpt_vec *v;
 
 	if (strcmp(metric, "itl") == 0)
 		return itl_quantile(r, p);
 	if (i < 0)
 		return 0.0;
-	v = &r->m[i];
+	return rpt__vec_quantile(&r->m[i], p);
+}
+
+double
+rpt__vec_quantile(struct rpt_vec *v, double p)
+{
 	if (v->n == 0)
 		return 0.0;
 	if (!v->sorted) {

@@ -51,8 +51,7 @@ struct rpt {
 	double fe_in_sum, fe_out_sum;	/* frontend ns, over completed */
 	/* disaggregation (rpt_set_pd, rpt_pd.c) */
 	bool col_pd;
-	double *xfer;		/* kv_transfer_s of completed requests */
-	size_t nxfer, capxfer;
+	struct rpt_vec xfer;	/* kv_transfer_s of completed requests */
 	double dq_sum;		/* decode_queue_s, summed */
 	uint64_t xfer_bytes;
 
@@ -64,6 +63,10 @@ struct rpt {
 /* rpt_client.c: a failed request's row and counts; the extra columns of
  * a row (each with its comma, then the newline); the row's stage
  * collector.  0 or -1 as rpt.h's calls. */
+/* Append x to v (its sum and rpt_count_over's count too); -1 on ENOMEM. */
+int rpt__vec_push(struct rpt_vec *v, double x);
+/* The p-quantile of v, linear between order statistics (sorts v). */
+double rpt__vec_quantile(struct rpt_vec *v, double p);
 int rpt__add_failed(rpt *r, const struct rpt_req *q);
 char *rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok,
 		      char *p);

@@ -21,16 +21,8 @@ rpt_set_pd(rpt *r, bool on)
 int
 rpt__pd_add(rpt *r, const struct rpt_req *q)
 {
-	if (r->nxfer == r->capxfer) {
-		size_t cap = r->capxfer ? r->capxfer * 2 : 1024;
-		double *b = realloc(r->xfer, cap * sizeof(*b));
-
-		if (b == NULL)
-			return -1;
-		r->xfer = b;
-		r->capxfer = cap;
-	}
-	r->xfer[r->nxfer++] = (double)q->kv_transfer_ns / 1e9;
+	if (rpt__vec_push(&r->xfer, (double)q->kv_transfer_ns / 1e9) != 0)
+		return -1;
 	r->dq_sum += (double)q->decode_queue_ns / 1e9;
 	r->xfer_bytes += q->kv_transfer_bytes;
 	return 0;
@@ -63,37 +55,9 @@ rpt__pd_summary_head(const rpt *r, FILE *f)
 	fputs(",kv_transfer_mean_s,kv_transfer_p99_s,kv_transfer_bytes", f);
 }
 
-static int
-cmp_dbl(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The p-quantile of the transfers, interpolated as rpt_quantile. */
-static double
-xfer_quantile(rpt *r, double p)
-{
-	double h, lo;
-	size_t k;
-
-	if (r->nxfer == 0)
-		return 0.0;
-	qsort(r->xfer, r->nxfer, sizeof(*r->xfer), cmp_dbl);
-	h = p * (double)(r->nxfer - 1);
-	k = (size_t)h;
-	lo = r->xfer[k];
-	if (k + 1 >= r->nxfer)
-		return lo;
-	return lo + (h - (double)k) * (r->xfer[k + 1] - lo);
-}
-
 void
 rpt__pd_summary(rpt *r, const struct rpt_totals *t, FILE *f)
 {
-	double sum = 0;
-
 	if (!r->col_pd)
 		return;
 	for (int i = 0; i < 2; i++) {
@@ -110,15 +74,13 @@ rpt__pd_summary(rpt *r, const struct rpt_totals *t, FILE *f)
 			rpt_mean(r, "queue") : r->dq_sum /
 			(double)r->completed);
 	}
-	for (size_t i = 0; i < r->nxfer; i++)
-		sum += r->xfer[i];
-	fprintf(f, ",%.9f,%.9f,%" PRIu64, r->nxfer ? sum /
-		(double)r->nxfer : 0.0, xfer_quantile(r, 0.99),
+	fprintf(f, ",%.9f,%.9f,%" PRIu64, r->xfer.n ? r->xfer.sum /
+		(double)r->xfer.n : 0.0, rpt__vec_quantile(&r->xfer, 0.99),
 		r->xfer_bytes);
 }
 
 void
 rpt__pd_free(rpt *r)
 {
-	free(r->xfer);
+	free(r->xfer.v);
 }
