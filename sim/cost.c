@@ -820,7 +820,8 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	if ((rc = init_settings(cm, m, g, cfg, why, whylen)) ||
 	    (rc = init_gpu(cm, m, g, why, whylen)) ||
 	    (rc = init_linear(cm, m, why, whylen)) ||
-	    (rc = init_layers(cm, m, why, whylen)))
+	    (rc = init_layers(cm, m, why, whylen)) ||
+	    (rc = cost_knobs_init(cm, m, cfg, why, whylen)))
 		return rc;
 	return init_terms(cm, cfg->calib, cfg->frontend, why, whylen);
 }
@@ -955,6 +956,7 @@ step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
 		     bd->allreduce_ns;
 	/* kernels cannot run faster than the CPU launches them */
 	bd->gpu_ns = dmax(bd->gpu_ns, bd->launch_ns);
+	cost_knobs_step(cm, bd);
 	bd->cpu_sched_ns = cm->cpu_sched_step_ns.v +
 			   cm->cpu_sched_seq_ns.v * seqs +
 			   cm->cpu_sched_token_ns.v * tok;

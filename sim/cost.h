@@ -171,6 +171,10 @@ struct cost_config {
 	uint32_t graph_max;		/* CUDA graphs (vLLM V1's
 					 * max_cudagraph_capture_size,
 					 * cost_graph_max); 0: not modelled */
+	/* issue 20 knobs (cost_knobs.c) */
+	uint32_t pp;			/* pipeline stages; 0: 1 */
+	double offload_bytes;		/* weights per rank in CPU memory,
+					 * streamed in every step */
 };
 
 /* tp 1, dtypes from the model, block 16, FA split, per-chunk, pinned. */
@@ -262,6 +266,12 @@ struct cost_model {
 	struct cost_term graph_piecewise_layer_ns, graph_eager_layer_ns;
 	struct cost_term frontend_request_ns, frontend_tokenize_ns;
 	struct cost_term frontend_stream_ns;
+
+	/* issue 20 knobs (cost_knobs.c) */
+	uint32_t pp;			/* pipeline stages (1) */
+	double pp_send_token_bytes;	/* a token's activations a stage
+					 * sends the next, per rank */
+	double offload_bytes;		/* weights streamed from the host */
 };
 
 /*
@@ -275,6 +285,17 @@ struct cost_model {
 kv_err cost_model_init(struct cost_model *cm, const struct cat_model *m,
 		       const struct cat_gpu *g, const struct cost_config *cfg,
 		       char *why, size_t whylen);
+
+/*
+ * The knobs' terms (cost_knobs.c): pipeline stages and CPU weight offload
+ * from cfg, after the rest of cm is built; and their share of a step,
+ * added to bd's gpu_ns.
+ */
+struct cost_breakdown;
+kv_err cost_knobs_init(struct cost_model *cm, const struct cat_model *m,
+		       const struct cost_config *cfg, char *why,
+		       size_t whylen);
+void cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd);
 
 /* ---- a step ------------------------------------------------------------- */
 
@@ -328,6 +349,9 @@ struct cost_breakdown {
 	enum cost_graph graph;		/* how the step runs */
 	double launch_ns;		/* the launch floor of gpu_ns */
 	int64_t total_ns;		/* = cost_step_ns */
+	double pp_send_ns;		/* activations between stages */
+	double offload_ns;		/* offloaded weights over the host
+					 * link (both in gpu_ns) */
 };
 
 /*

@@ -25,3 +25,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Prefill/decode disaggregation (docs/pd.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \
 	%reldir%/pdcfg.c %reldir%/pdcfg.h
+# Issue 20 engine knobs (docs/run.md "Scheduler and engine knobs").
+%canon_reldir%_libsim_la_SOURCES += %reldir%/runcfg_knobs.c \
+	%reldir%/runcfg_knobs.h %reldir%/cost_knobs.c

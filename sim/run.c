@@ -32,6 +32,7 @@
 #include "sim/plugin.h"
 #include "sim/replica.h"
 #include "sim/runcfg.h"
+#include "sim/runcfg_knobs.h"
 #include "sim/vllmver.h"
 #include "sim/model/sizing.h"
 #include "workloads/wl.h"
@@ -1280,9 +1281,19 @@ setup_cost(sim_run *R)
 {
 	char why[1024];
 	struct cost_config cc;
+	const struct cat_model *m = R->model;
+	struct cat_model qm;
 
 	cost_config_init(&cc);
 	cc.tp = R->sr.tp;
+	cc.pp = R->sr.pp;
+	cc.offload_bytes = (double)R->sr.offload_bytes;
+	if (strcmp(R->cfg.eng.quantization, "fp8") == 0) {
+		/* --quantization fp8: one byte a weight, fp8 GEMMs */
+		qm = *m;
+		qm.weight_bytes = 1;
+		m = &qm;
+	}
 	cc.block_size = R->sr.block_size;
 	cc.kv_dtype_bytes = R->sr.kv_dtype_bytes;
 	cc.ssm_dtype_bytes = R->sr.ssm_dtype_bytes;
@@ -1300,7 +1311,7 @@ setup_cost(sim_run *R)
 			(uint32_t)R->cfg.cuda_graphs :
 			cost_graph_max(R->sr.max_num_seqs,
 				       R->sr.max_num_batched_tokens);
-	if (cost_model_init(&R->cm, R->model, R->gpu, &cc, why,
+	if (cost_model_init(&R->cm, m, R->gpu, &cc, why,
 			    sizeof(why)) != KV_OK)
 		return rfail(R, KV_EINVAL, "cost model: %s", why);
 	if (R->sr.ngroup > 1)
@@ -1353,6 +1364,8 @@ setup_groups(sim_run *R)
 static kv_err
 setup_configs(sim_run *R, const struct kvs_policy *pol)
 {
+	char why[1024];
+
 	if (R->sr.num_blocks > (1u << 30))
 		/* no silent truncation: libkvcore's pools hold 2^30 blocks */
 		return rfail(R, KV_EINVAL, "%llu GPU blocks: more than the "
@@ -1384,6 +1397,8 @@ setup_configs(sim_run *R, const struct kvs_policy *pol)
 		R->sc.priority = R->cfg.scheduling_policy;
 	if (R->cfg.num_lookahead_slots >= 0)
 		R->sc.lookahead = R->cfg.num_lookahead_slots;
+	if (sim_knobs_sched(&R->cfg, &R->sr, &R->sc, why, sizeof(why)))
+		return rfail(R, KV_EINVAL, "%s", why);
 	return setup_groups(R);
 }
 
@@ -1997,13 +2012,20 @@ sim_run_gpu_usd_per_hour(const sim_run *R)
 					   : R->gpu->usd_per_hour;
 }
 
+/* The GPUs of one replica: tensor parallel x pipeline stages. */
+static uint32_t
+replica_gpus(const struct sz_result *sr)
+{
+	return sr->tp * (sr->pp > 1 ? sr->pp : 1);
+}
+
 uint32_t
 sim_run_gpus(const sim_run *R)
 {
 	if (R->pool == NULL)
-		return R->sr.tp * R->nrp;
-	return R->pool[0].sr.tp * R->pool[0].cfg.replicas +
-	       R->pool[1].sr.tp * R->pool[1].cfg.replicas;
+		return replica_gpus(&R->sr) * R->nrp;
+	return replica_gpus(&R->pool[0].sr) * R->pool[0].cfg.replicas +
+	       replica_gpus(&R->pool[1].sr) * R->pool[1].cfg.replicas;
 }
 
 double
@@ -2020,7 +2042,8 @@ sim_run_usd_per_hour(const sim_run *R)
 
 		if (usd <= 0)
 			return 0.0;
-		sum += usd * (double)(P->sr.tp * P->cfg.replicas);
+		sum += usd * (double)(replica_gpus(&P->sr) *
+				      P->cfg.replicas);
 	}
 	return sum;
 }

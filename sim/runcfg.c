@@ -17,6 +17,7 @@
 #include "sim/model/catalog.h"
 #include "sim/pdcfg.h"
 #include "sim/runcfg.h"
+#include "sim/runcfg_knobs.h"
 #include "sim/vllmver.h"
 
 #include <ctype.h>
@@ -61,6 +62,7 @@ sim_config_init(struct sim_config *c)
 	c->pd.timeout_s = SIM_PD_TIMEOUT_DEFAULT;
 	c->pd.pool[0].router = c->pd.pool[1].router = -1;
 	offload_init(&c->offload);
+	sim_knobs_init(&c->knobs);
 }
 
 void
@@ -885,6 +887,12 @@ set_tier_override(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+static kv_err
+set_knob(struct sim_config *c, const struct setv *s)
+{
+	return sim_knobs_set(c, s->key, s->v, s->where, s->err, s->errlen);
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -947,6 +955,13 @@ static const struct run_key {
 	{ "kv_offload.tiers.remote-store.read_gbps", set_tier_override },
 	{ "kv_offload.tiers.remote-store.write_gbps", set_tier_override },
 	{ "kv_offload.tiers.remote-store.latency_us", set_tier_override },
+	/* issue 20 knobs (runcfg_knobs.c) */
+	{ "engine.long_prefill_token_threshold", set_knob },
+	{ "engine.max_num_partial_prefills", set_knob },
+	{ "engine.max_long_partial_prefills", set_knob },
+	{ "engine.pipeline_parallel_size", set_knob },
+	{ "engine.quantization", set_knob },
+	{ "engine.cpu_offload_gb", set_knob },
 	{ NULL, NULL }
 };
 
@@ -1529,6 +1544,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		sr ? sr->tp : e->tensor_parallel_size ?
 		e->tensor_parallel_size : 1);
 	offload_write_engine(c, f);
+	sim_knobs_write(c, f);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",

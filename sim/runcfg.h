@@ -104,6 +104,19 @@ struct sim_offload_config {
 	struct sim_tier_override tier[SIM_TIER_NMEDIA];
 };
 
+/*
+ * vLLM's scheduler knobs of issue 20 (runcfg_knobs.c); pipeline parallel,
+ * quantization and CPU weight offload are sizing settings (eng).  -1:
+ * not given.
+ */
+struct sim_knobs_config {
+	int64_t long_prefill_token_threshold;
+	int64_t max_num_partial_prefills;
+	int64_t max_long_partial_prefills;
+	char where[3][SIM_WHERE_LEN];	/* of each of the three, or "" */
+	char pp_where[SIM_WHERE_LEN];	/* of pipeline_parallel_size */
+};
+
 /* The catalog id of a medium ("cpu-dram", "local-nvme", "remote-store"). */
 const char *sim_tier_medium_name(enum sim_tier_medium m);
 
@@ -163,6 +176,8 @@ struct sim_config {
 					 * colocated) */
 
 	struct sim_offload_config offload;	/* KV offload (above) */
+
+	struct sim_knobs_config knobs;	/* issue 20 knobs (runcfg_knobs.h) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

@@ -383,3 +383,16 @@ TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
 EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
 	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
 	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml
+
+# Issue 20 engine knobs: pipeline parallel, CPU weight offload, fp8
+# quantization and the partial-prefill keys (docs/run.md "Scheduler and
+# engine knobs"): their sizing and cost terms, and `kvsim run` with them.
+%canon_reldir%_check_cost_SOURCES += sim/cost_knobs.c
+check_PROGRAMS += %reldir%/check_knobs
+%canon_reldir%_check_knobs_SOURCES = %reldir%/check_knobs.c sim/cost.c \
+	sim/cost_knobs.c sim/calib.c
+%canon_reldir%_check_knobs_CFLAGS = $(KV_TEST_CFLAGS) $(YAML_CFLAGS)
+%canon_reldir%_check_knobs_LDADD = sim/model/libmodel.la util/libutil.la \
+	$(KV_TEST_LIBS) $(YAML_LIBS) -lm
+TESTS += %reldir%/knobs.sh
+EXTRA_DIST += %reldir%/knobs.sh

@@ -7,7 +7,8 @@ noinst_LTLIBRARIES += %reldir%/libmodel.la
 %canon_reldir%_libmodel_la_SOURCES = \
 	%reldir%/catalog.c %reldir%/catalog.h \
 	%reldir%/mixer.c %reldir%/mixer.h \
-	%reldir%/sizing.c %reldir%/sizing.h
+	%reldir%/sizing.c %reldir%/sizing.h \
+	%reldir%/sizing_pp.c
 %canon_reldir%_libmodel_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DKVSIM_DATADIR='"$(pkgdatadir)"' \
 	-DKVSIM_SRCDATADIR='"$(abs_top_srcdir)/data"'

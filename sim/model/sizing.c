@@ -639,6 +639,14 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 			   (uint64_t)e->weights_bytes :
 			   sz_weights_bytes(m, r->tp, wb, r->dtype_bytes,
 					    m->max_model_len);
+	/* --cpu-offload-gb: that much of the weights stays in CPU memory */
+	if (e->cpu_offload_gb > 0) {
+		double off = e->cpu_offload_gb * GIB;
+
+		r->offload_bytes = off >= (double)r->weights_bytes ?
+				   r->weights_bytes : (uint64_t)off;
+		r->weights_bytes -= r->offload_bytes;
+	}
 	if (r->weights_bytes > r->total_bytes)
 		return false;
 	r->weights_fit = true;
@@ -678,9 +686,9 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 /* ---- the whole start-up ------------------------------------------------ */
 
 kv_err
-sz_compute(const struct cat_model *m, const struct cat_gpu *g,
-	   const struct sz_engine *e, struct sz_result *r, char *why,
-	   size_t whylen)
+sz__compute_one(const struct cat_model *m, const struct cat_gpu *g,
+		const struct sz_engine *e, struct sz_result *r, char *why,
+		size_t whylen)
 {
 	char a[32], b[32];
 	kv_err rc;

@@ -59,6 +59,11 @@ struct sz_engine {
 	int64_t activation_bytes;
 	int64_t non_torch_bytes;
 	int64_t cudagraph_bytes;	/* 0 at the pinned commit */
+	/* issue 20 knobs (sizing_pp.c); 0: vLLM's default */
+	uint32_t pipeline_parallel_size;	/* 0: 1; the layers split
+						 * over that many stages */
+	double cpu_offload_gb;		/* GiB of weights per GPU kept in
+					 * CPU memory (UVA) */
 };
 
 void sz_engine_init(struct sz_engine *e);
@@ -108,6 +113,11 @@ struct sz_result {
 	char log[SZ_MAX_LOG][SZ_LOG_LEN];
 	size_t nlog;
 	char error[1024];
+	/* issue 20 knobs */
+	uint32_t pp;		/* pipeline stages (1) */
+	uint32_t pp_stage;	/* the stage whose pool is the smallest, whose
+				 * figures the ones above are */
+	uint64_t offload_bytes;	/* weights per GPU left in CPU memory */
 };
 
 /*
@@ -119,6 +129,15 @@ struct sz_result {
 kv_err sz_compute(const struct cat_model *m, const struct cat_gpu *g,
 		  const struct sz_engine *e, struct sz_result *r, char *why,
 		  size_t whylen);
+
+/*
+ * One stage of a pipeline-parallel engine (sizing_pp.c): sz_compute with
+ * e's pipeline_parallel_size ignored, for a model that is already the
+ * stage's share of the layers.
+ */
+kv_err sz__compute_one(const struct cat_model *m, const struct cat_gpu *g,
+		       const struct sz_engine *e, struct sz_result *r,
+		       char *why, size_t whylen);
 
 /* The estimates, exposed for tests and the cost model (bytes per rank). */
 uint64_t sz_weights_bytes(const struct cat_model *m, uint32_t tp,
