@@ -11,6 +11,7 @@
 #     int(max_model_len * 0.04) and is that run exactly.
 #  4. pipeline_parallel_size 2: more than twice the KV tokens of one GPU,
 #     and a slower batch than tensor_parallel_size 2 on the same GPUs.
+#     kvsim capacity counts replicas x TP x PP GPUs.
 #  5. quantization fp8: more KV tokens and faster steps; cpu_offload_gb 4:
 #     more KV tokens, much slower steps.
 #  6. config.yaml records the keys and runs again to the same results.
@@ -109,6 +110,16 @@ gt "$(sval "$T/pp2/summary.csv" tpot_mean_s)" \
 gt "$(sval "$T/pp2/summary.csv" tpot_mean_s)" \
 	"$(sval "$T/none/summary.csv" tpot_mean_s)" ||
 	bad "pp 2 is not slower a token than one GPU (the sends)"
+
+for pp in 1 2; do
+	"$KVSIM" capacity -q "${top_srcdir:-..}/tests/capacity/fixed.yaml" \
+		--slo 'ttft_s:p99<=0.1' --seeds 1 --out "$T/cap$pp" \
+		--set replicas=2 --set engine.pipeline_parallel_size=$pp \
+		>/dev/null 2>&1 || bad "capacity pp $pp failed"
+done
+[ "$(sval "$T/cap1/capacity.csv" gpus)" = 2 ] &&
+	[ "$(sval "$T/cap2/capacity.csv" gpus)" = 4 ] ||
+	bad "capacity: $(sval "$T/cap2/capacity.csv" gpus) GPUs for 2 replicas of pp 2, not 4"
 
 # 5.
 run fp8 --set engine.quantization=fp8
