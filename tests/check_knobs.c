@@ -207,6 +207,8 @@ knobs_suite(void)
 	Suite *s = suite_create("knobs");
 	TCase *tc = tcase_create("knobs");
 
+	tcase_set_timeout(tc, 30);
+
 	tcase_add_test(tc, test_pp_split);
 	tcase_add_test(tc, test_pp_blocks);
 	tcase_add_test(tc, test_offload_sizing);
