@@ -14,7 +14,8 @@
 #     kvsim capacity counts replicas x TP x PP GPUs.
 #  5. quantization fp8: more KV tokens and faster steps; cpu_offload_gb 4:
 #     more KV tokens, much slower steps.
-#  6. config.yaml records the keys and runs again to the same results.
+#  6. config.yaml records the keys and runs again to the same results;
+#     examples/engine-knobs.yaml runs.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-knobs.XXXXXX")
@@ -149,4 +150,8 @@ for d in pp2 off; do
 	cmp -s "$T/$d/requests.csv" "$T/$d-again/requests.csv" ||
 		bad "$d: config.yaml runs otherwise"
 done
+# the example runs
+"$KVSIM" run -q --no-plot --out "$T/ex" --set workload.max_requests=30 \
+	"${top_srcdir:-..}/examples/engine-knobs.yaml" ||
+	bad "examples/engine-knobs.yaml does not run"
 exit $fail

@@ -395,4 +395,4 @@ check_PROGRAMS += %reldir%/check_knobs
 %canon_reldir%_check_knobs_LDADD = sim/model/libmodel.la util/libutil.la \
 	$(KV_TEST_LIBS) $(YAML_LIBS) -lm
 TESTS += %reldir%/knobs.sh
-EXTRA_DIST += %reldir%/knobs.sh
+EXTRA_DIST += %reldir%/knobs.sh examples/engine-knobs.yaml
