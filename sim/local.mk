@@ -25,3 +25,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Prefill/decode disaggregation (docs/pd.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \
 	%reldir%/pdcfg.c %reldir%/pdcfg.h
+# Parallel sampling fanned out in a replica (docs/run.md).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/replica_nsamp.c \
+	%reldir%/replica_nsamp.h

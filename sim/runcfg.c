@@ -885,6 +885,24 @@ set_tier_override(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+/* engine.parallel_sampling: auto, fanout or fork (sim_nsamp_mode); the
+ * policy's refusal of fork is sim/run.c's. */
+static kv_err
+set_parallel_sampling(struct sim_config *c, const struct setv *s)
+{
+	static const char *const names[] = { "auto", "fanout", "fork" };
+
+	for (int i = 0; i < 3; i++)
+		if (strcmp(s->v, names[i]) == 0 ||
+		    (i == 0 && is_null_text(s->v))) {
+			c->nsamp.mode = i;
+			snprintf(c->nsamp.where, sizeof(c->nsamp.where), "%s",
+				 s->where);
+			return KV_OK;
+		}
+	return bad(s, "expected auto, fanout or fork");
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -947,6 +965,8 @@ static const struct run_key {
 	{ "kv_offload.tiers.remote-store.read_gbps", set_tier_override },
 	{ "kv_offload.tiers.remote-store.write_gbps", set_tier_override },
 	{ "kv_offload.tiers.remote-store.latency_us", set_tier_override },
+	/* parallel sampling (n > 1) */
+	{ "engine.parallel_sampling", set_parallel_sampling },
 	{ NULL, NULL }
 };
 
@@ -1529,6 +1549,9 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		sr ? sr->tp : e->tensor_parallel_size ?
 		e->tensor_parallel_size : 1);
 	offload_write_engine(c, f);
+	if (c->nsamp.mode != SIM_NSAMP_AUTO)
+		fprintf(f, "  parallel_sampling: %s\n",
+			c->nsamp.mode == SIM_NSAMP_FORK ? "fork" : "fanout");
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",
