@@ -383,3 +383,10 @@ TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
 EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
 	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
 	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml
+
+# Issue 20: parallel sampling (n > 1) in `kvsim run` (docs/run.md
+# "Parallel sampling"): the fanned-out request by hand, shared prompt
+# blocks under vllm-v1 and vllm-v0, bad values.
+TESTS += %reldir%/nsamp.sh
+EXTRA_DIST += %reldir%/nsamp.sh %reldir%/nsamp/tiny.yaml \
+	%reldir%/nsamp/share.yaml examples/parallel-sampling.yaml
