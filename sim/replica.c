@@ -1392,6 +1392,35 @@ replica_close(replica *rp, int64_t now)
 	usage_mark(rp, now);
 }
 
+/*
+ * Child h of a fanned-out request is late for m (its arrival is): the
+ * request counts once, through its lowest live child, and is late for
+ * TTFT until a child has a token and for the queue until one was
+ * scheduled (the parent's milestones, docs/metrics.md).
+ */
+static bool
+replica__late_group(const replica *rp, kvs_req h, enum sim_watch_metric m)
+{
+	const struct rnsamp_group *g = rp->byreq[h]->grp;
+	kvs_req first = h - (kvs_req)rp->samp[h];
+
+	for (kvs_req x = first; x < first + (kvs_req)g->n; x++) {
+		const struct rq *o = (size_t)x < rp->nbyreq ? rp->byreq[x] :
+				     NULL;
+
+		if (o == NULL)
+			continue;
+		if (x < h)
+			return false;	/* counted through x */
+		if ((m == SIM_W_TTFT && o->gen > 0) ||
+		    (m == SIM_W_QUEUE && o->scheduled))
+			return false;
+	}
+	return m == SIM_W_E2E || g->nrows == 0 ||
+	       (m == SIM_W_TTFT ? g->row.first_token_ns :
+		g->row.first_scheduled_ns) < 0;
+}
+
 uint64_t
 replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 	     int64_t limit_ns)
@@ -1409,15 +1438,23 @@ replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 
 			if (now - q->arrival <= limit_ns)
 				continue;
+			if (q->grp != NULL) {
+				late += replica__late_group(rp, kvs_queue_at(
+					rp->s, qs[j], i), m);
+				continue;
+			}
 			if (m == SIM_W_E2E ||
 			    (m == SIM_W_TTFT && q->gen == 0) ||
 			    (m == SIM_W_QUEUE && !q->scheduled))
 				late++;
 		}
 	}
-	/* held back (async): not scheduled, no token yet */
+	/* held back (async): not scheduled, no token yet; the children of
+	 * a fanned-out request are held and admitted together */
 	for (size_t i = rp->phead; i < rp->npend; i++)
-		late += now - rp->pend[i].arrival > limit_ns;
+		late += now - rp->pend[i].arrival > limit_ns &&
+			(rp->pend[i].grp == NULL || i == rp->phead ||
+			 rp->pend[i - 1].grp != rp->pend[i].grp);
 	return late;
 }
 

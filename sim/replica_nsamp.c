@@ -14,7 +14,7 @@ rnsamp_new(uint32_t n)
 	struct rnsamp_group *g = calloc(1, sizeof(*g));
 
 	if (g != NULL)
-		g->left = n;
+		g->n = g->left = n;
 	return g;
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct rnsamp_group {
+	uint32_t n;		/* children */
 	uint32_t left;		/* children not yet ended */
 	uint32_t nrows;		/* children merged into row */
 	bool failed;		/* its client left (replica_fail) */
