@@ -7,15 +7,17 @@
 #     (vLLM v1 caches blocks as it allocates them; the last block is never
 #     a hit), so cached_prefix_tokens is 16; one row with the 6 tokens of
 #     both samples, first token at 15 ms, finish at 35 ms, TPOT and ITL a
-#     sample's 10 ms; summary.csv counts 1 parallel request of 2 samples;
+#     sample's 10 ms; summary.csv counts 1 parallel request of 2 samples,
+#     and so does the run's table;
 #  2. shared prompt blocks, vllm-v1 and vllm-v0 (prefix caching on): 8
 #     requests of n = 4 take under half the peak KV of 32 requests of
 #     n = 1 with distinct prompts and the same tokens out; under vllm-v1
 #     the samples' prefix hits show it (none for n = 1);
 #  3. determinism: the same run twice gives the same requests.csv and
 #     summary.csv (but for the wall-clock column);
-#  4. n = 1 runs have no parallel columns; engine.parallel_sampling: fanout
-#     is auto's run and config.yaml names it (auto writes nothing);
+#  4. n = 1 runs have no parallel columns nor table line;
+#     engine.parallel_sampling: fanout is auto's run and config.yaml names
+#     it (auto writes nothing);
 #  5. a client timeout fails a fanned-out request once, its children all
 #     aborted (--check holds);
 #  6. bad values exit 2 with where: fork (no policy here models it), an
@@ -51,6 +53,10 @@ S="$T/tiny/summary.csv"
 	[ "$(val "$S" completed)" = 1 ] &&
 	[ "$(val "$S" output_tokens)" = 6 ] ||
 	bad "tiny summary: $(head -1 "$S" | tr ',' ' ')"
+
+$KVSIM run --no-plot "$D/tiny.yaml" --out "$T/tinyv" 2>/dev/null |
+	grep -q '^parallel sampling  *1 requests of n > 1, 2 samples' ||
+	bad "the run's table has no parallel sampling line"
 
 # 2.
 for pol in vllm-v1 vllm-v0; do
@@ -88,6 +94,9 @@ cmp -s "$T/s1" "$T/s2" || bad "summary.csv differs between two runs"
 # 4.
 head -1 "$T/n1-vllm-v1/summary.csv" | grep -q parallel &&
 	bad "n = 1: parallel columns in summary.csv"
+$KVSIM run --no-plot "$D/share.yaml" --set workload.generator.n.value=1 \
+	--set workload.generator.requests=2 --out "$T/n1v" 2>/dev/null |
+	grep -q '^parallel sampling' && bad "n = 1: a parallel sampling line"
 grep -q parallel_sampling "$T/n4-vllm-v1/config.yaml" &&
 	bad "auto written to config.yaml"
 $RUN "$D/share.yaml" --set engine.parallel_sampling=fanout --out "$T/fan" ||

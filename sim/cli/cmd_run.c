@@ -108,6 +108,10 @@ print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
 	if (t->stale_cached_tokens > 0)
 		printf("%-28s %" PRIu64 "\n", "stale cached tokens",
 		       t->stale_cached_tokens);
+	if (t->parallel_requests > 0)
+		printf("%-28s %" PRIu64 " requests of n > 1, %" PRIu64
+		       " samples (child requests)\n", "parallel sampling",
+		       t->parallel_requests, t->parallel_samples);
 	printf("%-28s %s\n", "reports", dir);
 	printf("%-28s %.3f s\n", "wall time", t->sim_wall_s);
 }
