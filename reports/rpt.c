@@ -307,6 +307,11 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
+	/* a row of n samples (parallel sampling) has n first tokens: its
+	 * inter-token gaps are output_tokens - n, its TPOT a sample's */
+	int64_t nsamp = q->samples > 1 ? q->samples : 1;
+	uint32_t gaps = q->output_tokens > nsamp ?
+			q->output_tokens - (uint32_t)nsamp : 0;
 	char line[36 * 24], *p;	/* 34 fields of at most 21 characters */
 	int e;
 
@@ -315,19 +320,19 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 		return rpt__add_failed(r, q);
 	if (r->col_stage && (e = rpt__stage_add(r, q)) != 0)
 		return e;
-	if (q->output_tokens > 1)
-		tpot_ns = (q->finish_ns - q->first_token_ns) /
-			  (int64_t)(q->output_tokens - 1);
+	if (gaps > 0)
+		tpot_ns = (q->finish_ns - q->first_token_ns) * nsamp /
+			  (int64_t)gaps;
 	if ((e = rpt__vec_push(&r->m[RPT_M_TTFT], (double)ttft / 1e9)) != 0 ||
 	    (e = rpt__vec_push(&r->m[RPT_M_E2E], (double)e2e / 1e9)) != 0 ||
 	    (e = rpt__vec_push(&r->m[RPT_M_QUEUE], (double)queue / 1e9)) != 0)
 		return e;
-	if (q->output_tokens > 1 &&
+	if (gaps > 0 &&
 	    (e = rpt__vec_push(&r->m[RPT_M_TPOT], (double)tpot_ns / 1e9)) != 0)
 		return e;
 	if ((r->slo_ttft <= 0 || (double)ttft / 1e9 <= r->slo_ttft) &&
 	    (r->slo_e2e <= 0 || (double)e2e / 1e9 <= r->slo_e2e) &&
-	    (r->slo_tpot <= 0 || q->output_tokens < 2 ||
+	    (r->slo_tpot <= 0 || gaps == 0 ||
 	     (double)tpot_ns / 1e9 <= r->slo_tpot))
 		r->good++;
 	if (r->col_pd && (e = rpt__pd_add(r, q)) != 0)
@@ -337,9 +342,9 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	r->fe_out_sum += (double)q->frontend_out_ns;
 	r->out_tokens += q->output_tokens;
 	r->in_tokens += q->input_tokens;
-	if (q->output_tokens > 1) {
+	if (gaps > 0) {
 		r->itl_sum_ns += q->itl_sum_ns;
-		r->itl_n += q->output_tokens - 1;
+		r->itl_n += gaps;
 		if (q->itl_max_ns > r->itl_max_ns)
 			r->itl_max_ns = q->itl_max_ns;
 	}
@@ -363,18 +368,17 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	*p++ = ',';
 	p = rpt__put_sec(p, ttft);
 	*p++ = ',';
-	if (q->output_tokens > 1)
+	if (gaps > 0)
 		p = rpt__put_sec(p, tpot_ns);
 	*p++ = ',';
 	p = rpt__put_sec(p, e2e);
 	*p++ = ',';
 	p = rpt__put_sec(p, queue);
 	*p++ = ',';
-	if (q->output_tokens > 1)
-		p = rpt__put_sec(p, q->itl_sum_ns /
-				(int64_t)(q->output_tokens - 1));
+	if (gaps > 0)
+		p = rpt__put_sec(p, q->itl_sum_ns / (int64_t)gaps);
 	*p++ = ',';
-	if (q->output_tokens > 1)
+	if (gaps > 0)
 		p = rpt__put_sec(p, q->itl_max_ns);
 	p = rpt__put_tail(p, q);
 	if (r->col_pd)
@@ -578,6 +582,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(r->col_status ? ",failed" : "", f);
 	rpt__pd_summary_head(r, f);
 	rpt__offload_head(r, f, 2);
+	if (t->parallel_requests > 0)
+		fputs(",parallel_requests,parallel_samples", f);
 	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -649,6 +655,9 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		fprintf(f, ",%" PRIu64, r->failed);
 	rpt__pd_summary(r, t, f);
 	rpt__offload_summary(r, t, f);
+	if (t->parallel_requests > 0)
+		fprintf(f, ",%" PRIu64 ",%" PRIu64, t->parallel_requests,
+			t->parallel_samples);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

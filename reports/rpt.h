@@ -73,6 +73,10 @@ struct rpt_req {
 	 * at admission, and the time its loads took */
 	uint64_t offload_hit_tokens[RPT_MAX_TIERS];
 	int64_t offload_load_ns;
+	/* parallel sampling: 0 or 1, one sequence; n > 1, the row of a
+	 * request whose n samples ran (docs/metrics.md): its tokens are all
+	 * samples', its TPOT and ITL over output_tokens - n gaps */
+	uint32_t samples;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -121,6 +125,9 @@ struct rpt_totals {
 	} offload[RPT_MAX_TIERS];
 	/* a disaggregated run's pools (rpt_set_pd), or NULL */
 	const struct rpt_pd_pools *pd;
+	/* parallel sampling: requests that asked for n > 1 samples and
+	 * their samples (summary.csv columns only when there are any) */
+	uint64_t parallel_requests, parallel_samples;
 };
 
 /* The pools of a disaggregated run, for summary.csv (rpt_set_pd). */

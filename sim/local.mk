@@ -28,3 +28,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Issue 20 engine knobs (docs/run.md "Scheduler and engine knobs").
 %canon_reldir%_libsim_la_SOURCES += %reldir%/runcfg_knobs.c \
 	%reldir%/runcfg_knobs.h %reldir%/cost_knobs.c
+
+# Parallel sampling fanned out in a replica (docs/run.md).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/replica_nsamp.c \
+	%reldir%/replica_nsamp.h

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "sim/replica.h"
+#include "sim/replica_nsamp.h"
 
 #include "core/kvspolicy.h"
 
@@ -33,6 +34,8 @@ struct rq {
 	int64_t fail_ns;
 	uint64_t off_hit[KVO_MAX_TIERS];	/* tokens loaded per tier */
 	int64_t off_load_ns;	/* its loads' time, start to end */
+	struct rnsamp_group *grp;	/* a child of a fanned-out request,
+					 * or NULL */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -47,6 +50,7 @@ struct pend {
 	int32_t priority;
 	bool failed;
 	uint32_t *tok;		/* its prompt token ids (owned) */
+	struct rnsamp_group *grp;	/* as struct rq's */
 };
 
 struct replica {
@@ -95,6 +99,11 @@ struct replica {
 	int64_t cend_armed;	/* the next one replica_client_ends told */
 	sim_offload *off;	/* KV offload, or NULL */
 	int64_t off_armed;	/* the wake replica_offload_wake told */
+	/* parallel sampling fanned out (replica_cfg.fanout): per handle,
+	 * its sample index, so a client's failure reaches the siblings */
+	bool fanout;
+	uint32_t *samp;
+	size_t capsamp;
 };
 
 /*
@@ -150,6 +159,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->rowh = cfg->rowh;
 	rp->ct = cfg->ct;
 	rp->async = cfg->async_sched;
+	rp->fanout = cfg->fanout;
 	cost_fifo_init(&rp->fe);
 	rp->cend_armed = -1;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
@@ -177,8 +187,11 @@ replica_free(replica *rp)
 
 	if (rp == NULL)
 		return;
-	for (size_t i = 0; i < rp->nbyreq; i++)
+	for (size_t i = 0; i < rp->nbyreq; i++) {
+		if (rp->byreq[i] != NULL)
+			rnsamp_put(rp->byreq[i]->grp);
 		free(rp->byreq[i]);
+	}
 	while ((q = rp->freelist) != NULL) {
 		rp->freelist = (struct rq *)(uintptr_t)q->id;
 		free(q);
@@ -191,9 +204,12 @@ replica_free(replica *rp)
 	free(rp->start);
 	free(rp->abort);
 	free(rp->cend);
-	for (size_t i = rp->phead; i < rp->npend; i++)
+	for (size_t i = rp->phead; i < rp->npend; i++) {
+		rnsamp_put(rp->pend[i].grp);
 		free(rp->pend[i].tok);
+	}
 	free(rp->pend);
+	free(rp->samp);
 	kvs_free(rp->s);
 	sim_offload_free(rp->off);
 	free(rp);
@@ -285,10 +301,14 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 		rq_put(rp, q);
 		rp->byreq[rp->nbyreq++] = NULL;
 		*ignored = true;
-		rp->st.rejected++;
+		/* a fanned-out request is rejected once, with its last
+		 * child (the children share the prompt: all or none) */
+		if (p->grp == NULL || rnsamp_put(p->grp))
+			rp->st.rejected++;
 		return KV_OK;
 	}
 	rp->byreq[rp->nbyreq++] = q;
+	q->grp = p->grp;
 	q->id = p->id;
 	q->stage = p->stage;
 	q->out_key = p->out_key;
@@ -318,6 +338,7 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->output = r->output_tokens;
 	p->priority = r->priority;
 	p->tok = NULL;
+	p->grp = NULL;
 }
 
 /*
@@ -327,7 +348,7 @@ pend_set(struct pend *p, const struct wl_request *r)
  */
 static kv_err
 replica__defer(replica *rp, const struct wl_request *r, int64_t at,
-	       char *why, size_t whylen)
+	       struct rnsamp_group *g, char *why, size_t whylen)
 {
 	struct pend *p;
 
@@ -349,6 +370,7 @@ replica__defer(replica *rp, const struct wl_request *r, int64_t at,
 	p = &rp->pend[rp->npend];
 	pend_set(p, r);
 	p->at = at;
+	p->grp = g;
 	p->tok = malloc((size_t)r->prompt_tokens * sizeof(*p->tok));
 	if (p->tok == NULL)
 		goto nomem;
@@ -423,31 +445,18 @@ replica_admit_at(const replica *rp)
 	return rp->admit_at;
 }
 
-kv_err
-replica_add(replica *rp, const struct wl_request *r, bool *rejected,
-	    char *why, size_t whylen)
+/* Request r, reaching the engine at `at`, to the scheduler or held
+ * (replica__defer); a child of group g, or g NULL. */
+static kv_err
+replica__add1(replica *rp, const struct wl_request *r, int64_t at,
+	      struct rnsamp_group *g, bool *rejected, char *why,
+	      size_t whylen)
 {
-	int64_t at = r->arrival_ns;
 	struct pend p;
 	kv_err e;
 
-	*rejected = false;
-	/* both engines' input processing refuse a prompt over
-	 * max_model_len; kvs_add refuses one of exactly max_model_len where
-	 * vLLM v1 does (replica__admit) */
-	if (r->prompt_tokens > rp->max_model_len) {
-		*rejected = true;
-		rp->st.rejected++;
-		return KV_OK;
-	}
-	/* the API server: request handling and tokenisation, in its FIFO */
-	if (fe_model(rp) != NULL)
-		at = cost_fifo_serve(&rp->fe, r->arrival_ns,
-				     cost_frontend_in_ns(rp->cm,
-							 r->prompt_tokens));
-	rp->admit_at = at;
 	if (rp->async || at > r->arrival_ns || rp->phead < rp->npend)
-		return replica__defer(rp, r, at, why, whylen);
+		return replica__defer(rp, r, at, g, why, whylen);
 	if (r->prompt_tokens > rp->captok) {
 		size_t cap = r->prompt_tokens * 2u;
 		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
@@ -461,11 +470,86 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	}
 	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
 	pend_set(&p, r);
+	p.grp = g;
 	e = replica__admit(rp, &p, rp->tok, rejected, why, whylen);
 	if (e == KV_OK && !*rejected)
 		rp->outstanding += (uint64_t)r->prompt_tokens +
 				   r->output_tokens;
 	return e;
+}
+
+/*
+ * Parallel sampling fanned out, as vLLM v1's ParentRequest and the
+ * pinned v0's ParallelSampleSequenceGroup do: n child requests, added in
+ * order, the same prompt, each sample's own output tokens
+ * (wl_output_tokens).  Handles h..h+n-1 record their sample index.
+ */
+static kv_err
+replica__add_n(replica *rp, const struct wl_request *r, int64_t at,
+	       bool *rejected, char *why, size_t whylen)
+{
+	struct rnsamp_group *g = rnsamp_new(r->n);
+	size_t h = (size_t)replica_last_handle(rp) + 1;
+	kv_err e = KV_OK;
+
+	if (g == NULL || h + r->n > rp->capsamp) {
+		size_t cap = (h + r->n) * 2;
+		uint32_t *b = g ? realloc(rp->samp, cap * sizeof(*b)) : NULL;
+
+		if (b == NULL) {
+			free(g);
+			snprintf(why, whylen, "out of memory");
+			return KV_ENOMEM;
+		}
+		/* handles of requests with n = 1: sample 0 */
+		memset(b + rp->capsamp, 0,
+		       (cap - rp->capsamp) * sizeof(*b));
+		rp->samp = b;
+		rp->capsamp = cap;
+	}
+	for (uint32_t i = 0; i < r->n; i++) {
+		struct wl_request c = *r;
+
+		c.n = 1;
+		c.out_key = i == 0 ? r->out_key : wl_mix(r->out_key, i);
+		rp->samp[h + i] = i;
+		e = replica__add1(rp, &c, at, g, rejected, why, whylen);
+		if (e != KV_OK) {
+			/* the children not added never end */
+			g->left -= r->n - i;
+			if (g->left == 0)
+				free(g);
+			return e;
+		}
+	}
+	return e;
+}
+
+kv_err
+replica_add(replica *rp, const struct wl_request *r, bool *rejected,
+	    char *why, size_t whylen)
+{
+	int64_t at = r->arrival_ns;
+
+	*rejected = false;
+	/* both engines' input processing refuse a prompt over
+	 * max_model_len; kvs_add refuses one of exactly max_model_len where
+	 * vLLM v1 does (replica__admit) */
+	if (r->prompt_tokens > rp->max_model_len) {
+		*rejected = true;
+		rp->st.rejected++;
+		return KV_OK;
+	}
+	/* the API server: request handling and tokenisation, in its FIFO
+	 * (once for a parent and its children) */
+	if (fe_model(rp) != NULL)
+		at = cost_fifo_serve(&rp->fe, r->arrival_ns,
+				     cost_frontend_in_ns(rp->cm,
+							 r->prompt_tokens));
+	rp->admit_at = at;
+	if (rp->fanout && r->n > 1)
+		return replica__add_n(rp, r, at, rejected, why, whylen);
+	return replica__add1(rp, r, at, NULL, rejected, why, whylen);
 }
 
 static kv_err
@@ -960,6 +1044,51 @@ replica_client_ends(replica *rp, int64_t now)
 	return rp->cend_armed;
 }
 
+/* The client sees a request end when its last token reaches it, at t. */
+static kv_err
+replica__client_end(replica *rp, int64_t t, int64_t now)
+{
+	if (t > now)
+		return replica__cend_push(rp, t);
+	rp->st.ends++;
+	return KV_OK;
+}
+
+/*
+ * Child h of a fanned-out request ended with row out: merged into its
+ * group's row, which goes to the report with the last child.
+ */
+static kv_err
+replica__finish_child(replica *rp, kvs_req h, struct rpt_req *out,
+		      int64_t now, rpt *rep, char *why, size_t whylen)
+{
+	struct rq *q = rp->byreq[h];
+	struct rnsamp_group *g = q->grp;
+	int rc;
+
+	rnsamp_merge(g, out);
+	rp->byreq[h] = NULL;
+	rq_put(rp, q);
+	if (--g->left > 0)
+		return KV_OK;
+	*out = g->row;
+	out->samples = g->nrows;
+	free(g);
+	if (!out->failed && replica__client_end(rp, out->finish_ns, now) !=
+	    KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	rc = rpt_add_request(rep, out);
+	if (rp->ct != NULL && !out->failed)
+		ctrace_request(rp->ct, out);
+	if (rc != 0) {
+		snprintf(why, whylen, "writing requests.csv failed");
+		return KV_ENOMEM;
+	}
+	return KV_OK;
+}
+
 /* A finished request's row for the report (and the trace); its record
  * goes back to the free list. */
 static kv_err
@@ -1006,20 +1135,19 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 		rp->st.failed++;
 	} else {
 		rp->st.finished++;
-		/* the client sees the end when its last token reaches it */
-		if (out.finish_ns > now) {
-			if (replica__cend_push(rp, out.finish_ns) != KV_OK) {
-				snprintf(why, whylen, "out of memory");
-				return KV_ENOMEM;
-			}
-		} else {
-			rp->st.ends++;
-		}
 	}
 	if (q->gen < q->output && !q->failed)
 		rp->st.truncated++;
 	rp->st.recomputed_tokens += out.recomputed_tokens;
 	rp->outstanding -= (uint64_t)q->prompt + q->output;
+	if (q->grp != NULL)
+		return replica__finish_child(rp, h, &out, now, rep, why,
+					     whylen);
+	if (!out.failed && replica__client_end(rp, out.finish_ns, now) !=
+	    KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
 	if (rp->rowh != NULL && !out.failed &&
 	    rp->rowh->row(rp->rowh->ctx, rp->index, h, &out, &drop, why,
 			  whylen) != KV_OK) {
@@ -1047,9 +1175,13 @@ ignored(replica *rp, kvs_req h)
 	struct rq *q = rp->byreq[h];
 
 	rp->st.added--;
-	rp->st.rejected++;
-	if (!q->failed)
-		rp->st.ends++;
+	/* a fanned-out request: once, with its last child (the children
+	 * share the prompt, the scheduler drops all or none) */
+	if (q->grp == NULL || rnsamp_put(q->grp)) {
+		rp->st.rejected++;
+		if (!q->failed)
+			rp->st.ends++;
+	}
 	rp->outstanding -= (uint64_t)q->prompt + q->output;
 	rp->byreq[h] = NULL;
 	rq_put(rp, q);
@@ -1154,9 +1286,9 @@ replica__abort_later(replica *rp, kvs_req h, char *why, size_t whylen)
 	return KV_OK;
 }
 
-kv_err
-replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
-	     char *why, size_t whylen)
+static kv_err
+replica__fail1(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
+	       char *why, size_t whylen)
 {
 	struct rq *q;
 
@@ -1186,6 +1318,28 @@ replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
 		return e;
 	}
 	return replica__abort_later(rp, h, why, whylen);
+}
+
+/* h is the last child of a fanned-out request (replica_last_handle):
+ * every child still running fails. */
+kv_err
+replica_fail(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
+	     char *why, size_t whylen)
+{
+	kvs_req first = h;
+
+	if (rp->fanout && h >= 0 && (size_t)h < rp->capsamp)
+		first = h - (kvs_req)rp->samp[h];
+	*ended = false;
+	for (kvs_req x = first; x <= h; x++) {
+		bool one;
+		kv_err e = replica__fail1(rp, x, now, rep, &one, why, whylen);
+
+		if (e != KV_OK)
+			return e;
+		*ended = *ended || one;
+	}
+	return KV_OK;
 }
 
 bool
@@ -1238,6 +1392,35 @@ replica_close(replica *rp, int64_t now)
 	usage_mark(rp, now);
 }
 
+/*
+ * Child h of a fanned-out request is late for m (its arrival is): the
+ * request counts once, through its lowest live child, and is late for
+ * TTFT until a child has a token and for the queue until one was
+ * scheduled (the parent's milestones, docs/metrics.md).
+ */
+static bool
+replica__late_group(const replica *rp, kvs_req h, enum sim_watch_metric m)
+{
+	const struct rnsamp_group *g = rp->byreq[h]->grp;
+	kvs_req first = h - (kvs_req)rp->samp[h];
+
+	for (kvs_req x = first; x < first + (kvs_req)g->n; x++) {
+		const struct rq *o = (size_t)x < rp->nbyreq ? rp->byreq[x] :
+				     NULL;
+
+		if (o == NULL)
+			continue;
+		if (x < h)
+			return false;	/* counted through x */
+		if ((m == SIM_W_TTFT && o->gen > 0) ||
+		    (m == SIM_W_QUEUE && o->scheduled))
+			return false;
+	}
+	return m == SIM_W_E2E || g->nrows == 0 ||
+	       (m == SIM_W_TTFT ? g->row.first_token_ns :
+		g->row.first_scheduled_ns) < 0;
+}
+
 uint64_t
 replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 	     int64_t limit_ns)
@@ -1255,15 +1438,23 @@ replica_late(const replica *rp, int64_t now, enum sim_watch_metric m,
 
 			if (now - q->arrival <= limit_ns)
 				continue;
+			if (q->grp != NULL) {
+				late += replica__late_group(rp, kvs_queue_at(
+					rp->s, qs[j], i), m);
+				continue;
+			}
 			if (m == SIM_W_E2E ||
 			    (m == SIM_W_TTFT && q->gen == 0) ||
 			    (m == SIM_W_QUEUE && !q->scheduled))
 				late++;
 		}
 	}
-	/* held back (async): not scheduled, no token yet */
+	/* held back (async): not scheduled, no token yet; the children of
+	 * a fanned-out request are held and admitted together */
 	for (size_t i = rp->phead; i < rp->npend; i++)
-		late += now - rp->pend[i].arrival > limit_ns;
+		late += now - rp->pend[i].arrival > limit_ns &&
+			(rp->pend[i].grp == NULL || i == rp->phead ||
+			 rp->pend[i - 1].grp != rp->pend[i].grp);
 	return late;
 }
 

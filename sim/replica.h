@@ -109,6 +109,10 @@ struct replica_cfg {
 	/* KV offload (sim/offload.h): a manager on the replica's scheduler,
 	 * its transfers timed on their links; NULL: none */
 	const struct sim_offload_setup *offload;
+
+	/* parallel sampling: a request with n > 1 becomes n child requests
+	 * (replica_nsamp.h); false: it runs as one sequence */
+	bool fanout;
 };
 
 typedef struct replica replica;

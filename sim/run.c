@@ -122,6 +122,8 @@ struct sim_run {
 	uint64_t rr;			/* round-robin counter */
 	uint64_t arrived;
 	uint64_t nparallel;	/* requests asking for n > 1 samples */
+	uint64_t nparallel_samples;	/* and their samples */
+	bool fanout;		/* n > 1 runs as n child requests */
 	uint64_t nsamples;	/* timeseries rows written */
 	bool tty;
 	uint64_t nreq_total;	/* the workload's requests, for the progress
@@ -773,6 +775,7 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 
 	R->arrived++;
 	R->nparallel += r->n > 1;
+	R->nparallel_samples += r->n > 1 ? r->n : 0;
 	if (R->pd != NULL) {
 		e = sim_pd_add(R->pd, r, &i, &rej, why, sizeof(why));
 	} else {
@@ -1626,6 +1629,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.obs = R->o.obs, .ct = R->ct,
 			.async_sched = R->cfg.async_scheduling == 1,
 			.offload = R->off_on ? &R->off : NULL,
+			.fanout = R->fanout,
 		};
 
 		if (R->pool != NULL)
@@ -1658,13 +1662,44 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 	return KV_OK;
 }
 
+/*
+ * engine.parallel_sampling (docs/run.md): auto and fanout fan a request
+ * with n > 1 out into n child requests, as vLLM v1 (ParentRequest) and
+ * the pinned vLLM v0 (ParallelSampleSequenceGroup) do.  fork, v0's
+ * older sequence group forked after the prompt, is not modelled by
+ * kvsim run; a disaggregated run takes neither (each request runs as
+ * one sequence, with a warning).
+ */
+static kv_err
+setup_nsamp(sim_run *R, const struct kvs_policy *pol)
+{
+	const struct sim_nsamp_config *n = &R->cfg.nsamp;
+	const char *where = n->where[0] ? n->where : R->cfg.source;
+
+	if (n->mode == SIM_NSAMP_FORK)
+		return rfail(R, KV_EINVAL, "%s: engine.parallel_sampling: "
+			     "fork: %s", where, pol->mode == KVC_VLLM_V0 ?
+			     "kvsim run does not model vLLM v0's forked "
+			     "sequence groups; the pinned v0 engine fans n > "
+			     "1 out (use auto or fanout)" :
+			     "the policy has no forked sequence groups (use "
+			     "auto or fanout)");
+	if (n->mode == SIM_NSAMP_FANOUT && R->cfg.pd.on)
+		return rfail(R, KV_EINVAL, "%s: engine.parallel_sampling: "
+			     "fanout is not modelled in a disaggregated run",
+			     where);
+	R->fanout = !R->cfg.pd.on;
+	return KV_OK;
+}
+
 static kv_err
 setup(sim_run *R)
 {
 	const struct kvs_policy *pol;
 	kv_err e;
 
-	if ((e = setup_names(R, &pol)) != KV_OK)
+	if ((e = setup_names(R, &pol)) != KV_OK ||
+	    (e = setup_nsamp(R, pol)) != KV_OK)
 		return e;
 	if (R->cfg.pd.on) {
 		/* offload is refused here (sim_offload_resolve) */
@@ -1901,6 +1936,9 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	if (R->pd != NULL)
 		pd_totals(R, t);
 	offload_totals(R, t);
+	/* summary.csv's columns: only where the samples ran */
+	t->parallel_requests = R->fanout ? R->nparallel : 0;
+	t->parallel_samples = R->fanout ? R->nparallel_samples : 0;
 	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
 	t->kv_usage_mean = t->duration_ns > 0
 		? area / (double)t->duration_ns / (double)R->nrp : 0.0;
@@ -1961,6 +1999,12 @@ uint64_t
 sim_run_parallel_requests(const sim_run *R)
 {
 	return R->nparallel;
+}
+
+bool
+sim_run_parallel_fanout(const sim_run *R)
+{
+	return R->fanout;
 }
 
 const struct wl_counts *

@@ -182,9 +182,11 @@ bool sim_run_stopped(const sim_run *R);
 
 /* After exec: totals (sim_wall_s is the open..exec wall time). */
 const struct rpt_totals *sim_run_totals(const sim_run *R);
-/* Requests that asked for parallel sampling (n > 1): each runs as one
- * sequence (forks are a replay script's, not a run's). */
+/* Requests that asked for parallel sampling (n > 1). */
 uint64_t sim_run_parallel_requests(const sim_run *R);
+/* Whether they ran as n child requests each (engine.parallel_sampling);
+ * false: each as one sequence (a disaggregated run). */
+bool sim_run_parallel_fanout(const sim_run *R);
 /* The workload stream's counts (rows skipped, requests filtered out...),
  * NULL before the run has opened it. */
 const struct wl_counts *sim_run_wl_counts(const sim_run *R);

@@ -893,6 +893,24 @@ set_knob(struct sim_config *c, const struct setv *s)
 	return sim_knobs_set(c, s->key, s->v, s->where, s->err, s->errlen);
 }
 
+/* engine.parallel_sampling: auto, fanout or fork (sim_nsamp_mode); the
+ * policy's refusal of fork is sim/run.c's. */
+static kv_err
+set_parallel_sampling(struct sim_config *c, const struct setv *s)
+{
+	static const char *const names[] = { "auto", "fanout", "fork" };
+
+	for (int i = 0; i < 3; i++)
+		if (strcmp(s->v, names[i]) == 0 ||
+		    (i == 0 && is_null_text(s->v))) {
+			c->nsamp.mode = i;
+			snprintf(c->nsamp.where, sizeof(c->nsamp.where), "%s",
+				 s->where);
+			return KV_OK;
+		}
+	return bad(s, "expected auto, fanout or fork");
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -962,6 +980,9 @@ static const struct run_key {
 	{ "engine.pipeline_parallel_size", set_knob },
 	{ "engine.quantization", set_knob },
 	{ "engine.cpu_offload_gb", set_knob },
+
+	/* parallel sampling (n > 1) */
+	{ "engine.parallel_sampling", set_parallel_sampling },
 	{ NULL, NULL }
 };
 
@@ -1545,6 +1566,9 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		e->tensor_parallel_size : 1);
 	offload_write_engine(c, f);
 	sim_knobs_write(c, f);
+	if (c->nsamp.mode != SIM_NSAMP_AUTO)
+		fprintf(f, "  parallel_sampling: %s\n",
+			c->nsamp.mode == SIM_NSAMP_FORK ? "fork" : "fanout");
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",

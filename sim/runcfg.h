@@ -120,6 +120,22 @@ struct sim_knobs_config {
 /* The catalog id of a medium ("cpu-dram", "local-nvme", "remote-store"). */
 const char *sim_tier_medium_name(enum sim_tier_medium m);
 
+/*
+ * engine.parallel_sampling: how a request with n > 1 samples runs
+ * (docs/run.md).  auto: as the policy's reference engine runs it (vLLM
+ * v1 and the pinned v0 both fan a parent out into n child requests).
+ */
+enum sim_nsamp_mode {
+	SIM_NSAMP_AUTO = 0,
+	SIM_NSAMP_FANOUT,	/* n child requests sharing the prompt */
+	SIM_NSAMP_FORK		/* one sequence group forked after prefill */
+};
+
+struct sim_nsamp_config {
+	int mode;			/* enum sim_nsamp_mode */
+	char where[SIM_WHERE_LEN];	/* of the key, or "" */
+};
+
 struct sim_config {
 	char source[512];		/* the file, or "(embedded default)" */
 	char model[512];
@@ -178,6 +194,8 @@ struct sim_config {
 	struct sim_offload_config offload;	/* KV offload (above) */
 
 	struct sim_knobs_config knobs;	/* issue 20 knobs (runcfg_knobs.h) */
+
+	struct sim_nsamp_config nsamp;	/* parallel sampling (n > 1) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

@@ -28,15 +28,25 @@
 static const struct config {
 	const char *policy;
 	int64_t preemption;		/* 1 swap; KVS_UNSET the default */
+	bool fanout;			/* n > 1 as child requests */
 } configs[] = {
-	{ "vllm-v0", KVS_UNSET }, { "vllm-v0", 1 }, { "vllm-v1", KVS_UNSET },
-	{ "sarathi", KVS_UNSET }, { "deepspeed-fastgen", KVS_UNSET },
-	{ "kvsim", KVS_UNSET }, { "kvsim", 1 },
+	{ "vllm-v0", KVS_UNSET, false }, { "vllm-v0", 1, false },
+	{ "vllm-v1", KVS_UNSET, false }, { "sarathi", KVS_UNSET, false },
+	{ "deepspeed-fastgen", KVS_UNSET, false },
+	{ "kvsim", KVS_UNSET, false }, { "kvsim", 1, false },
+};
+
+/* Parallel sampling fanned out (replica_cfg.fanout): n = 1 to 4. */
+static const struct config nsamp_configs[] = {
+	{ "vllm-v0", KVS_UNSET, true }, { "vllm-v0", 1, true },
+	{ "vllm-v1", KVS_UNSET, true }, { "sarathi", KVS_UNSET, true },
+	{ "kvsim", 1, true },
 };
 
 /* One replica and its workload, driven one call at a time. */
 struct drive {
 	const char *policy;
+	bool fanout;			/* replica_cfg.fanout */
 	struct kvs_config sc;
 	struct kvc_config kc;
 	replica *rp;
@@ -62,6 +72,7 @@ drive_init(struct drive *d, const struct config *c)
 	ck_assert_ptr_nonnull(p);
 	memset(d, 0, sizeof(*d));
 	d->policy = policy;
+	d->fanout = c->fanout;
 	kvc_config_default(&d->kc, p->mode);
 	d->kc.block_size = 16;
 	d->kc.gpu_blocks = 64;
@@ -84,7 +95,8 @@ drive_init(struct drive *d, const struct config *c)
 		r->arrival_ns = (int64_t)i * 2000000;
 		r->prompt_tokens = 20 + (uint32_t)((x >> 33) % 380);
 		r->output_tokens = 1 + (uint32_t)((x >> 13) % 40);
-		r->n = 1;
+		/* with fanout, requests of 1 to 4 samples */
+		r->n = c->fanout ? 1 + (uint32_t)(i % 4) : 1;
 		r->out_key = 7919 * i + 1;
 		/* every third prompt starts with the first one's tokens */
 		r->tokens = d->base + (i % 3 == 0 ? 0 : 7 * i);
@@ -95,6 +107,7 @@ drive_init(struct drive *d, const struct config *c)
 	rc.policy = p;
 	rc.step_ns = 1000000;
 	rc.vocab = 32000;
+	rc.fanout = d->fanout;
 	d->rp = replica_new(&rc, why, sizeof(why));
 	ck_assert_msg(d->rp != NULL, "%s: %s", policy, why);
 	d->rep = rpt_new("check_replica", NULL, NULL);
@@ -288,6 +301,7 @@ drive_rebuild(struct drive *d)
 	rc.policy = kvs_builtin_policy(d->policy);
 	rc.step_ns = 1000000;
 	rc.vocab = 32000;
+	rc.fanout = d->fanout;
 	d->rp = replica_new(&rc, why, sizeof(why));
 	ck_assert_msg(d->rp != NULL, "%s: %s", d->policy, why);
 }
@@ -360,6 +374,80 @@ START_TEST(test_prompt_limits)
 }
 END_TEST
 
+/*
+ * Parallel sampling: a whole run with requests of 1 to 4 samples keeps
+ * every invariant (preemptions of children included); each request gives
+ * one row, whatever its samples.
+ */
+START_TEST(test_nsamp_checked)
+{
+	struct drive d;
+	bool more;
+	uint64_t samples = 0;
+
+	drive_init(&d, &nsamp_configs[_i]);
+	for (size_t i = 0; i < NREQ; i++)
+		samples += d.req[i].n;
+	do {
+		more = drive_step(&d);
+		assert_check(&d, 0);
+	} while (more);
+	ck_assert_uint_eq(replica_stats(d.rp)->finished, samples);
+	ck_assert_uint_eq(rpt_completed(d.rep), NREQ);
+	ck_assert_uint_eq(replica_stats(d.rp)->ends, NREQ);
+	ck_assert_uint_eq(replica_outstanding(d.rp), 0);
+	drive_release(&d);
+}
+END_TEST
+
+/*
+ * A request of 4 samples is one request to the client: late once for the
+ * early stop (replica_late), failed once by its client (every child
+ * aborted), rejected once when the scheduler drops its prompt.
+ */
+START_TEST(test_nsamp_once)
+{
+	struct drive d;
+	struct wl_request *r;
+	char why[512];
+	bool rej, ended;
+
+	drive_init(&d, &nsamp_configs[0]);	/* vllm-v0 */
+	r = &d.req[3];				/* n = 4 */
+	ck_assert_uint_eq(r->n, 4);
+	r->arrival_ns = 0;
+	ck_assert_int_eq(replica_add(d.rp, r, &rej, why, sizeof(why)), KV_OK);
+	ck_assert(!rej);
+	ck_assert_uint_eq(kvs_nreqs(d.rp->s), 4);
+	ck_assert_uint_eq(replica_late(d.rp, 10, SIM_W_TTFT, 0), 1);
+	ck_assert_uint_eq(replica_late(d.rp, 10, SIM_W_E2E, 0), 1);
+	ck_assert_uint_eq(replica_late(d.rp, 10, SIM_W_QUEUE, 0), 1);
+	ck_assert_int_eq(replica_fail(d.rp, replica_last_handle(d.rp), 10,
+				      d.rep, &ended, why, sizeof(why)), KV_OK);
+	ck_assert(ended);
+	ck_assert_uint_eq(replica_stats(d.rp)->failed, 4);
+	ck_assert_uint_eq(rpt_failed(d.rep), 1);
+	ck_assert_uint_eq(kvs_nunfinished(d.rp->s), 0);
+	assert_check(&d, 0);
+	ck_assert_uint_eq(replica_late(d.rp, 10, SIM_W_E2E, 0), 0);
+	/* its client leaving again ends nothing */
+	ck_assert_int_eq(replica_fail(d.rp, replica_last_handle(d.rp), 11,
+				      d.rep, &ended, why, sizeof(why)), KV_OK);
+	ck_assert(!ended);
+	/* dropped by the scheduler (can_allocate NEVER): rejected once */
+	d.sc.capacity_check = 0;
+	d.kc.gpu_blocks = 8;
+	d.kc.watermark = 0;
+	drive_rebuild(&d);
+	r->prompt_tokens = 200;
+	drive_one(&d, r, false);
+	ck_assert_uint_eq(replica_stats(d.rp)->rejected, 1);
+	ck_assert_uint_eq(replica_stats(d.rp)->ends, 1);
+	ck_assert_uint_eq(replica_outstanding(d.rp), 0);
+	drive_release(&d);
+}
+END_TEST
+
 static Suite *
 replica_suite(void)
 {
@@ -370,6 +458,10 @@ replica_suite(void)
 	tcase_add_loop_test(tc, test_run_checked, 0, n);
 	tcase_add_loop_test(tc, test_broken, 0, n);
 	tcase_add_test(tc, test_prompt_limits);
+	tcase_add_loop_test(tc, test_nsamp_checked, 0,
+			    (int)(sizeof(nsamp_configs) /
+				  sizeof(nsamp_configs[0])));
+	tcase_add_test(tc, test_nsamp_once);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

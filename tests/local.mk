@@ -396,3 +396,10 @@ check_PROGRAMS += %reldir%/check_knobs
 	$(KV_TEST_LIBS) $(YAML_LIBS) -lm
 TESTS += %reldir%/knobs.sh
 EXTRA_DIST += %reldir%/knobs.sh examples/engine-knobs.yaml
+
+# Issue 20: parallel sampling (n > 1) in `kvsim run` (docs/run.md
+# "Parallel sampling"): the fanned-out request by hand, shared prompt
+# blocks under vllm-v1 and vllm-v0, bad values.
+TESTS += %reldir%/nsamp.sh
+EXTRA_DIST += %reldir%/nsamp.sh %reldir%/nsamp/tiny.yaml \
+	%reldir%/nsamp/share.yaml examples/parallel-sampling.yaml

@@ -536,13 +536,17 @@ printf 'workload:\n  generator:\n    requests: 3\n    sessions: {turns: 2, think
 	>"$T/sub.yaml"
 "$KVSIM" run -q --no-plot --out "$T/sub" "$T/sub.yaml" 2>"$T/err" ||
 	bad "a subnormal think_s: $(cat "$T/err")"
-# parallel sampling is carried by the stream, not forked by a run: said
+# parallel sampling runs each request as n child requests (tests/nsamp.sh):
+# one row per request, the samples counted, no warning
 printf 'workload:\n  generator:\n    requests: 5\n    prompt: 100\n    output: 10\n    n: 3\n' \
 	>"$T/par.yaml"
 "$KVSIM" run -q --no-plot --out "$T/par" "$T/par.yaml" 2>"$T/err" ||
 	bad "parallel sampling run"
-grep -q 'warning: 5 requests ask for parallel sampling' "$T/err" ||
-	bad "parallel sampling: no warning"
+grep -q 'parallel sampling' "$T/err" && bad "parallel sampling: a warning"
+[ "$(sval "$T/par/summary.csv" completed)" = 5 ] &&
+	[ "$(sval "$T/par/summary.csv" parallel_samples)" = 15 ] &&
+	[ "$(sval "$T/par/summary.csv" output_tokens)" = 150 ] ||
+	bad "parallel sampling: not 5 rows of 3 samples"
 # a run the policy stops scheduling says why (it said only "stalled")
 "$KVSIM" run -q --no-plot --seed 785416 --out "$T/stall" "$D/v0_swap_stall.yaml" \
 	2>"$T/err"

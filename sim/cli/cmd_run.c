@@ -108,6 +108,10 @@ print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
 	if (t->stale_cached_tokens > 0)
 		printf("%-28s %" PRIu64 "\n", "stale cached tokens",
 		       t->stale_cached_tokens);
+	if (t->parallel_requests > 0)
+		printf("%-28s %" PRIu64 " requests of n > 1, %" PRIu64
+		       " samples (child requests)\n", "parallel sampling",
+		       t->parallel_requests, t->parallel_samples);
 	printf("%-28s %s\n", "reports", dir);
 	printf("%-28s %.3f s\n", "wall time", t->sim_wall_s);
 }
@@ -263,11 +267,11 @@ run_warnings(sim_run *R, const struct rpt_totals *t)
 				msg);
 		}
 	}
-	if (sim_run_parallel_requests(R) > 0)
+	if (sim_run_parallel_requests(R) > 0 && !sim_run_parallel_fanout(R))
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " requests ask "
 			"for parallel sampling (n > 1); each ran as one "
-			"sequence: kvsim run does not fork them "
-			"(docs/workloads.md)\n", sim_run_parallel_requests(R));
+			"sequence: a disaggregated run does not fan them out "
+			"(docs/run.md)\n", sim_run_parallel_requests(R));
 	if (t->stale_cached_tokens > 0)
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " tokens were "
 			"taken from prefix-cache blocks that do not hold "

@@ -452,8 +452,10 @@ report_verdict(const struct vctx *x, const sim_run *R,
 {
 	if (sim_run_parallel_requests(R) > 0)
 		printf("  %" PRIu64 " requests asked for parallel "
-		       "sampling (n > 1): each ran as one sequence, "
-		       "nothing forked\n", sim_run_parallel_requests(R));
+		       "sampling (n > 1): %s\n", sim_run_parallel_requests(R),
+		       sim_run_parallel_fanout(R) ? "each ran as n child "
+		       "requests sharing the prompt" : "each ran as one "
+		       "sequence, nothing forked");
 	if (t->stale_tokens > 0)
 		printf("  engine hazard: %" PRIu64 " tokens taken from "
 		       "prefix-cache blocks that do not hold their KV "
