@@ -383,3 +383,10 @@ TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
 EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
 	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
 	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml
+
+# Issue 20, LoRA adapters (core/kvs_lora.c; docs/scheduler.md R100-R109):
+# hash separation across adapters, refusals, max_loras under kvs_audit.
+check_PROGRAMS += %reldir%/check_lora
+%canon_reldir%_check_lora_SOURCES = %reldir%/check_lora.c
+%canon_reldir%_check_lora_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_lora_LDADD = $(KV_TEST_LIBS)
