@@ -284,6 +284,7 @@ rpt_begin(rpt *r)
 			r->col_status ? ",status" : "");
 	if (r->reqs != NULL) {
 		rpt__offload_head(r, r->reqs, 0);
+		rpt__lora_head(r, r->reqs, 0);
 		fputc('\n', r->reqs);
 	}
 	if (r->ts != NULL) {
@@ -578,6 +579,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(r->col_status ? ",failed" : "", f);
 	rpt__pd_summary_head(r, f);
 	rpt__offload_head(r, f, 2);
+	rpt__lora_head(r, f, 2);
 	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -649,6 +651,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		fprintf(f, ",%" PRIu64, r->failed);
 	rpt__pd_summary(r, t, f);
 	rpt__offload_summary(r, t, f);
+	rpt__lora_summary(r, t, f);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

@@ -73,6 +73,7 @@ struct rpt_req {
 	 * at admission, and the time its loads took */
 	uint64_t offload_hit_tokens[RPT_MAX_TIERS];
 	int64_t offload_load_ns;
+	uint32_t lora;			/* LoRA adapter (rpt_set_lora); 0 */
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -121,6 +122,9 @@ struct rpt_totals {
 	} offload[RPT_MAX_TIERS];
 	/* a disaggregated run's pools (rpt_set_pd), or NULL */
 	const struct rpt_pd_pools *pd;
+	/* LoRA (rpt_set_lora): adapters requested, GPU loads, their time */
+	uint64_t lora_adapters, lora_loads;
+	int64_t lora_load_ns;
 };
 
 /* The pools of a disaggregated run, for summary.csv (rpt_set_pd). */
@@ -170,6 +174,13 @@ int rpt_set_client(rpt *r, bool stages, bool failures);
  * columns.  -1 when ntiers > RPT_MAX_TIERS.
  */
 int rpt_set_offload(rpt *r, uint32_t ntiers, const char *const *names);
+
+/*
+ * LoRA (before rpt_begin): requests.csv gains `lora` (the adapter id, 0
+ * the base model) and summary.csv lora_adapters, lora_loads and
+ * lora_load_s, at the end of each.  Off by default: no columns.
+ */
+void rpt_set_lora(rpt *r, bool on);
 
 /* Requests that failed (rpt_req.failed). */
 uint64_t rpt_failed(const rpt *r);

@@ -25,3 +25,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Prefill/decode disaggregation (docs/pd.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \
 	%reldir%/pdcfg.c %reldir%/pdcfg.h
+# LoRA adapters (issue 20, docs/lora.md).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/lora.c %reldir%/lora.h \
+	%reldir%/cost_lora.c %reldir%/cost_lora.h

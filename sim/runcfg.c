@@ -61,6 +61,7 @@ sim_config_init(struct sim_config *c)
 	c->pd.timeout_s = SIM_PD_TIMEOUT_DEFAULT;
 	c->pd.pool[0].router = c->pd.pool[1].router = -1;
 	offload_init(&c->offload);
+	sim_lora_config_init(&c->lora);
 }
 
 void
@@ -885,6 +886,18 @@ set_tier_override(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+/* LoRA's keys (sim/lora.c). */
+static kv_err
+set_lora(struct sim_config *c, const struct setv *s)
+{
+	char what[200];
+
+	if (sim_lora_set_key(&c->lora, s->key, s->v, what, sizeof(what)) !=
+	    KV_OK)
+		return bad(s, what);
+	return KV_OK;
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -947,6 +960,12 @@ static const struct run_key {
 	{ "kv_offload.tiers.remote-store.read_gbps", set_tier_override },
 	{ "kv_offload.tiers.remote-store.write_gbps", set_tier_override },
 	{ "kv_offload.tiers.remote-store.latency_us", set_tier_override },
+	{ "engine.enable_lora", set_lora },
+	{ "engine.max_loras", set_lora },
+	{ "engine.max_lora_rank", set_lora },
+	{ "engine.max_cpu_loras", set_lora },
+	{ "lora.load_gbps", set_lora },
+	{ "lora.disk_gbps", set_lora },
 	{ NULL, NULL }
 };
 
@@ -1529,6 +1548,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 		sr ? sr->tp : e->tensor_parallel_size ?
 		e->tensor_parallel_size : 1);
 	offload_write_engine(c, f);
+	sim_lora_write_engine(&c->lora, f);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",
@@ -1562,6 +1582,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	}
 	sim_pd_write(c, f);
 	offload_write(c, f);
+	sim_lora_write_section(&c->lora, f);
 	fprintf(f, "workload:\n");
 	wl_config_write_yaml(&c->wl, f, 2);
 }

@@ -28,6 +28,7 @@
 #ifndef SIM_RUNCFG_H
 #define SIM_RUNCFG_H
 
+#include "sim/lora.h"
 #include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
@@ -163,6 +164,8 @@ struct sim_config {
 					 * colocated) */
 
 	struct sim_offload_config offload;	/* KV offload (above) */
+
+	struct sim_lora_config lora;	/* LoRA adapters (sim/lora.h) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

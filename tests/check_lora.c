@@ -252,6 +252,8 @@ lora_suite(void)
 	Suite *su = suite_create("lora");
 	TCase *tc = tcase_create("core");
 
+	/* the random walks take under 0.1 s each idle */
+	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, hash_separation);
 	tcase_add_test(tc, refusals);
 	tcase_add_loop_test(tc, random_walk, 0, 6);

@@ -390,3 +390,10 @@ check_PROGRAMS += %reldir%/check_lora
 %canon_reldir%_check_lora_SOURCES = %reldir%/check_lora.c
 %canon_reldir%_check_lora_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_lora_LDADD = $(KV_TEST_LIBS)
+# LoRA in `kvsim run` (docs/lora.md): the trace column, the Zipf
+# generator, max_loras 1 vs 4, sizing, config.yaml, bad values.
+TESTS += %reldir%/lora.sh
+EXTRA_DIST += %reldir%/lora.sh %reldir%/lora/trace.csv \
+	%reldir%/lora/trace.yaml %reldir%/lora/bad_max_loras.yaml \
+	%reldir%/lora/bad_rank.yaml %reldir%/lora/bad_fraction.yaml \
+	examples/lora-zipf.yaml

@@ -638,7 +638,7 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 	r->weights_bytes = e->weights_bytes >= 0 ?
 			   (uint64_t)e->weights_bytes :
 			   sz_weights_bytes(m, r->tp, wb, r->dtype_bytes,
-					    m->max_model_len);
+					    m->max_model_len) + e->lora_bytes;
 	if (r->weights_bytes > r->total_bytes)
 		return false;
 	r->weights_fit = true;

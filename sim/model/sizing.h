@@ -59,6 +59,10 @@ struct sz_engine {
 	int64_t activation_bytes;
 	int64_t non_torch_bytes;
 	int64_t cudagraph_bytes;	/* 0 at the pinned commit */
+	/* LoRA (docs/lora.md): the adapter slots' weights vLLM allocates
+	 * when it loads the model (max_loras adapters of max_lora_rank),
+	 * per GPU; 0 without LoRA.  Added to the weights estimate. */
+	uint64_t lora_bytes;
 };
 
 void sz_engine_init(struct sz_engine *e);
