@@ -397,3 +397,10 @@ EXTRA_DIST += %reldir%/lora.sh %reldir%/lora/trace.csv \
 	%reldir%/lora/trace.yaml %reldir%/lora/bad_max_loras.yaml \
 	%reldir%/lora/bad_rank.yaml %reldir%/lora/bad_fraction.yaml \
 	examples/lora-zipf.yaml
+# LoRA in `kvsim run` (sim/lora.c): configuration keys, adapter size, the
+# replica's adapter caches and their load times, derived by hand.
+check_PROGRAMS += %reldir%/check_lora_run
+%canon_reldir%_check_lora_run_SOURCES = %reldir%/check_lora_run.c \
+	sim/lora.c sim/lora.h
+%canon_reldir%_check_lora_run_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_lora_run_LDADD = $(KV_TEST_LIBS)
