@@ -4,6 +4,8 @@
  * and the replica's adapter caches: which steps load an adapter, from
  * disk or from CPU memory, and what the loads cost, derived by hand.
  */
+#include "sim/cost.h"
+#include "sim/cost_lora.h"
 #include "sim/lora.h"
 #include "sim/model/catalog.h"
 
@@ -116,6 +118,25 @@ START_TEST(adapter_size)
 }
 END_TEST
 
+/* The GEMM term: the larger of FLOPs at achieved compute and the
+ * adapters' bytes at achieved HBM bandwidth; nothing without LoRA. */
+START_TEST(gemm_term)
+{
+	struct cost_model cm;
+
+	memset(&cm, 0, sizeof(cm));
+	cm.peak_flops = 1e15;
+	cm.eff_compute.v = 0.5;
+	cm.hbm_bw = 2e12;
+	cm.eff_memory.v = 0.5;
+	/* 1000 tokens x 1e9 FLOPs at 5e14: 2 ms; 2 x 1e8 B at 1e12: 0.2 ms */
+	ck_assert_int_eq(cost_lora_ns(&cm, 1000, 2, 1e9, 1e8), 2000000);
+	/* 1 token: 2 us of FLOPs, 200 us of weights */
+	ck_assert_int_eq(cost_lora_ns(&cm, 1, 2, 1e9, 1e8), 200000);
+	ck_assert_int_eq(cost_lora_ns(&cm, 0, 0, 1e9, 1e8), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -128,6 +149,7 @@ main(void)
 	tcase_add_test(tc, cache_lru);
 	tcase_add_test(tc, config_keys);
 	tcase_add_test(tc, adapter_size);
+	tcase_add_test(tc, gemm_term);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

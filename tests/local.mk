@@ -401,6 +401,6 @@ EXTRA_DIST += %reldir%/lora.sh %reldir%/lora/trace.csv \
 # replica's adapter caches and their load times, derived by hand.
 check_PROGRAMS += %reldir%/check_lora_run
 %canon_reldir%_check_lora_run_SOURCES = %reldir%/check_lora_run.c \
-	sim/lora.c sim/lora.h
+	sim/lora.c sim/lora.h sim/cost_lora.c sim/cost_lora.h
 %canon_reldir%_check_lora_run_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_lora_run_LDADD = $(KV_TEST_LIBS)
