@@ -129,6 +129,9 @@ kv_err kvc__v1_withdraw(kvc *k, int32_t s, uint32_t from);
  * external tokens without caching them; the sequence becomes RUNNING. */
 kv_err kvc__v1_allocate_external(kvc *k, int32_t s, uint32_t ext,
 				 uint32_t *hit);
+/* vllm-v1: the extra key of s's block hashes (a LoRA adapter), set before
+ * s is first scheduled; KV_ENOTSUP in other modes. */
+kv_err kvc__v1_set_extra(kvc *k, int32_t s, uint64_t extra);
 /* vllm-v1: C = c and cache_blocks(c), when a connector's load ends. */
 kv_err kvc__v1_set_computed(kvc *k, int32_t s, uint32_t c);
 /* vllm-v1: of the h tokens s was just admitted with from the prefix cache,

@@ -51,6 +51,7 @@ kvs_config_init(struct kvs_config *c)
 	c->priority = KVS_UNSET;
 	c->lookahead = KVS_UNSET;
 	c->capacity_check = KVS_UNSET;
+	c->max_loras = KVS_UNSET;
 }
 
 kv_err
@@ -117,6 +118,8 @@ kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
 	}
 	s->cfg = *sc;
 	s->pol = p;
+	if ((e = kvs__lora_configure(p, &s->cfg, why, whylen)) != KV_OK)
+		goto out_free;
 	if (p->configure != NULL &&
 	    (e = p->configure(&s->cfg, &kcfg, why, whylen)) != KV_OK)
 		goto out_free;
@@ -917,6 +920,7 @@ kvs_audit(const kvs *s, char *why, size_t whylen)
 	 * The token budget is the policy's to check: vLLM v0 does not
 	 * charge prefix-cached tokens, so a batch may exceed it there.
 	 */
+	rc = kvs__lora_audit(s, why, whylen);
 out:
 	free(mark);
 	return rc;

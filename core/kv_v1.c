@@ -81,6 +81,8 @@ struct v1_sx {
 	uint64_t *h;		/* chain hashes of the full blocks of tok[] */
 	uint32_t nh, caph;
 	uint32_t ncached[KVC_MAX_GROUPS];	/* num_cached_block */
+	uint64_t extra;		/* the block hashes' extra key: the LoRA
+				 * adapter (kvc__v1_set_extra); 0 none */
 };
 
 /* What allocate_slots() would do now; v1_plan() fills it, purely. */
@@ -632,7 +634,7 @@ v1_hashes(kvc *k, int32_t s)
 	}
 	for (uint32_t i = x->nh; i < want; i++)
 		x->h[i] = kv_hash_block(i ? x->h[i - 1] : KV_HASH_ROOT,
-					q->tok + (size_t)i * bs, bs, 0);
+					q->tok + (size_t)i * bs, bs, x->extra);
 	if (x->nh < want)
 		x->nh = want;
 	return KV_OK;
@@ -651,6 +653,30 @@ kvc__v1_hashes(kvc *k, int32_t s, const uint64_t **h, uint32_t *n)
 		return e;
 	*h = v1_of(k)->sx[s].h;
 	*n = v1_of(k)->sx[s].nh;
+	return KV_OK;
+}
+
+/*
+ * The extra key of s's block hashes (vLLM's generate_block_hash_extra_keys:
+ * the LoRA name enters every block's hash, so a hit needs the same
+ * adapter).  Only before s holds blocks or computed tokens; the hashes
+ * taken so far are dropped and taken again with the key.
+ */
+kv_err
+kvc__v1_set_extra(kvc *k, int32_t s, uint64_t extra)
+{
+	const struct kvc_seq *q = kvc__seq(k, s);
+	kv_err e;
+
+	if (k->ops != &kvc__v1_ops)
+		return KV_ENOTSUP;
+	if (q->state != KVC_WAITING || q->ncomp != 0 || q->tab[0].n != 0)
+		return kvc__fail(k, KV_ESTATE, "seq %d: the hash key is set "
+				 "before the sequence is first scheduled", s);
+	if ((e = v1_sx_reserve(k, s)) != KV_OK)
+		return e;
+	v1_of(k)->sx[s].extra = extra;
+	v1_of(k)->sx[s].nh = 0;
 	return KV_OK;
 }
 
@@ -1798,7 +1824,7 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 			       q->ntok);
 		for (uint32_t i = 0; i < x->nh; i++) {
 			hash = kv_hash_block(hash, q->tok + (size_t)i * bs0,
-					     bs0, 0);
+					     bs0, x->extra);
 			if (x->h[i] != hash)
 				V1_BAD(9, "seq %d: stale hash cache at block "
 				       "%u", s, i);
@@ -1829,7 +1855,8 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 			if (m->caching && i < q->ntok / bs0)
 				hash = kv_hash_block(hash,
 						     q->tok + (size_t)i * bs0,
-						     bs0, 0);
+						     bs0, x != NULL ? x->extra :
+						     0);
 			if (b == KVC_NULL) {
 				if (v1_kind(k, g) == KVC_FULL || !lead)
 					V1_BAD(5, "seq %d: null block inside "

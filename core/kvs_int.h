@@ -22,6 +22,7 @@ struct kvs_rq {
 	uint8_t status;
 	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
 	uint32_t local, ext;	/* its last load: prefix hit, external */
+	uint32_t lora;		/* LoRA adapter, 0 the base model */
 };
 
 /* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;
@@ -126,6 +127,22 @@ int kvs__conn_audit_waiting(const kvs *s, kvs_req r, char *why,
 			    size_t whylen);
 int kvs__conn_audit_ended(const kvs *s, kvs_req r, char *why,
 			  size_t whylen);
+
+/*
+ * LoRA (kvs_lora.c).  kvs__lora_configure: max_loras checked for policy p
+ * (KV_ECONFIG).  A set of adapters (vLLM's scheduled_loras; 0, the base
+ * model, is never added).  kvs__lora_audit: the last step's adapters
+ * within max_loras; 0 or an audit code.
+ */
+struct kvs_loraset {
+	uint32_t *a;
+	uint32_t n, cap;
+};
+kv_err kvs__lora_configure(const struct kvs_policy *p, struct kvs_config *c,
+			   char *why, size_t whylen);
+bool kvs__loraset_has(const struct kvs_loraset *set, uint32_t lora);
+kv_err kvs__loraset_add(struct kvs_loraset *set, uint32_t lora);
+int kvs__lora_audit(const kvs *s, char *why, size_t whylen);
 
 /* Set s's message; returns e (kv_sched.c). */
 kv_err kvs__fail(kvs *s, kv_err e, const char *fmt, ...)

@@ -49,6 +49,11 @@
  * allocate_slots(num_lookahead_tokens=L) does; admissions reserve none, as
  * vLLM's effective_lookahead_tokens is 0 for a request with C = 0.
  *
+ * LoRA (docs/scheduler.md R100-R104): with max_loras set, the waiting
+ * phase sets aside a head request whose adapter would be one more than
+ * max_loras beside the adapters the step schedules (vLLM's
+ * scheduled_loras), after the connector's checks and before its hit.
+ *
  * Cost per step: O(running + admitted + preempted) plus the queue moves of
  * kv_sched.c; the priority victim search is O(running) per preemption.
  * Scratch arrays grow with the running list and never shrink.
@@ -66,6 +71,8 @@ struct v1s {
 	/* requests set aside by the waiting phase, in skipping order */
 	kvs_req *skip;
 	uint32_t nskip, capskip;
+	/* the adapters the step schedules (vLLM's scheduled_loras) */
+	struct kvs_loraset loras;
 };
 
 static int64_t
@@ -205,6 +212,7 @@ v1s_release(void *state)
 		return;
 	free(v->run);
 	free(v->skip);
+	free(v->loras.a);
 	free(v);
 }
 
@@ -402,6 +410,23 @@ v1s_skip_head(kvs *s, struct v1s *v, kvs_req r)
 enum v1s_head { V1S_NEXT, V1S_STOP, V1S_NEW, V1S_LOADED };
 
 /*
+ * max_loras (R101): r, the head, is set aside when its adapter is not one
+ * the step schedules already and those are max_loras (vLLM compares with
+ * ==).  *skipped says so.
+ */
+static kv_err
+v1s_lora_head(kvs *s, struct v1s *v, kvs_req r, bool *skipped)
+{
+	int64_t max = kvs_config_of(s)->max_loras;
+	uint32_t lora = kvs__rq(s, r)->lora;
+
+	*skipped = max != KVS_UNSET && lora != 0 &&
+		   v->loras.n == (uint64_t)max &&
+		   !kvs__loraset_has(&v->loras, lora);
+	return *skipped ? v1s_skip_head(s, v, r) : KV_OK;
+}
+
+/*
  * The connector's part of the waiting loop for r at the head (vLLM's
  * schedule(): the WAITING_FOR_REMOTE_KVS check, then for a request with
  * no computed tokens get_num_new_matched_tokens and, with tokens to load,
@@ -417,6 +442,7 @@ v1s_conn_head(kvs *s, struct v1s *v, kvs_req r, enum v1s_head *next)
 	int32_t seq = kvs__rq(s, r)->seq;
 	uint32_t ext, hit;
 	size_t h;
+	bool skipped;
 	kv_err e;
 
 	*next = V1S_NEXT;
@@ -426,6 +452,8 @@ v1s_conn_head(kvs *s, struct v1s *v, kvs_req r, enum v1s_head *next)
 		if ((e = kvs__conn_ready(s, r)) != KV_OK)
 			return e;
 	}
+	if ((e = v1s_lora_head(s, v, r, &skipped)) != KV_OK || skipped)
+		return e;
 	if (kvc_seq_state(k, seq) == KVC_RUNNING) {
 		*next = V1S_LOADED;
 		return KV_OK;
@@ -489,6 +517,7 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		int32_t seq;
 		size_t h;
 		uint64_t n;
+		bool skipped = false;
 
 		if (kvs_queue_len(s, KVS_Q_RUNNING) >= c->max_num_seqs)
 			break;
@@ -496,7 +525,9 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 		seq = kvs_req_seq(s, r);
 		if (conn && (e = v1s_conn_head(s, v, r, &next)) != KV_OK)
 			goto out;
-		if (next == V1S_NEXT)
+		if (!conn && (e = v1s_lora_head(s, v, r, &skipped)) != KV_OK)
+			goto out;
+		if (next == V1S_NEXT || (!conn && skipped))
 			continue;
 		if (next == V1S_STOP)
 			break;
@@ -520,7 +551,9 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 			e = KV_OK;
 			break;
 		}
-		if (e != KV_OK)
+		if (e != KV_OK ||
+		    (e = kvs__loraset_add(&v->loras, kvs__rq(s, r)->lora)) !=
+		    KV_OK)
 			goto out;
 		budget -= (uint32_t)n;
 	}
@@ -553,6 +586,11 @@ v1s_schedule(kvs *s, void *state)
 		return e;
 	if ((e = v1s_running_phase(s, v, &budget)) != KV_OK)
 		return e;
+	v->loras.n = 0;
+	for (uint32_t j = 0; j < v->nrun; j++)
+		if ((e = kvs__loraset_add(&v->loras,
+		    kvs__rq(s, v->run[j].req)->lora)) != KV_OK)
+			return e;
 	if (kvs_current_step(s)->npreempt > 0)
 		return KV_OK;
 	return v1s_waiting_phase(s, v, budget);

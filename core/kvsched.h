@@ -95,6 +95,12 @@ struct kvs_config {
 	 * run).  Read by the built-in vllm-v0 and vllm-v1 policies.
 	 */
 	int64_t capacity_check;
+	/*
+	 * LoRA adapters one step may schedule (vLLM's --max-loras): a
+	 * waiting request whose adapter would be one too many is set aside
+	 * (docs/scheduler.md R100-R109).  Unset: no limit.  vllm-v1 only.
+	 */
+	int64_t max_loras;
 };
 
 void kvs_config_init(struct kvs_config *c);	/* every field unset */
@@ -207,6 +213,16 @@ kv_err kvs_complete(kvs *s, const uint32_t *tokens,
 
 /* kvs_schedule() then kvs_complete(s, NULL, out). */
 kv_err kvs_step(kvs *s, const struct kvs_step **out);
+
+/*
+ * LoRA: r runs with adapter `lora` (0: the base model), set after kvs_add
+ * and before r is first scheduled.  The adapter enters r's block hashes
+ * (vLLM's extra keys: a prefix hit needs the same adapter) and counts
+ * against max_loras in every step.  vllm-v1 only (KV_ENOTSUP elsewhere);
+ * KV_ESTATE once r was scheduled.
+ */
+kv_err kvs_set_lora(kvs *s, kvs_req r, uint32_t lora);
+uint32_t kvs_req_lora(const kvs *s, kvs_req r);	/* 0: base model */
 
 /* Abort an unfinished request: out of its queue, blocks freed. */
 kv_err kvs_abort(kvs *s, kvs_req r);

@@ -23,3 +23,4 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_pd.c
 
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_offload.c
+%canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_lora.c

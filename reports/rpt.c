@@ -284,6 +284,7 @@ rpt_begin(rpt *r)
 			r->col_status ? ",status" : "");
 	if (r->reqs != NULL) {
 		rpt__offload_head(r, r->reqs, 0);
+		rpt__lora_head(r, r->reqs, 0);
 		fputc('\n', r->reqs);
 	}
 	if (r->ts != NULL) {
@@ -584,6 +585,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	rpt__offload_head(r, f, 2);
 	if (t->parallel_requests > 0)
 		fputs(",parallel_requests,parallel_samples", f);
+
+	rpt__lora_head(r, f, 2);
 	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -658,6 +661,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	if (t->parallel_requests > 0)
 		fprintf(f, ",%" PRIu64 ",%" PRIu64, t->parallel_requests,
 			t->parallel_samples);
+
+	rpt__lora_summary(r, t, f);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

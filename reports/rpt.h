@@ -77,6 +77,8 @@ struct rpt_req {
 	 * request whose n samples ran (docs/metrics.md): its tokens are all
 	 * samples', its TPOT and ITL over output_tokens - n gaps */
 	uint32_t samples;
+
+	uint32_t lora;			/* LoRA adapter (rpt_set_lora); 0 */
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -128,6 +130,10 @@ struct rpt_totals {
 	/* parallel sampling: requests that asked for n > 1 samples and
 	 * their samples (summary.csv columns only when there are any) */
 	uint64_t parallel_requests, parallel_samples;
+
+	/* LoRA (rpt_set_lora): adapters requested, GPU loads, their time */
+	uint64_t lora_adapters, lora_loads;
+	int64_t lora_load_ns;
 };
 
 /* The pools of a disaggregated run, for summary.csv (rpt_set_pd). */
@@ -177,6 +183,13 @@ int rpt_set_client(rpt *r, bool stages, bool failures);
  * columns.  -1 when ntiers > RPT_MAX_TIERS.
  */
 int rpt_set_offload(rpt *r, uint32_t ntiers, const char *const *names);
+
+/*
+ * LoRA (before rpt_begin): requests.csv gains `lora` (the adapter id, 0
+ * the base model) and summary.csv lora_adapters, lora_loads and
+ * lora_load_s, at the end of each.  Off by default: no columns.
+ */
+void rpt_set_lora(rpt *r, bool on);
 
 /* Requests that failed (rpt_req.failed). */
 uint64_t rpt_failed(const rpt *r);

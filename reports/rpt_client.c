@@ -99,6 +99,7 @@ rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok, char *p)
 		p += ok ? 3 : 7;
 	}
 	p = rpt__put_offload(r, q, p);
+	p = rpt__put_lora(r, q, p);
 	*p++ = '\n';
 	return p;
 }

@@ -58,6 +58,8 @@ struct rpt {
 	/* KV offload columns (rpt_set_offload) */
 	uint32_t noff;
 	char offname[RPT_MAX_TIERS][16];
+	/* LoRA columns (rpt_set_lora, rpt_lora.c) */
+	bool col_lora;
 };
 
 /* rpt_client.c: a failed request's row and counts; the extra columns of
@@ -82,6 +84,11 @@ char *rpt__put_head(rpt *r, const struct rpt_req *q, char *line);
  * timeseries row and the summary row.  Nothing when offload is off. */
 void rpt__offload_head(const rpt *r, FILE *f, int which);
 char *rpt__put_offload(const rpt *r, const struct rpt_req *q, char *p);
+/* rpt_lora.c: LoRA's columns (which as rpt__offload_head's: 0
+ * requests.csv, 2 summary.csv), a row's, the summary's. */
+void rpt__lora_head(const rpt *r, FILE *f, int which);
+char *rpt__put_lora(const rpt *r, const struct rpt_req *q, char *p);
+void rpt__lora_summary(const rpt *r, const struct rpt_totals *t, FILE *f);
 void rpt__offload_sample(const rpt *r, const struct rpt_sample *s);
 void rpt__offload_summary(const rpt *r, const struct rpt_totals *t, FILE *f);
 

@@ -32,3 +32,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Parallel sampling fanned out in a replica (docs/run.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/replica_nsamp.c \
 	%reldir%/replica_nsamp.h
+
+# LoRA adapters (issue 20, docs/lora.md).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/lora.c %reldir%/lora.h \
+	%reldir%/cost_lora.c %reldir%/cost_lora.h

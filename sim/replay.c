@@ -463,7 +463,9 @@ static const char *const rp_setup_kw[] = {
 	/* KV connector (replay_conn.c) */
 	"connector",
 	/* offload tiers (replay_offload.c) */
-	"offload", NULL
+	"offload",
+	/* LoRA (R100-R109) */
+	"max_loras", NULL
 };
 
 #define RP_GROUP_KW 7
@@ -471,6 +473,7 @@ static const char *const rp_setup_kw[] = {
 #define RP_POLICY_KW 9
 #define RP_CONN_KW 18
 #define RP_OFFLOAD_KW 19
+#define RP_MAX_LORAS_KW 20
 
 static int
 rp_setup_index(const char *kw)
@@ -578,6 +581,9 @@ rp_sched_setup(struct rp *r, int idx, struct rp_line *l)
 		break;
 	case RP_POLICY_KW + 8:
 		c->lookahead = u;
+		break;
+	case RP_MAX_LORAS_KW:
+		c->max_loras = u;
 		break;
 	default:
 		return rp_error(r, "internal: bad setup keyword");
@@ -1641,13 +1647,13 @@ static int
 rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 {
 	const char *t = rp_opt(l, "tokens"), *o = rp_opt(l, "output");
-	const char *pr = rp_opt(l, "priority");
-	uint32_t n, p = 0;
+	const char *pr = rp_opt(l, "priority"), *lo = rp_opt(l, "lora");
+	uint32_t n, p = 0, lora = 0;
 	kvs_req q;
 	kv_err e;
 
 	if (rp_npos(r, l, 1) ||
-	    rp_opts_allowed(r, l, "tokens output priority"))
+	    rp_opts_allowed(r, l, "tokens output priority lora"))
 		return RP_BAD;
 	if (!rp_valid_seqid(l->pos[0]))
 		return rp_error(r, "bad request id '%s'", l->pos[0]);
@@ -1668,7 +1674,11 @@ rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 		if (p > INT32_MAX)
 			return rp_error(r, "priority: at most %d", INT32_MAX);
 	}
+	if (lo != NULL && rp_u32(r, "lora", lo, &lora))
+		return RP_BAD;
 	e = kvs_add(r->s, r->tok, r->ntok, n, (int32_t)p, &q);
+	if (e == KV_OK && lora != 0)
+		e = kvs_set_lora(r->s, q, lora);
 	if (e != KV_OK)
 		return rp_error(r, "request: %s", kvs_errmsg(r->s)[0] ?
 				kvs_errmsg(r->s) : kv_strerror(e));

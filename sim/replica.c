@@ -8,6 +8,7 @@
 #include "sim/replica_nsamp.h"
 
 #include "core/kvspolicy.h"
+#include "sim/cost_lora.h"
 
 #include <assert.h>
 #include <stdarg.h>
@@ -36,6 +37,8 @@ struct rq {
 	int64_t off_load_ns;	/* its loads' time, start to end */
 	struct rnsamp_group *grp;	/* a child of a fanned-out request,
 					 * or NULL */
+
+	uint32_t lora;		/* its LoRA adapter, 0 none */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -51,6 +54,8 @@ struct pend {
 	bool failed;
 	uint32_t *tok;		/* its prompt token ids (owned) */
 	struct rnsamp_group *grp;	/* as struct rq's */
+
+	uint32_t lora;
 };
 
 struct replica {
@@ -104,6 +109,11 @@ struct replica {
 	bool fanout;
 	uint32_t *samp;
 	size_t capsamp;
+
+	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
+	bool lora_on;
+	struct sim_lora_cache lc;
+	uint32_t *lids;
 };
 
 /*
@@ -171,6 +181,15 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	if (rp->ct != NULL)
 		ctrace_replica(rp->ct, rp->index, kvs_policy_name(rp->s));
 	rp->off_armed = -1;
+	if (cfg->lora != NULL &&
+	    (sim_lora_cache_init(&rp->lc, cfg->lora) != KV_OK ||
+	     (rp->lids = calloc(cfg->lora->max_loras, sizeof(*rp->lids))) ==
+	     NULL)) {
+		snprintf(why, whylen, "out of memory");
+		replica_free(rp);
+		return NULL;
+	}
+	rp->lora_on = cfg->lora != NULL;
 	if (cfg->offload != NULL &&
 	    (rp->off = sim_offload_new(cfg->offload, rp->s, why, whylen)) ==
 	    NULL) {
@@ -212,6 +231,8 @@ replica_free(replica *rp)
 	free(rp->samp);
 	kvs_free(rp->s);
 	sim_offload_free(rp->off);
+	sim_lora_cache_release(&rp->lc);
+	free(rp->lids);
 	free(rp);
 }
 
@@ -290,6 +311,8 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	if (q == NULL)
 		goto nomem;
 	e = kvs_add(rp->s, tok, p->prompt, p->output, p->priority, &h);
+	if (e == KV_OK && rp->lora_on && p->lora != 0)
+		e = kvs_set_lora(rp->s, h, p->lora);
 	if (e != KV_OK) {
 		rq_put(rp, q);
 		snprintf(why, whylen, "request %llu: %s",
@@ -316,6 +339,7 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	q->admit = p->at;
 	q->prompt = p->prompt;
 	q->output = p->output;
+	q->lora = rp->lora_on ? p->lora : 0;
 	rp->st.added++;
 	return KV_OK;
 nomem:
@@ -339,6 +363,8 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->priority = r->priority;
 	p->tok = NULL;
 	p->grp = NULL;
+
+	p->lora = r->lora;
 }
 
 /*
@@ -836,6 +862,40 @@ step_time(const replica *rp, const struct kvs_step *st, int64_t *cpu)
 }
 
 /*
+ * LoRA's part of a step (docs/lora.md): the loads of the adapters it
+ * runs that are not in a GPU slot, and the shrink/expand GEMMs of its
+ * LoRA tokens (with the cost model only).
+ */
+static int64_t
+replica__lora_ns(replica *rp, const struct kvs_step *st)
+{
+	const struct sim_lora_setup *su = rp->lc.su;
+	uint32_t n = 0;
+	uint64_t tokens = 0;
+	int64_t dt;
+
+	for (uint32_t i = 0; i < st->nsched; i++) {
+		uint32_t a = kvs_req_lora(rp->s, st->sched[i].req), j;
+
+		if (a == 0)
+			continue;
+		tokens += st->sched[i].ntokens;
+		for (j = 0; j < n && rp->lids[j] != a; j++)
+			;
+		if (j == n && n < su->max_loras)
+			rp->lids[n++] = a;
+	}
+	dt = sim_lora_cache_step(&rp->lc, rp->lids, n);
+	if (rp->step_ns <= 0)
+		dt += cost_lora_ns(rp->cm, tokens, n, su->flops_token,
+				   su->bytes);
+	rp->st.lora_loads = rp->lc.loads;
+	rp->st.lora_disk_loads = rp->lc.disk_loads;
+	rp->st.lora_load_ns = rp->lc.load_ns;
+	return dt;
+}
+
+/*
  * Async scheduling: the step chosen at sched_t needs cpu ns of CPU, then
  * the GPU from when the step before it has run (now: replica_begin is
  * called at that step's end, or at sched_t when the replica was idle);
@@ -958,6 +1018,8 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		return e;
 	}
 	dt = step_time(rp, st, &cpu);
+	if (rp->lora_on)
+		dt += replica__lora_ns(rp, st);
 	if (rp->async)
 		dt = replica__async_dt(rp, now, dt, cpu);
 	/* the step's loads are reported in its output, at its end */
@@ -1123,6 +1185,7 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	out.stage = q->stage;
 	memcpy(out.offload_hit_tokens, q->off_hit, sizeof(q->off_hit));
 	out.offload_load_ns = q->off_load_ns;
+	out.lora = q->lora;
 	if (q->failed) {
 		/* the client left before the end: no token after fail_ns
 		 * counts */

@@ -41,6 +41,7 @@
 #include "reports/rpt.h"
 #include "sim/cost.h"
 #include "sim/ctrace.h"
+#include "sim/lora.h"
 #include "sim/offload.h"
 #include "sim/run.h"
 #include "workloads/wl.h"
@@ -73,6 +74,10 @@ struct replica_stats {
 	double group_area[KVC_MAX_GROUPS], group_max[KVC_MAX_GROUPS];
 	double group_now[KVC_MAX_GROUPS];
 	int64_t busy_ns;	/* steps' time (utilisation) */
+	/* LoRA: adapters copied to a GPU slot, of them read from disk
+	 * first, and the time those loads took */
+	uint64_t lora_loads, lora_disk_loads;
+	int64_t lora_load_ns;
 };
 
 /*
@@ -113,6 +118,10 @@ struct replica_cfg {
 	/* parallel sampling: a request with n > 1 becomes n child requests
 	 * (replica_nsamp.h); false: it runs as one sequence */
 	bool fanout;
+
+	/* LoRA adapters (sim/lora.h): requests' adapters go to the
+	 * scheduler, their loads and GEMMs into the step time; NULL: off */
+	const struct sim_lora_setup *lora;
 };
 
 typedef struct replica replica;

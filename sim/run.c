@@ -145,6 +145,12 @@ struct sim_run {
 	/* KV offload (sim/offload.h): on when off_on */
 	bool off_on;
 	struct sim_offload_setup off;
+	/* LoRA adapters (sim/lora.h): on when lora_on */
+	bool lora_on;
+	struct sim_lora_setup lora;
+	uint8_t *lora_seen;	/* adapters requested, by id */
+	uint32_t caplora;
+	uint64_t lora_adapters;
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -764,6 +770,27 @@ admit_wake(sim_run *R, uint32_t i, int64_t now)
 	return KV_OK;
 }
 
+/* Adapter a was requested: counted once (summary's lora_adapters). */
+static kv_err
+lora_note(sim_run *R, uint32_t a)
+{
+	if (a >= R->caplora) {
+		uint32_t cap = R->caplora ? R->caplora : 64;
+		uint8_t *p;
+
+		while (cap <= a)
+			cap *= 2;
+		if ((p = realloc(R->lora_seen, cap)) == NULL)
+			return KV_ENOMEM;
+		memset(p + R->caplora, 0, cap - R->caplora);
+		R->lora_seen = p;
+		R->caplora = cap;
+	}
+	R->lora_adapters += !R->lora_seen[a];
+	R->lora_seen[a] = 1;
+	return KV_OK;
+}
+
 /* Send request r to a replica now: route it, wake the replica. */
 static kv_err
 send(sim_run *R, const struct wl_request *r, int64_t now)
@@ -776,6 +803,9 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 	R->arrived++;
 	R->nparallel += r->n > 1;
 	R->nparallel_samples += r->n > 1 ? r->n : 0;
+
+	if (R->lora_on && r->lora != 0 && lora_note(R, r->lora) != KV_OK)
+		return rfail(R, KV_ENOMEM, "out of memory");
 	if (R->pd != NULL) {
 		e = sim_pd_add(R->pd, r, &i, &rej, why, sizeof(why));
 	} else {
@@ -1473,6 +1503,42 @@ pd_wake(void *ctx, uint32_t i, int64_t now)
 	return replica_busy(R->rp[i]) ? KV_OK : wake(R, i, now);
 }
 
+/*
+ * LoRA (docs/lora.md): vllm-v1 only; the adapters' size from the model
+ * (their slots' weights join the weights in sizing), max_loras into the
+ * scheduler; the copy rate is the cost model's host link unless given
+ * (lora_link, once the cost model exists).
+ */
+static kv_err
+setup_lora(sim_run *R, const struct kvs_policy *pol)
+{
+	const struct sim_lora_config *c = &R->cfg.lora;
+	char what[200];
+
+	if (!c->enable)
+		return KV_OK;
+	if (pol->mode != KVC_VLLM_V1)
+		return rfail(R, KV_EINVAL, "%s: engine.enable_lora: policy %s "
+			     "does not model LoRA adapters (vllm-v1 does)",
+			     R->cfg.source, pol->name);
+	if (sim_lora_check(c, what, sizeof(what)) != KV_OK)
+		return rfail(R, KV_EINVAL, "%s: %s", R->cfg.source, what);
+	sim_lora_setup_make(c, R->model, R->cfg.eng.tensor_parallel_size, 0,
+			    &R->lora);
+	R->cfg.eng.lora_bytes = (uint64_t)(R->lora.bytes * R->lora.max_loras);
+	R->lora_on = true;
+	return KV_OK;
+}
+
+static void
+lora_link(sim_run *R)
+{
+	if (R->lora_on && R->cfg.lora.load_gbps <= 0 && R->cm.host_bw > 0)
+		R->lora.load_bps = R->cm.host_bw;
+	if (R->lora_on)
+		R->sc.max_loras = R->lora.max_loras;
+}
+
 /* Pool p: R's configuration becomes the pool's for the setup steps,
  * whose results are kept in R->pool[p]. */
 static kv_err
@@ -1613,6 +1679,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 	struct wl_error we;
 	kv_err e;
 
+	lora_link(R);
 	R->nrp = R->pool != NULL ? R->pool[0].cfg.replicas +
 		 R->pool[1].cfg.replicas : R->cfg.replicas;
 	R->rp = calloc(R->nrp, sizeof(*R->rp));
@@ -1630,6 +1697,8 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.async_sched = R->cfg.async_scheduling == 1,
 			.offload = R->off_on ? &R->off : NULL,
 			.fanout = R->fanout,
+
+			.lora = R->lora_on ? &R->lora : NULL,
 		};
 
 		if (R->pool != NULL)
@@ -1701,6 +1770,10 @@ setup(sim_run *R)
 	if ((e = setup_names(R, &pol)) != KV_OK ||
 	    (e = setup_nsamp(R, pol)) != KV_OK)
 		return e;
+	if (R->cfg.pd.on && R->cfg.lora.enable)
+		return rfail(R, KV_EINVAL, "%s: engine.enable_lora: LoRA "
+			     "adapters are not simulated with disaggregation "
+			     "yet", R->cfg.source);
 	if (R->cfg.pd.on) {
 		/* offload is refused here (sim_offload_resolve) */
 		if ((e = setup_offload(R, pol)) != KV_OK ||
@@ -1709,6 +1782,7 @@ setup(sim_run *R)
 		return setup_replicas(R, pol);
 	}
 	if ((e = setup_loop(R, pol)) != KV_OK ||
+	    (e = setup_lora(R, pol)) != KV_OK ||
 	    (e = setup_sizing(R, pol)) != KV_OK ||
 	    (e = setup_cost(R)) != KV_OK ||
 	    (e = setup_configs(R, pol)) != KV_OK ||
@@ -1724,6 +1798,7 @@ teardown(sim_run *R)
 		replica_free(R->rp[i]);
 	free(R->rp);
 	free(R->wake);
+	free(R->lora_seen);
 	sim_pd_free(R->pd);
 	R->pd = NULL;
 	free(R->pool);
@@ -1801,6 +1876,7 @@ sim_run_open(sim_run **out, const struct sim_config *cfg,
 	    offload_report(R) != 0)
 		return rfail(R, KV_ENOMEM, "out of memory");
 	rpt_set_pd(R->rep, R->pd != NULL);
+	rpt_set_lora(R->rep, R->lora_on);
 	return KV_OK;
 }
 
@@ -1939,6 +2015,14 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 	/* summary.csv's columns: only where the samples ran */
 	t->parallel_requests = R->fanout ? R->nparallel : 0;
 	t->parallel_samples = R->fanout ? R->nparallel_samples : 0;
+
+	for (uint32_t i = 0; R->lora_on && i < R->nrp; i++) {
+		const struct replica_stats *s = replica_stats(R->rp[i]);
+
+		t->lora_loads += s->lora_loads;
+		t->lora_load_ns += s->lora_load_ns;
+	}
+	t->lora_adapters = R->lora_adapters;
 	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
 	t->kv_usage_mean = t->duration_ns > 0
 		? area / (double)t->duration_ns / (double)R->nrp : 0.0;

@@ -63,6 +63,8 @@ sim_config_init(struct sim_config *c)
 	c->pd.pool[0].router = c->pd.pool[1].router = -1;
 	offload_init(&c->offload);
 	sim_knobs_init(&c->knobs);
+
+	sim_lora_config_init(&c->lora);
 }
 
 void
@@ -911,6 +913,18 @@ set_parallel_sampling(struct sim_config *c, const struct setv *s)
 	return bad(s, "expected auto, fanout or fork");
 }
 
+/* LoRA's keys (sim/lora.c). */
+static kv_err
+set_lora(struct sim_config *c, const struct setv *s)
+{
+	char what[200];
+
+	if (sim_lora_set_key(&c->lora, s->key, s->v, what, sizeof(what)) !=
+	    KV_OK)
+		return bad(s, what);
+	return KV_OK;
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -983,6 +997,13 @@ static const struct run_key {
 
 	/* parallel sampling (n > 1) */
 	{ "engine.parallel_sampling", set_parallel_sampling },
+
+	{ "engine.enable_lora", set_lora },
+	{ "engine.max_loras", set_lora },
+	{ "engine.max_lora_rank", set_lora },
+	{ "engine.max_cpu_loras", set_lora },
+	{ "lora.load_gbps", set_lora },
+	{ "lora.disk_gbps", set_lora },
 	{ NULL, NULL }
 };
 
@@ -1569,6 +1590,8 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	if (c->nsamp.mode != SIM_NSAMP_AUTO)
 		fprintf(f, "  parallel_sampling: %s\n",
 			c->nsamp.mode == SIM_NSAMP_FORK ? "fork" : "fanout");
+
+	sim_lora_write_engine(&c->lora, f);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",
@@ -1602,6 +1625,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 	}
 	sim_pd_write(c, f);
 	offload_write(c, f);
+	sim_lora_write_section(&c->lora, f);
 	fprintf(f, "workload:\n");
 	wl_config_write_yaml(&c->wl, f, 2);
 }

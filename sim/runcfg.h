@@ -28,6 +28,7 @@
 #ifndef SIM_RUNCFG_H
 #define SIM_RUNCFG_H
 
+#include "sim/lora.h"
 #include "sim/model/sizing.h"
 #include "workloads/wl.h"
 
@@ -196,6 +197,8 @@ struct sim_config {
 	struct sim_knobs_config knobs;	/* issue 20 knobs (runcfg_knobs.h) */
 
 	struct sim_nsamp_config nsamp;	/* parallel sampling (n > 1) */
+
+	struct sim_lora_config lora;	/* LoRA adapters (sim/lora.h) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

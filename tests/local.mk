@@ -403,3 +403,24 @@ EXTRA_DIST += %reldir%/knobs.sh examples/engine-knobs.yaml
 TESTS += %reldir%/nsamp.sh
 EXTRA_DIST += %reldir%/nsamp.sh %reldir%/nsamp/tiny.yaml \
 	%reldir%/nsamp/share.yaml examples/parallel-sampling.yaml
+
+# Issue 20, LoRA adapters (core/kvs_lora.c; docs/scheduler.md R100-R109):
+# hash separation across adapters, refusals, max_loras under kvs_audit.
+check_PROGRAMS += %reldir%/check_lora
+%canon_reldir%_check_lora_SOURCES = %reldir%/check_lora.c
+%canon_reldir%_check_lora_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_lora_LDADD = $(KV_TEST_LIBS)
+# LoRA in `kvsim run` (docs/lora.md): the trace column, the Zipf
+# generator, max_loras 1 vs 4, sizing, config.yaml, bad values.
+TESTS += %reldir%/lora.sh
+EXTRA_DIST += %reldir%/lora.sh %reldir%/lora/trace.csv \
+	%reldir%/lora/trace.yaml %reldir%/lora/bad_max_loras.yaml \
+	%reldir%/lora/bad_rank.yaml %reldir%/lora/bad_fraction.yaml \
+	examples/lora-zipf.yaml
+# LoRA in `kvsim run` (sim/lora.c): configuration keys, adapter size, the
+# replica's adapter caches and their load times, derived by hand.
+check_PROGRAMS += %reldir%/check_lora_run
+%canon_reldir%_check_lora_run_SOURCES = %reldir%/check_lora_run.c \
+	sim/lora.c sim/lora.h sim/cost_lora.c sim/cost_lora.h
+%canon_reldir%_check_lora_run_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_lora_run_LDADD = $(KV_TEST_LIBS)

@@ -120,6 +120,12 @@ struct wl_request {
 	 */
 	uint32_t stage;
 	int64_t stage_ns;
+	/*
+	 * LoRA adapter (kvsim CSV column `lora`, or the generator's `lora`
+	 * option): 1..N, names numbered in order of first appearance; 0 the
+	 * base model.  wl_lora_name() gives a trace's name back.
+	 */
+	uint32_t lora;
 };
 
 /* Token id of position `pos` within a segment with `key`: in [0, vocab). */
@@ -221,6 +227,13 @@ struct wl_gen_config {
 	double system_fraction;	/* share of requests with a system prompt */
 	struct wl_dist turns;	/* turns per session (fixed 1: no sessions) */
 	double think_s;		/* mean think time between turns (exp.) */
+	/*
+	 * LoRA adapters (`lora:`): a session runs adapter k in 1..adapters
+	 * with weight k^-lora_zipf_s (0: uniform) with probability
+	 * lora_fraction, else the base model; adapters 0: none.
+	 */
+	uint32_t lora_adapters;
+	double lora_zipf_s, lora_fraction;
 	uint64_t max_context;	/* a session ends before exceeding this */
 };
 

@@ -66,6 +66,8 @@ wl_config_init(struct wl_config *c)
 	g->system_fraction = 1.0;
 	dist_fixed(&g->turns, 1, 1, 1 << 20);
 	g->think_s = 5.0;
+	g->lora_zipf_s = 1.1;
+	g->lora_fraction = 1.0;
 }
 
 static void
@@ -883,6 +885,43 @@ y_prefix(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
 	return WL_OK;
 }
 
+/* `lora: {adapters: N, popularity: zipf|uniform, zipf_s: S, fraction: F}` */
+static wl_err
+y_lora(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
+{
+	const struct yd_node *kn, *vn;
+	wl_err rc = y_map(x, n, "lora");
+
+	if (rc != WL_OK)
+		return rc;
+	Y_EACH(n, kn, vn) {
+		const char *s = sval(kn), *v = sval(vn);
+
+		if (s == NULL)
+			return y_unknown(x, kn, "lora");
+		if (strcmp(s, "adapters") == 0)
+			rc = y_u32(x, vn, s, 1, &g->lora_adapters);
+		else if (strcmp(s, "zipf_s") == 0)
+			rc = y_finite(x, vn, s, 0, &g->lora_zipf_s);
+		else if (strcmp(s, "popularity") == 0) {
+			if (v != NULL && strcmp(v, "uniform") == 0)
+				g->lora_zipf_s = 0;
+			else if (v == NULL || strcmp(v, "zipf") != 0)
+				rc = yfail(x, vn, "popularity: expected zipf "
+				    "or uniform");
+		} else if (strcmp(s, "fraction") == 0) {
+			rc = y_finite(x, vn, s, 0, &g->lora_fraction);
+			if (rc == WL_OK && g->lora_fraction > 1)
+				rc = yfail(x, vn, "fraction: must be in "
+				    "[0, 1]");
+		} else
+			return y_unknown(x, kn, "lora");
+		if (rc != WL_OK)
+			return rc;
+	}
+	return WL_OK;
+}
+
 static wl_err
 y_sessions(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
 {
@@ -941,6 +980,8 @@ y_generator(struct ycx *x, const struct yd_node *n, struct wl_gen_config *g)
 			rc = y_prefix(x, vn, g);
 		else if (strcmp(k, "sessions") == 0)
 			rc = y_sessions(x, vn, g);
+		else if (strcmp(k, "lora") == 0)
+			rc = y_lora(x, vn, g);
 		else
 			return y_unknown(x, kn, "generator");
 		if (rc != WL_OK)
@@ -1573,6 +1614,14 @@ put_generator(FILE *f, const struct wl_gen_config *g,
 	wl_yaml_num(f, g->think_s);
 	fprintf(f, "\n%*smax_context: %" PRIu64 "\n", in + 2, "",
 	    g->max_context);
+	if (g->lora_adapters > 0) {
+		fprintf(f, "%*slora: {adapters: %" PRIu32 ", zipf_s: ", in,
+		    "", g->lora_adapters);
+		wl_yaml_num(f, g->lora_zipf_s);
+		fprintf(f, ", fraction: ");
+		wl_yaml_num(f, g->lora_fraction);
+		fprintf(f, "}\n");
+	}
 }
 
 void

@@ -31,13 +31,17 @@
 
 #include <gsl/gsl_randist.h>
 
-enum { RNG_ARR, RNG_LEN, RNG_SYS, RNG_SESS, RNG_MISC, RNG_SYSLEN, NRNG };
+enum {
+	RNG_ARR, RNG_LEN, RNG_SYS, RNG_SESS, RNG_MISC, RNG_SYSLEN, RNG_LORA,
+	NRNG
+};
 
 struct sess {
 	uint64_t id;
 	uint32_t turn, turns;
 	int64_t next_t, think;
 	uint64_t ctx;		/* tokens of segs */
+	uint32_t lora;		/* its LoRA adapter, 0 none */
 	struct wl_seg *segs;
 	uint32_t nsegs;
 	size_t cap;
@@ -50,6 +54,7 @@ struct gen {
 	gsl_rng *rng[NRNG];
 	struct wl_sampler prompt, output, priority, n, turns, syslen;
 	gsl_ran_discrete_t *sys_table;
+	gsl_ran_discrete_t *lora_table;	/* adapter popularity */
 	uint32_t *sys_len;
 	uint32_t (*pairs)[2];	/* joint (prompt, output) lengths */
 	size_t npairs;
@@ -237,6 +242,22 @@ clamp_len(int64_t v)
 }
 
 /* Start a session at time t; NULL + *rc on failure. */
+/* P(adapter k) ~ k^-s over 1..adapters: adapter 1 the most popular. */
+static gsl_ran_discrete_t *
+gen_lora_table(const struct wl_gen_config *c)
+{
+	double *w = malloc(c->lora_adapters * sizeof(*w));
+	gsl_ran_discrete_t *t;
+
+	if (w == NULL)
+		return NULL;
+	for (uint32_t k = 0; k < c->lora_adapters; k++)
+		w[k] = pow((double)k + 1, -c->lora_zipf_s);
+	t = gsl_ran_discrete_preproc(c->lora_adapters, w);
+	free(w);
+	return t;
+}
+
 static struct sess *
 sess_start(struct gen *g, int64_t t, wl_err *rc)
 {
@@ -257,6 +278,12 @@ sess_start(struct gen *g, int64_t t, wl_err *rc)
 		    g->sys_len[k]))
 			goto nomem;
 	}
+	/* a session talks to one adapter (its own stream: the other
+	 * draws are the same with or without LoRA) */
+	if (c->lora_adapters > 0 && (c->lora_fraction >= 1 ||
+	    gsl_rng_uniform(g->rng[RNG_LORA]) < c->lora_fraction))
+		s->lora = 1 + (uint32_t)gsl_ran_discrete(g->rng[RNG_LORA],
+		    g->lora_table);
 	return s;
 nomem:
 	sess_free(s);
@@ -309,6 +336,7 @@ sess_turn(struct gen *g, struct sess *s, struct wl_request *r, bool *made)
 	r->out_key = okey;
 	r->nsegs = s->nsegs + 1;
 	r->segs = g->out;
+	r->lora = s->lora;
 	*made = true;
 	/* The conversation grows by this turn's text and answer. */
 	if (!sess_push(s, ukey, user) || !sess_push(s, okey, output))
@@ -407,6 +435,8 @@ gen_free(struct wl_stage *st)
 	wl__sampler_release(&g->syslen);
 	if (g->sys_table != NULL)
 		gsl_ran_discrete_free(g->sys_table);
+	if (g->lora_table != NULL)
+		gsl_ran_discrete_free(g->lora_table);
 	free(g->sys_len);
 	free(g->pairs);
 	for (size_t i = 0; i < g->nheap; i++)
@@ -548,6 +578,11 @@ wl__gen_open(struct wl_stream *p, const struct wl_config *c,
 			    "out of memory");
 			goto fail;
 		}
+	}
+	if (gc->lora_adapters > 0 && (g->lora_table =
+	    gen_lora_table(gc)) == NULL) {
+		rc = wl__fail(p, WL_ENOMEM, NULL, 0, 0, "out of memory");
+		goto fail;
 	}
 	if (gc->arrival.kind == WL_ARR_ONOFF) {
 		g->npieces = 2;

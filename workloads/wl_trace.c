@@ -39,6 +39,7 @@ enum role {
 	R_HASHES,
 	R_TOKENS,
 	R_AGENTIC,
+	R_LORA,
 	NROLES
 };
 
@@ -108,6 +109,7 @@ static const struct colspec kvsim_cols[] = {
 	{ "out_key", R_OUTKEY, 0, false },
 	{ "segments", R_SEGMENTS, 0, false },
 	{ "hash_ids", R_HASHES, 0, false },
+	{ "lora", R_LORA, 0, false },
 };
 static const struct colspec mooncake_keys[] = {
 	{ "timestamp", R_TIME, T_MS, true },
@@ -204,6 +206,8 @@ struct trace {
 	size_t segcap;
 	uint32_t *toks;
 	size_t tokcap;
+	char **lnames;		/* LoRA adapters, id i + 1 at i */
+	uint32_t nlnames, caplnames;
 };
 
 /* One row's values before they become a request. */
@@ -218,6 +222,7 @@ struct row {
 	bool has_segs, has_toks;
 	uint32_t hash_col, seg_col, tok_col, prompt_col, time_col;
 	bool zero, huge;
+	uint32_t lora;
 };
 
 static bool
@@ -433,6 +438,41 @@ int_field(struct trace *t, const char *name, const char *p, size_t n,
 	return WL_OK;
 }
 
+/* The id of adapter name p[0..n): its place in order of first
+ * appearance, from 1. */
+static wl_err
+lora_field(struct trace *t, struct row *r, const char *p, size_t n,
+    uint32_t col)
+{
+	char **nn;
+	uint32_t cap;
+
+	for (uint32_t i = 0; i < t->nlnames; i++)
+		if (strlen(t->lnames[i]) == n &&
+		    memcmp(t->lnames[i], p, n) == 0) {
+			r->lora = i + 1;
+			return WL_OK;
+		}
+	if (n > 255)
+		return row_error(t, col, "lora: an adapter name of at most "
+		    "255 bytes");
+	if (t->nlnames == t->caplnames) {
+		cap = t->caplnames ? t->caplnames * 2 : 8;
+		nn = realloc(t->lnames, cap * sizeof(*nn));
+		if (nn == NULL)
+			return row_error(t, col, "out of memory");
+		t->lnames = nn;
+		t->caplnames = cap;
+	}
+	t->lnames[t->nlnames] = malloc(n + 1);
+	if (t->lnames[t->nlnames] == NULL)
+		return row_error(t, col, "out of memory");
+	memcpy(t->lnames[t->nlnames], p, n);
+	t->lnames[t->nlnames][n] = '\0';
+	r->lora = ++t->nlnames;
+	return WL_OK;
+}
+
 /* One value of role cs->role; raw text p[0..n) at column col. */
 static wl_err
 set_field(struct trace *t, struct row *r, const struct colspec *cs,
@@ -499,6 +539,8 @@ set_field(struct trace *t, struct row *r, const struct colspec *cs,
 			return WL_OK;
 		r->hash_col = col;
 		return hashes_csv(t, r, p, n, col);
+	case R_LORA:
+		return n == 0 ? WL_OK : lora_field(t, r, p, n, col);
 	default:
 		return WL_OK;
 	}
@@ -969,6 +1011,7 @@ trace_next(struct wl_stage *st, struct wl_request *out)
 		out->nsegs = r.nsegs;
 		out->segs = t->segs;
 		out->tokens = r.has_toks ? t->toks : NULL;
+		out->lora = r.lora;
 		return WL_OK;
 	}
 }
@@ -981,6 +1024,9 @@ trace_free(struct wl_stage *st)
 	wl__lines_close(&t->lr);
 	free(t->segs);
 	free(t->toks);
+	for (uint32_t i = 0; i < t->nlnames; i++)
+		free(t->lnames[i]);
+	free(t->lnames);
 	free(t);
 }
 

@@ -638,7 +638,7 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 	r->weights_bytes = e->weights_bytes >= 0 ?
 			   (uint64_t)e->weights_bytes :
 			   sz_weights_bytes(m, r->tp, wb, r->dtype_bytes,
-					    m->max_model_len);
+					    m->max_model_len) + e->lora_bytes;
 	/* --cpu-offload-gb: that much of the weights stays in CPU memory */
 	if (e->cpu_offload_gb > 0) {
 		double off = e->cpu_offload_gb * GIB;

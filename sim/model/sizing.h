@@ -64,6 +64,11 @@ struct sz_engine {
 						 * over that many stages */
 	double cpu_offload_gb;		/* GiB of weights per GPU kept in
 					 * CPU memory (UVA) */
+
+	/* LoRA (docs/lora.md): the adapter slots' weights vLLM allocates
+	 * when it loads the model (max_loras adapters of max_lora_rank),
+	 * per GPU; 0 without LoRA.  Added to the weights estimate. */
+	uint64_t lora_bytes;
 };
 
 void sz_engine_init(struct sz_engine *e);
