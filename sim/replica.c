@@ -363,7 +363,6 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->priority = r->priority;
 	p->tok = NULL;
 	p->grp = NULL;
-
 	p->lora = r->lora;
 }
 
