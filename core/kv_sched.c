@@ -51,6 +51,7 @@ kvs_config_init(struct kvs_config *c)
 	c->priority = KVS_UNSET;
 	c->lookahead = KVS_UNSET;
 	c->capacity_check = KVS_UNSET;
+	c->spec_tokens = KVS_UNSET;
 }
 
 kv_err
@@ -99,6 +100,12 @@ kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
 		e = kvc__failbuf(why, whylen, KV_ECONFIG, "policy: bad "
 				 "descriptor (ABI %u, kvsim speaks %u)",
 				 p ? p->abi : 0, KVS_ABI);
+		goto out;
+	}
+	if (sc->spec_tokens > 0) {
+		e = kvc__failbuf(why, whylen, KV_ENOTSUP, "spec_tokens: "
+				 "policy %s has no speculative decoding",
+				 p->name);
 		goto out;
 	}
 	if (kcfg.mode == KVC_EXACT)
@@ -481,6 +488,7 @@ emit_sched(kvs *s, kvs_req r, uint32_t n, uint32_t cached, uint32_t stale)
 	s->sched[s->nsched].ntokens = n;
 	s->sched[s->nsched].cached = cached;
 	s->sched[s->nsched].stale = stale;
+	s->sched[s->nsched].spec = 0;
 	s->nsched++;
 	s->step.batch_tokens += n;
 	s->rq[r].status = KVS_RUNNING;
@@ -755,6 +763,26 @@ kvs_complete(kvs *s, const uint32_t *tokens, const struct kvs_step **out)
 	if (out != NULL)
 		*out = &s->step;
 	return e;
+}
+
+kv_err
+kvs_propose(kvs *s, kvs_req r, uint32_t ndraft)
+{
+	s->msg[0] = '\0';
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_ENOENT, "no such request");
+	if (ndraft == 0)
+		return KV_OK;
+	return kvs__fail(s, KV_ENOTSUP, "propose: no speculative decoding "
+			 "(spec_tokens is 0)");
+}
+
+kv_err
+kvs_complete_spec(kvs *s, const uint32_t *tokens, const uint32_t *accepted,
+		  const struct kvs_step **out)
+{
+	(void)accepted;		/* no entry has drafts */
+	return kvs_complete(s, tokens, out);
 }
 
 kv_err
