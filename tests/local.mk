@@ -383,3 +383,9 @@ TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
 EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
 	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
 	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml
+
+# speculative decoding in policy vllm-v1 (issue 20, core/kvs_spec.c)
+check_PROGRAMS += %reldir%/check_spec
+%canon_reldir%_check_spec_SOURCES = %reldir%/check_spec.c
+%canon_reldir%_check_spec_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_spec_LDADD = $(KV_TEST_LIBS)
