@@ -23,6 +23,7 @@ struct kvs_rq {
 	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
 	uint32_t local, ext;	/* its last load: prefix hit, external */
 	uint32_t lora;		/* LoRA adapter, 0 the base model */
+	uint32_t draft;		/* proposed drafts for its next step */
 };
 
 /* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;
@@ -144,8 +145,30 @@ bool kvs__loraset_has(const struct kvs_loraset *set, uint32_t lora);
 kv_err kvs__loraset_add(struct kvs_loraset *set, uint32_t lora);
 int kvs__lora_audit(const kvs *s, char *why, size_t whylen);
 
+/* Finish r in kvs_complete: its blocks freed, out of running. */
+kv_err kvs__finish(kvs *s, kvs_req r);
+
+/* The second half of a step whose entries verify drafts: accepted[i] of
+ * sched[i].spec (kvs_spec.c). */
+kv_err kvs__complete_spec(kvs *s, const uint32_t *tokens,
+			  const uint32_t *accepted);
+
 /* Set s's message; returns e (kv_sched.c). */
 kv_err kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Append the sampled token t to q's sequence and count it generated; on
+ * failure s's message says why. */
+static inline kv_err
+kvs__out_token(kvs *s, struct kvs_rq *q, uint32_t t)
+{
+	kv_err e = kvc__add_token_fast(s->k, q->seq, t) ? KV_OK :
+	    kvc_add_tokens(s->k, q->seq, &t, 1);
+
+	if (e != KV_OK)
+		return kvs__fail(s, e, "output token: %s", kvc_errmsg(s->k));
+	q->generated++;
+	return KV_OK;
+}
 
 #endif /* KVS_INT_H */

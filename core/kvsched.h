@@ -38,7 +38,7 @@
 extern "C" {
 #endif
 
-#define KVS_ABI 3
+#define KVS_ABI 4
 
 /* "Not given": the policy picks its reference's default. */
 #define KVS_UNSET (-1)
@@ -101,6 +101,13 @@ struct kvs_config {
 	 * (docs/scheduler.md R100-R109).  Unset: no limit.  vllm-v1 only.
 	 */
 	int64_t max_loras;
+	/*
+	 * num_speculative_tokens k (vllm-v1 only; the other policies refuse
+	 * k > 0); unset or 0: no speculation.  EAGLE's lookahead is the
+	 * `lookahead` field above, which the caller sets to k as vLLM sets
+	 * num_lookahead_tokens for EAGLE.
+	 */
+	int64_t spec_tokens;
 };
 
 void kvs_config_init(struct kvs_config *c);	/* every field unset */
@@ -130,6 +137,9 @@ struct kvs_sched {
 	uint32_t ntokens;
 	uint32_t cached;	/* <= ntokens */
 	uint32_t stale;		/* <= cached + computed tokens before */
+	/* draft tokens the step verifies for this entry (included in
+	 * ntokens); 0 without speculation */
+	uint32_t spec;
 };
 
 /* The tokens of e whose KV a correct engine writes in the step: the ones
@@ -210,6 +220,26 @@ kv_err kvs_schedule(kvs *s, const struct kvs_step **out);
  */
 kv_err kvs_complete(kvs *s, const uint32_t *tokens,
 		    const struct kvs_step **out);
+
+/*
+ * Speculative decoding (spec_tokens k > 0, docs/scheduler.md R81-R99).
+ *
+ * kvs_propose: the drafter's output for running request r after
+ * kvs_complete: ndraft <= k draft tokens to verify in its next step
+ * (vLLM's request.spec_token_ids); 0: none.
+ *
+ * kvs_complete_spec: kvs_complete for a step with drafts.  accepted[i] <=
+ * sched[i].spec draft tokens of entry i were accepted, so the entry yields
+ * accepted[i] + 1 tokens (fewer when it reaches max_output or
+ * max_model_len); the computed tokens of the rejected ones are taken back
+ * as vLLM does.  tokens (NULL: deterministic ids) holds for entry i
+ * sched[i].spec + 1 ids starting at offset sum_{j<i}(sched[j].spec + 1).
+ * accepted NULL: none accepted.  Without drafts it is kvs_complete().
+ */
+kv_err kvs_propose(kvs *s, kvs_req r, uint32_t ndraft);
+kv_err kvs_complete_spec(kvs *s, const uint32_t *tokens,
+			 const uint32_t *accepted,
+			 const struct kvs_step **out);
 
 /* kvs_schedule() then kvs_complete(s, NULL, out). */
 kv_err kvs_step(kvs *s, const struct kvs_step **out);

@@ -424,3 +424,9 @@ check_PROGRAMS += %reldir%/check_lora_run
 	sim/lora.c sim/lora.h sim/cost_lora.c sim/cost_lora.h
 %canon_reldir%_check_lora_run_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_lora_run_LDADD = $(KV_TEST_LIBS)
+
+# speculative decoding in policy vllm-v1 (issue 20, core/kvs_spec.c)
+check_PROGRAMS += %reldir%/check_spec
+%canon_reldir%_check_spec_SOURCES = %reldir%/check_spec.c
+%canon_reldir%_check_spec_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_spec_LDADD = $(KV_TEST_LIBS)
