@@ -25,3 +25,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Prefill/decode disaggregation (docs/pd.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \
 	%reldir%/pdcfg.c %reldir%/pdcfg.h
+# `kvsim run --vllm-args`: vllm serve's options onto the run keys
+# (docs/run.md "vLLM's own flags").
+%canon_reldir%_libsim_la_SOURCES += %reldir%/vllmargs.c %reldir%/vllmargs.h
