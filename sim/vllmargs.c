@@ -112,7 +112,13 @@ static const struct va_opt va_map[] = {
 };
 
 /* How an ignored option takes its value. */
-enum va_arity { VA_ARG, VA_FLAG, VA_BOOLFLAG, VA_OPTARG };
+enum va_arity {
+	VA_ARG,		/* one value */
+	VA_ARGS,	/* one or more (argparse nargs "+") */
+	VA_FLAG,	/* none (store_true) */
+	VA_BOOLFLAG,	/* none, --x or --no-x */
+	VA_OPTARG	/* an optional one (nargs "?") */
+};
 
 /* Accepted and ignored: they name, address, secure or log the server and
  * cannot change the KV cache or a step's time. */
@@ -124,8 +130,8 @@ static const struct va_ign {
 	{ "port", VA_ARG },
 	{ "uds", VA_ARG },
 	{ "root-path", VA_ARG },
-	{ "api-key", VA_ARG },
-	{ "served-model-name", VA_ARG },
+	{ "api-key", VA_ARGS },
+	{ "served-model-name", VA_ARGS },
 	{ "allowed-origins", VA_ARG },
 	{ "allowed-methods", VA_ARG },
 	{ "allowed-headers", VA_ARG },
@@ -439,7 +445,12 @@ va__human_int(const char *v, bool auto_ok, char *buf, size_t len)
 		return true;
 	}
 	if (n < 2 || (p = strchr(suf, v[n - 1])) == NULL) {
-		snprintf(buf, len, "%s", v);	/* runcfg judges it */
+		/* an integer, as Python's int() reads one; runcfg judges
+		 * its range */
+		(void)strtoll(v, &end, 10);
+		if (n == 0 || *end != '\0' || isspace((unsigned char)v[0]))
+			return false;
+		snprintf(buf, len, "%s", v);
 		return true;
 	}
 	k = (int)(p - suf);
@@ -602,8 +613,12 @@ va__ignored(struct va_run *r, const struct va_ign *g, const char *opt,
 	if (neg && g->arity != VA_BOOLFLAG)
 		return va__fail(r->err, r->errlen, "--vllm-args: %s: not a "
 				"vllm serve option", opt);
-	if (g->arity == VA_ARG && (e = va__value(r, opt, eq, &v)) != KV_OK)
+	if ((g->arity == VA_ARG || g->arity == VA_ARGS) &&
+	    (e = va__value(r, opt, eq, &v)) != KV_OK)
 		return e;
+	while (g->arity == VA_ARGS && eq == NULL && r->i < r->w.n &&
+	       (r->w.w[r->i][0] != '-' || va__negative_number(r->w.w[r->i])))
+		r->i++;
 	if ((g->arity == VA_FLAG || g->arity == VA_BOOLFLAG) && eq != NULL)
 		return va__fail(r->err, r->errlen, "--vllm-args: %s: takes no "
 				"value", opt);
