@@ -111,7 +111,8 @@ refused() {
 	else ok "$name"; fi
 }
 refused "unmodelled option" \
-	"--vllm-args: --enable-expert-parallel: vLLM option kvsim does not model" \
+	"--vllm-args: --enable-expert-parallel: vLLM option kvsim does not\
+ model" \
 	--vllm-args "--max-num-seqs 8 --enable-expert-parallel"
 refused "unmodelled alias" \
 	"--vllm-args: -dp: vLLM option kvsim does not model" \
@@ -119,13 +120,16 @@ refused "unmodelled alias" \
 refused "not vLLM's" "--vllm-args: --foo: not a vllm serve option" \
 	--vllm-args "--foo=1"
 refused "vLLM's choices" \
-	"--vllm-args: --block-size: expected one of 1, 8, 16, 32, 64, 128, 256, got '24'" \
+	"--vllm-args: --block-size: expected one of 1, 8, 16, 32, 64, 128,\
+ 256, got '24'" \
 	--vllm-args "--block-size 24"
 refused "runcfg's refusal" \
-	"--vllm-args: --max-num-seqs: engine.max_num_seqs: expected a positive integer, got 'many'" \
+	"--vllm-args: --max-num-seqs: engine.max_num_seqs: expected a positive\
+ integer, got 'many'" \
 	--vllm-args "--max-num-seqs many"
 refused "boolean with a value" \
-	"--vllm-args: --enable-prefix-caching: takes no value (--enable-prefix-caching or --no-enable-prefix-caching)" \
+	"--vllm-args: --enable-prefix-caching: takes no value\
+ (--enable-prefix-caching or --no-enable-prefix-caching)" \
 	--vllm-args "--enable-prefix-caching=true"
 refused "a missing value" "--vllm-args: --max-num-seqs: expected a value" \
 	--vllm-args "--max-num-seqs --block-size 16"
