@@ -12,7 +12,8 @@
 #     --out: an option of vLLM's kvsim does not model, one that is not
 #     vLLM's, a value vLLM refuses (a choice), one runcfg refuses, an
 #     unterminated quote;
-#  5. --help names the option and the order.
+#  5. kvsim capacity takes --vllm-args the same way;
+#  6. --help names the option and the order.
 : "${KVSIM:?}" "${top_srcdir:?}"
 KVSIM_DATADIR=$top_srcdir/data
 export KVSIM_DATADIR
@@ -142,7 +143,27 @@ refused "an unknown model" \
 	sed 's/--set model=no\/such-model/--vllm-args: model_tag/')" \
 	--vllm-args "no/such-model"
 
-# ---- 5. --help -------------------------------------------------------------
+# ---- 5. kvsim capacity -------------------------------------------------
+C="$top_srcdir/tests/capacity/fixed.yaml"
+"$KVSIM" capacity -q --no-plot "$C" --slo 'ttft_s:p99<=0.1' --seeds 1 \
+	--jobs 2 -o "$T/cv" --vllm-args "--max-num-seqs 8 --port 1" ||
+	bad "capacity --vllm-args failed"
+"$KVSIM" capacity -q --no-plot "$C" --slo 'ttft_s:p99<=0.1' --seeds 1 \
+	--jobs 2 -o "$T/cs" --set engine.max_num_seqs=8 ||
+	bad "capacity --set failed"
+for f in capacity.csv capacity_points.csv capacity_groups.csv; do
+	cmp -s "$T/cv/$f" "$T/cs/$f" || bad "capacity: $f differs"
+done
+ok "capacity: --vllm-args = --set"
+"$KVSIM" capacity -q --no-plot "$C" --slo 'ttft_s:p99<=0.1' -o "$T/no" \
+	--vllm-args "--enable-eplb" 2>"$T/r.err"
+rc=$?
+[ "$rc" = 2 ] && [ ! -e "$T/no" ] && grep -qxF -e "--vllm-args: \
+--enable-eplb: vLLM option kvsim does not model" "$T/r.err" &&
+	ok "capacity: an unmodelled option refused" ||
+	bad "capacity: refusal (exit $rc)"
+
+# ---- 6. --help -------------------------------------------------------------
 "$KVSIM" run --help >"$T/h" 2>&1
 grep -q -- '--vllm-args' "$T/h" &&
 	grep -q 'Order: CONFIG.yaml, then --vllm-args, then --set' "$T/h" &&
