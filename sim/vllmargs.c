@@ -514,6 +514,9 @@ va__json(struct va_run *r, const char *key, const char *v)
 	FILE *f;
 	kv_err e;
 
+	if (v[0] == '\0')
+		return va__fail(r->err, r->errlen, "%s: expected a JSON object "
+				"({\"field\": value, ...}), got ''", r->where);
 	if ((f = fmemopen((void *)v, strlen(v), "r")) == NULL)
 		return va__fail(r->err, r->errlen, "out of memory");
 	e = yd_read(&d, f, "JSON", 0, yerr, sizeof(yerr));

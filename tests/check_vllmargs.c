@@ -291,6 +291,12 @@ START_TEST(test_map_refusals)
 	map_fails("--speculative-config '[1, 2]'",
 		  "--vllm-args: --speculative-config: expected a JSON object "
 		  "({\"field\": value, ...}), got '[1, 2]'");
+	map_fails("--speculative-config ''",
+		  "--vllm-args: --speculative-config: expected a JSON object "
+		  "({\"field\": value, ...}), got ''");
+	map_fails("--speculative-config '{\"a\": 1, \"a\": 2}'",
+		  "--vllm-args: --speculative-config: not valid JSON: "
+		  "JSON:1:10: duplicate key 'a'");
 	map_fails("--speculative-config '{\"a\": {\"b\": 1}}'",
 		  "--vllm-args: --speculative-config: a: expected a number, a "
 		  "string, true or false");
@@ -385,6 +391,7 @@ vargs_suite(void)
 	tcase_add_test(tc, test_map_stops);
 	tcase_add_test(tc, test_config_order);
 	tcase_add_test(tc, test_table);
+	tcase_set_timeout(tc, 10);
 	suite_add_tcase(s, tc);
 	return s;
 }
