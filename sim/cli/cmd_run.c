@@ -48,7 +48,7 @@ run_usage(FILE *f)
 "Without CONFIG.yaml the embedded default runs: Llama-3.1-8B on an H100,\n"
 "policy vllm-v1, the bundled excerpt of the Azure LLM conversation trace.\n"
 "\n"
-"      --vllm-args \"ARGS\"\n"
+"      --vllm-args ARGS\n"
 "                       vllm serve's own options (\"MODEL -tp 2\n"
 "                       --max-num-seqs 128 --no-enable-prefix-caching\"),\n"
 "                       split as a shell splits them; each sets its key\n"
