@@ -37,3 +37,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # LoRA adapters (issue 20, docs/lora.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/lora.c %reldir%/lora.h \
 	%reldir%/cost_lora.c %reldir%/cost_lora.h
+
+# `kvsim run --vllm-args`: vllm serve's options onto the run keys
+# (docs/run.md "vLLM's own flags").
+%canon_reldir%_libsim_la_SOURCES += %reldir%/vllmargs.c %reldir%/vllmargs.h

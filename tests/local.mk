@@ -430,3 +430,16 @@ check_PROGRAMS += %reldir%/check_spec
 %canon_reldir%_check_spec_SOURCES = %reldir%/check_spec.c
 %canon_reldir%_check_spec_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_spec_LDADD = $(KV_TEST_LIBS)
+
+# Issue 20 item 5: `kvsim run --vllm-args` (sim/vllmargs.c, docs/run.md
+# "vLLM's own flags"): the splitter and the option table (check_vllmargs),
+# and runs by --vllm-args against the same runs by --set (vllm_args.sh).
+check_PROGRAMS += %reldir%/check_vllmargs
+%canon_reldir%_check_vllmargs_SOURCES = %reldir%/check_vllmargs.c
+%canon_reldir%_check_vllmargs_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS) \
+	$(YAML_CFLAGS)
+%canon_reldir%_check_vllmargs_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/vllm_args.sh
+EXTRA_DIST += %reldir%/vllm_args.sh

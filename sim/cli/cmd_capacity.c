@@ -34,6 +34,7 @@
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
+#include "sim/vllmargs.h"
 #include "sim/model/sizing.h"
 #include "util/pool.h"
 #include "workloads/wl.h"
@@ -60,7 +61,8 @@ usage(FILE *f)
 {
 	fprintf(f,
 "usage: kvsim capacity [CONFIG.yaml]... --slo METRIC:STAT<=SECONDS...\n"
-"                      [--set KEY=VALUE]... [--across KEY=V1,V2,...]\n"
+"                      [--vllm-args ARGS]... [--set KEY=VALUE]...\n"
+"                      [--across KEY=V1,V2,...]\n"
 "                      [--seeds N] [--seed S] [--jobs K] [--qps-start Q]\n"
 "                      [--qps-min Q] [--qps-max Q] [--tolerance F]\n"
 "                      [--max-sims N] [--no-early-stop] [--progress]\n"
@@ -73,6 +75,8 @@ usage(FILE *f)
 "  --slo S             e.g. ttft_s:p99<=2.0, tpot_s:p99<=0.1; metrics\n"
 "                      ttft_s tpot_s itl_s e2e_s queue_s, statistics p50 p90\n"
 "                      p95 p99 p999 mean max; repeatable (all must hold)\n"
+"  --vllm-args ARGS    vllm serve's own options for every configuration,\n"
+"                      as kvsim run takes them (before --set); repeatable\n"
 "  -s, --set KEY=VALUE override a key of every configuration\n"
 "  --across KEY=V,...  one configuration per value (e.g. gpu=a100-80g,h200);\n"
 "                      repeatable: the keys go together, value i of each\n"
@@ -652,6 +656,8 @@ struct cap_cmd {
 					 * --no-plot */
 	const char **files;
 	size_t nfiles;
+	const char **vargs;		/* --vllm-args, in order */
+	size_t nvargs;
 	struct across_key ak[MAX_ACROSS_KEYS];	/* --across, in order */
 	size_t nak;
 	size_t nacross;			/* values of each (all alike) */
@@ -834,6 +840,7 @@ cap_opt_task(struct cap_cmd *x, const char *v)
 static const struct option cap_lo[] = {
 	{ "slo", required_argument, NULL, 'L' },
 	CLI_LO_SET,
+	{ "vllm-args", required_argument, NULL, 'V' },
 	{ "across", required_argument, NULL, 'A' },
 	{ "seeds", required_argument, NULL, 'N' },
 	CLI_LO_SEED,
@@ -883,6 +890,9 @@ cap_parse(struct cap_cmd *x, int argc, char **argv)
 			break;
 		case 'E':
 			C->early_stop = false;
+			break;
+		case 'V':
+			x->vargs[x->nvargs++] = optarg;
 			break;
 		case 'T':
 			rc = cap_opt_task(x, optarg);
@@ -970,7 +980,7 @@ cap_load(struct cap_cmd *x, struct sim_config *all)
 {
 	size_t nsets = x->o.nsets;
 	const char **sets = calloc(nsets + MAX_ACROSS_KEYS, sizeof(*sets));
-	char why[1400];
+	char why[1400], ign[1024] = "";
 	int rc = KVSIM_EXIT_OK;
 
 	if (sets == NULL)
@@ -983,13 +993,17 @@ cap_load(struct cap_cmd *x, struct sim_config *all)
 		/* --across comes after every --set */
 		for (size_t k = 0; k < sc->nset; k++)
 			sets[nsets + k] = sc->set[k];
-		if (sim_config_from_args(&all[i], sc->file, sets,
-					 nsets + sc->nset, why,
-					 sizeof(why)) != KV_OK) {
+		if (sim_vargs_config(&all[i], sc->file, x->vargs, x->nvargs,
+				     sets, nsets + sc->nset, i == 0 ? ign :
+				     NULL, sizeof(ign), why,
+				     sizeof(why)) != KV_OK) {
 			fprintf(stderr, "%s\n", why);
 			rc = KVSIM_EXIT_USAGE;
 		}
 	}
+	if (rc == 0 && ign[0] != '\0' && !x->C.quiet && !x->task)
+		printf("kvsim capacity: --vllm-args: ignored (no effect on KV "
+		       "or timing): %s\n", ign);
 	free(sets);
 	return rc;
 }
@@ -1489,7 +1503,8 @@ capacity_main(int argc, char **argv)
 			   CLI_FORCE | CLI_QUIET | CLI_NO_PLOT, argc);
 	C->jobs = (uint32_t)x.o.jobs;
 	x.files = calloc((size_t)argc + 1, sizeof(*x.files));
-	if (rc != 0 || x.files == NULL) {
+	x.vargs = calloc((size_t)argc + 1, sizeof(*x.vargs));
+	if (rc != 0 || x.files == NULL || x.vargs == NULL) {
 		if (rc == 0)
 			fprintf(stderr, "kvsim capacity: out of memory\n");
 		rc = KVSIM_EXIT_FAIL;
@@ -1527,6 +1542,7 @@ done:
 	for (size_t k = 0; k < x.nak; k++)
 		free(x.ak[k].vals);
 	free(x.files);
+	free(x.vargs);
 	cli_opts_release(&x.o);
 	return rc;
 }

@@ -23,6 +23,7 @@
 #include "sim/cli/outdir.h"
 #include "sim/run.h"
 #include "sim/runcfg.h"
+#include "sim/vllmargs.h"
 #include "sim/model/sizing.h"
 
 #include <inttypes.h>
@@ -38,14 +39,20 @@ static void
 run_usage(FILE *f)
 {
 	fprintf(f,
-"usage: kvsim run [CONFIG.yaml] [--set KEY=VALUE]... [--seed N] [--out DIR]\n"
-"                 [--force] [--check] [--quiet] [--no-plot] [--chrome-trace]\n"
+"usage: kvsim run [CONFIG.yaml] [--vllm-args ARGS]... [--set KEY=VALUE]...\n"
+"                 [--seed N] [--out DIR] [--force] [--check] [--quiet]\n"
+"                 [--no-plot] [--chrome-trace]\n"
 "                 [--result-format vllm-bench,inference-perf]\n"
 "\n"
 "Simulate serving a workload on a model, a GPU and an engine configuration.\n"
 "Without CONFIG.yaml the embedded default runs: Llama-3.1-8B on an H100,\n"
 "policy vllm-v1, the bundled excerpt of the Azure LLM conversation trace.\n"
 "\n"
+"      --vllm-args ARGS\n"
+"                       vllm serve's own options (\"MODEL -tp 2\n"
+"                       --max-num-seqs 128 --no-enable-prefix-caching\"),\n"
+"                       split as a shell splits them; each sets its key\n"
+"                       (docs/run.md lists them); repeatable\n"
 "  -s, --set KEY=VALUE  override a key (engine.block_size=32, workload.\n"
 "                       max_requests=100, policy=sarathi); repeatable\n"
 "      --seed N         run seed (also the workload's)\n"
@@ -63,6 +70,10 @@ run_usage(FILE *f)
 "                       inference-perf (inference_perf_summary.json),\n"
 "                       or both, comma-separated\n"
 "  -h, --help           this help\n"
+"\n"
+"Order: CONFIG.yaml, then --vllm-args, then --set, then --seed; a later\n"
+"value of a key wins.  A vllm serve option kvsim does not model is refused\n"
+"by name; --host, --port and the like are accepted and listed as ignored.\n"
 "\n"
 "Writes requests.csv, timeseries.csv, summary.csv, groups.csv and\n"
 "config.yaml (the resolved configuration); docs/run.md lists every key\n"
@@ -155,6 +166,9 @@ struct run_cmd {
 	const char *file;
 	char outdir[1024];
 	char seedset[128];
+	const char **vargs;	/* --vllm-args values, in order */
+	size_t nvargs;
+	char ignored[1024];	/* the vllm serve options ignored */
 	bool ctrace;
 	unsigned bench;		/* enum bench_format mask */
 };
@@ -172,6 +186,7 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 		CLI_LO_QUIET,
 		{ "chrome-trace", no_argument, NULL, 'T' },
 		{ "result-format", required_argument, NULL, 'R' },
+		{ "vllm-args", required_argument, NULL, 'V' },
 		CLI_LO_NO_PLOT,
 		CLI_LO_HELP,
 		CLI_LO_END
@@ -187,6 +202,9 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 			break;
 		case 'T':
 			x->ctrace = true;
+			break;
+		case 'V':
+			x->vargs[x->nvargs++] = optarg;
 			break;
 		case 'R':
 			if (!bench_format_parse(optarg, &x->bench, err,
@@ -213,8 +231,9 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 				 &x->o.nsets, &x->file, x->o.seed, x->seedset,
 				 sizeof(x->seedset))) != 0)
 		return rc;
-	if (sim_config_from_args(x->cfg, x->file, x->o.sets, x->o.nsets,
-				 err, sizeof(err)) != KV_OK) {
+	if (sim_vargs_config(x->cfg, x->file, x->vargs, x->nvargs,
+			     x->o.sets, x->o.nsets, x->ignored,
+			     sizeof(x->ignored), err, sizeof(err)) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
 		return KVSIM_EXIT_USAGE;
 	}
@@ -409,8 +428,12 @@ run_exec(struct run_cmd *x, sim_run *R)
 	sim_config_write(sim_run_config(R), sim_run_sizing(R), od.f[F_CFG]);
 	sim_run_outputs(R, od.f[F_REQ], od.f[F_TS],
 			x->ctrace ? od.f[F_TRACE] : NULL);
-	if (!x->ro->quiet)
+	if (!x->ro->quiet) {
 		run_announce(R);
+		if (x->ignored[0] != '\0')
+			printf("kvsim run: --vllm-args: ignored (no effect on "
+			       "KV or timing): %s\n", x->ignored);
+	}
 	if ((rc = simrun_exec(R)) != 0) {
 		outdir_abort(&od);
 		return rc;
@@ -454,6 +477,11 @@ run_main(int argc, char **argv)
 		return KVSIM_EXIT_FAIL;
 	}
 	sim_config_init(&cfg);
+	if ((x.vargs = calloc((size_t)argc + 1, sizeof(*x.vargs))) == NULL) {
+		fprintf(stderr, "kvsim run: out of memory\n");
+		rc = KVSIM_EXIT_FAIL;
+		goto done;
+	}
 	rc = run_parse(&x, argc, argv);
 	if (rc != KVSIM_EXIT_OK) {
 		if (rc < 0)
@@ -468,5 +496,6 @@ done:
 	sim_run_close(R);
 	sim_config_release(&cfg);
 	cli_opts_release(&x.o);
+	free(x.vargs);
 	return rc;
 }
