@@ -69,6 +69,27 @@ grep -q '^  max_num_seqs: 24$' "$T/v/config.yaml" &&
 	ok "config.yaml holds the --vllm-args values" ||
 	bad "config.yaml lacks the --vllm-args values"
 
+# ---- 1b. the keys of the scheduler knobs and LoRA --------------------
+"$KVSIM" run -q --no-plot -o "$T/kv" --set "$W" --vllm-args \
+	"-pp 2 -q fp8 --cpu-offload-gb 1.5 --max-num-partial-prefills 2 \
+	--max-long-partial-prefills 1 --long-prefill-token-threshold 512 \
+	--enable-lora --max-loras 2 --max-lora-rank 32 --max-cpu-loras 4" ||
+	bad "knobs/LoRA vllm-args run failed"
+"$KVSIM" run -q --no-plot -o "$T/ks" --set "$W" \
+	--set engine.pipeline_parallel_size=2 --set engine.quantization=fp8 \
+	--set engine.cpu_offload_gb=1.5 \
+	--set engine.max_num_partial_prefills=2 \
+	--set engine.max_long_partial_prefills=1 \
+	--set engine.long_prefill_token_threshold=512 \
+	--set engine.enable_lora=true --set engine.max_loras=2 \
+	--set engine.max_lora_rank=32 --set engine.max_cpu_loras=4 ||
+	bad "knobs/LoRA --set run failed"
+same "$T/kv" "$T/ks" "knobs and LoRA by --vllm-args vs --set"
+grep -q '^  pipeline_parallel_size: 2$' "$T/kv/config.yaml" &&
+	grep -q '^  max_loras: 2$' "$T/kv/config.yaml" &&
+	ok "config.yaml holds -pp and --max-loras" ||
+	bad "config.yaml lacks -pp or --max-loras"
+
 # ---- 2. the order ------------------------------------------------------
 printf 'engine:\n  max_num_seqs: 16\n  block_size: 64\n' >"$T/c.yaml"
 "$KVSIM" run -q --no-plot -o "$T/o1" "$T/c.yaml" --set "$W" \
