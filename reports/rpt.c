@@ -284,6 +284,7 @@ rpt_begin(rpt *r)
 			r->col_status ? ",status" : "");
 	if (r->reqs != NULL) {
 		rpt__offload_head(r, r->reqs, 0);
+		rpt__spec_head(r, r->reqs, 0);
 		fputc('\n', r->reqs);
 	}
 	if (r->ts != NULL) {
@@ -307,7 +308,7 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t e2e = q->finish_ns - q->arrival_ns;
 	int64_t queue = q->first_scheduled_ns - q->arrival_ns;
 	int64_t tpot_ns = 0;
-	char line[36 * 24], *p;	/* 34 fields of at most 21 characters */
+	char line[38 * 24], *p;	/* 36 fields of at most 21 characters */
 	int e;
 
 	rpt__span(r, q);
@@ -578,6 +579,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 	fputs(r->col_status ? ",failed" : "", f);
 	rpt__pd_summary_head(r, f);
 	rpt__offload_head(r, f, 2);
+	rpt__spec_head(r, f, 2);
 	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -649,6 +651,7 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		fprintf(f, ",%" PRIu64, r->failed);
 	rpt__pd_summary(r, t, f);
 	rpt__offload_summary(r, t, f);
+	rpt__spec_summary(r, t, f);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

@@ -73,6 +73,9 @@ struct rpt_req {
 	 * at admission, and the time its loads took */
 	uint64_t offload_hit_tokens[RPT_MAX_TIERS];
 	int64_t offload_load_ns;
+	/* speculative decoding (rpt_set_spec): draft tokens verified and
+	 * of them accepted */
+	uint64_t spec_draft_tokens, spec_accepted_tokens;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -121,6 +124,9 @@ struct rpt_totals {
 	} offload[RPT_MAX_TIERS];
 	/* a disaggregated run's pools (rpt_set_pd), or NULL */
 	const struct rpt_pd_pools *pd;
+	/* speculative decoding (rpt_set_spec): draft tokens verified, of
+	 * them accepted, and verifies (request-steps with drafts) */
+	uint64_t spec_drafts, spec_accepted, spec_verifies;
 };
 
 /* The pools of a disaggregated run, for summary.csv (rpt_set_pd). */
@@ -170,6 +176,14 @@ int rpt_set_client(rpt *r, bool stages, bool failures);
  * columns.  -1 when ntiers > RPT_MAX_TIERS.
  */
 int rpt_set_offload(rpt *r, uint32_t ntiers, const char *const *names);
+
+/*
+ * Speculative decoding (before rpt_begin): requests.csv gains
+ * spec_draft_tokens and spec_accepted_tokens, summary.csv
+ * spec_acceptance_rate (accepted / drafts) and spec_mean_accepted_len
+ * (1 + accepted / verifies), at the end of each.  Off by default.
+ */
+void rpt_set_spec(rpt *r, bool on);
 
 /* Requests that failed (rpt_req.failed). */
 uint64_t rpt_failed(const rpt *r);

@@ -99,6 +99,7 @@ rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok, char *p)
 		p += ok ? 3 : 7;
 	}
 	p = rpt__put_offload(r, q, p);
+	p = rpt__put_spec(r, q, p);
 	*p++ = '\n';
 	return p;
 }
@@ -116,7 +117,7 @@ rpt__add_failed(rpt *r, const struct rpt_req *q)
 {
 	const uint64_t tok[] = { q->input_tokens, q->output_tokens,
 				 q->cached_prefix_tokens };
-	char line[32 * 24], *p;
+	char line[34 * 24], *p;
 
 	r->failed++;
 	if (r->col_stage) {

@@ -43,6 +43,8 @@
 #include "sim/ctrace.h"
 #include "sim/offload.h"
 #include "sim/run.h"
+#include "sim/spec.h"
+#include "sim/cost_spec.h"
 #include "workloads/wl.h"
 
 #include <stdbool.h>
@@ -73,6 +75,9 @@ struct replica_stats {
 	double group_area[KVC_MAX_GROUPS], group_max[KVC_MAX_GROUPS];
 	double group_now[KVC_MAX_GROUPS];
 	int64_t busy_ns;	/* steps' time (utilisation) */
+	/* speculative decoding (replica_cfg.spec): draft tokens verified,
+	 * of them accepted, and verifies (entries with drafts) */
+	uint64_t spec_drafts, spec_accepted, spec_verifies;
 };
 
 /*
@@ -109,6 +114,11 @@ struct replica_cfg {
 	/* KV offload (sim/offload.h): a manager on the replica's scheduler,
 	 * its transfers timed on their links; NULL: none */
 	const struct sim_offload_setup *offload;
+
+	/* speculative decoding (sim/spec.h, sim/cost_spec.h): the drafter
+	 * and its time; NULL: none */
+	const struct sim_spec *spec;
+	const struct cost_spec *spec_cost;
 };
 
 typedef struct replica replica;

@@ -383,3 +383,14 @@ TESTS += %reldir%/offload.sh %reldir%/offload_mooncake.sh
 EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
 	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
 	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml
+
+# Speculative decoding in a run (issue 20, docs/spec.md): acceptance draws,
+# the speculative_config keys and refusals, sizing and the drafter's time
+# (check_spec_run); `kvsim run` and `kvsim capacity` with EAGLE (spec_run.sh).
+check_PROGRAMS += %reldir%/check_spec_run
+%canon_reldir%_check_spec_run_SOURCES = %reldir%/check_spec_run.c
+%canon_reldir%_check_spec_run_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS) \
+	$(YAML_CFLAGS)
+%canon_reldir%_check_spec_run_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)

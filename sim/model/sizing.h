@@ -59,6 +59,12 @@ struct sz_engine {
 	int64_t activation_bytes;
 	int64_t non_torch_bytes;
 	int64_t cudagraph_bytes;	/* 0 at the pinned commit */
+	/* speculative decoding (sim/spec.h sim_spec_sizing): the drafter's
+	 * weights per rank, added to the estimate, and its KV layers, as
+	 * layers of the target's shape in the target's KV cache group
+	 * (0, 0: none) */
+	uint64_t spec_weights_bytes;
+	uint32_t spec_kv_layers;
 };
 
 void sz_engine_init(struct sz_engine *e);
