@@ -131,6 +131,9 @@ kv_err kvc__v1_allocate_external(kvc *k, int32_t s, uint32_t ext,
 				 uint32_t *hit);
 /* vllm-v1: C = c and cache_blocks(c), when a connector's load ends. */
 kv_err kvc__v1_set_computed(kvc *k, int32_t s, uint32_t c);
+/* vllm-v1, speculative decoding: C = c (accepted drafts), nothing
+ * cached. */
+kv_err kvc__v1_accept(kvc *k, int32_t s, uint32_t c);
 /* vllm-v1: of the h tokens s was just admitted with from the prefix cache,
  * the last *stale whose KV (or state) the blocks do not hold. */
 kv_err kvc__v1_stale(const kvc *k, int32_t s, uint32_t h, uint32_t *stale);

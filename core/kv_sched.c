@@ -102,10 +102,10 @@ kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
 				 p ? p->abi : 0, KVS_ABI);
 		goto out;
 	}
-	if (sc->spec_tokens > 0) {
-		e = kvc__failbuf(why, whylen, KV_ENOTSUP, "spec_tokens: "
-				 "policy %s has no speculative decoding",
-				 p->name);
+	if (sc->spec_tokens > 0 && p != &kvs__v1_policy) {
+		e = kvc__failbuf(why, whylen, KV_ECONFIG, "spec_tokens: "
+				 "policy %s has no speculative decoding "
+				 "(vllm-v1 has)", p->name);
 		goto out;
 	}
 	if (kcfg.mode == KVC_EXACT)
@@ -581,6 +581,7 @@ kvs_preempt_recompute(kvs *s, kvs_req r)
 		return kvs__fail(s, e, "preempt: %s", kvc_errmsg(s->k));
 	s->rq[r].status = KVS_WAITING;
 	s->rq[r].recomputed += c;
+	s->rq[r].draft = 0;	/* _preempt_request clears spec_token_ids */
 	return kvs__push_pre(s, r, false);
 }
 
@@ -673,8 +674,8 @@ kvs_emit_ignored(kvs *s, kvs_req r)
 	return KV_OK;
 }
 
-/* Finish r: free its blocks, take it out of running. */
-static kv_err
+/* Finish r: free its blocks, take it out of running (kvs_int.h). */
+kv_err
 kvs__finish(kvs *s, kvs_req r)
 {
 	int64_t at = kvs__find(s, KVS_Q_RUNNING, r);
@@ -744,19 +745,22 @@ kvs_complete_default(kvs *s, const uint32_t *tokens)
 	return KV_OK;
 }
 
-kv_err
-kvs_complete(kvs *s, const uint32_t *tokens, const struct kvs_step **out)
+/* Both kinds of model output: with drafts (spec) or without. */
+static kv_err
+kvs__complete(kvs *s, const uint32_t *tokens, const uint32_t *accepted,
+	      bool spec, const struct kvs_step **out)
 {
 	kv_err e;
 
-	s->msg[0] = '\0';
-	if (!s->pending)
-		return kvs__fail(s, KV_ESTATE, "no step to complete");
 	s->pending = false;
 	if (s->has_conn && (e = kvs__conn_before(s)) != KV_OK)
 		return e;
-	e = s->pol->complete != NULL ? s->pol->complete(s, s->pstate, tokens)
-				     : kvs_complete_default(s, tokens);
+	if (spec)
+		e = kvs__complete_spec(s, tokens, accepted);
+	else
+		e = s->pol->complete != NULL ?
+		    s->pol->complete(s, s->pstate, tokens) :
+		    kvs_complete_default(s, tokens);
 	if (e == KV_OK && s->has_conn)
 		e = kvs__conn_after(s);
 	kvs__publish(s);
@@ -766,23 +770,33 @@ kvs_complete(kvs *s, const uint32_t *tokens, const struct kvs_step **out)
 }
 
 kv_err
-kvs_propose(kvs *s, kvs_req r, uint32_t ndraft)
+kvs_complete(kvs *s, const uint32_t *tokens, const struct kvs_step **out)
 {
 	s->msg[0] = '\0';
-	if (!kvs__valid(s, r))
-		return kvs__fail(s, KV_ENOENT, "no such request");
-	if (ndraft == 0)
-		return KV_OK;
-	return kvs__fail(s, KV_ENOTSUP, "propose: no speculative decoding "
-			 "(spec_tokens is 0)");
+	if (!s->pending)
+		return kvs__fail(s, KV_ESTATE, "no step to complete");
+	return kvs__complete(s, tokens, NULL, false, out);
 }
 
 kv_err
 kvs_complete_spec(kvs *s, const uint32_t *tokens, const uint32_t *accepted,
 		  const struct kvs_step **out)
 {
-	(void)accepted;		/* no entry has drafts */
-	return kvs_complete(s, tokens, out);
+	bool drafts = false;
+
+	s->msg[0] = '\0';
+	if (!s->pending)
+		return kvs__fail(s, KV_ESTATE, "no step to complete");
+	for (uint32_t i = 0; i < s->nsched; i++) {
+		uint32_t a = accepted != NULL ? accepted[i] : 0;
+
+		if (a > s->sched[i].spec)
+			return kvs__fail(s, KV_EINVAL, "entry %u: %u draft "
+					 "tokens accepted of %u verified", i,
+					 a, s->sched[i].spec);
+		drafts |= s->sched[i].spec > 0;
+	}
+	return kvs__complete(s, tokens, accepted, drafts, out);
 }
 
 kv_err

@@ -1444,6 +1444,32 @@ kvc__v1_set_computed(kvc *k, int32_t s, uint32_t c)
 }
 
 /*
+ * Speculative decoding: the verify step's accepted drafts of s are
+ * computed (update_from_output: num_computed_tokens -= num_rejected), so
+ * C becomes c (C <= c <= T, within the slots s holds).  Nothing is cached
+ * here: allocate_slots caches them with the next step of s, as vLLM's
+ * num_tokens_to_cache does.
+ */
+kv_err
+kvc__v1_accept(kvc *k, int32_t s, uint32_t c)
+{
+	struct kvc_seq *q;
+	kv_err e;
+
+	if ((e = kvc__enter(k, s)) != KV_OK)
+		return e;
+	q = kvc__seq(k, s);
+	if (k->cfg.mode != KVC_VLLM_V1 || q->state != KVC_RUNNING ||
+	    c < q->ncomp || c > q->ntok ||
+	    (uint64_t)c > (uint64_t)q->tab[0].n * kvc__bs(k, 0))
+		return kvc__fail(k, KV_EINVAL, "accept: %u computed tokens "
+				 "for a sequence of %u (%u computed)", c,
+				 q->ntok, q->ncomp);
+	q->ncomp = c;
+	return KV_OK;
+}
+
+/*
  * The scheduler withdraws the chunk it allocated s in this step (vLLM v1's
  * priority preemption of a request scheduled earlier in the step): the
  * forward pass will not compute s's positions from `from` on, but the

@@ -22,6 +22,7 @@ struct kvs_rq {
 	uint8_t status;
 	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
 	uint32_t local, ext;	/* its last load: prefix hit, external */
+	uint32_t draft;		/* proposed drafts for its next step */
 };
 
 /* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;
@@ -126,6 +127,14 @@ int kvs__conn_audit_waiting(const kvs *s, kvs_req r, char *why,
 			    size_t whylen);
 int kvs__conn_audit_ended(const kvs *s, kvs_req r, char *why,
 			  size_t whylen);
+
+/* Finish r in kvs_complete: its blocks freed, out of running. */
+kv_err kvs__finish(kvs *s, kvs_req r);
+
+/* The second half of a step whose entries verify drafts: accepted[i] of
+ * sched[i].spec (kvs_spec.c). */
+kv_err kvs__complete_spec(kvs *s, const uint32_t *tokens,
+			  const uint32_t *accepted);
 
 /* Set s's message; returns e (kv_sched.c). */
 kv_err kvs__fail(kvs *s, kv_err e, const char *fmt, ...)

@@ -68,6 +68,9 @@ struct v1s {
 	uint32_t nskip, capskip;
 };
 
+/* num_speculative_tokens: at most this many (a bound of ours) */
+#define V1S_SPEC_MAX 1024
+
 static int64_t
 v1s_default(int64_t v, int64_t d)
 {
@@ -101,6 +104,7 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	c->preemption = 0;
 	c->priority = v1s_default(c->priority, 0);
 	c->lookahead = v1s_default(c->lookahead, 0);
+	c->spec_tokens = v1s_default(c->spec_tokens, 0);
 	if (c->max_num_seqs < 1 || c->max_num_seqs > UINT32_MAX)
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				"max_num_seqs must be between 1 "
@@ -114,7 +118,8 @@ v1s_configure(struct kvs_config *c, const struct kvc_config *kc, char *why,
 	    c->priority < 0 || c->priority > 1 ||
 	    c->long_prefill_threshold < 0 ||
 	    c->long_prefill_threshold > UINT32_MAX ||
-	    c->lookahead < 0 || c->lookahead > UINT32_MAX)
+	    c->lookahead < 0 || c->lookahead > UINT32_MAX ||
+	    c->spec_tokens < 0 || c->spec_tokens > V1S_SPEC_MAX)
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 					    "scheduler option out of range");
 	/* SchedulerConfig.verify_max_model_len */
@@ -306,7 +311,8 @@ v1s_preempt_one(kvs *s, struct v1s *v, bool prio, kvs_req req,
 			q = kvs_req_seq(s, victim);
 			if ((e = kvc__v1_withdraw(kvs_kv(s), q, (uint32_t)
 			    (kvc_seq_computed(kvs_kv(s), q) -
-			     v->run[j].ntokens))) != KV_OK)
+			     (v->run[j].ntokens - v->run[j].spec)))) !=
+			    KV_OK)
 				return e;
 			*budget += v->run[j].ntokens;
 			memmove(v->run + j, v->run + j + 1,
@@ -345,7 +351,13 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		uint64_t total = (uint64_t)rq->prompt + rq->max_output;
 		int64_t n = (int64_t)(T - C), cap;
 		bool self = false;
+		uint32_t d = 0;
 
+		if (rq->draft > 0) {
+			/* num_tokens_with_spec; R83: only max_model_len caps */
+			n += rq->draft;
+			total = mml;
+		}
 		if (H > 0 && (uint64_t)n > H)
 			n = (int64_t)H;
 		if (n > (int64_t)*budget)
@@ -357,8 +369,10 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 			i++;
 			continue;
 		}
-		while ((e = v1s_alloc_running(k, seq, (uint32_t)n, L)) !=
-		       KV_OK) {
+		if ((uint64_t)n > T - C)	/* R84: the drafts that fit */
+			d = (uint32_t)((uint64_t)n - (T - C));
+		while ((e = v1s_alloc_running(k, seq, (uint32_t)n - d,
+					      L + d)) != KV_OK) {
 			if (e != KV_ENOSPC)
 				return e;
 			if ((e = v1s_preempt_one(s, v, prio, r, &i, budget,
@@ -374,14 +388,18 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 			return e;
 		v->run[v->nrun].req = r;
 		v->run[v->nrun].ntokens = (uint32_t)n;
+		v->run[v->nrun].spec = d;
 		v->nrun++;
+		kvs__rq(s, r)->draft = 0;	/* R85: spec_token_ids = [] */
 		*budget -= (uint32_t)n;
 		i++;
 	}
-	for (uint32_t j = 0; j < v->nrun; j++)
+	for (uint32_t j = 0; j < v->nrun; j++) {
 		if ((e = kvs_emit_sched(s, v->run[j].req, v->run[j].ntokens)) !=
 		    KV_OK)
 			return e;
+		s->sched[s->nsched - 1].spec = v->run[j].spec;
+	}
 	return KV_OK;
 }
 

@@ -22,6 +22,7 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kvs_int.h \
 	%reldir%/kvs_v0.c \
 	%reldir%/kvs_v1.c \
+	%reldir%/kvs_spec.c \
 	%reldir%/kvs_exact.h \
 	%reldir%/kvs_exact.c \
 	%reldir%/kvs_sarathi.c \
