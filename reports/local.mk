@@ -23,5 +23,5 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_pd.c
 
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_offload.c
-# Speculative decoding columns (docs/spec.md).
+# Speculative decoding columns (docs/speculative.md).
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_spec.c

@@ -25,6 +25,6 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Prefill/decode disaggregation (docs/pd.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/pd.c %reldir%/pd.h \
 	%reldir%/pdcfg.c %reldir%/pdcfg.h
-# Speculative decoding (docs/spec.md).
+# Speculative decoding (docs/speculative.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/runcfg_spec.c %reldir%/runcfg_spec.h \
 	%reldir%/spec.c %reldir%/spec.h %reldir%/cost_spec.c %reldir%/cost_spec.h

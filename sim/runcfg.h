@@ -108,7 +108,7 @@ struct sim_offload_config {
 const char *sim_tier_medium_name(enum sim_tier_medium m);
 
 /*
- * Speculative decoding (docs/spec.md): engine.speculative_config, vLLM's
+ * Speculative decoding (docs/speculative.md): engine.speculative_config, vLLM's
  * names, and kvsim's acceptance model.  Off while method is SIM_SPEC_OFF.
  */
 enum sim_spec_method { SIM_SPEC_OFF = 0, SIM_SPEC_NGRAM, SIM_SPEC_EAGLE,

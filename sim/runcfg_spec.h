@@ -1,6 +1,6 @@
 /*
  * runcfg_spec.h -- engine.speculative_config of a run (runcfg.h struct
- * sim_spec_config; docs/spec.md): its keys' setters, its checks once every
+ * sim_spec_config; docs/speculative.md): its keys' setters, its checks once every
  * key is read, and its part of the resolved config.yaml.
  *
  * vLLM's names (SpeculativeConfig, vLLM v0.15.1): method (ngram, eagle,
@@ -20,7 +20,7 @@
 #include <stdio.h>
 
 /* The default conditional acceptance of each position and the default
- * chance that the n-gram proposer finds a match (docs/spec.md). */
+ * chance that the n-gram proposer finds a match (docs/speculative.md). */
 #define SIM_SPEC_ACC_DEFAULT 0.7
 #define SIM_SPEC_NGRAM_MATCH_DEFAULT 0.5
 

@@ -1,5 +1,5 @@
 /*
- * spec.h -- speculative decoding in a run (docs/spec.md): the drafter's
+ * spec.h -- speculative decoding in a run (docs/speculative.md): the drafter's
  * proposals and the verifier's acceptance, drawn from the run's seed, and
  * the run-level checks and settings the scheduler and sizing take.
  *
@@ -50,7 +50,7 @@ uint32_t sim_spec_accept(const struct sim_spec *sp, uint64_t id, uint32_t gen,
 			 uint32_t ndraft);
 
 /*
- * The run-level rules (docs/spec.md), before sizing: only vllm-v1 runs
+ * The run-level rules (docs/speculative.md), before sizing: only vllm-v1 runs
  * it (plugin: a policy plugin); async scheduling left auto runs
  * synchronously with it, and set true is refused (*async: the resolved
  * setting); draft_tensor_parallel_size is 1 or the target's.  KV_OK or
@@ -60,7 +60,7 @@ kv_err sim_spec_check(struct sim_config *c, const char *policy, bool v1,
 		      bool plugin, char *err, size_t errlen);
 
 /*
- * The drafter's share of the GPU (docs/spec.md "Sizing"): its weights per
+ * The drafter's share of the GPU (docs/speculative.md "Sizing"): its weights per
  * rank go to e->weights_bytes' estimate through *weights, and its KV
  * layers, as layers of the target's shape, to *kv_layers.  EAGLE and
  * EAGLE-3: one decoder layer of the target's shape, the fc that mixes

@@ -384,7 +384,7 @@ EXTRA_DIST += %reldir%/offload.sh %reldir%/offload_mooncake.sh \
 	%reldir%/offload/syn.yaml %reldir%/offload/timing.yaml \
 	%reldir%/offload/timing.csv examples/cpu-offload-mooncake.yaml
 
-# Speculative decoding in a run (issue 20, docs/spec.md): acceptance draws,
+# Speculative decoding in a run (issue 20, docs/speculative.md): acceptance draws,
 # the speculative_config keys and refusals, sizing and the drafter's time
 # (check_spec_run); `kvsim run` and `kvsim capacity` with EAGLE (spec_run.sh).
 check_PROGRAMS += %reldir%/check_spec_run
@@ -394,3 +394,5 @@ check_PROGRAMS += %reldir%/check_spec_run
 %canon_reldir%_check_spec_run_LDADD = sim/libsim.la sim/model/libmodel.la \
 	reports/librpt.la workloads/libwl.la util/libutil.la \
 	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/spec_run.sh
+EXTRA_DIST += %reldir%/spec_run.sh
