@@ -395,4 +395,4 @@ check_PROGRAMS += %reldir%/check_spec_run
 	reports/librpt.la workloads/libwl.la util/libutil.la \
 	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/spec_run.sh
-EXTRA_DIST += %reldir%/spec_run.sh
+EXTRA_DIST += %reldir%/spec_run.sh examples/spec-eagle.yaml

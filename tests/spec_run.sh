@@ -13,6 +13,7 @@
 #     accepts 0.511 of its drafts (0.7 + 0.7^2 + 0.7^3 of 3), and its
 #     head's KV layer and lookahead slots leave fewer GPU blocks (more KV
 #     per sequence); a run without it keeps its columns;
+#     examples/spec-eagle.yaml runs;
 #  3. determinism: the same seed gives the same requests.csv and
 #     summary.csv bytes (less the wall-clock column), another seed not;
 #     --check holds throughout (the allocator and scheduler invariants);
@@ -103,6 +104,11 @@ grep -q "speculative_config:" "$T/le/config.yaml" ||
 $RUN "$T/le/config.yaml" --out "$T/le2" || bad "config.yaml again"
 cmp -s "$T/le/requests.csv" "$T/le2/requests.csv" ||
 	bad "config.yaml run again: other requests.csv"
+
+$RUN "$top_srcdir/examples/spec-eagle.yaml" --set workload.max_requests=40 \
+	--out "$T/ex" || bad "examples/spec-eagle.yaml"
+[ "$(val "$T/ex/summary.csv" completed)" = 40 ] ||
+	bad "examples/spec-eagle.yaml: not 40 completed"
 
 # 3.
 $RUN $L $EAGLE --out "$T/le3" || bad "EAGLE again"
