@@ -353,6 +353,8 @@ suite(void)
 	Suite *s = suite_create("spec_run");
 	TCase *tc = tcase_create("core");
 
+	/* all nine take under 2 s */
+	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, test_accept_bounds);
 	tcase_add_test(tc, test_accept_rate);
 	tcase_add_test(tc, test_ngram_match);
