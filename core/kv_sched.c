@@ -730,12 +730,8 @@ kvs_complete_default(kvs *s, const uint32_t *tokens)
 		if (C != T)
 			continue;
 		t = tokens != NULL ? tokens[i] : 1000000u + (uint32_t)T;
-		e = kvc__add_token_fast(s->k, q->seq, t) ? KV_OK :
-		    kvc_add_tokens(s->k, q->seq, &t, 1);
-		if (e != KV_OK)
-			return kvs__fail(s, e, "output token: %s",
-					 kvc_errmsg(s->k));
-		q->generated++;
+		if ((e = kvs__out_token(s, q, t)) != KV_OK)
+			return e;
 		if (q->generated >= q->max_output || T + 1 >= mml) {
 			e = kvs__finish(s, r);
 			if (e != KV_OK)

@@ -140,4 +140,18 @@ kv_err kvs__complete_spec(kvs *s, const uint32_t *tokens,
 kv_err kvs__fail(kvs *s, kv_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Append the sampled token t to q's sequence and count it generated; on
+ * failure s's message says why. */
+static inline kv_err
+kvs__out_token(kvs *s, struct kvs_rq *q, uint32_t t)
+{
+	kv_err e = kvc__add_token_fast(s->k, q->seq, t) ? KV_OK :
+	    kvc_add_tokens(s->k, q->seq, &t, 1);
+
+	if (e != KV_OK)
+		return kvs__fail(s, e, "output token: %s", kvc_errmsg(s->k));
+	q->generated++;
+	return KV_OK;
+}
+
 #endif /* KVS_INT_H */

@@ -62,12 +62,8 @@ spec_yield(kvs *s, const struct kvs_sched *e, const uint32_t *t,
 	for (uint32_t j = 0; j <= a; j++) {
 		uint32_t id = t != NULL ? t[j] : 1000000u + T + j;
 
-		err = kvc__add_token_fast(s->k, q->seq, id) ? KV_OK :
-		    kvc_add_tokens(s->k, q->seq, &id, 1);
-		if (err != KV_OK)
-			return kvs__fail(s, err, "output token: %s",
-					 kvc_errmsg(s->k));
-		q->generated++;
+		if ((err = kvs__out_token(s, q, id)) != KV_OK)
+			return err;
 		if (q->generated >= q->max_output || T + j + 1 >= mml)
 			return kvs__finish(s, e->req);
 	}

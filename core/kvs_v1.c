@@ -49,6 +49,14 @@
  * allocate_slots(num_lookahead_tokens=L) does; admissions reserve none, as
  * vLLM's effective_lookahead_tokens is 0 for a request with C = 0.
  *
+ * Speculative decoding (spec_tokens k > 0; vLLM 0.15.1, docs/scheduler.md
+ * R81-R91): a running request with d proposed drafts (kvs_propose) asks
+ * for T - C + d tokens, cut by the threshold, the budget and
+ * max_model_len - 1 - C only; the drafts that fit are its entry's spec,
+ * reserved as lookahead slots (so never cached), and its drafts are spent
+ * once it is scheduled.  kvs_complete_spec (kvs_spec.c) applies the
+ * acceptance.
+ *
  * Cost per step: O(running + admitted + preempted) plus the queue moves of
  * kv_sched.c; the priority victim search is O(running) per preemption.
  * Scratch arrays grow with the running list and never shrink.

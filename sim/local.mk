@@ -17,6 +17,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 	%reldir%/replay.c %reldir%/replay.h %reldir%/replay_int.h \
 	%reldir%/replay_state.c %reldir%/replay_conn.c \
 	%reldir%/replay_offload.c \
+	%reldir%/replay_spec.c \
 	%reldir%/plugin.c %reldir%/plugin.h \
 	%reldir%/vllmver.c %reldir%/vllmver.h \
 	%reldir%/tiers.c %reldir%/tiers.h \

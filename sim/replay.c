@@ -463,7 +463,9 @@ static const char *const rp_setup_kw[] = {
 	/* KV connector (replay_conn.c) */
 	"connector",
 	/* offload tiers (replay_offload.c) */
-	"offload", NULL
+	"offload",
+	/* speculative decoding (replay_spec.c) */
+	"spec_tokens", NULL
 };
 
 #define RP_GROUP_KW 7
@@ -471,6 +473,7 @@ static const char *const rp_setup_kw[] = {
 #define RP_POLICY_KW 9
 #define RP_CONN_KW 18
 #define RP_OFFLOAD_KW 19
+#define RP_SPEC_KW 20
 
 static int
 rp_setup_index(const char *kw)
@@ -663,6 +666,8 @@ rp_setup(struct rp *r, int idx, struct rp_line *l)
 	}
 	if (idx == RP_CONN_KW)
 		return rp_conn_setup(r, l);
+	if (idx == RP_SPEC_KW)
+		return rp_spec_setup(r, l);
 	if (idx >= RP_POLICY_KW)
 		return rp_sched_setup(r, idx, l);
 	switch (idx) {
@@ -1594,6 +1599,7 @@ rp_step_line(struct rp *r, const struct kvs_step *st)
 	rp_buf_reqs(r, &b, " held=", st->held, st->nheld);
 	if (r->off != NULL)
 		rp_off_step(r, &b);
+	rp_spec_step(r, &b, st);
 	rp_emit(r, "%s", b.p);
 	free(b.p);
 }
@@ -1603,8 +1609,15 @@ static int
 rp_one_step(struct rp *r, const struct kvs_step **out)
 {
 	char why[512];
-	kv_err e = kvs_step(r->s, out);
+	kv_err e;
 
+	if (r->scfg.spec_tokens > 0) {
+		e = kvs_schedule(r->s, NULL);
+		if (e == KV_OK && rp_spec_complete(r, out) != RP_OK)
+			return RP_BAD;
+	} else {
+		e = kvs_step(r->s, out);
+	}
 	if (e != KV_OK)
 		return rp_error(r, "step: %s", kvs_errmsg(r->s)[0] ?
 				kvs_errmsg(r->s) : kv_strerror(e));
@@ -1792,6 +1805,8 @@ static const struct rp_opdef {
 	{ "xfer", NULL, rp_off_xfer, false },
 	{ "xfer_done", NULL, rp_off_xfer_done, false },
 	{ "offload_state", NULL, rp_off_state, false },
+	{ "propose", NULL, rp_spec_propose, false },
+	{ "accept", NULL, rp_spec_accept, false },
 };
 
 /* One operation line.  `text` is the line as written, for the history. */
@@ -1865,6 +1880,7 @@ rp_release(struct rp *r)
 		kvc_free(r->k);
 	sim_plugin_unload(r->plugin);
 	rp_conn_free(r);
+	rp_spec_free(r);
 	rp_off_free(r);
 	free(r->reqname);
 	if (r->ids != NULL)

@@ -74,6 +74,8 @@ struct rp {
 	struct rp_conn *conn;
 	/* `offload ...` (replay_offload.c), or NULL */
 	struct rp_off *off;
+	/* speculative decoding lines (replay_spec.c), or NULL */
+	struct rp_spec *spec;
 };
 
 enum { RP_OK = REPLAY_OK, RP_FAIL = REPLAY_FAIL, RP_BAD = REPLAY_BAD };
@@ -134,5 +136,14 @@ int rp_off_settle(struct rp *r);
 int rp_off_xfer(struct rp *r, struct rp_line *l, const char *text);
 int rp_off_xfer_done(struct rp *r, struct rp_line *l, const char *text);
 int rp_off_state(struct rp *r, struct rp_line *l, const char *text);
+
+/* replay_spec.c: `spec_tokens`, `propose`, `accept`, and the steps that
+ * verify drafts (docs/scheduler.md R81-R99). */
+int rp_spec_setup(struct rp *r, struct rp_line *l);
+void rp_spec_free(struct rp *r);
+int rp_spec_propose(struct rp *r, struct rp_line *l, const char *text);
+int rp_spec_accept(struct rp *r, struct rp_line *l, const char *text);
+int rp_spec_complete(struct rp *r, const struct kvs_step **out);
+void rp_spec_step(struct rp *r, struct rp_buf *b, const struct kvs_step *st);
 
 #endif /* SIM_REPLAY_INT_H */

@@ -396,3 +396,9 @@ check_PROGRAMS += %reldir%/check_spec_run
 	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/spec_run.sh
 EXTRA_DIST += %reldir%/spec_run.sh examples/spec-eagle.yaml
+
+# speculative decoding in policy vllm-v1 (issue 20, core/kvs_spec.c)
+check_PROGRAMS += %reldir%/check_spec
+%canon_reldir%_check_spec_SOURCES = %reldir%/check_spec.c
+%canon_reldir%_check_spec_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_spec_LDADD = $(KV_TEST_LIBS)
