@@ -24,3 +24,6 @@ noinst_LTLIBRARIES += %reldir%/librpt.la
 
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_offload.c
 %canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_lora.c
+
+# Speculative decoding columns (docs/speculative.md).
+%canon_reldir%_librpt_la_SOURCES += %reldir%/rpt_spec.c

@@ -285,6 +285,8 @@ rpt_begin(rpt *r)
 	if (r->reqs != NULL) {
 		rpt__offload_head(r, r->reqs, 0);
 		rpt__lora_head(r, r->reqs, 0);
+
+		rpt__spec_head(r, r->reqs, 0);
 		fputc('\n', r->reqs);
 	}
 	if (r->ts != NULL) {
@@ -313,7 +315,7 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t nsamp = q->samples > 1 ? q->samples : 1;
 	uint32_t gaps = q->output_tokens > nsamp ?
 			q->output_tokens - (uint32_t)nsamp : 0;
-	char line[36 * 24], *p;	/* 34 fields of at most 21 characters */
+	char line[39 * 24], *p;	/* 37 fields of at most 21 characters */
 	int e;
 
 	rpt__span(r, q);
@@ -587,6 +589,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 		fputs(",parallel_requests,parallel_samples", f);
 
 	rpt__lora_head(r, f, 2);
+
+	rpt__spec_head(r, f, 2);
 	fputc('\n', f);
 
 	fprintf(f, "%" PRIu64 ",%" PRIu64 ",", t->requests, r->completed);
@@ -663,6 +667,8 @@ rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f)
 			t->parallel_samples);
 
 	rpt__lora_summary(r, t, f);
+
+	rpt__spec_summary(r, t, f);
 	fputc('\n', f);
 	return ferror(f) ? -1 : 0;
 }

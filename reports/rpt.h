@@ -79,6 +79,10 @@ struct rpt_req {
 	uint32_t samples;
 
 	uint32_t lora;			/* LoRA adapter (rpt_set_lora); 0 */
+
+	/* speculative decoding (rpt_set_spec): draft tokens verified and
+	 * of them accepted */
+	uint64_t spec_draft_tokens, spec_accepted_tokens;
 };
 
 /* One timeseries row: the state at t_ns and rates over the interval. */
@@ -134,6 +138,10 @@ struct rpt_totals {
 	/* LoRA (rpt_set_lora): adapters requested, GPU loads, their time */
 	uint64_t lora_adapters, lora_loads;
 	int64_t lora_load_ns;
+
+	/* speculative decoding (rpt_set_spec): draft tokens verified, of
+	 * them accepted, and verifies (request-steps with drafts) */
+	uint64_t spec_drafts, spec_accepted, spec_verifies;
 };
 
 /* The pools of a disaggregated run, for summary.csv (rpt_set_pd). */
@@ -190,6 +198,13 @@ int rpt_set_offload(rpt *r, uint32_t ntiers, const char *const *names);
  * lora_load_s, at the end of each.  Off by default: no columns.
  */
 void rpt_set_lora(rpt *r, bool on);
+
+ * Speculative decoding (before rpt_begin): requests.csv gains
+ * spec_draft_tokens and spec_accepted_tokens, summary.csv
+ * spec_acceptance_rate (accepted / drafts) and spec_mean_accepted_len
+ * (1 + accepted / verifies), at the end of each.  Off by default.
+ */
+void rpt_set_spec(rpt *r, bool on);
 
 /* Requests that failed (rpt_req.failed). */
 uint64_t rpt_failed(const rpt *r);

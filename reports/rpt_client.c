@@ -100,6 +100,8 @@ rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok, char *p)
 	}
 	p = rpt__put_offload(r, q, p);
 	p = rpt__put_lora(r, q, p);
+
+	p = rpt__put_spec(r, q, p);
 	*p++ = '\n';
 	return p;
 }
@@ -117,7 +119,7 @@ rpt__add_failed(rpt *r, const struct rpt_req *q)
 {
 	const uint64_t tok[] = { q->input_tokens, q->output_tokens,
 				 q->cached_prefix_tokens };
-	char line[32 * 24], *p;
+	char line[34 * 24], *p;
 
 	r->failed++;
 	if (r->col_stage) {

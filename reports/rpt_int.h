@@ -60,6 +60,9 @@ struct rpt {
 	char offname[RPT_MAX_TIERS][16];
 	/* LoRA columns (rpt_set_lora, rpt_lora.c) */
 	bool col_lora;
+
+	/* speculative decoding columns (rpt_set_spec, rpt_spec.c) */
+	bool col_spec;
 };
 
 /* rpt_client.c: a failed request's row and counts; the extra columns of
@@ -91,6 +94,12 @@ char *rpt__put_lora(const rpt *r, const struct rpt_req *q, char *p);
 void rpt__lora_summary(const rpt *r, const struct rpt_totals *t, FILE *f);
 void rpt__offload_sample(const rpt *r, const struct rpt_sample *s);
 void rpt__offload_summary(const rpt *r, const struct rpt_totals *t, FILE *f);
+
+/* rpt_spec.c: the speculative decoding columns, as rpt_offload.c's.
+ * Nothing when speculation is off. */
+void rpt__spec_head(const rpt *r, FILE *f, int which);
+char *rpt__put_spec(const rpt *r, const struct rpt_req *q, char *p);
+void rpt__spec_summary(const rpt *r, const struct rpt_totals *t, FILE *f);
 
 /* rpt_pd.c: a completed request's transfer (0 or -1); its columns
  * (each with its comma); the summary's columns (header, then values). */

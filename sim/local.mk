@@ -41,3 +41,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # `kvsim run --vllm-args`: vllm serve's options onto the run keys
 # (docs/run.md "vLLM's own flags").
 %canon_reldir%_libsim_la_SOURCES += %reldir%/vllmargs.c %reldir%/vllmargs.h
+
+# Speculative decoding (docs/speculative.md).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/runcfg_spec.c %reldir%/runcfg_spec.h \
+	%reldir%/spec.c %reldir%/spec.h %reldir%/cost_spec.c %reldir%/cost_spec.h

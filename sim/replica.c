@@ -39,6 +39,8 @@ struct rq {
 					 * or NULL */
 
 	uint32_t lora;		/* its LoRA adapter, 0 none */
+
+	uint64_t spec_drafts, spec_accepted;	/* speculative decoding */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -114,6 +116,12 @@ struct replica {
 	bool lora_on;
 	struct sim_lora_cache lc;
 	uint32_t *lids;
+
+	/* speculative decoding (replica_cfg.spec), or NULL */
+	const struct sim_spec *spec;
+	const struct cost_spec *spec_cost;
+	uint32_t *spectok, *specacc;	/* kvs_complete_spec's arrays */
+	size_t capspectok, capspecacc;
 };
 
 /*
@@ -190,6 +198,9 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 		return NULL;
 	}
 	rp->lora_on = cfg->lora != NULL;
+
+	rp->spec = cfg->spec;
+	rp->spec_cost = cfg->spec_cost;
 	if (cfg->offload != NULL &&
 	    (rp->off = sim_offload_new(cfg->offload, rp->s, why, whylen)) ==
 	    NULL) {
@@ -221,6 +232,8 @@ replica_free(replica *rp)
 	free(rp->sreq);
 	free(rp->stok);
 	free(rp->start);
+	free(rp->spectok);
+	free(rp->specacc);
 	free(rp->abort);
 	free(rp->cend);
 	for (size_t i = rp->phead; i < rp->npend; i++) {
@@ -645,7 +658,7 @@ note_sched(replica *rp, const struct kvs_step *st)
 		/* cached tokens a policy schedules (vllm-v0) are not
 		 * computed: they are context, as a prefix hit is */
 		uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
-		uint64_t end;
+		uint64_t end, sp = st->sched[i].spec;
 
 		rp->sreq[i] = h;
 		rp->seq[i].q = n;
@@ -670,15 +683,17 @@ note_sched(replica *rp, const struct kvs_step *st)
 		 * recompute preemption) is recomputation; positions the
 		 * prefix cache restored are not computed at all. */
 		rp->st.stale_cached_tokens += st->sched[i].stale;
-		end = rp->seq[i].ctx + n;
+		/* draft positions are not kept unless accepted: not
+		 * counted as computed for good (speculative decoding) */
+		end = rp->seq[i].ctx + n - sp;
 		if (q->high > rp->seq[i].ctx)
 			q->recomputed += (end < q->high ? end : q->high) -
 					 rp->seq[i].ctx;
 		if (end > q->high)
 			q->high = (uint32_t)end;
 		/* Prefill (first or recomputed) is prompt work. */
-		if (q->gen == 0 || n > 1)
-			rp->st.prompt_tokens_done += n;
+		if (q->gen == 0 || n - sp > 1)
+			rp->st.prompt_tokens_done += n - sp;
 	}
 }
 
@@ -843,6 +858,7 @@ step_time(const replica *rp, const struct kvs_step *st, int64_t *cpu)
 	so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out, rp->cm->layout);
 	si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in, rp->cm->layout);
 	dt = cost_step_explain(rp->cm, &b, &bd);
+	dt += cost_spec_draft_ns(rp->spec_cost, rp->seq, st->nsched);
 	dt += so > 0 ? so : 0;
 	dt += si > 0 ? si : 0;
 	if (st->ncow > 0 && rp->cm->hbm_bw > 0)
@@ -1040,11 +1056,13 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		kvs_req h = rp->sreq[i];
 		struct rq *q = rp->byreq[h];
 		uint32_t g = kvs_req_generated(rp->s, h);
+		/* one token a step, or the accepted drafts and one */
+		uint32_t most = rp->spec != NULL ? rp->specacc[i] + 1 : 1;
 		int64_t cl;
 
 		if (g <= q->gen)
 			continue;
-		if (rp->check && g != q->gen + 1) {
+		if (rp->check && g - q->gen > most) {
 			snprintf(why, whylen, "--check: replica %u: request "
 				 "%llu gained %u tokens in one step",
 				 rp->index, (unsigned long long)q->id,
@@ -1185,6 +1203,9 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	memcpy(out.offload_hit_tokens, q->off_hit, sizeof(q->off_hit));
 	out.offload_load_ns = q->off_load_ns;
 	out.lora = q->lora;
+
+	out.spec_draft_tokens = q->spec_drafts;
+	out.spec_accepted_tokens = q->spec_accepted;
 	if (q->failed) {
 		/* the client left before the end: no token after fail_ns
 		 * counts */
@@ -1264,6 +1285,79 @@ abort_now(replica *rp, kvs_req h, rpt *rep, char *why, size_t whylen)
 	return finish(rp, h, q->fail_ns, rep, why, whylen);
 }
 
+/* Room for n entries in a speculative scratch array. */
+static kv_err
+replica__spec_room(uint32_t **a, size_t *cap, size_t n)
+{
+	uint32_t *b;
+
+	if (n <= *cap)
+		return KV_OK;
+	if ((b = realloc(*a, n * 2 * sizeof(*b))) == NULL)
+		return KV_ENOMEM;
+	*a = b;
+	*cap = n * 2;
+	return KV_OK;
+}
+
+/*
+ * kvs_complete_spec for a step with drafts: each entry's verified tokens
+ * (the workload's own ids, from its output so far) and the drafts the
+ * verifier accepts (sim_spec_accept).
+ */
+static kv_err
+replica__spec_complete(replica *rp, const struct kvs_step **out)
+{
+	const struct kvs_step *cur = kvs_current_step(rp->s);
+	size_t ntok = 0, at = 0;
+
+	for (uint32_t i = 0; i < rp->nsched; i++)
+		ntok += cur->sched[i].spec + 1u;
+	if (replica__spec_room(&rp->spectok, &rp->capspectok, ntok) != KV_OK ||
+	    replica__spec_room(&rp->specacc, &rp->capspecacc, rp->nsched + 1u)
+	    != KV_OK)
+		return KV_ENOMEM;
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		struct rq *q = rp->byreq[rp->sreq[i]];
+		uint32_t sp = cur->sched[i].spec;
+
+		for (uint32_t j = 0; j <= sp; j++)
+			rp->spectok[at++] = wl_token(q->out_key, q->gen + j,
+						     rp->vocab);
+		rp->specacc[i] = sim_spec_accept(rp->spec, q->id, q->gen, sp);
+		if (sp == 0)
+			continue;
+		q->spec_drafts += sp;
+		q->spec_accepted += rp->specacc[i];
+		rp->st.spec_drafts += sp;
+		rp->st.spec_accepted += rp->specacc[i];
+		rp->st.spec_verifies++;
+	}
+	return kvs_complete_spec(rp->s, rp->spectok, rp->specacc, out);
+}
+
+/* The drafter's proposals for the requests that sampled a token. */
+static kv_err
+replica__spec_propose(replica *rp, char *why, size_t whylen)
+{
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		kvs_req h = rp->sreq[i];
+		const struct rq *q = rp->byreq[h];
+		uint32_t g = kvs_req_generated(rp->s, h), n;
+
+		if (q == NULL || g <= q->gen ||
+		    kvs_req_status(rp->s, h) != KVS_RUNNING)
+			continue;
+		if ((n = sim_spec_propose(rp->spec, q->id, g)) > 0 &&
+		    kvs_propose(rp->s, h, n) != KV_OK) {
+			snprintf(why, whylen, "replica %u: propose: %s",
+				 rp->index, kvs_errmsg(rp->s));
+			return KV_ESTATE;
+		}
+	}
+	return KV_OK;
+}
+
 kv_err
 replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 {
@@ -1283,13 +1377,17 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 			      kvs_current_step(rp->s), rp->start, now, why,
 			      whylen) != 0)
 		return KV_ESTATE;
-	e = kvs_complete(rp->s, rp->stok, &st);
+	e = rp->spec != NULL ? replica__spec_complete(rp, &st)
+			     : kvs_complete(rp->s, rp->stok, &st);
 	if (e != KV_OK) {
 		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
-			 kvs_errmsg(rp->s));
+			 e == KV_ENOMEM ? "out of memory" : kvs_errmsg(rp->s));
 		return e;
 	}
 	if ((e = replica__off_collect(rp, now, now, why, whylen)) != KV_OK)
+		return e;
+	if (rp->spec != NULL &&
+	    (e = replica__spec_propose(rp, why, whylen)) != KV_OK)
 		return e;
 	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
 	    KV_OK)

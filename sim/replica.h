@@ -44,6 +44,8 @@
 #include "sim/lora.h"
 #include "sim/offload.h"
 #include "sim/run.h"
+#include "sim/spec.h"
+#include "sim/cost_spec.h"
 #include "workloads/wl.h"
 
 #include <stdbool.h>
@@ -78,6 +80,10 @@ struct replica_stats {
 	 * first, and the time those loads took */
 	uint64_t lora_loads, lora_disk_loads;
 	int64_t lora_load_ns;
+
+	/* speculative decoding (replica_cfg.spec): draft tokens verified,
+	 * of them accepted, and verifies (entries with drafts) */
+	uint64_t spec_drafts, spec_accepted, spec_verifies;
 };
 
 /*
@@ -122,6 +128,11 @@ struct replica_cfg {
 	/* LoRA adapters (sim/lora.h): requests' adapters go to the
 	 * scheduler, their loads and GEMMs into the step time; NULL: off */
 	const struct sim_lora_setup *lora;
+
+	/* speculative decoding (sim/spec.h, sim/cost_spec.h): the drafter
+	 * and its time; NULL: none */
+	const struct sim_spec *spec;
+	const struct cost_spec *spec_cost;
 };
 
 typedef struct replica replica;

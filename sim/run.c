@@ -33,6 +33,8 @@
 #include "sim/replica.h"
 #include "sim/runcfg.h"
 #include "sim/runcfg_knobs.h"
+
+#include "sim/spec.h"
 #include "sim/vllmver.h"
 #include "sim/model/sizing.h"
 #include "workloads/wl.h"
@@ -151,6 +153,9 @@ struct sim_run {
 	uint8_t *lora_seen;	/* adapters requested, by id */
 	uint32_t caplora;
 	uint64_t lora_adapters;
+
+	/* speculative decoding (sim/spec.h): on when spec.on */
+	struct sim_spec_run spec;
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -1699,6 +1704,9 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.fanout = R->fanout,
 
 			.lora = R->lora_on ? &R->lora : NULL,
+
+			.spec = R->spec.on ? &R->spec.sp : NULL,
+			.spec_cost = R->spec.on ? &R->spec.cost : NULL,
 		};
 
 		if (R->pool != NULL)
@@ -1775,17 +1783,26 @@ setup(sim_run *R)
 			     "adapters are not simulated with disaggregation "
 			     "yet", R->cfg.source);
 	if (R->cfg.pd.on) {
+		if ((e = sim_spec_open(&R->spec, &R->cfg, R->cat, R->model,
+				       pol->name, true, false, R->err,
+				       R->errlen)) != KV_OK)
+			return e;
 		/* offload is refused here (sim_offload_resolve) */
 		if ((e = setup_offload(R, pol)) != KV_OK ||
 		    (e = setup_pd(R, pol)) != KV_OK)
 			return e;
 		return setup_replicas(R, pol);
 	}
-	if ((e = setup_loop(R, pol)) != KV_OK ||
+	if ((e = sim_spec_open(&R->spec, &R->cfg, R->cat, R->model, pol->name,
+			       pol->mode == KVC_VLLM_V1, R->plugin != NULL,
+			       R->err, R->errlen)) != KV_OK ||
+	    (e = setup_loop(R, pol)) != KV_OK ||
 	    (e = setup_lora(R, pol)) != KV_OK ||
 	    (e = setup_sizing(R, pol)) != KV_OK ||
 	    (e = setup_cost(R)) != KV_OK ||
 	    (e = setup_configs(R, pol)) != KV_OK ||
+	    (e = sim_spec_ready(&R->spec, &R->cfg, R->gpu, &R->cm, &R->sc,
+				R->err, R->errlen)) != KV_OK ||
 	    (e = setup_offload(R, pol)) != KV_OK)
 		return e;
 	return setup_replicas(R, pol);
@@ -1877,6 +1894,8 @@ sim_run_open(sim_run **out, const struct sim_config *cfg,
 		return rfail(R, KV_ENOMEM, "out of memory");
 	rpt_set_pd(R->rep, R->pd != NULL);
 	rpt_set_lora(R->rep, R->lora_on);
+
+	rpt_set_spec(R->rep, R->spec.on);
 	return KV_OK;
 }
 
@@ -2023,6 +2042,14 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		t->lora_load_ns += s->lora_load_ns;
 	}
 	t->lora_adapters = R->lora_adapters;
+
+	for (uint32_t i = 0; R->spec.on && i < R->nrp; i++) {
+		const struct replica_stats *rs = replica_stats(R->rp[i]);
+
+		t->spec_drafts += rs->spec_drafts;
+		t->spec_accepted += rs->spec_accepted;
+		t->spec_verifies += rs->spec_verifies;
+	}
 	t->frag_internal_mean = fsteps ? fsum / (double)fsteps : 0.0;
 	t->kv_usage_mean = t->duration_ns > 0
 		? area / (double)t->duration_ns / (double)R->nrp : 0.0;

@@ -18,6 +18,8 @@
 #include "sim/pdcfg.h"
 #include "sim/runcfg.h"
 #include "sim/runcfg_knobs.h"
+
+#include "sim/runcfg_spec.h"
 #include "sim/vllmver.h"
 
 #include <ctype.h>
@@ -65,6 +67,8 @@ sim_config_init(struct sim_config *c)
 	sim_knobs_init(&c->knobs);
 
 	sim_lora_config_init(&c->lora);
+
+	sim_spec_config_init(&c->spec);
 }
 
 void
@@ -84,12 +88,12 @@ sim_router_name(enum sim_router r)
 	return (unsigned)r < 3 ? router_names[r] : "?";
 }
 
-static kv_err
-fail(char *err, size_t errlen, const char *where, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* "WHERE: what" into err; KV_EINVAL (runcfg_spec.h: its files' too). */
+#define fail sim_config_fail
 
-static kv_err
-fail(char *err, size_t errlen, const char *where, const char *fmt, ...)
+kv_err
+sim_config_fail(char *err, size_t errlen, const char *where, const char *fmt,
+		...)
 {
 	va_list ap;
 	size_t n;
@@ -925,6 +929,21 @@ set_lora(struct sim_config *c, const struct setv *s)
 	return KV_OK;
 }
 
+/* engine.speculative_config.* (runcfg_spec.c). */
+static kv_err
+set_spec(struct sim_config *c, const struct setv *s)
+{
+	return sim_spec_config_set(c, s->key, s->v, s->where, s->file,
+				   s->err, s->errlen);
+}
+
+bool
+sim_config_resolve_path(char *dst, size_t len, const char *path,
+			const char *file)
+{
+	return resolve_path(dst, len, path, file);
+}
+
 /* The scalar keys (docs/run.md), each with its setter. */
 static const struct run_key {
 	const char *name;
@@ -1004,6 +1023,15 @@ static const struct run_key {
 	{ "engine.max_cpu_loras", set_lora },
 	{ "lora.load_gbps", set_lora },
 	{ "lora.disk_gbps", set_lora },
+
+	{ "engine.speculative_config.method", set_spec },
+	{ "engine.speculative_config.num_speculative_tokens", set_spec },
+	{ "engine.speculative_config.model", set_spec },
+	{ "engine.speculative_config.draft_tensor_parallel_size", set_spec },
+	{ "engine.speculative_config.prompt_lookup_max", set_spec },
+	{ "engine.speculative_config.prompt_lookup_min", set_spec },
+	{ "engine.speculative_config.acceptance", set_spec },
+	{ "engine.speculative_config.ngram_match_rate", set_spec },
 	{ NULL, NULL }
 };
 
@@ -1097,6 +1125,9 @@ load_value(struct sim_config *c, const char *name, const struct yd_node *kn,
 		return fail(err, errlen, where, "unknown key '%s'", name);
 	}
 	mark(where, sizeof(where), file, vn);
+	if (vn->type == YD_SEQ &&
+	    strcmp(name, "engine.speculative_config.acceptance") == 0)
+		return sim_spec_config_seq(c, vn, file, err, errlen);
 	if (vn->type != YD_SCALAR)
 		return fail(err, errlen, where, "%s: expected a scalar value",
 			    name);
@@ -1373,6 +1404,10 @@ sim_config_set(struct sim_config *c, const char *assign, char *err,
 kv_err
 sim_config_finish(struct sim_config *c, char *err, size_t errlen)
 {
+	kv_err e;
+
+	if ((e = sim_spec_config_finish(c, err, errlen)) != KV_OK)
+		return e;
 	if (c->wl_trace_default && c->wl.trace == NULL) {
 		char path[1024];
 
@@ -1592,6 +1627,7 @@ sim_config_write(const struct sim_config *c, const struct sz_result *sr,
 			c->nsamp.mode == SIM_NSAMP_FORK ? "fork" : "fanout");
 
 	sim_lora_write_engine(&c->lora, f);
+	sim_spec_config_write(c, f);
 	fprintf(f, "cost:\n  step_ns: %" PRId64 "\n", c->step_ns);
 	if (c->kv_layout >= 0)
 		fprintf(f, "  kv_layout: %s\n",

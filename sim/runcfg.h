@@ -137,6 +137,34 @@ struct sim_nsamp_config {
 	char where[SIM_WHERE_LEN];	/* of the key, or "" */
 };
 
+/*
+ * Speculative decoding (docs/speculative.md): engine.speculative_config, vLLM's
+ * names, and kvsim's acceptance model.  Off while method is SIM_SPEC_OFF.
+ */
+enum sim_spec_method { SIM_SPEC_OFF = 0, SIM_SPEC_NGRAM, SIM_SPEC_EAGLE,
+		       SIM_SPEC_EAGLE3, SIM_SPEC_DRAFT };
+
+#define SIM_SPEC_MAX_K 64	/* num_speculative_tokens kvsim takes */
+
+struct sim_spec_config {
+	enum sim_spec_method method;
+	uint32_t k;			/* num_speculative_tokens; 0 unset */
+	char model[512];		/* the draft model or EAGLE head */
+	uint32_t draft_tp;		/* draft_tensor_parallel_size; 0 */
+	uint32_t lookup_max, lookup_min;	/* ngram; 0 unset */
+	/* acceptance: conditional per position; nacc 0: the default,
+	 * acc_const: one number for every position, else a list (or the
+	 * file's), resolved by sim_spec_config_finish */
+	double acc[SIM_SPEC_MAX_K];
+	uint32_t nacc;
+	bool acc_const;
+	char acc_file[1024];		/* measured acceptance; "" none */
+	double ngram_match;		/* < 0: the default */
+	char method_where[SIM_WHERE_LEN], k_where[SIM_WHERE_LEN];
+	char model_where[SIM_WHERE_LEN], tp_where[SIM_WHERE_LEN];
+	char acc_where[SIM_WHERE_LEN], lookup_where[SIM_WHERE_LEN];
+};
+
 struct sim_config {
 	char source[512];		/* the file, or "(embedded default)" */
 	char model[512];
@@ -199,6 +227,8 @@ struct sim_config {
 	struct sim_nsamp_config nsamp;	/* parallel sampling (n > 1) */
 
 	struct sim_lora_config lora;	/* LoRA adapters (sim/lora.h) */
+
+	struct sim_spec_config spec;	/* speculative decoding (above) */
 };
 
 /* Defaults (the embedded default run).  Release with sim_config_release. */

@@ -425,6 +425,19 @@ check_PROGRAMS += %reldir%/check_lora_run
 %canon_reldir%_check_lora_run_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_lora_run_LDADD = $(KV_TEST_LIBS)
 
+# Speculative decoding in a run (issue 20, docs/speculative.md): acceptance draws,
+# the speculative_config keys and refusals, sizing and the drafter's time
+# (check_spec_run); `kvsim run` and `kvsim capacity` with EAGLE (spec_run.sh).
+check_PROGRAMS += %reldir%/check_spec_run
+%canon_reldir%_check_spec_run_SOURCES = %reldir%/check_spec_run.c
+%canon_reldir%_check_spec_run_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS) \
+	$(YAML_CFLAGS)
+%canon_reldir%_check_spec_run_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/spec_run.sh
+EXTRA_DIST += %reldir%/spec_run.sh examples/spec-eagle.yaml
+
 # speculative decoding in policy vllm-v1 (issue 20, core/kvs_spec.c)
 check_PROGRAMS += %reldir%/check_spec
 %canon_reldir%_check_spec_SOURCES = %reldir%/check_spec.c

@@ -538,6 +538,28 @@ sz_specs(const struct cat_model *m, struct sz_result *r, char *why,
 }
 
 /*
+ * A speculative drafter's attention layers (e->spec_kv_layers): vLLM v1
+ * gives them KV cache specs of their own in the same KV cache config
+ * (gpu_model_runner.get_kv_cache_spec walks the drafter's attention layers
+ * too); of the target's shape, they join its full-attention spec, so a
+ * block holds more bytes and the budget fewer blocks.  Hybrid targets are
+ * not sized with a drafter yet.
+ */
+static kv_err
+sz_spec_layers(const struct cat_model *m, const struct sz_engine *e,
+	       struct sz_result *r, char *why, size_t wl)
+{
+	if (e->spec_kv_layers == 0)
+		return KV_OK;
+	if (r->nspec != 1 || r->spec[0].kind != KVC_SPEC_FULL)
+		return cat_fail(why, wl, KV_ENOTSUP, "%s: speculative decoding "
+				"is sized for models of full attention only",
+				m->id);
+	r->spec[0].nlayers += e->spec_kv_layers;
+	return KV_OK;
+}
+
+/*
  * get_kv_cache_groups: one group when every layer has the same spec;
  * otherwise unify the page sizes (unify_kv_cache_spec_page_size) and split
  * each spec's layers into groups of group_size layers
@@ -638,7 +660,8 @@ sz_memory(const struct cat_model *m, const struct sz_engine *e,
 	r->weights_bytes = e->weights_bytes >= 0 ?
 			   (uint64_t)e->weights_bytes :
 			   sz_weights_bytes(m, r->tp, wb, r->dtype_bytes,
-					    m->max_model_len) + e->lora_bytes;
+					    m->max_model_len) + e->lora_bytes +
+			   e->spec_weights_bytes;
 	/* --cpu-offload-gb: that much of the weights stays in CPU memory */
 	if (e->cpu_offload_gb > 0) {
 		double off = e->cpu_offload_gb * GIB;
@@ -698,7 +721,8 @@ sz__compute_one(const struct cat_model *m, const struct cat_gpu *g,
 		why[0] = '\0';
 	if ((rc = sz_settings(m, g, e, r, why, whylen)) ||
 	    (rc = sz_pages(m, g, e, r, why, whylen)) ||
-	    (rc = sz_specs(m, r, why, whylen)))
+	    (rc = sz_specs(m, r, why, whylen)) ||
+	    (rc = sz_spec_layers(m, e, r, why, whylen)))
 		return rc;
 	r->lim.max_model_len = r->max_model_len;
 	r->lim.max_num_batched_tokens = r->max_num_batched_tokens;

@@ -69,6 +69,13 @@ struct sz_engine {
 	 * when it loads the model (max_loras adapters of max_lora_rank),
 	 * per GPU; 0 without LoRA.  Added to the weights estimate. */
 	uint64_t lora_bytes;
+
+	/* speculative decoding (sim/spec.h sim_spec_sizing): the drafter's
+	 * weights per rank, added to the estimate, and its KV layers, as
+	 * layers of the target's shape in the target's KV cache group
+	 * (0, 0: none) */
+	uint64_t spec_weights_bytes;
+	uint32_t spec_kv_layers;
 };
 
 void sz_engine_init(struct sz_engine *e);
