@@ -199,6 +199,7 @@ int rpt_set_offload(rpt *r, uint32_t ntiers, const char *const *names);
  */
 void rpt_set_lora(rpt *r, bool on);
 
+/*
  * Speculative decoding (before rpt_begin): requests.csv gains
  * spec_draft_tokens and spec_accepted_tokens, summary.csv
  * spec_acceptance_rate (accepted / drafts) and spec_mean_accepted_len
