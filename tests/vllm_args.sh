@@ -90,6 +90,19 @@ grep -q '^  pipeline_parallel_size: 2$' "$T/kv/config.yaml" &&
 	ok "config.yaml holds -pp and --max-loras" ||
 	bad "config.yaml lacks -pp or --max-loras"
 
+# ---- 1c. --speculative-config as JSON --------------------------------
+"$KVSIM" run -q --no-plot -o "$T/sv" --set "$W" --vllm-args \
+	"--speculative-config '{\"method\": \"eagle\", \"num_speculative_tokens\": 3, \"model\": \"yuhuili/EAGLE-LLaMA3.1-Instruct-8B\"}'" ||
+	bad "speculative vllm-args run failed"
+"$KVSIM" run -q --no-plot -o "$T/ss" --set "$W" \
+	--set engine.speculative_config.method=eagle \
+	--set engine.speculative_config.num_speculative_tokens=3 \
+	--set engine.speculative_config.model=yuhuili/EAGLE-LLaMA3.1-Instruct-8B ||
+	bad "speculative --set run failed"
+same "$T/sv" "$T/ss" "--speculative-config JSON vs --set"
+head -1 "$T/sv/summary.csv" | grep -q spec_acceptance_rate &&
+	ok "the JSON run speculated" || bad "the JSON run has no spec columns"
+
 # ---- 2. the order ------------------------------------------------------
 printf 'engine:\n  max_num_seqs: 16\n  block_size: 64\n' >"$T/c.yaml"
 "$KVSIM" run -q --no-plot -o "$T/o1" "$T/c.yaml" --set "$W" \
