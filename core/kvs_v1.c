@@ -353,6 +353,7 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 	uint64_t mml = kvc_config_of(k)->max_model_len;
 	uint64_t H = (uint64_t)c->long_prefill_threshold;
 	uint32_t L = (uint32_t)c->lookahead;
+	bool spec = c->spec_tokens > 0;
 	bool prio = c->priority == 1;
 	uint32_t i = 0;
 	kv_err e;
@@ -369,7 +370,7 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		bool self = false;
 		uint32_t d = 0;
 
-		if (rq->draft > 0) {
+		if (spec && rq->draft > 0) {
 			/* num_tokens_with_spec; R83: only max_model_len caps */
 			n += rq->draft;
 			total = mml;
@@ -385,7 +386,7 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 			i++;
 			continue;
 		}
-		if ((uint64_t)n > T - C)	/* R84: the drafts that fit */
+		if (spec && (uint64_t)n > T - C)	/* R84: drafts that fit */
 			d = (uint32_t)((uint64_t)n - (T - C));
 		while ((e = v1s_alloc_running(k, seq, (uint32_t)n - d,
 					      L + d)) != KV_OK) {
@@ -406,7 +407,8 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		v->run[v->nrun].ntokens = (uint32_t)n;
 		v->run[v->nrun].spec = d;
 		v->nrun++;
-		kvs__rq(s, r)->draft = 0;	/* R85: spec_token_ids = [] */
+		if (spec && rq->draft > 0)	/* R85: spec_token_ids = [] */
+			kvs__rq(s, r)->draft = 0;
 		*budget -= (uint32_t)n;
 		i++;
 	}
@@ -414,7 +416,8 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		if ((e = kvs_emit_sched(s, v->run[j].req, v->run[j].ntokens)) !=
 		    KV_OK)
 			return e;
-		s->sched[s->nsched - 1].spec = v->run[j].spec;
+		if (spec)
+			s->sched[s->nsched - 1].spec = v->run[j].spec;
 	}
 	return KV_OK;
 }
@@ -444,11 +447,13 @@ static kv_err
 v1s_lora_head(kvs *s, struct v1s *v, kvs_req r, bool *skipped)
 {
 	int64_t max = kvs_config_of(s)->max_loras;
-	uint32_t lora = kvs__rq(s, r)->lora;
+	uint32_t lora;
 
-	*skipped = max != KVS_UNSET && lora != 0 &&
-		   v->loras.n == (uint64_t)max &&
-		   !kvs__loraset_has(&v->loras, lora);
+	*skipped = false;
+	if (max == KVS_UNSET || v->loras.n != (uint64_t)max)
+		return KV_OK;
+	lora = kvs__rq(s, r)->lora;
+	*skipped = lora != 0 && !kvs__loraset_has(&v->loras, lora);
 	return *skipped ? v1s_skip_head(s, v, r) : KV_OK;
 }
 
@@ -577,9 +582,9 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 			e = KV_OK;
 			break;
 		}
-		if (e != KV_OK ||
+		if (e != KV_OK || (c->max_loras != KVS_UNSET &&
 		    (e = kvs__loraset_add(&v->loras, kvs__rq(s, r)->lora)) !=
-		    KV_OK)
+		    KV_OK))
 			goto out;
 		budget -= (uint32_t)n;
 	}
@@ -605,6 +610,7 @@ v1s_schedule(kvs *s, void *state)
 {
 	struct v1s *v = state;
 	uint32_t budget = (uint32_t)kvs_config_of(s)->max_num_batched_tokens;
+	bool lora = kvs_config_of(s)->max_loras != KVS_UNSET;
 	kv_err e;
 
 	if (kvs_config_of(s)->priority == 1 &&
@@ -613,7 +619,7 @@ v1s_schedule(kvs *s, void *state)
 	if ((e = v1s_running_phase(s, v, &budget)) != KV_OK)
 		return e;
 	v->loras.n = 0;
-	for (uint32_t j = 0; j < v->nrun; j++)
+	for (uint32_t j = 0; lora && j < v->nrun; j++)
 		if ((e = kvs__loraset_add(&v->loras,
 		    kvs__rq(s, v->run[j].req)->lora)) != KV_OK)
 			return e;
