@@ -114,4 +114,24 @@ done
 "$KVSIM" run "$EX" --set engine.max_loras=0 -o "$T/x" >/dev/null 2>"$T/err"
 [ $? -eq 2 ] && grep -q -- "--set engine.max_loras=0" "$T/err" &&
 	ok "--set max_loras=0 refused" || bad "--set max_loras=0: $(cat "$T/err")"
+# 8. workload.lora_adapters: ids are places in the list, and a trace row
+# naming an adapter not in it is refused at its FILE:LINE:COL
+run listed "$D/trace.yaml" --set workload.lora_adapters="chat, sql, summarize"
+got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "lora") c = i;
+	next } { printf "%s ", $c }' "$T/listed/requests.csv")
+[ "$got" = "2 0 1 2 3 " ] && ok "listed adapters' ids: $got" ||
+	bad "listed ids '$got', want '2 0 1 2 3 '"
+"$KVSIM" run "$D/trace.yaml" --set workload.lora_adapters=chat,summarize \
+	-o "$T/unk" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "trace.csv:2:10: .*unknown adapter 'sql'" "$T/err" &&
+	[ ! -e "$T/unk/requests.csv" ] &&
+	ok "an unknown adapter refused: $(cat "$T/err")" ||
+	bad "unknown adapter: exit $rc, $(cat "$T/err")"
+printf 'workload:\n  lora_adapters: [chat, sql, chat]\n' >"$T/dup.yaml"
+"$KVSIM" run "$T/dup.yaml" -o "$T/dup" >/dev/null 2>"$T/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "dup.yaml:2:[0-9]*: .*'chat' is listed twice" \
+	"$T/err" && ok "a name listed twice refused" ||
+	bad "listed twice: exit $rc, $(cat "$T/err")"
 exit $fail

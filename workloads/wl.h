@@ -295,6 +295,13 @@ struct wl_config {
 	uint32_t tile_copies;
 	double tile_period_s;	/* 0: span + one mean gap of the first copy */
 	bool tile_share;	/* copies share prompt identities */
+	/*
+	 * workload.lora_adapters: the LoRA adapters a trace's `lora` column
+	 * may name, one per line; an adapter's id is its place in the list,
+	 * from 1, and a row naming another is an error.  NULL: any name,
+	 * numbered in order of first appearance.  Owned.
+	 */
+	char *lora_names;
 	struct wl_gen_config gen;
 	struct wl_dataset dataset;	/* the last dataset set (it has
 					 * been applied to gen already) */

@@ -88,6 +88,8 @@ wl_config_release(struct wl_config *c)
 	c->trace = NULL;
 	free(c->ip_config);
 	c->ip_config = NULL;
+	free(c->lora_names);
+	c->lora_names = NULL;
 	free(g->lengths_trace);
 	g->lengths_trace = NULL;
 	free(g->arrival.segs);
@@ -143,6 +145,7 @@ wl_config_copy(struct wl_config *d, const struct wl_config *s)
 	*d = *s;
 	d->trace = NULL;
 	d->ip_config = NULL;
+	d->lora_names = NULL;
 	dg->lengths_trace = NULL;
 	dg->arrival.segs = NULL;
 	dg->prompt.values = dg->prompt.weights = NULL;
@@ -153,6 +156,7 @@ wl_config_copy(struct wl_config *d, const struct wl_config *s)
 	dg->turns.values = dg->turns.weights = NULL;
 	ok = dup_str(&d->trace, s->trace) &&
 	    dup_str(&d->ip_config, s->ip_config) &&
+	    dup_str(&d->lora_names, s->lora_names) &&
 	    dup_str(&dg->lengths_trace, sg->lengths_trace) &&
 	    dist_copy(&dg->prompt, &sg->prompt) &&
 	    dist_copy(&dg->output, &sg->output) &&
@@ -548,6 +552,85 @@ y_list(struct ycx *x, const struct yd_node *n, const char *key, double **out,
 		if (rc != WL_OK)
 			return rc;
 	}
+	return WL_OK;
+}
+
+/* One adapter name of workload.lora_adapters, p[0..n), appended to *buf
+ * (one per line) unless it is there already. */
+static wl_err
+y_lora_name(struct ycx *x, const struct yd_node *n, const char *p, size_t len,
+    char **buf, size_t *used)
+{
+	char *b;
+
+	if (len == 0 || len > 255 || memchr(p, '\n', len) != NULL)
+		return yfail(x, n, "lora_adapters: a name of 1 to 255 bytes "
+		    "on one line, got '%.*s'", (int)(len > 64 ? 64 : len), p);
+	for (const char *q = *buf; q != NULL && *q != '\0';) {
+		const char *e = strchr(q, '\n');
+
+		if ((size_t)(e - q) == len && memcmp(q, p, len) == 0)
+			return yfail(x, n, "lora_adapters: '%.*s' is listed "
+			    "twice", (int)len, p);
+		q = e + 1;
+	}
+	b = realloc(*buf, *used + len + 2);
+	if (b == NULL)
+		return yfail(x, n, "out of memory");
+	memcpy(b + *used, p, len);
+	*used += len;
+	b[(*used)++] = '\n';
+	b[*used] = '\0';
+	*buf = b;
+	return WL_OK;
+}
+
+/*
+ * workload.lora_adapters: a list of names, or one scalar of names split
+ * by commas (as --set gives it).
+ */
+static wl_err
+y_lora_names(struct ycx *x, const struct yd_node *n, struct wl_config *c)
+{
+	char *buf = NULL;
+	size_t used = 0;
+	wl_err rc = WL_OK;
+
+	if (n->type == YD_SEQ) {
+		for (size_t i = 0; i < n->n && rc == WL_OK; i++) {
+			const char *v = sval(n->kid[i]);
+
+			rc = v == NULL ? yfail(x, n->kid[i], "lora_adapters: "
+			    "expected a list of adapter names") :
+			    y_lora_name(x, n->kid[i], v, strlen(v), &buf,
+			    &used);
+		}
+	} else if (sval(n) != NULL) {
+		for (const char *p = sval(n); rc == WL_OK;) {
+			const char *e = strchr(p, ',');
+			size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
+
+			while (len > 0 && *p == ' ')
+				p++, len--;
+			while (len > 0 && p[len - 1] == ' ')
+				len--;
+			rc = y_lora_name(x, n, p, len, &buf, &used);
+			if (e == NULL)
+				break;
+			p = e + 1;
+		}
+	} else {
+		rc = yfail(x, n, "lora_adapters: expected a list of adapter "
+		    "names");
+	}
+	if (rc == WL_OK && buf == NULL)
+		rc = yfail(x, n, "lora_adapters: empty list");
+	if (rc != WL_OK) {
+		free(buf);
+		return rc;
+	}
+	free(c->lora_names);
+	c->lora_names = buf;
 	return WL_OK;
 }
 
@@ -1253,6 +1336,8 @@ y_workload_key(struct ycx *x, const struct yd_node *kn,
 	}
 	if (strcmp(k, "config") == 0)
 		return y_path(x, vn, k, &c->ip_config);
+	if (strcmp(k, "lora_adapters") == 0)
+		return y_lora_names(x, vn, c);
 	if (strcmp(k, "max_concurrency") == 0)
 		return y_u32(x, vn, k, 0, &c->max_concurrency);
 	if (strcmp(k, "timeout_s") == 0)

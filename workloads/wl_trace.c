@@ -208,6 +208,7 @@ struct trace {
 	size_t tokcap;
 	char **lnames;		/* LoRA adapters, id i + 1 at i */
 	uint32_t nlnames, caplnames;
+	const char *lfixed;	/* wl_config.lora_names, or NULL */
 };
 
 /* One row's values before they become a request. */
@@ -438,6 +439,27 @@ int_field(struct trace *t, const char *name, const char *p, size_t n,
 	return WL_OK;
 }
 
+/* lora_field with workload.lora_adapters: the name's place in the list,
+ * from 1, or an error naming the unknown adapter. */
+static wl_err
+lora_listed(struct trace *t, struct row *r, const char *p, size_t n,
+    uint32_t col)
+{
+	uint32_t id = 1;
+
+	for (const char *q = t->lfixed; *q != '\0'; id++) {
+		const char *e = strchr(q, '\n');
+
+		if ((size_t)(e - q) == n && memcmp(q, p, n) == 0) {
+			r->lora = id;
+			return WL_OK;
+		}
+		q = e + 1;
+	}
+	return row_error(t, col, "lora: unknown adapter '%.*s' (not in "
+	    "workload.lora_adapters)", (int)(n > 64 ? 64 : n), p);
+}
+
 /* The id of adapter name p[0..n): its place in order of first
  * appearance, from 1. */
 static wl_err
@@ -447,6 +469,8 @@ lora_field(struct trace *t, struct row *r, const char *p, size_t n,
 	char **nn;
 	uint32_t cap;
 
+	if (t->lfixed != NULL)
+		return lora_listed(t, r, p, n, col);
 	for (uint32_t i = 0; i < t->nlnames; i++)
 		if (strlen(t->lnames[i]) == n &&
 		    memcmp(t->lnames[i], p, n) == 0) {
@@ -1097,6 +1121,7 @@ wl__trace_open(struct wl_stream *p, const struct wl_config *c,
 	t->base.p = p;
 	t->on_error = c->on_error;
 	t->order = c->order;
+	t->lfixed = c->lora_names;
 	t->hb = c->hash_block_tokens;
 	t->seed = c->seed;
 	t->row_ns = wl_mix(c->seed, WL_NS_ROW);
