@@ -41,3 +41,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # `kvsim run --vllm-args`: vllm serve's options onto the run keys
 # (docs/run.md "vLLM's own flags").
 %canon_reldir%_libsim_la_SOURCES += %reldir%/vllmargs.c %reldir%/vllmargs.h
+
+# Pipeline parallel's batches in flight (docs/scheduler.md R122).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/replica_pp.c \
+	%reldir%/replica_pp.h
