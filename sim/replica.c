@@ -1094,23 +1094,24 @@ oom:
 }
 
 /*
- * The pipelined replica's step: a new batch when fewer than P are in
- * flight, then a wait until the first stage frees (another batch may
- * follow) or the oldest batch returns (vLLM blocks on it when the queue
- * is full or nothing more was scheduled).
+ * The pipelined replica's step, as vLLM's step_with_batch_queue: new
+ * batches while fewer than P are in flight and the scheduler finds work
+ * (each waits for the first stage to free), then a wait for the oldest
+ * batch to return (vLLM blocks on it when the queue is full or nothing
+ * more was scheduled).
  */
 static kv_err
 replica__pp_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		  char *why, size_t whylen)
 {
 	const struct kvs_step *st;
-	bool added = false;
+	bool added = true;
 	int64_t wake;
 	kv_err e;
 
 	if ((e = replica__admit_due(rp, now, why, whylen)) != KV_OK)
 		return e;
-	if (!rpp_full(rp->pp) && kvs_nunfinished(rp->s) > 0) {
+	while (added && !rpp_full(rp->pp) && kvs_nunfinished(rp->s) > 0) {
 		if ((e = replica__schedule(rp, &st, why, whylen)) != KV_OK)
 			return e;
 		added = st->nsched > 0 || st->nswap_out > 0 ||
@@ -1120,7 +1121,7 @@ replica__pp_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		if (e != KV_OK)
 			return e;
 	}
-	if ((wake = rpp_wake(rp->pp, added)) == INT64_MAX)
+	if ((wake = rpp_wake(rp->pp)) == INT64_MAX)
 		return KV_OK;
 	assert(wake > now);
 	rp->busy = true;

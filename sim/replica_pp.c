@@ -112,16 +112,9 @@ rpp_add(kvs_req **v, uint32_t *n, uint32_t *cap, kvs_req h)
 }
 
 int64_t
-rpp_wake(const struct rpp *q, bool added)
+rpp_wake(const struct rpp *q)
 {
-	int64_t t;
-
-	if (q->n == 0)
-		return INT64_MAX;
-	t = q->b[q->head].ret;
-	if (added && !rpp_full(q) && q->free[0] < t)
-		t = q->free[0];
-	return t;
+	return q->n > 0 ? q->b[q->head].ret : INT64_MAX;
 }
 
 bool

@@ -6,7 +6,9 @@
  *
  * A batch whose whole-model time is dt takes dt / P on each stage (the
  * first dt % P stages 1 ns more), enters a stage when the batch before it
- * has left that stage, and returns when it leaves the last.  The queue
+ * has left that stage, and returns when it leaves the last.  The replica
+ * schedules batches while fewer than P are in flight, and otherwise
+ * waits for the oldest one's return.  The queue
  * holds what the replica reports when the batch returns: the requests it
  * gave a token and those it finished.
  */
@@ -59,12 +61,7 @@ kv_err rpp_add(kvs_req **v, uint32_t *n, uint32_t *cap, kvs_req h);
 /* h is finished in a batch still in flight (its row is still to come). */
 bool rpp_finishing(const struct rpp *q, kvs_req h);
 
-/*
- * When the replica next has something to do: the oldest batch's return
- * or, when a batch was just added (added) and another may follow it, the
- * first stage's freeing, whichever is first; INT64_MAX when nothing is
- * in flight.
- */
-int64_t rpp_wake(const struct rpp *q, bool added);
+/* The oldest batch's return; INT64_MAX when nothing is in flight. */
+int64_t rpp_wake(const struct rpp *q);
 
 #endif /* SIM_REPLICA_PP_H */

@@ -5,8 +5,9 @@
  * A vllm-v1 replica with 2 stages and a constant step time of 10 ms (the
  * whole model; 5 ms a stage) is driven as the run's loop drives it, and
  * after every step end the clock and each request's tokens must be the
- * ones derived in the comments: a batch is scheduled each time the first
- * stage frees, its tokens come back two stages later, and a request in a
+ * ones derived in the comments: batches are scheduled while fewer than 2
+ * are in flight (each enters the first stage when it frees), their
+ * tokens come back two stages after they enter, and a request in a
  * batch in flight is not scheduled again, while a prompt's next chunk
  * is.  replica_check() holds after every call.
  */
@@ -141,28 +142,29 @@ pp_close(struct pp_drive *d)
 /*
  * Two requests A (0) and B (1) of 4 prompt tokens and 3 output tokens at
  * 0, a budget of 4 tokens a batch.  At 0 batch 1 takes A's prompt
- * (stage 1 0-5, stage 2 5-10, back at 10).  At 5 the first stage frees:
- * A is in flight, batch 2 takes B's prompt (back at 15); two batches in
- * flight, the replica waits for the oldest.  At 10 A's first token is
- * back and batch 3 decodes A (back at 20); at 15 B's first token, batch
- * 4 decodes B (back at 25); and so on: A's tokens at 10, 20, 30 and
- * B's at 15, 25, 35, one token of each every 10 ms (two stages), one
- * batch every 5 ms.  One batch at a time (pp 1) the same requests take
- * until 50 ms (A's prompt; A and 3 tokens of B; A and B's last; B; B).
+ * (stage 1 0-5, stage 2 5-10, back at 10) and, A being in flight, batch
+ * 2 B's (stage 1 5-10, back at 15); two batches in flight, the replica
+ * waits for the oldest.  At 10 A's first token is back and batch 3
+ * decodes A (back at 20); at 15 B's first token, batch 4 decodes B (back
+ * at 25); and so on: A's tokens at 10, 20, 30 and B's at 15, 25, 35, one
+ * token of each every 10 ms (two stages), one batch every 5 ms.  One
+ * batch at a time (pp 1) the same requests take until 50 ms (A's
+ * prompt; A and 3 tokens of B; A and B's last; B; B).
  */
 START_TEST(test_two_decodes)
 {
-	/* at the end of each 5 ms step, 5 to 35 ms: tokens seen, requests
-	 * ended */
-	static const uint64_t seen[] = { 0, 1, 2, 3, 4, 5, 6 };
-	static const uint64_t done[] = { 0, 0, 0, 0, 0, 1, 2 };
+	/* the replica's steps end at 10, 15, ... 35 ms: the tokens seen
+	 * then, the requests ended */
+	static const int64_t dt_ms[] = { 10, 5, 5, 5, 5, 5 };
+	static const uint64_t seen[] = { 1, 2, 3, 4, 5, 6 };
+	static const uint64_t done[] = { 0, 0, 0, 0, 1, 2 };
 	struct pp_drive d;
 
 	pp_open(&d, 2, 4);
 	pp_add(&d, 0, 4, 3);
 	pp_add(&d, 1, 4, 3);
 	for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
-		ck_assert_msg(pp_step(&d, 5), "step %zu", i);
+		ck_assert_msg(pp_step(&d, dt_ms[i]), "step %zu", i);
 		ck_assert_msg(pp_seen(&d) == seen[i] && pp_done(&d) == done[i],
 			      "at %lld ms: %llu tokens, %llu ended, expected "
 			      "%llu, %llu", (long long)(d.now / MS),
@@ -197,21 +199,22 @@ END_TEST
 /*
  * A prompt's chunks go in consecutive batches: A of 8 prompt tokens and
  * 2 output tokens, a budget of 4.  Batch 1 (0, back at 10) computes
- * tokens 0-3 and gives no token, so at 5 batch 2 computes 4-7 (back at
- * 15).  At 10 A is in flight in batch 2: an empty step, the replica
- * waits for batch 2.  At 15 the first token; batch 3 decodes (back at
- * 25); at 20 A is in flight again, and at 25 the second token ends it.
+ * tokens 0-3 and gives no token, so batch 2 computes 4-7 behind it
+ * (stage 1 5-10, back at 15).  At 10 A is in flight in batch 2: nothing
+ * to schedule, the replica waits for batch 2.  At 15 the first token;
+ * batch 3 decodes (back at 25), and at 25 the second token ends A.
  */
 START_TEST(test_prompt_chunks)
 {
-	/* tokens seen at 5, 10, ... 25 ms */
-	static const uint64_t seen[] = { 0, 0, 1, 1, 2 };
+	/* steps end at 10, 15, 25 ms: tokens seen */
+	static const int64_t dt_ms[] = { 10, 5, 10 };
+	static const uint64_t seen[] = { 0, 1, 2 };
 	struct pp_drive d;
 
 	pp_open(&d, 2, 4);
 	pp_add(&d, 0, 8, 2);
 	for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
-		ck_assert(pp_step(&d, 5));
+		ck_assert(pp_step(&d, dt_ms[i]));
 		ck_assert_msg(pp_seen(&d) == seen[i], "at %lld ms: %llu "
 			      "tokens", (long long)(d.now / MS),
 			      (unsigned long long)pp_seen(&d));
@@ -234,18 +237,18 @@ START_TEST(test_timeline)
 	ck_assert_int_eq(rpp_stage_ns(q, 7, 1), 3);
 	ck_assert_int_eq(rpp_time(q, 0, 100), 100);	/* 0-50, 50-100 */
 	ck_assert_ptr_nonnull(rpp_push(q, 100));
-	ck_assert_int_eq(rpp_wake(q, true), 50);
+	ck_assert_int_eq(rpp_wake(q), 100);
 	/* a short batch at 50: stage 1 50-55, stage 2 waits until 100 */
 	ck_assert_int_eq(rpp_time(q, 50, 10), 105);
 	ck_assert_ptr_nonnull(rpp_push(q, 105));
 	ck_assert(rpp_full(q));
 	ck_assert_ptr_null(rpp_push(q, 200));
-	ck_assert_int_eq(rpp_wake(q, true), 100);	/* full: the oldest */
+	ck_assert_int_eq(rpp_wake(q), 100);	/* the oldest */
 	rpp_pop(q);
 	ck_assert_int_eq(rpp_oldest(q)->ret, 105);
-	ck_assert_int_eq(rpp_wake(q, false), 105);
+	ck_assert_int_eq(rpp_wake(q), 105);
 	rpp_pop(q);
-	ck_assert_int_eq(rpp_wake(q, false), INT64_MAX);
+	ck_assert_int_eq(rpp_wake(q), INT64_MAX);
 	rpp_free(q);
 }
 END_TEST
