@@ -809,6 +809,22 @@ kvs_step(kvs *s, const struct kvs_step **out)
 }
 
 kv_err
+kvs_set_inflight(kvs *s, kvs_req r, bool inflight)
+{
+	struct kvs_rq *q;
+
+	s->msg[0] = '\0';
+	if (!kvs__valid(s, r))
+		return kvs__fail(s, KV_ENOENT, "no such request");
+	q = &s->rq[r];
+	if (inflight && (q->status == KVS_FINISHED ||
+			 q->status == KVS_ABORTED || q->status == KVS_IGNORED))
+		return kvs__fail(s, KV_EINVAL, "request %d has ended", r);
+	q->inflight = inflight;
+	return KV_OK;
+}
+
+kv_err
 kvs_abort(kvs *s, kvs_req r)
 {
 	static const kvs_queue qof[] = {

@@ -370,6 +370,10 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		bool self = false;
 		uint32_t d = 0;
 
+		if (rq->inflight) {	/* R122: num_new_tokens 0 */
+			i++;
+			continue;
+		}
 		if (spec && rq->draft > 0) {
 			/* num_tokens_with_spec; R83: only max_model_len caps */
 			n += rq->draft;
@@ -558,6 +562,12 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 			goto out;
 		if (!conn && (e = v1s_lora_head(s, v, r, &skipped)) != KV_OK)
 			goto out;
+		if (!skipped && next == V1S_NEW && kvs__rq(s, r)->inflight) {
+			/* R122: preempted with its output in flight */
+			if ((e = v1s_skip_head(s, v, r)) != KV_OK)
+				goto out;
+			continue;
+		}
 		if (next == V1S_NEXT || (!conn && skipped))
 			continue;
 		if (next == V1S_STOP)

@@ -254,6 +254,17 @@ kv_err kvs_step(kvs *s, const struct kvs_step **out);
 kv_err kvs_set_lora(kvs *s, kvs_req r, uint32_t lora);
 uint32_t kvs_req_lora(const kvs *s, kvs_req r);	/* 0: base model */
 
+/*
+ * Pipeline parallel's batches in flight (docs/scheduler.md R122): while
+ * r's output is in a batch that has not returned, vLLM's scheduler finds
+ * no new token for it (num_new_tokens 0) and skips it.  A caller that
+ * completes a batch when it is scheduled marks each request that gained
+ * a token in it inflight until the batch returns; policy vllm-v1 then
+ * schedules it in no step (running or waiting) and other policies ignore
+ * the mark.  Unfinished requests only (KV_EINVAL otherwise).
+ */
+kv_err kvs_set_inflight(kvs *s, kvs_req r, bool inflight);
+
 /* Abort an unfinished request: out of its queue, blocks freed. */
 kv_err kvs_abort(kvs *s, kvs_req r);
 

@@ -45,3 +45,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 # Speculative decoding (docs/speculative.md).
 %canon_reldir%_libsim_la_SOURCES += %reldir%/runcfg_spec.c %reldir%/runcfg_spec.h \
 	%reldir%/spec.c %reldir%/spec.h %reldir%/cost_spec.c %reldir%/cost_spec.h
+
+# Pipeline parallel's batches in flight (docs/scheduler.md R122).
+%canon_reldir%_libsim_la_SOURCES += %reldir%/replica_pp.c \
+	%reldir%/replica_pp.h

@@ -6,6 +6,7 @@
 
 #include "sim/replica.h"
 #include "sim/replica_nsamp.h"
+#include "sim/replica_pp.h"
 
 #include "core/kvspolicy.h"
 #include "sim/cost_lora.h"
@@ -122,6 +123,10 @@ struct replica {
 	const struct cost_spec *spec_cost;
 	uint32_t *spectok, *specacc;	/* kvs_complete_spec's arrays */
 	size_t capspectok, capspecacc;
+
+	/* pipeline parallel's batches in flight (replica_pp.h), or NULL:
+	 * one batch at a time */
+	struct rpp *pp;
 };
 
 /*
@@ -144,6 +149,8 @@ kvsim_cost(void *ctx, const struct kvs_victim *v, enum kvs_preempt_mode m)
 		return INT64_MAX;
 	return out + in;
 }
+
+static kv_err replica__pp_open(replica *rp, const struct replica_cfg *cfg);
 
 replica *
 replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
@@ -201,6 +208,11 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 
 	rp->spec = cfg->spec;
 	rp->spec_cost = cfg->spec_cost;
+	if (replica__pp_open(rp, cfg) != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		replica_free(rp);
+		return NULL;
+	}
 	if (cfg->offload != NULL &&
 	    (rp->off = sim_offload_new(cfg->offload, rp->s, why, whylen)) ==
 	    NULL) {
@@ -246,6 +258,7 @@ replica_free(replica *rp)
 	sim_offload_free(rp->off);
 	sim_lora_cache_release(&rp->lc);
 	free(rp->lids);
+	rpp_free(rp->pp);
 	free(rp);
 }
 
@@ -979,6 +992,219 @@ replica__async_choose(replica *rp, int64_t now, char *why, size_t whylen)
 	return KV_OK;
 }
 
+/*
+ * The first half of a step: the scheduler's batch, checked, and the
+ * replica's notes of it (batch, milestones, preemptions).
+ */
+static kv_err
+replica__schedule(replica *rp, const struct kvs_step **st, char *why,
+		  size_t whylen)
+{
+	kv_err e;
+
+	if ((e = kvs_schedule(rp->s, st)) != KV_OK) {
+		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
+			 kvs_errmsg(rp->s));
+		return e;
+	}
+	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
+	    KV_OK)
+		return e;
+	if (sched_reserve(rp, (*st)->nsched) != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	note_sched(rp, *st);
+	note_preempt(rp, *st);
+	return KV_OK;
+}
+
+static kv_err replica__spec_complete(replica *rp,
+				     const struct kvs_step **out);
+
+/* The second half: the scheduled requests' output tokens applied. */
+static kv_err
+replica__complete(replica *rp, const struct kvs_step **st, char *why,
+		  size_t whylen)
+{
+	kv_err e;
+
+	if (rp->spec != NULL) {
+		e = replica__spec_complete(rp, st);
+	} else {
+		for (uint32_t i = 0; i < rp->nsched; i++) {
+			const struct rq *q = rp->byreq[rp->sreq[i]];
+
+			/* wl_output_tokens' token of sample 0, without its
+			 * call */
+			rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
+		}
+		e = kvs_complete(rp->s, rp->stok, st);
+	}
+	if (e != KV_OK)
+		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
+			 e == KV_ENOMEM ? "out of memory" : kvs_errmsg(rp->s));
+	return e;
+}
+
+/*
+ * Pipeline parallel's batches in flight (docs/scheduler.md R122): vLLM's
+ * batch queue of P batches (max_concurrent_batches) with policy
+ * vllm-v1.  A run with an observer, KV offload, a P/D pool, speculative
+ * decoding or LoRA runs one batch at a time.  Async scheduling's one step
+ * ahead gives way to the queue (vLLM 0.15.1 runs the same queue with it,
+ * PR #32359).
+ */
+static kv_err
+replica__pp_open(replica *rp, const struct replica_cfg *cfg)
+{
+	uint32_t p = cfg->cm != NULL ? cfg->cm->pp : 1;
+
+	if (p < 2 || strcmp(kvs_policy_name(rp->s), "vllm-v1") != 0 ||
+	    cfg->obs != NULL || cfg->offload != NULL || cfg->rowh != NULL ||
+	    cfg->spec != NULL || cfg->lora != NULL)
+		return KV_OK;
+	rp->async = false;
+	rp->pp = rpp_new(p);
+	return rp->pp != NULL ? KV_OK : KV_ENOMEM;
+}
+
+/*
+ * A batch enters the pipeline at now: the scheduler completes it at
+ * once (its tokens are the workload's, known in advance), each request
+ * that gained a token is in flight until the batch returns, and what the
+ * report sees of it waits in the queue for that return.
+ */
+static kv_err
+replica__pp_launch(replica *rp, const struct kvs_step *st, int64_t now,
+		   char *why, size_t whylen)
+{
+	const struct kvs_step *done;
+	struct rpp_batch *b;
+	int64_t cpu, dt = step_time(rp, st, &cpu);
+	kv_err e;
+
+	if (rp->lora_on)
+		dt += replica__lora_ns(rp, st);
+	note_step(rp, st, now, rpp_stage_ns(rp->pp, dt, 0));
+	b = rpp_push(rp->pp, rpp_time(rp->pp, now, dt));
+	if ((e = replica__complete(rp, &done, why, whylen)) != KV_OK)
+		return e;
+	if (rp->check && (e = audit(rp, "after complete", why, whylen)) !=
+	    KV_OK)
+		return e;
+	for (uint32_t i = 0; i < done->nfinish; i++)
+		if (rpp_add(&b->fin, &b->nfin, &b->capfin, done->finish[i]) !=
+		    KV_OK)
+			goto oom;
+	for (uint32_t i = 0; i < done->nignored; i++)
+		ignored(rp, done->ignored[i]);
+	for (uint32_t i = 0; i < rp->nsched; i++) {
+		kvs_req h = rp->sreq[i];
+
+		if (kvs_req_generated(rp->s, h) <= rp->byreq[h]->gen)
+			continue;	/* a prompt chunk before the last */
+		if (rpp_add(&b->req, &b->nreq, &b->capreq, h) != KV_OK)
+			goto oom;
+		if (kvs_req_status(rp->s, h) == KVS_RUNNING &&
+		    kvs_set_inflight(rp->s, h, true) != KV_OK) {
+			snprintf(why, whylen, "replica %u: %s", rp->index,
+				 kvs_errmsg(rp->s));
+			return KV_ESTATE;
+		}
+	}
+	usage_mark(rp, now);
+	return KV_OK;
+oom:
+	snprintf(why, whylen, "out of memory");
+	return KV_ENOMEM;
+}
+
+/*
+ * The pipelined replica's step, as vLLM's step_with_batch_queue: new
+ * batches while fewer than P are in flight and the scheduler finds work
+ * (each waits for the first stage to free), then a wait for the oldest
+ * batch to return (vLLM blocks on it when the queue is full or nothing
+ * more was scheduled).
+ */
+static kv_err
+replica__pp_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
+		  char *why, size_t whylen)
+{
+	const struct kvs_step *st;
+	bool added = true;
+	int64_t wake;
+	kv_err e;
+
+	if ((e = replica__admit_due(rp, now, why, whylen)) != KV_OK)
+		return e;
+	while (added && !rpp_full(rp->pp) && kvs_nunfinished(rp->s) > 0) {
+		if ((e = replica__schedule(rp, &st, why, whylen)) != KV_OK)
+			return e;
+		added = st->nsched > 0 || st->nswap_out > 0 ||
+			st->nswap_in > 0 || st->npreempt > 0;
+		e = added ? replica__pp_launch(rp, st, now, why, whylen)
+			  : idle_step(rp, st, now, why, whylen);
+		if (e != KV_OK)
+			return e;
+	}
+	if ((wake = rpp_wake(rp->pp)) == INT64_MAX)
+		return KV_OK;
+	assert(wake > now);
+	rp->busy = true;
+	*dt_ns = wake - now;
+	*started = true;
+	return KV_OK;
+}
+
+static kv_err finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
+		     char *why, size_t whylen);
+static kv_err abort_now(replica *rp, kvs_req h, rpt *rep, char *why,
+			size_t whylen);
+static kv_err note_tokens_of(replica *rp, const kvs_req *req, uint32_t n,
+			     int64_t now, rpt *rep, char *why, size_t whylen);
+
+/*
+ * The end of a pipelined replica's step: every batch back by now gives
+ * its tokens and finished requests to the report at its return, and its
+ * requests can be scheduled again; clients that left meanwhile are
+ * aborted (one whose request finished in a batch still in flight gets
+ * its failed row when that batch returns).
+ */
+static kv_err
+replica__pp_end(replica *rp, int64_t now, rpt *rep, char *why,
+		size_t whylen)
+{
+	struct rpp_batch *b;
+	kv_err e;
+
+	rp->busy = false;
+	while ((b = rpp_oldest(rp->pp)) != NULL && b->ret <= now) {
+		for (uint32_t i = 0; i < b->nreq; i++)
+			(void)kvs_set_inflight(rp->s, b->req[i], false);
+		if ((e = note_tokens_of(rp, b->req, b->nreq, b->ret, rep, why,
+					whylen)) != KV_OK)
+			return e;
+		for (uint32_t i = 0; i < b->nfin; i++)
+			if (rp->byreq[b->fin[i]] != NULL &&
+			    (e = finish(rp, b->fin[i], b->ret, rep, why,
+					whylen)) != KV_OK)
+				return e;
+		rpp_pop(rp->pp);
+	}
+	for (size_t i = 0; i < rp->nabort; i++) {
+		kvs_req h = rp->abort[i];
+
+		if (rp->byreq[h] != NULL &&
+		    kvs_req_status(rp->s, h) != KVS_FINISHED &&
+		    (e = abort_now(rp, h, rep, why, whylen)) != KV_OK)
+			return e;
+	}
+	rp->nabort = 0;
+	usage_mark(rp, now);
+	return KV_OK;
+}
+
 kv_err
 replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	      char *why, size_t whylen)
@@ -991,6 +1217,8 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	*started = false;
 	assert(!rp->busy);
 	rp->sched_t = now;
+	if (rp->pp != NULL)
+		return replica__pp_begin(rp, now, dt_ns, started, why, whylen);
 	if (rp->async && (e = replica__async_choose(rp, now, why, whylen)) !=
 	    KV_OK)
 		return e;
@@ -1002,21 +1230,8 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 		return e;
 	if (kvs_nunfinished(rp->s) == 0)
 		return KV_OK;
-	e = kvs_schedule(rp->s, &st);
-	if (e != KV_OK) {
-		snprintf(why, whylen, "replica %u: schedule: %s", rp->index,
-			 kvs_errmsg(rp->s));
+	if ((e = replica__schedule(rp, &st, why, whylen)) != KV_OK)
 		return e;
-	}
-	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
-	    KV_OK)
-		return e;
-	if (sched_reserve(rp, st->nsched) != KV_OK) {
-		snprintf(why, whylen, "out of memory");
-		return KV_ENOMEM;
-	}
-	note_sched(rp, st);
-	note_preempt(rp, st);
 	if (rp->obs != NULL && rp->obs->scheduled != NULL &&
 	    rp->obs->scheduled(rp->obs->ctx, rp->index, rp->s, st, rp->start,
 			       now, why, whylen) != 0)
@@ -1048,19 +1263,23 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	return KV_OK;
 }
 
-/* The tokens the step generated: first-token and inter-token times. */
+/*
+ * The tokens a step generated, its requests req[0..n): first-token and
+ * inter-token times (a request that ended since is skipped).
+ */
 static kv_err
-note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+note_tokens_of(replica *rp, const kvs_req *req, uint32_t n, int64_t now,
+	       rpt *rep, char *why, size_t whylen)
 {
-	for (uint32_t i = 0; i < rp->nsched; i++) {
-		kvs_req h = rp->sreq[i];
+	for (uint32_t i = 0; i < n; i++) {
+		kvs_req h = req[i];
 		struct rq *q = rp->byreq[h];
-		uint32_t g = kvs_req_generated(rp->s, h);
+		uint32_t g;
 		/* one token a step, or the accepted drafts and one */
 		uint32_t most = rp->spec != NULL ? rp->specacc[i] + 1 : 1;
 		int64_t cl;
 
-		if (g <= q->gen)
+		if (q == NULL || (g = kvs_req_generated(rp->s, h)) <= q->gen)
 			continue;
 		if (rp->check && g - q->gen > most) {
 			snprintf(why, whylen, "--check: replica %u: request "
@@ -1089,6 +1308,14 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		q->cl_last = cl;
 	}
 	return KV_OK;
+}
+
+/* The tokens the step just completed generated. */
+static kv_err
+note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
+{
+	return note_tokens_of(rp, rp->sreq, rp->nsched, now, rep, why,
+			      whylen);
 }
 
 /* A request the client will see end at t (t is never before the last). */
@@ -1365,25 +1592,16 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	kv_err e;
 
 	assert(rp->busy);
+	if (rp->pp != NULL)
+		return replica__pp_end(rp, now, rep, why, whylen);
 	rp->busy = false;
-	for (uint32_t i = 0; i < rp->nsched; i++) {
-		const struct rq *q = rp->byreq[rp->sreq[i]];
-
-		/* wl_output_tokens' token of sample 0, without its call */
-		rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
-	}
 	if (rp->obs != NULL && rp->obs->computed != NULL &&
 	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
 			      kvs_current_step(rp->s), rp->start, now, why,
 			      whylen) != 0)
 		return KV_ESTATE;
-	e = rp->spec != NULL ? replica__spec_complete(rp, &st)
-			     : kvs_complete(rp->s, rp->stok, &st);
-	if (e != KV_OK) {
-		snprintf(why, whylen, "replica %u: complete: %s", rp->index,
-			 e == KV_ENOMEM ? "out of memory" : kvs_errmsg(rp->s));
+	if ((e = replica__complete(rp, &st, why, whylen)) != KV_OK)
 		return e;
-	}
 	if ((e = replica__off_collect(rp, now, now, why, whylen)) != KV_OK)
 		return e;
 	if (rp->spec != NULL &&
@@ -1511,7 +1729,8 @@ replica_busy(const replica *rp)
 bool
 replica_has_work(const replica *rp)
 {
-	return kvs_nunfinished(rp->s) > 0 || rp->phead < rp->npend;
+	return kvs_nunfinished(rp->s) > 0 || rp->phead < rp->npend ||
+	       (rp->pp != NULL && rp->pp->n > 0);
 }
 
 uint64_t
@@ -1661,7 +1880,7 @@ check_fail(char *why, size_t whylen, int n, const char *fmt, ...)
 static int
 check_records(const replica *rp, char *why, size_t whylen)
 {
-	uint64_t held = 0, tokens = 0, queued = 0;
+	uint64_t held = 0, tokens = 0, queued = 0, coming = 0;
 
 	if (rp->nbyreq != kvs_nreqs(rp->s))
 		return check_fail(why, whylen, 3, "%zu request records, %u "
@@ -1672,13 +1891,18 @@ check_records(const replica *rp, char *why, size_t whylen)
 		kvs_status st = kvs_req_status(rp->s, (kvs_req)h);
 		bool live = st != KVS_FINISHED && st != KVS_ABORTED &&
 			    st != KVS_IGNORED;
+		/* finished in a batch in flight: its row comes at the
+		 * batch's return */
+		bool later = q != NULL && !live && rp->pp != NULL &&
+			     rpp_finishing(rp->pp, (kvs_req)h);
 
-		if ((q != NULL) != live)
+		coming += later;
+		if ((q != NULL) != (live || later))
 			return check_fail(why, whylen, 3, "request %zu "
 					  "(status %d) %s a record", h,
 					  (int)st, live ? "without" : "with");
 		if (q != NULL) {
-			held++;
+			held += !later;
 			tokens += (uint64_t)q->prompt + q->output;
 		}
 	}
@@ -1688,7 +1912,7 @@ check_records(const replica *rp, char *why, size_t whylen)
 		 kvs_queue_len(rp->s, KVS_Q_RUNNING) +
 		 kvs_queue_len(rp->s, KVS_Q_SWAPPED);
 	if (held != kvs_nunfinished(rp->s) || held != queued ||
-	    rp->st.added != rp->st.finished + rp->st.failed + held)
+	    rp->st.added != rp->st.finished + rp->st.failed + held + coming)
 		return check_fail(why, whylen, 4, "%llu records held, %u "
 				  "unfinished, %llu queued, %llu added, %llu "
 				  "finished", (unsigned long long)held,

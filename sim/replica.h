@@ -24,6 +24,14 @@
  * when the step was chosen, and a step's output tokens reach their
  * requests at the end of its GPU time, when replica_end() is called.
  *
+ * Pipeline parallel (cost_model.pp P > 1, policy vllm-v1, no observer,
+ * KV offload or P/D hook; replica_pp.h, docs/scheduler.md R122): up to P
+ * batches in flight.  replica_begin() schedules batches while fewer than
+ * P are in flight, completing each in the scheduler at once and marking
+ * the requests it gave a token in flight (kvs_set_inflight); its step
+ * lasts until the oldest batch returns, and replica_end() then hands that
+ * batch's tokens and finished requests to the report at its return.
+ *
  * The API server in front (cost.h, "the API server"): a request reaches
  * the scheduler at replica_admit_at(), and each output token reaches its
  * client when the server's FIFO has sent it; first-token, inter-token

@@ -10,7 +10,9 @@
 #     max_num_partial_prefills 2 makes vLLM derive the threshold as
 #     int(max_model_len * 0.04) and is that run exactly.
 #  4. pipeline_parallel_size 2: more than twice the KV tokens of one GPU,
-#     and a slower batch than tensor_parallel_size 2 on the same GPUs.
+#     and a slower batch than tensor_parallel_size 2 on the same GPUs;
+#     one request at a time slower than one GPU (the sends), a loaded
+#     replica faster (2 batches in flight).
 #     kvsim capacity counts replicas x TP x PP GPUs.
 #  5. quantization fp8: more KV tokens and faster steps; cpu_offload_gb 4:
 #     more KV tokens, much slower steps.
@@ -108,9 +110,18 @@ gt "$k2" "$((2 * k1))" || bad "pp 2: $k2 KV tokens, not more than 2 x $k1"
 gt "$(sval "$T/pp2/summary.csv" tpot_mean_s)" \
 	"$(sval "$T/tp2/summary.csv" tpot_mean_s)" ||
 	bad "pp 2 is not slower a token than tp 2"
-gt "$(sval "$T/pp2/summary.csv" tpot_mean_s)" \
-	"$(sval "$T/none/summary.csv" tpot_mean_s)" ||
+# one request at a time, no batch overlaps another: a token takes the
+# whole model plus the sends
+run one1 --set engine.max_num_seqs=1
+run pp2one --set engine.pipeline_parallel_size=2 --set engine.max_num_seqs=1
+gt "$(sval "$T/pp2one/summary.csv" tpot_mean_s)" \
+	"$(sval "$T/one1/summary.csv" tpot_mean_s)" ||
 	bad "pp 2 is not slower a token than one GPU (the sends)"
+# with requests to fill them, 2 batches in flight (R122) serve faster
+# than one GPU
+gt "$(sval "$T/pp2/summary.csv" throughput_out_tok_s)" \
+	"$(sval "$T/none/summary.csv" throughput_out_tok_s)" ||
+	bad "pp 2's batches in flight serve no faster than one GPU"
 
 for pp in 1 2; do
 	"$KVSIM" capacity -q "${top_srcdir:-..}/tests/capacity/fixed.yaml" \

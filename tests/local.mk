@@ -456,3 +456,16 @@ check_PROGRAMS += %reldir%/check_vllmargs
 	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/vllm_args.sh
 EXTRA_DIST += %reldir%/vllm_args.sh
+
+# Pipeline parallel's batches in flight (docs/scheduler.md R122): a
+# replica's timeline by hand for 2 stages, and kvsim run's throughput and
+# inter-token time with them.
+check_PROGRAMS += %reldir%/check_replica_pp
+%canon_reldir%_check_replica_pp_SOURCES = %reldir%/check_replica_pp.c
+%canon_reldir%_check_replica_pp_CFLAGS = $(KV_TEST_CFLAGS) $(GSL_CFLAGS) \
+	$(YAML_CFLAGS)
+%canon_reldir%_check_replica_pp_LDADD = sim/libsim.la sim/model/libmodel.la \
+	reports/librpt.la workloads/libwl.la util/libutil.la \
+	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
+TESTS += %reldir%/pp_inflight.sh
+EXTRA_DIST += %reldir%/pp_inflight.sh %reldir%/pp/saturate.yaml
