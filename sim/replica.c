@@ -39,6 +39,8 @@ struct rq {
 					 * or NULL */
 
 	uint32_t lora;		/* its LoRA adapter, 0 none */
+	uint32_t nsamp;		/* its forked sequences (replica_cfg.fork),
+				 * 1 otherwise */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -56,6 +58,7 @@ struct pend {
 	struct rnsamp_group *grp;	/* as struct rq's */
 
 	uint32_t lora;
+	uint32_t nsamp;		/* its n */
 };
 
 struct replica {
@@ -109,6 +112,7 @@ struct replica {
 	bool fanout;
 	uint32_t *samp;
 	size_t capsamp;
+	bool fork;		/* replica_cfg.fork */
 
 	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
 	bool lora_on;
@@ -170,6 +174,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->ct = cfg->ct;
 	rp->async = cfg->async_sched;
 	rp->fanout = cfg->fanout;
+	rp->fork = cfg->fork;
 	cost_fifo_init(&rp->fe);
 	rp->cend_armed = -1;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
@@ -313,6 +318,8 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	e = kvs_add(rp->s, tok, p->prompt, p->output, p->priority, &h);
 	if (e == KV_OK && rp->lora_on && p->lora != 0)
 		e = kvs_set_lora(rp->s, h, p->lora);
+	if (e == KV_OK && rp->fork && p->nsamp > 1)
+		e = kvs_set_n(rp->s, h, p->nsamp);
 	if (e != KV_OK) {
 		rq_put(rp, q);
 		snprintf(why, whylen, "request %llu: %s",
@@ -340,6 +347,7 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	q->prompt = p->prompt;
 	q->output = p->output;
 	q->lora = rp->lora_on ? p->lora : 0;
+	q->nsamp = rp->fork && p->nsamp > 1 ? p->nsamp : 1;
 	rp->st.added++;
 	return KV_OK;
 nomem:
@@ -364,6 +372,7 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->tok = NULL;
 	p->grp = NULL;
 	p->lora = r->lora;
+	p->nsamp = r->n;
 }
 
 /*
@@ -645,11 +654,14 @@ note_sched(replica *rp, const struct kvs_step *st)
 		/* cached tokens a policy schedules (vllm-v0) are not
 		 * computed: they are context, as a prefix hit is */
 		uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
+		/* positions the step advances: a forked group's decode
+		 * computes one of each of its sequences (R113) */
+		uint64_t per = q->nsamp > 1 && q->gen > 0 ? 1 : n;
 		uint64_t end;
 
 		rp->sreq[i] = h;
 		rp->seq[i].q = n;
-		rp->seq[i].ctx = comp >= n ? comp - n : 0;
+		rp->seq[i].ctx = comp >= per ? comp - per : 0;
 		/* the observer (validate) writes the stale cached tokens
 		 * too, as a correct engine would: the hazard is counted,
 		 * not turned into a data failure */
@@ -670,14 +682,14 @@ note_sched(replica *rp, const struct kvs_step *st)
 		 * recompute preemption) is recomputation; positions the
 		 * prefix cache restored are not computed at all. */
 		rp->st.stale_cached_tokens += st->sched[i].stale;
-		end = rp->seq[i].ctx + n;
+		end = rp->seq[i].ctx + per;
 		if (q->high > rp->seq[i].ctx)
 			q->recomputed += (end < q->high ? end : q->high) -
 					 rp->seq[i].ctx;
 		if (end > q->high)
 			q->high = (uint32_t)end;
 		/* Prefill (first or recomputed) is prompt work. */
-		if (q->gen == 0 || n > 1)
+		if (q->gen == 0 || per > 1)
 			rp->st.prompt_tokens_done += n;
 	}
 }
@@ -1065,7 +1077,7 @@ note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 				q->itl_max = gap;
 			rpt_add_itl(rep, gap);
 		}
-		rp->st.gen_tokens_done += g - q->gen;
+		rp->st.gen_tokens_done += (uint64_t)(g - q->gen) * q->nsamp;
 		q->gen = g;
 		q->last_tok = now;
 		q->cl_last = cl;
@@ -1172,15 +1184,17 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	out.frontend_in_ns = q->admit - q->arrival;
 	out.frontend_out_ns = out.finish_ns - now;
 	out.input_tokens = q->prompt;
-	out.output_tokens = q->gen;
+	out.output_tokens = q->gen * q->nsamp;
 	out.cached_prefix_tokens = q->hit;
 	out.preemptions = kvs_req_preemptions(rp->s, h);
 	out.recomputed_tokens = q->recomputed;
 	out.swapped_out_blocks = q->swapped_blocks;
 	out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
 				rp->cm->block_bytes : 0;
-	out.itl_sum_ns = q->itl_sum;
+	out.itl_sum_ns = q->itl_sum * q->nsamp;
 	out.itl_max_ns = q->itl_max;
+	if (q->nsamp > 1)	/* a forked group: its sequences' tokens */
+		out.samples = q->nsamp;
 	out.stage = q->stage;
 	memcpy(out.offload_hit_tokens, q->off_hit, sizeof(q->off_hit));
 	out.offload_load_ns = q->off_load_ns;

@@ -122,6 +122,11 @@ struct replica_cfg {
 	/* LoRA adapters (sim/lora.h): requests' adapters go to the
 	 * scheduler, their loads and GEMMs into the step time; NULL: off */
 	const struct sim_lora_setup *lora;
+
+	/* parallel sampling as vLLM v0 up to 0.6.3 runs it: a request with
+	 * n > 1 is one group of sequences forked after its prompt
+	 * (kvs_set_n; policy vllm-v0) */
+	bool fork;
 };
 
 typedef struct replica replica;
