@@ -41,6 +41,8 @@ struct rq {
 	uint32_t lora;		/* its LoRA adapter, 0 none */
 	uint32_t nsamp;		/* its forked sequences (replica_cfg.fork),
 				 * 1 otherwise */
+	bool gdec;		/* its entry in the step in flight is a
+				 * forked group's decode */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -113,6 +115,8 @@ struct replica {
 	uint32_t *samp;
 	size_t capsamp;
 	bool fork;		/* replica_cfg.fork */
+	struct cat_mixer_seq *fseq;	/* step_time's batch of them */
+	size_t capfseq;
 
 	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
 	bool lora_on;
@@ -223,6 +227,7 @@ replica_free(replica *rp)
 	free(rp->byreq);
 	free(rp->tok);
 	free(rp->seq);
+	free(rp->fseq);
 	free(rp->sreq);
 	free(rp->stok);
 	free(rp->start);
@@ -659,6 +664,7 @@ note_sched(replica *rp, const struct kvs_step *st)
 		uint64_t per = q->nsamp > 1 && q->gen > 0 ? 1 : n;
 		uint64_t end;
 
+		q->gdec = per != n;
 		rp->sreq[i] = h;
 		rp->seq[i].q = n;
 		rp->seq[i].ctx = comp >= per ? comp - per : 0;
@@ -842,10 +848,50 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
  * *cpu the part of it that is the cost model's CPU time (cost_breakdown
  * cpu_ns; 0 with a constant step time), the rest runs on the GPU.
  */
-static int64_t
-step_time(const replica *rp, const struct kvs_step *st, int64_t *cpu)
+/*
+ * The batch the cost model sees.  A forked group's decode (R113) is n
+ * sequences of one token at one position, each reading its own block
+ * table as v0's paged attention does: one entry a sequence.  Out of
+ * memory: the step's entries as they are.
+ */
+static struct cost_batch
+fork_batch(replica *rp, uint32_t nsched)
 {
-	struct cost_batch b = { rp->seq, st->nsched };
+	struct cost_batch b = { rp->seq, nsched };
+	size_t n = 0, k = 0;
+
+	for (uint32_t i = 0; i < nsched; i++)
+		n += rp->byreq[rp->sreq[i]]->gdec ? rp->seq[i].q : 1;
+	if (n == nsched)
+		return b;
+	if (n > rp->capfseq) {
+		struct cat_mixer_seq *f = realloc(rp->fseq, n * sizeof(*f));
+
+		if (f == NULL)
+			return b;
+		rp->fseq = f;
+		rp->capfseq = n;
+	}
+	for (uint32_t i = 0; i < nsched; i++) {
+		bool g = rp->byreq[rp->sreq[i]]->gdec;
+
+		for (uint64_t j = 0; j < (g ? rp->seq[i].q : 1); j++) {
+			rp->fseq[k] = rp->seq[i];
+			if (g)
+				rp->fseq[k].q = 1;
+			k++;
+		}
+	}
+	b.seq = rp->fseq;
+	b.nseq = n;
+	return b;
+}
+
+static int64_t
+step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
+{
+	struct cost_batch b = rp->fork ? fork_batch(rp, st->nsched) :
+	    (struct cost_batch){ rp->seq, st->nsched };
 	struct cost_breakdown bd;
 	int64_t dt, so, si;
 

@@ -30,7 +30,10 @@
 #     6 once the first decode copied the shared partial block for 3 of
 #     the 4 sequences (cow_blocks 3; the last writes in place): a lower
 #     mean, the same peak.  Without prefix caching fanout shares nothing
-#     (12 blocks), the group its full blocks (6).
+#     (12 blocks), the group its full blocks (6).  With the cost model, 8000
+#     prompt tokens and 20 out, a group's decode costs what fanout's 4
+#     children's decodes cost (each sequence reads its own KV): the same
+#     mean ITL.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -207,4 +210,14 @@ $KVSIM run --no-plot "$D/tiny.yaml" $F --set engine.parallel_sampling=fork \
 	'^parallel sampling  *1 requests of n > 1, 4 samples (sequences forked' ||
 	bad "fork: the run's table"
 [ -s "$T/err" ] && { bad "fork: a warning"; cat "$T/err"; }
+for m in fanout fork; do
+	$RUN "$D/tiny.yaml" $F --set engine.parallel_sampling=$m \
+		--set cost.step_ns=0 --set workload.generator.prompt.value=8000 \
+		--set workload.generator.output.value=20 --out "$T/cost-$m" ||
+		bad "$m run with the cost model"
+done
+i1=$(val "$T/cost-fanout/requests.csv" itl_mean_s)
+i2=$(val "$T/cost-fork/requests.csv" itl_mean_s)
+[ -n "$i1" ] && [ "$i1" = "$i2" ] ||
+	bad "fork: mean ITL $i2, fanout's $i1 (a group decodes n sequences)"
 exit $fail
