@@ -180,6 +180,16 @@ uint32_t kvc__v0_kvn(const kvc *k, int32_t id);
  */
 kv_err kvc__v0_swap_in_shared_never(kvc *k, int32_t s, uint32_t L, bool *o);
 
+/*
+ * vllm-v0, for a request of forked sequences (kvs_set_n):
+ * kvc__v0_can_append_group: can_append_slots(seq_group, L), the blocks
+ * every running sequence touches summed against the free GPU blocks.
+ * kvc__v0_group: the live sequences of s's request in creation order (the
+ * root first), at most cap of them into out; returns their count.
+ */
+kv_err kvc__v0_can_append_group(kvc *k, int32_t s, uint32_t L, bool *o);
+uint32_t kvc__v0_group(const kvc *k, int32_t s, int32_t *out, uint32_t cap);
+
 /* ---- helpers in kv_mgr.c ------------------------------------------ */
 
 /* Set k->msg (printf-style) and return e.  Use for every failure. */

@@ -1385,6 +1385,45 @@ v0_can_append(kvc *k, int32_t s, uint32_t n, bool has_n, uint32_t L,
 }
 
 /*
+ * vLLM v0's can_append_slots for the request of s: the blocks every
+ * running sequence of it touches by appending its unseen tokens plus L
+ * lookahead slots, summed, against the free GPU blocks.
+ */
+kv_err
+kvc__v0_can_append_group(kvc *k, int32_t s, uint32_t L, bool *o)
+{
+	struct v0 *m = v0_of(k);
+	int64_t touched = 0;
+	kv_err e = v0_want(k, s, KVC_RUNNING, "can_append");
+
+	if (e != KV_OK)
+		return e;
+	V0_FOREACH(k, t, k->seq[s].req) {
+		uint32_t full = v0_nfs(m, t);
+
+		touched += v0_touched(m->bs, full,
+				      (uint64_t)(k->seq[t].ntok - full), L);
+	}
+	*o = touched <= (int64_t)v0_pool_free(&m->pool[V0_GPU]);
+	return KV_OK;
+}
+
+uint32_t
+kvc__v0_group(const kvc *k, int32_t s, int32_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+
+	if (s < 0 || (uint32_t)s >= k->nseq || k->seq[s].state == KVC_DEAD)
+		return 0;
+	V0_FOREACH(k, t, k->seq[s].req) {
+		if (n < cap)
+			out[n] = t;
+		n++;
+	}
+	return n;
+}
+
+/*
  * Whether full slot i of sequence t holds the block that an earlier live
  * sequence of its request holds at slot i too (a block forked sequences
  * share: same content hash with prefix caching).

@@ -25,6 +25,7 @@ struct kvs_rq {
 	uint32_t lora;		/* LoRA adapter, 0 the base model */
 	uint32_t draft;		/* proposed drafts for its next step */
 	bool inflight;		/* kvs_set_inflight: not scheduled */
+	uint32_t nsamp;		/* kvs_set_n: sequences of its group (0: 1) */
 };
 
 /* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;

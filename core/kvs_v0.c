@@ -95,6 +95,9 @@ struct v0s {
 	uint64_t tokens;
 	uint32_t seqs;
 	struct v0s_list l[V0S_NLIST];
+	/* the live sequences of one group (kvs_set_n) */
+	int32_t *grp;
+	uint32_t capgrp;
 };
 
 static int64_t
@@ -258,6 +261,7 @@ v0s_release(void *state)
 	for (int i = 0; i < V0S_NLIST; i++)
 		free(v->l[i].a);
 	free(v->dec);
+	free(v->grp);
 	free(v);
 }
 
@@ -298,9 +302,10 @@ v0s_push(struct v0s_list *l, kvs_req r, uint32_t n, uint32_t c,
 
 /* A decode whose block promotion moved onto an uncomputed one. */
 static void
-v0s_push_decode(struct v0s_list *l, kvs_req r, const struct kvc__lost *x)
+v0s_push_decode(struct v0s_list *l, kvs_req r, uint32_t n,
+		const struct kvc__lost *x)
 {
-	v0s_push(l, r, 1, 0, x->tokens);
+	v0s_push(l, r, n, 0, x->tokens);
 	l->a[l->n - 1].lblk = x->tokens > 0 ? x->block : -1;
 	l->a[l->n - 1].lneed = x->need;
 }
@@ -480,11 +485,44 @@ v0s_prefill(const struct v0s *v, kvs_req r)
 	return v->dec[r] == 0;
 }
 
-/* SchedulingBudget.can_schedule(num_new_tokens=u, num_new_seqs=1). */
+/* SchedulingBudget.can_schedule(num_new_tokens=u, num_new_seqs=m). */
 static bool
-v0s_fits(const struct v0s *v, uint32_t u)
+v0s_fits(const struct v0s *v, uint32_t u, uint32_t m)
 {
-	return v->tokens + u <= v->B && (uint64_t)v->seqs + 1 <= v->S;
+	return v->tokens + u <= v->B && (uint64_t)v->seqs + m <= v->S;
+}
+
+/* Whether r is a group of forked sequences (kvs_set_n, R110). */
+static bool
+v0s_isgroup(const kvs *s, kvs_req r)
+{
+	return kvs__rq(s, r)->nsamp > 1;
+}
+
+/* get_max_num_running_seqs: a group counts its n sequences from its
+ * prompt on, before they are forked (R111). */
+static uint32_t
+v0s_nseq(const kvs *s, kvs_req r)
+{
+	return v0s_isgroup(s, r) ? kvs__rq(s, r)->nsamp : 1;
+}
+
+/* The live sequences of r's group into v->grp, root first; their count,
+ * 0 when out of memory. */
+static uint32_t
+v0s_group(kvs *s, struct v0s *v, kvs_req r)
+{
+	kvc *k = kvs_kv(s);
+	int32_t q = kvs_req_seq(s, r);
+	uint32_t n = kvc__v0_group(k, q, v->grp, v->capgrp);
+
+	if (n > v->capgrp) {
+		if (kvs__grow((void **)&v->grp, &v->capgrp, n,
+			      sizeof(*v->grp)) != KV_OK)
+			return 0;
+		n = kvc__v0_group(k, q, v->grp, v->capgrp);
+	}
+	return n;
 }
 
 /*
@@ -500,6 +538,8 @@ v0s_new_tokens(kvs *s, struct v0s *v, kvs_req r, bool chunk, uint32_t *u,
 
 	*u = 1;
 	*c = 0;
+	if (!v0s_prefill(v, r) && v0s_isgroup(s, r))
+		*u = kvc__v0_group(k, q, NULL, 0);	/* one a sequence */
 	if (v0s_prefill(v, r)) {
 		uint32_t T = (uint32_t)kvc_seq_len(k, q);
 		uint32_t C = (uint32_t)kvc_seq_computed(k, q);
@@ -544,15 +584,20 @@ v0s_pairs(kvs *s, enum kvs_pairs which)
 /*
  * _preempt: swap the victim out (preemption swap) or free it for
  * recompute.  A swap the CPU pool refuses is the reference's RuntimeError
- * (R65, R72); we recompute that victim instead.
+ * (R65, R72); we recompute that victim instead.  A group (R116) is
+ * swapped whatever `preemption` says, as v0 does when the user names no
+ * mode; one of several running sequences cannot be recomputed (v0
+ * asserts a single sequence there), so a swap the CPU pool refuses fails
+ * the step with KV_EREF.
  */
 static kv_err
 v0s_preempt(kvs *s, struct v0s *v, kvs_req r)
 {
 	kvc *k = kvs_kv(s);
+	bool grp = v0s_isgroup(s, r);
 	kv_err e;
 
-	if (v->swap) {
+	if (v->swap || grp) {
 		bool ok = false;
 
 		e = kvc_can_swap_out(k, kvs_req_seq(s, r), &ok);
@@ -566,11 +611,43 @@ v0s_preempt(kvs *s, struct v0s *v, kvs_req r)
 				return e;
 		}
 	}
+	if (grp && kvc__v0_group(k, kvs_req_seq(s, r), NULL, 0) > 1)
+		return kvs__fail(s, KV_EREF, "request %d: a group of %u "
+				 "running sequences must be swapped out and "
+				 "the CPU swap space cannot take it (vLLM v0 "
+				 "raises: \"Aborted due to the lack of CPU "
+				 "swap space\")", r,
+				 kvc__v0_group(k, kvs_req_seq(s, r), NULL, 0));
 	e = kvs_preempt_recompute(s, r);
 	if (e != KV_OK)
 		return e;
 	v->dec[r] = 0;
 	v0s_push(&v->l[V0S_VRC], r, 0, 0, 0);
+	return KV_OK;
+}
+
+/*
+ * append_slots for every running sequence of r, root first (the
+ * scheduler's _append_slots), each one's copy-on-write pairs to the
+ * step's list.
+ */
+static kv_err
+v0s_append(kvs *s, struct v0s *v, kvs_req r, uint32_t L)
+{
+	kvc *k = kvs_kv(s);
+	uint32_t n;
+	kv_err e;
+
+	if (!v0s_isgroup(s, r)) {
+		e = kvc_append_slots(k, kvs_req_seq(s, r), L);
+		return e == KV_OK ? v0s_pairs(s, KVS_COW) : e;
+	}
+	if ((n = v0s_group(s, v, r)) == 0)
+		return KV_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		if ((e = kvc_append_slots(k, v->grp[i], L)) != KV_OK ||
+		    (e = v0s_pairs(s, KVS_COW)) != KV_OK)
+			return e;
 	return KV_OK;
 }
 
@@ -593,7 +670,7 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r), ok = false, self = false;
 		bool counted = !v->chunked;	/* default: seqs pre-added */
-		uint32_t L = pre ? 0 : v->L, u, c;
+		uint32_t L = pre ? 0 : v->L, u, c, m = v0s_nseq(s, r);
 		struct kvc__lost lost;
 
 		v0s_new_tokens(s, v, r, v->chunked, &u, &c);
@@ -603,13 +680,14 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		for (;;) {
 			kvs_req victim;
 
-			e = kvc_can_append(k, q, 0, true, L, &ok);
+			e = m > 1 ? kvc__v0_can_append_group(k, q, L, &ok) :
+			    kvc_can_append(k, q, 0, true, L, &ok);
 			if (e != KV_OK)
 				return e;
 			if (ok)
 				break;
 			if (counted) {
-				v->seqs--;	/* budget.subtract_num_seqs */
+				v->seqs -= m;	/* budget.subtract_num_seqs */
 				counted = false;
 			}
 			if (*head < *tail) {
@@ -626,7 +704,7 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 		}
 		if (self)
 			break;
-		e = kvc_append_slots(k, q, L);
+		e = v0s_append(s, v, r, L);
 		if (e == KV_EREF) {
 			/* the reference fails (R72): preempt it instead */
 			*preempted = true;
@@ -634,20 +712,17 @@ v0s_running(kvs *s, struct v0s *v, uint32_t *head, uint32_t *tail,
 				return e;
 			break;
 		}
-		if (e != KV_OK)
-			return e;
-		if ((e = v0s_pairs(s, KVS_COW)) != KV_OK ||
-		    (e = kvc__v0_lost(k, q, &lost)) != KV_OK)
+		if (e != KV_OK || (e = kvc__v0_lost(k, q, &lost)) != KV_OK)
 			return e;
 		/* a prefill saw its tokens when allocated: only a decode
 		 * promotes (kvc__v0_lost) */
 		if (pre)
 			v0s_push(&v->l[V0S_RPF], r, u, 0, 0);
 		else
-			v0s_push_decode(&v->l[V0S_RDC], r, &lost);
+			v0s_push_decode(&v->l[V0S_RDC], r, u, &lost);
 		v->tokens += u;
 		if (v->chunked)
-			v->seqs++;
+			v->seqs += m;
 	}
 	return KV_OK;
 }
@@ -664,6 +739,7 @@ v0s_swapped(kvs *s, struct v0s *v)
 		int32_t q = kvs_req_seq(s, r);
 		bool pre = v0s_prefill(v, r);
 		uint32_t L = pre ? 0 : v->L, u, c, stale = 0;
+		uint32_t m = v0s_nseq(s, r);
 		struct kvc__lost lost;
 		kvc_verdict vd;
 
@@ -680,7 +756,7 @@ v0s_swapped(kvs *s, struct v0s *v)
 		if (vd != KVC_VERDICT_OK)
 			break;	/* LATER */
 		v0s_new_tokens(s, v, r, false, &u, &c);
-		if (u == 0 || !v0s_fits(v, u)) {
+		if (u == 0 || !v0s_fits(v, u, m)) {
 			kvc__v0_forget_cached(k, q);	/* PR #18957 */
 			break;
 		}
@@ -699,9 +775,9 @@ v0s_swapped(kvs *s, struct v0s *v)
 		if (pre)
 			v0s_push(&v->l[V0S_SPF], r, u + c, c, stale);
 		else
-			v0s_push_decode(&v->l[V0S_SDC], r, &lost);
+			v0s_push_decode(&v->l[V0S_SDC], r, u, &lost);
 		v->tokens += u;
-		v->seqs++;
+		v->seqs += m;
 	}
 	return KV_OK;
 }
@@ -750,7 +826,7 @@ v0s_prefills(kvs *s, struct v0s *v)
 		 * request's sequence is released with its memo.
 		 */
 		if (vd != KVC_VERDICT_OK || v->tokens >= v->B ||
-		    u == 0 || !v0s_fits(v, u)) {
+		    u == 0 || !v0s_fits(v, u, v0s_nseq(s, r))) {
 			kvc__v0_forget_cached(k, q);
 			break;
 		}
@@ -764,7 +840,7 @@ v0s_prefills(kvs *s, struct v0s *v)
 		kvs_queue_remove(s, KVS_Q_WAITING, 0);
 		v0s_push(&v->l[V0S_ADM], r, u + c, c, stale);
 		v->tokens += u;
-		v->seqs++;
+		v->seqs += v0s_nseq(s, r);
 	}
 	return KV_OK;
 }
@@ -803,6 +879,21 @@ v0s_emit(kvs *s, const struct v0s_list *l)
 	return KV_OK;
 }
 
+/* A group's decode: one token computed in each of its sequences. */
+static kv_err
+v0s_computed_group(kvs *s, struct v0s *v, kvs_req r)
+{
+	uint32_t n = v0s_group(s, v, r);
+	kv_err e;
+
+	if (n == 0)
+		return KV_ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		if ((e = kvc_computed(kvs_kv(s), v->grp[i], 1, true)) != KV_OK)
+			return e;
+	return KV_OK;
+}
+
 static kv_err
 v0s_schedule(kvs *s, void *state)
 {
@@ -810,7 +901,7 @@ v0s_schedule(kvs *s, void *state)
 	struct v0s_list *run = &v->l[V0S_RUN];
 	const struct kvs_step *st;
 	kvc *k = kvs_kv(s);
-	uint32_t head = 0, tail;
+	uint32_t head = 0, tail, nseq = 0;
 	bool preempted = false;
 	kv_err e;
 
@@ -822,14 +913,18 @@ v0s_schedule(kvs *s, void *state)
 			       kvs__qlen(s, KVS_Q_WAITING) +
 			       kvs__qlen(s, KVS_Q_SWAPPED))) != KV_OK)
 		return e;
-	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++)
-		v0s_push(run, kvs__qat(s, KVS_Q_RUNNING, i), 0, 0, 0);
+	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
+		kvs_req r = kvs__qat(s, KVS_Q_RUNNING, i);
+
+		v0s_push(run, r, 0, 0, 0);
+		nseq += v0s_nseq(s, r);
+	}
 	s->q[KVS_Q_RUNNING].n = 0;
 	tail = run->n;
 
 	if (!v->chunked) {
 		/* _schedule_default (R63) */
-		v->seqs = run->n;
+		v->seqs = nseq;
 		if (kvs_queue_len(s, KVS_Q_SWAPPED) == 0 &&
 		    (e = v0s_prefills(s, v)) != KV_OK)
 			return e;
@@ -899,6 +994,11 @@ v0s_schedule(kvs *s, void *state)
 		kvs_req r = st->sched[i].req;
 		int32_t q = kvs_req_seq(s, r);
 
+		if (v0s_isgroup(s, r) && !v0s_prefill(v, r)) {
+			if ((e = v0s_computed_group(s, v, r)) != KV_OK)
+				return e;
+			continue;
+		}
 		e = kvc_computed(k, q, st->sched[i].ntokens, true);
 		if (e != KV_OK)
 			return e;
@@ -906,6 +1006,59 @@ v0s_schedule(kvs *s, void *state)
 			v->dec[r] = 1;
 	}
 	return KV_OK;
+}
+
+/*
+ * The model output (R68), and for a group (R112, R113): when its prompt's
+ * first token is sampled, n - 1 children are forked from the root before
+ * the root takes its token (SingleStepOutputProcessor: parent.fork for
+ * each sample but the last, which the parent keeps; fork_seq shares the
+ * blocks), none when the group finishes with that token; each sequence
+ * other than the root takes token t + i, i its place in the group (t the
+ * root's), so no two share a block's content.  Then the default output,
+ * which gives the root its token and frees the whole group when it
+ * finishes (every sequence has as many tokens as the root).
+ */
+static kv_err
+v0s_complete(kvs *s, void *state, const uint32_t *tokens)
+{
+	struct v0s *v = state;
+	kvc *k = kvs_kv(s);
+	uint32_t mml = kvc_config_of(k)->max_model_len;
+
+	for (uint32_t i = 0; i < s->nsched; i++) {
+		kvs_req r = s->sched[i].req;
+		struct kvs_rq *q = kvs__rq(s, r);
+		uint32_t T, t, n;
+		kv_err e;
+
+		if (q->nsamp <= 1 || q->status != KVS_RUNNING)
+			continue;
+		T = (uint32_t)kvc_seq_len(k, q->seq);
+		if (kvc_seq_computed(k, q->seq) != T ||
+		    q->generated + 1 >= q->max_output || T + 1 >= mml)
+			continue;
+		t = tokens != NULL ? tokens[i] : 1000000u + T;
+		if (kvc__v0_group(k, q->seq, NULL, 0) == 1)
+			for (uint32_t j = 1; j < q->nsamp; j++) {
+				int32_t child;
+
+				if ((e = kvc_fork(k, q->seq, &child)) != KV_OK)
+					return kvs__fail(s, e, "fork: %s",
+							 kvc_errmsg(k));
+			}
+		if ((n = v0s_group(s, v, r)) == 0)
+			return kvs__fail(s, KV_ENOMEM, "out of memory");
+		for (uint32_t j = 1; j < n; j++) {
+			uint32_t tj = t + j;
+
+			if ((e = kvc_add_tokens(k, v->grp[j], &tj, 1)) !=
+			    KV_OK)
+				return kvs__fail(s, e, "output token: %s",
+						 kvc_errmsg(k));
+		}
+	}
+	return kvs_complete_default(s, tokens);
 }
 
 const struct kvs_policy kvs__v0_policy = {
@@ -916,4 +1069,5 @@ const struct kvs_policy kvs__v0_policy = {
 	.init = v0s_init,
 	.release = v0s_release,
 	.schedule = v0s_schedule,
+	.complete = v0s_complete,
 };

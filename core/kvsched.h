@@ -265,6 +265,20 @@ uint32_t kvs_req_lora(const kvs *s, kvs_req r);	/* 0: base model */
  */
 kv_err kvs_set_inflight(kvs *s, kvs_req r, bool inflight);
 
+/*
+ * Parallel sampling as vLLM v0 up to 0.6.3 runs it (docs/scheduler.md
+ * R110-R119): r is one group of n sequences.  Its prompt is prefilled
+ * once; when the prompt's first token is sampled, n - 1 children are
+ * forked from it (kvc_fork: every block shared, the partial last one
+ * copied on the first append), each decode step computes one token of
+ * every sequence, and r finishes when they all have max_output tokens.
+ * Set after kvs_add and before r is first scheduled; n 0 or 1: one
+ * sequence.  vllm-v0 only (KV_ENOTSUP elsewhere); KV_ESTATE once r was
+ * scheduled.  kvs_req_n: r's n (1 unless set).
+ */
+kv_err kvs_set_n(kvs *s, kvs_req r, uint32_t n);
+uint32_t kvs_req_n(const kvs *s, kvs_req r);
+
 /* Abort an unfinished request: out of its queue, blocks freed. */
 kv_err kvs_abort(kvs *s, kvs_req r);
 

@@ -1661,12 +1661,13 @@ rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 {
 	const char *t = rp_opt(l, "tokens"), *o = rp_opt(l, "output");
 	const char *pr = rp_opt(l, "priority"), *lo = rp_opt(l, "lora");
-	uint32_t n, p = 0, lora = 0;
+	const char *ns = rp_opt(l, "n");
+	uint32_t n, p = 0, lora = 0, nsamp = 1;
 	kvs_req q;
 	kv_err e;
 
 	if (rp_npos(r, l, 1) ||
-	    rp_opts_allowed(r, l, "tokens output priority lora"))
+	    rp_opts_allowed(r, l, "tokens output priority lora n"))
 		return RP_BAD;
 	if (!rp_valid_seqid(l->pos[0]))
 		return rp_error(r, "bad request id '%s'", l->pos[0]);
@@ -1689,9 +1690,14 @@ rp_sched_request(struct rp *r, struct rp_line *l, const char *text)
 	}
 	if (lo != NULL && rp_u32(r, "lora", lo, &lora))
 		return RP_BAD;
+	if (ns != NULL && (rp_u32(r, "n", ns, &nsamp) || nsamp < 1))
+		return nsamp < 1 ? rp_error(r, "request: n must be at least "
+					    "1") : RP_BAD;
 	e = kvs_add(r->s, r->tok, r->ntok, n, (int32_t)p, &q);
 	if (e == KV_OK && lora != 0)
 		e = kvs_set_lora(r->s, q, lora);
+	if (e == KV_OK && nsamp != 1)
+		e = kvs_set_n(r->s, q, nsamp);
 	if (e != KV_OK)
 		return rp_error(r, "request: %s", kvs_errmsg(r->s)[0] ?
 				kvs_errmsg(r->s) : kv_strerror(e));

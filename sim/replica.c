@@ -38,10 +38,12 @@ struct rq {
 	int64_t off_load_ns;	/* its loads' time, start to end */
 	struct rnsamp_group *grp;	/* a child of a fanned-out request,
 					 * or NULL */
-
 	uint32_t lora;		/* its LoRA adapter, 0 none */
-
 	uint64_t spec_drafts, spec_accepted;	/* speculative decoding */
+	uint32_t nsamp;		/* its forked sequences (replica_cfg.fork),
+				 * 1 otherwise */
+	bool gdec;		/* its entry in the step in flight is a
+				 * forked group's decode */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -59,6 +61,7 @@ struct pend {
 	struct rnsamp_group *grp;	/* as struct rq's */
 
 	uint32_t lora;
+	uint32_t nsamp;		/* its n */
 };
 
 struct replica {
@@ -112,6 +115,9 @@ struct replica {
 	bool fanout;
 	uint32_t *samp;
 	size_t capsamp;
+	bool fork;		/* replica_cfg.fork */
+	struct cat_mixer_seq *fseq;	/* step_time's batch of them */
+	size_t capfseq;
 
 	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
 	bool lora_on;
@@ -185,6 +191,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->ct = cfg->ct;
 	rp->async = cfg->async_sched;
 	rp->fanout = cfg->fanout;
+	rp->fork = cfg->fork;
 	cost_fifo_init(&rp->fe);
 	rp->cend_armed = -1;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
@@ -241,6 +248,7 @@ replica_free(replica *rp)
 	free(rp->byreq);
 	free(rp->tok);
 	free(rp->seq);
+	free(rp->fseq);
 	free(rp->sreq);
 	free(rp->stok);
 	free(rp->start);
@@ -339,6 +347,8 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	e = kvs_add(rp->s, tok, p->prompt, p->output, p->priority, &h);
 	if (e == KV_OK && rp->lora_on && p->lora != 0)
 		e = kvs_set_lora(rp->s, h, p->lora);
+	if (e == KV_OK && rp->fork && p->nsamp > 1)
+		e = kvs_set_n(rp->s, h, p->nsamp);
 	if (e != KV_OK) {
 		rq_put(rp, q);
 		snprintf(why, whylen, "request %llu: %s",
@@ -366,6 +376,7 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	q->prompt = p->prompt;
 	q->output = p->output;
 	q->lora = rp->lora_on ? p->lora : 0;
+	q->nsamp = rp->fork && p->nsamp > 1 ? p->nsamp : 1;
 	rp->st.added++;
 	return KV_OK;
 nomem:
@@ -390,6 +401,7 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->tok = NULL;
 	p->grp = NULL;
 	p->lora = r->lora;
+	p->nsamp = r->n;
 }
 
 /*
@@ -671,11 +683,16 @@ note_sched(replica *rp, const struct kvs_step *st)
 		/* cached tokens a policy schedules (vllm-v0) are not
 		 * computed: they are context, as a prefix hit is */
 		uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
-		uint64_t end, sp = st->sched[i].spec;
+		uint64_t sp = st->sched[i].spec;
+		/* positions the step advances: a forked group's decode
+		 * computes one of each of its sequences (R113) */
+		uint64_t per = q->nsamp > 1 && q->gen > 0 ? 1 : n;
+		uint64_t end;
 
+		q->gdec = per != n;
 		rp->sreq[i] = h;
 		rp->seq[i].q = n;
-		rp->seq[i].ctx = comp >= n ? comp - n : 0;
+		rp->seq[i].ctx = comp >= per ? comp - per : 0;
 		/* the observer (validate) writes the stale cached tokens
 		 * too, as a correct engine would: the hazard is counted,
 		 * not turned into a data failure */
@@ -698,14 +715,14 @@ note_sched(replica *rp, const struct kvs_step *st)
 		rp->st.stale_cached_tokens += st->sched[i].stale;
 		/* draft positions are not kept unless accepted: not
 		 * counted as computed for good (speculative decoding) */
-		end = rp->seq[i].ctx + n - sp;
+		end = rp->seq[i].ctx + per - sp;
 		if (q->high > rp->seq[i].ctx)
 			q->recomputed += (end < q->high ? end : q->high) -
 					 rp->seq[i].ctx;
 		if (end > q->high)
 			q->high = (uint32_t)end;
 		/* Prefill (first or recomputed) is prompt work. */
-		if (q->gen == 0 || n - sp > 1)
+		if (q->gen == 0 || per - sp > 1)
 			rp->st.prompt_tokens_done += n - sp;
 	}
 }
@@ -858,10 +875,50 @@ idle_step(replica *rp, const struct kvs_step *st, int64_t now, char *why,
  * *cpu the part of it that is the cost model's CPU time (cost_breakdown
  * cpu_ns; 0 with a constant step time), the rest runs on the GPU.
  */
-static int64_t
-step_time(const replica *rp, const struct kvs_step *st, int64_t *cpu)
+/*
+ * The batch the cost model sees.  A forked group's decode (R113) is n
+ * sequences of one token at one position, each reading its own block
+ * table as v0's paged attention does: one entry a sequence.  Out of
+ * memory: the step's entries as they are.
+ */
+static struct cost_batch
+fork_batch(replica *rp, uint32_t nsched)
 {
-	struct cost_batch b = { rp->seq, st->nsched };
+	struct cost_batch b = { rp->seq, nsched };
+	size_t n = 0, k = 0;
+
+	for (uint32_t i = 0; i < nsched; i++)
+		n += rp->byreq[rp->sreq[i]]->gdec ? rp->seq[i].q : 1;
+	if (n == nsched)
+		return b;
+	if (n > rp->capfseq) {
+		struct cat_mixer_seq *f = realloc(rp->fseq, n * sizeof(*f));
+
+		if (f == NULL)
+			return b;
+		rp->fseq = f;
+		rp->capfseq = n;
+	}
+	for (uint32_t i = 0; i < nsched; i++) {
+		bool g = rp->byreq[rp->sreq[i]]->gdec;
+
+		for (uint64_t j = 0; j < (g ? rp->seq[i].q : 1); j++) {
+			rp->fseq[k] = rp->seq[i];
+			if (g)
+				rp->fseq[k].q = 1;
+			k++;
+		}
+	}
+	b.seq = rp->fseq;
+	b.nseq = n;
+	return b;
+}
+
+static int64_t
+step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
+{
+	struct cost_batch b = rp->fork ? fork_batch(rp, st->nsched) :
+	    (struct cost_batch){ rp->seq, st->nsched };
 	struct cost_breakdown bd;
 	int64_t dt, so, si;
 
@@ -1302,7 +1359,7 @@ note_tokens_of(replica *rp, const kvs_req *req, uint32_t n, int64_t now,
 				q->itl_max = gap;
 			rpt_add_itl(rep, gap);
 		}
-		rp->st.gen_tokens_done += g - q->gen;
+		rp->st.gen_tokens_done += (uint64_t)(g - q->gen) * q->nsamp;
 		q->gen = g;
 		q->last_tok = now;
 		q->cl_last = cl;
@@ -1417,15 +1474,17 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	out.frontend_in_ns = q->admit - q->arrival;
 	out.frontend_out_ns = out.finish_ns - now;
 	out.input_tokens = q->prompt;
-	out.output_tokens = q->gen;
+	out.output_tokens = q->gen * q->nsamp;
 	out.cached_prefix_tokens = q->hit;
 	out.preemptions = kvs_req_preemptions(rp->s, h);
 	out.recomputed_tokens = q->recomputed;
 	out.swapped_out_blocks = q->swapped_blocks;
 	out.swapped_out_bytes = rp->cm ? q->swapped_blocks *
 				rp->cm->block_bytes : 0;
-	out.itl_sum_ns = q->itl_sum;
+	out.itl_sum_ns = q->itl_sum * q->nsamp;
 	out.itl_max_ns = q->itl_max;
+	if (q->nsamp > 1)	/* a forked group: its sequences' tokens */
+		out.samples = q->nsamp;
 	out.stage = q->stage;
 	memcpy(out.offload_hit_tokens, q->off_hit, sizeof(q->off_hit));
 	out.offload_load_ns = q->off_load_ns;

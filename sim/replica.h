@@ -141,6 +141,11 @@ struct replica_cfg {
 	 * and its time; NULL: none */
 	const struct sim_spec *spec;
 	const struct cost_spec *spec_cost;
+
+	/* parallel sampling as vLLM v0 up to 0.6.3 runs it: a request with
+	 * n > 1 is one group of sequences forked after its prompt
+	 * (kvs_set_n; policy vllm-v0) */
+	bool fork;
 };
 
 typedef struct replica replica;

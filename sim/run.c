@@ -126,6 +126,7 @@ struct sim_run {
 	uint64_t nparallel;	/* requests asking for n > 1 samples */
 	uint64_t nparallel_samples;	/* and their samples */
 	bool fanout;		/* n > 1 runs as n child requests */
+	bool fork;		/* n > 1 runs as one forked group */
 	uint64_t nsamples;	/* timeseries rows written */
 	bool tty;
 	uint64_t nreq_total;	/* the workload's requests, for the progress
@@ -1702,6 +1703,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.async_sched = R->cfg.async_scheduling == 1,
 			.offload = R->off_on ? &R->off : NULL,
 			.fanout = R->fanout,
+			.fork = R->fork,
 
 			.lora = R->lora_on ? &R->lora : NULL,
 
@@ -1743,9 +1745,11 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
  * engine.parallel_sampling (docs/run.md): auto and fanout fan a request
  * with n > 1 out into n child requests, as vLLM v1 (ParentRequest) and
  * the pinned vLLM v0 (ParallelSampleSequenceGroup) do.  fork, v0's
- * older sequence group forked after the prompt, is not modelled by
- * kvsim run; a disaggregated run takes neither (each request runs as
- * one sequence, with a warning).
+ * older sequence group forked after the prompt (vLLM up to 0.6.3), runs
+ * under policy vllm-v0 only (kvs_set_n, docs/scheduler.md R110-R119),
+ * and not under kvsim validate, whose writes follow one sequence a
+ * request; a disaggregated run takes neither (each request runs as one
+ * sequence, with a warning).
  */
 static kv_err
 setup_nsamp(sim_run *R, const struct kvs_policy *pol)
@@ -1753,14 +1757,20 @@ setup_nsamp(sim_run *R, const struct kvs_policy *pol)
 	const struct sim_nsamp_config *n = &R->cfg.nsamp;
 	const char *where = n->where[0] ? n->where : R->cfg.source;
 
-	if (n->mode == SIM_NSAMP_FORK)
+	if (n->mode == SIM_NSAMP_FORK &&
+	    strcmp(pol->name, "vllm-v0") != 0)
 		return rfail(R, KV_EINVAL, "%s: engine.parallel_sampling: "
-			     "fork: %s", where, pol->mode == KVC_VLLM_V0 ?
-			     "kvsim run does not model vLLM v0's forked "
-			     "sequence groups; the pinned v0 engine fans n > "
-			     "1 out (use auto or fanout)" :
-			     "the policy has no forked sequence groups (use "
-			     "auto or fanout)");
+			     "fork: policy %s has no forked sequence groups "
+			     "(vllm-v0 has; use auto or fanout)", where,
+			     pol->name);
+	if (n->mode == SIM_NSAMP_FORK && (R->cfg.pd.on || R->o.obs != NULL))
+		return rfail(R, KV_EINVAL, "%s: engine.parallel_sampling: "
+			     "fork is not modelled %s", where, R->cfg.pd.on ?
+			     "in a disaggregated run" : "by kvsim validate");
+	if (n->mode == SIM_NSAMP_FORK) {
+		R->fork = true;
+		return KV_OK;
+	}
 	if (n->mode == SIM_NSAMP_FANOUT && R->cfg.pd.on)
 		return rfail(R, KV_EINVAL, "%s: engine.parallel_sampling: "
 			     "fanout is not modelled in a disaggregated run",
@@ -2032,8 +2042,8 @@ totals(sim_run *R, int64_t t_first, int64_t t_last, uint64_t events)
 		pd_totals(R, t);
 	offload_totals(R, t);
 	/* summary.csv's columns: only where the samples ran */
-	t->parallel_requests = R->fanout ? R->nparallel : 0;
-	t->parallel_samples = R->fanout ? R->nparallel_samples : 0;
+	t->parallel_requests = R->fanout || R->fork ? R->nparallel : 0;
+	t->parallel_samples = R->fanout || R->fork ? R->nparallel_samples : 0;
 
 	for (uint32_t i = 0; R->lora_on && i < R->nrp; i++) {
 		const struct replica_stats *s = replica_stats(R->rp[i]);
@@ -2116,6 +2126,12 @@ bool
 sim_run_parallel_fanout(const sim_run *R)
 {
 	return R->fanout;
+}
+
+bool
+sim_run_parallel_fork(const sim_run *R)
+{
+	return R->fork;
 }
 
 const struct wl_counts *

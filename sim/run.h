@@ -187,6 +187,9 @@ uint64_t sim_run_parallel_requests(const sim_run *R);
 /* Whether they ran as n child requests each (engine.parallel_sampling);
  * false: each as one sequence (a disaggregated run). */
 bool sim_run_parallel_fanout(const sim_run *R);
+/* Whether they ran as one group of sequences forked after the prompt
+ * each (engine.parallel_sampling fork, policy vllm-v0). */
+bool sim_run_parallel_fork(const sim_run *R);
 /* The workload stream's counts (rows skipped, requests filtered out...),
  * NULL before the run has opened it. */
 const struct wl_counts *sim_run_wl_counts(const sim_run *R);

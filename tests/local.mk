@@ -469,3 +469,9 @@ check_PROGRAMS += %reldir%/check_replica_pp
 	core/libkvcore.la $(GSL_LIBS) $(YAML_LIBS) $(CHECK_LIBS)
 TESTS += %reldir%/pp_inflight.sh
 EXTRA_DIST += %reldir%/pp_inflight.sh %reldir%/pp/saturate.yaml
+
+# v0fork: parallel sampling by forked sequences (vllm-v0)
+check_PROGRAMS += %reldir%/check_fork
+%canon_reldir%_check_fork_SOURCES = %reldir%/check_fork.c
+%canon_reldir%_check_fork_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_fork_LDADD = $(KV_TEST_LIBS)

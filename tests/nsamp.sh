@@ -20,9 +20,20 @@
 #     it (auto writes nothing);
 #  5. a client timeout fails a fanned-out request once, its children all
 #     aborted (--check holds);
-#  6. bad values exit 2 with where: fork (no policy here models it), an
-#     unknown mode in a file (FILE:LINE:COL) and in --set, fanout in a
-#     disaggregated run, n = 0 from a generator and from a trace.
+#  6. bad values exit 2 with where: fork under a policy other than vllm-v0,
+#     an unknown mode in a file (FILE:LINE:COL) and in --set, fanout and
+#     fork in a disaggregated run, n = 0 from a generator and from a trace;
+#  7. fork (vllm-v0, docs/scheduler.md R110-R119): one request of 40
+#     prompt tokens (2 full blocks of 16 and one of 8), n = 4, 3 tokens
+#     out.  The row is fanout's; the group takes 3 blocks in its prefill
+#     step, where fanout takes 6 (the 4 samples' own partial blocks), and
+#     6 once the first decode copied the shared partial block for 3 of
+#     the 4 sequences (cow_blocks 3; the last writes in place): a lower
+#     mean, the same peak.  Without prefix caching fanout shares nothing
+#     (12 blocks), the group its full blocks (6).  With the cost model, 8000
+#     prompt tokens and 20 out, a group's decode costs what fanout's 4
+#     children's decodes cost (each sequence reads its own KV): the same
+#     mean ITL.
 set -u
 : "${KVSIM:=../sim/kvsim}"
 : "${top_srcdir:=..}"
@@ -124,7 +135,7 @@ expect2() {	# expect2 WHAT PATTERN ARGS...
 	[ $rc = 2 ] || bad "$what: exit $rc, want 2"
 	grep -q -- "$pat" "$T/err" || { bad "$what: message"; cat "$T/err"; }
 }
-for pol in vllm-v1 vllm-v0 sarathi; do
+for pol in vllm-v1 sarathi; do
 	expect2 "fork $pol" "engine.parallel_sampling: fork" "$D/tiny.yaml" \
 		--set policy=$pol --set engine.parallel_sampling=fork
 done
@@ -150,9 +161,63 @@ printf '%s\n' 'model: meta-llama/Llama-3.1-8B' 'policy: vllm-v1' \
 	>"$T/pd.yaml"
 expect2 "fanout in P/D" "fanout is not modelled in a disaggregated run" \
 	"$T/pd.yaml" --set engine.parallel_sampling=fanout
+expect2 "fork in P/D" "fork is not modelled in a disaggregated run" \
+	"$T/pd.yaml" --set policy=vllm-v0 --set engine.parallel_sampling=fork
 # auto there: one sequence each, and the warning says so
 $KVSIM run -q --no-plot "$T/pd.yaml" --out "$T/pd" >"$T/err" 2>&1 ||
 	bad "P/D run"
 grep -q "4 requests ask for parallel sampling.*each ran as one sequence" \
 	"$T/err" || { bad "P/D warning"; cat "$T/err"; }
+
+# 7.
+blocks() {	# blocks SUMMARY COLUMN: the column times num_gpu_blocks, rounded
+	awk -v u="$(val "$1" "$2")" -v g="$(val "$1" num_gpu_blocks)" \
+		'BEGIN { printf "%.0f", u * g }'
+}
+F="--set policy=vllm-v0 --set workload.generator.prompt.value=40
+	--set workload.generator.n.value=4"
+for pc in true false; do
+	for m in fanout fork; do
+		$RUN "$D/tiny.yaml" $F --set engine.parallel_sampling=$m \
+			--set engine.enable_prefix_caching=$pc \
+			--out "$T/$m-$pc" || bad "$m run (prefix caching $pc)"
+	done
+done
+a="$T/fanout-true/summary.csv" b="$T/fork-true/summary.csv"
+[ "$(blocks "$a" kv_usage_max)" = 6 ] && [ "$(blocks "$b" kv_usage_max)" = 6 ] &&
+	[ "$(blocks "$a" kv_usage_mean)" = 6 ] &&
+	[ "$(blocks "$b" kv_usage_mean)" = 5 ] ||
+	bad "fork: blocks $(blocks "$b" kv_usage_max) peak $(blocks "$b" \
+kv_usage_mean) mean, fanout $(blocks "$a" kv_usage_max) $(blocks "$a" \
+kv_usage_mean); want 6 5 and 6 6"
+[ "$(val "$b" cow_blocks)" = 3 ] && [ "$(val "$a" cow_blocks)" = 0 ] &&
+	[ "$(val "$b" output_tokens)" = 12 ] &&
+	[ "$(val "$b" parallel_requests)" = 1 ] &&
+	[ "$(val "$b" parallel_samples)" = 4 ] || bad "fork: summary"
+cut -d, -f2- "$T/fanout-true/requests.csv" >"$T/r1"
+cut -d, -f2- "$T/fork-true/requests.csv" >"$T/r2"
+cmp -s "$T/r1" "$T/r2" || { bad "fork: the row is not fanout's";
+	diff "$T/r1" "$T/r2"; }
+[ "$(blocks "$T/fanout-false/summary.csv" kv_usage_max)" = 12 ] &&
+	[ "$(blocks "$T/fork-false/summary.csv" kv_usage_max)" = 6 ] ||
+	bad "fork without prefix caching: peak not 6 blocks against 12"
+grep -qx '  parallel_sampling: fork' "$T/fork-true/config.yaml" ||
+	bad "config.yaml does not name fork"
+$RUN "$T/fork-true/config.yaml" --out "$T/fork2" ||
+	bad "fork: config.yaml runs again"
+$KVSIM run --no-plot "$D/tiny.yaml" $F --set engine.parallel_sampling=fork \
+	--out "$T/forkv" 2>"$T/err" | grep -q \
+	'^parallel sampling  *1 requests of n > 1, 4 samples (sequences forked' ||
+	bad "fork: the run's table"
+[ -s "$T/err" ] && { bad "fork: a warning"; cat "$T/err"; }
+for m in fanout fork; do
+	$RUN "$D/tiny.yaml" $F --set engine.parallel_sampling=$m \
+		--set cost.step_ns=0 --set workload.generator.prompt.value=8000 \
+		--set workload.generator.output.value=20 --out "$T/cost-$m" ||
+		bad "$m run with the cost model"
+done
+i1=$(val "$T/cost-fanout/requests.csv" itl_mean_s)
+i2=$(val "$T/cost-fork/requests.csv" itl_mean_s)
+[ -n "$i1" ] && [ "$i1" = "$i2" ] ||
+	bad "fork: mean ITL $i2, fanout's $i1 (a group decodes n sequences)"
 exit $fail

@@ -82,7 +82,8 @@ run_usage(FILE *f)
 }
 
 static void
-print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
+print_table(const char *dir, rpt *rep, const struct rpt_totals *t,
+	    bool fork)
 {
 	double d = (double)t->duration_ns / 1e9;
 
@@ -121,8 +122,10 @@ print_table(const char *dir, rpt *rep, const struct rpt_totals *t)
 		       t->stale_cached_tokens);
 	if (t->parallel_requests > 0)
 		printf("%-28s %" PRIu64 " requests of n > 1, %" PRIu64
-		       " samples (child requests)\n", "parallel sampling",
-		       t->parallel_requests, t->parallel_samples);
+		       " samples (%s)\n", "parallel sampling",
+		       t->parallel_requests, t->parallel_samples, fork ?
+		       "sequences forked after the prompt" :
+		       "child requests");
 	printf("%-28s %s\n", "reports", dir);
 	printf("%-28s %.3f s\n", "wall time", t->sim_wall_s);
 }
@@ -286,7 +289,8 @@ run_warnings(sim_run *R, const struct rpt_totals *t)
 				msg);
 		}
 	}
-	if (sim_run_parallel_requests(R) > 0 && !sim_run_parallel_fanout(R))
+	if (sim_run_parallel_requests(R) > 0 && !sim_run_parallel_fanout(R) &&
+	    !sim_run_parallel_fork(R))
 		fprintf(stderr, "kvsim run: warning: %" PRIu64 " requests ask "
 			"for parallel sampling (n > 1); each ran as one "
 			"sequence: a disaggregated run does not fan them out "
@@ -331,7 +335,8 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 			plot_forget_run(x->outdir);
 	}
 	if (!x->ro->quiet)
-		print_table(x->outdir, sim_run_report(R), t);
+		print_table(x->outdir, sim_run_report(R), t,
+			    sim_run_parallel_fork(R));
 	if (!x->o.no_plot)
 		rc = auto_plot("kvsim run", x->outdir, x->ro->quiet);
 	if (simrun_checks_report())	/* the level's proof of work */
