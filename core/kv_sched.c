@@ -434,7 +434,7 @@ kvs__find(const kvs *s, kvs_queue q, kvs_req r)
 
 /* ---- the step record -------------------------------------------------- */
 
-static void
+void
 kvs__publish(kvs *s)
 {
 	struct kvs_step *st = &s->step;

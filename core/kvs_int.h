@@ -147,6 +147,9 @@ bool kvs__loraset_has(const struct kvs_loraset *set, uint32_t lora);
 kv_err kvs__loraset_add(struct kvs_loraset *set, uint32_t lora);
 int kvs__lora_audit(const kvs *s, char *why, size_t whylen);
 
+/* The step record's views of the step's arrays (kv_sched.c). */
+void kvs__publish(kvs *s);
+
 /* Finish r in kvs_complete: its blocks freed, out of running. */
 kv_err kvs__finish(kvs *s, kvs_req r);
 

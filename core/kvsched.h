@@ -266,6 +266,32 @@ uint32_t kvs_req_lora(const kvs *s, kvs_req r);	/* 0: base model */
 kv_err kvs_set_inflight(kvs *s, kvs_req r, bool inflight);
 
 /*
+ * Fast-forward of steady decode (docs/fastforward.md).  A steady step:
+ * policy vllm-v1 without a connector, speculation or lookahead, one
+ * full-attention group; every unfinished request running (none waiting
+ * or swapped, none in flight, no forked group), each with one token to
+ * compute (T = C + 1), all of them within the token budget.  Such a step
+ * schedules each running request for one token in running order and
+ * samples one token for each.
+ *
+ * kvs_decode_span: how many of the next steps, at most kmax, are steady
+ * and end no request (each stays below max_output and max_model_len) and
+ * find their blocks free (no preemption); 0 when the next is not.
+ *
+ * kvs_decode_run: those k <= kvs_decode_span(s, k) steps made at once,
+ * with what k pairs of kvs_schedule and kvs_complete would have done:
+ * the same allocator calls in the same order (the same blocks taken, the
+ * same prefix-cache evictions and indexed blocks), the same step numbers,
+ * tok[i * k + j] the token running request i samples in step j (NULL:
+ * kvs_complete's deterministic ids).  taken (k entries, or NULL): the
+ * blocks each step took from the free queue.  The step record is left
+ * empty.  KV_EINVAL, nothing done, when the k steps are not steady.
+ */
+uint32_t kvs_decode_span(const kvs *s, uint32_t kmax);
+kv_err kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok,
+		      uint32_t *taken);
+
+/*
  * Parallel sampling as vLLM v0 up to 0.6.3 runs it (docs/scheduler.md
  * R110-R119): r is one group of n sequences.  Its prompt is prefilled
  * once; when the prompt's first token is sampled, n - 1 children are

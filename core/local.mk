@@ -32,7 +32,8 @@ lib_LTLIBRARIES += %reldir%/libkvcore.la
 	%reldir%/kv_tier.c \
 	%reldir%/kv_offload.c \
 	%reldir%/kvs_lora.c \
-	%reldir%/kvs_fork.c
+	%reldir%/kvs_fork.c \
+	%reldir%/kvs_ff.c
 %canon_reldir%_libkvcore_la_LDFLAGS = -version-info 0:0:0 $(AM_LDFLAGS)
 
 kvcoreincludedir = $(includedir)/kvcore

@@ -6,6 +6,7 @@ noinst_LTLIBRARIES += %reldir%/libsim.la
 %canon_reldir%_libsim_la_SOURCES = \
 	%reldir%/engine.c %reldir%/engine.h \
 	%reldir%/replica.c %reldir%/replica.h \
+	%reldir%/replica_int.h %reldir%/replica_ff.c \
 	%reldir%/runcfg.c %reldir%/runcfg.h \
 	%reldir%/run.c %reldir%/run.h \
 	%reldir%/ctrace.c %reldir%/ctrace.h \

@@ -4,9 +4,7 @@
  */
 #include "config.h"
 
-#include "sim/replica.h"
-#include "sim/replica_nsamp.h"
-#include "sim/replica_pp.h"
+#include "sim/replica_int.h"
 
 #include "core/kvspolicy.h"
 #include "sim/cost_lora.h"
@@ -18,122 +16,6 @@
 #include <string.h>
 
 _Static_assert(RPT_MAX_TIERS == KVO_MAX_TIERS, "a report column per tier");
-
-/* An unfinished request's milestones. */
-struct rq {
-	uint64_t id, out_key;
-	int64_t arrival, first_sched, first_tok, last_tok;
-	int64_t admit;		/* at the engine (arrival + frontend in) */
-	int64_t cl_first, cl_last;	/* tokens at the client */
-	uint32_t prompt, output, gen, hit;
-	uint32_t high;		/* positions ever computed: 0..high-1 */
-	uint64_t recomputed;	/* tokens computed below high again */
-	uint64_t swapped_blocks;
-	int64_t itl_sum, itl_max;
-	bool scheduled;
-	uint32_t stage;
-	bool failed;		/* the client gave up on it at fail_ns */
-	int64_t fail_ns;
-	uint64_t off_hit[KVO_MAX_TIERS];	/* tokens loaded per tier */
-	int64_t off_load_ns;	/* its loads' time, start to end */
-	struct rnsamp_group *grp;	/* a child of a fanned-out request,
-					 * or NULL */
-	uint32_t lora;		/* its LoRA adapter, 0 none */
-	uint64_t spec_drafts, spec_accepted;	/* speculative decoding */
-	uint32_t nsamp;		/* its forked sequences (replica_cfg.fork),
-				 * 1 otherwise */
-	bool gdec;		/* its entry in the step in flight is a
-				 * forked group's decode */
-};
-
-/* A request that arrived but is not yet the scheduler's (async
- * scheduling: the step it can join was chosen before it came). */
-struct pend {
-	uint64_t id, out_key;
-	int64_t arrival;
-	int64_t at;		/* when it reaches the engine: arrival and
-				 * the API server's time (cost.h) */
-	int64_t fail_ns;	/* its client left while it waited */
-	uint32_t prompt, output, stage;
-	int32_t priority;
-	bool failed;
-	uint32_t *tok;		/* its prompt token ids (owned) */
-	struct rnsamp_group *grp;	/* as struct rq's */
-
-	uint32_t lora;
-	uint32_t nsamp;		/* its n */
-};
-
-struct replica {
-	uint32_t index;
-	kvs *s;
-	const struct cost_model *cm;
-	int64_t step_ns;
-	uint32_t vocab, block_size, max_model_len;
-	uint64_t blocks_total;	/* usable GPU blocks (v1: less null) */
-	bool check;
-	bool busy;
-	const struct sim_observer *obs;
-	const struct replica_row_hook *rowh;
-	ctrace *ct;
-	uint32_t *start;	/* the step's first computed position per
-				 * scheduled request (observer) */
-	struct rq **byreq;	/* kvs_req -> record (NULL once finished) */
-	size_t nbyreq, capbyreq;
-	struct rq *freelist;	/* recycled records, linked through id */
-	uint32_t *tok;		/* prompt token scratch */
-	size_t captok;
-	struct cat_mixer_seq *seq;	/* batch scratch */
-	kvs_req *sreq;		/* the step's scheduled requests */
-	uint32_t *stok;		/* and their output tokens */
-	size_t capsched;
-	uint32_t nsched;
-	uint64_t outstanding;
-	kvs_req *abort;		/* failed while a step was in flight */
-	size_t nabort, capabort;
-	struct replica_stats st;
-	/* async scheduling (replica.h) */
-	bool async;
-	struct pend *pend;	/* arrived, not yet added: pend[phead..npend) */
-	size_t phead, npend, cappend;
-	int64_t sched_t;	/* when the step begun last was chosen */
-	bool piped;		/* a step ended at pipe_t with the next one
-				 * already chosen at next_s */
-	int64_t pipe_t, next_s;
-	/* the API server in front (cost.h): requests wait in pend until
-	 * they reach the engine, at pend.at */
-	struct cost_fifo fe;
-	int64_t admit_at;	/* the last request added reaches the engine */
-	int64_t *cend;		/* client end times still to come, in order
-				 * (the API server's FIFO): cend[hcend..ncend) */
-	size_t hcend, ncend, capcend;
-	int64_t cend_armed;	/* the next one replica_client_ends told */
-	sim_offload *off;	/* KV offload, or NULL */
-	int64_t off_armed;	/* the wake replica_offload_wake told */
-	/* parallel sampling fanned out (replica_cfg.fanout): per handle,
-	 * its sample index, so a client's failure reaches the siblings */
-	bool fanout;
-	uint32_t *samp;
-	size_t capsamp;
-	bool fork;		/* replica_cfg.fork */
-	struct cat_mixer_seq *fseq;	/* step_time's batch of them */
-	size_t capfseq;
-
-	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
-	bool lora_on;
-	struct sim_lora_cache lc;
-	uint32_t *lids;
-
-	/* speculative decoding (replica_cfg.spec), or NULL */
-	const struct sim_spec *spec;
-	const struct cost_spec *spec_cost;
-	uint32_t *spectok, *specacc;	/* kvs_complete_spec's arrays */
-	size_t capspectok, capspecacc;
-
-	/* pipeline parallel's batches in flight (replica_pp.h), or NULL:
-	 * one batch at a time */
-	struct rpp *pp;
-};
 
 /*
  * The kvsim policy's preemption price in nanoseconds of the cost model:
@@ -192,6 +74,7 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->async = cfg->async_sched;
 	rp->fanout = cfg->fanout;
 	rp->fork = cfg->fork;
+	rp->ff = cfg->fast_forward;
 	cost_fifo_init(&rp->fe);
 	rp->cend_armed = -1;
 	rp->block_size = kvc_config_of(kvs_kv(rp->s))->block_size;
@@ -262,6 +145,9 @@ replica_free(replica *rp)
 	}
 	free(rp->pend);
 	free(rp->samp);
+	free(rp->fftok);
+	free(rp->fftaken);
+	free(rp->fft);
 	kvs_free(rp->s);
 	sim_offload_free(rp->off);
 	sim_lora_cache_release(&rp->lc);
@@ -291,12 +177,12 @@ rq_put(replica *rp, struct rq *q)
 	rp->freelist = q;
 }
 
-/* Close the KV-usage integral up to now and take the new level. */
-static void
-usage_mark(replica *rp, int64_t now)
+/* Close the KV-usage integral up to now and take the new level, the
+ * groups' free blocks free[g]. */
+void
+replica__usage_free(replica *rp, int64_t now, const uint64_t *free)
 {
-	const kvc *k = kvs_kv(rp->s);
-	uint64_t used = rp->blocks_total - kvc_free_blocks(k, 0);
+	uint64_t used = rp->blocks_total - free[0];
 	double u = rp->blocks_total ? (double)used / (double)rp->blocks_total
 				    : 0.0;
 	double dt = now > rp->st.usage_t ? (double)(now - rp->st.usage_t) : 0;
@@ -308,14 +194,25 @@ usage_mark(replica *rp, int64_t now)
 		rp->st.usage_max = u;
 	for (uint32_t g = 0; g < rp->st.ngroups; g++) {
 		uint64_t nb = rp->st.group_blocks[g];
-		double gu = nb ? (double)(nb - kvc_free_blocks(k, g)) /
-			    (double)nb : 0.0;
+		double gu = nb ? (double)(nb - free[g]) / (double)nb : 0.0;
 
 		rp->st.group_area[g] += rp->st.group_now[g] * dt;
 		rp->st.group_now[g] = gu;
 		if (gu > rp->st.group_max[g])
 			rp->st.group_max[g] = gu;
 	}
+}
+
+/* The same with the allocator's free blocks now. */
+static void
+usage_mark(replica *rp, int64_t now)
+{
+	const kvc *k = kvs_kv(rp->s);
+	uint64_t free[KVC_MAX_GROUPS];
+
+	for (uint32_t g = 0; g < rp->st.ngroups || g == 0; g++)
+		free[g] = kvc_free_blocks(k, g);
+	replica__usage_free(rp, now, free);
 }
 
 /*
@@ -914,8 +811,8 @@ fork_batch(replica *rp, uint32_t nsched)
 	return b;
 }
 
-static int64_t
-step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
+int64_t
+replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 {
 	struct cost_batch b = rp->fork ? fork_batch(rp, st->nsched) :
 	    (struct cost_batch){ rp->seq, st->nsched };
@@ -988,7 +885,7 @@ replica__lora_ns(replica *rp, const struct kvs_step *st)
  * chosen once this one is launched and the one before it is back.  The
  * time to this step's end from now.
  */
-static int64_t
+int64_t
 replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu)
 {
 	int64_t launch = rp->sched_t + cpu;
@@ -1138,7 +1035,7 @@ replica__pp_launch(replica *rp, const struct kvs_step *st, int64_t now,
 {
 	const struct kvs_step *done;
 	struct rpp_batch *b;
-	int64_t cpu, dt = step_time(rp, st, &cpu);
+	int64_t cpu, dt = replica__step_time(rp, st, &cpu);
 	kv_err e;
 
 	if (rp->lora_on)
@@ -1218,8 +1115,6 @@ static kv_err finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
 		     char *why, size_t whylen);
 static kv_err abort_now(replica *rp, kvs_req h, rpt *rep, char *why,
 			size_t whylen);
-static kv_err note_tokens_of(replica *rp, const kvs_req *req, uint32_t n,
-			     int64_t now, rpt *rep, char *why, size_t whylen);
 
 /*
  * The end of a pipelined replica's step: every batch back by now gives
@@ -1239,8 +1134,8 @@ replica__pp_end(replica *rp, int64_t now, rpt *rep, char *why,
 	while ((b = rpp_oldest(rp->pp)) != NULL && b->ret <= now) {
 		for (uint32_t i = 0; i < b->nreq; i++)
 			(void)kvs_set_inflight(rp->s, b->req[i], false);
-		if ((e = note_tokens_of(rp, b->req, b->nreq, b->ret, rep, why,
-					whylen)) != KV_OK)
+		if ((e = replica__note_tokens(rp, b->req, b->nreq, b->ret,
+					      rep, why, whylen)) != KV_OK)
 			return e;
 		for (uint32_t i = 0; i < b->nfin; i++)
 			if (rp->byreq[b->fin[i]] != NULL &&
@@ -1304,7 +1199,7 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 					     whylen);
 		return e;
 	}
-	dt = step_time(rp, st, &cpu);
+	dt = replica__step_time(rp, st, &cpu);
 	if (rp->lora_on)
 		dt += replica__lora_ns(rp, st);
 	if (rp->async)
@@ -1324,9 +1219,33 @@ replica_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
  * The tokens a step generated, its requests req[0..n): first-token and
  * inter-token times (a request that ended since is skipped).
  */
-static kv_err
-note_tokens_of(replica *rp, const kvs_req *req, uint32_t n, int64_t now,
-	       rpt *rep, char *why, size_t whylen)
+void
+replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now, rpt *rep)
+{
+	/* the token reaches its client through the API server */
+	int64_t cl = fe_model(rp) != NULL ? cost_fifo_serve(&rp->fe, now,
+			cost_frontend_out_ns(rp->cm)) : now;
+
+	if (q->gen == 0) {
+		q->first_tok = now;
+		q->cl_first = cl;
+	} else {
+		int64_t gap = cl - q->cl_last;
+
+		q->itl_sum += gap;
+		if (gap > q->itl_max)
+			q->itl_max = gap;
+		rpt_add_itl(rep, gap);
+	}
+	rp->st.gen_tokens_done += (uint64_t)(g - q->gen) * q->nsamp;
+	q->gen = g;
+	q->last_tok = now;
+	q->cl_last = cl;
+}
+
+kv_err
+replica__note_tokens(replica *rp, const kvs_req *req, uint32_t n,
+		     int64_t now, rpt *rep, char *why, size_t whylen)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		kvs_req h = req[i];
@@ -1334,7 +1253,6 @@ note_tokens_of(replica *rp, const kvs_req *req, uint32_t n, int64_t now,
 		uint32_t g;
 		/* one token a step, or the accepted drafts and one */
 		uint32_t most = rp->spec != NULL ? rp->specacc[i] + 1 : 1;
-		int64_t cl;
 
 		if (q == NULL || (g = kvs_req_generated(rp->s, h)) <= q->gen)
 			continue;
@@ -1345,24 +1263,7 @@ note_tokens_of(replica *rp, const kvs_req *req, uint32_t n, int64_t now,
 				 g - q->gen);
 			return KV_ESTATE;
 		}
-		/* the token reaches its client through the API server */
-		cl = fe_model(rp) != NULL ? cost_fifo_serve(&rp->fe, now,
-				cost_frontend_out_ns(rp->cm)) : now;
-		if (q->gen == 0) {
-			q->first_tok = now;
-			q->cl_first = cl;
-		} else {
-			int64_t gap = cl - q->cl_last;
-
-			q->itl_sum += gap;
-			if (gap > q->itl_max)
-				q->itl_max = gap;
-			rpt_add_itl(rep, gap);
-		}
-		rp->st.gen_tokens_done += (uint64_t)(g - q->gen) * q->nsamp;
-		q->gen = g;
-		q->last_tok = now;
-		q->cl_last = cl;
+		replica__gain(rp, q, g, now, rep);
 	}
 	return KV_OK;
 }
@@ -1371,7 +1272,7 @@ note_tokens_of(replica *rp, const kvs_req *req, uint32_t n, int64_t now,
 static kv_err
 note_tokens(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 {
-	return note_tokens_of(rp, rp->sreq, rp->nsched, now, rep, why,
+	return replica__note_tokens(rp, rp->sreq, rp->nsched, now, rep, why,
 			      whylen);
 }
 

@@ -146,6 +146,9 @@ struct replica_cfg {
 	 * n > 1 is one group of sequences forked after its prompt
 	 * (kvs_set_n; policy vllm-v0) */
 	bool fork;
+
+	/* fast-forward of steady decode (replica_ff); false: single steps */
+	bool fast_forward;
 };
 
 typedef struct replica replica;
@@ -154,6 +157,24 @@ typedef struct replica replica;
 replica *replica_new(const struct replica_cfg *cfg, char *why,
 		     size_t whylen);
 void replica_free(replica *r);
+
+/*
+ * Fast-forward (docs/fastforward.md).  The replica, between steps at now
+ * (after replica_end, before replica_begin), makes at once the steady
+ * decode steps (kvsched.h kvs_decode_span) that start from now one after
+ * another and end by `until`: the same allocator calls, times, tokens,
+ * statistics and report entries the pairs of replica_begin and
+ * replica_end would have made, none of which can end a request.  *t_end
+ * is the end of the last one (now when none), *nsteps how many.  Nothing
+ * is done (0 steps) when cfg.fast_forward is off, for a step that is not
+ * steady, and where the replica uses what the fast-forward does not
+ * cover: an observer, a trace, --check, KV offload, LoRA, speculative
+ * decoding, pipeline batches in flight, forked groups, held requests.
+ * The caller makes sure no event that can touch the replica falls in
+ * (now, until].
+ */
+kv_err replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep,
+		  int64_t *t_end, uint64_t *nsteps, char *why, size_t whylen);
 
 /*
  * Queue a request that arrived at r->arrival_ns.  *rejected is set when

@@ -157,6 +157,11 @@ struct sim_run {
 
 	/* speculative decoding (sim/spec.h): on when spec.on */
 	struct sim_spec_run spec;
+
+	/* fast-forward (replica_ff): the next timeseries row, and the steps
+	 * made since the loop counted its last event */
+	int64_t ff_tick;
+	uint64_t ff_steps, ff_total;
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -846,6 +851,53 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
 	return next_arrival(R, cur, have);
 }
 
+/*
+ * The fast-forward's horizon for replica i: the last instant before any
+ * queued event that can touch it, and at most the next timeseries row (a
+ * row holds the state after the events at its time).  Other replicas'
+ * steps and wake-ups cannot -- unless clients react to their ends.
+ */
+static int64_t
+ff_horizon(const sim_run *R, uint32_t i)
+{
+	int64_t h = R->ff_tick;
+
+	for (size_t j = 0; j < R->q.n; j++) {
+		const struct sim_ev *ev = &R->q.h[j];
+
+		if (!R->c.on && ev->arg != i &&
+		    (ev->kind == SIM_EV_STEP_DONE || ev->kind == SIM_EV_WAKE))
+			continue;
+		if (ev->t - 1 < h)
+			h = ev->t - 1;
+	}
+	return h;
+}
+
+/*
+ * Replica i's steady decode steps from *now, made at once (replica.h
+ * replica_ff); *now moves to the end of the last.  Each counts as the
+ * STEP_DONE event it replaces.  Not with P/D, whose pools hand requests
+ * over between steps.
+ */
+static kv_err
+fast_forward(sim_run *R, uint32_t i, int64_t *now)
+{
+	char why[1024];
+	uint64_t n;
+	kv_err e;
+
+	if (R->o.no_fast_forward || R->pd != NULL)
+		return KV_OK;
+	e = replica_ff(R->rp[i], *now, ff_horizon(R, i), R->rep, now, &n,
+		       why, sizeof(why));
+	if (e != KV_OK)
+		return rfail(R, run_err(e), "%s", why);
+	R->ff_steps += n;
+	R->ff_total += n;
+	return KV_OK;
+}
+
 /* A STEP_DONE of replica i; cur is the next arrival, if have. */
 static kv_err
 step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
@@ -861,6 +913,8 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 		return rfail(R, run_err(e), "%s", why);
 	/* requests the clients send as these end join the next step */
 	if (R->c.on && (e = client_sync(R, now, cur)) != KV_OK)
+		return e;
+	if ((e = fast_forward(R, i, &now)) != KV_OK)
 		return e;
 	/* requests arriving at this instant (ordered after the step's end)
 	 * join the next step: it starts from a WAKE, ordered after them */
@@ -987,6 +1041,7 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 			R->saturated = true;
 			return KV_OK;
 		}
+		R->ff_tick = k.next_ts;
 		(*events)++;
 		*t_last = ev.t;
 		if (R->o.check && sim_evq_check(&R->q) != 0)
@@ -995,6 +1050,8 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 				     sim_evq_check(&R->q));
 		if ((e = event(R, &ev, &cur, &have)) != KV_OK)
 			return e;
+		*events += R->ff_steps;
+		R->ff_steps = 0;
 		if (R->c.on && (e = client_sync(R, ev.t, &cur)) != KV_OK)
 			return e;
 		if (invariants_due(R, *events) && (e = invariants(R)) != KV_OK)
@@ -1699,6 +1756,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.index = i, .sc = &R->sc, .kc = &R->kc, .cm = &R->cm,
 			.step_ns = R->cfg.step_ns, .policy = pol,
 			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
+			.fast_forward = !R->o.no_fast_forward,
 			.obs = R->o.obs, .ct = R->ct,
 			.async_sched = R->cfg.async_scheduling == 1,
 			.offload = R->off_on ? &R->off : NULL,
@@ -2070,6 +2128,15 @@ uint64_t
 sim_run_invariant_checks(const sim_run *R)
 {
 	return R->nchecks;
+}
+
+uint64_t
+sim_run_ff_steps(const sim_run *R, uint64_t *all)
+{
+	*all = 0;
+	for (uint32_t i = 0; i < R->nrp; i++)
+		*all += replica_stats(R->rp[i])->steps;
+	return R->ff_total;
 }
 
 kv_err

@@ -120,6 +120,12 @@ struct sim_run_opts {
 	 * number in its header).  Outputs are unchanged.
 	 */
 	bool invariants;
+	/*
+	 * Single steps only: no fast-forward of steady decode (replica.h
+	 * replica_ff, docs/fastforward.md).  The outputs are the same
+	 * either way but for sim_wall_s.
+	 */
+	bool no_fast_forward;
 	bool quiet;			/* no startup lines */
 	bool progress;			/* progress, heartbeats on diag */
 	/* startup lines (flushed after them, even when quiet); NULL: none */
@@ -140,6 +146,10 @@ typedef struct sim_run sim_run;
 
 /* How many times the invariants were checked (opts.invariants). */
 uint64_t sim_run_invariant_checks(const sim_run *R);
+
+/* How many steps the fast-forward made (replica_ff), of how many in all
+ * (the replicas' steps). */
+uint64_t sim_run_ff_steps(const sim_run *R, uint64_t *all);
 
 /* Room for any message of sim_run_open and sim_run_exec. */
 #define SIM_RUN_ERRLEN 4096

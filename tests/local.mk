@@ -312,6 +312,12 @@ check_PROGRAMS += %reldir%/check_wl_iperf
 TESTS += %reldir%/async_sched.sh
 EXTRA_DIST += %reldir%/async_sched.sh
 
+# The fast-forward of steady decode changes no output: every policy and
+# feature run with it and with single steps, compared byte for byte
+# (issue 21, docs/fastforward.md).
+TESTS += %reldir%/ff_matrix.sh
+EXTRA_DIST += %reldir%/ff_matrix.sh
+
 # kvsim calibrate serving: known terms come back from synthetic measured
 # runs in inference-perf's and vllm bench's shapes; bad input exits 2
 # (issue 18 item 4).
@@ -471,6 +477,10 @@ TESTS += %reldir%/pp_inflight.sh
 EXTRA_DIST += %reldir%/pp_inflight.sh %reldir%/pp/saturate.yaml
 
 # v0fork: parallel sampling by forked sequences (vllm-v0)
+check_PROGRAMS += %reldir%/check_ff
+%canon_reldir%_check_ff_SOURCES = %reldir%/check_ff.c
+%canon_reldir%_check_ff_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_ff_LDADD = $(KV_TEST_LIBS)
 check_PROGRAMS += %reldir%/check_fork
 %canon_reldir%_check_fork_SOURCES = %reldir%/check_fork.c
 %canon_reldir%_check_fork_CFLAGS = $(KV_TEST_CFLAGS)

@@ -41,7 +41,7 @@ run_usage(FILE *f)
 	fprintf(f,
 "usage: kvsim run [CONFIG.yaml] [--vllm-args ARGS]... [--set KEY=VALUE]...\n"
 "                 [--seed N] [--out DIR] [--force] [--check] [--quiet]\n"
-"                 [--no-plot] [--chrome-trace]\n"
+"                 [--no-plot] [--chrome-trace] [--no-fast-forward]\n"
 "                 [--result-format vllm-bench,inference-perf]\n"
 "\n"
 "Simulate serving a workload on a model, a GPU and an engine configuration.\n"
@@ -64,6 +64,9 @@ run_usage(FILE *f)
 "      --no-plot        no plots (made when gnuplot is installed)\n"
 "      --chrome-trace   also write trace.json (Chrome trace events: open it\n"
 "                       in ui.perfetto.dev)\n"
+"      --no-fast-forward\n"
+"                       make every decode step one by one (the outputs are\n"
+"                       the same; KVSIM_NO_FAST_FORWARD=1 does it too)\n"
 "      --result-format F\n"
 "                       also write the result in another benchmark's\n"
 "                       vocabulary: vllm-bench (vllm_bench.json),\n"
@@ -188,6 +191,7 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },
 		CLI_LO_QUIET,
 		{ "chrome-trace", no_argument, NULL, 'T' },
+		{ "no-fast-forward", no_argument, NULL, 'F' },
 		{ "result-format", required_argument, NULL, 'R' },
 		{ "vllm-args", required_argument, NULL, 'V' },
 		CLI_LO_NO_PLOT,
@@ -205,6 +209,9 @@ run_parse(struct run_cmd *x, int argc, char **argv)
 			break;
 		case 'T':
 			x->ctrace = true;
+			break;
+		case 'F':
+			x->ro->no_fast_forward = true;
 			break;
 		case 'V':
 			x->vargs[x->nvargs++] = optarg;
@@ -343,6 +350,12 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 		fprintf(stderr, "kvsim run: KVSIM_CHECK: the invariants held "
 			"at %llu checks\n",
 			(unsigned long long)sim_run_invariant_checks(R));
+	if (simrun_checks_report()) {	/* and the fast-forward's */
+		uint64_t all, ff = sim_run_ff_steps(R, &all);
+
+		fprintf(stderr, "kvsim run: fast-forward: %llu of %llu steps\n",
+			(unsigned long long)ff, (unsigned long long)all);
+	}
 	return rc;
 }
 

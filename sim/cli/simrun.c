@@ -31,6 +31,14 @@ simrun_checks_report(void)
 	return v != NULL && strcmp(v, "report") == 0;
 }
 
+bool
+simrun_no_ff(void)
+{
+	const char *v = getenv("KVSIM_NO_FAST_FORWARD");
+
+	return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
 int
 simrun_open(sim_run **out, const struct sim_config *cfg,
 	    struct sim_run_opts *o)
@@ -44,6 +52,8 @@ simrun_open(sim_run **out, const struct sim_config *cfg,
 		o->diag = stderr;
 	if (o->check || simrun_checks())
 		o->invariants = true;
+	if (simrun_no_ff())
+		o->no_fast_forward = true;
 	if ((e = sim_run_open(out, cfg, o, err, sizeof(err))) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
 		return exit_status(e);

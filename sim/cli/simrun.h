@@ -26,6 +26,11 @@ int simrun_open(sim_run **out, const struct sim_config *cfg,
  */
 bool simrun_checks(void);
 
+/* Whether the environment asks for single steps only
+ * (KVSIM_NO_FAST_FORWARD set, not empty and not "0"):
+ * sim_run_opts.no_fast_forward for every command that runs. */
+bool simrun_no_ff(void);
+
 /* KVSIM_CHECK=report: the checks, and `kvsim run` says at the end how
  * many ran (tests/run.sh proves the level is wired with it). */
 bool simrun_checks_report(void);

@@ -1,0 +1,167 @@
+/*
+ * kvs_ff.c -- steady decode, k steps at once (kvsched.h kvs_decode_span,
+ * kvs_decode_run; docs/fastforward.md).
+ *
+ * A step of policy vllm-v1 in which every unfinished request is running
+ * and has one token to compute (T = C + 1) schedules each of them for one
+ * token, in running order, and completes each with one sampled token.
+ * Nothing else happens in it unless a block cannot be had (a preemption)
+ * or a request reaches its end (a finish).  kvs_decode_span finds how many
+ * such steps lie ahead; kvs_decode_run makes them: the allocator calls of
+ * every step in the order the steps would make them, so the blocks taken,
+ * the prefix cache's evictions and the blocks it indexes are those of the
+ * single steps, without the scheduler's per-step work.
+ */
+#include "core/kvs_int.h"
+
+#include <string.h>
+
+extern const struct kvs_policy kvs__v1_policy;
+
+/* Blocks the running requests take in the next k steady steps. */
+static uint64_t
+ff_blocks(const kvs *s, uint32_t k)
+{
+	const kvc *kc = s->k;
+	uint32_t bs = kc->cfg.block_size;
+	uint64_t need = 0;
+
+	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
+		const struct kvc_seq *q = kvc__seq(kc,
+		    kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq);
+		/* step j allocates C + j + 1 slots; the last, C + k */
+		uint64_t b = ((uint64_t)q->ncomp + k + bs - 1) / bs;
+
+		if (b > q->tab[0].n)
+			need += b - q->tab[0].n;
+	}
+	return need;
+}
+
+/* The engine as a whole: vllm-v1 with one full-attention group and
+ * nothing but steady decodes. */
+static bool
+ff_engine(const kvs *s)
+{
+	const struct kvc_config *kc = &s->k->cfg;
+	const struct kvs_config *c = &s->cfg;
+	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING);
+
+	if (s->pol != &kvs__v1_policy || s->pending || s->has_conn ||
+	    kc->mode != KVC_VLLM_V1 || kc->ngroups > 1 ||
+	    (kc->ngroups == 1 && (kc->group[0].kind != KVC_FULL ||
+				  (kc->group[0].block_size != 0 &&
+				   kc->group[0].block_size != kc->block_size))))
+		return false;
+	if (c->lookahead > 0 || c->spec_tokens > 0 || n == 0 ||
+	    s->nunfinished != n || kvs__qlen(s, KVS_Q_WAITING) != 0 ||
+	    kvs__qlen(s, KVS_Q_SWAPPED) != 0)
+		return false;
+	/* every request gets its token: the budget and the threshold */
+	if ((uint64_t)n > (uint64_t)c->max_num_batched_tokens)
+		return false;
+	return true;
+}
+
+uint32_t
+kvs_decode_span(const kvs *s, uint32_t kmax)
+{
+	uint32_t mml, n, lo, hi;
+	uint64_t free;
+
+	if (s == NULL || kmax == 0 || !ff_engine(s))
+		return 0;
+	mml = s->k->cfg.max_model_len;
+	n = kvs__qlen(s, KVS_Q_RUNNING);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING,
+							       i));
+		const struct kvc_seq *q;
+		uint32_t left;
+
+		if (r->status != KVS_RUNNING || r->inflight || r->draft > 0 ||
+		    r->nsamp > 1 || r->seq < 0 ||
+		    (uint32_t)r->seq >= s->k->nseq)
+			return 0;
+		q = kvc__seq(s->k, r->seq);
+		if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1u ||
+		    q->tab[0].n * (uint64_t)s->k->cfg.block_size < q->ncomp)
+			return 0;
+		/* no step ends it: after step j it has generated + j + 1
+		 * tokens and T + j + 1 positions */
+		if (r->generated + 1u >= r->max_output || q->ntok + 1u >= mml)
+			return 0;
+		left = r->max_output - r->generated - 1u;
+		if (left < kmax)
+			kmax = left;
+		left = mml - q->ntok - 1u;
+		if (left < kmax)
+			kmax = left;
+	}
+	/* the largest k whose blocks are free (the need grows with k) */
+	free = kvc_free_blocks(s->k, 0);
+	if (ff_blocks(s, kmax) <= free)
+		return kmax;
+	lo = 0;
+	hi = kmax;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (ff_blocks(s, mid) <= free)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+kv_err
+kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
+{
+	uint32_t n;
+
+	s->msg[0] = '\0';
+	if (k == 0)
+		return KV_OK;
+	if (kvs_decode_span(s, k) < k)
+		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
+				 "decode steps", k);
+	n = kvs__qlen(s, KVS_Q_RUNNING);
+	for (uint32_t j = 0; j < k; j++) {
+		uint32_t before = kvc_free_blocks(s->k, 0);
+		kv_err e;
+
+		/* kvs_schedule's frame of a step */
+		s->step.number++;
+		kvc_set_time(s->k, (int64_t)s->step.number);
+		kvc_step_begin(s->k);
+		/* the running phase: allocate_slots(request, 1) each */
+		for (uint32_t i = 0; i < n; i++) {
+			int32_t seq = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING,
+							  i))->seq;
+
+			if ((e = kvc_allocate(s->k, seq, 1)) != KV_OK)
+				return kvs__fail(s, e, "decode run, step %u: "
+						 "%s", j, kvc_errmsg(s->k));
+		}
+		if (taken != NULL)
+			taken[j] = before - kvc_free_blocks(s->k, 0);
+		/* the model output: one token each, none the last */
+		for (uint32_t i = 0; i < n; i++) {
+			kvs_req r = kvs__qat(s, KVS_Q_RUNNING, i);
+			kv_err e2 = kvs__out_token(s, kvs__rq(s, r),
+			    tok != NULL ? tok[(size_t)i * k + j] :
+			    1000000u + kvc__seq(s->k, kvs__rq(s, r)->seq)->ntok);
+
+			if (e2 != KV_OK)
+				return e2;
+		}
+	}
+	/* the step record: the run left no step to complete */
+	s->nsched = s->npre = s->nfin = s->nign = 0;
+	s->nload = s->nheld = 0;
+	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
+	s->step.batch_tokens = 0;
+	kvs__publish(s);
+	return KV_OK;
+}

@@ -1,0 +1,216 @@
+/*
+ * replica_ff.c -- a replica's steady decode steps made at once
+ * (replica.h replica_ff, docs/fastforward.md).
+ *
+ * Between two steps the single-step loop calls replica_begin (the
+ * scheduler's batch, its time, the step's notes) and, at the step's end,
+ * replica_end (the output tokens, their times at the client, the usage
+ * integral).  When every running request is in steady decode
+ * (kvs_decode_span), each such step's batch is the same requests with one
+ * more token of context each, so its time needs no scheduler: the steps
+ * that end by the caller's horizon are timed first, then the scheduler
+ * makes them all in one call (kvs_decode_run), and the notes of every
+ * step are taken in the order the single steps take them -- the usage
+ * integral and the fragmentation mean are floating-point sums, and the
+ * API server's FIFO serves the tokens one by one, so each step's terms
+ * are added in turn, from the blocks each step took.
+ */
+#include "config.h"
+
+#include "sim/replica_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Most steps in one call, and most tokens (running x steps) in scratch. */
+#define FF_MAX_STEPS 4096u
+#define FF_MAX_TOKENS (1u << 20)
+
+/* What the fast-forward does not cover: single steps. */
+static bool
+ff_covered(const replica *rp)
+{
+	return rp->ff && !rp->busy && !rp->check && rp->obs == NULL &&
+	       rp->ct == NULL && rp->off == NULL && !rp->lora_on &&
+	       rp->spec == NULL && rp->pp == NULL && !rp->fork &&
+	       rp->phead == rp->npend && rp->nabort == 0 &&
+	       rp->st.ngroups == 1;
+}
+
+static kv_err
+ff_room(replica *rp, uint32_t n, uint32_t k)
+{
+	size_t nt = (size_t)n * k;
+
+	if (nt > rp->capfftok) {
+		uint32_t *t = realloc(rp->fftok, nt * sizeof(*t));
+
+		if (t == NULL)
+			return KV_ENOMEM;
+		rp->fftok = t;
+		rp->capfftok = nt;
+	}
+	if (k > rp->capffk) {
+		uint32_t *a = realloc(rp->fftaken, k * sizeof(*a));
+		int64_t *d;
+
+		if (a == NULL)
+			return KV_ENOMEM;
+		rp->fftaken = a;
+		if ((d = realloc(rp->fft, k * sizeof(*d))) == NULL)
+			return KV_ENOMEM;
+		rp->fft = d;
+		rp->capffk = k;
+	}
+	return KV_OK;
+}
+
+/*
+ * The steps from now that end by until, at most kmax: their durations as
+ * replica_begin returns them, in fft[]; the async pipeline's state left
+ * as after the last of them.  rp->seq holds the first step's batch; each
+ * step adds a token of context to every entry.
+ */
+static uint32_t
+ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
+{
+	struct kvs_step st;
+	int64_t t = now;
+	uint32_t j;
+
+	memset(&st, 0, sizeof(st));
+	st.nsched = n;
+	for (j = 0; j < kmax; j++) {
+		bool piped = rp->piped;
+		int64_t pipe_t = rp->pipe_t, next_s = rp->next_s;
+		int64_t sched_t = rp->sched_t, dt, cpu;
+
+		/* replica_begin's frame (replica__async_choose) */
+		rp->sched_t = rp->async && rp->piped && rp->pipe_t == t ?
+		    rp->next_s : t;
+		rp->piped = false;
+		if (j > 0)
+			for (uint32_t i = 0; i < n; i++)
+				rp->seq[i].ctx++;
+		dt = replica__step_time(rp, &st, &cpu);
+		if (rp->async)
+			dt = replica__async_dt(rp, t, dt, cpu);
+		if (dt > until - t) {	/* it ends past the horizon */
+			rp->piped = piped;
+			rp->pipe_t = pipe_t;
+			rp->next_s = next_s;
+			rp->sched_t = sched_t;
+			break;
+		}
+		rp->fft[j] = dt;
+		t += dt;
+	}
+	return j;
+}
+
+kv_err
+replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
+	   uint64_t *nsteps, char *why, size_t whylen)
+{
+	const kvc *k = kvs_kv(rp->s);
+	uint32_t n, kmax, kn;
+	uint64_t slots = 0, ntok = 0, used = 0, free0;
+	int64_t t;
+	kv_err e;
+
+	*t_end = now;
+	*nsteps = 0;
+	if (!ff_covered(rp) || until <= now)
+		return KV_OK;
+	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
+	if (n == 0 || n > rp->capsched)
+		return KV_OK;
+	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
+						   FF_MAX_STEPS;
+	if (kmax < 2 || (kmax = kvs_decode_span(rp->s, kmax)) < 2)
+		return KV_OK;
+	/* the batch of the first step, as note_sched makes it */
+	for (uint32_t i = 0; i < n; i++) {
+		kvs_req h = kvs_queue_at(rp->s, KVS_Q_RUNNING, i);
+		int32_t seq = kvs_req_seq(rp->s, h);
+		const struct rq *q = rp->byreq[h];
+		uint64_t c = kvc_seq_computed(k, seq);
+		size_t nb = 0;
+
+		/* a request recomputing positions it had (high > C) is
+		 * counted step by step */
+		if (q == NULL || q->gen == 0 || q->nsamp > 1 || q->high > c ||
+		    q->gen != kvs_req_generated(rp->s, h))
+			return KV_OK;
+		(void)kvc_table(k, seq, 0, &nb);
+		slots += (uint64_t)nb * rp->block_size;
+		ntok += kvc_seq_len(k, seq);
+		rp->sreq[i] = h;
+		rp->seq[i].q = 1;
+		rp->seq[i].ctx = c;
+	}
+	if (ff_room(rp, n, kmax) != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	if ((kn = ff_time(rp, now, until, n, kmax)) == 0)
+		return KV_OK;
+	/* the scheduler's k steps; token j of request i is its output
+	 * token number gen + j (replica__complete's) */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rq *q = rp->byreq[rp->sreq[i]];
+
+		for (uint32_t j = 0; j < kn; j++)
+			rp->fftok[(size_t)i * kn + j] =
+			    wl_token(q->out_key, q->gen + j, rp->vocab);
+	}
+	free0 = kvc_free_blocks(k, 0);
+	if ((e = kvs_decode_run(rp->s, kn, rp->fftok, rp->fftaken)) !=
+	    KV_OK) {
+		snprintf(why, whylen, "replica %u: fast-forward: %s",
+			 rp->index, kvs_errmsg(rp->s));
+		return e;
+	}
+	/* each step's notes, as replica_begin and replica_end take them */
+	rp->nsched = n;
+	if (n > rp->st.max_batch)
+		rp->st.max_batch = n;
+	t = now;
+	for (uint32_t j = 0; j < kn; j++) {
+		int64_t dt = rp->fft[j];
+		uint64_t free;
+
+		used += rp->fftaken[j];
+		slots += (uint64_t)rp->fftaken[j] * rp->block_size;
+		free = free0 - used;
+		/* note_step: fragmentation after the step's allocations,
+		 * before its tokens (T = C + 1 <= the slots) */
+		rp->st.busy_ns += dt;
+		if (slots > 0) {
+			rp->st.frag_sum += (double)(slots - ntok) /
+					   (double)slots;
+			rp->st.frag_steps++;
+		}
+		rp->st.steps++;
+		replica__usage_free(rp, t, &free);
+		t += dt;
+		/* replica_end: a token each, in running order */
+		for (uint32_t i = 0; i < n; i++) {
+			struct rq *q = rp->byreq[rp->sreq[i]];
+
+			replica__gain(rp, q, q->gen + 1, t, rep);
+		}
+		ntok += n;
+		replica__usage_free(rp, t, &free);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct rq *q = rp->byreq[rp->sreq[i]];
+
+		/* note_sched's high: every position computed so far */
+		q->high = (uint32_t)kvc_seq_computed(k,
+		    kvs_req_seq(rp->s, rp->sreq[i]));
+	}
+	*t_end = t;
+	*nsteps = kn;
+	return KV_OK;
+}

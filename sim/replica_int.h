@@ -1,0 +1,156 @@
+/*
+ * replica_int.h -- a replica's records, shared by the files of sim/ that
+ * make its steps (replica.c; replica_ff.c, the fast-forward of steady
+ * decode).  Not an interface: replica.h is.
+ */
+#ifndef SIM_REPLICA_INT_H
+#define SIM_REPLICA_INT_H
+
+#include "sim/replica.h"
+#include "sim/replica_nsamp.h"
+#include "sim/replica_pp.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* An unfinished request's milestones. */
+struct rq {
+	uint64_t id, out_key;
+	int64_t arrival, first_sched, first_tok, last_tok;
+	int64_t admit;		/* at the engine (arrival + frontend in) */
+	int64_t cl_first, cl_last;	/* tokens at the client */
+	uint32_t prompt, output, gen, hit;
+	uint32_t high;		/* positions ever computed: 0..high-1 */
+	uint64_t recomputed;	/* tokens computed below high again */
+	uint64_t swapped_blocks;
+	int64_t itl_sum, itl_max;
+	bool scheduled;
+	uint32_t stage;
+	bool failed;		/* the client gave up on it at fail_ns */
+	int64_t fail_ns;
+	uint64_t off_hit[KVO_MAX_TIERS];	/* tokens loaded per tier */
+	int64_t off_load_ns;	/* its loads' time, start to end */
+	struct rnsamp_group *grp;	/* a child of a fanned-out request,
+					 * or NULL */
+	uint32_t lora;		/* its LoRA adapter, 0 none */
+	uint64_t spec_drafts, spec_accepted;	/* speculative decoding */
+	uint32_t nsamp;		/* its forked sequences (replica_cfg.fork),
+				 * 1 otherwise */
+	bool gdec;		/* its entry in the step in flight is a
+				 * forked group's decode */
+};
+
+/* A request that arrived but is not yet the scheduler's (async
+ * scheduling: the step it can join was chosen before it came). */
+struct pend {
+	uint64_t id, out_key;
+	int64_t arrival;
+	int64_t at;		/* when it reaches the engine: arrival and
+				 * the API server's time (cost.h) */
+	int64_t fail_ns;	/* its client left while it waited */
+	uint32_t prompt, output, stage;
+	int32_t priority;
+	bool failed;
+	uint32_t *tok;		/* its prompt token ids (owned) */
+	struct rnsamp_group *grp;	/* as struct rq's */
+
+	uint32_t lora;
+	uint32_t nsamp;		/* its n */
+};
+
+struct replica {
+	uint32_t index;
+	kvs *s;
+	const struct cost_model *cm;
+	int64_t step_ns;
+	uint32_t vocab, block_size, max_model_len;
+	uint64_t blocks_total;	/* usable GPU blocks (v1: less null) */
+	bool check;
+	bool busy;
+	const struct sim_observer *obs;
+	const struct replica_row_hook *rowh;
+	ctrace *ct;
+	uint32_t *start;	/* the step's first computed position per
+				 * scheduled request (observer) */
+	struct rq **byreq;	/* kvs_req -> record (NULL once finished) */
+	size_t nbyreq, capbyreq;
+	struct rq *freelist;	/* recycled records, linked through id */
+	uint32_t *tok;		/* prompt token scratch */
+	size_t captok;
+	struct cat_mixer_seq *seq;	/* batch scratch */
+	kvs_req *sreq;		/* the step's scheduled requests */
+	uint32_t *stok;		/* and their output tokens */
+	size_t capsched;
+	uint32_t nsched;
+	uint64_t outstanding;
+	kvs_req *abort;		/* failed while a step was in flight */
+	size_t nabort, capabort;
+	struct replica_stats st;
+	/* async scheduling (replica.h) */
+	bool async;
+	struct pend *pend;	/* arrived, not yet added: pend[phead..npend) */
+	size_t phead, npend, cappend;
+	int64_t sched_t;	/* when the step begun last was chosen */
+	bool piped;		/* a step ended at pipe_t with the next one
+				 * already chosen at next_s */
+	int64_t pipe_t, next_s;
+	/* the API server in front (cost.h): requests wait in pend until
+	 * they reach the engine, at pend.at */
+	struct cost_fifo fe;
+	int64_t admit_at;	/* the last request added reaches the engine */
+	int64_t *cend;		/* client end times still to come, in order
+				 * (the API server's FIFO): cend[hcend..ncend) */
+	size_t hcend, ncend, capcend;
+	int64_t cend_armed;	/* the next one replica_client_ends told */
+	sim_offload *off;	/* KV offload, or NULL */
+	int64_t off_armed;	/* the wake replica_offload_wake told */
+	/* parallel sampling fanned out (replica_cfg.fanout): per handle,
+	 * its sample index, so a client's failure reaches the siblings */
+	bool fanout;
+	uint32_t *samp;
+	size_t capsamp;
+	bool fork;		/* replica_cfg.fork */
+	struct cat_mixer_seq *fseq;	/* step_time's batch of them */
+	size_t capfseq;
+
+	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
+	bool lora_on;
+	struct sim_lora_cache lc;
+	uint32_t *lids;
+
+	/* speculative decoding (replica_cfg.spec), or NULL */
+	const struct sim_spec *spec;
+	const struct cost_spec *spec_cost;
+	uint32_t *spectok, *specacc;	/* kvs_complete_spec's arrays */
+	size_t capspectok, capspecacc;
+
+	/* pipeline parallel's batches in flight (replica_pp.h), or NULL:
+	 * one batch at a time */
+	struct rpp *pp;
+
+	/* fast-forward (replica_ff.c): on, and its scratch */
+	bool ff;
+	uint32_t *fftok, *fftaken;
+	int64_t *fft;
+	size_t capfftok, capffk;
+};
+
+/*
+ * The helpers of replica.c the fast-forward repeats step by step, each as
+ * the single steps use it: the KV-usage integral closed at now with the
+ * free blocks of each group free[g] (replica__usage_free; usage_mark reads
+ * them from the allocator); a step's duration (replica__step_time, *cpu
+ * its CPU part); async scheduling's end of a step (replica__async_dt); the
+ * tokens a step gave req[0..n) (replica__note_tokens), and one
+ * request's, its output count now g (replica__gain).
+ */
+void replica__usage_free(replica *rp, int64_t now, const uint64_t *free);
+int64_t replica__step_time(replica *rp, const struct kvs_step *st,
+			   int64_t *cpu);
+int64_t replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu);
+void replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now,
+		   rpt *rep);
+kv_err replica__note_tokens(replica *rp, const kvs_req *req, uint32_t n,
+			    int64_t now, rpt *rep, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,259 @@
+/*
+ * check_ff.c -- steady decode made k steps at once (kvs_decode_span,
+ * kvs_decode_run; core/kvs_ff.c) against the same k steps made one by
+ * one.
+ *
+ * Two schedulers, built alike, are given the same requests (prompts that
+ * share prefixes, so the prefix cache indexes and evicts) and the same
+ * steps.  Whenever kvs_decode_span finds steady steps ahead, a random
+ * number of them is made at once in the first and one by one in the
+ * second, with the same tokens; then every request's status, output,
+ * length, computed count and block table, the free blocks, the step
+ * number and the prefix hit of a probe prompt must agree, the blocks each
+ * step took must be those the single steps took, and kvs_audit must hold
+ * in both.  A span one step too long is refused and changes nothing.
+ * Run with prefix caching on and off, on a pool small enough that the
+ * span is often cut by the free blocks.
+ */
+#include "core/kvsched.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GPU 48
+#define MML 96
+#define NREQ 40
+#define KMAX 40
+
+static uint64_t rng;
+
+static uint32_t
+rnd(uint32_t n)
+{
+	rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rng >> 33) % n;
+}
+
+static kvs *
+ff_new(bool caching)
+{
+	struct kvs_config sc;
+	struct kvc_config kc;
+	char why[256];
+	kv_err e;
+	kvs *s;
+
+	kvs_config_init(&sc);
+	snprintf(sc.policy, sizeof(sc.policy), "vllm-v1");
+	sc.max_num_seqs = 8;
+	sc.max_num_batched_tokens = 64;
+	kvc_config_default(&kc, KVC_VLLM_V1);
+	kc.block_size = 4;
+	kc.gpu_blocks = GPU;
+	kc.max_model_len = MML;
+	kc.prefix_caching = caching;
+	s = kvs_new(&sc, &kc, &e, why, sizeof(why));
+	ck_assert_msg(s != NULL, "kvs_new: %s", why);
+	return s;
+}
+
+static void
+audit(const kvs *s, const char *when)
+{
+	char why[512];
+	int bad = kvs_audit(s, why, sizeof(why));
+
+	ck_assert_msg(bad == 0, "%s: audit %d: %s", when, bad, why);
+}
+
+/* Everything the two schedulers hold must agree. */
+static void
+same(kvs *a, kvs *b, const char *when)
+{
+	kvc *ka = kvs_kv(a), *kb = kvs_kv(b);
+	uint32_t probe[24];
+	size_t ha = 0, hb = 0;
+
+	ck_assert_uint_eq(kvc_free_blocks(ka, 0), kvc_free_blocks(kb, 0));
+	ck_assert_uint_eq(kvs_current_step(a)->number,
+			  kvs_current_step(b)->number);
+	for (kvs_req r = 0; r < (kvs_req)kvs_nreqs(a); r++) {
+		int32_t sa = kvs_req_seq(a, r), sb = kvs_req_seq(b, r);
+
+		ck_assert_int_eq(kvs_req_status(a, r), kvs_req_status(b, r));
+		ck_assert_uint_eq(kvs_req_generated(a, r),
+				  kvs_req_generated(b, r));
+		ck_assert_int_eq(sa < 0, sb < 0);
+		if (sa < 0)
+			continue;
+		ck_assert_uint_eq(kvc_seq_len(ka, sa), kvc_seq_len(kb, sb));
+		ck_assert_uint_eq(kvc_seq_computed(ka, sa),
+				  kvc_seq_computed(kb, sb));
+		{
+			size_t na = 0, nb = 0;
+			const int32_t *ta = kvc_table(ka, sa, 0, &na);
+			const int32_t *tb = kvc_table(kb, sb, 0, &nb);
+
+			ck_assert_uint_eq(na, nb);
+			ck_assert_msg(na == 0 || memcmp(ta, tb, na *
+				      sizeof(*ta)) == 0,
+				      "%s: request %d's blocks differ", when, r);
+		}
+	}
+	/* the prefix index: a probe of the shared prefixes hits alike */
+	for (uint32_t i = 0; i < 24; i++)
+		probe[i] = i % 8;
+	{
+		kvs_req pa, pb;
+
+		ck_assert_int_eq(kvs_add(a, probe, 24, 4, 0, &pa), KV_OK);
+		ck_assert_int_eq(kvs_add(b, probe, 24, 4, 0, &pb), KV_OK);
+		ck_assert_int_eq(kvc_cached(ka, kvs_req_seq(a, pa), &ha),
+				 KV_OK);
+		ck_assert_int_eq(kvc_cached(kb, kvs_req_seq(b, pb), &hb),
+				 KV_OK);
+		ck_assert_uint_eq(ha, hb);
+		ck_assert_int_eq(kvs_abort(a, pa), KV_OK);
+		ck_assert_int_eq(kvs_abort(b, pb), KV_OK);
+	}
+	audit(a, when);
+	audit(b, when);
+}
+
+/* One single step of s with tokens tok[i] for running request i. */
+static void
+single(kvs *s, const uint32_t *tok)
+{
+	const struct kvs_step *st;
+
+	ck_assert_int_eq(kvs_schedule(s, &st), KV_OK);
+	ck_assert_int_eq(kvs_complete(s, tok, &st), KV_OK);
+}
+
+static void
+walk(bool caching, uint64_t seed, uint32_t *spans, uint32_t *cut)
+{
+	kvs *a = ff_new(caching), *b = ff_new(caching);
+	uint32_t added = 0, tok[8 * KMAX], col[8], taken[KMAX];
+
+	rng = seed;
+	for (int iter = 0; iter < 4000; iter++) {
+		uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), span, k;
+
+		if (added < NREQ && rnd(6) == 0) {
+			uint32_t p[40], len = 4 + rnd(30), fam = rnd(3);
+			uint32_t out = 2 + rnd(40);
+			kvs_req ra, rb;
+
+			for (uint32_t i = 0; i < len; i++)
+				p[i] = i < 12 ? fam * 100 + i % 8 :
+				    1000 + rnd(50);
+			ck_assert_int_eq(kvs_add(a, p, len, out, 0, &ra),
+					 KV_OK);
+			ck_assert_int_eq(kvs_add(b, p, len, out, 0, &rb),
+					 KV_OK);
+			added++;
+			continue;
+		}
+		if (kvs_nunfinished(a) == 0) {
+			if (added == NREQ)
+				break;
+			continue;
+		}
+		span = kvs_decode_span(a, KMAX);
+		ck_assert_uint_eq(span, kvs_decode_span(b, KMAX));
+		if (span == 0) {	/* a step of both, ids by step */
+			for (uint32_t i = 0; i < 8; i++)
+				col[i] = 500 + (uint32_t)iter + i;
+			single(a, col);
+			single(b, col);
+			same(a, b, "single step");
+			continue;
+		}
+		(*spans)++;
+		if (span < KMAX)
+			(*cut)++;
+		k = 1 + rnd(span);
+		for (uint32_t i = 0; i < n; i++)
+			for (uint32_t j = 0; j < k; j++)
+				tok[i * k + j] = 2000 + rnd(20);
+		/* one step too many is refused, changing nothing */
+		if (span < KMAX) {
+			ck_assert_int_eq(kvs_decode_run(a, span + 1, NULL,
+							NULL), KV_EINVAL);
+			same(a, b, "refused span");
+		}
+		ck_assert_int_eq(kvs_decode_run(a, k, tok, taken), KV_OK);
+		for (uint32_t j = 0; j < k; j++) {
+			uint32_t before = kvc_free_blocks(kvs_kv(b), 0);
+
+			for (uint32_t i = 0; i < n; i++)
+				col[i] = tok[i * k + j];
+			single(b, col);
+			ck_assert_uint_eq(taken[j], before -
+					  kvc_free_blocks(kvs_kv(b), 0));
+		}
+		same(a, b, "fast-forward");
+	}
+	ck_assert_uint_eq(added, NREQ);
+	kvs_free(a);
+	kvs_free(b);
+}
+
+START_TEST(ff_walks)
+{
+	uint32_t spans = 0, cut = 0;
+
+	for (uint64_t seed = 1; seed <= 12; seed++)
+		walk(seed % 2 == 0, seed * 7919, &spans, &cut);
+	/* the walks met spans, and spans cut short by the free blocks or
+	 * by a request's end */
+	ck_assert_uint_gt(spans, 50);
+	ck_assert_uint_gt(cut, 10);
+}
+END_TEST
+
+START_TEST(ff_not_steady)
+{
+	kvs *s = ff_new(true);
+	uint32_t p[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	kvs_req r;
+
+	/* nothing running; then a prefill ahead: no span, run refused */
+	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
+	ck_assert_int_eq(kvs_add(s, p, 8, 5, 0, &r), KV_OK);
+	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
+	ck_assert_int_eq(kvs_decode_run(s, 1, NULL, NULL), KV_EINVAL);
+	single(s, NULL);	/* the prefill: one token out */
+	/* 5 outputs: 1 done, the span stops before the step that ends it */
+	ck_assert_uint_eq(kvs_decode_span(s, 8), 3);
+	ck_assert_int_eq(kvs_decode_run(s, 3, NULL, NULL), KV_OK);
+	ck_assert_uint_eq(kvs_req_generated(s, r), 4);
+	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
+	single(s, NULL);
+	ck_assert_int_eq(kvs_req_status(s, r), KVS_FINISHED);
+	audit(s, "end");
+	kvs_free(s);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("ff");
+	TCase *tc = tcase_create("decode_run");
+	SRunner *sr;
+	int nf;
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, ff_walks);
+	tcase_add_test(tc, ff_not_steady);
+	suite_add_tcase(su, tc);
+	sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	nf = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,140 @@
+#!/bin/sh
+# ff_matrix.sh -- the fast-forward of steady decode changes nothing
+# (docs/fastforward.md): each case runs twice, with the fast-forward and
+# with single steps only (--no-fast-forward, or KVSIM_NO_FAST_FORWARD=1 on
+# alternate cases, so both switches are proved), and requests.csv,
+# timeseries.csv and groups.csv must be byte-identical, and summary.csv
+# too but for its sim_wall_s column (found by name, the header compared
+# whole).  KVSIM_CHECK=report makes each run say how many of its steps the
+# fast-forward made: a case marked "ff" must have made some there (a
+# comparison of two single-step runs proves nothing) and none with the
+# switch; a case marked "-" is one the fast-forward does not cover (it
+# falls back to single steps), and must make none.
+#
+# The cases: every built-in policy; vllm-v1 with prefix caching off, async
+# scheduling off, a constant step time, priority scheduling, a KV cache
+# small enough for recompute preemptions, a sliding-window model, an MLA
+# model, a hybrid Mamba model, three replicas, a closed loop of clients
+# (max_concurrency) and client timeouts, the long-context Mooncake trace;
+# vllm-v0 with swap preemption; and the features that fall back:
+# speculative decoding, LoRA, parallel sampling (fanned out and forked),
+# pipeline batches in flight, KV offload and P/D disaggregation.
+: "${KVSIM:?}" "${top_srcdir:?}"
+T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-ffm.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT INT TERM
+traces=${KVSIM_TRACES:-}
+ex="$top_srcdir/examples"
+fail=0
+n=0
+
+# wall DIR: summary.csv without its sim_wall_s column
+wall() {
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "sim_wall_s")
+			    c = i }
+		 { if (c) $c = "-"; print }' OFS=, "$1/summary.csv"
+}
+
+# steps ERRFILE: the steps the fast-forward made, from KVSIM_CHECK=report
+steps() {
+	sed -n 's/^kvsim run: fast-forward: \([0-9]*\) of .*/\1/p' "$1"
+}
+
+# one NAME ff|- ARGS...: the case run both ways and compared
+one() {
+	name=$1 want=$2
+	shift 2
+	n=$((n + 1))
+	if [ $((n % 2)) -eq 0 ]; then
+		env KVSIM_CHECK=report "$KVSIM" run -q --no-plot \
+		    --out "$T/$name.s" --no-fast-forward "$@" \
+		    >/dev/null 2>"$T/$name.s.err"
+	else
+		env KVSIM_CHECK=report KVSIM_NO_FAST_FORWARD=1 "$KVSIM" run \
+		    -q --no-plot --out "$T/$name.s" "$@" \
+		    >/dev/null 2>"$T/$name.s.err"
+	fi || { echo "FAIL $name: single steps: $(cat "$T/$name.s.err")"
+		fail=1; return; }
+	env KVSIM_CHECK=report "$KVSIM" run -q --no-plot --out "$T/$name.f" \
+	    "$@" >/dev/null 2>"$T/$name.f.err" ||
+	    { echo "FAIL $name: fast-forward: $(cat "$T/$name.f.err")"
+	      fail=1; return; }
+	for f in requests.csv timeseries.csv groups.csv; do
+		[ -s "$T/$name.s/$f" ] ||
+		    { echo "FAIL $name: no $f"; fail=1; return; }
+		cmp -s "$T/$name.s/$f" "$T/$name.f/$f" ||
+		    { echo "FAIL $name: $f differs"
+		      diff "$T/$name.s/$f" "$T/$name.f/$f" | head -5
+		      fail=1; }
+	done
+	wall "$T/$name.s" >"$T/$name.s.sum"
+	wall "$T/$name.f" >"$T/$name.f.sum"
+	cmp -s "$T/$name.s.sum" "$T/$name.f.sum" ||
+	    { echo "FAIL $name: summary.csv differs"; fail=1; }
+	s=$(steps "$T/$name.s.err")
+	f=$(steps "$T/$name.f.err")
+	all=$(sed -n 's/^kvsim run: fast-forward: [0-9]* of \([0-9]*\).*/\1/p' \
+	    "$T/$name.f.err")
+	if [ "$s" != 0 ]; then
+		echo "FAIL $name: single steps made ${s:-?} steps at once"
+		fail=1
+	elif [ "$want" = ff ] && [ "${f:-0}" -eq 0 ]; then
+		echo "FAIL $name: the fast-forward made no step"
+		fail=1
+	elif [ "$want" = - ] && [ "${f:-1}" -ne 0 ]; then
+		echo "FAIL $name: a case not covered made ${f:-?} steps at once"
+		fail=1
+	else
+		echo "ok $name: $f of $all steps fast-forwarded"
+	fi
+}
+
+# pos NAME COLUMN: the case's summary.csv has COLUMN > 0 (what the case
+# is there for happened)
+pos() {
+	v=$(awk -F, -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++)
+		if ($i == c) k = i; next } { print $k + 0; exit }' \
+	    "$T/$1.f/summary.csv" 2>/dev/null)
+	awk -v v="${v:-0}" 'BEGIN { exit !(v > 0) }' ||
+	    { echo "FAIL $1: $2 is ${v:-missing}, not above 0"; fail=1; }
+}
+
+R="--set workload.max_requests=400"
+one default ff $R
+one noprefix ff $R --set engine.enable_prefix_caching=false
+one sync ff $R --set engine.async_scheduling=false
+one stepns ff $R --set cost.step_ns=20000000
+one priority ff $R --set engine.scheduling_policy=priority
+S="--set engine.max_model_len=4096 --set engine.num_gpu_blocks_override=300"
+one preempt ff $R $S
+pos preempt preemptions
+one replicas3 ff $R --set replicas=3 --set router=least-outstanding
+one sliding - $R --set model=mistralai/Mistral-7B-v0.1
+one mla ff $R --set model=deepseek-ai/DeepSeek-V3 --set gpu=h200 \
+    --set engine.tensor_parallel_size=8
+one mamba - $R --set model=ibm-granite/granite-4.0-h-tiny \
+    --set engine.max_model_len=8192
+one clients ff $R --set workload.max_concurrency=8
+one timeouts ff $R --set workload.timeout_s=2 $S
+pos timeouts failed
+for p in vllm-v0 sarathi deepspeed-fastgen kvsim; do
+	one "policy-$p" - $R --set policy=$p
+done
+one v0swap - $R --set policy=vllm-v0 --set engine.preemption_mode=swap $S
+pos v0swap swap_out_blocks
+one spec - "$ex/spec-eagle.yaml" $R
+one lora - "$ex/lora-zipf.yaml" $R
+one nsamp-fanout ff "$ex/parallel-sampling.yaml" $R
+one nsamp-fork - "$ex/parallel-sampling.yaml" $R --set policy=vllm-v0 \
+    --set engine.parallel_sampling=fork
+one pp - "$ex/engine-knobs.yaml" $R
+one pd - "$ex/pd-azure.yaml" $R
+mc=$traces/mooncake_fast25_conversation_trace.jsonl.gz
+if [ -n "$traces" ] && [ -r "$mc" ]; then
+	one mooncake ff --set workload.trace="$mc" \
+	    --set workload.format=mooncake $R
+	one offload - "$ex/cpu-offload-mooncake.yaml" $R \
+	    --set workload.trace="$mc"
+else
+	echo "skip mooncake, offload: no Mooncake trace in '$traces'"
+fi
+exit $fail
