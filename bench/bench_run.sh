@@ -2,38 +2,64 @@
 # bench_run.sh -- `kvsim run` speed and memory (docs/BENCHMARKS.md,
 # "Simulation"): the whole Azure conversation trace (19,366 requests) and
 # the same trace cut or tiled to about 10^4, 10^5 and 10^6 requests, on the
-# default engine (Llama-3.1-8B, H100, vllm-v1).  Prints requests, simulated
-# seconds, wall and user CPU seconds, simulated requests per wall-second
+# default engine (Llama-3.1-8B, H100, vllm-v1), then a heavy load (the
+# first 10^4 requests on a KV cache of 2,000 blocks: a preemption every
+# few steps).  Each case runs twice back to back: with the fast-forward of
+# steady decode ("ff") and with single steps only ("single",
+# --no-fast-forward; docs/fastforward.md), whose outputs are the same.
+# Prints requests, simulated seconds, the steps made (and how many the
+# fast-forward made), wall and user CPU seconds, simulated requests per
+# wall-second, wall nanoseconds per simulated token (prompt and output),
 # and max RSS.  Plots are off (--no-plot): they time gnuplot, not the
 # simulation.  On a shared machine the user seconds are the steadier
 # figure.  KVSIM_TRACES: the traces folder; BENCH_RUN_MAX: largest tile
-# count (52).
+# count (52); BENCH_RUN_MODES: the modes ("ff single").
 set -u
 : "${KVSIM:=sim/kvsim}"
 : "${KVSIM_TRACES:=../shared/traces}"
+: "${BENCH_RUN_MODES:=ff single}"
 tr=$(cd "$KVSIM_TRACES" 2>/dev/null && pwd)/azure_llm_2023_conv.csv
 [ -r "$tr" ] || { echo "bench_run: no $tr (set KVSIM_TRACES)"; exit 0; }
 out=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-bench.XXXXXX")
 trap 'rm -rf "$out"' EXIT
-noplot=
-"$KVSIM" run --help 2>/dev/null | grep -q -- --no-plot && noplot=--no-plot
-printf '%-22s %9s %11s %8s %8s %12s %9s\n' case requests sim_s wall_s \
-    user_s req_per_s rss_mb
-one() { # label copies max_requests
-	/usr/bin/time -f '%e %U %M' -o "$out/time" "$KVSIM" run -q --force \
-	    $noplot --out "$out/r" --set workload.trace="$tr" \
-	    --set workload.format=azure --set workload.tile.copies="$2" \
-	    --set workload.max_requests="$3" >/dev/null || return
-	read -r wall user rss <"$out/time"
-	n=$(sed -n 2p "$out/r/summary.csv" | cut -d, -f1)
-	d=$(sed -n 2p "$out/r/summary.csv" | cut -d, -f3)
-	awk -v l="$1" -v n="$n" -v d="$d" -v w="$wall" -v u="$user" \
-	    -v m="$rss" 'BEGIN {
-	    printf "%-22s %9d %11.1f %8.2f %8.2f %12.0f %9.1f\n", l, n, d,
-	        w, u, (w > 0 ? n / w : 0), m / 1024 }'
+printf '%-20s %-6s %9s %9s %9s %7s %7s %7s %9s %7s %7s\n' case mode \
+    requests sim_s steps ff_pct wall_s user_s req_per_s ns_tok rss_mb
+col() { # the summary's column $1
+	awk -F, -v c="$1" 'NR == 1 { for (i = 1; i <= NF; i++)
+		if ($i == c) k = i; next } { print $k; exit }' \
+	    "$out/r/summary.csv"
+}
+one() { # label copies max_requests [sets...]
+	l=$1 c=$2 m=$3
+	shift 3
+	for mode in $BENCH_RUN_MODES; do
+		flag=
+		[ "$mode" = single ] && flag=--no-fast-forward
+		KVSIM_FF_REPORT=1 /usr/bin/time -f '%e %U %M' \
+		    -o "$out/time" "$KVSIM" run -q --force --no-plot $flag \
+		    --out "$out/r" --set workload.trace="$tr" \
+		    --set workload.format=azure \
+		    --set workload.tile.copies="$c" \
+		    --set workload.max_requests="$m" "$@" \
+		    >/dev/null 2>"$out/err" || { cat "$out/err"; return; }
+		read -r wall user rss <"$out/time"
+		ff=$(sed -n 's/^kvsim run: fast-forward: \([0-9]*\) of.*/\1/p' \
+		    "$out/err")
+		awk -v l="$l" -v mo="$mode" -v n="$(col requests)" \
+		    -v d="$(col duration_s)" -v s="$(col steps)" \
+		    -v ff="${ff:-0}" -v tk="$(col input_tokens)" \
+		    -v to="$(col output_tokens)" -v w="$wall" -v u="$user" \
+		    -v r="$rss" 'BEGIN {
+		    printf "%-20s %-6s %9d %9.1f %9d %7.1f %7.2f %7.2f %9.0f %7.1f %7.1f\n",
+		        l, mo, n, d, s, (s > 0 ? 100 * ff / s : 0), w, u,
+		        (w > 0 ? n / w : 0),
+		        (tk + to > 0 ? w * 1e9 / (tk + to) : 0), r / 1024 }'
+	done
 }
 one "azure-conv 10^4" 1 10000
 one "azure-conv (all)" 1 0
 one "azure-conv x6 (10^5)" 6 100000
 [ "${BENCH_RUN_MAX:-52}" -ge 52 ] && one "azure-conv x52 (10^6)" 52 1000000
+one "heavy: 2000 blocks" 1 10000 --set engine.num_gpu_blocks_override=2000 \
+    --set engine.max_model_len=8192
 exit 0

@@ -242,6 +242,16 @@ kv_err kvc__tab_push(struct kvc_tab *t, int32_t id, uint64_t aux);
 kv_err kvc__tok_reserve(struct kvc_seq *q, uint32_t n);
 kv_err kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n);
 
+/*
+ * Steady decode under vllm-v1 (kv_v1.c, for core/kvs_ff.c): how many of
+ * running sequence s's next decode steps (allocate 1, add a token) leave
+ * allocate_slots nothing to do; kvc__v1_quiet_steps makes d of them
+ * (d <= the count) at once with their tokens.
+ */
+uint32_t kvc__v1_quiet(const kvc *k, int32_t s);
+kv_err kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d,
+			   const uint32_t *tok);
+
 /* Pair buffer: reset at the start of every public call. */
 kv_err kvc__pairs_reserve(kvc *k, uint32_t n);
 kv_err kvc__pair_push(kvc *k, int32_t src, int32_t dst);

@@ -188,6 +188,7 @@ kvs_free(kvs *s)
 	free(s->load);
 	free(s->held);
 	free(s->cto);
+	free(s->ff);
 	free(s);
 }
 

@@ -1187,6 +1187,54 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 }
 
 /*
+ * Steady decode (core/kvs_ff.c, kv_int.h): of s's next decode steps --
+ * each allocate(s, 1), then a token added -- how many in a row find
+ * allocate_slots a no-op (v1_noop's one-group test): the blocks cover
+ * C + j + 1 slots and no block of T + j tokens is left to hash or cache.
+ * 0 where the test is not the one-group one.
+ */
+uint32_t
+kvc__v1_quiet(const kvc *k, int32_t s)
+{
+	const struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	uint64_t bs, c = q->ncomp, t = q->ntok, j, cap;
+
+	if (!m->onegroup || (uint32_t)s >= m->capsx || t != c + 1 ||
+	    q->state != KVC_RUNNING)
+		return 0;
+	bs = 1ull << m->bshift[0];
+	cap = (uint64_t)q->tab[0].n * bs;
+	j = cap > c ? cap - c : 0;
+	if (m->caching) {
+		const struct v1_sx *x = &m->sx[s];
+		uint64_t h = x->nh < x->ncached[0] ? x->nh : x->ncached[0];
+		uint64_t end = (h + 1) * bs;
+
+		if (end <= t)
+			return 0;
+		if (end - t < j)
+			j = end - t;
+	}
+	return j < UINT32_MAX ? (uint32_t)j : UINT32_MAX;
+}
+
+/* d <= kvc__v1_quiet(k, s) such steps: C and T move by d, the tokens
+ * tok[0..d) added. */
+kv_err
+kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
+{
+	struct kvc_seq *q = kvc__seq(k, s);
+
+	if (d == 0)
+		return KV_OK;
+	if (kvc__tok_push(q, tok, d) != KV_OK)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	q->ncomp += d;
+	return KV_OK;
+}
+
+/*
  * cache_blocks(request, ntc): enter the full blocks of s's first ntc
  * tokens not cached yet into the prefix index (caching on; the hash cache
  * covers them; with a tracked state group, v1_stepk_reserve made room).

@@ -14,6 +14,7 @@
  */
 #include "core/kvs_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct kvs_policy kvs__v1_policy;
@@ -115,10 +116,62 @@ kvs_decode_span(const kvs *s, uint32_t kmax)
 	return lo;
 }
 
+/*
+ * Request i (running order) to step j: its no-op steps since the last it
+ * made, with their tokens (ff[i] steps made so far).
+ */
+static kv_err
+ff_catch_up(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
+{
+	int32_t seq = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq;
+	kv_err e;
+
+	if (j == s->ff[i])
+		return KV_OK;
+	if ((e = kvc__v1_quiet_steps(s->k, seq, j - s->ff[i],
+				     tok + (size_t)i * k + s->ff[i])) != KV_OK)
+		return kvs__fail(s, e, "decode run: %s", kvc_errmsg(s->k));
+	s->ff[i] = j;
+	return KV_OK;
+}
+
+/*
+ * Step j of request i when allocate_slots has work in it (a block to
+ * take, one to hash and cache): the running phase's call, then the
+ * step's token; its next such step in ff[n + i].
+ */
+static kv_err
+ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
+{
+	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING);
+	int32_t seq = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq;
+	uint32_t t = tok[(size_t)i * k + j];
+	kv_err e;
+
+	if ((e = ff_catch_up(s, i, j, k, tok)) != KV_OK)
+		return e;
+	kvc_set_time(s->k, (int64_t)s->step.number);
+	kvc_step_begin(s->k);
+	if ((e = kvc_allocate(s->k, seq, 1)) != KV_OK ||
+	    (e = kvc_add_tokens(s->k, seq, &t, 1)) != KV_OK)
+		return kvs__fail(s, e, "decode run, step %u: %s", j,
+				 kvc_errmsg(s->k));
+	s->ff[i] = j + 1;
+	s->ff[n + i] = j + 1 + kvc__v1_quiet(s->k, seq);
+	return KV_OK;
+}
+
+/*
+ * The steps in the single steps' order, but each request's no-op steps
+ * (kvc__v1_quiet) in one call: per step, only the requests whose
+ * allocation has work in it, in running order.
+ */
 kv_err
 kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 {
 	uint32_t n;
+	uint32_t *deft = NULL;
+	kv_err e = KV_OK;
 
 	s->msg[0] = '\0';
 	if (k == 0)
@@ -127,36 +180,44 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
 	n = kvs__qlen(s, KVS_Q_RUNNING);
-	for (uint32_t j = 0; j < k; j++) {
-		uint32_t before = kvc_free_blocks(s->k, 0);
-		kv_err e;
-
-		/* kvs_schedule's frame of a step */
-		s->step.number++;
-		kvc_set_time(s->k, (int64_t)s->step.number);
-		kvc_step_begin(s->k);
-		/* the running phase: allocate_slots(request, 1) each */
+	if (kvs__grow((void **)&s->ff, &s->capff, 2 * n, sizeof(*s->ff)) !=
+	    KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if (tok == NULL) {	/* kvs_complete's ids: 1000000 + T */
+		if ((deft = malloc((size_t)n * k * sizeof(*deft))) == NULL)
+			return kvs__fail(s, KV_ENOMEM, "out of memory");
 		for (uint32_t i = 0; i < n; i++) {
-			int32_t seq = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING,
-							  i))->seq;
+			uint32_t t0 = kvc__seq(s->k, kvs__rq(s,
+			    kvs__qat(s, KVS_Q_RUNNING, i))->seq)->ntok;
 
-			if ((e = kvc_allocate(s->k, seq, 1)) != KV_OK)
-				return kvs__fail(s, e, "decode run, step %u: "
-						 "%s", j, kvc_errmsg(s->k));
+			for (uint32_t j = 0; j < k; j++)
+				deft[(size_t)i * k + j] = 1000000u + t0 + j;
 		}
+		tok = deft;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		s->ff[i] = 0;
+		s->ff[n + i] = kvc__v1_quiet(s->k,
+		    kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq);
+	}
+	for (uint32_t j = 0; j < k && e == KV_OK; j++) {
+		uint32_t before = kvc_free_blocks(s->k, 0);
+
+		s->step.number++;
+		for (uint32_t i = 0; i < n && e == KV_OK; i++)
+			if (s->ff[n + i] == j)
+				e = ff_event(s, i, j, k, tok);
 		if (taken != NULL)
 			taken[j] = before - kvc_free_blocks(s->k, 0);
-		/* the model output: one token each, none the last */
-		for (uint32_t i = 0; i < n; i++) {
-			kvs_req r = kvs__qat(s, KVS_Q_RUNNING, i);
-			kv_err e2 = kvs__out_token(s, kvs__rq(s, r),
-			    tok != NULL ? tok[(size_t)i * k + j] :
-			    1000000u + kvc__seq(s->k, kvs__rq(s, r)->seq)->ntok);
-
-			if (e2 != KV_OK)
-				return e2;
-		}
 	}
+	for (uint32_t i = 0; i < n && e == KV_OK; i++) {
+		e = ff_catch_up(s, i, k, k, tok);
+		kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->generated += k;
+	}
+	free(deft);
+	if (e != KV_OK)
+		return e;
+	kvc_set_time(s->k, (int64_t)s->step.number);
 	/* the step record: the run left no step to complete */
 	s->nsched = s->npre = s->nfin = s->nign = 0;
 	s->nload = s->nheld = 0;

@@ -65,6 +65,8 @@ struct kvs {
 	uint32_t nload, capload, nheld, capheld;
 	uint32_t *cto;		/* kvs_complete: C of each sched */
 	uint32_t capcto;
+	uint32_t *ff;		/* kvs_decode_run: steps made, next event */
+	uint32_t capff;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];
 	char msg[256];

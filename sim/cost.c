@@ -1009,6 +1009,40 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 }
 
 int64_t
+cost_step_decode(const struct cost_model *cm, uint64_t n, uint64_t ctx_sum,
+		 struct cost_breakdown *out)
+{
+	struct cat_mixer_work work[COST_MAX_GROUPS];
+	static const struct cost_breakdown zero;
+	const struct cat_mixer_ops *full = cat_mixer_ops(CAT_MIX_FULL);
+	struct cost_breakdown bd = zero;
+
+	/* full_one's exact sums: below 2^62 every term, and the sums */
+	if (cm == NULL || n == 0 || ctx_sum >= (1ull << 61) ||
+	    n >= (1ull << 30))
+		return -1;
+	memset(work, 0, cm->ngroups * sizeof(work[0]));
+	for (size_t k = 0; k < cm->ngroups; k++) {
+		const struct cost_group *g = &cm->group[k];
+
+		if (g->ops->cls != CAT_MIXC_ATTENTION)
+			continue;	/* as group_work: no work summed */
+		if (g->ops != full)
+			return -1;
+		work[k].pairs = ctx_sum + n;
+		work[k].kvtok = ctx_sum + 2 * n;
+	}
+	bd.tokens = n;
+	bd.seqs = n;
+	step_graph(cm, 1, &bd);
+	step_linear(cm, &bd);
+	step_mixers(cm, work, &bd);
+	step_finish(cm, &bd);
+	*out = bd;
+	return bd.total_ns;
+}
+
+int64_t
 cost_step_ns(const struct cost_model *cm, const struct cost_batch *b)
 {
 	return cost_step_explain(cm, b, NULL);

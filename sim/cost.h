@@ -372,6 +372,18 @@ void cost_model_groups(struct cost_model *cm, uint32_t layers_per_group,
 
 int64_t cost_step_ns(const struct cost_model *cm, const struct cost_batch *b);
 
+/*
+ * cost_step_explain for a batch of n decodes (one token each) whose
+ * contexts sum to ctx_sum, without the batch: every attention group's
+ * work is a sum over the sequences that is affine in the context (full
+ * attention: ctx + 1 pairs and ctx + 2 KV tokens a decode), so the sums
+ * are the batch's exactly and so is the time.  -1, *out untouched, for a
+ * model with another attention (sliding or chunked windows, MLA), where
+ * the batch is needed.
+ */
+int64_t cost_step_decode(const struct cost_model *cm, uint64_t n,
+			 uint64_t ctx_sum, struct cost_breakdown *out);
+
 /* cost_step_ns, with its parts in *out (may be NULL). */
 int64_t cost_step_explain(const struct cost_model *cm,
 			  const struct cost_batch *b,

@@ -75,24 +75,35 @@ static uint32_t
 ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 {
 	struct kvs_step st;
-	int64_t t = now;
+	int64_t t = now, cpu;
+	uint64_t ctx = 0;
 	uint32_t j;
+	bool sum;
 
 	memset(&st, 0, sizeof(st));
 	st.nsched = n;
+	for (uint32_t i = 0; i < n; i++)
+		ctx += rp->seq[i].ctx;
+	/* the time from the contexts' sum when the cost model allows */
+	sum = replica__decode_time(rp, n, ctx, &cpu) >= 0;
 	for (j = 0; j < kmax; j++) {
 		bool piped = rp->piped;
 		int64_t pipe_t = rp->pipe_t, next_s = rp->next_s;
-		int64_t sched_t = rp->sched_t, dt, cpu;
+		int64_t sched_t = rp->sched_t, dt;
 
 		/* replica_begin's frame (replica__async_choose) */
 		rp->sched_t = rp->async && rp->piped && rp->pipe_t == t ?
 		    rp->next_s : t;
 		rp->piped = false;
-		if (j > 0)
-			for (uint32_t i = 0; i < n; i++)
-				rp->seq[i].ctx++;
-		dt = replica__step_time(rp, &st, &cpu);
+		if (sum) {
+			dt = replica__decode_time(rp, n, ctx + (uint64_t)j * n,
+						  &cpu);
+		} else {
+			if (j > 0)
+				for (uint32_t i = 0; i < n; i++)
+					rp->seq[i].ctx++;
+			dt = replica__step_time(rp, &st, &cpu);
+		}
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
 		if (dt > until - t) {	/* it ends past the horizon */

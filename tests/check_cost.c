@@ -694,6 +694,77 @@ END_TEST
 
 /* ---- sliding windows and recurrent state -------------------------------- */
 
+/*
+ * cost_step_decode: n decodes from their contexts' sum give the batch's
+ * time and breakdown to the bit (dense, tensor parallel, MoE, a hybrid
+ * with state layers); a windowed or MLA model needs the batch (-1).
+ */
+static void
+decode_same(const struct cost_model *cm, uint64_t seed)
+{
+	struct cat_mixer_seq s[64];
+	struct cost_breakdown a, b;
+
+	for (uint32_t n = 1; n <= 64; n += 9) {
+		uint64_t sum = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ull + 1;
+			s[i].q = 1;
+			s[i].ctx = (seed >> 40) % 70000;
+			sum += s[i].ctx;
+		}
+		ck_assert_int_eq(cost_step_decode(cm, n, sum, &b),
+				 cost_step_explain(cm, &(struct cost_batch){
+				 s, n }, &a));
+		ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+	}
+}
+
+START_TEST(test_decode_sum)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model cm;
+	struct cost_config c4 = cfg_tp(4);
+	struct cost_breakdown b;
+
+	llama8b(&f);
+	init_ok(&cm, &f.m, &g, NULL);
+	decode_same(&cm, 1);
+	init_ok(&cm, &f.m, &g, &c4);
+	decode_same(&cm, 2);
+	qwen3_30b_a3b(&f);	/* MoE */
+	init_ok(&cm, &f.m, &g, NULL);
+	decode_same(&cm, 5);
+	/* a hybrid: full attention and Mamba-2 layers */
+	base(&f, "hybrid");
+	f.m.hidden_size = 1536;
+	f.m.vocab_size = 100352;
+	f.m.intermediate_size = 4096;
+	f.m.num_heads = 12;
+	f.m.num_kv_heads = 4;
+	f.m.head_dim = 128;
+	f.m.ssm = (struct cat_ssm){ .d_inner = 3072, .d_state = 128,
+				    .d_conv = 4, .n_groups = 1,
+				    .n_heads = 48, .head_dim = 64 };
+	layers(&f, 40, CAT_MIX_MAMBA2, CAT_FFN_DENSE, 0);
+	for (uint32_t i = 0; i < 40; i += 10)
+		f.layer[i].mixer = CAT_MIX_FULL;
+	f.m.active_params = f.m.params = 7000000000ull;
+	init_ok(&cm, &f.m, &g, NULL);
+	ck_assert_uint_eq(cm.ngroups, 2);
+	decode_same(&cm, 3);
+	llama8b(&f);
+	layers(&f, 32, CAT_MIX_SLIDING, CAT_FFN_DENSE, 4096);
+	init_ok(&cm, &f.m, &g, NULL);
+	ck_assert_int_eq(cost_step_decode(&cm, 4, 100, &b), -1);
+	deepseek_v3(&f);
+	init_ok(&cm, &f.m, &g, NULL);
+	ck_assert_int_eq(cost_step_decode(&cm, 4, 100, &b), -1);
+}
+END_TEST
+
 START_TEST(test_window_and_state)
 {
 	struct fixture f;
@@ -1351,6 +1422,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_describe_split);
 	tcase_add_test(tc, test_calib_file_terms);
 	tcase_add_test(tc, test_calib_file_bad);
+	tcase_add_test(tc, test_decode_sum);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

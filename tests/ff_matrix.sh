@@ -5,7 +5,7 @@
 # alternate cases, so both switches are proved), and requests.csv,
 # timeseries.csv and groups.csv must be byte-identical, and summary.csv
 # too but for its sim_wall_s column (found by name, the header compared
-# whole).  KVSIM_CHECK=report makes each run say how many of its steps the
+# whole).  KVSIM_FF_REPORT=1 makes each run say how many of its steps the
 # fast-forward made: a case marked "ff" must have made some there (a
 # comparison of two single-step runs proves nothing) and none with the
 # switch; a case marked "-" is one the fast-forward does not cover (it
@@ -34,7 +34,7 @@ wall() {
 		 { if (c) $c = "-"; print }' OFS=, "$1/summary.csv"
 }
 
-# steps ERRFILE: the steps the fast-forward made, from KVSIM_CHECK=report
+# steps ERRFILE: the steps the fast-forward made, from KVSIM_FF_REPORT
 steps() {
 	sed -n 's/^kvsim run: fast-forward: \([0-9]*\) of .*/\1/p' "$1"
 }
@@ -45,16 +45,16 @@ one() {
 	shift 2
 	n=$((n + 1))
 	if [ $((n % 2)) -eq 0 ]; then
-		env KVSIM_CHECK=report "$KVSIM" run -q --no-plot \
+		env KVSIM_FF_REPORT=1 "$KVSIM" run -q --no-plot \
 		    --out "$T/$name.s" --no-fast-forward "$@" \
 		    >/dev/null 2>"$T/$name.s.err"
 	else
-		env KVSIM_CHECK=report KVSIM_NO_FAST_FORWARD=1 "$KVSIM" run \
+		env KVSIM_FF_REPORT=1 KVSIM_NO_FAST_FORWARD=1 "$KVSIM" run \
 		    -q --no-plot --out "$T/$name.s" "$@" \
 		    >/dev/null 2>"$T/$name.s.err"
 	fi || { echo "FAIL $name: single steps: $(cat "$T/$name.s.err")"
 		fail=1; return; }
-	env KVSIM_CHECK=report "$KVSIM" run -q --no-plot --out "$T/$name.f" \
+	env KVSIM_FF_REPORT=1 "$KVSIM" run -q --no-plot --out "$T/$name.f" \
 	    "$@" >/dev/null 2>"$T/$name.f.err" ||
 	    { echo "FAIL $name: fast-forward: $(cat "$T/$name.f.err")"
 	      fail=1; return; }
