@@ -33,8 +33,7 @@ ff_covered(const replica *rp)
 	return rp->ff && !rp->busy && !rp->check && rp->obs == NULL &&
 	       rp->ct == NULL && rp->off == NULL && !rp->lora_on &&
 	       rp->spec == NULL && rp->pp == NULL && !rp->fork &&
-	       rp->phead == rp->npend && rp->nabort == 0 &&
-	       rp->st.ngroups == 1;
+	       rp->nabort == 0 && rp->st.ngroups == 1;
 }
 
 static kv_err
@@ -95,6 +94,14 @@ ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 		rp->sched_t = rp->async && rp->piped && rp->pipe_t == t ?
 		    rp->next_s : t;
 		rp->piped = false;
+		/* a request held for its step (replica__admit_due) joins
+		 * this one: not a steady step */
+		if (rp->phead < rp->npend &&
+		    rp->pend[rp->phead].at <= rp->sched_t) {
+			rp->piped = piped;
+			rp->sched_t = sched_t;
+			break;
+		}
 		if (sum) {
 			dt = replica__decode_time(rp, n, ctx + (uint64_t)j * n,
 						  &cpu);

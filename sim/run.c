@@ -855,17 +855,20 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
  * The fast-forward's horizon for replica i: the last instant before any
  * queued event that can touch it, and at most the next timeseries row (a
  * row holds the state after the events at its time).  Other replicas'
- * steps and wake-ups cannot -- unless clients react to their ends.
+ * steps and wake-ups cannot -- unless clients react to their ends -- nor
+ * can its own wake-ups: they find it busy (a wake-up at the end of a step
+ * comes after the next step has begun), and the requests they are for
+ * wait in the replica until their step (replica_ff stops there).
  */
 static int64_t
-ff_horizon(const sim_run *R, uint32_t i)
+ff_horizon(const sim_run *R)
 {
 	int64_t h = R->ff_tick;
 
 	for (size_t j = 0; j < R->q.n; j++) {
 		const struct sim_ev *ev = &R->q.h[j];
 
-		if (!R->c.on && ev->arg != i &&
+		if (!R->c.on &&
 		    (ev->kind == SIM_EV_STEP_DONE || ev->kind == SIM_EV_WAKE))
 			continue;
 		if (ev->t - 1 < h)
@@ -889,7 +892,7 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now)
 
 	if (R->o.no_fast_forward || R->pd != NULL)
 		return KV_OK;
-	e = replica_ff(R->rp[i], *now, ff_horizon(R, i), R->rep, now, &n,
+	e = replica_ff(R->rp[i], *now, ff_horizon(R), R->rep, now, &n,
 		       why, sizeof(why));
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
