@@ -83,6 +83,17 @@ when set to anything but 0, every simulation audits the scheduler and
 allocator after every step, as
 .B run \\-\\-check
 does.
+.TP
+.B KVSIM_NO_FAST_FORWARD
+when set to anything but 0, every simulation makes its decode steps one by
+one, as
+.B run \\-\\-no\\-fast\\-forward
+does (docs/fastforward.md); the outputs are the same.
+.TP
+.B KVSIM_FF_REPORT
+when set,
+.B kvsim run
+says at the end how many of its steps the fast\\-forward made.
 .SH FILES
 .TP
 .I $(printf '%s' "$pkgdatadir" | esc)/models.yaml
