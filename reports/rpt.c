@@ -121,6 +121,13 @@ rpt_add_itl(rpt *r, int64_t gap_ns)
 	r->itl_count++;
 }
 
+void
+rpt_add_itl_n(rpt *r, int64_t gap_ns, uint64_t n)
+{
+	r->itl_hist[rpt_itl_bucket(gap_ns)] += n;
+	r->itl_count += n;
+}
+
 /* The k-th smallest gap (0-based) in ns, from the histogram. */
 static double
 itl_order(const rpt *r, uint64_t k)

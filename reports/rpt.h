@@ -228,6 +228,8 @@ int rpt_add_sample(rpt *r, const struct rpt_sample *s);
 
 /* One inter-token gap (ns >= 0) into the ITL histogram. */
 void rpt_add_itl(rpt *r, int64_t gap_ns);
+/* n gaps of gap_ns each (rpt_add_itl n times). */
+void rpt_add_itl_n(rpt *r, int64_t gap_ns, uint64_t n);
 
 /*
  * Finished requests whose metric ("ttft", "tpot", "e2e", "queue") is

@@ -389,15 +389,6 @@ replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen)
 	return KV_OK;
 }
 
-/*
- * The cost model whose API server terms apply: none with a constant step
- * time (step_ns > 0 replaces the whole cost model, the frontend too).
- */
-static const struct cost_model *
-fe_model(const replica *rp)
-{
-	return rp->step_ns > 0 ? NULL : rp->cm;
-}
 
 int64_t
 replica_admit_at(const replica *rp)
@@ -502,7 +493,7 @@ replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	}
 	/* the API server: request handling and tokenisation, in its FIFO
 	 * (once for a parent and its children) */
-	if (fe_model(rp) != NULL)
+	if (replica__fe(rp) != NULL)
 		at = cost_fifo_serve(&rp->fe, r->arrival_ns,
 				     cost_frontend_in_ns(rp->cm,
 							 r->prompt_tokens));
@@ -1246,7 +1237,7 @@ void
 replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now, rpt *rep)
 {
 	/* the token reaches its client through the API server */
-	int64_t cl = fe_model(rp) != NULL ? cost_fifo_serve(&rp->fe, now,
+	int64_t cl = replica__fe(rp) != NULL ? cost_fifo_serve(&rp->fe, now,
 			cost_frontend_out_ns(rp->cm)) : now;
 
 	if (q->gen == 0) {

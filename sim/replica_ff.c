@@ -126,6 +126,75 @@ ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 	return j;
 }
 
+/*
+ * The tokens of step j, at its end t (replica_end's replica__gain).  The
+ * first step's go one by one.  From the second on, the API server serves
+ * the same n tokens in the same order, each taking w: the step's service
+ * starts at s = max(the server's free time, t) and request i's token
+ * reaches its client at s + (i + 1) w, so every request's gap since the
+ * step before is the same, s less the last step's start: the histogram
+ * takes n of it at once, and each request's sum, maximum and last token
+ * are closed at the end (ff_tokens_end).
+ */
+static void
+ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, rpt *rep)
+{
+	const struct cost_model *fe = replica__fe(rp);
+	int64_t w = fe != NULL ? cost_frontend_out_ns(fe) : 0, s, g;
+
+	if (w < 0)
+		w = 0;
+	if (j == 0) {
+		struct rq *q0 = rp->byreq[rp->sreq[0]];
+
+		for (uint32_t i = 0; i < n; i++) {
+			struct rq *q = rp->byreq[rp->sreq[i]];
+
+			replica__gain(rp, q, q->gen + 1, t, rep);
+		}
+		rp->ffs = q0->cl_last - w;	/* the step's service start */
+		rp->ffgmax = 0;
+		return;
+	}
+	s = t;
+	if (fe != NULL) {
+		s = rp->fe.free_at > t ? rp->fe.free_at : t;
+		rp->fe.free_at = s + (int64_t)n * w;
+		rp->fe.jobs += n;
+		rp->fe.busy_ns += (int64_t)n * w;
+	}
+	g = s - rp->ffs;
+	rpt_add_itl_n(rep, g, n);
+	if (g > rp->ffgmax)
+		rp->ffgmax = g;
+	rp->ffs = s;
+}
+
+/* The closing of ff_tokens: steps 1..k-1's tokens of each request. */
+static void
+ff_tokens_end(replica *rp, uint32_t k, uint32_t n, int64_t t)
+{
+	const struct cost_model *fe = replica__fe(rp);
+	int64_t w = fe != NULL ? cost_frontend_out_ns(fe) : 0;
+
+	if (k < 2)
+		return;
+	if (w < 0)
+		w = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct rq *q = rp->byreq[rp->sreq[i]];
+		int64_t cl = rp->ffs + (int64_t)(i + 1) * w;
+
+		q->itl_sum += cl - q->cl_last;
+		if (rp->ffgmax > q->itl_max)
+			q->itl_max = rp->ffgmax;
+		rp->st.gen_tokens_done += (uint64_t)(k - 1) * q->nsamp;
+		q->gen += k - 1;
+		q->last_tok = t;
+		q->cl_last = cl;
+	}
+}
+
 kv_err
 replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 	   uint64_t *nsteps, char *why, size_t whylen)
@@ -213,14 +282,11 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 		replica__usage_free(rp, t, &free);
 		t += dt;
 		/* replica_end: a token each, in running order */
-		for (uint32_t i = 0; i < n; i++) {
-			struct rq *q = rp->byreq[rp->sreq[i]];
-
-			replica__gain(rp, q, q->gen + 1, t, rep);
-		}
+		ff_tokens(rp, j, n, t, rep);
 		ntok += n;
 		replica__usage_free(rp, t, &free);
 	}
+	ff_tokens_end(rp, kn, n, t);
 	for (uint32_t i = 0; i < n; i++) {
 		struct rq *q = rp->byreq[rp->sreq[i]];
 

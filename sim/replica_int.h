@@ -133,7 +133,19 @@ struct replica {
 	uint32_t *fftok, *fftaken;
 	int64_t *fft;
 	size_t capfftok, capffk;
+	int64_t ffs, ffgmax;	/* ff_tokens: the step's service start,
+				 * the largest gap common to all */
 };
+
+/*
+ * The cost model whose API server terms apply: none with a constant step
+ * time (step_ns > 0 replaces the whole cost model, the frontend too).
+ */
+static inline const struct cost_model *
+replica__fe(const replica *rp)
+{
+	return rp->step_ns > 0 ? NULL : rp->cm;
+}
 
 /*
  * The helpers of replica.c the fast-forward repeats step by step, each as

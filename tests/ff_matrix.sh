@@ -15,7 +15,8 @@
 # scheduling off, a constant step time, priority scheduling, a KV cache
 # small enough for recompute preemptions, a sliding-window model, an MLA
 # model, a hybrid Mamba model, three replicas, a closed loop of clients
-# (max_concurrency) and client timeouts, the long-context Mooncake trace;
+# (max_concurrency) and client timeouts, an API server slower than the
+# steps, the long-context Mooncake trace;
 # vllm-v0 with swap preemption; and the features that fall back:
 # speculative decoding, LoRA, parallel sampling (fanned out and forked),
 # pipeline batches in flight, KV offload and P/D disaggregation.
@@ -114,6 +115,9 @@ one mla ff $R --set model=deepseek-ai/DeepSeek-V3 --set gpu=h200 \
 one mamba - $R --set model=ibm-granite/granite-4.0-h-tiny \
     --set engine.max_model_len=8192
 one clients ff $R --set workload.max_concurrency=8
+# an API server slower than the steps: its FIFO never drains
+printf 'frontend_stream_ns: 2e6\n' >"$T/slowfe.yaml"
+one slow-frontend ff $R --set cost.calibration="$T/slowfe.yaml"
 one timeouts ff $R --set workload.timeout_s=2 $S
 pos timeouts failed
 for p in vllm-v0 sarathi deepspeed-fastgen kvsim; do
