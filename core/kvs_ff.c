@@ -55,13 +55,18 @@ ff_engine(const kvs *s)
 				   kc->group[0].block_size != kc->block_size))))
 		return false;
 	if (c->lookahead > 0 || c->spec_tokens > 0 || n == 0 ||
-	    s->nunfinished != n || kvs__qlen(s, KVS_Q_WAITING) != 0 ||
-	    kvs__qlen(s, KVS_Q_SWAPPED) != 0)
+	    c->max_loras != KVS_UNSET || kvs__qlen(s, KVS_Q_SWAPPED) != 0 ||
+	    s->nunfinished != n + kvs__qlen(s, KVS_Q_WAITING))
 		return false;
 	/* every request gets its token: the budget and the threshold */
 	if ((uint64_t)n > (uint64_t)c->max_num_batched_tokens)
 		return false;
-	return true;
+	/* requests waiting stay so, untouched, while the running ones fill
+	 * max_num_seqs or the whole budget: the waiting phase stops before
+	 * it looks at the first (its priority sort is stable) */
+	return kvs__qlen(s, KVS_Q_WAITING) == 0 ||
+	       (uint64_t)n >= (uint64_t)c->max_num_seqs ||
+	       (uint64_t)n == (uint64_t)c->max_num_batched_tokens;
 }
 
 uint32_t

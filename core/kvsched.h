@@ -268,10 +268,12 @@ kv_err kvs_set_inflight(kvs *s, kvs_req r, bool inflight);
 /*
  * Fast-forward of steady decode (docs/fastforward.md).  A steady step:
  * policy vllm-v1 without a connector, speculation or lookahead, one
- * full-attention group; every unfinished request running (none waiting
- * or swapped, none in flight, no forked group), each with one token to
- * compute (T = C + 1), all of them within the token budget.  Such a step
- * schedules each running request for one token in running order and
+ * full-attention group, no LoRA limit; every unfinished request running
+ * (none swapped, none in flight, no forked group) but those waiting
+ * behind a full batch (as many running as max_num_seqs, or as
+ * max_num_batched_tokens), each with one token to compute (T = C + 1),
+ * all of them within the token budget.  Such a step schedules each
+ * running request for one token in running order, admits none, and
  * samples one token for each.
  *
  * kvs_decode_span: how many of the next steps, at most kmax, are steady

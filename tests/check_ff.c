@@ -7,7 +7,8 @@
  * share prefixes, so the prefix cache indexes and evicts) and the same
  * steps.  Whenever kvs_decode_span finds steady steps ahead, a random
  * number of them is made at once in the first and one by one in the
- * second, with the same tokens; then every request's status, output,
+ * second, with the same tokens (requests waiting behind a full batch of
+ * max_num_seqs too); then every request's status, output,
  * length, computed count and block table, the free blocks, the step
  * number and the prefix hit of a probe prompt must agree, the blocks each
  * step took must be those the single steps took, and kvs_audit must hold
@@ -37,7 +38,7 @@ rnd(uint32_t n)
 }
 
 static kvs *
-ff_new(bool caching)
+ff_new(bool caching, uint32_t seqs)
 {
 	struct kvs_config sc;
 	struct kvc_config kc;
@@ -47,7 +48,7 @@ ff_new(bool caching)
 
 	kvs_config_init(&sc);
 	snprintf(sc.policy, sizeof(sc.policy), "vllm-v1");
-	sc.max_num_seqs = 8;
+	sc.max_num_seqs = seqs;
 	sc.max_num_batched_tokens = 64;
 	kvc_config_default(&kc, KVC_VLLM_V1);
 	kc.block_size = 4;
@@ -133,9 +134,10 @@ single(kvs *s, const uint32_t *tok)
 }
 
 static void
-walk(bool caching, uint64_t seed, uint32_t *spans, uint32_t *cut)
+walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
+     uint32_t *cut, uint32_t *queued)
 {
-	kvs *a = ff_new(caching), *b = ff_new(caching);
+	kvs *a = ff_new(caching, seqs), *b = ff_new(caching, seqs);
 	uint32_t added = 0, tok[8 * KMAX], col[8], taken[KMAX];
 
 	rng = seed;
@@ -175,6 +177,8 @@ walk(bool caching, uint64_t seed, uint32_t *spans, uint32_t *cut)
 		(*spans)++;
 		if (span < KMAX)
 			(*cut)++;
+		if (kvs_queue_len(a, KVS_Q_WAITING) > 0)
+			(*queued)++;
 		k = 1 + rnd(span);
 		for (uint32_t i = 0; i < n; i++)
 			for (uint32_t j = 0; j < k; j++)
@@ -204,20 +208,23 @@ walk(bool caching, uint64_t seed, uint32_t *spans, uint32_t *cut)
 
 START_TEST(ff_walks)
 {
-	uint32_t spans = 0, cut = 0;
+	uint32_t spans = 0, cut = 0, queued = 0;
 
-	for (uint64_t seed = 1; seed <= 12; seed++)
-		walk(seed % 2 == 0, seed * 7919, &spans, &cut);
-	/* the walks met spans, and spans cut short by the free blocks or
-	 * by a request's end */
+	/* max_num_seqs 8, and 3: requests wait behind a full batch */
+	for (uint64_t seed = 1; seed <= 16; seed++)
+		walk(seed % 2 == 0, seed % 4 < 2 ? 8 : 3, seed * 7919, &spans,
+		     &cut, &queued);
+	/* the walks met spans, spans cut short by the free blocks or by a
+	 * request's end, and spans with requests waiting */
 	ck_assert_uint_gt(spans, 50);
 	ck_assert_uint_gt(cut, 10);
+	ck_assert_uint_gt(queued, 10);
 }
 END_TEST
 
 START_TEST(ff_not_steady)
 {
-	kvs *s = ff_new(true);
+	kvs *s = ff_new(true, 8);
 	uint32_t p[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	kvs_req r;
 

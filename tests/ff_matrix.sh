@@ -13,7 +13,8 @@
 #
 # The cases: every built-in policy; vllm-v1 with prefix caching off, async
 # scheduling off, a constant step time, priority scheduling, a KV cache
-# small enough for recompute preemptions, a sliding-window model, an MLA
+# small enough for recompute preemptions, an overload queued behind
+# max_num_seqs, a sliding-window model, an MLA
 # model, a hybrid Mamba model, three replicas, a closed loop of clients
 # (max_concurrency) and client timeouts, an API server slower than the
 # steps, the long-context Mooncake trace;
@@ -109,6 +110,9 @@ S="--set engine.max_model_len=4096 --set engine.num_gpu_blocks_override=300"
 one preempt ff $R $S
 pos preempt preemptions
 one replicas3 ff $R --set replicas=3 --set router=least-outstanding
+# overload behind max_num_seqs: requests wait while the batch is full
+one seqlimit ff $R --set workload.time_scale=0.2 --set engine.max_num_seqs=16
+pos seqlimit queue_p50_s
 one sliding - $R --set model=mistralai/Mistral-7B-v0.1
 one mla ff $R --set model=deepseek-ai/DeepSeek-V3 --set gpu=h200 \
     --set engine.tensor_parallel_size=8
