@@ -108,6 +108,7 @@ struct v1_blk {
 	uint32_t ref;
 	int32_t dnext, dprev;	/* ring of one (hash, group) */
 	int32_t qslot;		/* its free-queue slot, -1 = none */
+	uint32_t gen;		/* hashes it lost (v1_evict): v1_hit_memo */
 	uint8_t hgrp;		/* the group of its hash */
 };
 
@@ -169,6 +170,21 @@ struct v1 {
 	int32_t *hit[KVC_MAX_GROUPS];
 	uint32_t caphit[KVC_MAX_GROUPS];
 	uint32_t nhit[KVC_MAX_GROUPS];
+	/*
+	 * The last full-attention hit found (v1_hit_memo): sequence s with
+	 * ntok tokens hit n blocks b[], each then of generation gen[]; its
+	 * hashes at n - 1 and n (the first miss).  A request waiting for
+	 * room is looked up again every step, its hit unchanged while those
+	 * blocks keep their hashes and the miss stays a miss.
+	 */
+	struct v1_memo {
+		bool valid;
+		int32_t s;
+		uint32_t ntok, n, cap;
+		uint64_t hlast, hmiss;
+		int32_t *b;
+		uint32_t *gen;
+	} memo;
 };
 
 static inline struct v1 *
@@ -416,6 +432,8 @@ v1_state_free(struct v1 *m)
 	free(m->sx);
 	free(m->stepk);
 	free(m->lost);
+	free(m->memo.b);
+	free(m->memo.gen);
 	free(m);
 }
 
@@ -757,6 +775,7 @@ v1_evict(struct v1 *m, int32_t b)
 	}
 	m->blk[b].hkey = 0;
 	m->blk[b].hgrp = 0;
+	m->blk[b].gen++;
 	m->blk[b].dnext = m->blk[b].dprev = -1;
 	if (m->nlost > 0 && m->lost[b] != 0) {
 		m->lost[b] = 0;
@@ -836,6 +855,61 @@ v1_hit_full(struct v1 *m, const uint64_t *h, uint32_t maxb, uint32_t mask)
 		n++;
 	}
 	v1_hit_len(m, mask, n);
+	return n;
+}
+
+/*
+ * v1_hit_full for one full-attention group (mask 1) of sequence s with
+ * ntok tokens, remembered.  The index maps a hash to its oldest block, and
+ * a block leaves it only by v1_evict (which moves its generation on), so
+ * while each block of the last hit has its generation and the first miss
+ * is still missing, the walk would find the same blocks: they are taken
+ * from the memo, with one lookup instead of one a block.
+ */
+static uint32_t
+v1_hit_memo(struct v1 *m, int32_t s, uint32_t ntok, const uint64_t *h,
+	    uint32_t maxb)
+{
+	struct v1_memo *mm = &m->memo;
+	uint32_t n;
+
+	if (mm->valid && mm->s == s && mm->ntok == ntok && mm->n <= maxb &&
+	    (mm->n == 0 || h[mm->n - 1] == mm->hlast) &&
+	    (mm->n == maxb || (h[mm->n] == mm->hmiss &&
+			       v1_map_get(m, 0, mm->hmiss) < 0))) {
+		for (n = 0; n < mm->n; n++)
+			if (m->blk[mm->b[n]].gen != mm->gen[n])
+				break;
+		if (n == mm->n) {
+			memcpy(m->hit[0], mm->b, n * sizeof(*mm->b));
+			v1_hit_len(m, 1u, n);
+			return n;
+		}
+	}
+	n = v1_hit_full(m, h, maxb, 1u);
+	mm->valid = false;
+	if (n > mm->cap) {
+		int32_t *b = realloc(mm->b, n * sizeof(*b));
+		uint32_t *g;
+
+		if (b == NULL)
+			return n;
+		mm->b = b;
+		if ((g = realloc(mm->gen, n * sizeof(*g))) == NULL)
+			return n;
+		mm->gen = g;
+		mm->cap = n;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		mm->b[i] = m->hit[0][i];
+		mm->gen[i] = m->blk[mm->b[i]].gen;
+	}
+	mm->s = s;
+	mm->ntok = ntok;
+	mm->n = n;
+	mm->hlast = n > 0 ? h[n - 1] : 0;
+	mm->hmiss = n < maxb ? h[n] : 0;
+	mm->valid = true;
 	return n;
 }
 
@@ -938,7 +1012,9 @@ v1_find_hit(kvc *k, int32_t s, uint32_t *htok)
 	h = m->sx[s].h;
 	maxlen = q->ntok - 1;	/* the last token is always recomputed */
 	if (!m->hybrid) {
-		n = v1_hit_kind(k, 0, h, maxlen / bs, 1u);
+		n = v1_kind(k, 0) == KVC_FULL ?
+		    v1_hit_memo(m, s, q->ntok, h, maxlen / bs) :
+		    v1_hit_kind(k, 0, h, maxlen / bs, 1u);
 		*htok = n * bs;
 		return KV_OK;
 	}

@@ -246,6 +246,103 @@ START_TEST(ff_not_steady)
 }
 END_TEST
 
+/*
+ * The prefix hit of a request looked up step after step (kv_v1.c's
+ * v1_hit_memo) against a fresh walk: a random life of sequences that
+ * share prefixes (admitted, decoding, freed, their blocks reused and
+ * their hashes evicted) on a pool of 24 blocks; before each change a
+ * waiting sequence's hit and its admission in k must be those of a clone
+ * of k, whose lookups start with nothing remembered.
+ */
+START_TEST(ff_hit_memo)
+{
+	struct kvc_config kc;
+	int32_t live[16], wait = -1;
+	uint32_t nlive = 0, tok[48], fam[16], wfam = 0;
+	kv_err e;
+	char why[256];
+	kvc *k;
+	uint32_t checks = 0, hits = 0;
+
+	kvc_config_default(&kc, KVC_VLLM_V1);
+	kc.block_size = 4;
+	kc.gpu_blocks = 24;
+	kc.max_model_len = 64;
+	kc.prefix_caching = true;
+	k = kvc_new(&kc, &e, why, sizeof(why));
+	ck_assert_msg(k != NULL, "kvc_new: %s", why);
+	rng = 42;
+	for (int iter = 0; iter < 6000; iter++) {
+		uint32_t op = rnd(4);
+
+		if (wait < 0) {	/* a new waiting sequence */
+			uint32_t len = 5 + rnd(30);
+
+			wfam = rnd(3);
+			for (uint32_t i = 0; i < len; i++)
+				tok[i] = i < 20 ? wfam * 100 + i : rnd(40);
+			ck_assert_int_eq(kvc_seq_new(k, tok, len, &wait),
+					 KV_OK);
+		}
+		{
+			kvc *c = kvc_clone(k);
+			size_t h1 = 0, h2 = 0;
+			kv_err a, b;
+
+			ck_assert_ptr_nonnull(c);
+			ck_assert_int_eq(kvc_cached(k, wait, &h1), KV_OK);
+			ck_assert_int_eq(kvc_cached(c, wait, &h2), KV_OK);
+			ck_assert_uint_eq(h1, h2);
+			hits += h1 > 0;
+			checks++;
+			if (op == 0 && nlive < 16) {	/* admit it */
+				size_t na = 0, nb = 0;
+				const int32_t *ta, *tb;
+
+				a = kvc_allocate(k, wait, 0);
+				b = kvc_allocate(c, wait, 0);
+				ck_assert_int_eq(a, b);
+				ta = kvc_table(k, wait, 0, &na);
+				tb = kvc_table(c, wait, 0, &nb);
+				ck_assert_uint_eq(na, nb);
+				ck_assert(na == 0 ||
+					  memcmp(ta, tb, na * sizeof(*ta)) == 0);
+				if (a == KV_OK) {
+					fam[nlive] = wfam;
+					live[nlive++] = wait;
+					wait = -1;
+				}
+			}
+			kvc_free(c);
+		}
+		if (op == 1 && nlive > 0) {	/* one decodes a token: its
+						 * family's next, the waiting
+						 * one's hit can grow */
+			uint32_t i = rnd(nlive);
+			int32_t q = live[i];
+			uint32_t p = (uint32_t)kvc_seq_len(k, q);
+			uint32_t t = p < 20 ? fam[i] * 100 + p : rnd(40);
+
+			if (kvc_seq_len(k, q) + 1 < 64 &&
+			    kvc_add_tokens(k, q, &t, 1) == KV_OK)
+				(void)kvc_allocate(k, q, 1);
+		}
+		if (op >= 2 && nlive > 0) {	/* one ends */
+			uint32_t i = rnd(nlive);
+
+			ck_assert_int_eq(kvc_free_seq(k, live[i]), KV_OK);
+			ck_assert_int_eq(kvc_seq_release(k, live[i]), KV_OK);
+			live[i] = live[--nlive];
+			fam[i] = fam[nlive];
+		}
+	}
+	/* lookups were made, and some of them hit */
+	ck_assert_uint_gt(checks, 5000);
+	ck_assert_uint_gt(hits, 500);
+	kvc_free(k);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -257,6 +354,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, ff_walks);
 	tcase_add_test(tc, ff_not_steady);
+	tcase_add_test(tc, ff_hit_memo);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
