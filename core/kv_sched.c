@@ -189,6 +189,7 @@ kvs_free(kvs *s)
 	free(s->held);
 	free(s->cto);
 	free(s->ff);
+	free(s->crq);
 	free(s);
 }
 
@@ -242,6 +243,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		return kvs__fail(s, KV_ENOMEM, "too many requests");
 	if (kvs__grow((void **)&s->rq, &s->caprq, s->nrq + 1,
 		      sizeof(*s->rq)) != KV_OK ||
+	    (s->has_conn && kvs__grow((void **)&s->crq, &s->capcrq,
+				      s->nrq + 1, sizeof(*s->crq)) != KV_OK) ||
 	    kvs__grow((void **)&s->q[KVS_Q_WAITING].a,
 		      &s->q[KVS_Q_WAITING].cap, s->q[KVS_Q_WAITING].n + 1,
 		      sizeof(kvs_req)) != KV_OK)
@@ -250,6 +253,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		/* refused at input processing: never queued */
 		q = &s->rq[s->nrq];
 		memset(q, 0, sizeof(*q));
+		if (s->has_conn)
+			memset(&s->crq[s->nrq], 0, sizeof(*s->crq));
 		q->seq = -1;
 		q->prompt = (uint32_t)ntok;
 		q->max_output = max_output;
@@ -263,6 +268,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		return kvs__fail(s, e, "%s", kvc_errmsg(s->k));
 	q = &s->rq[s->nrq];
 	memset(q, 0, sizeof(*q));
+	if (s->has_conn)
+		memset(&s->crq[s->nrq], 0, sizeof(*s->crq));
 	q->seq = seq;
 	q->prompt = (uint32_t)ntok;
 	q->max_output = max_output;

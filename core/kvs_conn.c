@@ -4,7 +4,8 @@
  * for policy vllm-v1.  docs/scheduler.md "KV connectors" has the rules;
  * the reference is vllm/v1/core/sched/scheduler.py (release 0.15.1).
  *
- * A request's connector state is kvs_rq.conn (KVS__C_*), local and ext:
+ * A request's connector state is kvs_rq.conn (KVS__C_*) and kvs.crq's
+ * local and ext:
  *
  *   load      the waiting phase found ext > 0 tokens past the prefix hit
  *             local: blocks for local + ext are allocated without caching
@@ -73,7 +74,7 @@ kvs_set_connector(kvs *s, const struct kvs_connector *c)
 uint32_t
 kvs_req_ext(const kvs *s, kvs_req r)
 {
-	return kvs_conn__valid(s, r) ? s->rq[r].ext : 0;
+	return kvs_conn__valid(s, r) ? s->crq[r].ext : 0;
 }
 
 /* Free r's blocks (if it holds any) and its sequence: r has ended. */
@@ -172,8 +173,8 @@ kvs__conn_loading(kvs *s, kvs_req r, uint32_t local, uint32_t ext)
 	if (kvs__grow((void **)&s->load, &s->capload, s->nload + 1,
 		      sizeof(*s->load)) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
-	q->local = local;
-	q->ext = ext;
+	s->crq[r].local = local;
+	s->crq[r].ext = ext;
 	if (s->conn.alloc != NULL &&
 	    (e = s->conn.alloc(s->conn.ctx, s, r, local, ext)) != KV_OK) {
 		if (s->msg[0] == '\0')
@@ -201,9 +202,10 @@ kvs__conn_ready(kvs *s, kvs_req r)
 		/* _update_requests_with_invalid_blocks cut C to the first
 		 * failed block: the load's first, so C = local */
 		q->conn &= ~KVS__C_FAILED;
-		q->ext = 0;
-		e = q->local > 0 ? kvc__v1_set_computed(s->k, q->seq, q->local)
-				 : kvc_free_seq(s->k, q->seq);
+		s->crq[r].ext = 0;
+		e = s->crq[r].local > 0 ?
+		    kvc__v1_set_computed(s->k, q->seq, s->crq[r].local) :
+		    kvc_free_seq(s->k, q->seq);
 	} else {
 		c = (uint64_t)x->tab[0].n * kvc__bs(s->k, 0);
 		if (c >= x->ntok)
@@ -313,7 +315,7 @@ kvs__conn_audit_waiting(const kvs *s, kvs_req r, char *why, size_t whylen)
 		return 208;
 	}
 	if (q->status == KVS_WAITING_REMOTE)
-		bad = q->ext == 0 || (q->conn & KVS__C_HELD) != 0 ||
+		bad = s->crq[r].ext == 0 || (q->conn & KVS__C_HELD) != 0 ||
 		    (q->conn & (KVS__C_LOADING | KVS__C_FAILED)) ==
 		    (KVS__C_LOADING | KVS__C_FAILED);
 	else

@@ -14,18 +14,17 @@
 #include "kvsched.h"
 #include "kv_int.h"
 
-struct kvs_rq {
+struct kvs_rq {	/* one per request ever added: the bytes together */
 	int32_t seq;
 	uint32_t prompt, max_output, generated;
 	uint32_t npreempt, recomputed;
 	int32_t priority;
-	uint8_t status;
-	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
-	uint32_t local, ext;	/* its last load: prefix hit, external */
 	uint32_t lora;		/* LoRA adapter, 0 the base model */
 	uint32_t draft;		/* proposed drafts for its next step */
-	bool inflight;		/* kvs_set_inflight: not scheduled */
 	uint32_t nsamp;		/* kvs_set_n: sequences of its group (0: 1) */
+	uint8_t status;
+	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
+	bool inflight;		/* kvs_set_inflight: not scheduled */
 };
 
 /* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;
@@ -61,6 +60,11 @@ struct kvs {
 	/* KV connector (kvs_set_connector), vllm-v1 only */
 	struct kvs_connector conn;
 	bool has_conn;
+	struct kvs_crq {	/* with a connector, per request: its last
+				 * load's prefix hit and external tokens */
+		uint32_t local, ext;
+	} *crq;
+	uint32_t capcrq;
 	kvs_req *load, *held;	/* the step's loads, held finishes */
 	uint32_t nload, capload, nheld, capheld;
 	uint32_t *cto;		/* kvs_complete: C of each sched */

@@ -1296,6 +1296,14 @@ replica__cend_push(replica *rp, int64_t t)
 {
 	if (rp->hcend == rp->ncend)
 		rp->hcend = rp->ncend = 0;
+	/* ends already seen leave room at the front: when they are half of
+	 * it, the rest moves down (a busy run never drains them all) */
+	if (rp->ncend == rp->capcend && rp->hcend >= rp->capcend / 2) {
+		memmove(rp->cend, rp->cend + rp->hcend,
+			(rp->ncend - rp->hcend) * sizeof(*rp->cend));
+		rp->ncend -= rp->hcend;
+		rp->hcend = 0;
+	}
 	if (rp->ncend == rp->capcend) {
 		size_t cap = rp->capcend ? rp->capcend * 2 : 64;
 		int64_t *b = realloc(rp->cend, cap * sizeof(*b));
