@@ -3,8 +3,8 @@
 # "Simulation"): the whole Azure conversation trace (19,366 requests) and
 # the same trace cut or tiled to about 10^4, 10^5 and 10^6 requests, on the
 # default engine (Llama-3.1-8B, H100, vllm-v1), then a heavy load (the
-# first 10^4 requests on a KV cache of 2,000 blocks: a preemption every
-# few steps).  Each case runs twice back to back: with the fast-forward of
+# first 10^4 requests on a KV cache of 400 blocks, max_model_len 4096:
+# requests queued all run long and 1,800 recompute preemptions).  Each case runs twice back to back: with the fast-forward of
 # steady decode ("ff") and with single steps only ("single",
 # --no-fast-forward; docs/fastforward.md), whose outputs are the same.
 # Prints requests, simulated seconds, the steps made (and how many the
@@ -60,6 +60,6 @@ one "azure-conv 10^4" 1 10000
 one "azure-conv (all)" 1 0
 one "azure-conv x6 (10^5)" 6 100000
 [ "${BENCH_RUN_MAX:-52}" -ge 52 ] && one "azure-conv x52 (10^6)" 52 1000000
-one "heavy: 2000 blocks" 1 10000 --set engine.num_gpu_blocks_override=2000 \
-    --set engine.max_model_len=8192
+one "heavy: 400 blocks" 1 10000 --set engine.num_gpu_blocks_override=400 \
+    --set engine.max_model_len=4096
 exit 0
