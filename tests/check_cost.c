@@ -694,6 +694,21 @@ END_TEST
 
 /* ---- sliding windows and recurrent state -------------------------------- */
 
+/* Granite-4.0-H-tiny's shape with 40 Mamba-2 layers (no attention). */
+static void
+granite_mamba2(struct fixture *f, const char *id)
+{
+	base(f, id);
+	f->m.hidden_size = 1536;
+	f->m.vocab_size = 100352;
+	f->m.intermediate_size = 4096;
+	f->m.ssm = (struct cat_ssm){ .d_inner = 3072, .d_state = 128,
+				     .d_conv = 4, .n_groups = 1,
+				     .n_heads = 48, .head_dim = 64 };
+	layers(f, 40, CAT_MIX_MAMBA2, CAT_FFN_DENSE, 0);
+	f->m.active_params = f->m.params = 7000000000ull;
+}
+
 /*
  * cost_step_decode: n decodes from their contexts' sum give the batch's
  * time and breakdown to the bit (dense, tensor parallel, MoE, a hybrid
@@ -738,20 +753,12 @@ START_TEST(test_decode_sum)
 	init_ok(&cm, &f.m, &g, NULL);
 	decode_same(&cm, 5);
 	/* a hybrid: full attention and Mamba-2 layers */
-	base(&f, "hybrid");
-	f.m.hidden_size = 1536;
-	f.m.vocab_size = 100352;
-	f.m.intermediate_size = 4096;
+	granite_mamba2(&f, "hybrid");
 	f.m.num_heads = 12;
 	f.m.num_kv_heads = 4;
 	f.m.head_dim = 128;
-	f.m.ssm = (struct cat_ssm){ .d_inner = 3072, .d_state = 128,
-				    .d_conv = 4, .n_groups = 1,
-				    .n_heads = 48, .head_dim = 64 };
-	layers(&f, 40, CAT_MIX_MAMBA2, CAT_FFN_DENSE, 0);
 	for (uint32_t i = 0; i < 40; i += 10)
 		f.layer[i].mixer = CAT_MIX_FULL;
-	f.m.active_params = f.m.params = 7000000000ull;
 	init_ok(&cm, &f.m, &g, NULL);
 	ck_assert_uint_eq(cm.ngroups, 2);
 	decode_same(&cm, 3);
@@ -801,15 +808,7 @@ START_TEST(test_window_and_state)
 	 * Granite-4.0-H-tiny's (d_conv 4, d_inner 3072, 1 group, d_state 128,
 	 * 48 heads of 64) is 806,400 B in bf16 (core/kvsize.h).
 	 */
-	base(&f, "mamba2-only");
-	f.m.hidden_size = 1536;
-	f.m.vocab_size = 100352;
-	f.m.intermediate_size = 4096;
-	f.m.ssm = (struct cat_ssm){ .d_inner = 3072, .d_state = 128,
-				    .d_conv = 4, .n_groups = 1,
-				    .n_heads = 48, .head_dim = 64 };
-	layers(&f, 40, CAT_MIX_MAMBA2, CAT_FFN_DENSE, 0);
-	f.m.active_params = f.m.params = 7000000000ull;
+	granite_mamba2(&f, "mamba2-only");
 	init_ok(&cm, &f.m, &g, NULL);
 	ck_assert_uint_eq(cm.paged_layers, 0);
 	ck_assert_double_eq(cm.group[0].fig.state_bytes, 806400.0);
