@@ -10,10 +10,11 @@
  * more token of context each, so its time needs no scheduler: the steps
  * that end by the caller's horizon are timed first, then the scheduler
  * makes them all in one call (kvs_decode_run), and the notes of every
- * step are taken in the order the single steps take them -- the usage
- * integral and the fragmentation mean are floating-point sums, and the
- * API server's FIFO serves the tokens one by one, so each step's terms
- * are added in turn, from the blocks each step took.
+ * step are taken in the order the single steps take them: the usage
+ * integral and the fragmentation mean are floating-point sums, so each
+ * step's terms are added in turn, from the blocks each step took.  The
+ * tokens' times at the client and their gaps need no such order after a
+ * run's first step (ff_tokens).
  */
 #include "config.h"
 
