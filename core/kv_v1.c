@@ -881,7 +881,8 @@ v1_hit_memo(struct v1 *m, int32_t s, uint32_t ntok, const uint64_t *h,
 			if (m->blk[mm->b[n]].gen != mm->gen[n])
 				break;
 		if (n == mm->n) {
-			memcpy(m->hit[0], mm->b, n * sizeof(*mm->b));
+			if (n > 0)
+				memcpy(m->hit[0], mm->b, n * sizeof(*mm->b));
 			v1_hit_len(m, 1u, n);
 			return n;
 		}
