@@ -1298,7 +1298,8 @@ replica__cend_push(replica *rp, int64_t t)
 		rp->hcend = rp->ncend = 0;
 	/* ends already seen leave room at the front: when they are half of
 	 * it, the rest moves down (a busy run never drains them all) */
-	if (rp->ncend == rp->capcend && rp->hcend >= rp->capcend / 2) {
+	if (rp->hcend > 0 && rp->ncend == rp->capcend &&
+	    rp->hcend >= rp->capcend / 2) {
 		memmove(rp->cend, rp->cend + rp->hcend,
 			(rp->ncend - rp->hcend) * sizeof(*rp->cend));
 		rp->ncend -= rp->hcend;
