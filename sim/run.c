@@ -852,13 +852,14 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
 }
 
 /*
- * The fast-forward's horizon for replica i: the last instant before any
- * queued event that can touch it, and at most the next timeseries row (a
- * row holds the state after the events at its time).  Other replicas'
- * steps and wake-ups cannot -- unless clients react to their ends -- nor
- * can its own wake-ups: they find it busy (a wake-up at the end of a step
- * comes after the next step has begun), and the requests they are for
- * wait in the replica until their step (replica_ff stops there).
+ * The fast-forward's horizon for the replica whose step just ended: the
+ * last instant before any queued event that can touch it, and at most the
+ * next timeseries row (a row holds the state after the events at its
+ * time).  Other replicas' steps and wake-ups cannot -- unless clients
+ * react to their ends -- nor can its own wake-ups: they find it busy (a
+ * wake-up at the end of a step comes after the next step has begun), and
+ * the requests they are for wait in the replica until their step
+ * (replica_ff stops there).
  */
 static int64_t
 ff_horizon(const sim_run *R)
