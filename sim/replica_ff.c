@@ -138,13 +138,11 @@ ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
  * are closed at the end (ff_tokens_end).
  */
 static void
-ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, rpt *rep)
+ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
+	  rpt *rep)
 {
-	const struct cost_model *fe = replica__fe(rp);
-	int64_t w = fe != NULL ? cost_frontend_out_ns(fe) : 0, s, g;
+	int64_t s = t, g;
 
-	if (w < 0)
-		w = 0;
 	if (j == 0) {
 		struct rq *q0 = rp->byreq[rp->sreq[0]];
 
@@ -157,8 +155,7 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, rpt *rep)
 		rp->ffgmax = 0;
 		return;
 	}
-	s = t;
-	if (fe != NULL) {
+	if (replica__fe(rp) != NULL) {
 		s = rp->fe.free_at > t ? rp->fe.free_at : t;
 		rp->fe.free_at = s + (int64_t)n * w;
 		rp->fe.jobs += n;
@@ -173,15 +170,10 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, rpt *rep)
 
 /* The closing of ff_tokens: steps 1..k-1's tokens of each request. */
 static void
-ff_tokens_end(replica *rp, uint32_t k, uint32_t n, int64_t t)
+ff_tokens_end(replica *rp, uint32_t k, uint32_t n, int64_t t, int64_t w)
 {
-	const struct cost_model *fe = replica__fe(rp);
-	int64_t w = fe != NULL ? cost_frontend_out_ns(fe) : 0;
-
 	if (k < 2)
 		return;
-	if (w < 0)
-		w = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct rq *q = rp->byreq[rp->sreq[i]];
 		int64_t cl = rp->ffs + (int64_t)(i + 1) * w;
@@ -203,7 +195,7 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 	const kvc *k = kvs_kv(rp->s);
 	uint32_t n, kmax, kn;
 	uint64_t slots = 0, ntok = 0, used = 0, free0;
-	int64_t t;
+	int64_t t, w;
 	kv_err e;
 
 	*t_end = now;
@@ -259,7 +251,11 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 			 rp->index, kvs_errmsg(rp->s));
 		return e;
 	}
-	/* each step's notes, as replica_begin and replica_end take them */
+	/* each step's notes, as replica_begin and replica_end take them;
+	 * w: a token's time in the API server (cost_fifo_serve's, >= 0) */
+	w = replica__fe(rp) != NULL ? cost_frontend_out_ns(rp->cm) : 0;
+	if (w < 0)
+		w = 0;
 	rp->nsched = n;
 	if (n > rp->st.max_batch)
 		rp->st.max_batch = n;
@@ -283,11 +279,11 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 		replica__usage_free(rp, t, &free);
 		t += dt;
 		/* replica_end: a token each, in running order */
-		ff_tokens(rp, j, n, t, rep);
+		ff_tokens(rp, j, n, t, w, rep);
 		ntok += n;
 		replica__usage_free(rp, t, &free);
 	}
-	ff_tokens_end(rp, kn, n, t);
+	ff_tokens_end(rp, kn, n, t, w);
 	for (uint32_t i = 0; i < n; i++) {
 		struct rq *q = rp->byreq[rp->sreq[i]];
 
