@@ -466,10 +466,13 @@ static const struct bad_case bad_cases[] = {
 	{ "bad-gpu-usable.yaml", true, "6:20", "at most 'memory'" },
 	{ "bad-gpu-vendor.yaml", true, "3:13", "nvidia, amd or apple" },
 	{ "bad-gpu-price.yaml", true, "7:12", "e.g. 2.99USD/h" },
+	{ "bad-gpu-huge.yaml", true, "5:13", "'memory' must be below 1 PiB" },
 	{ "bad-syntax.config.json", false, "5:15", "expected ',' or '}'" },
 	{ "bad-value.config.json", false, "3:24", "'thirty-two'" },
 	{ "bad-missing.config.json", false, "1:1",
 	  "missing 'num_hidden_layers'" },
+	{ "bad-rope-factor.config.json", false, "7:51",
+	  "context of 8.192e+303 tokens" },
 };
 
 START_TEST(test_bad_input_file_line_col)

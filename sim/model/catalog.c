@@ -556,6 +556,12 @@ cp_max_len(struct cp *p, const struct yd_node *cfg, struct cat_model *m)
 				if (orig > 0)
 					best = orig;
 			}
+			if ((double)best * factor >= 4294967296.0)
+				return cp_fail(p, yd_get(rs, "factor"),
+					       "'rope_scaling.factor' makes a "
+					       "context of %.4g tokens (at most "
+					       "2^32 - 1)",
+					       (double)best * factor);
 			best = (uint64_t)((double)best * factor);
 		}
 	}
@@ -1604,7 +1610,12 @@ cp_gpu_cc(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 	return KV_OK;
 }
 
-/* memory, and usable_memory (the runtime's total; memory when absent) */
+/*
+ * memory, and usable_memory (the runtime's total; memory when absent).  Both
+ * below 1 PiB: far above any device, and exact in a double after the sizing
+ * arithmetic's products.
+ */
+#define CP_MAX_GPU_BYTES 1125899906842624.0
 static kv_err
 cp_gpu_memory(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 {
@@ -1614,11 +1625,17 @@ cp_gpu_memory(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 	if ((rc = cp_gpu_num(p, ent, "memory", cp_byte_units, true, &x,
 			     CAT_G_MEMORY)))
 		return rc;
+	if (x >= CP_MAX_GPU_BYTES)
+		return cp_fail(p, yd_get(ent, "memory"), "'memory' must be "
+			       "below 1 PiB");
 	g->memory_bytes = (uint64_t)(x + 0.5);
 	x = 0;
 	if ((rc = cp_gpu_num(p, ent, "usable_memory", cp_byte_units, false,
 			     &x, CAT_G_USABLE)))
 		return rc;
+	if (x >= CP_MAX_GPU_BYTES)
+		return cp_fail(p, yd_get(ent, "usable_memory"),
+			       "'usable_memory' must be below 1 PiB");
 	g->usable_bytes = x > 0 ? (uint64_t)(x + 0.5) : g->memory_bytes;
 	if (x <= 0) {
 		g->src[CAT_G_USABLE] = cp_strdup("= memory (no runtime-visible "
