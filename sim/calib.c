@@ -314,6 +314,8 @@ static const struct cl_row {
 	ROW(cpu_prep_token_ns, CL_TIME),
 	ROW(graph_piecewise_layer_ns, CL_TIME),
 	ROW(graph_eager_layer_ns, CL_TIME),
+	ROW(gpu_step_ns, CL_TIME),
+	ROW(gpu_layer_ns, CL_TIME),
 	ROW(frontend_request_ns, CL_TIME),
 	ROW(frontend_tokenize_ns, CL_TIME),
 	ROW(frontend_stream_ns, CL_TIME),

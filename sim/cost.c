@@ -111,6 +111,20 @@ static const char SRC_GRAPH_EAGER[] =
 	"us a launch (gpu-design.md §2, S16); fit";
 
 /*
+ * Fixed GPU time of a forward pass (docs/cost-model.md §2): a step's and
+ * a decoder layer's, what the kernels take beyond their FLOPs and bytes
+ * (norms, rotary, the KV-cache write, the attention kernel's own floor,
+ * the sampler).  0 by default: the roofline alone; a calibration fitted
+ * to serving runs sets them.
+ */
+#define GPU_STEP_NS 0.0
+#define GPU_LAYER_NS 0.0
+static const char SRC_GPU_STEP[] =
+	"0: the roofline alone; kvsim calibrate serving fits one";
+static const char SRC_GPU_LAYER[] =
+	"0: the roofline alone; kvsim calibrate serving fits one";
+
+/*
  * The API server (docs/cost-model.md §5.5): defaults for the vLLM
  * policies only (cost_config.frontend); 0 for the others.
  */
@@ -758,6 +772,8 @@ static const struct term_row term_rows[] = {
 	     SRC_GRAPH_PIECEWISE, false),
 	TROW(graph_eager_layer_ns, GRAPH_EAGER_LAYER_NS, SRC_GRAPH_EAGER,
 	     false),
+	TROW(gpu_step_ns, GPU_STEP_NS, SRC_GPU_STEP, false),
+	TROW(gpu_layer_ns, GPU_LAYER_NS, SRC_GPU_LAYER, false),
 };
 
 /* Efficiencies and overheads: the calibration's, else the defaults. */
@@ -950,10 +966,11 @@ step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
 
 		bd->allreduce_ns = cm->allreduces * (lat + bytes / link);
 	}
+	bd->fixed_ns = cm->gpu_step_ns.v + cm->layers * cm->gpu_layer_ns.v;
 	bd->gpu_ns = dmax(bd->lin_compute_ns, bd->lin_memory_ns) +
 		     dmax(bd->attn_compute_ns, bd->attn_memory_ns) +
 		     dmax(bd->rec_compute_ns, bd->rec_memory_ns) +
-		     bd->allreduce_ns;
+		     bd->allreduce_ns + bd->fixed_ns;
 	/* kernels cannot run faster than the CPU launches them */
 	bd->gpu_ns = dmax(bd->gpu_ns, bd->launch_ns);
 	cost_knobs_step(cm, bd);
@@ -1297,6 +1314,8 @@ cost_describe(const struct cost_model *cm, FILE *f)
 	term_line(f, "graph piecewise layer", &cm->graph_piecewise_layer_ns,
 		  "ns");
 	term_line(f, "graph eager layer", &cm->graph_eager_layer_ns, "ns");
+	term_line(f, "gpu fixed per step", &cm->gpu_step_ns, "ns");
+	term_line(f, "gpu fixed per layer", &cm->gpu_layer_ns, "ns");
 	if (cm->graph_max > 0)
 		fprintf(f, "  CUDA graphs up to %u tokens (vLLM V1 "
 			"FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8, ... "

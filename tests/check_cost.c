@@ -1048,6 +1048,48 @@ START_TEST(test_allreduce_degree)
 END_TEST
 
 /*
+ * Fixed GPU time: gpu_step_ns once a forward pass and gpu_layer_ns a
+ * decoder layer, added to the roofline's GPU time and nothing else; 0 by
+ * default.  The decode sum of the fast-forward takes them too.
+ */
+START_TEST(test_gpu_fixed)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model def, cm, c2;
+	struct cost_calib cal;
+	struct cost_breakdown b0, b, p0, p;
+	struct cat_mixer_seq pf = { .q = 2000, .ctx = 0 };
+
+	llama8b(&f);
+	init_ok(&def, &f.m, &g, NULL);
+	ck_assert_double_eq(def.gpu_step_ns.v, 0);
+	ck_assert_double_eq(def.gpu_layer_ns.v, 0);
+	one(&def, 1, 1023, &b0);
+	ck_assert_double_eq(b0.fixed_ns, 0);
+	cost_calib_init(&cal);
+	cal.gpu_step_ns = (struct cost_term){ 300000.0, "c.yaml:1" };
+	cal.gpu_layer_ns = (struct cost_term){ 25000.0, "c.yaml:2" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&cm, 1, 1023, &b);
+	/* 32 layers */
+	ck_assert_double_eq(b.fixed_ns, 300000.0 + 32 * 25000.0);
+	ck_assert_double_eq(b.gpu_ns, b0.gpu_ns + b.fixed_ns);
+	ck_assert_double_eq(b.lin_memory_ns, b0.lin_memory_ns);
+	ck_assert_double_eq(b.attn_memory_ns, b0.attn_memory_ns);
+	ck_assert_double_eq(b.cpu_ns, b0.cpu_ns);
+	ck_assert_int_eq(b.total_ns, b0.total_ns + 1100000);
+	/* a prefill pays it once too, not a token */
+	cost_step_explain(&def, &(struct cost_batch){ &pf, 1 }, &p0);
+	cost_step_explain(&cm, &(struct cost_batch){ &pf, 1 }, &p);
+	ck_assert_double_eq(p.gpu_ns, p0.gpu_ns + 1100000.0);
+	decode_same(&cm, 7);
+	init_cal(&c2, &f.m, &g, &cal, 2, 0);
+	decode_same(&c2, 8);
+}
+END_TEST
+
+/*
  * CPU: scheduling + input preparation.  Defaults: 500 us a step of
  * scheduling, 10 us a sequence of preparation.  The old names set the
  * same terms.
@@ -1262,6 +1304,8 @@ START_TEST(test_calib_file_terms)
 		"cpu_prep_token_ns: 4\n"
 		"graph_piecewise_layer_ns: 10000\n"
 		"graph_eager_layer_ns: 40000\n"
+		"gpu_step_ns: 250000\n"
+		"gpu_layer_ns: {value: 30000, source: fit}\n"
 		"cpu_step_ns: 600000\n";
 	static const char old[] =
 		"eff_memory: 0.8\ncpu_step_ns: 1\ncpu_seq_ns: 2\n"
@@ -1282,8 +1326,11 @@ START_TEST(test_calib_file_terms)
 	ck_assert_double_eq(c.cpu_prep_token_ns.v, 4);
 	ck_assert_double_eq(c.graph_piecewise_layer_ns.v, 10000);
 	ck_assert_double_eq(c.graph_eager_layer_ns.v, 40000);
+	ck_assert_double_eq(c.gpu_step_ns.v, 250000);
+	ck_assert_double_eq(c.gpu_layer_ns.v, 30000);
+	ck_assert(strstr(c.gpu_layer_ns.src, "fit (") == c.gpu_layer_ns.src);
 	ck_assert_double_eq(c.cpu_sched_step_ns.v, 600000);
-	snprintf(want, sizeof(want), "%s:12", path);
+	snprintf(want, sizeof(want), "%s:14", path);
 	ck_assert_str_eq(c.cpu_sched_step_ns.src, want);
 	ck_assert(c.eff_memory.src == NULL);
 	cost_calib_release(&c);
@@ -1316,6 +1363,8 @@ START_TEST(test_calib_file_bad)
 		  "expected a number in [0, 1e12]" },
 		{ "graph_eager_layer_ns: [1]\n", ":1:23: "
 		  "graph_eager_layer_ns: expected a number" },
+		{ "gpu_layer_ns: -5\n", ":1:15: gpu_layer_ns: "
+		  "expected a number in [0, 1e12]" },
 		{ "eff_memory: 0.5\ncpu_seq_ns: 1\ncpu_prep_seq_ns: 2\n",
 		  ":3:1: cpu_prep_seq_ns: the same term as 'cpu_seq_ns'" },
 		{ "cpu_sched_step_ns: 2\ncpu_step_ns: 1\n",
@@ -1416,6 +1465,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_split_efficiencies);
 	tcase_add_test(tc, test_allreduce_degree);
 	tcase_add_test(tc, test_cpu_split);
+	tcase_add_test(tc, test_gpu_fixed);
 	tcase_add_test(tc, test_graph_sizes);
 	tcase_add_test(tc, test_graph_steps);
 	tcase_add_test(tc, test_describe_split);
