@@ -316,6 +316,7 @@ static const struct cl_row {
 	ROW(graph_eager_layer_ns, CL_TIME),
 	ROW(gpu_step_ns, CL_TIME),
 	ROW(gpu_layer_ns, CL_TIME),
+	ROW(gpu_seq_layer_ns, CL_TIME),
 	ROW(frontend_request_ns, CL_TIME),
 	ROW(frontend_tokenize_ns, CL_TIME),
 	ROW(frontend_stream_ns, CL_TIME),

@@ -114,14 +114,18 @@ static const char SRC_GRAPH_EAGER[] =
  * Fixed GPU time of a forward pass (docs/cost-model.md §2): a step's and
  * a decoder layer's, what the kernels take beyond their FLOPs and bytes
  * (norms, rotary, the KV-cache write, the attention kernel's own floor,
- * the sampler).  0 by default: the roofline alone; a calibration fitted
+ * the sampler), and a sequence's in each attention layer (its block
+ * table, its share of the split-KV reduction).  0 by default: the roofline alone; a calibration fitted
  * to serving runs sets them.
  */
 #define GPU_STEP_NS 0.0
 #define GPU_LAYER_NS 0.0
+#define GPU_SEQ_LAYER_NS 0.0
 static const char SRC_GPU_STEP[] =
 	"0: the roofline alone; kvsim calibrate serving fits one";
 static const char SRC_GPU_LAYER[] =
+	"0: the roofline alone; kvsim calibrate serving fits one";
+static const char SRC_GPU_SEQ_LAYER[] =
 	"0: the roofline alone; kvsim calibrate serving fits one";
 
 /*
@@ -774,6 +778,7 @@ static const struct term_row term_rows[] = {
 	     false),
 	TROW(gpu_step_ns, GPU_STEP_NS, SRC_GPU_STEP, false),
 	TROW(gpu_layer_ns, GPU_LAYER_NS, SRC_GPU_LAYER, false),
+	TROW(gpu_seq_layer_ns, GPU_SEQ_LAYER_NS, SRC_GPU_SEQ_LAYER, false),
 };
 
 /* Efficiencies and overheads: the calibration's, else the defaults. */
@@ -966,7 +971,8 @@ step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
 
 		bd->allreduce_ns = cm->allreduces * (lat + bytes / link);
 	}
-	bd->fixed_ns = cm->gpu_step_ns.v + cm->layers * cm->gpu_layer_ns.v;
+	bd->fixed_ns = cm->gpu_step_ns.v + cm->layers * cm->gpu_layer_ns.v +
+		       seqs * cm->paged_layers * cm->gpu_seq_layer_ns.v;
 	bd->gpu_ns = dmax(bd->lin_compute_ns, bd->lin_memory_ns) +
 		     dmax(bd->attn_compute_ns, bd->attn_memory_ns) +
 		     dmax(bd->rec_compute_ns, bd->rec_memory_ns) +
@@ -1316,6 +1322,7 @@ cost_describe(const struct cost_model *cm, FILE *f)
 	term_line(f, "graph eager layer", &cm->graph_eager_layer_ns, "ns");
 	term_line(f, "gpu fixed per step", &cm->gpu_step_ns, "ns");
 	term_line(f, "gpu fixed per layer", &cm->gpu_layer_ns, "ns");
+	term_line(f, "gpu fixed seq-layer", &cm->gpu_seq_layer_ns, "ns");
 	if (cm->graph_max > 0)
 		fprintf(f, "  CUDA graphs up to %u tokens (vLLM V1 "
 			"FULL_AND_PIECEWISE; capture sizes 1, 2, 4, 8, ... "

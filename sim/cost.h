@@ -144,6 +144,8 @@ struct cost_calib {
 						 * a layer */
 	struct cost_term gpu_step_ns;	/* fixed GPU time, a forward pass */
 	struct cost_term gpu_layer_ns;	/* fixed GPU time, a layer a pass */
+	struct cost_term gpu_seq_layer_ns;	/* ... a sequence an attention
+						 * layer */
 	/* the API server (docs/cost-model.md §5.5): */
 	struct cost_term frontend_request_ns;	/* per request, to the
 						 * engine */
@@ -265,7 +267,7 @@ struct cost_model {
 	};
 	struct cost_term cpu_sched_seq_ns, cpu_sched_token_ns;
 	struct cost_term cpu_prep_step_ns;
-	struct cost_term gpu_step_ns, gpu_layer_ns;
+	struct cost_term gpu_step_ns, gpu_layer_ns, gpu_seq_layer_ns;
 	struct cost_term graph_piecewise_layer_ns, graph_eager_layer_ns;
 	struct cost_term frontend_request_ns, frontend_tokenize_ns;
 	struct cost_term frontend_stream_ns;
@@ -347,7 +349,8 @@ struct cost_breakdown {
 	double rec_compute_ns, rec_memory_ns;
 	double allreduce_ns, cpu_ns, gpu_ns;
 	double fixed_ns;		/* gpu_step_ns + layers · gpu_layer_ns
-					 * (in gpu_ns) */
+					 * + seqs · attention layers ·
+					 * gpu_seq_layer_ns (in gpu_ns) */
 	double cpu_sched_ns, cpu_prep_ns;	/* their sum is cpu_ns */
 	uint64_t graph_tokens;		/* tokens the GEMMs run: padded to a
 					 * capture size under a CUDA graph */

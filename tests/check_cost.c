@@ -1048,9 +1048,10 @@ START_TEST(test_allreduce_degree)
 END_TEST
 
 /*
- * Fixed GPU time: gpu_step_ns once a forward pass and gpu_layer_ns a
- * decoder layer, added to the roofline's GPU time and nothing else; 0 by
- * default.  The decode sum of the fast-forward takes them too.
+ * Fixed GPU time: gpu_step_ns once a forward pass, gpu_layer_ns a decoder
+ * layer and gpu_seq_layer_ns a sequence an attention layer, added to the
+ * roofline's GPU time and nothing else; 0 by default.  The decode sum of
+ * the fast-forward takes them too.
  */
 START_TEST(test_gpu_fixed)
 {
@@ -1058,8 +1059,10 @@ START_TEST(test_gpu_fixed)
 	struct cat_gpu g = h100();
 	struct cost_model def, cm, c2;
 	struct cost_calib cal;
-	struct cost_breakdown b0, b, p0, p;
+	struct cost_breakdown b0, b, p0, p, t0, t;
 	struct cat_mixer_seq pf = { .q = 2000, .ctx = 0 };
+	struct cat_mixer_seq two[2] = { { .q = 1, .ctx = 500 },
+					{ .q = 1, .ctx = 900 } };
 
 	llama8b(&f);
 	init_ok(&def, &f.m, &g, NULL);
@@ -1070,19 +1073,25 @@ START_TEST(test_gpu_fixed)
 	cost_calib_init(&cal);
 	cal.gpu_step_ns = (struct cost_term){ 300000.0, "c.yaml:1" };
 	cal.gpu_layer_ns = (struct cost_term){ 25000.0, "c.yaml:2" };
+	cal.gpu_seq_layer_ns = (struct cost_term){ 400.0, "c.yaml:3" };
 	init_cal(&cm, &f.m, &g, &cal, 1, 0);
 	one(&cm, 1, 1023, &b);
-	/* 32 layers */
-	ck_assert_double_eq(b.fixed_ns, 300000.0 + 32 * 25000.0);
+	/* 32 layers, all attention, one sequence */
+	ck_assert_double_eq(b.fixed_ns, 300000.0 + 32 * 25000.0 + 32 * 400.0);
 	ck_assert_double_eq(b.gpu_ns, b0.gpu_ns + b.fixed_ns);
 	ck_assert_double_eq(b.lin_memory_ns, b0.lin_memory_ns);
 	ck_assert_double_eq(b.attn_memory_ns, b0.attn_memory_ns);
 	ck_assert_double_eq(b.cpu_ns, b0.cpu_ns);
-	ck_assert_int_eq(b.total_ns, b0.total_ns + 1100000);
+	ck_assert_int_eq(b.total_ns, b0.total_ns + 1112800);
 	/* a prefill pays it once too, not a token */
 	cost_step_explain(&def, &(struct cost_batch){ &pf, 1 }, &p0);
 	cost_step_explain(&cm, &(struct cost_batch){ &pf, 1 }, &p);
-	ck_assert_double_eq(p.gpu_ns, p0.gpu_ns + 1100000.0);
+	ck_assert_double_eq(p.gpu_ns, p0.gpu_ns + 1112800.0);
+	/* two sequences: the per-sequence part twice */
+	cost_step_explain(&def, &(struct cost_batch){ two, 2 }, &t0);
+	cost_step_explain(&cm, &(struct cost_batch){ two, 2 }, &t);
+	ck_assert_double_eq(t.fixed_ns, 1100000.0 + 2 * 32 * 400.0);
+	ck_assert_double_eq(t.gpu_ns, t0.gpu_ns + t.fixed_ns);
 	decode_same(&cm, 7);
 	init_cal(&c2, &f.m, &g, &cal, 2, 0);
 	decode_same(&c2, 8);
@@ -1306,6 +1315,7 @@ START_TEST(test_calib_file_terms)
 		"graph_eager_layer_ns: 40000\n"
 		"gpu_step_ns: 250000\n"
 		"gpu_layer_ns: {value: 30000, source: fit}\n"
+		"gpu_seq_layer_ns: 350\n"
 		"cpu_step_ns: 600000\n";
 	static const char old[] =
 		"eff_memory: 0.8\ncpu_step_ns: 1\ncpu_seq_ns: 2\n"
@@ -1329,8 +1339,9 @@ START_TEST(test_calib_file_terms)
 	ck_assert_double_eq(c.gpu_step_ns.v, 250000);
 	ck_assert_double_eq(c.gpu_layer_ns.v, 30000);
 	ck_assert(strstr(c.gpu_layer_ns.src, "fit (") == c.gpu_layer_ns.src);
+	ck_assert_double_eq(c.gpu_seq_layer_ns.v, 350);
 	ck_assert_double_eq(c.cpu_sched_step_ns.v, 600000);
-	snprintf(want, sizeof(want), "%s:14", path);
+	snprintf(want, sizeof(want), "%s:15", path);
 	ck_assert_str_eq(c.cpu_sched_step_ns.src, want);
 	ck_assert(c.eff_memory.src == NULL);
 	cost_calib_release(&c);
