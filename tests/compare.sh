@@ -204,10 +204,15 @@ cmp -s "$T/suite/compare.csv" "$T/suite.keep" ||
 	>/dev/null
 [ $? = 1 ] || bad "trace suite: not exit 1"
 n=azure_llm_2023_conv_excerpt
-# 0 to 3 preemptions is within the default +10%+5 (it was a regression
-# whatever the count: any percentage of 0 is infinite)
-[ "$(awk -F, -v n=$n '$1 == n && $2 == "preemptions"' "$T/tr/compare.csv" | cut -d, -f3,4,7,10,11,12)" = "0,3,+10%+5,ok,1,1" ] ||
-	bad "trace suite: $(grep preemptions "$T/tr/compare.csv")"
+# 0 to 1-5 preemptions is within the default +10%+5 (it was a regression
+# whatever the count: any percentage of 0 is infinite).  The count itself
+# follows the cost model; the case needs it above 0 and within the +5.
+row=$(awk -F, -v n=$n '$1 == n && $2 == "preemptions"' "$T/tr/compare.csv" |
+	cut -d, -f3,4,7,10,11,12)
+case $row in
+0,[1-5],+10%+5,ok,1,1) ;;
+*) bad "trace suite: $(grep preemptions "$T/tr/compare.csv")" ;;
+esac
 grep -q "^  trace: .*/$n.csv\"\$" "$T/tr/$n/baseline/seed-0/config.yaml" ||
 	bad "trace suite: the run did not replay the trace"
 for b in bad_suite bad_suite_policy bad_suite_setup; do
