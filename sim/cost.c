@@ -111,21 +111,15 @@ static const char SRC_GRAPH_EAGER[] =
 	"us a launch (gpu-design.md §2, S16); fit";
 
 /*
- * Fixed GPU time of a forward pass (docs/cost-model.md §2): a step's and
- * a decoder layer's, what the kernels take beyond their FLOPs and bytes
- * (norms, rotary, the KV-cache write, the attention kernel's own floor,
- * the sampler), and a sequence's in each attention layer (its block
- * table, its share of the split-KV reduction).  0 by default: the roofline alone; a calibration fitted
- * to serving runs sets them.
+ * Fixed GPU time of a forward pass (docs/cost-model.md §2): a step's, a
+ * decoder layer's and a sequence's in each attention layer, what the
+ * kernels take beyond their FLOPs and bytes (the sampler; norms, rotary,
+ * the KV-cache write, each kernel's own floor; a sequence's block table
+ * and its share of the split-KV reduction).  All three 0 by default: the
+ * roofline alone; a calibration fitted to serving runs sets them.
  */
-#define GPU_STEP_NS 0.0
-#define GPU_LAYER_NS 0.0
-#define GPU_SEQ_LAYER_NS 0.0
-static const char SRC_GPU_STEP[] =
-	"0: the roofline alone; kvsim calibrate serving fits one";
-static const char SRC_GPU_LAYER[] =
-	"0: the roofline alone; kvsim calibrate serving fits one";
-static const char SRC_GPU_SEQ_LAYER[] =
+#define GPU_FIXED_NS 0.0
+static const char SRC_GPU_FIXED[] =
 	"0: the roofline alone; kvsim calibrate serving fits one";
 
 /*
@@ -776,9 +770,9 @@ static const struct term_row term_rows[] = {
 	     SRC_GRAPH_PIECEWISE, false),
 	TROW(graph_eager_layer_ns, GRAPH_EAGER_LAYER_NS, SRC_GRAPH_EAGER,
 	     false),
-	TROW(gpu_step_ns, GPU_STEP_NS, SRC_GPU_STEP, false),
-	TROW(gpu_layer_ns, GPU_LAYER_NS, SRC_GPU_LAYER, false),
-	TROW(gpu_seq_layer_ns, GPU_SEQ_LAYER_NS, SRC_GPU_SEQ_LAYER, false),
+	TROW(gpu_step_ns, GPU_FIXED_NS, SRC_GPU_FIXED, false),
+	TROW(gpu_layer_ns, GPU_FIXED_NS, SRC_GPU_FIXED, false),
+	TROW(gpu_seq_layer_ns, GPU_FIXED_NS, SRC_GPU_FIXED, false),
 };
 
 /* Efficiencies and overheads: the calibration's, else the defaults. */
