@@ -320,6 +320,8 @@ static const struct cl_row {
 	ROW(frontend_request_ns, CL_TIME),
 	ROW(frontend_tokenize_ns, CL_TIME),
 	ROW(frontend_stream_ns, CL_TIME),
+	ROW(eff_kv_read_gqa, CL_EFF),
+	ROW(eff_experts, CL_EFF),
 #undef ROW
 };
 

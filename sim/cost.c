@@ -756,6 +756,8 @@ static const struct term_row term_rows[] = {
 	TROW(eff_interconnect, EFF_INTERCONNECT, SRC_EFF_INTERCONNECT, true),
 	TLIKE(eff_weights, eff_memory),
 	TLIKE(eff_kv_read, eff_memory),
+	TLIKE(eff_kv_read_gqa, eff_kv_read),
+	TLIKE(eff_experts, eff_weights),
 	TLIKE(eff_attn_compute, eff_compute),
 	TROW(allreduce_ns, ALLREDUCE_NS, SRC_ALLREDUCE, false),
 	TROW(allreduce_rank_ns, ALLREDUCE_RANK_NS, SRC_ALLREDUCE_RANK, false),
@@ -836,9 +838,14 @@ cost_model_init(struct cost_model *cm, const struct cat_model *m,
 	    (rc = init_gpu(cm, m, g, why, whylen)) ||
 	    (rc = init_linear(cm, m, why, whylen)) ||
 	    (rc = init_layers(cm, m, why, whylen)) ||
-	    (rc = cost_knobs_init(cm, m, cfg, why, whylen)))
+	    (rc = cost_knobs_init(cm, m, cfg, why, whylen)) ||
+	    (rc = init_terms(cm, cfg->calib, cfg->frontend, why, whylen)))
 		return rc;
-	return init_terms(cm, cfg->calib, cfg->frontend, why, whylen);
+	/* grouped-query attention: fewer KV heads than query heads (MLA,
+	 * with none, reads its latent at eff_kv_read) */
+	cm->kv_eff = m->num_kv_heads > 0 && m->num_kv_heads < m->num_heads ?
+		     cm->eff_kv_read_gqa.v : cm->eff_kv_read.v;
+	return KV_OK;
 }
 
 /* ---- a step ------------------------------------------------------------- */
@@ -910,7 +917,11 @@ step_linear(const struct cost_model *cm, struct cost_breakdown *bd)
 			     (cm->peak_flops * cm->eff_compute.v / 1e9);
 	/* one division when the weights share eff_memory: the same ns as
 	 * before the split */
-	if (cm->eff_weights.v == cm->eff_memory.v)
+	if (cm->eff_experts.v != cm->eff_weights.v)
+		bd->lin_memory_ns = cm->weight_bytes_fixed / pw +
+			bd->experts * cm->expert_bytes /
+			(cm->hbm_bw * cm->eff_experts.v / 1e9) + act / pm;
+	else if (cm->eff_weights.v == cm->eff_memory.v)
 		bd->lin_memory_ns = bd->lin_bytes / pm;
 	else
 		bd->lin_memory_ns = wb / pw + act / pm;
@@ -944,7 +955,7 @@ step_mixers(const struct cost_model *cm, const struct cat_mixer_work *work,
 	bd->attn_compute_ns = bd->attn_flops /
 		(cm->peak_flops * cm->eff_attn_compute.v / 1e9);
 	bd->attn_memory_ns = bd->attn_bytes /
-			     (cm->hbm_bw * cm->eff_kv_read.v / 1e9);
+			     (cm->hbm_bw * cm->kv_eff / 1e9);
 	bd->rec_compute_ns = bd->rec_flops / pc;
 	bd->rec_memory_ns = bd->rec_bytes / pm;
 }
@@ -1301,6 +1312,8 @@ cost_describe(const struct cost_model *cm, FILE *f)
 	term_line(f, "eff.memory", &cm->eff_memory, "");
 	term_line(f, "eff.weights", &cm->eff_weights, "");
 	term_line(f, "eff.kv_read", &cm->eff_kv_read, "");
+	term_line(f, "eff.kv_read_gqa", &cm->eff_kv_read_gqa, "");
+	term_line(f, "eff.experts", &cm->eff_experts, "");
 	term_line(f, "eff.attn_compute", &cm->eff_attn_compute, "");
 	term_line(f, "eff.interconnect", &cm->eff_interconnect, "");
 	term_line(f, "allreduce latency", &cm->allreduce_ns, "ns");

@@ -132,6 +132,11 @@ struct cost_calib {
 	/* split terms (docs/cost-model.md §2); unset: see cost_model_init */
 	struct cost_term eff_weights;	/* weight reads; unset: eff_memory */
 	struct cost_term eff_kv_read;	/* paged KV; unset: eff_memory */
+	struct cost_term eff_kv_read_gqa;	/* paged KV of grouped-query
+						 * attention; unset:
+						 * eff_kv_read */
+	struct cost_term eff_experts;	/* routed experts' weight reads;
+					 * unset: eff_weights */
 	struct cost_term eff_attn_compute;	/* unset: eff_compute */
 	struct cost_term allreduce_rank_ns;	/* latency a rank beyond 2 */
 	struct cost_term cpu_sched_seq_ns;	/* scheduler, a sequence */
@@ -252,6 +257,9 @@ struct cost_model {
 	struct cost_copy_terms copy_t[COST_NDIRS][COST_NCOPIES][COST_NHOSTMEMS];
 	struct cost_term eff_compute, eff_memory, eff_interconnect;
 	struct cost_term eff_weights, eff_kv_read, eff_attn_compute;
+	struct cost_term eff_kv_read_gqa, eff_experts;
+	double kv_eff;			/* the KV reads' own: eff_kv_read, or
+					 * eff_kv_read_gqa for a GQA model */
 	struct cost_term allreduce_ns, allreduce_rank_ns;
 	union {
 		struct cost_term cpu_step_ns;

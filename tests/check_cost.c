@@ -999,6 +999,27 @@ START_TEST(test_split_efficiencies)
 	assert_near(b.attn_memory_ns, 2 * b0.attn_memory_ns, 1e-12);
 	ck_assert_double_eq(b.lin_memory_ns, b0.lin_memory_ns);
 	ck_assert_double_eq(b.attn_compute_ns, b0.attn_compute_ns);
+	/* ... and a GQA model's too while eff_kv_read_gqa is unset */
+	ck_assert_double_eq(cm.eff_kv_read_gqa.v, 0.36);
+	ck_assert_str_eq(cm.eff_kv_read_gqa.src, "c.yaml:3");
+
+	/* eff_kv_read_gqa: the KV read of a GQA model (8 KV heads for 32
+	 * query heads) ... */
+	cal.eff_kv_read_gqa = (struct cost_term){ 0.18, "c.yaml:5" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&cm, 1, 1023, &b);
+	assert_near(b.attn_memory_ns, 4 * b0.attn_memory_ns, 1e-12);
+	ck_assert_double_eq(b.lin_memory_ns, b0.lin_memory_ns);
+	/* ... and not of the same model with one KV head a query head,
+	 * which reads at eff_kv_read */
+	f.m.num_kv_heads = 32;
+	init_ok(&def, &f.m, &g, NULL);
+	one(&def, 1, 1023, &b0);
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&cm, 1, 1023, &b);
+	assert_near(b.attn_memory_ns, 2 * b0.attn_memory_ns, 1e-12);
+	f.m.num_kv_heads = 8;
+	init_ok(&def, &f.m, &g, NULL);
 
 	/* eff_attn_compute: attention FLOPs only, not the GEMMs */
 	cost_calib_init(&cal);
@@ -1010,6 +1031,56 @@ START_TEST(test_split_efficiencies)
 	ck_assert_double_eq(b.lin_compute_ns, b0.lin_compute_ns);
 	ck_assert_double_eq(b.attn_memory_ns, b0.attn_memory_ns);
 	ck_assert(b.total_ns > b0.total_ns);
+}
+END_TEST
+
+/*
+ * eff_experts: the routed experts' weight read of an MoE model, and only
+ * that.  Qwen3-30B-A3B, one decode token (8 of 128 experts): the fixed
+ * weights at eff_weights, the experts at eff_experts, the activations at
+ * eff_memory.  Unset it follows eff_weights, to the nanosecond; a dense
+ * model has no expert bytes for it to move.
+ */
+START_TEST(test_expert_efficiency)
+{
+	struct fixture f;
+	struct cat_gpu g = h100();
+	struct cost_model def, cm;
+	struct cost_calib cal;
+	struct cost_breakdown b0, b;
+	double pw, pe, act;
+
+	qwen3_30b_a3b(&f);
+	cost_calib_init(&cal);
+	cal.eff_weights = (struct cost_term){ 0.9, "c.yaml:1" };
+	init_cal(&def, &f.m, &g, &cal, 1, 0);
+	ck_assert_double_eq(def.eff_experts.v, 0.9);
+	ck_assert_str_eq(def.eff_experts.src, "c.yaml:1");
+	one(&def, 1, 1023, &b0);
+	ck_assert_double_eq(b0.experts, 8.0);
+
+	cal.eff_experts = (struct cost_term){ 0.45, "c.yaml:2" };
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	one(&cm, 1, 1023, &b);
+	pw = 3350.0 * 0.9;
+	pe = 3350.0 * 0.45;
+	act = b0.lin_memory_ns - cm.weight_bytes_fixed / pw -
+	      8.0 * cm.expert_bytes / pw;
+	assert_near(b.lin_memory_ns, cm.weight_bytes_fixed / pw +
+		    8.0 * cm.expert_bytes / pe + act, 1e-12);
+	/* the experts' part doubles, the rest stays */
+	assert_near(b.lin_memory_ns - b0.lin_memory_ns,
+		    8.0 * cm.expert_bytes / pw, 1e-9);
+	ck_assert_double_eq(b.attn_memory_ns, b0.attn_memory_ns);
+	ck_assert_double_eq(b.lin_compute_ns, b0.lin_compute_ns);
+	ck_assert(b.total_ns > b0.total_ns);
+
+	/* a dense model: nothing to move */
+	llama8b(&f);
+	init_cal(&cm, &f.m, &g, &cal, 1, 0);
+	cal.eff_experts = (struct cost_term){ 0, NULL };
+	init_cal(&def, &f.m, &g, &cal, 1, 0);
+	ck_assert_int_eq(one(&cm, 1, 1023, &b), one(&def, 1, 1023, &b0));
 }
 END_TEST
 
@@ -1316,7 +1387,9 @@ START_TEST(test_calib_file_terms)
 		"gpu_step_ns: 250000\n"
 		"gpu_layer_ns: {value: 30000, source: fit}\n"
 		"gpu_seq_layer_ns: 350\n"
-		"cpu_step_ns: 600000\n";
+		"cpu_step_ns: 600000\n"
+		"eff_kv_read_gqa: 0.45\n"
+		"eff_experts: {value: 0.55, source: fused MoE}\n";
 	static const char old[] =
 		"eff_memory: 0.8\ncpu_step_ns: 1\ncpu_seq_ns: 2\n"
 		"cpu_token_ns: 3\nallreduce_ns: 4\n";
@@ -1343,6 +1416,9 @@ START_TEST(test_calib_file_terms)
 	ck_assert_double_eq(c.cpu_sched_step_ns.v, 600000);
 	snprintf(want, sizeof(want), "%s:15", path);
 	ck_assert_str_eq(c.cpu_sched_step_ns.src, want);
+	ck_assert_double_eq(c.eff_kv_read_gqa.v, 0.45);
+	ck_assert_double_eq(c.eff_experts.v, 0.55);
+	ck_assert(strstr(c.eff_experts.src, "fused MoE (") == c.eff_experts.src);
 	ck_assert(c.eff_memory.src == NULL);
 	cost_calib_release(&c);
 
@@ -1366,6 +1442,8 @@ START_TEST(test_calib_file_bad)
 		{ "eff_kv_read: 1.5\n", ":1:14: eff_kv_read: an efficiency "
 		  "must be in (0, 1]" },
 		{ "eff_weights: 0\n", ":1:14: eff_weights: an efficiency" },
+		{ "eff_kv_read_gqa: 2\n", ":1:18: eff_kv_read_gqa: an "
+		  "efficiency must be in (0, 1]" },
 		{ "eff_attn_compute: x\n", ":1:19: eff_attn_compute: "
 		  "expected a number, got 'x'" },
 		{ "allreduce_rank_ns: -1\n", ":1:20: allreduce_rank_ns: "
@@ -1474,6 +1552,7 @@ cost_suite(void)
 	tcase_add_test(tc, test_calib_by_name);
 	tcase_add_test(tc, test_frontend_terms);
 	tcase_add_test(tc, test_split_efficiencies);
+	tcase_add_test(tc, test_expert_efficiency);
 	tcase_add_test(tc, test_allreduce_degree);
 	tcase_add_test(tc, test_cpu_split);
 	tcase_add_test(tc, test_gpu_fixed);
