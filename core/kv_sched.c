@@ -176,6 +176,7 @@ kvs_free(kvs *s)
 		s->pol->release(s->pstate);
 	kvc_free(s->k);
 	free(s->rq);
+	free(s->rqx);
 	for (int i = 0; i < 3; i++) {
 		free(s->q[i].a);
 		free(s->pairs[i]);
@@ -245,6 +246,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		      sizeof(*s->rq)) != KV_OK ||
 	    (s->has_conn && kvs__grow((void **)&s->crq, &s->capcrq,
 				      s->nrq + 1, sizeof(*s->crq)) != KV_OK) ||
+	    (s->rqx != NULL && kvs__grow((void **)&s->rqx, &s->caprqx,
+				      s->nrq + 1, sizeof(*s->rqx)) != KV_OK) ||
 	    kvs__grow((void **)&s->q[KVS_Q_WAITING].a,
 		      &s->q[KVS_Q_WAITING].cap, s->q[KVS_Q_WAITING].n + 1,
 		      sizeof(kvs_req)) != KV_OK)
@@ -255,6 +258,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		memset(q, 0, sizeof(*q));
 		if (s->has_conn)
 			memset(&s->crq[s->nrq], 0, sizeof(*s->crq));
+		if (s->rqx != NULL)
+			memset(&s->rqx[s->nrq], 0, sizeof(*s->rqx));
 		q->seq = -1;
 		q->prompt = (uint32_t)ntok;
 		q->max_output = max_output;
@@ -270,6 +275,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 	memset(q, 0, sizeof(*q));
 	if (s->has_conn)
 		memset(&s->crq[s->nrq], 0, sizeof(*s->crq));
+	if (s->rqx != NULL)
+		memset(&s->rqx[s->nrq], 0, sizeof(*s->rqx));
 	q->seq = seq;
 	q->prompt = (uint32_t)ntok;
 	q->max_output = max_output;
@@ -278,6 +285,21 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 	s->q[KVS_Q_WAITING].a[s->q[KVS_Q_WAITING].n++] = (kvs_req)s->nrq;
 	s->nunfinished++;
 	*out = (kvs_req)s->nrq++;
+	return KV_OK;
+}
+
+kv_err
+kvs__rqx_need(kvs *s)
+{
+	struct kvs_rqx *x;
+	uint32_t cap = s->caprq > 0 ? s->caprq : 1;
+
+	if (s->rqx != NULL)
+		return KV_OK;
+	if ((x = calloc(cap, sizeof(*x))) == NULL)
+		return KV_ENOMEM;
+	s->rqx = x;
+	s->caprqx = cap;
 	return KV_OK;
 }
 
@@ -592,7 +614,8 @@ kvs_preempt_recompute(kvs *s, kvs_req r)
 		return kvs__fail(s, e, "preempt: %s", kvc_errmsg(s->k));
 	s->rq[r].status = KVS_WAITING;
 	s->rq[r].recomputed += c;
-	s->rq[r].draft = 0;	/* _preempt_request clears spec_token_ids */
+	if (s->rqx != NULL)	/* _preempt_request clears spec_token_ids */
+		s->rqx[r].draft = 0;
 	return kvs__push_pre(s, r, false);
 }
 

@@ -80,13 +80,13 @@ kvs_decode_span(const kvs *s, uint32_t kmax)
 	mml = s->k->cfg.max_model_len;
 	n = kvs__qlen(s, KVS_Q_RUNNING);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING,
-							       i));
+		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
+		const struct kvs_rq *r = kvs__rq(s, h);
 		const struct kvc_seq *q;
 		uint32_t left;
 
-		if (r->status != KVS_RUNNING || r->inflight || r->draft > 0 ||
-		    r->nsamp > 1 || r->seq < 0 ||
+		if (r->status != KVS_RUNNING || r->inflight ||
+		    kvs__draft(s, h) > 0 || kvs__nsamp(s, h) > 1 || r->seq < 0 ||
 		    (uint32_t)r->seq >= s->k->nseq)
 			return 0;
 		q = kvc__seq(s->k, r->seq);

@@ -21,22 +21,26 @@ kvs_set_n(kvs *s, kvs_req r, uint32_t n)
 				 "sequences is vLLM v0's (policy vllm-v0), "
 				 "not %s's", s->pol->name);
 	q = kvs__rq(s, r);
+	if (n != 0 && kvs__rqx_need(s) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	if (q->status == KVS_IGNORED && q->seq < 0) {
-		q->nsamp = n;
+		if (s->rqx != NULL)
+			s->rqx[r].nsamp = n;
 		return KV_OK;
 	}
 	if (q->status != KVS_WAITING || q->npreempt != 0 ||
 	    q->generated != 0 || kvc_seq_state(s->k, q->seq) != KVC_WAITING)
 		return kvs__fail(s, KV_ESTATE, "request %d: n is set before "
 				 "the request is first scheduled", r);
-	q->nsamp = n;
+	if (s->rqx != NULL)
+		s->rqx[r].nsamp = n;
 	return KV_OK;
 }
 
 uint32_t
 kvs_req_n(const kvs *s, kvs_req r)
 {
-	if (r < 0 || (uint32_t)r >= s->nrq || s->rq[r].nsamp == 0)
+	if (r < 0 || (uint32_t)r >= s->nrq || kvs__nsamp(s, r) == 0)
 		return 1;
-	return s->rq[r].nsamp;
+	return kvs__nsamp(s, r);
 }

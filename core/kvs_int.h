@@ -19,12 +19,18 @@ struct kvs_rq {	/* one per request ever added: the bytes together */
 	uint32_t prompt, max_output, generated;
 	uint32_t npreempt, recomputed;
 	int32_t priority;
-	uint32_t lora;		/* LoRA adapter, 0 the base model */
-	uint32_t draft;		/* proposed drafts for its next step */
-	uint32_t nsamp;		/* kvs_set_n: sequences of its group (0: 1) */
 	uint8_t status;
 	uint8_t conn;		/* KVS__C_* (a KV connector's marks) */
 	bool inflight;		/* kvs_set_inflight: not scheduled */
+};
+
+/* Per request, the features few runs use (kvs_set_lora, kvs_propose,
+ * kvs_set_n): a table of their own, allocated when one is first set to
+ * other than 0, so that a run without them keeps 32 bytes a request. */
+struct kvs_rqx {
+	uint32_t lora;		/* LoRA adapter, 0 the base model */
+	uint32_t draft;		/* proposed drafts for its next step */
+	uint32_t nsamp;		/* kvs_set_n: sequences of its group (0: 1) */
 };
 
 /* kvs_rq.conn: a load in flight (no kvs_load_done yet); that load failed;
@@ -45,6 +51,8 @@ struct kvs {
 	kvc *k;
 	struct kvs_rq *rq;
 	uint32_t nrq, caprq, nunfinished;
+	struct kvs_rqx *rqx;		/* NULL until kvs__rqx_need */
+	uint32_t caprqx;
 	struct kvs_qu q[3];
 	/* the step being scheduled / just completed */
 	struct kvs_step step;
@@ -82,6 +90,29 @@ kvs__rq(const kvs *s, kvs_req r)
 {
 	return &s->rq[r];
 }
+
+/* Request r's adapter, drafts and group size (0 without the table). */
+static inline uint32_t
+kvs__lora(const kvs *s, kvs_req r)
+{
+	return s->rqx != NULL ? s->rqx[r].lora : 0;
+}
+
+static inline uint32_t
+kvs__draft(const kvs *s, kvs_req r)
+{
+	return s->rqx != NULL ? s->rqx[r].draft : 0;
+}
+
+static inline uint32_t
+kvs__nsamp(const kvs *s, kvs_req r)
+{
+	return s->rqx != NULL ? s->rqx[r].nsamp : 0;
+}
+
+/* The table of struct kvs_rqx, zeroed for every request so far
+ * (kv_sched.c); KV_ENOMEM. */
+kv_err kvs__rqx_need(kvs *s);
 
 static inline uint32_t
 kvs__qlen(const kvs *s, kvs_queue q)

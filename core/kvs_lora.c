@@ -39,8 +39,11 @@ kvs_set_lora(kvs *s, kvs_req r, uint32_t lora)
 	if (r < 0 || (uint32_t)r >= s->nrq)
 		return kvs__fail(s, KV_EINVAL, "no request %d", r);
 	q = kvs__rq(s, r);
+	if (lora != 0 && kvs__rqx_need(s) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	if (q->status == KVS_IGNORED && q->seq < 0) {
-		q->lora = lora;		/* refused at kvs_add: never hashed */
+		if (s->rqx != NULL)	/* refused at kvs_add: never hashed */
+			s->rqx[r].lora = lora;
 		return KV_OK;
 	}
 	if (q->status != KVS_WAITING || q->npreempt != 0 ||
@@ -48,7 +51,7 @@ kvs_set_lora(kvs *s, kvs_req r, uint32_t lora)
 		return kvs__fail(s, KV_ESTATE, "request %d: the adapter is "
 				 "set before the request is first scheduled",
 				 r);
-	if (lora == q->lora)
+	if (lora == kvs__lora(s, r))
 		return KV_OK;
 	e = kvc__v1_set_extra(s->k, q->seq, lora);
 	if (e == KV_ENOTSUP)
@@ -57,14 +60,14 @@ kvs_set_lora(kvs *s, kvs_req r, uint32_t lora)
 				 kvc_mode_name(kvc_config_of(s->k)->mode));
 	if (e != KV_OK)
 		return kvs__fail(s, e, "%s", kvc_errmsg(s->k));
-	q->lora = lora;
+	s->rqx[r].lora = lora;	/* lora != 0 or the table was there */
 	return KV_OK;
 }
 
 uint32_t
 kvs_req_lora(const kvs *s, kvs_req r)
 {
-	return r >= 0 && (uint32_t)r < s->nrq ? kvs__rq(s, r)->lora : 0;
+	return r >= 0 && (uint32_t)r < s->nrq ? kvs__lora(s, r) : 0;
 }
 
 bool
@@ -99,8 +102,8 @@ kvs__lora_audit(const kvs *s, char *why, size_t whylen)
 	if (s->cfg.max_loras == KVS_UNSET)
 		return 0;
 	for (uint32_t i = 0; i < s->step.nsched; i++)
-		if (kvs__loraset_add(&set, kvs__rq(s,
-		    s->step.sched[i].req)->lora) != KV_OK) {
+		if (kvs__loraset_add(&set, kvs__lora(s,
+		    s->step.sched[i].req)) != KV_OK) {
 			kvc__failbuf(why, whylen, KV_ENOMEM, "out of memory");
 			rc = 200;
 			goto out;

@@ -33,7 +33,8 @@ kvs_propose(kvs *s, kvs_req r, uint32_t ndraft)
 				 "spec_tokens is %lld", ndraft, (long long)k);
 	rq = kvs__rq(s, r);
 	if (ndraft == 0) {
-		rq->draft = 0;
+		if (s->rqx != NULL)
+			s->rqx[r].draft = 0;
 		return KV_OK;
 	}
 	if (rq->status != KVS_RUNNING)
@@ -44,7 +45,9 @@ kvs_propose(kvs *s, kvs_req r, uint32_t ndraft)
 		return kvs__fail(s, KV_ESTATE, "propose: the request is not "
 				 "decoding (%u of %u tokens computed)",
 				 q->ncomp, q->ntok);
-	rq->draft = ndraft;
+	if (kvs__rqx_need(s) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	s->rqx[r].draft = ndraft;
 	return KV_OK;
 }
 

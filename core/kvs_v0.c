@@ -496,7 +496,7 @@ v0s_fits(const struct v0s *v, uint32_t u, uint32_t m)
 static bool
 v0s_isgroup(const kvs *s, kvs_req r)
 {
-	return kvs__rq(s, r)->nsamp > 1;
+	return kvs__nsamp(s, r) > 1;
 }
 
 /* get_max_num_running_seqs: a group counts its n sequences from its
@@ -504,7 +504,7 @@ v0s_isgroup(const kvs *s, kvs_req r)
 static uint32_t
 v0s_nseq(const kvs *s, kvs_req r)
 {
-	return v0s_isgroup(s, r) ? kvs__rq(s, r)->nsamp : 1;
+	return v0s_isgroup(s, r) ? kvs__nsamp(s, r) : 1;
 }
 
 /* The live sequences of r's group into v->grp, root first; their count,
@@ -1032,7 +1032,7 @@ v0s_complete(kvs *s, void *state, const uint32_t *tokens)
 		uint32_t T, t, n;
 		kv_err e;
 
-		if (q->nsamp <= 1 || q->status != KVS_RUNNING)
+		if (kvs__nsamp(s, r) <= 1 || q->status != KVS_RUNNING)
 			continue;
 		T = (uint32_t)kvc_seq_len(k, q->seq);
 		if (kvc_seq_computed(k, q->seq) != T ||
@@ -1040,7 +1040,7 @@ v0s_complete(kvs *s, void *state, const uint32_t *tokens)
 			continue;
 		t = tokens != NULL ? tokens[i] : 1000000u + T;
 		if (kvc__v0_group(k, q->seq, NULL, 0) == 1)
-			for (uint32_t j = 1; j < q->nsamp; j++) {
+			for (uint32_t j = 1; j < kvs__nsamp(s, r); j++) {
 				int32_t child;
 
 				if ((e = kvc_fork(k, q->seq, &child)) != KV_OK)

@@ -374,9 +374,9 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 			i++;
 			continue;
 		}
-		if (spec && rq->draft > 0) {
+		if (spec && kvs__draft(s, r) > 0) {
 			/* num_tokens_with_spec; R83: only max_model_len caps */
-			n += rq->draft;
+			n += kvs__draft(s, r);
 			total = mml;
 		}
 		if (H > 0 && (uint64_t)n > H)
@@ -411,8 +411,9 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		v->run[v->nrun].ntokens = (uint32_t)n;
 		v->run[v->nrun].spec = d;
 		v->nrun++;
-		if (spec && rq->draft > 0)	/* R85: spec_token_ids = [] */
-			kvs__rq(s, r)->draft = 0;
+		if (spec && kvs__draft(s, r) > 0)	/* R85: spec_token_ids
+							 * = [] */
+			s->rqx[r].draft = 0;
 		*budget -= (uint32_t)n;
 		i++;
 	}
@@ -456,7 +457,7 @@ v1s_lora_head(kvs *s, struct v1s *v, kvs_req r, bool *skipped)
 	*skipped = false;
 	if (max == KVS_UNSET || v->loras.n != (uint64_t)max)
 		return KV_OK;
-	lora = kvs__rq(s, r)->lora;
+	lora = kvs__lora(s, r);
 	*skipped = lora != 0 && !kvs__loraset_has(&v->loras, lora);
 	return *skipped ? v1s_skip_head(s, v, r) : KV_OK;
 }
@@ -593,7 +594,7 @@ v1s_waiting_phase(kvs *s, struct v1s *v, uint32_t budget)
 			break;
 		}
 		if (e != KV_OK || (c->max_loras != KVS_UNSET &&
-		    (e = kvs__loraset_add(&v->loras, kvs__rq(s, r)->lora)) !=
+		    (e = kvs__loraset_add(&v->loras, kvs__lora(s, r))) !=
 		    KV_OK))
 			goto out;
 		budget -= (uint32_t)n;
@@ -631,7 +632,7 @@ v1s_schedule(kvs *s, void *state)
 	v->loras.n = 0;
 	for (uint32_t j = 0; lora && j < v->nrun; j++)
 		if ((e = kvs__loraset_add(&v->loras,
-		    kvs__rq(s, v->run[j].req)->lora)) != KV_OK)
+		    kvs__lora(s, v->run[j].req))) != KV_OK)
 			return e;
 	if (kvs_current_step(s)->npreempt > 0)
 		return KV_OK;
