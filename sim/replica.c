@@ -138,6 +138,7 @@ replica_free(replica *rp)
 	free(rp->spectok);
 	free(rp->specacc);
 	free(rp->abort);
+	free(rp->late);
 	free(rp->cend);
 	for (size_t i = rp->phead; i < rp->npend; i++) {
 		rnsamp_put(rp->pend[i].grp);
@@ -1376,6 +1377,41 @@ replica__finish_child(replica *rp, kvs_req h, struct rpt_req *out,
 	return KV_OK;
 }
 
+/* A request failed at finish() whose TIMEOUT is still to come. */
+static kv_err
+late_push(replica *rp, kvs_req h)
+{
+	if (rp->nlate == rp->caplate) {
+		size_t cap = rp->caplate ? rp->caplate * 2 : 16;
+		kvs_req *a = realloc(rp->late, cap * sizeof(*a));
+
+		if (a == NULL)
+			return KV_ENOMEM;
+		rp->late = a;
+		rp->caplate = cap;
+	}
+	rp->late[rp->nlate++] = h;
+	return KV_OK;
+}
+
+/* h's TIMEOUT came: true when h was in late (and is no longer). */
+static bool
+late_pop(replica *rp, kvs_req h)
+{
+	for (size_t i = 0; i < rp->nlate; i++)
+		if (rp->late[i] == h) {
+			rp->late[i] = rp->late[--rp->nlate];
+			return true;
+		}
+	return false;
+}
+
+void
+replica_set_client_timeout(replica *rp, int64_t timeout_ns)
+{
+	rp->client_tmo = timeout_ns > 0 ? timeout_ns : 0;
+}
+
 /* A finished request's row for the report (and the trace); its record
  * goes back to the free list. */
 static kv_err
@@ -1416,6 +1452,20 @@ finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 
 	out.spec_draft_tokens = q->spec_drafts;
 	out.spec_accepted_tokens = q->spec_accepted;
+	if (!q->failed && q->grp == NULL && rp->client_tmo > 0 &&
+	    out.finish_ns > q->arrival + rp->client_tmo) {
+		/* the end reaches a client already gone: its TIMEOUT, still
+		 * to come, finds it in late (replica__fail1) */
+		if (late_push(rp, h) != KV_OK) {
+			snprintf(why, whylen, "out of memory");
+			return KV_ENOMEM;
+		}
+		q->failed = true;
+		q->fail_ns = q->arrival + rp->client_tmo;
+		out.frontend_out_ns = q->fail_ns - now;
+		if (q->cl_first > q->fail_ns)
+			out.first_token_ns = -1;	/* none reached it */
+	}
 	if (q->failed) {
 		/* the client left before the end: no token after fail_ns
 		 * counts */
@@ -1654,6 +1704,11 @@ replica__fail1(replica *rp, kvs_req h, int64_t now, rpt *rep, bool *ended,
 	struct rq *q;
 
 	*ended = false;
+	if (h >= 0 && (size_t)h < rp->nbyreq && rp->byreq[h] == NULL &&
+	    late_pop(rp, h)) {
+		*ended = true;	/* failed at finish(): it ends here */
+		return KV_OK;
+	}
 	if (h >= 0 && (size_t)h >= rp->nbyreq &&
 	    (size_t)h - rp->nbyreq < rp->npend - rp->phead) {
 		struct pend *p = &rp->pend[rp->phead + ((size_t)h -

@@ -215,6 +215,14 @@ int64_t replica_client_ends(replica *rp, int64_t now);
 kvs_req replica_last_handle(const replica *rp);
 
 /*
+ * Every request's client leaves timeout_ns after it sent it (arrival), as
+ * replica_fail will say: a request the engine finishes before that but
+ * whose last token reaches the client after it fails too, at that time
+ * (a request of a fanned-out group excepted).  0: no timeout.
+ */
+void replica_set_client_timeout(replica *rp, int64_t timeout_ns);
+
+/*
  * The client of request h gave up at `now` (a timeout): *ended is set
  * when it had not ended yet.  The request fails: its blocks are freed
  * and a failed row goes to rep, at once when no step is in flight, else

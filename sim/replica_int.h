@@ -102,6 +102,13 @@ struct replica {
 				 * (the API server's FIFO): cend[hcend..ncend) */
 	size_t hcend, ncend, capcend;
 	int64_t cend_armed;	/* the next one replica_client_ends told */
+	/* replica_set_client_timeout: a request's client leaves at arrival
+	 * + client_tmo (0: never); late[0..nlate): requests that finished
+	 * in the engine but reached their client after that, failed, whose
+	 * TIMEOUT is still to come */
+	int64_t client_tmo;
+	kvs_req *late;
+	size_t nlate, caplate;
 	sim_offload *off;	/* KV offload, or NULL */
 	int64_t off_armed;	/* the wake replica_offload_wake told */
 	/* parallel sampling fanned out (replica_cfg.fanout): per handle,

@@ -1541,6 +1541,9 @@ setup_client(sim_run *R)
 	c->drain = in->stages_drain;
 	c->gap_ns = in->stage_gap_ns;
 	c->on = c->max_conc > 0 || c->timeout_ns > 0 || c->drain;
+	if (R->pd == NULL)	/* P/D pools: the timeout at the engine */
+		for (uint32_t i = 0; i < R->nrp; i++)
+			replica_set_client_timeout(R->rp[i], c->timeout_ns);
 	if (in->nwarnings > 0)
 		rnote(R, "warning: %s%s\n", in->warning, in->nwarnings > 1 ?
 		      " (and more such keys)" : "");

@@ -124,6 +124,12 @@ med=$(awk -F, -v c="$c" 'NR > 1 { print $c }' "$t/requests.csv" | sort -g |
 	awk '{ v[NR] = $1 } END { k = int(NR / 2)
 	    for (i = k + 1; i <= NR && v[i] == v[k]; i++) ;
 	    printf "%.9f\n", i <= NR ? (v[k] + v[i]) / 2 : v[k] + 1e-3 }')
+# section 6b's timeout: inside the median request's way out through the
+# API server (the engine finished it before, its client has it after)
+cf=$(col "$t/requests.csv" frontend_out_s)
+mid=$(awk -F, -v c="$c" -v f="$cf" 'NR > 1 && $f > 0 { print $c, $f }' \
+	"$t/requests.csv" | sort -g | awk '{ e[NR] = $1; f[NR] = $2 }
+	END { k = int((NR + 1) / 2); printf "%.9f\n", e[k] - f[k] / 2 }')
 awk -v a="$e1" -v b="$e0" 'BEGIN { exit !(a > b) }' &&
     ok "one client at a time takes longer ($e1 s > $e0 s)" ||
     no "max_concurrency 1 did not slow the run ($e1 vs $e0)"
@@ -156,6 +162,19 @@ if run "$d/run.yaml" --check --set workload.timeout_s="$med"; then
 	    no "e2e max $e99 counts a failed request"
 else
 	no "timeout run failed: $(cat "$t.err")"
+fi
+
+# 6b. a request whose end reaches its client after the timeout fails, even
+#     though the engine finished it before: no completed request is late
+if run "$d/run.yaml" --check --set workload.timeout_s="$mid"; then
+	r=$t/requests.csv
+	awk -F, -v s="$(col "$r" status)" -v e="$(col "$r" e2e_s)" \
+	    -v m="$mid" 'NR > 1 && $s == "ok" && $e > m + 1e-9 { bad = 1 }
+	    END { exit bad }' "$r" &&
+	    ok "no request completes after its timeout ($mid s)" ||
+	    no "a request completed after its timeout ($mid s)"
+else
+	no "timeout run (6b) failed: $(cat "$t.err")"
 fi
 
 # 7. bad configs, warnings
