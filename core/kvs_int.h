@@ -25,8 +25,9 @@ struct kvs_rq {	/* one per request ever added: the bytes together */
 };
 
 /* Per request, the features few runs use (kvs_set_lora, kvs_propose,
- * kvs_set_n): a table of their own, allocated when one is first set to
- * other than 0, so that a run without them keeps 32 bytes a request. */
+ * kvs_set_n): a table of their own, allocated by the first of those calls
+ * with a value other than 0 (before its state checks, so even one that
+ * fails), so that a run without them keeps 32 bytes a request. */
 struct kvs_rqx {
 	uint32_t lora;		/* LoRA adapter, 0 the base model */
 	uint32_t draft;		/* proposed drafts for its next step */
