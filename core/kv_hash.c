@@ -78,6 +78,16 @@ kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n, uint64_t extra)
 	return a ? a : 1;
 }
 
+uint64_t
+kv_hash_key(uint64_t parent, uint64_t key, uint32_t i, uint64_t extra)
+{
+	uint64_t a = kv__round(parent ^ 0x452821e638d01377ull, key);
+
+	a = kv__round(a, (uint64_t)i + 1);
+	a = kv__mix(a ^ (extra + 0xbe5466cf34e90c6cull));
+	return a ? a : 1;
+}
+
 kv_err
 kv_hmap_init(struct kv_hmap *m, uint32_t cap)
 {

@@ -33,12 +33,18 @@ struct kvc_seq {
 	int32_t next;		/* next sequence of the request, creation order */
 	uint8_t state;		/* kvc_state, request-wide */
 	uint8_t prefill;	/* v0: still in the prefill stage */
-	uint32_t *tok;
+	uint32_t *tok;		/* NULL for a keyed sequence (key != 0) */
 	uint32_t ntok, captok;
 	uint32_t ncomp;		/* computed tokens C (DeepSpeed: seen S) */
 	int64_t access;		/* v0 LRU: the sequence's last access time */
 	int64_t memo;		/* v0 cached-token memo, -1 = none */
 	struct kvc_tab tab[KVC_MAX_GROUPS];
+	/*
+	 * kvc_seq_new_keyed: the content's name, 0 = the ids are in tok.  A
+	 * keyed sequence shares no block of content with any other, so no id
+	 * is kept: only ntok counts, and its block hashes are kv_hash_key's.
+	 */
+	uint64_t key;
 };
 
 struct kvc_ops {
@@ -220,12 +226,14 @@ kvc__add_token_fast(kvc *k, int32_t s, uint32_t t)
 	if (s < 0 || (uint32_t)s >= k->nseq || k->ops->add_tokens != NULL)
 		return false;
 	q = &k->seq[s];
-	if (q->state != KVC_RUNNING || q->ntok >= q->captok ||
+	if (q->state != KVC_RUNNING || (q->key == 0 && q->ntok >= q->captok) ||
 	    (k->cfg.mode != KVC_VLLM_V0 && q->ntok >= k->cfg.max_model_len))
 		return false;
 	k->msg[0] = '\0';
 	k->npairs = 0;
-	q->tok[q->ntok++] = t;
+	if (q->key == 0)
+		q->tok[q->ntok] = t;
+	q->ntok++;
 	return true;
 }
 
@@ -300,6 +308,13 @@ int kv_list_check(const struct kv_list *l);
 #define KV_HASH_ROOT 0x9e3779b97f4a7c15ull
 uint64_t kv_hash_block(uint64_t parent, const uint32_t *tok, size_t n,
 		       uint64_t extra);
+/*
+ * The same chain for a keyed sequence (kvc_seq_new_keyed): block i of the
+ * content named `key`.  Its values are not those of kv_hash_block on any
+ * ids; they only have to differ from every other content's, as they do.
+ */
+uint64_t kv_hash_key(uint64_t parent, uint64_t key, uint32_t i,
+		     uint64_t extra);
 
 /*
  * Open-addressing map from a non-zero 64-bit key to an int32 value, with

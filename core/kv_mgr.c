@@ -396,6 +396,10 @@ kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
 		return KV_OK;	/* kvc_append_slots() passes no tokens */
 	if (n > UINT32_MAX - q->ntok)
 		return KV_EINVAL;
+	if (q->key != 0) {
+		q->ntok += (uint32_t)n;	/* keyed: the ids are not kept */
+		return KV_OK;
+	}
 	if (q->ntok + n > q->captok &&
 	    (e = kvc__tok_reserve(q, q->ntok + (uint32_t)n)) != KV_OK)
 		return e;
@@ -475,17 +479,41 @@ kvc__seq_alloc(kvc *k, int32_t *out)
 
 /* ---- sequences ---------------------------------------------------- */
 
+static kv_err kvc__seq_new(kvc *k, const uint32_t *tok, uint64_t key,
+			   size_t n, int32_t *out);
+
 kv_err
 kvc_seq_new(kvc *k, const uint32_t *tok, size_t n, int32_t *out)
+{
+	k->msg[0] = '\0';
+	k->npairs = 0;
+	if (n == 0 || tok == NULL)
+		return kvc__fail(k, KV_EINVAL, "a sequence needs tokens");
+	return kvc__seq_new(k, tok, 0, n, out);
+}
+
+kv_err
+kvc_seq_new_keyed(kvc *k, uint64_t key, size_t n, int32_t *out)
+{
+	k->msg[0] = '\0';
+	k->npairs = 0;
+	if (k->cfg.mode != KVC_VLLM_V1)
+		return kvc__fail(k, KV_ENOTSUP, "keyed sequences need mode "
+				 "vllm-v1");
+	if (n == 0 || key == 0)
+		return kvc__fail(k, KV_EINVAL, "a keyed sequence needs tokens "
+				 "and a key other than 0");
+	return kvc__seq_new(k, NULL, key, n, out);
+}
+
+static kv_err
+kvc__seq_new(kvc *k, const uint32_t *tok, uint64_t key, size_t n,
+	     int32_t *out)
 {
 	struct kvc_seq *q;
 	int32_t s;
 	kv_err e;
 
-	k->msg[0] = '\0';
-	k->npairs = 0;
-	if (n == 0 || tok == NULL)
-		return kvc__fail(k, KV_EINVAL, "a sequence needs tokens");
 	if ((k->cfg.mode == KVC_VLLM_V1 || k->cfg.mode == KVC_DEEPSPEED) &&
 	    n > k->cfg.max_model_len)
 		return kvc__fail(k, KV_EINVAL,
@@ -507,6 +535,7 @@ kvc_seq_new(kvc *k, const uint32_t *tok, size_t n, int32_t *out)
 			return e;
 		q = &k->seq[s];
 	}
+	q->key = key;
 	e = kvc__tok_push(q, tok, n);
 	if (e != KV_OK) {
 		free(q->tok);

@@ -226,18 +226,43 @@ kvs__valid(const kvs *s, kvs_req r)
 
 /* ---- requests ------------------------------------------------------- */
 
+static kv_err kvs__add(kvs *s, const uint32_t *tok, uint64_t key,
+		       size_t ntok, uint32_t max_output, int32_t priority,
+		       kvs_req *out);
+
 kv_err
 kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 	int32_t priority, kvs_req *out)
+{
+	s->msg[0] = '\0';
+	if (ntok == 0 || tok == NULL)
+		return kvs__fail(s, KV_EINVAL, "a request needs a prompt");
+	return kvs__add(s, tok, 0, ntok, max_output, priority, out);
+}
+
+kv_err
+kvs_add_keyed(kvs *s, uint64_t key, size_t ntok, uint32_t max_output,
+	      int32_t priority, kvs_req *out)
+{
+	s->msg[0] = '\0';
+	if (ntok == 0 || key == 0)
+		return kvs__fail(s, KV_EINVAL, "a keyed request needs a "
+				 "prompt and a key other than 0");
+	if (kvc_config_of(s->k)->mode != KVC_VLLM_V1)
+		return kvs__fail(s, KV_ENOTSUP, "keyed requests need "
+				 "allocator mode vllm-v1");
+	return kvs__add(s, NULL, key, ntok, max_output, priority, out);
+}
+
+static kv_err
+kvs__add(kvs *s, const uint32_t *tok, uint64_t key, size_t ntok,
+	 uint32_t max_output, int32_t priority, kvs_req *out)
 {
 	const struct kvc_config *kc = kvc_config_of(s->k);
 	struct kvs_rq *q;
 	int32_t seq;
 	kv_err e;
 
-	s->msg[0] = '\0';
-	if (ntok == 0 || tok == NULL)
-		return kvs__fail(s, KV_EINVAL, "a request needs a prompt");
 	if (max_output < 1)
 		return kvs__fail(s, KV_EINVAL, "output must be at least 1");
 	if (s->nrq == INT32_MAX)
@@ -268,7 +293,8 @@ kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 		*out = (kvs_req)s->nrq++;
 		return KV_OK;
 	}
-	e = kvc_seq_new(s->k, tok, ntok, &seq);
+	e = key != 0 ? kvc_seq_new_keyed(s->k, key, ntok, &seq) :
+		       kvc_seq_new(s->k, tok, ntok, &seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "%s", kvc_errmsg(s->k));
 	q = &s->rq[s->nrq];

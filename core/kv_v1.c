@@ -75,6 +75,15 @@
 #define V1_NULL 0		/* the null block's id in the pool */
 #define V1_NOSHIFT 0xff		/* block size not a power of two */
 #define V1_AHEAD 4		/* prefetch index slots this far ahead */
+/*
+ * dnext of a block a keyed sequence cached that is not in the index yet
+ * (v1_cache_blocks): only that sequence can hit it, and it looks blocks up
+ * only when it is scheduled again, so it enters the index then
+ * (v1_lazy_flush), behind whatever was cached before it, if it is still
+ * cached.  Its hash is set all along; the index is spared one insert and
+ * one delete per block of every prompt no other can share.
+ */
+#define V1_LAZY (-2)
 
 /* Per sequence, mode-private. */
 struct v1_sx {
@@ -83,6 +92,11 @@ struct v1_sx {
 	uint32_t ncached[KVC_MAX_GROUPS];	/* num_cached_block */
 	uint64_t extra;		/* the block hashes' extra key: the LoRA
 				 * adapter (kvc__v1_set_extra); 0 none */
+	/* V1_LAZY blocks it held when last freed, cache order, each with
+	 * its generation then (v1_lazy_keep) */
+	int32_t *lazy;
+	uint32_t *lazygen;
+	uint32_t nlazy, caplazy;
 };
 
 /* What allocate_slots() would do now; v1_plan() fills it, purely. */
@@ -427,8 +441,11 @@ v1_state_free(struct v1 *m)
 		kv_hmap_release(&m->map[g]);
 		free(m->hit[g]);
 	}
-	for (uint32_t i = 0; i < m->capsx; i++)
+	for (uint32_t i = 0; i < m->capsx; i++) {
 		free(m->sx[i].h);
+		free(m->sx[i].lazy);
+		free(m->sx[i].lazygen);
+	}
 	free(m->sx);
 	free(m->stepk);
 	free(m->lost);
@@ -554,6 +571,27 @@ v1_clone(kvc *dst, const kvc *src)
 
 			*b = *a;
 			b->h = NULL;
+			b->lazy = NULL;
+			b->lazygen = NULL;
+			b->caplazy = b->nlazy = 0;
+			if (a->nlazy > 0) {
+				b->lazy = malloc(a->nlazy * sizeof(*b->lazy));
+				b->lazygen = malloc(a->nlazy *
+						    sizeof(*b->lazygen));
+				if (b->lazy == NULL || b->lazygen == NULL) {
+					free(b->lazy);
+					free(b->lazygen);
+					b->lazy = NULL;
+					b->lazygen = NULL;
+					b->caph = b->nh = 0;
+					goto out_free;
+				}
+				memcpy(b->lazy, a->lazy,
+				       a->nlazy * sizeof(*b->lazy));
+				memcpy(b->lazygen, a->lazygen,
+				       a->nlazy * sizeof(*b->lazygen));
+				b->caplazy = b->nlazy = a->nlazy;
+			}
 			if (a->caph == 0)
 				continue;
 			b->h = malloc(a->caph * sizeof(*b->h));
@@ -616,6 +654,16 @@ v1_sx_grow(kvc *k, int32_t s)
 	return KV_OK;
 }
 
+/* Hash of block i of q after `parent`: by its ids, or by its key. */
+static inline uint64_t
+v1_block_hash(const struct kvc_seq *q, uint64_t parent, uint32_t i,
+	      uint32_t bs, uint64_t extra)
+{
+	if (q->key != 0)
+		return kv_hash_key(parent, q->key, i, extra);
+	return kv_hash_block(parent, q->tok + (size_t)i * bs, bs, extra);
+}
+
 /*
  * Bring s's chain hashes up to its full blocks (Request.block_hashes, which
  * the reference extends whenever tokens are added).  With caching every
@@ -651,8 +699,8 @@ v1_hashes(kvc *k, int32_t s)
 		x->caph = cap;
 	}
 	for (uint32_t i = x->nh; i < want; i++)
-		x->h[i] = kv_hash_block(i ? x->h[i - 1] : KV_HASH_ROOT,
-					q->tok + (size_t)i * bs, bs, x->extra);
+		x->h[i] = v1_block_hash(q, i ? x->h[i - 1] : KV_HASH_ROOT, i,
+					bs, x->extra);
 	if (x->nh < want)
 		x->nh = want;
 	return KV_OK;
@@ -707,6 +755,8 @@ v1_seq_release(kvc *k, int32_t s)
 	if ((uint32_t)s >= m->capsx)
 		return;
 	free(m->sx[s].h);
+	free(m->sx[s].lazy);
+	free(m->sx[s].lazygen);
 	memset(&m->sx[s], 0, sizeof(m->sx[s]));
 }
 
@@ -764,7 +814,9 @@ v1_evict(struct v1 *m, int32_t b)
 
 	if (h == 0)
 		return;
-	if (m->blk[b].dnext == b) {
+	if (m->blk[b].dnext == V1_LAZY) {
+		/* not in the index */
+	} else if (m->blk[b].dnext == b) {
 		kv_hmap_del(&m->map[g], h);
 	} else {
 		m->blk[m->blk[b].dprev].dnext = m->blk[b].dnext;
@@ -801,7 +853,8 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 		t->aux[t->n + i] = 0;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		if (i + V1_AHEAD < n && m->blk[id[i + V1_AHEAD]].hkey != 0)
+		if (i + V1_AHEAD < n && m->blk[id[i + V1_AHEAD]].hkey != 0 &&
+		    m->blk[id[i + V1_AHEAD]].dnext != V1_LAZY)
 			kv_hmap_prefetch(&m->map[m->blk[id[i + V1_AHEAD]].hgrp],
 					 m->blk[id[i + V1_AHEAD]].hkey);
 		v1_evict(m, id[i]);
@@ -992,6 +1045,72 @@ v1_hit_clear(const kvc *k)
 }
 
 /*
+ * Whether q's blocks are cached lazily (V1_LAZY): a keyed sequence, one
+ * group of full attention (a sliding window drops blocks while the
+ * sequence runs, and a state group's hits need them indexed).
+ */
+static inline bool
+v1_lazy_on(const kvc *k, const struct kvc_seq *q)
+{
+	const struct v1 *m = v1_of(k);
+
+	return q->key != 0 && m->caching && !m->hybrid && !m->track &&
+	       k->cfg.ngroups == 1 && v1_kind(k, 0) == KVC_FULL;
+}
+
+/* s is freed: remember its V1_LAZY blocks (table order is cache order). */
+static kv_err
+v1_lazy_keep(kvc *k, int32_t s)
+{
+	struct v1 *m = v1_of(k);
+	const struct kvc_tab *t = &kvc__seq(k, s)->tab[0];
+	struct v1_sx *x = &m->sx[s];
+	uint32_t n = x->ncached[0] < t->n ? x->ncached[0] : t->n;
+
+	if (x->nlazy + n > x->caplazy) {
+		uint32_t cap = x->caplazy ? x->caplazy : 8;
+		int32_t *b;
+		uint32_t *g;
+
+		while (cap < x->nlazy + n)
+			cap *= 2;
+		if ((b = realloc(x->lazy, cap * sizeof(*b))) == NULL)
+			return KV_ENOMEM;
+		x->lazy = b;
+		if ((g = realloc(x->lazygen, cap * sizeof(*g))) == NULL)
+			return KV_ENOMEM;
+		x->lazygen = g;
+		x->caplazy = cap;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t b = t->id[i];
+
+		if (b > V1_NULL && m->blk[b].dnext == V1_LAZY) {
+			x->lazy[x->nlazy] = b;
+			x->lazygen[x->nlazy++] = m->blk[b].gen;
+		}
+	}
+	return KV_OK;
+}
+
+/* Before s looks blocks up: its remembered blocks still cached enter the
+ * index, in the order they were cached. */
+static void
+v1_lazy_flush(struct v1 *m, int32_t s)
+{
+	struct v1_sx *x = &m->sx[s];
+
+	for (uint32_t i = 0; i < x->nlazy; i++) {
+		int32_t b = x->lazy[i];
+
+		if (m->blk[b].gen == x->lazygen[i] &&
+		    m->blk[b].dnext == V1_LAZY)
+			v1_map_insert(m, 0, m->blk[b].hkey, b);
+	}
+	x->nlazy = 0;
+}
+
+/*
  * get_computed_blocks(): fill the hit scratch for s and return the hit in
  * tokens.  Pure but for s's hash cache.
  */
@@ -1010,6 +1129,8 @@ v1_find_hit(kvc *k, int32_t s, uint32_t *htok)
 		return KV_OK;
 	if ((e = v1_hashes(k, s)) != KV_OK)
 		return e;
+	if (m->sx[s].nlazy > 0)
+		v1_lazy_flush(m, s);
 	h = m->sx[s].h;
 	maxlen = q->ntok - 1;	/* the last token is always recomputed */
 	if (!m->hybrid) {
@@ -1321,6 +1442,21 @@ v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc)
 {
 	const struct kvc_seq *q = kvc__seq(k, s);
 
+	if (v1_lazy_on(k, q)) {
+		uint32_t full = (uint32_t)v1_div(k, m, 0, ntc);
+		uint32_t *nc = &m->sx[s].ncached[0];
+
+		for (uint32_t i = *nc; i < full; i++) {
+			struct v1_blk *bk = &m->blk[q->tab[0].id[i]];
+
+			bk->hkey = m->sx[s].h[i];
+			bk->hgrp = 0;
+			bk->dnext = bk->dprev = V1_LAZY;
+		}
+		if (*nc < full)
+			*nc = full;
+		return;
+	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		uint32_t full = (uint32_t)v1_div(k, m, g, ntc);
 		uint32_t *nc = &m->sx[s].ncached[g];
@@ -1869,6 +2005,9 @@ v1_free_seq(kvc *k, int32_t s)
 						 "is not in use (double free)",
 						 b);
 		}
+	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
+	    v1_lazy_keep(k, s) != KV_OK)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		struct kvc_tab *t = &q->tab[g];
 
@@ -1974,8 +2113,7 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 			V1_BAD(9, "seq %d: %u hashes for %u tokens", s, x->nh,
 			       q->ntok);
 		for (uint32_t i = 0; i < x->nh; i++) {
-			hash = kv_hash_block(hash, q->tok + (size_t)i * bs0,
-					     bs0, x->extra);
+			hash = v1_block_hash(q, hash, i, bs0, x->extra);
 			if (x->h[i] != hash)
 				V1_BAD(9, "seq %d: stale hash cache at block "
 				       "%u", s, i);
@@ -2004,10 +2142,8 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 			int32_t b = t->id[i];
 
 			if (m->caching && i < q->ntok / bs0)
-				hash = kv_hash_block(hash,
-						     q->tok + (size_t)i * bs0,
-						     bs0, x != NULL ? x->extra :
-						     0);
+				hash = v1_block_hash(q, hash, i, bs0,
+						     x != NULL ? x->extra : 0);
 			if (b == KVC_NULL) {
 				if (v1_kind(k, g) == KVC_FULL || !lead)
 					V1_BAD(5, "seq %d: null block inside "
@@ -2069,7 +2205,8 @@ v1_audit_index(const kvc *k, char *why, size_t whylen)
 		uint32_t hashed = 0, members = 0, rings = 0;
 
 		for (uint32_t b = 0; b < m->nblk; b++)
-			if (m->blk[b].hkey != 0 && m->blk[b].hgrp == g)
+			if (m->blk[b].hkey != 0 && m->blk[b].hgrp == g &&
+			    m->blk[b].dnext != V1_LAZY)
 				hashed++;
 		for (uint32_t i = 0; i <= mp->mask; i++) {
 			uint64_t key = mp->e[i].key;

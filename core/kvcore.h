@@ -182,11 +182,23 @@ void kvc_step_begin(kvc *k);
 
 /* Sequences. */
 kv_err kvc_seq_new(kvc *k, const uint32_t *tok, size_t n, int32_t *out);
+/*
+ * A sequence of n tokens whose ids are not given: `key` (not 0) names its
+ * content, and the caller promises that no other sequence of k shares a
+ * block of it (its prompt begins unlike any other, so no prefix hit can
+ * join them).  Its tokens, and those added later, are counted, not kept
+ * (kvc_seq_tokens gives NULL), and its blocks hash by key and position;
+ * block ids, hits on its own blocks after a preemption and every count
+ * are those the same sequence with ids would get.  Mode vllm-v1 only
+ * (KV_ENOTSUP otherwise).
+ */
+kv_err kvc_seq_new_keyed(kvc *k, uint64_t key, size_t n, int32_t *out);
 kvc_state kvc_seq_state(const kvc *k, int32_t s);
 size_t kvc_seq_len(const kvc *k, int32_t s);
 size_t kvc_seq_computed(const kvc *k, int32_t s);
 /* The token ids of s (kvc_seq_len of them), borrowed until the next call
- * that changes s; NULL with *n = 0 for an unknown sequence. */
+ * that changes s; NULL with *n = 0 for an unknown sequence, NULL with *n
+ * its length for a keyed one. */
 const uint32_t *kvc_seq_tokens(const kvc *k, int32_t s, size_t *n);
 int32_t kvc_seq_request(const kvc *k, int32_t s);	/* root sequence */
 uint32_t kvc_nseqs(const kvc *k);

@@ -208,6 +208,13 @@ const char *kvs_errmsg(const kvs *s);
  */
 kv_err kvs_add(kvs *s, const uint32_t *tok, size_t ntok, uint32_t max_output,
 	       int32_t priority, kvs_req *out);
+/*
+ * The same for a prompt whose ids are not given (kvc_seq_new_keyed): `key`
+ * names content that no other request shares.  Its generated tokens are
+ * counted, not kept.  Allocator mode vllm-v1 only.
+ */
+kv_err kvs_add_keyed(kvs *s, uint64_t key, size_t ntok, uint32_t max_output,
+		     int32_t priority, kvs_req *out);
 
 /* First half of a step. */
 kv_err kvs_schedule(kvs *s, const struct kvs_step **out);

@@ -93,7 +93,13 @@ does (docs/fastforward.md); the outputs are the same.
 .B KVSIM_FF_REPORT
 when set,
 .B kvsim run
-says at the end how many of its steps the fast\\-forward made.
+says at the end how many of its steps the fast\\-forward made, and how
+many of its requests went to the scheduler by key.
+.TP
+.B KVSIM_NO_KEYED
+when set to anything but 0, every simulation hands the scheduler every
+prompt's token ids, even those of prompts that share no block with any
+other (docs/fastforward.md, "Prompts by key"); the outputs are the same.
 .SH FILES
 .TP
 .I $(printf '%s' "$pkgdatadir" | esc)/models.yaml

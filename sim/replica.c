@@ -95,6 +95,12 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 		return NULL;
 	}
 	rp->lora_on = cfg->lora != NULL;
+	/* what needs a prompt's ids: an observer (validate compares them),
+	 * KV offload and connectors (they index blocks by content), P/D
+	 * (the prompt goes to a second pool), speculative decoding */
+	rp->keyed = kvc_config_of(kvs_kv(rp->s))->mode == KVC_VLLM_V1 &&
+		    cfg->obs == NULL && cfg->offload == NULL &&
+		    cfg->rowh == NULL && cfg->spec == NULL && cfg->keyed;
 
 	rp->spec = cfg->spec;
 	rp->spec_cost = cfg->spec_cost;
@@ -242,7 +248,10 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	q = rq_get(rp);
 	if (q == NULL)
 		goto nomem;
-	e = kvs_add(rp->s, tok, p->prompt, p->output, p->priority, &h);
+	e = p->key != 0 ? kvs_add_keyed(rp->s, p->key, p->prompt, p->output,
+					p->priority, &h)
+			: kvs_add(rp->s, tok, p->prompt, p->output, p->priority,
+				  &h);
 	if (e == KV_OK && rp->lora_on && p->lora != 0)
 		e = kvs_set_lora(rp->s, h, p->lora);
 	if (e == KV_OK && rp->fork && p->nsamp > 1)
@@ -275,6 +284,8 @@ replica__admit(replica *rp, const struct pend *p, const uint32_t *tok,
 	q->output = p->output;
 	q->lora = rp->lora_on ? p->lora : 0;
 	q->nsamp = rp->fork && p->nsamp > 1 ? p->nsamp : 1;
+	q->keyed = p->key != 0;
+	rp->st.keyed += q->keyed;
 	rp->st.added++;
 	return KV_OK;
 nomem:
@@ -297,9 +308,27 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->output = r->output_tokens;
 	p->priority = r->priority;
 	p->tok = NULL;
+	p->key = 0;
 	p->grp = NULL;
 	p->lora = r->lora;
 	p->nsamp = r->n;
+}
+
+/*
+ * The key a request of group g (NULL: none) goes to the scheduler by, or 0
+ * for its token ids (kvs_add_keyed).  A prompt that begins unlike any other
+ * of the run (wl_request.unique) can share no block, so its ids are never
+ * needed: only its blocks' hashes, which its key gives.  Children of a
+ * fanned-out request share their prompt, so they go by ids.
+ */
+static uint64_t
+replica__key(const replica *rp, const struct wl_request *r,
+	     const struct rnsamp_group *g)
+{
+	if (!rp->keyed || !r->unique || g != NULL || r->n > 1 ||
+	    r->tokens != NULL || r->nsegs == 0)
+		return 0;
+	return r->segs[0].key != 0 ? r->segs[0].key : 1;
 }
 
 /*
@@ -332,10 +361,12 @@ replica__defer(replica *rp, const struct wl_request *r, int64_t at,
 	pend_set(p, r);
 	p->at = at;
 	p->grp = g;
-	p->tok = malloc((size_t)r->prompt_tokens * sizeof(*p->tok));
-	if (p->tok == NULL)
-		goto nomem;
-	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, p->tok);
+	if ((p->key = replica__key(rp, r, g)) == 0) {
+		p->tok = malloc((size_t)r->prompt_tokens * sizeof(*p->tok));
+		if (p->tok == NULL)
+			goto nomem;
+		wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, p->tok);
+	}
 	rp->npend++;
 	rp->outstanding += (uint64_t)r->prompt_tokens + r->output_tokens;
 	return KV_OK;
@@ -409,6 +440,10 @@ replica__add1(replica *rp, const struct wl_request *r, int64_t at,
 
 	if (rp->async || at > r->arrival_ns || rp->phead < rp->npend)
 		return replica__defer(rp, r, at, g, why, whylen);
+	pend_set(&p, r);
+	p.grp = g;
+	if ((p.key = replica__key(rp, r, g)) != 0)
+		goto add;
 	if (r->prompt_tokens > rp->captok) {
 		size_t cap = r->prompt_tokens * 2u;
 		uint32_t *t = realloc(rp->tok, cap * sizeof(*t));
@@ -421,9 +456,9 @@ replica__add1(replica *rp, const struct wl_request *r, int64_t at,
 		rp->captok = cap;
 	}
 	wl_request_tokens(r, 0, r->prompt_tokens, rp->vocab, rp->tok);
-	pend_set(&p, r);
-	p.grp = g;
-	e = replica__admit(rp, &p, rp->tok, rejected, why, whylen);
+add:
+	e = replica__admit(rp, &p, p.key != 0 ? NULL : rp->tok, rejected,
+			   why, whylen);
 	if (e == KV_OK && !*rejected)
 		rp->outstanding += (uint64_t)r->prompt_tokens +
 				   r->output_tokens;
@@ -1005,8 +1040,9 @@ replica__complete(replica *rp, const struct kvs_step **st, char *why,
 			const struct rq *q = rp->byreq[rp->sreq[i]];
 
 			/* wl_output_tokens' token of sample 0, without its
-			 * call */
-			rp->stok[i] = wl_token(q->out_key, q->gen, rp->vocab);
+			 * call (a keyed request's are only counted) */
+			rp->stok[i] = q->keyed ? 0 :
+				      wl_token(q->out_key, q->gen, rp->vocab);
 		}
 		e = kvs_complete(rp->s, rp->stok, st);
 	}
@@ -1518,6 +1554,7 @@ ignored(replica *rp, kvs_req h)
 	struct rq *q = rp->byreq[h];
 
 	rp->st.added--;
+	rp->st.keyed -= q->keyed;
 	/* a fanned-out request: once, with its last child (the children
 	 * share the prompt, the scheduler drops all or none) */
 	if (q->grp == NULL || rnsamp_put(q->grp)) {

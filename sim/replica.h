@@ -63,6 +63,7 @@
 struct replica_stats {
 	uint64_t added, rejected, finished, truncated;
 	uint64_t failed;	/* their client left (replica_fail) */
+	uint64_t keyed;		/* of the added, those by key (no ids) */
 	uint64_t ends;		/* finished or dropped by the scheduler,
 				 * failed ones not counted: what a client
 				 * sees end at a step's end */
@@ -149,6 +150,9 @@ struct replica_cfg {
 
 	/* fast-forward of steady decode (replica_ff); false: single steps */
 	bool fast_forward;
+	/* prompts that share no block go to the scheduler by key, without
+	 * their ids (kvs_add_keyed; false: every prompt by its ids) */
+	bool keyed;
 };
 
 typedef struct replica replica;

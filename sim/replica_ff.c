@@ -241,7 +241,7 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 		const struct rq *q = rp->byreq[rp->sreq[i]];
 
 		for (uint32_t j = 0; j < kn; j++)
-			rp->fftok[(size_t)i * kn + j] =
+			rp->fftok[(size_t)i * kn + j] = q->keyed ? 0 :
 			    wl_token(q->out_key, q->gen + j, rp->vocab);
 	}
 	free0 = kvc_free_blocks(k, 0);

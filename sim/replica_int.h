@@ -38,6 +38,8 @@ struct rq {
 				 * 1 otherwise */
 	bool gdec;		/* its entry in the step in flight is a
 				 * forked group's decode */
+	bool keyed;		/* added by key (replica__key): its tokens
+				 * are counted, not made */
 };
 
 /* A request that arrived but is not yet the scheduler's (async
@@ -51,7 +53,8 @@ struct pend {
 	uint32_t prompt, output, stage;
 	int32_t priority;
 	bool failed;
-	uint32_t *tok;		/* its prompt token ids (owned) */
+	uint32_t *tok;		/* its prompt token ids (owned), or NULL */
+	uint64_t key;		/* replica__key's, 0: by its ids */
 	struct rnsamp_group *grp;	/* as struct rq's */
 
 	uint32_t lora;
@@ -122,6 +125,7 @@ struct replica {
 
 	/* LoRA (cfg->lora): the adapter caches, the step's adapters */
 	bool lora_on;
+	bool keyed;		/* unique prompts go by key (replica__key) */
 	struct sim_lora_cache lc;
 	uint32_t *lids;
 

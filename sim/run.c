@@ -1764,6 +1764,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.step_ns = R->cfg.step_ns, .policy = pol,
 			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
 			.fast_forward = !R->o.no_fast_forward,
+			.keyed = !R->o.no_keyed && R->pool == NULL,
 			.obs = R->o.obs, .ct = R->ct,
 			.async_sched = R->cfg.async_scheduling == 1,
 			.offload = R->off_on ? &R->off : NULL,
@@ -2144,6 +2145,19 @@ sim_run_ff_steps(const sim_run *R, uint64_t *all)
 	for (uint32_t i = 0; i < R->nrp; i++)
 		*all += replica_stats(R->rp[i])->steps;
 	return R->ff_total;
+}
+
+uint64_t
+sim_run_keyed(const sim_run *R, uint64_t *all)
+{
+	uint64_t n = 0;
+
+	*all = 0;
+	for (uint32_t i = 0; i < R->nrp; i++) {
+		*all += replica_stats(R->rp[i])->added;
+		n += replica_stats(R->rp[i])->keyed;
+	}
+	return n;
 }
 
 kv_err

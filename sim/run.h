@@ -126,6 +126,12 @@ struct sim_run_opts {
 	 * either way but for sim_wall_s.
 	 */
 	bool no_fast_forward;
+	/*
+	 * Every prompt by its token ids: none by key (kvs_add_keyed, for
+	 * prompts that share no block).  The outputs are the same either way
+	 * but for sim_wall_s (KVSIM_NO_KEYED=1).
+	 */
+	bool no_keyed;
 	bool quiet;			/* no startup lines */
 	bool progress;			/* progress, heartbeats on diag */
 	/* startup lines (flushed after them, even when quiet); NULL: none */
@@ -150,6 +156,8 @@ uint64_t sim_run_invariant_checks(const sim_run *R);
 /* How many steps the fast-forward made (replica_ff), of how many in all
  * (the replicas' steps). */
 uint64_t sim_run_ff_steps(const sim_run *R, uint64_t *all);
+/* Requests added by key (kvs_add_keyed), of *all added. */
+uint64_t sim_run_keyed(const sim_run *R, uint64_t *all);
 
 /* Room for any message of sim_run_open and sim_run_exec. */
 #define SIM_RUN_ERRLEN 4096

@@ -28,13 +28,8 @@ traces=${KVSIM_TRACES:-}
 ex="$top_srcdir/examples"
 fail=0
 n=0
-
-# wall DIR: summary.csv without its sim_wall_s column
-wall() {
-	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "sim_wall_s")
-			    c = i }
-		 { if (c) $c = "-"; print }' OFS=, "$1/summary.csv"
-}
+side=f
+. "$top_srcdir/tests/matrix_lib.sh"
 
 # steps ERRFILE: the steps the fast-forward made, from KVSIM_FF_REPORT
 steps() {
@@ -60,18 +55,7 @@ one() {
 	    "$@" >/dev/null 2>"$T/$name.f.err" ||
 	    { echo "FAIL $name: fast-forward: $(cat "$T/$name.f.err")"
 	      fail=1; return; }
-	for f in requests.csv timeseries.csv groups.csv; do
-		[ -s "$T/$name.s/$f" ] ||
-		    { echo "FAIL $name: no $f"; fail=1; return; }
-		cmp -s "$T/$name.s/$f" "$T/$name.f/$f" ||
-		    { echo "FAIL $name: $f differs"
-		      diff "$T/$name.s/$f" "$T/$name.f/$f" | head -5
-		      fail=1; }
-	done
-	wall "$T/$name.s" >"$T/$name.s.sum"
-	wall "$T/$name.f" >"$T/$name.f.sum"
-	cmp -s "$T/$name.s.sum" "$T/$name.f.sum" ||
-	    { echo "FAIL $name: summary.csv differs"; fail=1; }
+	same "$name" s f || return
 	s=$(steps "$T/$name.s.err")
 	f=$(steps "$T/$name.f.err")
 	all=$(sed -n 's/^kvsim run: fast-forward: [0-9]* of \([0-9]*\).*/\1/p' \
@@ -88,16 +72,6 @@ one() {
 	else
 		echo "ok $name: $f of $all steps fast-forwarded"
 	fi
-}
-
-# pos NAME COLUMN: the case's summary.csv has COLUMN > 0 (what the case
-# is there for happened)
-pos() {
-	v=$(awk -F, -v c="$2" 'NR == 1 { for (i = 1; i <= NF; i++)
-		if ($i == c) k = i; next } { print $k + 0; exit }' \
-	    "$T/$1.f/summary.csv" 2>/dev/null)
-	awk -v v="${v:-0}" 'BEGIN { exit !(v > 0) }' ||
-	    { echo "FAIL $1: $2 is ${v:-missing}, not above 0"; fail=1; }
 }
 
 R="--set workload.max_requests=400"

@@ -316,7 +316,12 @@ EXTRA_DIST += %reldir%/async_sched.sh
 # feature run with it and with single steps, compared byte for byte
 # (issue 21, docs/fastforward.md).
 TESTS += %reldir%/ff_matrix.sh
-EXTRA_DIST += %reldir%/ff_matrix.sh
+EXTRA_DIST += %reldir%/ff_matrix.sh %reldir%/matrix_lib.sh
+
+# Prompts that share no block go to the scheduler by key, without their
+# ids: no output changes (issue 21 item 2, docs/fastforward.md).
+TESTS += %reldir%/keyed_matrix.sh
+EXTRA_DIST += %reldir%/keyed_matrix.sh
 
 # kvsim calibrate serving: known terms come back from synthetic measured
 # runs in inference-perf's and vllm bench's shapes; bad input exits 2
@@ -481,6 +486,10 @@ check_PROGRAMS += %reldir%/check_ff
 %canon_reldir%_check_ff_SOURCES = %reldir%/check_ff.c
 %canon_reldir%_check_ff_CFLAGS = $(KV_TEST_CFLAGS)
 %canon_reldir%_check_ff_LDADD = $(KV_TEST_LIBS)
+check_PROGRAMS += %reldir%/check_keyed
+%canon_reldir%_check_keyed_SOURCES = %reldir%/check_keyed.c
+%canon_reldir%_check_keyed_CFLAGS = $(KV_TEST_CFLAGS)
+%canon_reldir%_check_keyed_LDADD = $(KV_TEST_LIBS)
 check_PROGRAMS += %reldir%/check_fork
 %canon_reldir%_check_fork_SOURCES = %reldir%/check_fork.c
 %canon_reldir%_check_fork_CFLAGS = $(KV_TEST_CFLAGS)

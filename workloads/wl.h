@@ -126,6 +126,13 @@ struct wl_request {
 	 * base model.  wl_lora_name() gives a trace's name back.
 	 */
 	uint32_t lora;
+	/*
+	 * No other request of the stream begins with the same first segment,
+	 * so none shares a block of prompt with this one (set by the trace
+	 * readers for rows keyed by their line, kept by tiling that salts its
+	 * copies; false where unknown).
+	 */
+	bool unique;
 };
 
 /* Token id of position `pos` within a segment with `key`: in [0, vocab). */

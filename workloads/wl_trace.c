@@ -221,6 +221,7 @@ struct row {
 	bool has_outkey;
 	uint32_t nsegs, ntoks;
 	bool has_segs, has_toks;
+	bool rowkey;		/* its one segment is keyed by its row */
 	uint32_t hash_col, seg_col, tok_col, prompt_col, time_col;
 	bool zero, huge;
 	uint32_t lora;
@@ -885,6 +886,7 @@ finish_identity(struct trace *t, struct row *r)
 	if (!push_seg(t, &r->nsegs, wl_mix(t->row_ns, t->data_rows),
 	    r->prompt))
 		return row_error(t, 1, "out of memory");
+	r->rowkey = true;
 	return WL_OK;
 }
 
@@ -1036,6 +1038,8 @@ trace_next(struct wl_stage *st, struct wl_request *out)
 		out->segs = t->segs;
 		out->tokens = r.has_toks ? t->toks : NULL;
 		out->lora = r.lora;
+		/* a session's later turns may begin with its earlier ones */
+		out->unique = r.rowkey && r.session == 0;
 		return WL_OK;
 	}
 }

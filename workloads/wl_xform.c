@@ -607,6 +607,8 @@ tile_next(struct wl_stage *st, struct wl_request *r)
 			return rc;
 		break;
 	}
+	if (t->share)
+		r->unique = false;	/* every copy has the same prompts */
 	if (t->copy == 0) {
 		if (t->n0 == 0)
 			t->first = r->arrival_ns;

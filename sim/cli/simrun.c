@@ -32,11 +32,17 @@ simrun_checks_report(void)
 }
 
 bool
-simrun_no_ff(void)
+simrun_env(const char *name)
 {
-	const char *v = getenv("KVSIM_NO_FAST_FORWARD");
+	const char *v = getenv(name);
 
 	return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
+bool
+simrun_no_ff(void)
+{
+	return simrun_env("KVSIM_NO_FAST_FORWARD");
 }
 
 int
@@ -54,6 +60,8 @@ simrun_open(sim_run **out, const struct sim_config *cfg,
 		o->invariants = true;
 	if (simrun_no_ff())
 		o->no_fast_forward = true;
+	if (simrun_env("KVSIM_NO_KEYED"))
+		o->no_keyed = true;
 	if ((e = sim_run_open(out, cfg, o, err, sizeof(err))) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
 		return exit_status(e);

@@ -30,6 +30,8 @@ bool simrun_checks(void);
  * (KVSIM_NO_FAST_FORWARD set, not empty and not "0"):
  * sim_run_opts.no_fast_forward for every command that runs. */
 bool simrun_no_ff(void);
+/* An environment switch: set, not empty and not "0". */
+bool simrun_env(const char *name);
 
 /* KVSIM_CHECK=report: the checks, and `kvsim run` says at the end how
  * many ran (tests/run.sh proves the level is wired with it). */
