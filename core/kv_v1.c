@@ -1417,6 +1417,57 @@ kvc__v1_quiet(const kvc *k, int32_t s)
 	return j < UINT32_MAX ? (uint32_t)j : UINT32_MAX;
 }
 
+/*
+ * The step kvc__v1_quiet leads to, where allocate_slots has work: allocate
+ * (s, 1) -- a fresh block when C + 1 passes the table, the block that the
+ * T tokens fill hashed and cached -- then token t added.  What v1_allocate
+ * and kvc_add_tokens do in that case, without the general plan: one group
+ * of full attention, nothing hit, nothing to skip, no lookahead.  Anything
+ * else, and a block that is not there, goes the general way (whose error
+ * is the one to report).
+ */
+static void v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc);
+
+kv_err
+kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
+{
+	struct v1 *m = v1_of(k);
+	struct kvc_seq *q = kvc__seq(k, s);
+	struct kvc_tab *tb = &q->tab[0];
+	uint32_t sh = m->bshift[0], need, want, pop, ntc;
+	kv_err e;
+
+	if (!m->onegroup || m->track || m->slidemask ||
+	    (uint32_t)s >= m->capsx || q->state != KVC_RUNNING ||
+	    q->ntok != q->ncomp + 1)
+		goto general;
+	need = v1_need_tokens(k, (uint64_t)q->ncomp + 1);
+	want = (uint32_t)(((uint64_t)need + (1u << sh) - 1) >> sh);
+	pop = want > tb->n ? want - tb->n : 0;
+	if (pop > m->fq.n)
+		goto general;
+	k->msg[0] = '\0';
+	k->npairs = 0;
+	v1_hit_clear(k);
+	if (tb->n + pop > tb->cap &&
+	    kvc__tab_reserve(tb, tb->n + pop) != KV_OK)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	if (m->caching && (e = v1_hashes(k, s)) != KV_OK)
+		return e;
+	v1_take(m, tb, pop);
+	ntc = q->ncomp + 1;	/* <= T */
+	if (m->caching)
+		v1_cache_blocks(k, m, s, ntc);
+	q->ncomp = ntc;
+	if (kvc__add_token_fast(k, s, t))
+		return KV_OK;
+	return kvc_add_tokens(k, s, &t, 1);
+general:
+	if ((e = kvc_allocate(k, s, 1)) != KV_OK)
+		return e;
+	return kvc_add_tokens(k, s, &t, 1);
+}
+
 /* d <= kvc__v1_quiet(k, s) such steps: C and T move by d, the tokens
  * tok[0..d) added. */
 kv_err

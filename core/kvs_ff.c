@@ -157,8 +157,7 @@ ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 		return e;
 	kvc_set_time(s->k, (int64_t)s->step.number);
 	kvc_step_begin(s->k);
-	if ((e = kvc_allocate(s->k, seq, 1)) != KV_OK ||
-	    (e = kvc_add_tokens(s->k, seq, &t, 1)) != KV_OK)
+	if ((e = kvc__v1_decode_event(s->k, seq, t)) != KV_OK)
 		return kvs__fail(s, e, "decode run, step %u: %s", j,
 				 kvc_errmsg(s->k));
 	s->ff[i] = j + 1;
