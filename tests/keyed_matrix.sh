@@ -16,10 +16,11 @@
 # requests come back to their own cached blocks), the same under --check
 # (the prefix index audited at every step), three replicas, an overload
 # behind max_num_seqs, sliding-window, MLA and hybrid Mamba models,
-# clients and timeouts, LoRA, a trace tiled with salted copies; and the
-# cases that go by ids: the other policies, tiled copies that share
-# prompts, fanned-out parallel sampling, speculative decoding, P/D, and a
-# generator's shared system prompts.
+# clients and timeouts, LoRA, a trace tiled with salted copies, a
+# generator's one-turn sessions, parallel sampling (its n = 1 requests by
+# key, the fanned-out samples by ids); and the cases that go by ids: the
+# other policies, tiled copies that share prompts, a generator's system
+# prompts and multi-turn sessions, speculative decoding, P/D.
 : "${KVSIM:?}" "${top_srcdir:?}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-keyed.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
@@ -91,8 +92,20 @@ pos tiled-shared prefix_hit_rate
 for p in vllm-v0 sarathi deepspeed-fastgen kvsim; do
 	one "policy-$p" - $R --set policy=$p
 done
-one lora - "$ex/lora-zipf.yaml" $R
-one nsamp-fanout - "$ex/parallel-sampling.yaml" $R
+one lora key "$ex/lora-zipf.yaml" $R
+# a generator: one-turn sessions without a system prompt go by key; with
+# system prompts, or with later turns that begin with the earlier ones,
+# by ids
+G="--set workload.generator.requests=300"
+G="$G --set workload.generator.arrival.process=poisson"
+G="$G --set workload.generator.arrival.rate=8"
+one generator key $G
+one gen-system - $G --set workload.generator.prefix.systems=4 \
+    --set workload.generator.prefix.length=256
+pos gen-system prefix_hit_rate
+one gen-sessions - $G --set workload.generator.sessions.turns=3
+pos gen-sessions prefix_hit_rate
+one nsamp-fanout key "$ex/parallel-sampling.yaml" $R
 one spec - "$ex/spec-eagle.yaml" $R
 one pd - "$ex/pd-azure.yaml" $R
 exit $fail

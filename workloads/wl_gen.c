@@ -337,6 +337,8 @@ sess_turn(struct gen *g, struct sess *s, struct wl_request *r, bool *made)
 	r->nsegs = s->nsegs + 1;
 	r->segs = g->out;
 	r->lora = s->lora;
+	/* its own text alone, and no later turn begins with it */
+	r->unique = s->nsegs == 0 && s->turns <= 1;
 	*made = true;
 	/* The conversation grows by this turn's text and answer. */
 	if (!sess_push(s, ukey, user) || !sess_push(s, okey, output))
