@@ -97,7 +97,8 @@ replica_new(const struct replica_cfg *cfg, char *why, size_t whylen)
 	rp->lora_on = cfg->lora != NULL;
 	/* what needs a prompt's ids: an observer (validate compares them),
 	 * KV offload and connectors (they index blocks by content), P/D
-	 * (the prompt goes to a second pool), speculative decoding */
+	 * (the prompt goes to a second pool: every replica of a P/D run has
+	 * its row hook), speculative decoding */
 	rp->keyed = kvc_config_of(kvs_kv(rp->s))->mode == KVC_VLLM_V1 &&
 		    cfg->obs == NULL && cfg->offload == NULL &&
 		    cfg->rowh == NULL && cfg->spec == NULL && cfg->keyed;

@@ -1764,7 +1764,7 @@ setup_replicas(sim_run *R, const struct kvs_policy *pol)
 			.step_ns = R->cfg.step_ns, .policy = pol,
 			.vocab = R->cfg.wl.vocab_size, .check = R->o.check,
 			.fast_forward = !R->o.no_fast_forward,
-			.keyed = !R->o.no_keyed && R->pool == NULL,
+			.keyed = !R->o.no_keyed,
 			.obs = R->o.obs, .ct = R->ct,
 			.async_sched = R->cfg.async_scheduling == 1,
 			.offload = R->off_on ? &R->off : NULL,
