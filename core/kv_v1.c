@@ -80,8 +80,10 @@
  * (v1_cache_blocks): only that sequence can hit it, and it looks blocks up
  * only when it is scheduled again, so it enters the index then
  * (v1_lazy_flush), behind whatever was cached before it, if it is still
- * cached.  Its hash is set all along; the index is spared one insert and
- * one delete per block of every prompt no other can share.
+ * cached.  Until then its hkey holds its position in the sequence + 1, and
+ * its hash is taken only at the flush: the index is spared one insert and
+ * one delete, and the hash chain one link, per block of every prompt no
+ * other can share.
  */
 #define V1_LAZY (-2)
 
@@ -118,7 +120,7 @@ struct v1_plan {
  * of it, and separate arrays cost a cache miss each.
  */
 struct v1_blk {
-	uint64_t hkey;		/* its hash, 0 = none */
+	uint64_t hkey;		/* its hash, 0 = none (V1_LAZY: position + 1) */
 	uint32_t ref;
 	int32_t dnext, dprev;	/* ring of one (hash, group) */
 	int32_t qslot;		/* its free-queue slot, -1 = none */
@@ -149,6 +151,7 @@ struct v1 {
 	struct v1_fifo fq;	/* the free queue */
 	struct kv_hmap map[KVC_MAX_GROUPS];	/* hash -> oldest block */
 	bool caching;
+	bool lazyok;		/* keyed sequences cache lazily (v1_lazy_on) */
 	bool hybrid;		/* HybridKVCacheCoordinator */
 	uint32_t fullmask, othermask;	/* groups by kind, hybrid only */
 	uint32_t slidemask;	/* sliding-window groups (skipped blocks) */
@@ -504,6 +507,8 @@ v1_coordinator(const kvc *k, struct v1 *m)
 		m->track |= v1_kind(k, g) == KVC_STATE;
 	m->track = m->track && m->caching;
 	m->guard = m->track && k->cfg.defer_same_step_state_hits;
+	m->lazyok = m->caching && !m->hybrid && !m->track &&
+	    k->cfg.ngroups == 1 && v1_kind(k, 0) == KVC_FULL;
 }
 
 static kv_err
@@ -1054,8 +1059,8 @@ v1_lazy_on(const kvc *k, const struct kvc_seq *q)
 {
 	const struct v1 *m = v1_of(k);
 
-	return q->key != 0 && m->caching && !m->hybrid && !m->track &&
-	       k->cfg.ngroups == 1 && v1_kind(k, 0) == KVC_FULL;
+	(void)k;
+	return q->key != 0 && m->lazyok;
 }
 
 /* s is freed: remember its V1_LAZY blocks (table order is cache order). */
@@ -1094,7 +1099,8 @@ v1_lazy_keep(kvc *k, int32_t s)
 }
 
 /* Before s looks blocks up: its remembered blocks still cached enter the
- * index, in the order they were cached. */
+ * index, in the order they were cached, under their hashes (s's hash
+ * cache covers them: a V1_LAZY block's hkey is its position + 1). */
 static void
 v1_lazy_flush(struct v1 *m, int32_t s)
 {
@@ -1102,12 +1108,45 @@ v1_lazy_flush(struct v1 *m, int32_t s)
 
 	for (uint32_t i = 0; i < x->nlazy; i++) {
 		int32_t b = x->lazy[i];
+		uint64_t pos = m->blk[b].hkey - 1;
 
 		if (m->blk[b].gen == x->lazygen[i] &&
-		    m->blk[b].dnext == V1_LAZY)
-			v1_map_insert(m, 0, m->blk[b].hkey, b);
+		    m->blk[b].dnext == V1_LAZY && pos < x->nh)
+			v1_map_insert(m, 0, x->h[pos], b);
 	}
 	x->nlazy = 0;
+}
+
+/*
+ * Whether lazily cached s can hit at all.  Its blocks enter the index
+ * only through v1_lazy_flush, under hashes of its key, and a hit starts
+ * with block 0: while that block's hash is not indexed (nor any of s's
+ * blocks remembered), the walk would stop at once.  One hash instead of
+ * the chain: the rest is taken only when a lookup can use it.
+ */
+static bool
+v1_lazy_cold(const kvc *k, int32_t s, uint32_t maxb)
+{
+	const struct v1 *m = v1_of(k);
+	const struct kvc_seq *q = kvc__seq(k, s);
+	const struct v1_sx *x = (uint32_t)s < m->capsx ? &m->sx[s] : NULL;
+
+	if (x != NULL && x->nlazy > 0)
+		return false;
+	if (maxb == 0)
+		return true;
+	return v1_map_get(m, 0, v1_block_hash(q, KV_HASH_ROOT, 0,
+	    kvc__bs(k, 0), x != NULL ? x->extra : 0)) < 0;
+}
+
+/* The hash cache allocate_slots' caching needs: none for a lazily cached
+ * sequence (v1_cache_blocks marks its blocks by position). */
+static inline kv_err
+v1_hashes_cache(kvc *k, int32_t s)
+{
+	if (v1_lazy_on(k, kvc__seq(k, s)))
+		return KV_OK;
+	return v1_hashes(k, s);
 }
 
 /*
@@ -1126,6 +1165,8 @@ v1_find_hit(kvc *k, int32_t s, uint32_t *htok)
 	v1_hit_clear(k);
 	*htok = 0;
 	if (!m->caching || q->ntok == 0)
+		return KV_OK;
+	if (v1_lazy_on(k, q) && v1_lazy_cold(k, s, (q->ntok - 1) / bs))
 		return KV_OK;
 	if ((e = v1_hashes(k, s)) != KV_OK)
 		return e;
@@ -1356,6 +1397,7 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 	const struct kvc_seq *q = kvc__seq(k, s);
 	const struct v1_sx *x;
 	uint32_t need, ntc, ntok = q->ntok, ncomp = q->ncomp;
+	bool lazy = v1_lazy_on(k, q);	/* needs no hash cache */
 
 	if (m->slidemask || (uint32_t)s >= m->capsx)
 		return false;
@@ -1369,10 +1411,10 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 
 		return ((uint64_t)need + bs - 1) >> sh <= q->tab[0].n &&
 		    m->nhit[0] == 0 &&
-		    (!m->caching || ((ntok >> sh) <= x->nh &&
+		    (!m->caching || (((ntok >> sh) <= x->nh || lazy) &&
 				     (ntc >> sh) <= x->ncached[0]));
 	}
-	if (m->caching && v1_div(k, m, 0, ntok) > x->nh)
+	if (m->caching && !lazy && v1_div(k, m, 0, ntok) > x->nh)
 		return false;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		if (m->nhit[g] != 0 ||
@@ -1406,7 +1448,8 @@ kvc__v1_quiet(const kvc *k, int32_t s)
 	j = cap > c ? cap - c : 0;
 	if (m->caching) {
 		const struct v1_sx *x = &m->sx[s];
-		uint64_t h = x->nh < x->ncached[0] ? x->nh : x->ncached[0];
+		uint64_t h = x->nh < x->ncached[0] && !v1_lazy_on(k, q) ?
+		    x->nh : x->ncached[0];
 		uint64_t end = (h + 1) * bs;
 
 		if (end <= t)
@@ -1452,7 +1495,7 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	if (tb->n + pop > tb->cap &&
 	    kvc__tab_reserve(tb, tb->n + pop) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
-	if (m->caching && (e = v1_hashes(k, s)) != KV_OK)
+	if (m->caching && (e = v1_hashes_cache(k, s)) != KV_OK)
 		return e;
 	v1_take(m, tb, pop);
 	ntc = q->ncomp + 1;	/* <= T */
@@ -1500,7 +1543,7 @@ v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc)
 		for (uint32_t i = *nc; i < full; i++) {
 			struct v1_blk *bk = &m->blk[q->tab[0].id[i]];
 
-			bk->hkey = m->sx[s].h[i];
+			bk->hkey = (uint64_t)i + 1;	/* its position */
 			bk->hgrp = 0;
 			bk->dnext = bk->dprev = V1_LAZY;
 		}
@@ -1554,7 +1597,7 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 		return KV_OK;
 	if ((e = v1_sx_reserve(k, s)) != KV_OK)
 		return e;
-	if (m->caching && (e = v1_hashes(k, s)) != KV_OK)
+	if (m->caching && (e = v1_hashes_cache(k, s)) != KV_OK)
 		return e;
 	v1_plan(k, s, nnew, hcomp, L, &p);
 	if ((e = v1_reserve(k, s, &p)) != KV_OK)
@@ -1774,7 +1817,7 @@ kvc__v1_set_computed(kvc *k, int32_t s, uint32_t c)
 	if (!m->caching)
 		return KV_OK;
 	if ((e = v1_sx_reserve(k, s)) != KV_OK ||
-	    (e = v1_hashes(k, s)) != KV_OK ||
+	    (e = v1_hashes_cache(k, s)) != KV_OK ||
 	    (m->track && (e = v1_stepk_reserve(k, m, c)) != KV_OK))
 		return e;
 	v1_cache_blocks(k, m, s, c);
@@ -2214,7 +2257,8 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 				continue;
 			}
 			if (m->blk[b].hgrp != g || i >= q->ntok / bs0 ||
-			    m->blk[b].hkey != hash)
+			    m->blk[b].hkey != (m->blk[b].dnext == V1_LAZY ?
+					       (uint64_t)i + 1 : hash))
 				V1_BAD(4, "seq %d: block %d at %s[%u] carries "
 				       "a stale hash", s, b,
 				       k->cfg.group[g].name, i);

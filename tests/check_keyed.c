@@ -268,6 +268,17 @@ START_TEST(keyed_clone_and_api)
 	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
 	ck_assert_int_eq(kvc_audit(c, why, sizeof(why)), 0);
 	kvc_free(c);
+	/* the lookup indexed them: a new sequence of the same key hits
+	 * them (its chain is taken once block 0's hash is found), one of
+	 * another key does not */
+	ck_assert_int_eq(kvc_seq_release(k, s), KV_OK);
+	ck_assert_int_eq(kvc_seq_new_keyed(k, 5, 13, &s), KV_OK);
+	ck_assert_int_eq(kvc_cached(k, s, &h1), KV_OK);
+	ck_assert_uint_eq(h1, 12);
+	ck_assert_int_eq(kvc_seq_new_keyed(k, 6, 21, &s), KV_OK);
+	ck_assert_int_eq(kvc_cached(k, s, &h2), KV_OK);
+	ck_assert_uint_eq(h2, 0);
+	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
 	kvc_free(k);
 
 	/* other modes refuse keys */
