@@ -927,7 +927,31 @@ step_linear(const struct cost_model *cm, struct cost_breakdown *bd)
 		bd->lin_memory_ns = wb / pw + act / pm;
 }
 
-/* Attention (KV reads, attention FLOPs) and recurrent layers. */
+/* Attention layers: KV reads and attention FLOPs. */
+static void
+step_attention(const struct cost_model *cm,
+	       const struct cat_mixer_work *work, struct cost_breakdown *bd)
+{
+	for (size_t k = 0; k < cm->ngroups; k++) {
+		const struct cost_group *g = &cm->group[k];
+		double nl = g->nlayers;
+		const struct cat_mixer_cost *f = &g->fig;
+		const struct cat_mixer_work *w = &work[k];
+
+		if (g->ops->cls == CAT_MIXC_RECURRENT)
+			continue;
+		bd->attn_flops += nl * ((double)w->pairs * f->pair_flops +
+					(double)w->pairs_pf * f->pair_flops_pf +
+					(double)w->ctx_pf * f->ctx_flops_pf);
+		bd->attn_bytes += nl * f->token_bytes * (double)w->kvtok;
+	}
+	bd->attn_compute_ns = bd->attn_flops /
+		(cm->peak_flops * cm->eff_attn_compute.v / 1e9);
+	bd->attn_memory_ns = bd->attn_bytes /
+			     (cm->hbm_bw * cm->kv_eff / 1e9);
+}
+
+/* Attention and recurrent layers (the state's reads and FLOPs). */
 static void
 step_mixers(const struct cost_model *cm, const struct cat_mixer_work *work,
 	    struct cost_breakdown *bd)
@@ -940,24 +964,29 @@ step_mixers(const struct cost_model *cm, const struct cat_mixer_work *work,
 		const struct cost_group *g = &cm->group[k];
 		double nl = g->nlayers;
 		const struct cat_mixer_cost *f = &g->fig;
-		const struct cat_mixer_work *w = &work[k];
 
-		if (g->ops->cls == CAT_MIXC_RECURRENT) {
-			bd->rec_bytes += nl * 2.0 * f->state_bytes * seqs;
-			bd->rec_flops += nl * f->state_flops * tok;
+		if (g->ops->cls != CAT_MIXC_RECURRENT)
 			continue;
-		}
-		bd->attn_flops += nl * ((double)w->pairs * f->pair_flops +
-					(double)w->pairs_pf * f->pair_flops_pf +
-					(double)w->ctx_pf * f->ctx_flops_pf);
-		bd->attn_bytes += nl * f->token_bytes * (double)w->kvtok;
+		bd->rec_bytes += nl * 2.0 * f->state_bytes * seqs;
+		bd->rec_flops += nl * f->state_flops * tok;
 	}
-	bd->attn_compute_ns = bd->attn_flops /
-		(cm->peak_flops * cm->eff_attn_compute.v / 1e9);
-	bd->attn_memory_ns = bd->attn_bytes /
-			     (cm->hbm_bw * cm->kv_eff / 1e9);
+	step_attention(cm, work, bd);
 	bd->rec_compute_ns = bd->rec_flops / pc;
 	bd->rec_memory_ns = bd->rec_bytes / pm;
+}
+
+/* The GPU time from the parts, the knobs' terms, and the total. */
+static void
+step_total(const struct cost_model *cm, struct cost_breakdown *bd)
+{
+	bd->gpu_ns = dmax(bd->lin_compute_ns, bd->lin_memory_ns) +
+		     dmax(bd->attn_compute_ns, bd->attn_memory_ns) +
+		     dmax(bd->rec_compute_ns, bd->rec_memory_ns) +
+		     bd->allreduce_ns + bd->fixed_ns;
+	/* kernels cannot run faster than the CPU launches them */
+	bd->gpu_ns = dmax(bd->gpu_ns, bd->launch_ns);
+	cost_knobs_step(cm, bd);
+	bd->total_ns = to_ns(bd->cpu_ns + bd->gpu_ns);
 }
 
 /* All-reduces, the launch floor, the CPU split and the total. */
@@ -978,13 +1007,6 @@ step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
 	}
 	bd->fixed_ns = cm->gpu_step_ns.v + cm->layers * cm->gpu_layer_ns.v +
 		       seqs * cm->paged_layers * cm->gpu_seq_layer_ns.v;
-	bd->gpu_ns = dmax(bd->lin_compute_ns, bd->lin_memory_ns) +
-		     dmax(bd->attn_compute_ns, bd->attn_memory_ns) +
-		     dmax(bd->rec_compute_ns, bd->rec_memory_ns) +
-		     bd->allreduce_ns + bd->fixed_ns;
-	/* kernels cannot run faster than the CPU launches them */
-	bd->gpu_ns = dmax(bd->gpu_ns, bd->launch_ns);
-	cost_knobs_step(cm, bd);
 	bd->cpu_sched_ns = cm->cpu_sched_step_ns.v +
 			   cm->cpu_sched_seq_ns.v * seqs +
 			   cm->cpu_sched_token_ns.v * tok;
@@ -992,7 +1014,7 @@ step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
 			  cm->cpu_prep_seq_ns.v * seqs +
 			  cm->cpu_prep_token_ns.v * tok;
 	bd->cpu_ns = bd->cpu_sched_ns + bd->cpu_prep_ns;
-	bd->total_ns = to_ns(bd->cpu_ns + bd->gpu_ns);
+	step_total(cm, bd);
 }
 
 int64_t
@@ -1040,34 +1062,63 @@ int64_t
 cost_step_decode(const struct cost_model *cm, uint64_t n, uint64_t ctx_sum,
 		 struct cost_breakdown *out)
 {
+	struct cost_decode_memo m = { .cm = NULL };
+
+	return cost_step_decode_memo(cm, &m, n, ctx_sum, out);
+}
+
+/*
+ * The memo holds the breakdown of n decodes with no attention work: every
+ * term but attention's depends on n alone.  A call for n's contexts adds
+ * attention's sums to it and the terms of the total in the same order as
+ * step_finish, so the result is cost_step_decode's to the bit.
+ */
+int64_t
+cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
+		      uint64_t n, uint64_t ctx_sum, struct cost_breakdown *out)
+{
 	struct cat_mixer_work work[COST_MAX_GROUPS];
 	static const struct cost_breakdown zero;
-	const struct cat_mixer_ops *full = cat_mixer_ops(CAT_MIX_FULL);
-	struct cost_breakdown bd = zero;
+	struct cost_breakdown bd;
 
 	/* full_one's exact sums: below 2^62 every term, and the sums */
 	if (cm == NULL || n == 0 || ctx_sum >= (1ull << 61) ||
 	    n >= (1ull << 30))
 		return -1;
-	memset(work, 0, cm->ngroups * sizeof(work[0]));
-	for (size_t k = 0; k < cm->ngroups; k++) {
-		const struct cost_group *g = &cm->group[k];
+	if (m->cm != cm || m->n != n) {
+		const struct cat_mixer_ops *full = cat_mixer_ops(CAT_MIX_FULL);
 
-		if (g->ops->cls != CAT_MIXC_ATTENTION)
-			continue;	/* as group_work: no work summed */
-		if (g->ops != full)
-			return -1;
-		work[k].pairs = ctx_sum + n;
-		work[k].kvtok = ctx_sum + 2 * n;
+		m->cm = NULL;
+		for (size_t k = 0; k < cm->ngroups; k++)
+			if (cm->group[k].ops->cls == CAT_MIXC_ATTENTION &&
+			    cm->group[k].ops != full)
+				return -1;
+		memset(work, 0, cm->ngroups * sizeof(work[0]));
+		bd = zero;
+		bd.tokens = n;
+		bd.seqs = n;
+		step_graph(cm, 1, &bd);
+		step_linear(cm, &bd);
+		step_mixers(cm, work, &bd);
+		step_finish(cm, &bd);
+		m->bd = bd;
+		m->bd.attn_flops = m->bd.attn_bytes = 0.0;
+		m->cm = cm;
+		m->n = n;
 	}
-	bd.tokens = n;
-	bd.seqs = n;
-	step_graph(cm, 1, &bd);
-	step_linear(cm, &bd);
-	step_mixers(cm, work, &bd);
-	step_finish(cm, &bd);
-	*out = bd;
-	return bd.total_ns;
+	*out = m->bd;
+	for (size_t k = 0; k < cm->ngroups; k++) {
+		/* as group_work: no work summed but for attention */
+		work[k].pairs = work[k].kvtok = 0;
+		work[k].pairs_pf = work[k].ctx_pf = 0;
+		if (cm->group[k].ops->cls == CAT_MIXC_ATTENTION) {
+			work[k].pairs = ctx_sum + n;
+			work[k].kvtok = ctx_sum + 2 * n;
+		}
+	}
+	step_attention(cm, work, out);
+	step_total(cm, out);
+	return out->total_ns;
 }
 
 int64_t

@@ -400,6 +400,22 @@ int64_t cost_step_ns(const struct cost_model *cm, const struct cost_batch *b);
 int64_t cost_step_decode(const struct cost_model *cm, uint64_t n,
 			 uint64_t ctx_sum, struct cost_breakdown *out);
 
+/*
+ * cost_step_decode, the same to the bit, with the terms that depend on n
+ * alone kept in *m between calls: a run of steps of one batch size pays
+ * for attention's sums only.  Zero-initialise *m; it follows n and which
+ * model cm is, not changes made to *cm, so zero it again after those.
+ */
+struct cost_decode_memo {
+	const struct cost_model *cm;	/* NULL: empty */
+	uint64_t n;
+	struct cost_breakdown bd;	/* n's, without attention's work */
+};
+
+int64_t cost_step_decode_memo(const struct cost_model *cm,
+			      struct cost_decode_memo *m, uint64_t n,
+			      uint64_t ctx_sum, struct cost_breakdown *out);
+
 /* cost_step_ns, with its parts in *out (may be NULL). */
 int64_t cost_step_explain(const struct cost_model *cm,
 			  const struct cost_batch *b,

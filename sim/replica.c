@@ -879,8 +879,8 @@ replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 }
 
 int64_t
-replica__decode_time(replica *rp, uint32_t n, uint64_t ctx_sum,
-		     int64_t *cpu)
+replica__decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
+		     uint64_t ctx_sum, int64_t *cpu)
 {
 	struct cost_breakdown bd;
 	int64_t dt;
@@ -889,7 +889,7 @@ replica__decode_time(replica *rp, uint32_t n, uint64_t ctx_sum,
 	if (rp->step_ns > 0)
 		return rp->step_ns;
 	if (rp->fork || rp->spec_cost != NULL ||
-	    (dt = cost_step_decode(rp->cm, n, ctx_sum, &bd)) < 0)
+	    (dt = cost_step_decode_memo(rp->cm, m, n, ctx_sum, &bd)) < 0)
 		return -1;
 	return step_tail(dt, &bd, cpu);
 }

@@ -75,6 +75,7 @@ static uint32_t
 ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 {
 	struct kvs_step st;
+	struct cost_decode_memo memo = { .cm = NULL };	/* n's terms */
 	int64_t t = now, cpu;
 	uint64_t ctx = 0;
 	uint32_t j;
@@ -85,7 +86,7 @@ ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 	for (uint32_t i = 0; i < n; i++)
 		ctx += rp->seq[i].ctx;
 	/* the time from the contexts' sum when the cost model allows */
-	sum = replica__decode_time(rp, n, ctx, &cpu) >= 0;
+	sum = replica__decode_time(rp, &memo, n, ctx, &cpu) >= 0;
 	for (j = 0; j < kmax; j++) {
 		bool piped = rp->piped;
 		int64_t pipe_t = rp->pipe_t, next_s = rp->next_s;
@@ -104,8 +105,8 @@ ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 			break;
 		}
 		if (sum) {
-			dt = replica__decode_time(rp, n, ctx + (uint64_t)j * n,
-						  &cpu);
+			dt = replica__decode_time(rp, &memo, n,
+						  ctx + (uint64_t)j * n, &cpu);
 		} else {
 			if (j > 0)
 				for (uint32_t i = 0; i < n; i++)

@@ -171,9 +171,10 @@ void replica__usage_free(replica *rp, int64_t now, const uint64_t *free);
 int64_t replica__step_time(replica *rp, const struct kvs_step *st,
 			   int64_t *cpu);
 /* replica__step_time of n steady decodes whose contexts sum to ctx_sum
- * (cost_step_decode), or -1 where the batch itself is needed. */
-int64_t replica__decode_time(replica *rp, uint32_t n, uint64_t ctx_sum,
-			     int64_t *cpu);
+ * (cost_step_decode_memo, with the caller's zeroed memo), or -1 where
+ * the batch itself is needed. */
+int64_t replica__decode_time(replica *rp, struct cost_decode_memo *m,
+			     uint32_t n, uint64_t ctx_sum, int64_t *cpu);
 int64_t replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu);
 void replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now,
 		   rpt *rep);

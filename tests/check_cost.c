@@ -718,8 +718,10 @@ static void
 decode_same(const struct cost_model *cm, uint64_t seed)
 {
 	struct cat_mixer_seq s[64];
-	struct cost_breakdown a, b;
+	struct cost_breakdown a, b, c;
+	struct cost_decode_memo m = { .cm = NULL };
 
+	for (uint32_t r = 0; r < 3; r++)
 	for (uint32_t n = 1; n <= 64; n += 9) {
 		uint64_t sum = 0;
 
@@ -733,6 +735,19 @@ decode_same(const struct cost_model *cm, uint64_t seed)
 				 cost_step_explain(cm, &(struct cost_batch){
 				 s, n }, &a));
 		ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+		/* the memo, kept across sizes and rounds: the same bits;
+		 * then the next step of the same batch, from the memo */
+		ck_assert_int_eq(cost_step_decode_memo(cm, &m, n, sum, &c),
+				 a.total_ns);
+		ck_assert_int_eq(memcmp(&a, &c, sizeof(a)), 0);
+		for (uint32_t i = 0; i < n; i++)
+			s[i].ctx++;
+		ck_assert_int_eq(cost_step_decode_memo(cm, &m, n, sum + n,
+						       &c),
+				 cost_step_explain(cm, &(struct cost_batch){
+				 s, n }, &a));
+		ck_assert_int_eq(memcmp(&a, &c, sizeof(a)), 0);
+		ck_assert_uint_eq(m.n, n);
 	}
 }
 
@@ -769,6 +784,8 @@ START_TEST(test_decode_sum)
 	deepseek_v3(&f);
 	init_ok(&cm, &f.m, &g, NULL);
 	ck_assert_int_eq(cost_step_decode(&cm, 4, 100, &b), -1);
+	ck_assert_int_eq(cost_step_decode_memo(&cm, &(struct cost_decode_memo){
+			 .cm = NULL }, 4, 100, &b), -1);
 }
 END_TEST
 
