@@ -106,6 +106,8 @@ struct kvc {
 	struct kvc_pair *pairs;
 	uint32_t npairs, cappairs;
 	int64_t now;		/* kvc_set_time() */
+	bool final;		/* in kvc__free_final: the sequence freed is
+				 * released next, never looked up again */
 	char msg[256];
 };
 
@@ -117,6 +119,9 @@ extern const struct kvc_ops kvc__ds_ops;
 /* The prologue of every operation on sequence s: clears the message and
  * the pairs; KV_ENOENT for a bad or dead sequence (kv_mgr.c). */
 kv_err kvc__enter(kvc *k, int32_t s);
+/* kvc_free_seq, then kvc_seq_release (a request that is done): a mode
+ * need not remember s's blocks for a lookup of s that cannot come. */
+kv_err kvc__free_final(kvc *k, int32_t s);
 
 /* vllm-v1 (kv_v1.c): allocate_slots with lookahead for any chunk of a
  * RUNNING sequence (policy vllm-v1's running loop). */

@@ -820,6 +820,17 @@ kvc_free_seq(kvc *k, int32_t s)
 }
 
 kv_err
+kvc__free_final(kvc *k, int32_t s)
+{
+	kv_err e;
+
+	k->final = true;
+	e = kvc_free_seq(k, s);
+	k->final = false;
+	return e == KV_OK ? kvc_seq_release(k, s) : e;
+}
+
+kv_err
 kvc_cached(kvc *k, int32_t s, size_t *tokens)
 {
 	KVC__OP(k->ops->cached(k, s, tokens));

@@ -750,9 +750,7 @@ kvs__finish(kvs *s, kvs_req r)
 		s->nunfinished--;
 		return kvs__conn_end(s, r, true);
 	}
-	e = kvc_free_seq(s->k, s->rq[r].seq);
-	if (e == KV_OK)
-		e = kvc_seq_release(s->k, s->rq[r].seq);
+	e = kvc__free_final(s->k, s->rq[r].seq);
 	if (e != KV_OK)
 		return kvs__fail(s, e, "finish: %s", kvc_errmsg(s->k));
 	s->rq[r].seq = -1;	/* its slot may serve a new request */

@@ -1446,7 +1446,9 @@ kvc__v1_quiet(const kvc *k, int32_t s)
 	bs = 1ull << m->bshift[0];
 	cap = (uint64_t)q->tab[0].n * bs;
 	j = cap > c ? cap - c : 0;
-	if (m->caching) {
+	/* a lazily cached sequence's filled blocks are marked by
+	 * kvc__v1_quiet_steps: only a fresh block is work */
+	if (m->caching && !v1_lazy_on(k, q)) {
 		const struct v1_sx *x = &m->sx[s];
 		uint64_t h = x->nh < x->ncached[0] && !v1_lazy_on(k, q) ?
 		    x->nh : x->ncached[0];
@@ -1512,17 +1514,23 @@ general:
 }
 
 /* d <= kvc__v1_quiet(k, s) such steps: C and T move by d, the tokens
- * tok[0..d) added. */
+ * tok[0..d) added; the blocks a lazily cached sequence filled, marked
+ * (the only sequence that can see them is this one, so the marks of d
+ * steps may wait for the last). */
 kv_err
 kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 {
 	struct kvc_seq *q = kvc__seq(k, s);
+	struct v1 *m = v1_of(k);
 
 	if (d == 0)
 		return KV_OK;
 	if (kvc__tok_push(q, tok, d) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	q->ncomp += d;
+	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
+	    v1_div(k, m, 0, q->ncomp) > m->sx[s].ncached[0])
+		v1_cache_blocks(k, m, s, q->ncomp);
 	return KV_OK;
 }
 
@@ -2099,7 +2107,7 @@ v1_free_seq(kvc *k, int32_t s)
 						 "is not in use (double free)",
 						 b);
 		}
-	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
+	if (!k->final && v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
 	    v1_lazy_keep(k, s) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
