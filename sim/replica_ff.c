@@ -47,6 +47,8 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
 
 		if (t == NULL)
 			return KV_ENOMEM;
+		/* defined contents: a keyed request's row is not written */
+		memset(t + rp->capfftok, 0, (nt - rp->capfftok) * sizeof(*t));
 		rp->fftok = t;
 		rp->capfftok = nt;
 	}
@@ -237,12 +239,15 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 	if ((kn = ff_time(rp, now, until, n, kmax)) == 0)
 		return KV_OK;
 	/* the scheduler's k steps; token j of request i is its output
-	 * token number gen + j (replica__complete's) */
+	 * token number gen + j (replica__complete's); a keyed request's
+	 * ids are not kept, so its row is left as it is */
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rq *q = rp->byreq[rp->sreq[i]];
 
+		if (q->keyed)
+			continue;
 		for (uint32_t j = 0; j < kn; j++)
-			rp->fftok[(size_t)i * kn + j] = q->keyed ? 0 :
+			rp->fftok[(size_t)i * kn + j] =
 			    wl_token(q->out_key, q->gen + j, rp->vocab);
 	}
 	free0 = kvc_free_blocks(k, 0);
