@@ -198,19 +198,34 @@ rpt_csv_field(FILE *f, const char *s)
  * than the simulation of the request's decode steps.
  */
 
+/* "00" to "99": two digits a division. */
+static const char digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233"
+	"34353637383940414243444546474849505152535455565758596061626364656667"
+	"6869707172737475767778798081828384858687888990919293949596979899";
+
 /* Decimal v at p; returns the end. */
 char *
 rpt__put_u(char *p, uint64_t v)
 {
 	char d[20];
-	int n = 0;
+	int n = 20;
 
-	do
-		d[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	while (n > 0)
-		*p++ = d[--n];
-	return p;
+	while (v >= 100) {
+		uint32_t r = (uint32_t)(v % 100);
+
+		v /= 100;
+		d[--n] = digits2[2 * r + 1];
+		d[--n] = digits2[2 * r];
+	}
+	if (v >= 10) {
+		d[--n] = digits2[2 * v + 1];
+		d[--n] = digits2[2 * v];
+	} else {
+		d[--n] = (char)('0' + v);
+	}
+	memcpy(p, d + n, (size_t)(20 - n));
+	return p + (20 - n);
 }
 
 /* A requests.csv row's run id (written to the file), then its request id
@@ -259,10 +274,14 @@ rpt__put_sec(char *p, int64_t ns)
 	p = rpt__put_u(p, u / 1000000000);
 	*p++ = '.';
 	frac = (uint32_t)(u % 1000000000);
-	for (int i = 8; i >= 0; i--) {
-		p[i] = (char)('0' + frac % 10);
-		frac /= 10;
+	for (int i = 7; i >= 1; i -= 2) {
+		uint32_t r = frac % 100;
+
+		frac /= 100;
+		p[i] = digits2[2 * r];
+		p[i + 1] = digits2[2 * r + 1];
 	}
+	p[0] = (char)('0' + frac);
 	return p + 9;
 }
 

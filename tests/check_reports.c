@@ -20,6 +20,7 @@
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,42 @@ START_TEST(test_request_row)
 	rpt_free(r);
 	fclose(f);
 	free(buf);
+}
+END_TEST
+
+/* The rows' number writers against printf, digit for digit. */
+START_TEST(test_put_numbers)
+{
+	static const int64_t edge[] = {
+		0, 1, 9, 10, 99, 100, 999999999, 1000000000, 1000000001,
+		-1, -999999999, -1000000000, 123456789012345678, INT64_MAX,
+		INT64_MIN, 5000000, 99999999999,
+	};
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	char a[64], b[64];
+
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]) + 20000; i++) {
+		int64_t v;
+		uint64_t u, m;
+
+		if (i < sizeof(edge) / sizeof(edge[0])) {
+			v = edge[i];
+		} else {	/* every length of either sign */
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			v = (int64_t)(x >> (x % 64));
+			if (x & 1)
+				v = -v;
+		}
+		u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+		m = u % 1000000000;
+		snprintf(b, sizeof(b), "%s%" PRIu64 ".%09" PRIu64,
+			 v < 0 ? "-" : "", u / 1000000000, m);
+		*rpt__put_sec(a, v) = '\0';
+		ck_assert_str_eq(a, b);
+		snprintf(b, sizeof(b), "%" PRIu64, u);
+		*rpt__put_u(a, u) = '\0';
+		ck_assert_str_eq(a, b);
+	}
 }
 END_TEST
 
@@ -484,6 +521,7 @@ suite(void)
 	Suite *s = suite_create("reports");
 	TCase *tc = tcase_create("all");
 
+	tcase_add_test(tc, test_put_numbers);
 	tcase_add_test(tc, test_quantiles_known);
 	tcase_add_loop_test(tc, test_request_row, 0, 6);
 	tcase_add_test(tc, test_quantiles_match_gsl);
