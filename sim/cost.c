@@ -1103,9 +1103,39 @@ cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
 		step_finish(cm, &bd);
 		m->bd = bd;
 		m->bd.attn_flops = m->bd.attn_bytes = 0.0;
+		m->one = cm->ngroups == 1 &&
+		    cm->group[0].ops->cls == CAT_MIXC_ATTENTION;
+		if (m->one) {
+			const struct cost_group *g = &cm->group[0];
+
+			/* step_attention's and step_total's operands */
+			m->nl = g->nlayers;
+			m->pf = g->fig.pair_flops;
+			m->z1 = (double)0 * g->fig.pair_flops_pf;
+			m->z2 = (double)0 * g->fig.ctx_flops_pf;
+			m->nltb = m->nl * g->fig.token_bytes;
+			m->dc = cm->peak_flops * cm->eff_attn_compute.v / 1e9;
+			m->dm = cm->hbm_bw * cm->kv_eff / 1e9;
+			m->lin = dmax(bd.lin_compute_ns, bd.lin_memory_ns);
+			m->rec = dmax(bd.rec_compute_ns, bd.rec_memory_ns);
+		}
 		m->cm = cm;
 		m->n = n;
 	}
+	if (out == NULL && m->one) {
+		/* the same operations in the same order, on the same
+		 * operands, as the breakdown's */
+		double af = 0.0 + m->nl * ((double)(ctx_sum + n) * m->pf +
+					   m->z1 + m->z2);
+		double ab = 0.0 + m->nltb * (double)(ctx_sum + 2 * n);
+		double gpu = m->lin + dmax(af / m->dc, ab / m->dm) + m->rec +
+			     m->bd.allreduce_ns + m->bd.fixed_ns;
+
+		gpu = cost_knobs_add(cm, &m->bd, dmax(gpu, m->bd.launch_ns));
+		return to_ns(m->bd.cpu_ns + gpu);
+	}
+	if (out == NULL)
+		out = &bd;
 	*out = m->bd;
 	for (size_t k = 0; k < cm->ngroups; k++) {
 		/* as group_work: no work summed but for attention */

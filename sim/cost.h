@@ -309,6 +309,9 @@ kv_err cost_knobs_init(struct cost_model *cm, const struct cat_model *m,
 		       const struct cost_config *cfg, char *why,
 		       size_t whylen);
 void cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd);
+/* gpu plus the terms cost_knobs_step put in bd, added as it adds them. */
+double cost_knobs_add(const struct cost_model *cm,
+		      const struct cost_breakdown *bd, double gpu);
 
 /* ---- a step ------------------------------------------------------------- */
 
@@ -405,11 +408,16 @@ int64_t cost_step_decode(const struct cost_model *cm, uint64_t n,
  * alone kept in *m between calls: a run of steps of one batch size pays
  * for attention's sums only.  Zero-initialise *m; it follows n and which
  * model cm is, not changes made to *cm, so zero it again after those.
+ * out may be NULL: only the time, then, and the CPU term in m->bd.cpu_ns.
  */
 struct cost_decode_memo {
 	const struct cost_model *cm;	/* NULL: empty */
 	uint64_t n;
 	struct cost_breakdown bd;	/* n's, without attention's work */
+	/* one group of full attention: the factors of its terms and the
+	 * other terms of the GPU time, for a call without a breakdown */
+	bool one;
+	double nl, pf, z1, z2, nltb, dc, dm, lin, rec;
 };
 
 int64_t cost_step_decode_memo(const struct cost_model *cm,

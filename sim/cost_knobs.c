@@ -51,10 +51,19 @@ cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd)
 
 		bd->pp_send_ns = (cm->pp - 1) *
 				 (cm->allreduce_ns.v + bytes / link);
-		bd->gpu_ns += bd->pp_send_ns;
 	}
-	if (cm->offload_bytes > 0 && cm->host_bw > 0.0) {
+	if (cm->offload_bytes > 0 && cm->host_bw > 0.0)
 		bd->offload_ns = cm->offload_bytes / cm->host_bw * 1e9;
-		bd->gpu_ns += bd->offload_ns;
-	}
+	bd->gpu_ns = cost_knobs_add(cm, bd, bd->gpu_ns);
+}
+
+double
+cost_knobs_add(const struct cost_model *cm, const struct cost_breakdown *bd,
+	       double gpu)
+{
+	if (cm->pp > 1)
+		gpu += bd->pp_send_ns;
+	if (cm->offload_bytes > 0 && cm->host_bw > 0.0)
+		gpu += bd->offload_ns;
+	return gpu;
 }

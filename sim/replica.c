@@ -882,16 +882,15 @@ int64_t
 replica__decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
 		     uint64_t ctx_sum, int64_t *cpu)
 {
-	struct cost_breakdown bd;
 	int64_t dt;
 
 	*cpu = 0;
 	if (rp->step_ns > 0)
 		return rp->step_ns;
 	if (rp->fork || rp->spec_cost != NULL ||
-	    (dt = cost_step_decode_memo(rp->cm, m, n, ctx_sum, &bd)) < 0)
+	    (dt = cost_step_decode_memo(rp->cm, m, n, ctx_sum, NULL)) < 0)
 		return -1;
-	return step_tail(dt, &bd, cpu);
+	return step_tail(dt, &m->bd, cpu);	/* its CPU term: n's */
 }
 
 /*

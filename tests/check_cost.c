@@ -748,6 +748,10 @@ decode_same(const struct cost_model *cm, uint64_t seed)
 				 s, n }, &a));
 		ck_assert_int_eq(memcmp(&a, &c, sizeof(a)), 0);
 		ck_assert_uint_eq(m.n, n);
+		/* without a breakdown: the time, and the CPU term kept */
+		ck_assert_int_eq(cost_step_decode_memo(cm, &m, n, sum + n,
+						       NULL), a.total_ns);
+		ck_assert(m.bd.cpu_ns == a.cpu_ns);
 	}
 }
 
@@ -764,6 +768,13 @@ START_TEST(test_decode_sum)
 	decode_same(&cm, 1);
 	init_ok(&cm, &f.m, &g, &c4);
 	decode_same(&cm, 2);
+	/* pipeline stages and offloaded weights: the knobs' terms */
+	c4.pp = 2;
+	c4.offload_bytes = 4e9;
+	init_ok(&cm, &f.m, &g, &c4);
+	ck_assert(cm.pp == 2 && cm.offload_bytes > 0);
+	decode_same(&cm, 4);
+	c4 = cfg_tp(4);
 	qwen3_30b_a3b(&f);	/* MoE */
 	init_ok(&cm, &f.m, &g, NULL);
 	decode_same(&cm, 5);
