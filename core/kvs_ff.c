@@ -7,10 +7,12 @@
  * token, in running order, and completes each with one sampled token.
  * Nothing else happens in it unless a block cannot be had (a preemption)
  * or a request reaches its end (a finish).  kvs_decode_span finds how many
- * such steps lie ahead; kvs_decode_run makes them: the allocator calls of
+ * such steps lie ahead that end no request, kvs_decode_span_end how many
+ * when the last may; kvs_decode_run makes them: the allocator calls of
  * every step in the order the steps would make them, so the blocks taken,
  * the prefix cache's evictions and the blocks it indexes are those of the
- * single steps, without the scheduler's per-step work.
+ * single steps, without the scheduler's per-step work, then the last
+ * step's finishes in running order, as kvs_complete makes them.
  */
 #include "core/kvs_int.h"
 
@@ -69,12 +71,17 @@ ff_engine(const kvs *s)
 	       (uint64_t)n == (uint64_t)c->max_num_batched_tokens;
 }
 
-uint32_t
-kvs_decode_span(const kvs *s, uint32_t kmax)
+/* kvs_decode_span, and with `ends` kvs_decode_span_end; *last: whether
+ * the last step counted ends requests. */
+static uint32_t
+ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
 {
+	uint32_t first = UINT32_MAX;	/* the first step that ends one */
+
 	uint32_t mml, n, lo, hi;
 	uint64_t free;
 
+	*last = false;
 	if (s == NULL || kmax == 0 || !ff_engine(s))
 		return 0;
 	mml = s->k->cfg.max_model_len;
@@ -93,21 +100,28 @@ kvs_decode_span(const kvs *s, uint32_t kmax)
 		if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1u ||
 		    q->tab[0].n * (uint64_t)s->k->cfg.block_size < q->ncomp)
 			return 0;
-		/* no step ends it: after step j it has generated + j + 1
-		 * tokens and T + j + 1 positions */
-		if (r->generated + 1u >= r->max_output || q->ntok + 1u >= mml)
+		/* step j ends it when, with its token, it has max_output
+		 * tokens or T + j + 1 positions reach max_model_len
+		 * (kvs_complete_default): j = left; with `ends` that step
+		 * may be the last, else the step before */
+		if (r->generated >= r->max_output || q->ntok >= mml)
 			return 0;
 		left = r->max_output - r->generated - 1u;
-		if (left < kmax)
-			kmax = left;
-		left = mml - q->ntok - 1u;
-		if (left < kmax)
-			kmax = left;
+		if (mml - q->ntok - 1u < left)
+			left = mml - q->ntok - 1u;
+		if (left < first)
+			first = left;
+		if ((uint64_t)left + ends < kmax)
+			kmax = left + ends;
+		if (kmax == 0)
+			return 0;
 	}
 	/* the largest k whose blocks are free (the need grows with k) */
 	free = kvc_free_blocks(s->k, 0);
-	if (ff_blocks(s, kmax) <= free)
+	if (ff_blocks(s, kmax) <= free) {
+		*last = kmax == first + 1;
 		return kmax;
+	}
 	lo = 0;
 	hi = kmax;
 	while (hi - lo > 1) {
@@ -118,7 +132,50 @@ kvs_decode_span(const kvs *s, uint32_t kmax)
 		else
 			hi = mid;
 	}
+	*last = lo > 0 && lo == first + 1;
 	return lo;
+}
+
+uint32_t
+kvs_decode_span(const kvs *s, uint32_t kmax)
+{
+	bool last;
+
+	return ff_span(s, kmax, false, &last);
+}
+
+uint32_t
+kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last)
+{
+	bool l;
+
+	return ff_span(s, kmax, true, last != NULL ? last : &l);
+}
+
+/*
+ * After the k steps: the requests the last one ended, in running order
+ * (kvs_complete_default's test, on the counts after its token), finished
+ * as it finishes them, into the step record's finish list.
+ */
+static kv_err
+ff_finish(kvs *s)
+{
+	uint32_t mml = s->k->cfg.max_model_len, n, m = 0;
+	kv_err e;
+
+	n = kvs__qlen(s, KVS_Q_RUNNING);
+	for (uint32_t i = 0; i < n; i++) {
+		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
+		const struct kvs_rq *r = kvs__rq(s, h);
+
+		if (r->generated >= r->max_output ||
+		    kvc__seq(s->k, r->seq)->ntok >= mml)
+			s->ff[m++] = (uint32_t)h;
+	}
+	for (uint32_t i = 0; i < m; i++)
+		if ((e = kvs__finish(s, (kvs_req)s->ff[i])) != KV_OK)
+			return e;
+	return KV_OK;
 }
 
 /*
@@ -175,12 +232,13 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 {
 	uint32_t n;
 	uint32_t *deft = NULL;
+	bool last;
 	kv_err e = KV_OK;
 
 	s->msg[0] = '\0';
 	if (k == 0)
 		return KV_OK;
-	if (kvs_decode_span(s, k) < k)
+	if (ff_span(s, k, true, &last) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
 	n = kvs__qlen(s, KVS_Q_RUNNING);
@@ -222,8 +280,11 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	if (e != KV_OK)
 		return e;
 	kvc_set_time(s->k, (int64_t)s->step.number);
-	/* the step record: the run left no step to complete */
+	/* the step record: the run left no step to complete; the last
+	 * step's finishes */
 	s->nsched = s->npre = s->nfin = s->nign = 0;
+	if ((e = ff_finish(s)) != KV_OK)
+		return e;
 	s->nload = s->nheld = 0;
 	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
 	s->step.batch_tokens = 0;

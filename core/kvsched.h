@@ -286,17 +286,22 @@ kv_err kvs_set_inflight(kvs *s, kvs_req r, bool inflight);
  * kvs_decode_span: how many of the next steps, at most kmax, are steady
  * and end no request (each stays below max_output and max_model_len) and
  * find their blocks free (no preemption); 0 when the next is not.
+ * kvs_decode_span_end: the same, but the last of them may end requests;
+ * *last (may be NULL) says whether it does.
  *
- * kvs_decode_run: those k <= kvs_decode_span(s, k) steps made at once,
- * with what k pairs of kvs_schedule and kvs_complete would have done:
- * the same allocator calls in the same order (the same blocks taken, the
- * same prefix-cache evictions and indexed blocks), the same step numbers,
- * tok[i * k + j] the token running request i samples in step j (NULL:
- * kvs_complete's deterministic ids).  taken (k entries, or NULL): the
- * blocks each step took from the free queue.  The step record is left
- * empty.  KV_EINVAL, nothing done, when the k steps are not steady.
+ * kvs_decode_run: those k <= kvs_decode_span_end(s, k) steps made at
+ * once, with what k pairs of kvs_schedule and kvs_complete would have
+ * done: the same allocator calls in the same order (the same blocks
+ * taken, the same prefix-cache evictions and indexed blocks), the same
+ * step numbers, tok[i * k + j] the token running request i samples in
+ * step j (NULL: kvs_complete's deterministic ids), and the requests the
+ * last step ends finished in running order.  taken (k entries, or NULL):
+ * the blocks each step took from the free queue, before the finishes.
+ * The step record lists those finishes and nothing else.  KV_EINVAL,
+ * nothing done, when the k steps are not steady.
  */
 uint32_t kvs_decode_span(const kvs *s, uint32_t kmax);
+uint32_t kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last);
 kv_err kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok,
 		      uint32_t *taken);
 

@@ -1162,8 +1162,6 @@ replica__pp_begin(replica *rp, int64_t now, int64_t *dt_ns, bool *started,
 	return KV_OK;
 }
 
-static kv_err finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
-		     char *why, size_t whylen);
 static kv_err abort_now(replica *rp, kvs_req h, rpt *rep, char *why,
 			size_t whylen);
 
@@ -1190,8 +1188,8 @@ replica__pp_end(replica *rp, int64_t now, rpt *rep, char *why,
 			return e;
 		for (uint32_t i = 0; i < b->nfin; i++)
 			if (rp->byreq[b->fin[i]] != NULL &&
-			    (e = finish(rp, b->fin[i], b->ret, rep, why,
-					whylen)) != KV_OK)
+			    (e = replica__finish(rp, b->fin[i], b->ret, rep,
+						 why, whylen)) != KV_OK)
 				return e;
 		rpp_pop(rp->pp);
 	}
@@ -1450,9 +1448,9 @@ replica_set_client_timeout(replica *rp, int64_t timeout_ns)
 
 /* A finished request's row for the report (and the trace); its record
  * goes back to the free list. */
-static kv_err
-finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
-       size_t whylen)
+kv_err
+replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
+		size_t whylen)
 {
 	struct rq *q = rp->byreq[h];
 	struct rpt_req out;
@@ -1579,7 +1577,7 @@ abort_now(replica *rp, kvs_req h, rpt *rep, char *why, size_t whylen)
 			 kvs_errmsg(rp->s));
 		return KV_ESTATE;
 	}
-	return finish(rp, h, q->fail_ns, rep, why, whylen);
+	return replica__finish(rp, h, q->fail_ns, rep, why, whylen);
 }
 
 /* Room for n entries in a speculative scratch array. */
@@ -1687,8 +1685,8 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	if ((e = note_tokens(rp, now, rep, why, whylen)) != KV_OK)
 		return e;
 	for (uint32_t i = 0; i < st->nfinish; i++)
-		if ((e = finish(rp, st->finish[i], now, rep, why, whylen)) !=
-		    KV_OK)
+		if ((e = replica__finish(rp, st->finish[i], now, rep, why,
+					 whylen)) != KV_OK)
 			return e;
 	for (uint32_t i = 0; i < st->nignored; i++)
 		ignored(rp, st->ignored[i]);

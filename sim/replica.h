@@ -168,17 +168,23 @@ void replica_free(replica *r);
  * decode steps (kvsched.h kvs_decode_span) that start from now one after
  * another and end by `until`: the same allocator calls, times, tokens,
  * statistics and report entries the pairs of replica_begin and
- * replica_end would have made, none of which can end a request.  *t_end
- * is the end of the last one (now when none), *nsteps how many.  Nothing
- * is done (0 steps) when cfg.fast_forward is off, for a step that is not
- * steady, and where the replica uses what the fast-forward does not
- * cover: an observer, a trace, --check, KV offload, LoRA, speculative
- * decoding, pipeline batches in flight, forked groups, held requests.
+ * replica_end would have made.  The last of them may end requests
+ * (finished as replica_end finishes them) if it ends by until_end: the
+ * caller makes sure no event in (now, until_end] writes a report row or
+ * reacts to an end (clients do); until_end <= now: none ends.  *t_end
+ * is the end of the last one (now when none), *nsteps how many, *ended
+ * whether the last ended requests.
+ * Nothing is done (0 steps) when cfg.fast_forward is off, for a step
+ * that is not steady, and where the replica uses what the fast-forward
+ * does not cover: an observer, a trace, --check, KV offload, LoRA,
+ * speculative decoding, pipeline batches in flight, forked groups, held
+ * requests.
  * The caller makes sure no event that can touch the replica falls in
  * (now, until].
  */
-kv_err replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep,
-		  int64_t *t_end, uint64_t *nsteps, char *why, size_t whylen);
+kv_err replica_ff(replica *rp, int64_t now, int64_t until,
+		  int64_t until_end, rpt *rep, int64_t *t_end, uint64_t *nsteps,
+		  bool *ended, char *why, size_t whylen);
 
 /*
  * Queue a request that arrived at r->arrival_ns.  *rejected is set when

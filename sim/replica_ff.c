@@ -68,13 +68,15 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
 }
 
 /*
- * The steps from now that end by until, at most kmax: their durations as
- * replica_begin returns them, in fft[]; the async pipeline's state left
- * as after the last of them.  rp->seq holds the first step's batch; each
- * step adds a token of context to every entry.
+ * The steps from now that end by until, at most kmax, the last of them
+ * (step kmax - 1) by last: their durations as replica_begin returns them,
+ * in fft[]; the async pipeline's state left as after the last of them.
+ * rp->seq holds the first step's batch; each step adds a token of context
+ * to every entry.
  */
 static uint32_t
-ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
+ff_time(replica *rp, int64_t now, int64_t until, int64_t last, uint32_t n,
+	uint32_t kmax)
 {
 	struct kvs_step st;
 	struct cost_decode_memo memo = { .cm = NULL };	/* n's terms */
@@ -117,7 +119,8 @@ ff_time(replica *rp, int64_t now, int64_t until, uint32_t n, uint32_t kmax)
 		}
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
-		if (dt > until - t) {	/* it ends past the horizon */
+		/* it ends past the horizon */
+		if (dt > (j + 1 == kmax && last < until ? last : until) - t) {
 			rp->piped = piped;
 			rp->pipe_t = pipe_t;
 			rp->next_s = next_s;
@@ -192,17 +195,22 @@ ff_tokens_end(replica *rp, uint32_t k, uint32_t n, int64_t t, int64_t w)
 }
 
 kv_err
-replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
-	   uint64_t *nsteps, char *why, size_t whylen)
+replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
+	   rpt *rep, int64_t *t_end, uint64_t *nsteps, bool *ended, char *why,
+	   size_t whylen)
 {
 	const kvc *k = kvs_kv(rp->s);
+	const struct kvs_step *st;
 	uint32_t n, kmax, kn;
 	uint64_t slots = 0, ntok = 0, used = 0, free0;
 	int64_t t, w;
 	kv_err e;
 
+	bool last = false;
+
 	*t_end = now;
 	*nsteps = 0;
+	*ended = false;
 	if (!ff_covered(rp) || until <= now)
 		return KV_OK;
 	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
@@ -210,7 +218,10 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 		return KV_OK;
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
 						   FF_MAX_STEPS;
-	if (kmax < 2 || (kmax = kvs_decode_span(rp->s, kmax)) < 2)
+	/* a step that ends requests only when it can end by until_end */
+	kmax = until_end > now ? kvs_decode_span_end(rp->s, kmax, &last) :
+				 kvs_decode_span(rp->s, kmax);
+	if (kmax == 0)
 		return KV_OK;
 	/* the batch of the first step, as note_sched makes it */
 	for (uint32_t i = 0; i < n; i++) {
@@ -236,7 +247,8 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 		snprintf(why, whylen, "out of memory");
 		return KV_ENOMEM;
 	}
-	if ((kn = ff_time(rp, now, until, n, kmax)) == 0)
+	if ((kn = ff_time(rp, now, until, last ? until_end : until, n,
+			  kmax)) == 0)
 		return KV_OK;
 	/* the scheduler's k steps; token j of request i is its output
 	 * token number gen + j (replica__complete's); a keyed request's
@@ -257,6 +269,7 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 			 rp->index, kvs_errmsg(rp->s));
 		return e;
 	}
+	st = kvs_current_step(rp->s);	/* the last step's finishes */
 	/* each step's notes, as replica_begin and replica_end take them;
 	 * w: a token's time in the API server (cost_fifo_serve's, >= 0) */
 	w = replica__fe(rp) != NULL ? cost_frontend_out_ns(rp->cm) : 0;
@@ -287,17 +300,27 @@ replica_ff(replica *rp, int64_t now, int64_t until, rpt *rep, int64_t *t_end,
 		/* replica_end: a token each, in running order */
 		ff_tokens(rp, j, n, t, w, rep);
 		ntok += n;
+		if (j + 1 == kn) {
+			ff_tokens_end(rp, kn, n, t, w);
+			/* note_sched's high: every position computed so
+			 * far (0 for a request the step ended) */
+			for (uint32_t i = 0; i < n; i++)
+				rp->byreq[rp->sreq[i]]->high =
+				    (uint32_t)kvc_seq_computed(k,
+				    kvs_req_seq(rp->s, rp->sreq[i]));
+			/* then the finishes, and the usage after them */
+			for (uint32_t i = 0; i < st->nfinish; i++)
+				if ((e = replica__finish(rp, st->finish[i], t,
+							 rep, why, whylen)) !=
+				    KV_OK)
+					return e;
+			if (st->nfinish > 0)
+				free = kvc_free_blocks(k, 0);
+		}
 		replica__usage_free(rp, t, &free);
-	}
-	ff_tokens_end(rp, kn, n, t, w);
-	for (uint32_t i = 0; i < n; i++) {
-		struct rq *q = rp->byreq[rp->sreq[i]];
-
-		/* note_sched's high: every position computed so far */
-		q->high = (uint32_t)kvc_seq_computed(k,
-		    kvs_req_seq(rp->s, rp->sreq[i]));
 	}
 	*t_end = t;
 	*nsteps = kn;
+	*ended = st->nfinish > 0;
 	return KV_OK;
 }

@@ -176,6 +176,10 @@ int64_t replica__step_time(replica *rp, const struct kvs_step *st,
 int64_t replica__decode_time(replica *rp, struct cost_decode_memo *m,
 			     uint32_t n, uint64_t ctx_sum, int64_t *cpu);
 int64_t replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu);
+/* Finished request h's row for the report, its record freed (at the end
+ * of the step that finished it, at now). */
+kv_err replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
+		       char *why, size_t whylen);
 void replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now,
 		   rpt *rep);
 kv_err replica__note_tokens(replica *rp, const kvs_req *req, uint32_t n,

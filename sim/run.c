@@ -162,6 +162,7 @@ struct sim_run {
 	 * made since the loop counted its last event */
 	int64_t ff_tick;
 	uint64_t ff_steps, ff_total;
+	int64_t ff_end;		/* the end of the last fast-forwarded step */
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -859,22 +860,30 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
  * react to their ends -- nor can its own wake-ups: they find it busy (a
  * wake-up at the end of a step comes after the next step has begun), and
  * the requests they are for wait in the replica until their step
- * (replica_ff stops there).
+ * (replica_ff stops there).  *end: the horizon of a step that ends
+ * requests, whose rows go into the report in time order with every
+ * replica's: before any event but the replica's own wake-ups; none with
+ * clients, which react to an end before the next step.
  */
 static int64_t
-ff_horizon(const sim_run *R)
+ff_horizon(const sim_run *R, uint32_t i, int64_t *end)
 {
-	int64_t h = R->ff_tick;
+	int64_t h = R->ff_tick, e = R->ff_tick;
 
 	for (size_t j = 0; j < R->q.n; j++) {
 		const struct sim_ev *ev = &R->q.h[j];
+		bool other = ev->kind == SIM_EV_STEP_DONE ||
+			     ev->kind == SIM_EV_WAKE;
 
-		if (!R->c.on &&
-		    (ev->kind == SIM_EV_STEP_DONE || ev->kind == SIM_EV_WAKE))
+		if (!(ev->kind == SIM_EV_WAKE && ev->arg == i) &&
+		    ev->t - 1 < e)
+			e = ev->t - 1;
+		if (!R->c.on && other)
 			continue;
 		if (ev->t - 1 < h)
 			h = ev->t - 1;
 	}
+	*end = R->c.on ? INT64_MIN : e;
 	return h;
 }
 
@@ -889,16 +898,25 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now)
 {
 	char why[1024];
 	uint64_t n;
+	int64_t until, until_end;
+	bool ended;
 	kv_err e;
 
 	if (R->o.no_fast_forward || R->pd != NULL)
 		return KV_OK;
-	e = replica_ff(R->rp[i], *now, ff_horizon(R), R->rep, now, &n,
-		       why, sizeof(why));
-	if (e != KV_OK)
-		return rfail(R, run_err(e), "%s", why);
-	R->ff_steps += n;
-	R->ff_total += n;
+	until = ff_horizon(R, i, &until_end);
+	/* a span can end with a step that ends requests, and the next
+	 * span start from the smaller batch */
+	do {
+		e = replica_ff(R->rp[i], *now, until, until_end, R->rep, now,
+			       &n, &ended, why, sizeof(why));
+		if (e != KV_OK)
+			return rfail(R, run_err(e), "%s", why);
+		R->ff_steps += n;
+		R->ff_total += n;
+		if (n > 0 && *now > R->ff_end)
+			R->ff_end = *now;
+	} while (ended);
 	return KV_OK;
 }
 
@@ -1039,6 +1057,7 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 		return e;
 	*t_first = have ? cur.arrival_ns : 0;
 	*t_last = *t_first;
+	R->ff_end = INT64_MIN;
 	ticks_init(&k, R, *t_first);
 	while (sim_evq_pop(&R->q, &ev)) {
 		if (tick(R, &k, ev.t)) {
@@ -1056,6 +1075,10 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 			return e;
 		*events += R->ff_steps;
 		R->ff_steps = 0;
+		/* a fast-forward's last step was the STEP_DONE it replaces:
+		 * the run's last event when nothing comes after it */
+		if (R->ff_end > *t_last)
+			*t_last = R->ff_end;
 		if (R->c.on && (e = client_sync(R, ev.t, &cur)) != KV_OK)
 			return e;
 		if (invariants_due(R, *events) && (e = invariants(R)) != KV_OK)

@@ -124,25 +124,28 @@ same(kvs *a, kvs *b, const char *when)
 }
 
 /* One single step of s with tokens tok[i] for running request i. */
-static void
+static const struct kvs_step *
 single(kvs *s, const uint32_t *tok)
 {
 	const struct kvs_step *st;
 
 	ck_assert_int_eq(kvs_schedule(s, &st), KV_OK);
 	ck_assert_int_eq(kvs_complete(s, tok, &st), KV_OK);
+	return st;
 }
 
 static void
 walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
-     uint32_t *cut, uint32_t *queued)
+     uint32_t *cut, uint32_t *queued, uint32_t *ended)
 {
 	kvs *a = ff_new(caching, seqs), *b = ff_new(caching, seqs);
 	uint32_t added = 0, tok[8 * KMAX], col[8], taken[KMAX];
 
 	rng = seed;
 	for (int iter = 0; iter < 4000; iter++) {
-		uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), span, k;
+		uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), span, send, k;
+		bool last;
+		const struct kvs_step *sa, *sb = NULL;
 
 		if (added < NREQ && rnd(6) == 0) {
 			uint32_t p[40], len = 4 + rnd(30), fam = rnd(3);
@@ -166,6 +169,14 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 		}
 		span = kvs_decode_span(a, KMAX);
 		ck_assert_uint_eq(span, kvs_decode_span(b, KMAX));
+		send = kvs_decode_span_end(a, KMAX, &last);
+		ck_assert_uint_eq(send, kvs_decode_span_end(b, KMAX, NULL));
+		/* a span that may end requests is the one that may not, or
+		 * one step longer: the step that ends them */
+		ck_assert(send == span || (send == span + 1 && send <= KMAX));
+		ck_assert(last == (send == span + 1));
+		if (rnd(2) == 0)
+			span = send;
 		if (span == 0) {	/* a step of both, ids by step */
 			for (uint32_t i = 0; i < 8; i++)
 				col[i] = 500 + (uint32_t)iter + i;
@@ -184,21 +195,33 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 			for (uint32_t j = 0; j < k; j++)
 				tok[i * k + j] = 2000 + rnd(20);
 		/* one step too many is refused, changing nothing */
-		if (span < KMAX) {
-			ck_assert_int_eq(kvs_decode_run(a, span + 1, NULL,
+		if (send < KMAX) {
+			ck_assert_int_eq(kvs_decode_run(a, send + 1, NULL,
 							NULL), KV_EINVAL);
 			same(a, b, "refused span");
 		}
 		ck_assert_int_eq(kvs_decode_run(a, k, tok, taken), KV_OK);
+		sa = kvs_current_step(a);
 		for (uint32_t j = 0; j < k; j++) {
 			uint32_t before = kvc_free_blocks(kvs_kv(b), 0);
 
 			for (uint32_t i = 0; i < n; i++)
 				col[i] = tok[i * k + j];
-			single(b, col);
+			if (sb != NULL)	/* only the last step ends any */
+				ck_assert_uint_eq(sb->nfinish, 0);
+			/* the blocks the step took, before its finishes */
+			ck_assert_int_eq(kvs_schedule(b, &sb), KV_OK);
 			ck_assert_uint_eq(taken[j], before -
 					  kvc_free_blocks(kvs_kv(b), 0));
+			ck_assert_int_eq(kvs_complete(b, col, &sb), KV_OK);
 		}
+		/* the last step's finishes, in the same order */
+		ck_assert_uint_eq(sa->nsched, 0);
+		ck_assert_uint_eq(sa->nfinish, sb->nfinish);
+		ck_assert((sa->nfinish > 0) == (last && k == send));
+		for (uint32_t i = 0; i < sb->nfinish; i++)
+			ck_assert_int_eq(sa->finish[i], sb->finish[i]);
+		*ended += sb->nfinish > 0;
 		same(a, b, "fast-forward");
 	}
 	ck_assert_uint_eq(added, NREQ);
@@ -208,17 +231,19 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 
 START_TEST(ff_walks)
 {
-	uint32_t spans = 0, cut = 0, queued = 0;
+	uint32_t spans = 0, cut = 0, queued = 0, ended = 0;
 
 	/* max_num_seqs 8, and 3: requests wait behind a full batch */
 	for (uint64_t seed = 1; seed <= 16; seed++)
 		walk(seed % 2 == 0, seed % 4 < 2 ? 8 : 3, seed * 7919, &spans,
-		     &cut, &queued);
+		     &cut, &queued, &ended);
 	/* the walks met spans, spans cut short by the free blocks or by a
-	 * request's end, and spans with requests waiting */
+	 * request's end, spans with requests waiting, and spans whose last
+	 * step ended requests */
 	ck_assert_uint_gt(spans, 50);
 	ck_assert_uint_gt(cut, 10);
 	ck_assert_uint_gt(queued, 10);
+	ck_assert_uint_gt(ended, 20);
 }
 END_TEST
 
@@ -234,14 +259,28 @@ START_TEST(ff_not_steady)
 	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
 	ck_assert_int_eq(kvs_decode_run(s, 1, NULL, NULL), KV_EINVAL);
 	single(s, NULL);	/* the prefill: one token out */
-	/* 5 outputs: 1 done, the span stops before the step that ends it */
+	/* 5 outputs: 1 done, the span stops before the step that ends it,
+	 * or at it */
 	ck_assert_uint_eq(kvs_decode_span(s, 8), 3);
+	ck_assert_uint_eq(kvs_decode_span_end(s, 8, NULL), 4);
+	ck_assert_int_eq(kvs_decode_run(s, 5, NULL, NULL), KV_EINVAL);
 	ck_assert_int_eq(kvs_decode_run(s, 3, NULL, NULL), KV_OK);
 	ck_assert_uint_eq(kvs_req_generated(s, r), 4);
 	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
+	ck_assert_uint_eq(kvs_decode_span_end(s, 8, NULL), 1);
 	single(s, NULL);
 	ck_assert_int_eq(kvs_req_status(s, r), KVS_FINISHED);
 	audit(s, "end");
+	/* the same request again, its last step made at once */
+	ck_assert_int_eq(kvs_add(s, p, 8, 5, 0, &r), KV_OK);
+	single(s, NULL);
+	ck_assert_int_eq(kvs_decode_run(s, 4, NULL, NULL), KV_OK);
+	ck_assert_int_eq(kvs_req_status(s, r), KVS_FINISHED);
+	ck_assert_uint_eq(kvs_req_generated(s, r), 5);
+	ck_assert_uint_eq(kvs_current_step(s)->nfinish, 1);
+	ck_assert_int_eq(kvs_current_step(s)->finish[0], r);
+	ck_assert_uint_eq(kvs_nunfinished(s), 0);
+	audit(s, "end at once");
 	kvs_free(s);
 }
 END_TEST

@@ -128,7 +128,7 @@ same(kvs *a, kvs *b, const char *when)
 }
 
 struct tally {
-	uint32_t preempted, selfhits, spans, aborts;
+	uint32_t preempted, selfhits, spans, aborts, ended;
 };
 
 static void
@@ -179,8 +179,14 @@ walk(bool caching, uint32_t seqs, uint32_t gpu, uint64_t seed,
 			}
 			continue;
 		}
-		span = kvs_decode_span(a, KMAX);
-		ck_assert_uint_eq(span, kvs_decode_span(b, KMAX));
+		/* spans whose last step may end requests, or not */
+		if (rnd(2) == 0) {
+			span = kvs_decode_span_end(a, KMAX, NULL);
+			ck_assert_uint_eq(span, kvs_decode_span_end(b, KMAX, NULL));
+		} else {
+			span = kvs_decode_span(a, KMAX);
+			ck_assert_uint_eq(span, kvs_decode_span(b, KMAX));
+		}
 		n = kvs_queue_len(a, KVS_Q_RUNNING);
 		if (span > 0 && n <= 16 && rnd(2) == 0) {
 			k = 1 + rnd(span);
@@ -189,6 +195,9 @@ walk(bool caching, uint32_t seqs, uint32_t gpu, uint64_t seed,
 			ck_assert_int_eq(kvs_decode_run(a, k, tok, ta), KV_OK);
 			ck_assert_int_eq(kvs_decode_run(b, k, tok, tb), KV_OK);
 			ck_assert(memcmp(ta, tb, k * sizeof(*ta)) == 0);
+			t->ended += kvs_current_step(a)->nfinish;
+			ck_assert_uint_eq(kvs_current_step(a)->nfinish,
+					  kvs_current_step(b)->nfinish);
 			t->spans++;
 			same(a, b, "fast-forward");
 			continue;
@@ -211,18 +220,21 @@ walk(bool caching, uint32_t seqs, uint32_t gpu, uint64_t seed,
 
 START_TEST(keyed_walks)
 {
-	struct tally t = { 0, 0, 0, 0 };
+	struct tally t = { 0, 0, 0, 0, 0 };
 
 	selfhits = 0;
 	for (uint64_t seed = 1; seed <= 12; seed++)
 		walk(seed % 3 != 0, seed % 2 ? 8 : 3, seed % 4 == 0 ? 28 : seed % 4 == 1 ? 40 : 64,
 		     seed * 104729, &t);
-	fprintf(stderr, "keyed walks: %u preempted, %u self-hits, %u spans, %u aborts\n", t.preempted, t.selfhits, t.spans, t.aborts);
+	fprintf(stderr, "keyed walks: %u preempted, %u self-hits, %u spans, "
+		"%u ended by a span, %u aborts\n", t.preempted, t.selfhits,
+		t.spans, t.ended, t.aborts);
 	/* what the walks are for happened: preemptions, requests back on
 	 * their own blocks, fast-forwarded spans, aborts */
 	ck_assert_uint_gt(t.preempted, 50);
 	ck_assert_uint_gt(t.selfhits, 20);
 	ck_assert_uint_gt(t.spans, 50);
+	ck_assert_uint_gt(t.ended, 10);
 	ck_assert_uint_gt(t.aborts, 10);
 }
 END_TEST
