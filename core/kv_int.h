@@ -108,8 +108,13 @@ struct kvc {
 	int64_t now;		/* kvc_set_time() */
 	bool final;		/* in kvc__free_final: the sequence freed is
 				 * released next, never looked up again */
-	char msg[256];
+	char msg[256];		/* KVC_MSG_LATER first: kvc__fail_room's */
+	long long room_sum;	/* kvc__fail_room's figures */
+	uint32_t room_need, room_free;
 };
+
+/* msg[0] of a message kvc_errmsg writes when it is asked for. */
+#define KVC_MSG_LATER '\001'
 
 extern const struct kvc_ops kvc__exact_ops;
 extern const struct kvc_ops kvc__v0_ops;
@@ -206,6 +211,12 @@ uint32_t kvc__v0_group(const kvc *k, int32_t s, int32_t *out, uint32_t cap);
 /* Set k->msg (printf-style) and return e.  Use for every failure. */
 kv_err kvc__fail(kvc *k, kv_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * KV_ENOSPC, with "needs <sum> blocks for <need> tokens, <nfree> free":
+ * an admission that does not fit is the scheduler's everyday answer, so
+ * the message is written only when kvc_errmsg asks for it.
+ */
+kv_err kvc__fail_room(kvc *k, long long sum, uint32_t need, uint32_t nfree);
 /* The same for a bare buffer (config checks before k exists). */
 kv_err kvc__failbuf(char *why, size_t whylen, kv_err e, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -93,6 +93,17 @@ kvc__failbuf(char *why, size_t whylen, kv_err e, const char *fmt, ...)
 }
 
 kv_err
+kvc__fail_room(kvc *k, long long sum, uint32_t need, uint32_t nfree)
+{
+	k->room_sum = sum;
+	k->room_need = need;
+	k->room_free = nfree;
+	k->msg[0] = KVC_MSG_LATER;
+	k->msg[1] = '\0';
+	return KV_ENOSPC;
+}
+
+kv_err
 kvc__fail(kvc *k, kv_err e, const char *fmt, ...)
 {
 	va_list ap;
@@ -313,6 +324,13 @@ kvc_group_name(const kvc *k, uint32_t g)
 const char *
 kvc_errmsg(const kvc *k)
 {
+	if (k->msg[0] == KVC_MSG_LATER) {	/* kvc__fail_room's, now */
+		kvc *w = (kvc *)(uintptr_t)k;
+
+		snprintf(w->msg, sizeof(w->msg), "needs %lld blocks for %u "
+			 "tokens, %u free", k->room_sum, k->room_need,
+			 k->room_free);
+	}
 	return k->msg;
 }
 

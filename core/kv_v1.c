@@ -1624,9 +1624,7 @@ v1_allocate_slots(kvc *k, int32_t s, uint32_t nnew, uint32_t hcomp,
 				 "has not computed yet: it waits a step "
 				 "(defer_same_step_state_hits)");
 	if (!p.fits)
-		return kvc__fail(k, KV_ENOSPC, "needs %lld blocks for %u "
-				 "tokens, %u free", (long long)p.sum, p.need,
-				 m->fq.n);
+		return kvc__fail_room(k, (long long)p.sum, p.need, m->fq.n);
 	if (p.eref)
 		return kvc__fail(k, KV_EREF, "the signed per-group sum (%lld) "
 				 "fits but %llu blocks are taken from %u free: "
