@@ -201,7 +201,9 @@ struct v1 {
 		uint64_t hlast, hmiss;
 		int32_t *b;
 		uint32_t *gen;
+		uint64_t nevict;	/* v1.nevict when gen[] held */
 	} memo;
+	uint64_t nevict;	/* hashes lost (v1_evict), all blocks */
 };
 
 static inline struct v1 *
@@ -833,6 +835,7 @@ v1_evict(struct v1 *m, int32_t b)
 	m->blk[b].hkey = 0;
 	m->blk[b].hgrp = 0;
 	m->blk[b].gen++;
+	m->nevict++;
 	m->blk[b].dnext = m->blk[b].dprev = -1;
 	if (m->nlost > 0 && m->lost[b] != 0) {
 		m->lost[b] = 0;
@@ -908,6 +911,14 @@ v1_hit_full(struct v1 *m, const uint64_t *h, uint32_t maxb, uint32_t mask)
 	int32_t b[KVC_MAX_GROUPS];
 	uint32_t n = 0;
 
+	if (mask == 1u) {	/* one group: its index alone */
+		int32_t *hit = m->hit[0];
+
+		while (n < maxb && (hit[n] = v1_map_get(m, 0, h[n])) >= 0)
+			n++;
+		m->nhit[0] = n;
+		return n;
+	}
 	while (n < maxb && v1_cached_block(m, h[n], mask, b)) {
 		v1_hit_set(m, mask, n, b);
 		n++;
@@ -935,10 +946,13 @@ v1_hit_memo(struct v1 *m, int32_t s, uint32_t ntok, const uint64_t *h,
 	    (mm->n == 0 || h[mm->n - 1] == mm->hlast) &&
 	    (mm->n == maxb || (h[mm->n] == mm->hmiss &&
 			       v1_map_get(m, 0, mm->hmiss) < 0))) {
-		for (n = 0; n < mm->n; n++)
+		/* no block lost its hash since they were checked: all
+		 * keep their generations */
+		for (n = mm->nevict == m->nevict ? mm->n : 0; n < mm->n; n++)
 			if (m->blk[mm->b[n]].gen != mm->gen[n])
 				break;
 		if (n == mm->n) {
+			mm->nevict = m->nevict;
 			if (n > 0)
 				memcpy(m->hit[0], mm->b, n * sizeof(*mm->b));
 			v1_hit_len(m, 1u, n);
@@ -963,6 +977,7 @@ v1_hit_memo(struct v1 *m, int32_t s, uint32_t ntok, const uint64_t *h,
 		mm->b[i] = m->hit[0][i];
 		mm->gen[i] = m->blk[mm->b[i]].gen;
 	}
+	mm->nevict = m->nevict;
 	mm->s = s;
 	mm->ntok = ntok;
 	mm->n = n;
