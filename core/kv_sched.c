@@ -85,6 +85,20 @@ kvs__grow(void **p, uint32_t *cap, uint32_t n, size_t sz)
 	return KV_OK;
 }
 
+/* Room for n entries in queue u, its entries moved back to the
+ * allocation's start first. */
+static kv_err
+kvs__qgrow(struct kvs_qu *u, uint32_t n)
+{
+	if (u->off > 0 && n > u->cap) {
+		memmove(u->a - u->off, u->a, u->n * sizeof(*u->a));
+		u->a -= u->off;
+		u->cap += u->off;
+		u->off = 0;
+	}
+	return kvs__grow((void **)&u->a, &u->cap, n, sizeof(*u->a));
+}
+
 kvs *
 kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
 	       const struct kvc_config *kc, kv_err *err, char *why,
@@ -178,7 +192,7 @@ kvs_free(kvs *s)
 	free(s->rq);
 	free(s->rqx);
 	for (int i = 0; i < 3; i++) {
-		free(s->q[i].a);
+		free(s->q[i].a - s->q[i].off);
 		free(s->pairs[i]);
 	}
 	free(s->sched);
@@ -273,9 +287,8 @@ kvs__add(kvs *s, const uint32_t *tok, uint64_t key, size_t ntok,
 				      s->nrq + 1, sizeof(*s->crq)) != KV_OK) ||
 	    (s->rqx != NULL && kvs__grow((void **)&s->rqx, &s->caprqx,
 				      s->nrq + 1, sizeof(*s->rqx)) != KV_OK) ||
-	    kvs__grow((void **)&s->q[KVS_Q_WAITING].a,
-		      &s->q[KVS_Q_WAITING].cap, s->q[KVS_Q_WAITING].n + 1,
-		      sizeof(kvs_req)) != KV_OK)
+	    kvs__qgrow(&s->q[KVS_Q_WAITING], s->q[KVS_Q_WAITING].n + 1) !=
+	    KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	if (ntok >= kc->max_model_len && kc->mode != KVC_VLLM_V0) {
 		/* refused at input processing: never queued */
@@ -420,8 +433,7 @@ kvs_queue_insert(kvs *s, kvs_queue q, uint32_t i, kvs_req r)
 	if ((unsigned)q >= 3 || !kvs__valid(s, r) || i > s->q[q].n)
 		return kvs__fail(s, KV_EINVAL, "queue insert out of range");
 	u = &s->q[q];
-	if (kvs__grow((void **)&u->a, &u->cap, u->n + 1, sizeof(kvs_req)) !=
-	    KV_OK)
+	if (kvs__qgrow(u, u->n + 1) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	memmove(u->a + i + 1, u->a + i, (u->n - i) * sizeof(kvs_req));
 	u->a[i] = r;
@@ -432,9 +444,7 @@ kvs_queue_insert(kvs *s, kvs_queue q, uint32_t i, kvs_req r)
 kv_err
 kvs__qreserve(kvs *s, kvs_queue q, uint32_t n)
 {
-	struct kvs_qu *u = &s->q[q];
-
-	if (kvs__grow((void **)&u->a, &u->cap, n, sizeof(kvs_req)) != KV_OK)
+	if (kvs__qgrow(&s->q[q], n) != KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	return KV_OK;
 }
@@ -449,7 +459,14 @@ kvs_queue_remove(kvs *s, kvs_queue q, uint32_t i)
 		return -1;
 	u = &s->q[q];
 	r = u->a[i];
-	memmove(u->a + i, u->a + i + 1, (u->n - i - 1) * sizeof(kvs_req));
+	if (i == 0 && u->n > 1) {	/* the head: the rest stays */
+		u->a++;
+		u->off++;
+		u->cap--;
+	} else {
+		memmove(u->a + i, u->a + i + 1,
+			(u->n - i - 1) * sizeof(kvs_req));
+	}
 	u->n--;
 	return r;
 }

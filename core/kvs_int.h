@@ -40,9 +40,12 @@ struct kvs_rqx {
 #define KVS__C_FAILED 2u
 #define KVS__C_HELD 4u
 
+/* A queue: a[0..n) in order, room for cap from a; the head's removals
+ * move a forward (off entries past the allocation's start), so taking
+ * the head of a long waiting queue moves nothing (kvs__qgrow). */
 struct kvs_qu {
 	kvs_req *a;
-	uint32_t n, cap;
+	uint32_t n, cap, off;
 };
 
 struct kvs {
