@@ -77,7 +77,6 @@ static uint32_t
 ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
 {
 	uint32_t first = UINT32_MAX;	/* the first step that ends one */
-
 	uint32_t mml, n, lo, hi;
 	uint64_t free;
 

@@ -68,15 +68,15 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
 }
 
 /*
- * The steps from now that end by until, at most kmax, the last of them
- * (step kmax - 1) by last: their durations as replica_begin returns them,
+ * The steps from now that end by until, at most kmax, step kmax - 1 by
+ * until_last: their durations as replica_begin returns them,
  * in fft[]; the async pipeline's state left as after the last of them.
  * rp->seq holds the first step's batch; each step adds a token of context
  * to every entry.
  */
 static uint32_t
-ff_time(replica *rp, int64_t now, int64_t until, int64_t last, uint32_t n,
-	uint32_t kmax)
+ff_time(replica *rp, int64_t now, int64_t until, int64_t until_last,
+	uint32_t n, uint32_t kmax)
 {
 	struct kvs_step st;
 	struct cost_decode_memo memo = { .cm = NULL };	/* n's terms */
@@ -120,7 +120,8 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t last, uint32_t n,
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
 		/* it ends past the horizon */
-		if (dt > (j + 1 == kmax && last < until ? last : until) - t) {
+		if (dt > (j + 1 == kmax && until_last < until ? until_last :
+			  until) - t) {
 			rp->piped = piped;
 			rp->pipe_t = pipe_t;
 			rp->next_s = next_s;
@@ -204,9 +205,8 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	uint32_t n, kmax, kn;
 	uint64_t slots = 0, ntok = 0, used = 0, free0;
 	int64_t t, w;
+	bool last = false;	/* the span's last step ends requests */
 	kv_err e;
-
-	bool last = false;
 
 	*t_end = now;
 	*nsteps = 0;
