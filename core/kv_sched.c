@@ -192,7 +192,8 @@ kvs_free(kvs *s)
 	free(s->rq);
 	free(s->rqx);
 	for (int i = 0; i < 3; i++) {
-		free(s->q[i].a - s->q[i].off);
+		if (s->q[i].a != NULL)	/* its allocation's start */
+			free(s->q[i].a - s->q[i].off);
 		free(s->pairs[i]);
 	}
 	free(s->sched);
