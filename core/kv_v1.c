@@ -1072,10 +1072,7 @@ v1_hit_clear(const kvc *k)
 static inline bool
 v1_lazy_on(const kvc *k, const struct kvc_seq *q)
 {
-	const struct v1 *m = v1_of(k);
-
-	(void)k;
-	return q->key != 0 && m->lazyok;
+	return q->key != 0 && v1_of(k)->lazyok;
 }
 
 /* s is freed: remember its V1_LAZY blocks (table order is cache order). */
@@ -1465,8 +1462,7 @@ kvc__v1_quiet(const kvc *k, int32_t s)
 	 * kvc__v1_quiet_steps: only a fresh block is work */
 	if (m->caching && !v1_lazy_on(k, q)) {
 		const struct v1_sx *x = &m->sx[s];
-		uint64_t h = x->nh < x->ncached[0] && !v1_lazy_on(k, q) ?
-		    x->nh : x->ncached[0];
+		uint64_t h = x->nh < x->ncached[0] ? x->nh : x->ncached[0];
 		uint64_t end = (h + 1) * bs;
 
 		if (end <= t)

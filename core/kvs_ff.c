@@ -71,15 +71,18 @@ ff_engine(const kvs *s)
 	       (uint64_t)n == (uint64_t)c->max_num_batched_tokens;
 }
 
-/* kvs_decode_span, and with `ends` kvs_decode_span_end; *last: whether
- * the last step counted ends requests. */
+/* kvs_decode_span, and with `ends` kvs_decode_span_end; *last (NULL:
+ * not wanted): whether the last step counted ends requests. */
 static uint32_t
 ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
 {
 	uint32_t first = UINT32_MAX;	/* the first step that ends one */
 	uint32_t mml, n, lo, hi;
 	uint64_t free;
+	bool none;
 
+	if (last == NULL)
+		last = &none;
 	*last = false;
 	if (s == NULL || kmax == 0 || !ff_engine(s))
 		return 0;
@@ -138,17 +141,13 @@ ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
 uint32_t
 kvs_decode_span(const kvs *s, uint32_t kmax)
 {
-	bool last;
-
-	return ff_span(s, kmax, false, &last);
+	return ff_span(s, kmax, false, NULL);
 }
 
 uint32_t
 kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last)
 {
-	bool l;
-
-	return ff_span(s, kmax, true, last != NULL ? last : &l);
+	return ff_span(s, kmax, true, last);
 }
 
 /*
@@ -231,13 +230,12 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 {
 	uint32_t n;
 	uint32_t *deft = NULL;
-	bool last;
 	kv_err e = KV_OK;
 
 	s->msg[0] = '\0';
 	if (k == 0)
 		return KV_OK;
-	if (ff_span(s, k, true, &last) < k)
+	if (ff_span(s, k, true, NULL) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
 	n = kvs__qlen(s, KVS_Q_RUNNING);

@@ -1544,6 +1544,19 @@ replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	return KV_OK;
 }
 
+kv_err
+replica__finish_step(replica *rp, const struct kvs_step *st, int64_t now,
+		     rpt *rep, char *why, size_t whylen)
+{
+	kv_err e;
+
+	for (uint32_t i = 0; i < st->nfinish; i++)
+		if ((e = replica__finish(rp, st->finish[i], now, rep, why,
+					 whylen)) != KV_OK)
+			return e;
+	return KV_OK;
+}
+
 /* A request the scheduler dropped without running it (vLLM v0's
  * FINISHED_IGNORED): counted with the rejected ones, no row. */
 static void
@@ -1684,10 +1697,9 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		return KV_ESTATE;
 	if ((e = note_tokens(rp, now, rep, why, whylen)) != KV_OK)
 		return e;
-	for (uint32_t i = 0; i < st->nfinish; i++)
-		if ((e = replica__finish(rp, st->finish[i], now, rep, why,
-					 whylen)) != KV_OK)
-			return e;
+	if ((e = replica__finish_step(rp, st, now, rep, why, whylen)) !=
+	    KV_OK)
+		return e;
 	for (uint32_t i = 0; i < st->nignored; i++)
 		ignored(rp, st->ignored[i]);
 	/* requests whose client left during the step, unfinished at its

@@ -309,11 +309,9 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 				    (uint32_t)kvc_seq_computed(k,
 				    kvs_req_seq(rp->s, rp->sreq[i]));
 			/* then the finishes, and the usage after them */
-			for (uint32_t i = 0; i < st->nfinish; i++)
-				if ((e = replica__finish(rp, st->finish[i], t,
-							 rep, why, whylen)) !=
-				    KV_OK)
-					return e;
+			if ((e = replica__finish_step(rp, st, t, rep, why,
+						      whylen)) != KV_OK)
+				return e;
 			if (st->nfinish > 0)
 				free = kvc_free_blocks(k, 0);
 		}

@@ -180,6 +180,9 @@ int64_t replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu);
  * of the step that finished it, at now). */
 kv_err replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
 		       char *why, size_t whylen);
+/* replica__finish of each request step st finished, in its order. */
+kv_err replica__finish_step(replica *rp, const struct kvs_step *st,
+			    int64_t now, rpt *rep, char *why, size_t whylen);
 void replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now,
 		   rpt *rep);
 kv_err replica__note_tokens(replica *rp, const kvs_req *req, uint32_t n,

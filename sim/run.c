@@ -872,13 +872,13 @@ ff_horizon(const sim_run *R, uint32_t i, int64_t *end)
 
 	for (size_t j = 0; j < R->q.n; j++) {
 		const struct sim_ev *ev = &R->q.h[j];
-		bool other = ev->kind == SIM_EV_STEP_DONE ||
-			     ev->kind == SIM_EV_WAKE;
+		bool step = ev->kind == SIM_EV_STEP_DONE ||
+			    ev->kind == SIM_EV_WAKE;
 
 		if (!(ev->kind == SIM_EV_WAKE && ev->arg == i) &&
 		    ev->t - 1 < e)
 			e = ev->t - 1;
-		if (!R->c.on && other)
+		if (!R->c.on && step)
 			continue;
 		if (ev->t - 1 < h)
 			h = ev->t - 1;
