@@ -131,6 +131,11 @@ kv_hmap_copy(struct kv_hmap *dst, const struct kv_hmap *src)
 int32_t *
 kv_hmap_find(const struct kv_hmap *m, uint64_t key)
 {
+	/* an empty index (keyed prompts cache lazily, docs/fastforward.md)
+	 * answers without touching a slot: a probe is a cache miss in a
+	 * large pool's table */
+	if (m->n == 0)
+		return NULL;
 	for (uint32_t i = kv_hmap_slot(m, key);; i = (i + 1) & m->mask) {
 		if (m->e[i].key == key)
 			return &m->e[i].val;

@@ -205,6 +205,7 @@ kvs_free(kvs *s)
 	free(s->held);
 	free(s->cto);
 	free(s->ff);
+	free(s->ffq);
 	free(s->crq);
 	free(s);
 }

@@ -221,6 +221,46 @@ ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 }
 
 /*
+ * The events due, a binary min-heap of (step << 32 | i): the single steps'
+ * order is step by step, each in running order, so the least key is the
+ * next allocator call.  A step without one costs nothing; before, each
+ * step looked at every request.
+ */
+static void
+ffq_push(uint64_t *h, uint32_t *n, uint64_t key)
+{
+	uint32_t c = (*n)++;
+
+	while (c > 0 && h[(c - 1) / 2] > key) {
+		h[c] = h[(c - 1) / 2];
+		c = (c - 1) / 2;
+	}
+	h[c] = key;
+}
+
+static void
+ffq_pop(uint64_t *h, uint32_t *n)
+{
+	uint64_t key = h[--*n];
+	uint32_t c = 0, m = *n;
+
+	for (;;) {
+		uint32_t l = 2 * c + 1;
+
+		if (l >= m)
+			break;
+		if (l + 1 < m && h[l + 1] < h[l])
+			l++;
+		if (h[l] >= key)
+			break;
+		h[c] = h[l];
+		c = l;
+	}
+	if (m > 0)
+		h[c] = key;
+}
+
+/*
  * The steps in the single steps' order, but each request's no-op steps
  * (kvc__v1_quiet) in one call: per step, only the requests whose
  * allocation has work in it, in running order.
@@ -228,7 +268,7 @@ ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 kv_err
 kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 {
-	uint32_t n;
+	uint32_t n, nq;
 	uint32_t *deft = NULL;
 	kv_err e = KV_OK;
 
@@ -240,6 +280,8 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 				 "decode steps", k);
 	n = kvs__qlen(s, KVS_Q_RUNNING);
 	if (kvs__grow((void **)&s->ff, &s->capff, 2 * n, sizeof(*s->ff)) !=
+	    KV_OK ||
+	    kvs__grow((void **)&s->ffq, &s->capffq, n, sizeof(*s->ffq)) !=
 	    KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	if (tok == NULL) {	/* kvs_complete's ids: 1000000 + T */
@@ -254,18 +296,27 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 		}
 		tok = deft;
 	}
+	nq = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		s->ff[i] = 0;
 		s->ff[n + i] = kvc__v1_quiet(s->k,
 		    kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq);
+		if (s->ff[n + i] < k)
+			ffq_push(s->ffq, &nq, (uint64_t)s->ff[n + i] << 32 | i);
 	}
 	for (uint32_t j = 0; j < k && e == KV_OK; j++) {
 		uint32_t before = kvc_free_blocks(s->k, 0);
 
 		s->step.number++;
-		for (uint32_t i = 0; i < n && e == KV_OK; i++)
-			if (s->ff[n + i] == j)
-				e = ff_event(s, i, j, k, tok);
+		while (nq > 0 && s->ffq[0] >> 32 == j && e == KV_OK) {
+			uint32_t i = (uint32_t)s->ffq[0];
+
+			ffq_pop(s->ffq, &nq);
+			if ((e = ff_event(s, i, j, k, tok)) == KV_OK &&
+			    s->ff[n + i] < k)
+				ffq_push(s->ffq, &nq,
+					 (uint64_t)s->ff[n + i] << 32 | i);
+		}
 		if (taken != NULL)
 			taken[j] = before - kvc_free_blocks(s->k, 0);
 	}

@@ -83,6 +83,8 @@ struct kvs {
 	uint32_t capcto;
 	uint32_t *ff;		/* kvs_decode_run: steps made, next event */
 	uint32_t capff;
+	uint64_t *ffq;		/* kvs_decode_run: events due, (step, i) */
+	uint32_t capffq;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];
 	char msg[256];

@@ -5,6 +5,7 @@
 # PNG/SVG images and index.html; gnuplot runs when it is on PATH).
 noinst_LTLIBRARIES += %reldir%/librpt.la
 %canon_reldir%_librpt_la_SOURCES = %reldir%/rpt.c %reldir%/rpt.h \
+	%reldir%/rpt_sort.c \
 	%reldir%/rpt_int.h \
 	%reldir%/capacity.c %reldir%/capacity.h \
 	%reldir%/sweep.c %reldir%/sweep.h \

@@ -13,7 +13,6 @@
 #include "reports/rpt.h"
 #include "reports/rpt_int.h"
 
-#include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <inttypes.h>
 #include <math.h>
@@ -536,7 +535,7 @@ rpt__vec_quantile(struct rpt_vec *v, double p)
 	if (v->n == 0)
 		return 0.0;
 	if (!v->sorted) {
-		gsl_sort(v->v, 1, v->n);
+		rpt__sort(v->v, v->n);
 		v->sorted = true;
 	}
 	return gsl_stats_quantile_from_sorted_data(v->v, 1, v->n, p);

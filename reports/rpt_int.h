@@ -72,6 +72,9 @@ struct rpt {
 int rpt__vec_push(struct rpt_vec *v, double x);
 /* The p-quantile of v, linear between order statistics (sorts v). */
 double rpt__vec_quantile(struct rpt_vec *v, double p);
+/* Sort v[0..n), finite numbers, ascending in place (rpt_sort.c): the
+ * order gsl_sort gives. */
+void rpt__sort(double *v, size_t n);
 int rpt__add_failed(rpt *r, const struct rpt_req *q);
 char *rpt__put_client(const rpt *r, const struct rpt_req *q, bool ok,
 		      char *p);

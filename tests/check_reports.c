@@ -213,6 +213,68 @@ START_TEST(test_quantiles_match_gsl)
 }
 END_TEST
 
+/*
+ * rpt__sort against gsl_sort, bit for bit: sizes around the insertion
+ * cut-off and the byte buckets, samples that share their leading bytes
+ * (whole ns as seconds), duplicates, negatives, and spans of exponents.
+ */
+START_TEST(test_sort_matches_gsl)
+{
+	static const size_t ns[] = { 0, 1, 2, 47, 48, 49, 255, 256, 257,
+				     5000, 100003 };
+	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
+	size_t cap = 100003;
+	double *a = malloc(cap * sizeof(*a)), *b = malloc(cap * sizeof(*b));
+	int sorted = 0;
+
+	gsl_rng_set(g, 7);
+	for (int kind = 0; kind < 5; kind++)
+		for (size_t z = 0; z < sizeof(ns) / sizeof(ns[0]); z++) {
+			size_t n = ns[z];
+
+			for (size_t i = 0; i < n; i++) {
+				double u = gsl_rng_uniform(g);
+
+				switch (kind) {
+				case 0:	/* TTFT-like: whole ns, log-spread */
+					a[i] = (double)(int64_t)(exp(u * 12) *
+								 1e4) / 1e9;
+					break;
+				case 1:	/* few distinct values */
+					a[i] = (double)gsl_rng_uniform_int(g,
+									   7);
+					break;
+				case 2:	/* signs and exponents all over */
+					a[i] = (u - 0.5) * pow(10.0,
+					    (double)gsl_rng_uniform_int(g,
+									 40) -
+					    20.0);
+					break;
+				case 3:	/* one value */
+					a[i] = 0.125;
+					break;
+				default: /* close neighbours: one ulp apart */
+					a[i] = nextafter(1.0, 2.0 + u) +
+					       (double)gsl_rng_uniform_int(g,
+									   3) *
+						   0x1p-52;
+					break;
+				}
+				b[i] = a[i];
+			}
+			rpt__sort(a, n);
+			gsl_sort(b, 1, n);
+			ck_assert_msg(n == 0 || memcmp(a, b, n * sizeof(*a)) == 0,
+				      "kind %d, n %zu: order differs", kind, n);
+			sorted += n > 1;
+		}
+	ck_assert_int_eq(sorted, 5 * 9);
+	free(a);
+	free(b);
+	gsl_rng_free(g);
+}
+END_TEST
+
 START_TEST(test_itl_histogram_bound)
 {
 	gsl_rng *g = gsl_rng_alloc(gsl_rng_mt19937);
@@ -525,6 +587,7 @@ suite(void)
 	tcase_add_test(tc, test_quantiles_known);
 	tcase_add_loop_test(tc, test_request_row, 0, 6);
 	tcase_add_test(tc, test_quantiles_match_gsl);
+	tcase_add_test(tc, test_sort_matches_gsl);
 	tcase_add_test(tc, test_itl_histogram_bound);
 	tcase_add_test(tc, test_goodput);
 	tcase_add_test(tc, test_check_holds);
