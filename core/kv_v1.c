@@ -855,6 +855,28 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 {
 	int32_t *id = t->id + t->n;
 
+	if (m->onegroup && m->map[0].n == 0 && m->nlost == 0) {
+		/* nothing indexed (keyed prompts cache lazily): a block's
+		 * hash, if any, is a lazy one, and dropping it touches
+		 * nothing but the block, so pop and evict in one pass */
+		for (uint32_t i = 0; i < n; i++) {
+			struct v1_blk *bk;
+
+			id[i] = v1q_pop(m);
+			bk = &m->blk[id[i]];
+			t->aux[t->n + i] = 0;
+			if (bk->hkey != 0) {	/* v1_evict's lazy case */
+				bk->hkey = 0;
+				bk->hgrp = 0;
+				bk->gen++;
+				m->nevict++;
+				bk->dnext = bk->dprev = -1;
+			}
+			bk->ref = 1;
+		}
+		t->n += n;
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		id[i] = v1q_pop(m);
 		kv_prefetch(&m->blk[id[i]]);
@@ -2121,10 +2143,33 @@ v1_free_seq(kvc *k, int32_t s)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		struct kvc_tab *t = &q->tab[g];
+		uint32_t i = t->n;
 
-		for (uint32_t i = t->n; i-- > 0;)
-			if (t->id[i] != KVC_NULL)
-				v1_unref(m, t->id[i]);
+		/* v1_unref of each, tail first; while the queue has room
+		 * for them all, its appends in locals (no squeeze due) */
+		if (m->fq.used + (uint64_t)t->n <= (uint64_t)m->fq.mask + 1) {
+			struct v1_fifo *f = &m->fq;
+			uint32_t at = f->head + f->used, n0 = f->used;
+
+			for (; i-- > 0;) {
+				int32_t b = t->id[i];
+				struct v1_blk *bk;
+
+				if (b <= V1_NULL || (bk = &m->blk[b])->ref == 0)
+					continue;
+				if (--bk->ref == 0 && bk->qslot < 0) {
+					f->ring[at & f->mask] = b;
+					bk->qslot = (int32_t)(at & f->mask);
+					at++;
+				}
+			}
+			f->used = at - f->head;
+			f->n += f->used - n0;
+		} else {
+			for (; i-- > 0;)
+				if (t->id[i] != KVC_NULL)
+					v1_unref(m, t->id[i]);
+		}
 		t->n = 0;
 	}
 	if ((uint32_t)s < m->capsx)

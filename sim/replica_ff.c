@@ -195,6 +195,39 @@ ff_tokens_end(replica *rp, uint32_t k, uint32_t n, int64_t t, int64_t w)
 	}
 }
 
+/*
+ * replica__usage_free inside a span, one group (ff_covered): at the start
+ * of step j > 0, the step before ended now (usage_t), so its area term is
+ * dt = 0 and adds +0.0, which leaves the non-negative sums as they are:
+ * only the levels move, and only when the step took blocks.
+ */
+static void
+ff_usage_level(replica *rp, uint64_t free)
+{
+	uint64_t nb = rp->st.group_blocks[0];
+	double u = rp->blocks_total ? (double)(rp->blocks_total - free) /
+				      (double)rp->blocks_total : 0.0;
+	double gu = nb ? (double)(nb - free) / (double)nb : 0.0;
+
+	rp->st.usage_now = u;
+	if (u > rp->st.usage_max)
+		rp->st.usage_max = u;
+	rp->st.group_now[0] = gu;
+	if (gu > rp->st.group_max[0])
+		rp->st.group_max[0] = gu;
+}
+
+/* At its end t, a step's dt of the levels (the tokens free no block). */
+static void
+ff_usage_area(replica *rp, int64_t t, int64_t dt)
+{
+	double d = dt > 0 ? (double)dt : 0;
+
+	rp->st.usage_area += rp->st.usage_now * d;
+	rp->st.group_area[0] += rp->st.group_now[0] * d;
+	rp->st.usage_t = t;
+}
+
 kv_err
 replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	   rpt *rep, int64_t *t_end, uint64_t *nsteps, bool *ended, char *why,
@@ -295,7 +328,11 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 			rp->st.frag_steps++;
 		}
 		rp->st.steps++;
-		replica__usage_free(rp, t, &free);
+		if (j == 0)
+			replica__usage_free(rp, t, &free);
+		else if (rp->fftaken[j] != 0)
+			ff_usage_level(rp, free);
+		/* else: the levels of the step before */
 		t += dt;
 		/* replica_end: a token each, in running order */
 		ff_tokens(rp, j, n, t, w, rep);
@@ -314,8 +351,10 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 				return e;
 			if (st->nfinish > 0)
 				free = kvc_free_blocks(k, 0);
+			replica__usage_free(rp, t, &free);
+		} else {
+			ff_usage_area(rp, t, dt);
 		}
-		replica__usage_free(rp, t, &free);
 	}
 	*t_end = t;
 	*nsteps = kn;
