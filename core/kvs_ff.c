@@ -13,6 +13,8 @@
  * the prefix cache's evictions and the blocks it indexes are those of the
  * single steps, without the scheduler's per-step work, then the last
  * step's finishes in running order, as kvs_complete makes them.
+ * kvs_decode_plan does both in one call: the search, a caller's choice of
+ * length (and tokens) from what it found, and the run, not searched again.
  */
 #include "core/kvs_int.h"
 
@@ -72,9 +74,12 @@ ff_engine(const kvs *s)
 }
 
 /* kvs_decode_span, and with `ends` kvs_decode_span_end; *last (NULL:
- * not wanted): whether the last step counted ends requests. */
+ * not wanted): whether the last step counted ends requests; out (NULL:
+ * not wanted, else room for the running queue): the running requests
+ * (kvs_decode_plan). */
 static uint32_t
-ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
+ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last,
+	struct kvs_running *out)
 {
 	uint32_t first = UINT32_MAX;	/* the first step that ends one */
 	uint32_t mml, n, lo, hi;
@@ -108,6 +113,14 @@ ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
 		 * may be the last, else the step before */
 		if (r->generated >= r->max_output || q->ntok >= mml)
 			return 0;
+		if (out != NULL) {
+			out[i].req = h;
+			out[i].seq = r->seq;
+			out[i].computed = q->ncomp;
+			out[i].tokens = q->ntok;
+			out[i].blocks = q->tab[0].n;
+			out[i].generated = r->generated;
+		}
 		left = r->max_output - r->generated - 1u;
 		if (mml - q->ntok - 1u < left)
 			left = mml - q->ntok - 1u;
@@ -141,13 +154,13 @@ ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last)
 uint32_t
 kvs_decode_span(const kvs *s, uint32_t kmax)
 {
-	return ff_span(s, kmax, false, NULL);
+	return ff_span(s, kmax, false, NULL, NULL);
 }
 
 uint32_t
 kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last)
 {
-	return ff_span(s, kmax, true, last);
+	return ff_span(s, kmax, true, last, NULL);
 }
 
 /*
@@ -265,19 +278,13 @@ ffq_pop(uint64_t *h, uint32_t *n)
  * (kvc__v1_quiet) in one call: per step, only the requests whose
  * allocation has work in it, in running order.
  */
-kv_err
-kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
+static kv_err
+ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 {
 	uint32_t n, nq;
 	uint32_t *deft = NULL;
 	kv_err e = KV_OK;
 
-	s->msg[0] = '\0';
-	if (k == 0)
-		return KV_OK;
-	if (ff_span(s, k, true, NULL) < k)
-		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
-				 "decode steps", k);
 	n = kvs__qlen(s, KVS_Q_RUNNING);
 	if (kvs__grow((void **)&s->ff, &s->capff, 2 * n, sizeof(*s->ff)) !=
 	    KV_OK ||
@@ -338,4 +345,45 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	s->step.batch_tokens = 0;
 	kvs__publish(s);
 	return KV_OK;
+}
+
+kv_err
+kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
+{
+	s->msg[0] = '\0';
+	if (k == 0)
+		return KV_OK;
+	if (ff_span(s, k, true, NULL, NULL) < k)
+		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
+				 "decode steps", k);
+	return ff_run(s, k, tok, taken);
+}
+
+kv_err
+kvs_decode_plan(kvs *s, uint32_t kmax, bool ends, kvs_decode_planner plan,
+		void *arg, uint32_t *made)
+{
+	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING), k, kk;
+	const uint32_t *tok = NULL;
+	uint32_t *taken = NULL;
+	bool last;
+	kv_err e;
+
+	s->msg[0] = '\0';
+	*made = 0;
+	if (plan == NULL)
+		return kvs__fail(s, KV_EINVAL, "a decode plan needs a planner");
+	if (kvs__grow((void **)&s->ffr, &s->capffr, n, sizeof(*s->ffr)) !=
+	    KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if ((k = ff_span(s, kmax, ends, &last, s->ffr)) == 0)
+		return KV_OK;
+	if ((kk = plan(arg, s->ffr, n, k, last, &tok, &taken)) == 0)
+		return KV_OK;
+	if (kk > k)
+		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
+				 "%u are steady", kk, k);
+	if ((e = ff_run(s, kk, tok, taken)) == KV_OK)
+		*made = kk;
+	return e;
 }

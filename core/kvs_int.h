@@ -85,6 +85,8 @@ struct kvs {
 	uint32_t capff;
 	uint64_t *ffq;		/* kvs_decode_run: events due, (step, i) */
 	uint32_t capffq;
+	struct kvs_running *ffr;	/* kvs_decode_plan's requests */
+	uint32_t capffr;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];
 	char msg[256];

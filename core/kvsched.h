@@ -306,6 +306,35 @@ kv_err kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok,
 		      uint32_t *taken);
 
 /*
+ * kvs_decode_plan: the span search and the run in one call, for a caller
+ * that picks the length from what the search found (a simulator's clock)
+ * and makes the tokens then.  With k > 0 steady steps ahead
+ * (kvs_decode_span_end's k and *last when `ends`, kvs_decode_span's
+ * without), plan(arg, r, n, k, last, &tok, &taken) is told them and the
+ * running requests as they stand, r[0..n) in running order.  It returns
+ * how many of those steps to make, k at most (0: none), with their tokens
+ * and blocks-taken buffers as kvs_decode_run takes them (sized for its
+ * answer; either may be NULL).  plan must not change s or its allocator:
+ * the run is not searched again.  *made: the steps made (0 when the next
+ * step is not steady, or plan said 0).  KV_EINVAL, nothing done, when
+ * plan asks for more than k.
+ */
+struct kvs_running {
+	kvs_req req;
+	int32_t seq;		/* its kvc sequence */
+	uint32_t computed;	/* C, kvc_seq_computed */
+	uint32_t tokens;	/* T = C + 1, kvc_seq_len */
+	uint32_t blocks;	/* its group-0 table, kvc_table */
+	uint32_t generated;	/* kvs_req_generated */
+};
+typedef uint32_t (*kvs_decode_planner)(void *arg,
+				       const struct kvs_running *r,
+				       uint32_t n, uint32_t k, bool last,
+				       const uint32_t **tok, uint32_t **taken);
+kv_err kvs_decode_plan(kvs *s, uint32_t kmax, bool ends,
+		       kvs_decode_planner plan, void *arg, uint32_t *made);
+
+/*
  * Parallel sampling as vLLM v0 up to 0.6.3 runs it (docs/scheduler.md
  * R110-R119): r is one group of n sequences.  Its prompt is prefilled
  * once; when the prompt's first token is sampled, n - 1 children are

@@ -228,6 +228,72 @@ ff_usage_area(replica *rp, int64_t t, int64_t dt)
 	rp->st.usage_t = t;
 }
 
+/* What replica_ff's planner (ff_plan) is told and finds. */
+struct ff_plan {
+	replica *rp;
+	int64_t now, until, until_end;
+	uint64_t slots, ntok;	/* the first step's, as note_step takes them */
+	uint64_t free0;		/* free blocks before the run */
+	kv_err err;		/* KV_ENOMEM: no room for the span */
+};
+
+/*
+ * kvs_decode_plan's planner: the batch of the first step, as note_sched
+ * makes it, from the running requests r[]; the steps that end by the
+ * horizon (ff_time); their tokens.  0 (nothing made) when a request is
+ * one the span does not cover.
+ */
+static uint32_t
+ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
+	bool last, const uint32_t **tok, uint32_t **taken)
+{
+	struct ff_plan *x = arg;
+	replica *rp = x->rp;
+	uint32_t kn;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rq *q = rp->byreq[r[i].req];
+
+		/* a request recomputing positions it had (high > C) is
+		 * counted step by step */
+		if (q == NULL || q->gen == 0 || q->nsamp > 1 ||
+		    q->high > r[i].computed || q->gen != r[i].generated)
+			return 0;
+		x->slots += (uint64_t)r[i].blocks * rp->block_size;
+		x->ntok += r[i].tokens;
+		rp->sreq[i] = r[i].req;
+		rp->seq[i].q = 1;
+		rp->seq[i].ctx = r[i].computed;
+	}
+	if (ff_room(rp, n, kmax) != KV_OK) {
+		x->err = KV_ENOMEM;
+		return 0;
+	}
+	if ((kn = ff_time(rp, x->now, x->until, last ? x->until_end : x->until,
+			  n, kmax)) == 0)
+		return 0;
+	/* note_sched's high after the kn steps: every position computed
+	 * (C + kn; C <= high, so it only grows) */
+	for (uint32_t i = 0; i < n; i++)
+		rp->byreq[r[i].req]->high = r[i].computed + kn;
+	/* the scheduler's k steps; token j of request i is its output
+	 * token number gen + j (replica__complete's); a keyed request's
+	 * ids are not kept, so its row is left as it is */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rq *q = rp->byreq[rp->sreq[i]];
+
+		if (q->keyed)
+			continue;
+		for (uint32_t j = 0; j < kn; j++)
+			rp->fftok[(size_t)i * kn + j] =
+			    wl_token(q->out_key, q->gen + j, rp->vocab);
+	}
+	x->free0 = kvc_free_blocks(kvs_kv(rp->s), 0);
+	*tok = rp->fftok;
+	*taken = rp->fftaken;
+	return kn;
+}
+
 kv_err
 replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	   rpt *rep, int64_t *t_end, uint64_t *nsteps, bool *ended, char *why,
@@ -235,10 +301,10 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 {
 	const kvc *k = kvs_kv(rp->s);
 	const struct kvs_step *st;
+	struct ff_plan x;
 	uint32_t n, kmax, kn;
-	uint64_t slots = 0, ntok = 0, used = 0, free0;
+	uint64_t slots, ntok, used = 0, free0;
 	int64_t t, w;
-	bool last = false;	/* the span's last step ends requests */
 	kv_err e;
 
 	*t_end = now;
@@ -252,56 +318,26 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
 						   FF_MAX_STEPS;
 	/* a step that ends requests only when it can end by until_end */
-	kmax = until_end > now ? kvs_decode_span_end(rp->s, kmax, &last) :
-				 kvs_decode_span(rp->s, kmax);
-	if (kmax == 0)
-		return KV_OK;
-	/* the batch of the first step, as note_sched makes it */
-	for (uint32_t i = 0; i < n; i++) {
-		kvs_req h = kvs_queue_at(rp->s, KVS_Q_RUNNING, i);
-		int32_t seq = kvs_req_seq(rp->s, h);
-		const struct rq *q = rp->byreq[h];
-		uint64_t c = kvc_seq_computed(k, seq);
-		size_t nb = 0;
-
-		/* a request recomputing positions it had (high > C) is
-		 * counted step by step */
-		if (q == NULL || q->gen == 0 || q->nsamp > 1 || q->high > c ||
-		    q->gen != kvs_req_generated(rp->s, h))
-			return KV_OK;
-		(void)kvc_table(k, seq, 0, &nb);
-		slots += (uint64_t)nb * rp->block_size;
-		ntok += kvc_seq_len(k, seq);
-		rp->sreq[i] = h;
-		rp->seq[i].q = 1;
-		rp->seq[i].ctx = c;
-	}
-	if (ff_room(rp, n, kmax) != KV_OK) {
-		snprintf(why, whylen, "out of memory");
-		return KV_ENOMEM;
-	}
-	if ((kn = ff_time(rp, now, until, last ? until_end : until, n,
-			  kmax)) == 0)
-		return KV_OK;
-	/* the scheduler's k steps; token j of request i is its output
-	 * token number gen + j (replica__complete's); a keyed request's
-	 * ids are not kept, so its row is left as it is */
-	for (uint32_t i = 0; i < n; i++) {
-		const struct rq *q = rp->byreq[rp->sreq[i]];
-
-		if (q->keyed)
-			continue;
-		for (uint32_t j = 0; j < kn; j++)
-			rp->fftok[(size_t)i * kn + j] =
-			    wl_token(q->out_key, q->gen + j, rp->vocab);
-	}
-	free0 = kvc_free_blocks(k, 0);
-	if ((e = kvs_decode_run(rp->s, kn, rp->fftok, rp->fftaken)) !=
-	    KV_OK) {
+	memset(&x, 0, sizeof(x));
+	x.rp = rp;
+	x.now = now;
+	x.until = until;
+	x.until_end = until_end;
+	if ((e = kvs_decode_plan(rp->s, kmax, until_end > now, ff_plan, &x,
+				 &kn)) != KV_OK) {
 		snprintf(why, whylen, "replica %u: fast-forward: %s",
 			 rp->index, kvs_errmsg(rp->s));
 		return e;
 	}
+	if (x.err != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return x.err;
+	}
+	if (kn == 0)
+		return KV_OK;
+	slots = x.slots;
+	ntok = x.ntok;
+	free0 = x.free0;
 	st = kvs_current_step(rp->s);	/* the last step's finishes */
 	/* each step's notes, as replica_begin and replica_end take them;
 	 * w: a token's time in the API server (cost_fifo_serve's, >= 0) */
@@ -339,12 +375,6 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		ntok += n;
 		if (j + 1 == kn) {
 			ff_tokens_end(rp, kn, n, t, w);
-			/* note_sched's high: every position computed so
-			 * far (0 for a request the step ended) */
-			for (uint32_t i = 0; i < n; i++)
-				rp->byreq[rp->sreq[i]]->high =
-				    (uint32_t)kvc_seq_computed(k,
-				    kvs_req_seq(rp->s, rp->sreq[i]));
 			/* then the finishes, and the usage after them */
 			if ((e = replica__finish_step(rp, st, t, rep, why,
 						      whylen)) != KV_OK)

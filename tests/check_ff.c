@@ -1,7 +1,7 @@
 /*
  * check_ff.c -- steady decode made k steps at once (kvs_decode_span,
- * kvs_decode_run; core/kvs_ff.c) against the same k steps made one by
- * one.
+ * kvs_decode_run, kvs_decode_plan; core/kvs_ff.c) against the same k
+ * steps made one by one.
  *
  * Two schedulers, built alike, are given the same requests (prompts that
  * share prefixes, so the prefix cache indexes and evicts) and the same
@@ -134,9 +134,54 @@ single(kvs *s, const uint32_t *tok)
 	return st;
 }
 
+/*
+ * A planner for kvs_decode_plan: it checks what it is told against the
+ * scheduler's own answers (the span, its last flag, every running
+ * request's handle, sequence and counts) and asks for `want` steps.
+ */
+struct tplan {
+	const kvs *s;
+	uint32_t k;		/* the span it must be told */
+	bool last;
+	uint32_t want;
+	uint32_t *tok, *taken;
+	uint32_t calls;
+};
+
+static uint32_t
+tplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
+      bool last, const uint32_t **tok, uint32_t **taken)
+{
+	struct tplan *x = arg;
+	const kvc *kc = kvs_kv((kvs *)x->s);
+
+	x->calls++;
+	ck_assert_uint_eq(k, x->k);
+	ck_assert(last == x->last);
+	ck_assert_uint_eq(n, kvs_queue_len(x->s, KVS_Q_RUNNING));
+	for (uint32_t i = 0; i < n; i++) {
+		size_t nb;
+
+		ck_assert_int_eq(r[i].req, kvs_queue_at(x->s, KVS_Q_RUNNING,
+							i));
+		ck_assert_int_eq(r[i].seq, kvs_req_seq(x->s, r[i].req));
+		ck_assert_uint_eq(r[i].computed,
+				  kvc_seq_computed(kc, r[i].seq));
+		ck_assert_uint_eq(r[i].tokens, kvc_seq_len(kc, r[i].seq));
+		ck_assert_uint_eq(r[i].tokens, r[i].computed + 1);
+		(void)kvc_table(kc, r[i].seq, 0, &nb);
+		ck_assert_uint_eq(r[i].blocks, nb);
+		ck_assert_uint_eq(r[i].generated,
+				  kvs_req_generated(x->s, r[i].req));
+	}
+	*tok = x->tok;
+	*taken = x->taken;
+	return x->want;
+}
+
 static void
 walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
-     uint32_t *cut, uint32_t *queued, uint32_t *ended)
+     uint32_t *cut, uint32_t *queued, uint32_t *ended, uint32_t *planned)
 {
 	kvs *a = ff_new(caching, seqs), *b = ff_new(caching, seqs);
 	uint32_t added = 0, tok[8 * KMAX], col[8], taken[KMAX];
@@ -144,7 +189,9 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 	rng = seed;
 	for (int iter = 0; iter < 4000; iter++) {
 		uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), span, send, k;
-		bool last;
+		uint32_t made;
+		bool last, ends;
+		struct tplan x;
 		const struct kvs_step *sa, *sb = NULL;
 
 		if (added < NREQ && rnd(6) == 0) {
@@ -175,7 +222,8 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 		 * one step longer: the step that ends them */
 		ck_assert(send == span || (send == span + 1 && send <= KMAX));
 		ck_assert(last == (send == span + 1));
-		if (rnd(2) == 0)
+		ends = rnd(2) == 0;
+		if (ends)
 			span = send;
 		if (span == 0) {	/* a step of both, ids by step */
 			for (uint32_t i = 0; i < 8; i++)
@@ -200,7 +248,32 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 							NULL), KV_EINVAL);
 			same(a, b, "refused span");
 		}
-		ck_assert_int_eq(kvs_decode_run(a, k, tok, taken), KV_OK);
+		/* the same with the plan call: told the span the search
+		 * finds, asking one step more is refused, 0 makes none */
+		x = (struct tplan){ .s = a, .k = span, .last = ends && last,
+				    .tok = tok, .taken = taken };
+		if (rnd(2) == 0) {
+			if (rnd(4) == 0) {
+				x.want = span + 1;
+				ck_assert_int_eq(kvs_decode_plan(a, KMAX, ends,
+					tplan, &x, &made), KV_EINVAL);
+				ck_assert_uint_eq(made, 0);
+				x.want = 0;
+				ck_assert_int_eq(kvs_decode_plan(a, KMAX, ends,
+					tplan, &x, &made), KV_OK);
+				ck_assert_uint_eq(made, 0);
+				same(a, b, "refused plan");
+			}
+			x.want = k;
+			ck_assert_int_eq(kvs_decode_plan(a, KMAX, ends, tplan,
+							 &x, &made), KV_OK);
+			ck_assert_uint_eq(made, k);
+			ck_assert_uint_gt(x.calls, 0);
+			(*planned)++;
+		} else {
+			ck_assert_int_eq(kvs_decode_run(a, k, tok, taken),
+					 KV_OK);
+		}
 		sa = kvs_current_step(a);
 		for (uint32_t j = 0; j < k; j++) {
 			uint32_t before = kvc_free_blocks(kvs_kv(b), 0);
@@ -231,12 +304,12 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 
 START_TEST(ff_walks)
 {
-	uint32_t spans = 0, cut = 0, queued = 0, ended = 0;
+	uint32_t spans = 0, cut = 0, queued = 0, ended = 0, planned = 0;
 
 	/* max_num_seqs 8, and 3: requests wait behind a full batch */
 	for (uint64_t seed = 1; seed <= 16; seed++)
 		walk(seed % 2 == 0, seed % 4 < 2 ? 8 : 3, seed * 7919, &spans,
-		     &cut, &queued, &ended);
+		     &cut, &queued, &ended, &planned);
 	/* the walks met spans, spans cut short by the free blocks or by a
 	 * request's end, spans with requests waiting, and spans whose last
 	 * step ended requests */
@@ -244,6 +317,7 @@ START_TEST(ff_walks)
 	ck_assert_uint_gt(cut, 10);
 	ck_assert_uint_gt(queued, 10);
 	ck_assert_uint_gt(ended, 20);
+	ck_assert_uint_gt(planned, 20);
 }
 END_TEST
 
