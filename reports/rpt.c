@@ -284,6 +284,49 @@ rpt__put_sec(char *p, int64_t ns)
 	return p + 9;
 }
 
+/*
+ * x as "%.*f": the digits of x * 10^prec rounded to an integer.  printf
+ * rounds the exact product X; v is X rounded to a double.  Below 2^52
+ * every k + 1/2 is a double, and rounding is monotonic, so v lies on the
+ * same side of each k + 1/2 as X, or on it: only a fraction of exactly
+ * one half (a tie, or X beside one) is in doubt, and printf writes that,
+ * as it does a product at or past 2^52 and a negative, -0 or a number
+ * that is not finite.
+ */
+char *
+rpt__put_fixed(char *p, double x, int prec)
+{
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4,
+					1e5, 1e6, 1e7, 1e8, 1e9 };
+	double v, r, f;
+	uint64_t n, scale = 1;
+
+	if (prec < 0 || prec > 9)
+		prec = prec < 0 ? 0 : 9;
+	v = x * pow10[prec];
+	if (!(x >= 0.0) || signbit(x) || !(v < 0x1p52))
+		return p + snprintf(p, RPT_FIXED_MAX, "%.*f", prec, x);
+	r = floor(v);
+	f = v - r;		/* exact below 2^52 */
+	if (f == 0.5)
+		return p + snprintf(p, RPT_FIXED_MAX, "%.*f", prec, x);
+	n = (uint64_t)r + (f > 0.5);
+	for (int i = 0; i < prec; i++)
+		scale *= 10;
+	p = rpt__put_u(p, n / scale);
+	if (prec > 0) {
+		uint64_t d = n % scale;
+
+		*p++ = '.';
+		for (int i = prec - 1; i >= 0; i--) {
+			p[i] = (char)('0' + d % 10);
+			d /= 10;
+		}
+		p += prec;
+	}
+	return p;
+}
+
 static void
 put_s(FILE *f, int64_t ns)
 {
@@ -421,19 +464,32 @@ rpt_add_sample(rpt *r, const struct rpt_sample *s)
 {
 	double usage = s->kv_blocks_total
 		? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0.0;
+	char line[8 * 24 + 4 * RPT_FIXED_MAX], *p = line;
+	const uint64_t c[] = { s->running, s->waiting, s->swapped,
+			       s->kv_blocks_used, s->kv_blocks_total };
 
 	if (r->ts == NULL)
 		return 0;
 	rpt_csv_field(r->ts, r->run_id);
-	fputc(',', r->ts);
-	put_s(r->ts, s->t_ns);
-	fprintf(r->ts,
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%.6f,%" PRIu64 ",%.6f,%.3f,%.3f,%" PRIu64,
-		s->running, s->waiting, s->swapped, s->kv_blocks_used,
-		s->kv_blocks_total, usage, s->kv_frag_internal_tokens,
-		s->prefix_hit_rate, s->prompt_tok_s, s->gen_tok_s,
-		s->preemptions_cum);
+	*p++ = ',';
+	p = rpt__put_sec(p, s->t_ns);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		*p++ = ',';
+		p = rpt__put_u(p, c[i]);
+	}
+	*p++ = ',';
+	p = rpt__put_fixed(p, usage, 6);
+	*p++ = ',';
+	p = rpt__put_u(p, s->kv_frag_internal_tokens);
+	*p++ = ',';
+	p = rpt__put_fixed(p, s->prefix_hit_rate, 6);
+	*p++ = ',';
+	p = rpt__put_fixed(p, s->prompt_tok_s, 3);
+	*p++ = ',';
+	p = rpt__put_fixed(p, s->gen_tok_s, 3);
+	*p++ = ',';
+	p = rpt__put_u(p, s->preemptions_cum);
+	fwrite(line, 1, (size_t)(p - line), r->ts);
 	rpt__offload_sample(r, s);
 	fputc('\n', r->ts);
 	return ferror(r->ts) ? -1 : 0;

@@ -83,6 +83,10 @@ void rpt__span(rpt *r, const struct rpt_req *q);
 void rpt__client_free(rpt *r);
 char *rpt__put_u(char *p, uint64_t v);
 char *rpt__put_sec(char *p, int64_t ns);
+/* x as printf's "%.*f" with prec 0..9 writes it: at most RPT_FIXED_MAX
+ * bytes ("-" and DBL_MAX's 309 digits, ".", 9 more, and the NUL). */
+#define RPT_FIXED_MAX 330
+char *rpt__put_fixed(char *p, double x, int prec);
 char *rpt__put_tail(char *p, const struct rpt_req *q);
 char *rpt__put_head(rpt *r, const struct rpt_req *q, char *line);
 /* rpt_offload.c: the offload columns of a header (each with its comma;

@@ -152,6 +152,57 @@ START_TEST(test_put_numbers)
 }
 END_TEST
 
+/* rpt__put_fixed against printf's "%.*f", byte for byte: every precision,
+ * values of every size, ties and their neighbours (where a product's
+ * rounding could go the wrong way), and what printf must write itself. */
+START_TEST(test_put_fixed)
+{
+	static const double edge[] = {
+		0.0, -0.0, 0.5, 1.5, 2.5, 0.125, 0.375, 1e-300, 4e-324,
+		0.0005, 0.0015, 0.9999995, 0.0000005, 1.0, 12345.6785,
+		0x1p52, 0x1p53, 4503599627370495.5, 1e22, 1.7976931348623157e308,
+		-1.25, -123.456, 1.0 / 0.0, -1.0 / 0.0, 0.0 / 0.0, 0.030479,
+	};
+	uint64_t x = 0x2545f4914f6cdd1dull;
+	char a[RPT_FIXED_MAX + 8], b[RPT_FIXED_MAX + 8];
+	size_t ne = sizeof(edge) / sizeof(edge[0]);
+
+	for (size_t i = 0; i < ne + 60000; i++) {
+		double v;
+		int prec = (int)(i % 10);
+
+		if (i < ne * 10) {
+			v = edge[i / 10];
+		} else {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			switch (x >> 62) {
+			case 0:	/* uniform in [0, 10^k) */
+				v = (double)(x >> 11) * 0x1p-53 *
+				    pow(10.0, (double)((x >> 3) % 16));
+				break;
+			case 1:	/* a tie at this precision, and beside it */
+				v = ((double)((x >> 20) % 100000) + 0.5) /
+				    pow(10.0, prec);
+				if (x & 2)
+					v = nextafter(v, (x & 4) ? 1e300 : 0);
+				break;
+			case 2:	/* the ratios a timeseries row prints */
+				v = (double)((x >> 8) % 30000) /
+				    (double)(1 + (x >> 40) % 30000);
+				break;
+			default: /* any bits */
+				memcpy(&v, &x, sizeof(v));
+				break;
+			}
+		}
+		snprintf(b, sizeof(b), "%.*f", prec, v);
+		*rpt__put_fixed(a, v, prec) = '\0';
+		ck_assert_msg(strcmp(a, b) == 0, "%.17g at %d: %s, printf %s",
+			      v, prec, a, b);
+	}
+}
+END_TEST
+
 START_TEST(test_quantiles_known)
 {
 	rpt *r = rpt_new("t", NULL, NULL);
@@ -584,6 +635,7 @@ suite(void)
 	TCase *tc = tcase_create("all");
 
 	tcase_add_test(tc, test_put_numbers);
+	tcase_add_test(tc, test_put_fixed);
 	tcase_add_test(tc, test_quantiles_known);
 	tcase_add_loop_test(tc, test_request_row, 0, 6);
 	tcase_add_test(tc, test_quantiles_match_gsl);
