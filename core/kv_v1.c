@@ -859,11 +859,23 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 		/* nothing indexed (keyed prompts cache lazily): a block's
 		 * hash, if any, is a lazy one, and dropping it touches
 		 * nothing but the block, so pop and evict in one pass */
+		struct v1_fifo *f = &m->fq;
+		uint32_t head = f->head, used = f->used;
+
+		/* n <= f->n: the caller's plan counted the free blocks */
 		for (uint32_t i = 0; i < n; i++) {
 			struct v1_blk *bk;
 
-			id[i] = v1q_pop(m);
+			/* v1q_pop, the queue's fields in locals */
+			while (f->ring[head] < 0) {
+				head = (head + 1) & f->mask;
+				used--;
+			}
+			id[i] = f->ring[head];
+			head = (head + 1) & f->mask;
+			used--;
 			bk = &m->blk[id[i]];
+			bk->qslot = -1;
 			t->aux[t->n + i] = 0;
 			if (bk->hkey != 0) {	/* v1_evict's lazy case */
 				bk->hkey = 0;
@@ -874,6 +886,9 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 			}
 			bk->ref = 1;
 		}
+		f->head = head;
+		f->used = used;
+		f->n -= n;
 		t->n += n;
 		return;
 	}
@@ -1558,7 +1573,9 @@ kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 
 	if (d == 0)
 		return KV_OK;
-	if (kvc__tok_push(q, tok, d) != KV_OK)
+	if (q->key != 0 && d <= UINT32_MAX - q->ntok)
+		q->ntok += d;	/* keyed: kvc__tok_push keeps no ids */
+	else if (kvc__tok_push(q, tok, d) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	q->ncomp += d;
 	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
