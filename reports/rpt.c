@@ -203,28 +203,36 @@ static const char digits2[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Decimal v at p; returns the end. */
+/* Decimal v at p; returns the end.  The digits are counted first and
+ * written from the last, in place: most values have one to four. */
 char *
 rpt__put_u(char *p, uint64_t v)
 {
-	char d[20];
-	int n = 20;
+	char *e;
+	int n = 1;
 
+	if (v < 10) {
+		*p = (char)('0' + v);
+		return p + 1;
+	}
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	e = p + n;
+	p = e;
 	while (v >= 100) {
 		uint32_t r = (uint32_t)(v % 100);
 
 		v /= 100;
-		d[--n] = digits2[2 * r + 1];
-		d[--n] = digits2[2 * r];
+		*--p = digits2[2 * r + 1];
+		*--p = digits2[2 * r];
 	}
 	if (v >= 10) {
-		d[--n] = digits2[2 * v + 1];
-		d[--n] = digits2[2 * v];
+		*--p = digits2[2 * v + 1];
+		*--p = digits2[2 * v];
 	} else {
-		d[--n] = (char)('0' + v);
+		*--p = (char)('0' + v);
 	}
-	memcpy(p, d + n, (size_t)(20 - n));
-	return p + (20 - n);
+	return e;
 }
 
 /* A requests.csv row's run id (written to the file), then its request id
