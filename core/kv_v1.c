@@ -2135,6 +2135,56 @@ v1_swap_in(kvc *k, int32_t s, uint32_t L)
  * whole call is validated before anything moves (core-spec §8.3 item 6):
  * an id out of range or already free would be PR #42615's double append.
  */
+/*
+ * v1_free_seq's check and release of one table in one pass, tail first,
+ * while the free queue has room for every block: true when done.  At the
+ * first block the check would refuse -- or that the release would skip,
+ * a block twice in the table -- everything this pass did is undone, last
+ * first, and false leaves the two passes to do it (and to say why).
+ */
+static bool
+v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
+{
+	struct v1_fifo *f = &m->fq;
+	uint32_t at = f->head + f->used, i;
+
+	if (f->used + (uint64_t)t->n > (uint64_t)f->mask + 1)
+		return false;
+	for (i = t->n; i-- > 0;) {
+		int32_t b = t->id[i];
+		struct v1_blk *bk;
+
+		if (b == KVC_NULL)
+			continue;
+		if (b <= V1_NULL || (uint32_t)b >= m->nblk ||
+		    (bk = &m->blk[b])->ref == 0 || bk->qslot >= 0)
+			break;
+		if (--bk->ref == 0) {
+			f->ring[at & f->mask] = b;
+			bk->qslot = (int32_t)(at & f->mask);
+			at++;
+		}
+	}
+	if (i != UINT32_MAX) {
+		/* undo blocks i + 1 .. n - 1 (the queue's own fields were
+		 * not written: the appends past its end are dropped) */
+		for (uint32_t j = i + 1; j < t->n; j++) {
+			int32_t b = t->id[j];
+
+			if (b == KVC_NULL)
+				continue;
+			if (m->blk[b].ref == 0)		/* it was appended */
+				m->blk[b].qslot = -1;
+			m->blk[b].ref++;
+		}
+		return false;
+	}
+	f->n += at - (f->head + f->used);
+	f->used = at - f->head;
+	t->n = 0;
+	return true;
+}
+
 static kv_err
 v1_free_seq(kvc *k, int32_t s)
 {
@@ -2143,6 +2193,11 @@ v1_free_seq(kvc *k, int32_t s)
 
 	if (q->state != KVC_RUNNING)
 		return kvc__fail(k, KV_ESTATE, "request holds no blocks");
+	/* one group, and no lazy blocks to remember first: one pass */
+	if (k->cfg.ngroups == 1 &&
+	    (k->final || !v1_lazy_on(k, q) || (uint32_t)s >= m->capsx) &&
+	    v1_free_one_pass(m, &q->tab[0]))
+		goto done;
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++)
 		for (uint32_t i = 0; i < q->tab[g].n; i++) {
 			int32_t b = q->tab[g].id[i];
@@ -2189,6 +2244,7 @@ v1_free_seq(kvc *k, int32_t s)
 		}
 		t->n = 0;
 	}
+done:
 	if ((uint32_t)s < m->capsx)
 		memset(m->sx[s].ncached, 0, sizeof(m->sx[s].ncached));
 	q->ncomp = 0;

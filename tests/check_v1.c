@@ -11,6 +11,7 @@
  * query against a trial of its action on a clone.
  */
 #include "core/kvcore.h"
+#include "core/kv_int.h"	/* test_v1_free_damaged writes a table */
 
 #include <check.h>
 #include <stdio.h>
@@ -710,6 +711,117 @@ START_TEST(test_v1_no_double_free)
 }
 END_TEST
 
+/*
+ * Every free id of k and d, in free-queue order, must agree: a sequence of
+ * distinct tokens takes them all in each.
+ */
+static void
+v1_same_queue(kvc *k, kvc *d, uint32_t first)
+{
+	uint32_t n = kvc_free_blocks(k, 0), tok[64];
+	int32_t x, y;
+	size_t nx, ny;
+	const int32_t *ix, *iy;
+
+	ck_assert_uint_eq(n, kvc_free_blocks(d, 0));
+	ck_assert_uint_le(n * 4, 64);
+	for (uint32_t i = 0; i < n * 4; i++)
+		tok[i] = first + i;
+	ck_assert_int_eq(kvc_seq_new(k, tok, n * 4, &x), KV_OK);
+	ck_assert_int_eq(kvc_seq_new(d, tok, n * 4, &y), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, x, 0), KV_OK);
+	ck_assert_int_eq(kvc_allocate(d, y, 0), KV_OK);
+	ix = kvc_table(k, x, 0, &nx);
+	iy = kvc_table(d, y, 0, &ny);
+	ck_assert_uint_eq(nx, n);
+	ck_assert_uint_eq(ny, n);
+	for (size_t i = 0; i < nx; i++)
+		ck_assert_int_eq(ix[i], iy[i]);
+	ck_assert_int_eq(kvc_free_seq(k, x), KV_OK);
+	ck_assert_int_eq(kvc_free_seq(d, y), KV_OK);
+}
+
+/*
+ * A damaged table (white box).  A free block in it: kvc_free_seq refuses
+ * the whole call, after the one-pass release had let the blocks behind it
+ * go, and leaves every count and the free queue's order as they were.  A
+ * block twice in it: released once, as the two passes release it.
+ */
+START_TEST(test_v1_free_damaged)
+{
+	static const struct vcase c = { "dmg", 4, 12, 0, true, ATTN,
+					 { { 0 } } };
+	kvc *k = v1_make(&c), *d;
+	uint32_t tok[16];
+	int32_t a, b, save, spare = -1;
+	size_t na, nb;
+	const int32_t *ia, *ib;
+	char f1[4096], f2[4096];
+	struct kvc_seq *qb;
+
+	for (uint32_t i = 0; i < 16; i++)
+		tok[i] = i;
+	ck_assert_int_eq(kvc_seq_new(k, tok, 9, &a), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_OK);	/* 3 blocks */
+	ck_assert_int_eq(kvc_seq_new(k, tok, 16, &b), KV_OK);
+	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_OK);	/* 2 hit, 2 new */
+	ia = kvc_table(k, a, 0, &na);
+	ib = kvc_table(k, b, 0, &nb);
+	ck_assert_uint_eq(nb, 4);
+	ck_assert_int_eq(ib[0], ia[0]);	/* shared: 2 references */
+	for (int32_t id = 1; id < 12 && spare < 0; id++) {
+		bool used = false;
+
+		for (size_t i = 0; i < na; i++)
+			used |= ia[i] == id;
+		for (size_t i = 0; i < nb; i++)
+			used |= ib[i] == id;
+		if (!used)
+			spare = id;
+	}
+	ck_assert_int_ge(spare, 1);
+	d = kvc_clone(k);
+	ck_assert_ptr_nonnull(d);
+	v1_fingerprint(k, f1, sizeof(f1));
+	/* the table's head is free: its tail went before it was seen */
+	qb = &k->seq[b];
+	save = qb->tab[0].id[0];
+	qb->tab[0].id[0] = spare;
+	ck_assert_int_eq(kvc_free_seq(k, b), KV_EREF);
+	ck_assert_ptr_nonnull(strstr(kvc_errmsg(k), "double free"));
+	qb->tab[0].id[0] = save;
+	v1_fingerprint(k, f2, sizeof(f2));
+	ck_assert_str_eq(f1, f2);
+	v1_audit_ok(k, "dmg", 0);
+	v1_same_queue(k, d, 100);
+	/* the same release in both, then the same queue */
+	ck_assert_int_eq(kvc_free_seq(k, b), KV_OK);
+	ck_assert_int_eq(kvc_free_seq(d, b), KV_OK);
+	v1_same_queue(k, d, 200);
+	/* a's last block listed twice (its third dropped): the two
+	 * passes release it once and go on */
+	qb = &k->seq[a];
+	save = qb->tab[0].id[2];
+	qb->tab[0].id[2] = qb->tab[0].id[1];
+	ck_assert_int_eq(kvc_free_seq(k, a), KV_OK);
+	ck_assert_uint_eq(kvc_free_blocks(k, 0),
+			  kvc_free_blocks(d, 0) + 2);
+	/* in d the same by hand: a's blocks 1 and 0 are released, block 2
+	 * stays taken (its reference is lost with the damage) */
+	{
+		struct kvc_seq *qd = &d->seq[a];
+
+		qd->tab[0].id[2] = qd->tab[0].id[1];
+		qd->tab[0].n = 2;
+		(void)save;
+	}
+	ck_assert_int_eq(kvc_free_seq(d, a), KV_OK);
+	v1_same_queue(k, d, 300);
+	kvc_free(k);
+	kvc_free(d);
+}
+END_TEST
+
 START_TEST(test_v1_clone)
 {
 	static const struct vcase c = { "clone", 4, 12, 0, true,
@@ -987,6 +1099,7 @@ v1_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("pool");
 	tcase_add_test(tc, test_v1_no_double_free);
+	tcase_add_test(tc, test_v1_free_damaged);
 	tcase_add_test(tc, test_v1_clone);
 	tcase_add_test(tc, test_v1_same_step_state_hit);
 	tcase_set_timeout(tc, 60);
