@@ -1846,6 +1846,12 @@ replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
 		   (rp->npend - rp->phead);
 	*swapped = kvs_queue_len(rp->s, KVS_Q_SWAPPED);
 	*total = rp->blocks_total;
+	if (rp->ffrow) {	/* a row inside a span (replica_ff.c) */
+		*running = rp->ffrow_running;
+		*used = rp->ffrow_used;
+		*frag = rp->ffrow_frag;
+		return;
+	}
 	*used = rp->blocks_total - kvc_free_blocks(kvs_kv(rp->s), 0);
 	*frag = frag_tokens((replica *)rp, NULL);
 }

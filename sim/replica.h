@@ -182,9 +182,27 @@ void replica_free(replica *r);
  * The caller makes sure no event that can touch the replica falls in
  * (now, until].
  */
+struct replica_rows;
 kv_err replica_ff(replica *rp, int64_t now, int64_t until,
-		  int64_t until_end, rpt *rep, int64_t *t_end, uint64_t *nsteps,
-		  bool *ended, char *why, size_t whylen);
+		  int64_t until_end, const struct replica_rows *rows, rpt *rep,
+		  int64_t *t_end, uint64_t *nsteps, bool *ended, char *why,
+		  size_t whylen);
+
+/*
+ * Timeseries rows inside a span (replica_ff; NULL: none).  *next is the
+ * next row's time; a row at T falls in the step in flight at T (begun at
+ * or before T, ending after it), and is written, if T <= limit, by
+ * row(arg), which moves *next on.  While it runs, replica_state and
+ * replica_stats give the replica as it stands at T: that step's blocks
+ * taken, its tokens not out.  The caller makes sure nothing else would
+ * change a row up to limit (no event of the run falls in it).
+ */
+struct replica_rows {
+	const int64_t *next;
+	int64_t limit;
+	void (*row)(void *arg);
+	void *arg;
+};
 
 /*
  * Queue a request that arrived at r->arrival_ns.  *rejected is set when

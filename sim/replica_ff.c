@@ -294,16 +294,44 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 	return kn;
 }
 
+/*
+ * The rows due while step j of a span is in flight, [t, t_end): the step's
+ * blocks taken (used of the total), n running, the unused slots after its
+ * allocations (note_step's), and the output of the steps before it: gen
+ * tokens, where replica_end has not counted them yet (ff_tokens_end).
+ */
+static void
+ff_rows(replica *rp, const struct replica_rows *rows, int64_t t,
+	int64_t t_end, uint32_t n, uint64_t used, uint64_t frag,
+	uint64_t gen)
+{
+	uint64_t keep;
+
+	if (*rows->next >= t_end || *rows->next > rows->limit ||
+	    *rows->next < t)
+		return;
+	keep = rp->st.gen_tokens_done;
+	rp->ffrow = true;
+	rp->ffrow_running = n;
+	rp->ffrow_used = used;
+	rp->ffrow_frag = frag;
+	rp->st.gen_tokens_done = gen;
+	while (*rows->next < t_end && *rows->next <= rows->limit)
+		rows->row(rows->arg);
+	rp->st.gen_tokens_done = keep;
+	rp->ffrow = false;
+}
+
 kv_err
 replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
-	   rpt *rep, int64_t *t_end, uint64_t *nsteps, bool *ended, char *why,
-	   size_t whylen)
+	   const struct replica_rows *rows, rpt *rep, int64_t *t_end,
+	   uint64_t *nsteps, bool *ended, char *why, size_t whylen)
 {
 	const kvc *k = kvs_kv(rp->s);
 	const struct kvs_step *st;
 	struct ff_plan x;
 	uint32_t n, kmax, kn;
-	uint64_t slots, ntok, used = 0, free0;
+	uint64_t slots, ntok, used = 0, free0, gen0, gstep = 0;
 	int64_t t, w;
 	kv_err e;
 
@@ -347,6 +375,10 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	rp->nsched = n;
 	if (n > rp->st.max_batch)
 		rp->st.max_batch = n;
+	/* the output tokens a step adds (ff_tokens, ff_tokens_end) */
+	gen0 = rp->st.gen_tokens_done;
+	for (uint32_t i = 0; rows != NULL && i < n; i++)
+		gstep += rp->byreq[rp->sreq[i]]->nsamp;
 	t = now;
 	for (uint32_t j = 0; j < kn; j++) {
 		int64_t dt = rp->fft[j];
@@ -369,6 +401,9 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		else if (rp->fftaken[j] != 0)
 			ff_usage_level(rp, free);
 		/* else: the levels of the step before */
+		if (rows != NULL)
+			ff_rows(rp, rows, t, t + dt, n, rp->blocks_total - free,
+				slots - ntok, gen0 + gstep * j);
 		t += dt;
 		/* replica_end: a token each, in running order */
 		ff_tokens(rp, j, n, t, w, rep);

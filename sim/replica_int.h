@@ -141,6 +141,10 @@ struct replica {
 
 	/* fast-forward (replica_ff.c): on, and its scratch */
 	bool ff;
+	/* a row inside a span (replica_rows): replica_state's running,
+	 * used blocks and unused slots at its time */
+	bool ffrow;
+	uint64_t ffrow_running, ffrow_used, ffrow_frag;
 	uint32_t *fftok, *fftaken;
 	int64_t *fft;
 	size_t capfftok, capffk;

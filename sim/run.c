@@ -99,6 +99,8 @@ struct run_pool {
 	struct kvc_config kc;
 };
 
+struct ticks;
+
 struct sim_run {
 	struct sim_config cfg;
 	struct sim_run_opts o;
@@ -161,7 +163,9 @@ struct sim_run {
 	/* fast-forward (replica_ff): the next timeseries row, and the steps
 	 * made since the loop counted its last event */
 	int64_t ff_tick;
+	struct ticks *tk;	/* the loop's rows (ff_row) */
 	uint64_t ff_steps, ff_total;
+	uint64_t ff_rows;	/* rows written inside spans (ff_row) */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
 };
 
@@ -582,6 +586,21 @@ tick(sim_run *R, struct ticks *k, int64_t now)
 	return false;
 }
 
+/* The first row after t: t's own when it is past t; INT64_MAX when that
+ * is past the clock. */
+static int64_t
+ff_row_after(const struct ticks *k, int64_t t)
+{
+	uint64_t n;
+
+	if (k->next_ts > t)
+		return k->next_ts;
+	n = (uint64_t)(t - k->next_ts) / (uint64_t)k->ts_ns + 1;
+	if (n > (uint64_t)(INT64_MAX - k->next_ts) / (uint64_t)k->ts_ns)
+		return INT64_MAX;
+	return k->next_ts + (int64_t)n * k->ts_ns;
+}
+
 /* Clients (struct client) ---------------------------------------------- */
 
 static kv_err send(sim_run *R, const struct wl_request *r, int64_t now);
@@ -866,9 +885,9 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
  * clients, which react to an end before the next step.
  */
 static int64_t
-ff_horizon(const sim_run *R, uint32_t i, int64_t *end)
+ff_horizon(const sim_run *R, uint32_t i, int64_t *end, bool rows)
 {
-	int64_t h = R->ff_tick, e = R->ff_tick;
+	int64_t h = INT64_MAX, e = INT64_MAX, t1;
 
 	for (size_t j = 0; j < R->q.n; j++) {
 		const struct sim_ev *ev = &R->q.h[j];
@@ -883,8 +902,47 @@ ff_horizon(const sim_run *R, uint32_t i, int64_t *end)
 		if (ev->t - 1 < h)
 			h = ev->t - 1;
 	}
+	if (rows) {
+		/* the rows up to e are written inside the spans; a span
+		 * ends by the first row after e, and before the next
+		 * progress line (its counts are those of the events before
+		 * its time) */
+		t1 = ff_row_after(R->tk, e);
+		if (R->o.progress && !R->tty && R->tk->next_hb - 1 < t1)
+			t1 = R->tk->next_hb - 1;
+	} else {
+		t1 = R->ff_tick;
+		if (t1 < e)
+			e = t1;
+	}
+	if (t1 < h)
+		h = t1;
 	*end = R->c.on ? INT64_MIN : e;
 	return h;
+}
+
+/* Whether a span may write the timeseries rows that fall in it: not
+ * when a row has more to do (the SLO stop's check, a terminal's
+ * progress line) or clients react to ends. */
+static bool
+ff_rows_ok(const sim_run *R)
+{
+	return !R->c.on && R->o.stop.nwatch == 0 && R->ct == NULL &&
+	       !(R->tty && R->o.progress);
+}
+
+/* replica_rows' writer: the next row (tick's), the replica's state as the
+ * span says it stands then. */
+static void
+ff_row(void *arg)
+{
+	sim_run *R = arg;
+	struct ticks *k = R->tk;
+
+	sample(R, k->next_ts, &k->lp, &k->lg, (double)k->ts_ns / 1e9);
+	k->next_ts += k->ts_ns;
+	R->ff_tick = k->next_ts;
+	R->ff_rows++;
 }
 
 /*
@@ -899,17 +957,24 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now)
 	char why[1024];
 	uint64_t n;
 	int64_t until, until_end;
-	bool ended;
+	struct replica_rows rows;
+	bool ended, rows_ok;
 	kv_err e;
 
 	if (R->o.no_fast_forward || R->pd != NULL)
 		return KV_OK;
-	until = ff_horizon(R, i, &until_end);
+	rows_ok = ff_rows_ok(R);
+	until = ff_horizon(R, i, &until_end, rows_ok);
+	rows.next = &R->tk->next_ts;
+	rows.limit = until_end;
+	rows.row = ff_row;
+	rows.arg = R;
 	/* a span can end with a step that ends requests, and the next
 	 * span start from the smaller batch */
 	do {
-		e = replica_ff(R->rp[i], *now, until, until_end, R->rep, now,
-			       &n, &ended, why, sizeof(why));
+		e = replica_ff(R->rp[i], *now, until, until_end,
+			       rows_ok ? &rows : NULL, R->rep, now, &n,
+			       &ended, why, sizeof(why));
 		if (e != KV_OK)
 			return rfail(R, run_err(e), "%s", why);
 		R->ff_steps += n;
@@ -1059,6 +1124,7 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	*t_last = *t_first;
 	R->ff_end = INT64_MIN;
 	ticks_init(&k, R, *t_first);
+	R->tk = &k;
 	while (sim_evq_pop(&R->q, &ev)) {
 		if (tick(R, &k, ev.t)) {
 			R->saturated = true;
@@ -2168,6 +2234,13 @@ sim_run_ff_steps(const sim_run *R, uint64_t *all)
 	for (uint32_t i = 0; i < R->nrp; i++)
 		*all += replica_stats(R->rp[i])->steps;
 	return R->ff_total;
+}
+
+uint64_t
+sim_run_ff_rows(const sim_run *R, uint64_t *all)
+{
+	*all = R->nsamples;
+	return R->ff_rows;
 }
 
 uint64_t

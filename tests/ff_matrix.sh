@@ -17,7 +17,8 @@
 # max_num_seqs, a sliding-window model, an MLA
 # model, a hybrid Mamba model, three replicas, a closed loop of clients
 # (max_concurrency) and client timeouts, an API server slower than the
-# steps, the long-context Mooncake trace;
+# steps, timeseries rows every 5 ms (written inside spans: alone, with
+# three replicas, and not with clients), the long-context Mooncake trace;
 # vllm-v0 with swap preemption; and the features that fall back:
 # speculative decoding, LoRA, parallel sampling (fanned out and forked),
 # pipeline batches in flight, KV offload and P/D disaggregation.
@@ -34,6 +35,24 @@ side=f
 # steps ERRFILE: the steps the fast-forward made, from KVSIM_FF_REPORT
 steps() {
 	sed -n 's/^kvsim run: fast-forward: \([0-9]*\) of .*/\1/p' "$1"
+}
+
+# rows NAME MIN MAX: the fast-forward run of case NAME wrote at least MIN
+# (at most MAX, - for any) of its timeseries rows from inside spans, and
+# the single-step run none (the rows' own writer proved)
+rows() {
+	r=$(sed -n 's/^kvsim run: fast-forward rows: \([0-9]*\) of .*/\1/p' \
+	    "$T/$1.f.err")
+	z=$(sed -n 's/^kvsim run: fast-forward rows: \([0-9]*\) of .*/\1/p' \
+	    "$T/$1.s.err")
+	if [ -z "$r" ] || [ "$r" -lt "$2" ] ||
+	    { [ "$3" != - ] && [ "$r" -gt "$3" ]; } || [ "${z:-x}" != 0 ]; then
+		echo "FAIL $1: ${r:-no} timeseries rows inside spans" \
+		    "(single steps: ${z:-no}), want $2 to $3"
+		fail=1
+	else
+		echo "ok $1: $r timeseries rows inside spans"
+	fi
 }
 
 # one NAME ff|- ARGS...: the case run both ways and compared
@@ -97,6 +116,17 @@ one clients ff $R --set workload.max_concurrency=8
 printf 'frontend_stream_ns: 2e6\n' >"$T/slowfe.yaml"
 one slow-frontend ff $R --set cost.calibration="$T/slowfe.yaml"
 one timeouts ff $R --set workload.timeout_s=2 $S
+# timeseries rows inside spans: many to a span; with three replicas only
+# up to the others' next event; with clients (which react to ends) none,
+# the spans cut at each row as before (rows every 0.1 s: a span fits)
+F="--set output.timeseries_interval_s=0.005"
+one rows ff $R $F
+rows rows 1000 -
+one rows-replicas3 ff $R $F --set replicas=3 --set router=round-robin
+rows rows-replicas3 100 -
+one rows-clients ff $R --set output.timeseries_interval_s=0.1 \
+    --set workload.max_concurrency=8
+rows rows-clients 0 0
 pos timeouts failed
 for p in vllm-v0 sarathi deepspeed-fastgen kvsim; do
 	one "policy-$p" - $R --set policy=$p
