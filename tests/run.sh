@@ -110,7 +110,8 @@
 #     nanosecond a row, 4.099999999, 8.199999998, the interval truncated).
 # 25. the expensive check level (KVSIM_CHECK, which `make check` sets) is
 #     wired: on tiny.yaml's 7 events the invariants are checked after each
-#     and at the end (KVSIM_CHECK=report says 8), and it changes no output.
+#     and at the end (KVSIM_CHECK=report says 8, in single steps; with the
+#     fast-forward, 8 less the steps it made), and it changes no output.
 # 26. prompt limits as each engine has them: a prompt of exactly
 #     max_model_len runs under vllm-v0 (its prompt limit is inclusive) and
 #     is rejected under vllm-v1 (no room for one output token); a longer
@@ -815,11 +816,23 @@ c=$(col "$T/ts/timeseries.csv" t_s)
 [ "$(sed -n '2p;3p;8p' "$T/ts/timeseries.csv" | cut -d, -f"$c" | tr '\n' ' ')" = \
   "4.100000000 8.200000000 28.700000000 " ] ||
 	bad "timeseries rows: $(cut -d, -f"$c" "$T/ts/timeseries.csv" | tr '\n' ' ')"
-# 25.
-KVSIM_CHECK=report "$KVSIM" run -q --no-plot --out "$T/ck" \
-	"$top_srcdir/tests/run/tiny.yaml" 2>"$T/ck.err" || bad "KVSIM_CHECK run"
+# 25.  Single steps: a fast-forwarded span is checked once, after it.
+KVSIM_CHECK=report "$KVSIM" run -q --no-plot --no-fast-forward \
+	--out "$T/ck" "$top_srcdir/tests/run/tiny.yaml" 2>"$T/ck.err" ||
+	bad "KVSIM_CHECK run"
 grep -qx 'kvsim run: KVSIM_CHECK: the invariants held at 8 checks' \
 	"$T/ck.err" || bad "KVSIM_CHECK: $(cat "$T/ck.err")"
+# with the fast-forward: after each event it leaves, and at the end (its
+# steps count as the events they replace, in summary.csv too)
+KVSIM_CHECK=report KVSIM_FF_REPORT=1 "$KVSIM" run -q --no-plot \
+	--out "$T/ckf" "$top_srcdir/tests/run/tiny.yaml" 2>"$T/ckf.err" ||
+	bad "KVSIM_CHECK run, fast-forward"
+ffs=$(sed -n 's/^kvsim run: fast-forward: \([0-9]*\) of .*/\1/p' \
+    "$T/ckf.err")
+grep -qx "kvsim run: KVSIM_CHECK: the invariants held at $((8 - ${ffs:-99})) checks" \
+	"$T/ckf.err" || bad "KVSIM_CHECK, fast-forward: $(cat "$T/ckf.err")"
+cmp -s "$T/ck/requests.csv" "$T/ckf/requests.csv" ||
+	bad "KVSIM_CHECK: the fast-forward changed requests.csv"
 KVSIM_CHECK=0 "$KVSIM" run -q --no-plot --out "$T/ck0" \
 	"$top_srcdir/tests/run/tiny.yaml" 2>"$T/ck0.err" || bad "KVSIM_CHECK=0 run"
 [ -s "$T/ck0.err" ] && bad "KVSIM_CHECK=0: $(cat "$T/ck0.err")"
