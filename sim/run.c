@@ -163,7 +163,7 @@ struct sim_run {
 	/* fast-forward (replica_ff): the next timeseries row, and the steps
 	 * made since the loop counted its last event */
 	int64_t ff_tick;
-	struct ticks *tk;	/* the loop's rows (ff_row) */
+	struct ticks *tk;	/* the loop's rows, while it runs (ff_row) */
 	uint64_t ff_steps, ff_total;
 	uint64_t ff_rows;	/* rows written inside spans (ff_row) */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
@@ -873,16 +873,18 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
 
 /*
  * The fast-forward's horizon for the replica whose step just ended: the
- * last instant before any queued event that can touch it, and at most the
- * next timeseries row (a row holds the state after the events at its
- * time).  Other replicas' steps and wake-ups cannot -- unless clients
- * react to their ends -- nor can its own wake-ups: they find it busy (a
- * wake-up at the end of a step comes after the next step has begun), and
- * the requests they are for wait in the replica until their step
- * (replica_ff stops there).  *end: the horizon of a step that ends
- * requests, whose rows go into the report in time order with every
- * replica's: before any event but the replica's own wake-ups; none with
- * clients, which react to an end before the next step.
+ * last instant before any queued event that can touch it.  Other
+ * replicas' steps and wake-ups cannot -- unless clients react to their
+ * ends -- nor can its own wake-ups: they find it busy (a wake-up at the
+ * end of a step comes after the next step has begun), and the requests
+ * they are for wait in the replica until their step (replica_ff stops
+ * there).  *end: the horizon of a step that ends requests, whose rows go
+ * into the report in time order with every replica's: before any event
+ * but the replica's own wake-ups; none with clients, which react to an
+ * end before the next step.  Timeseries rows (a row holds the state after
+ * the events at its time): with `rows` the spans write those up to *end
+ * themselves (replica_rows), and the horizon is at most the first row
+ * after it; without, at most the next row.
  */
 static int64_t
 ff_horizon(const sim_run *R, uint32_t i, int64_t *end, bool rows)
