@@ -264,7 +264,22 @@ kvc__bs(const kvc *k, uint32_t g)
 kv_err kvc__tab_reserve(struct kvc_tab *t, uint32_t n);
 kv_err kvc__tab_push(struct kvc_tab *t, int32_t id, uint64_t aux);
 kv_err kvc__tok_reserve(struct kvc_seq *q, uint32_t n);
-kv_err kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n);
+kv_err kvc__tok_push_ids(struct kvc_seq *q, const uint32_t *tok, size_t n);
+
+/* Append tok[0..n) to q: a keyed sequence counts them and keeps no ids
+ * (a steady decode's every step comes here), others keep them
+ * (kvc__tok_push_ids).  KV_EINVAL past 2^32 - 1 tokens, KV_ENOMEM. */
+static inline kv_err
+kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
+{
+	if (n > UINT32_MAX - q->ntok)
+		return KV_EINVAL;
+	if (q->key != 0) {
+		q->ntok += (uint32_t)n;
+		return KV_OK;
+	}
+	return kvc__tok_push_ids(q, tok, n);
+}
 
 /*
  * Steady decode under vllm-v1 (kv_v1.c, for core/kvs_ff.c): how many of

@@ -406,18 +406,12 @@ kvc__tok_reserve(struct kvc_seq *q, uint32_t n)
 }
 
 kv_err
-kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
+kvc__tok_push_ids(struct kvc_seq *q, const uint32_t *tok, size_t n)
 {
 	kv_err e;
 
 	if (n == 0)
 		return KV_OK;	/* kvc_append_slots() passes no tokens */
-	if (n > UINT32_MAX - q->ntok)
-		return KV_EINVAL;
-	if (q->key != 0) {
-		q->ntok += (uint32_t)n;	/* keyed: the ids are not kept */
-		return KV_OK;
-	}
 	if (q->ntok + n > q->captok &&
 	    (e = kvc__tok_reserve(q, q->ntok + (uint32_t)n)) != KV_OK)
 		return e;

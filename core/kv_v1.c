@@ -811,32 +811,48 @@ v1_map_insert(struct v1 *m, uint32_t g, uint64_t h, int32_t b)
 	m->blk[head].dprev = b;
 }
 
-/* _maybe_evict_cached_block(): drop b's hash as it is popped for reuse. */
+/* Take indexed b (hash h, group g) out of the index's ring of its hash. */
 static void
-v1_evict(struct v1 *m, int32_t b)
+v1_unindex(struct v1 *m, int32_t b, uint64_t h, uint32_t g)
 {
-	uint64_t h = m->blk[b].hkey;
-	uint32_t g = m->blk[b].hgrp;
 	int32_t *head;
 
-	if (h == 0)
-		return;
-	if (m->blk[b].dnext == V1_LAZY) {
-		/* not in the index */
-	} else if (m->blk[b].dnext == b) {
+	if (m->blk[b].dnext == b) {
 		kv_hmap_del(&m->map[g], h);
-	} else {
-		m->blk[m->blk[b].dprev].dnext = m->blk[b].dnext;
-		m->blk[m->blk[b].dnext].dprev = m->blk[b].dprev;
-		head = kv_hmap_find(&m->map[g], h);
-		if (head != NULL && *head == b)
-			*head = m->blk[b].dnext;
+		return;
 	}
-	m->blk[b].hkey = 0;
-	m->blk[b].hgrp = 0;
-	m->blk[b].gen++;
+	m->blk[m->blk[b].dprev].dnext = m->blk[b].dnext;
+	m->blk[m->blk[b].dnext].dprev = m->blk[b].dprev;
+	head = kv_hmap_find(&m->map[g], h);
+	if (head != NULL && *head == b)
+		*head = m->blk[b].dnext;
+}
+
+/* A hashed block's hash dropped, out of the index already: its
+ * generation moves (v1_hit_memo, v1_lazy_flush). */
+static inline void
+v1_hash_drop(struct v1 *m, struct v1_blk *bk)
+{
+	bk->hkey = 0;
+	bk->hgrp = 0;
+	bk->gen++;
 	m->nevict++;
-	m->blk[b].dnext = m->blk[b].dprev = -1;
+	bk->dnext = bk->dprev = -1;
+}
+
+/* _maybe_evict_cached_block(): drop b's hash as it is popped for reuse.
+ * Inline: most blocks popped have no hash or a lazy one (V1_LAZY, not
+ * in the index); only an indexed one calls out (v1_unindex). */
+static inline void
+v1_evict(struct v1 *m, int32_t b)
+{
+	struct v1_blk *bk = &m->blk[b];
+
+	if (bk->hkey == 0)
+		return;
+	if (bk->dnext != V1_LAZY)
+		v1_unindex(m, b, bk->hkey, bk->hgrp);
+	v1_hash_drop(m, bk);
 	if (m->nlost > 0 && m->lost[b] != 0) {
 		m->lost[b] = 0;
 		m->nlost--;
@@ -877,13 +893,8 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 			bk = &m->blk[id[i]];
 			bk->qslot = -1;
 			t->aux[t->n + i] = 0;
-			if (bk->hkey != 0) {	/* v1_evict's lazy case */
-				bk->hkey = 0;
-				bk->hgrp = 0;
-				bk->gen++;
-				m->nevict++;
-				bk->dnext = bk->dprev = -1;
-			}
+			if (bk->hkey != 0)	/* v1_evict: lazy, none lost */
+				v1_hash_drop(m, bk);
 			bk->ref = 1;
 		}
 		f->head = head;
@@ -1573,9 +1584,7 @@ kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 
 	if (d == 0)
 		return KV_OK;
-	if (q->key != 0 && d <= UINT32_MAX - q->ntok)
-		q->ntok += d;	/* keyed: kvc__tok_push keeps no ids */
-	else if (kvc__tok_push(q, tok, d) != KV_OK)
+	if (kvc__tok_push(q, tok, d) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	q->ncomp += d;
 	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
@@ -2131,11 +2140,6 @@ v1_swap_in(kvc *k, int32_t s, uint32_t L)
 }
 
 /*
- * R26: KVCacheManager.free(), group by group, each table tail first.  The
- * whole call is validated before anything moves (core-spec §8.3 item 6):
- * an id out of range or already free would be PR #42615's double append.
- */
-/*
  * v1_free_seq's check and release of one table in one pass, tail first,
  * while the free queue has room for every block: true when done.  At the
  * first block the check would refuse -- or that the release would skip,
@@ -2185,6 +2189,11 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 	return true;
 }
 
+/*
+ * R26: KVCacheManager.free(), group by group, each table tail first.  The
+ * whole call is validated before anything moves (core-spec §8.3 item 6):
+ * an id out of range or already free would be PR #42615's double append.
+ */
 static kv_err
 v1_free_seq(kvc *k, int32_t s)
 {
@@ -2215,33 +2224,14 @@ v1_free_seq(kvc *k, int32_t s)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		struct kvc_tab *t = &q->tab[g];
-		uint32_t i = t->n;
 
-		/* v1_unref of each, tail first; while the queue has room
-		 * for them all, its appends in locals (no squeeze due) */
-		if (m->fq.used + (uint64_t)t->n <= (uint64_t)m->fq.mask + 1) {
-			struct v1_fifo *f = &m->fq;
-			uint32_t at = f->head + f->used, n0 = f->used;
-
-			for (; i-- > 0;) {
-				int32_t b = t->id[i];
-				struct v1_blk *bk;
-
-				if (b <= V1_NULL || (bk = &m->blk[b])->ref == 0)
-					continue;
-				if (--bk->ref == 0 && bk->qslot < 0) {
-					f->ring[at & f->mask] = b;
-					bk->qslot = (int32_t)(at & f->mask);
-					at++;
-				}
-			}
-			f->used = at - f->head;
-			f->n += f->used - n0;
-		} else {
-			for (; i-- > 0;)
-				if (t->id[i] != KVC_NULL)
-					v1_unref(m, t->id[i]);
-		}
+		/* checked above: one pass, unless the queue needs a squeeze
+		 * or a block is twice in the table (v1_unref skips it) */
+		if (v1_free_one_pass(m, t))
+			continue;
+		for (uint32_t i = t->n; i-- > 0;)
+			if (t->id[i] != KVC_NULL)
+				v1_unref(m, t->id[i]);
 		t->n = 0;
 	}
 done:

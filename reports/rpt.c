@@ -307,7 +307,7 @@ rpt__put_fixed(char *p, double x, int prec)
 	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4,
 					1e5, 1e6, 1e7, 1e8, 1e9 };
 	double v, r, f;
-	uint64_t n, scale = 1;
+	uint64_t n, scale;
 
 	if (prec < 0 || prec > 9)
 		prec = prec < 0 ? 0 : 9;
@@ -319,8 +319,7 @@ rpt__put_fixed(char *p, double x, int prec)
 	if (f == 0.5)
 		return p + snprintf(p, RPT_FIXED_MAX, "%.*f", prec, x);
 	n = (uint64_t)r + (f > 0.5);
-	for (int i = 0; i < prec; i++)
-		scale *= 10;
+	scale = (uint64_t)pow10[prec];	/* exact */
 	p = rpt__put_u(p, n / scale);
 	if (prec > 0) {
 		uint64_t d = n % scale;

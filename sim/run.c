@@ -164,6 +164,8 @@ struct sim_run {
 	 * made since the loop counted its last event */
 	int64_t ff_tick;
 	struct ticks *tk;	/* the loop's rows, while it runs (ff_row) */
+	struct replica_rows ffrows;	/* the spans' rows (ff_rows_ok) */
+	bool ffrows_on;
 	uint64_t ff_steps, ff_total;
 	uint64_t ff_rows;	/* rows written inside spans (ff_row) */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
@@ -559,6 +561,14 @@ ticks_init(struct ticks *k, const sim_run *R, int64_t t_first)
 	k->next_hb = t_first + k->hb_ns;
 }
 
+/* The next row, and the one after it due. */
+static void
+tick_row(sim_run *R, struct ticks *k)
+{
+	sample(R, k->next_ts, &k->lp, &k->lg, (double)k->ts_ns / 1e9);
+	k->next_ts += k->ts_ns;
+}
+
 /*
  * The rows and progress lines due before an event at now.  true: stop
  * the run here, its SLO is certainly missed.
@@ -569,8 +579,7 @@ tick(sim_run *R, struct ticks *k, int64_t now)
 	/* a row at T holds the state after every event at T: the events of
 	 * the interval (T - interval, T] */
 	while (k->next_ts < now) {
-		sample(R, k->next_ts, &k->lp, &k->lg, (double)k->ts_ns / 1e9);
-		k->next_ts += k->ts_ns;
+		tick_row(R, k);
 		if (R->o.stop.nwatch > 0 && stop_now(R, now))
 			return true;
 		if (R->tty && R->o.progress)
@@ -939,11 +948,9 @@ static void
 ff_row(void *arg)
 {
 	sim_run *R = arg;
-	struct ticks *k = R->tk;
 
-	sample(R, k->next_ts, &k->lp, &k->lg, (double)k->ts_ns / 1e9);
-	k->next_ts += k->ts_ns;
-	R->ff_tick = k->next_ts;
+	tick_row(R, R->tk);
+	R->ff_tick = R->tk->next_ts;
 	R->ff_rows++;
 }
 
@@ -959,24 +966,19 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now)
 	char why[1024];
 	uint64_t n;
 	int64_t until, until_end;
-	struct replica_rows rows;
-	bool ended, rows_ok;
+	bool ended;
 	kv_err e;
 
 	if (R->o.no_fast_forward || R->pd != NULL)
 		return KV_OK;
-	rows_ok = ff_rows_ok(R);
-	until = ff_horizon(R, i, &until_end, rows_ok);
-	rows.next = &R->tk->next_ts;
-	rows.limit = until_end;
-	rows.row = ff_row;
-	rows.arg = R;
+	until = ff_horizon(R, i, &until_end, R->ffrows_on);
+	R->ffrows.limit = until_end;
 	/* a span can end with a step that ends requests, and the next
 	 * span start from the smaller batch */
 	do {
 		e = replica_ff(R->rp[i], *now, until, until_end,
-			       rows_ok ? &rows : NULL, R->rep, now, &n,
-			       &ended, why, sizeof(why));
+			       R->ffrows_on ? &R->ffrows : NULL, R->rep, now,
+			       &n, &ended, why, sizeof(why));
 		if (e != KV_OK)
 			return rfail(R, run_err(e), "%s", why);
 		R->ff_steps += n;
@@ -1127,6 +1129,9 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	R->ff_end = INT64_MIN;
 	ticks_init(&k, R, *t_first);
 	R->tk = &k;
+	R->ffrows = (struct replica_rows){ .next = &k.next_ts, .row = ff_row,
+					   .arg = R };
+	R->ffrows_on = ff_rows_ok(R);
 	while (sim_evq_pop(&R->q, &ev)) {
 		if (tick(R, &k, ev.t)) {
 			R->saturated = true;
