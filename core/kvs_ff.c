@@ -23,20 +23,45 @@
 
 extern const struct kvs_policy kvs__v1_policy;
 
-/* Blocks the running requests take in the next k steady steps. */
+/*
+ * The steps from now whose token request r (sequence q) samples before it
+ * ends: step left + 1 ends it, with max_output tokens or at max_model_len
+ * (kvs_complete_default's test, on the counts after its token).
+ */
+static uint32_t
+ff_left(const kvs *s, const struct kvs_rq *r, const struct kvc_seq *q)
+{
+	uint32_t mml = s->k->cfg.max_model_len;
+	uint32_t left = r->max_output - r->generated - 1u;
+
+	if (mml - q->ntok - 1u < left)
+		left = mml - q->ntok - 1u;
+	return left;
+}
+
+/*
+ * Blocks the running requests take in the next k steady steps; with
+ * `any`, a request takes none after the step that ends it (the blocks its
+ * end frees are not counted: the span they allow is a lower bound).
+ */
 static uint64_t
-ff_blocks(const kvs *s, uint32_t k)
+ff_blocks(const kvs *s, uint32_t k, bool any)
 {
 	const kvc *kc = s->k;
 	uint32_t bs = kc->cfg.block_size;
 	uint64_t need = 0;
 
 	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
-		const struct kvc_seq *q = kvc__seq(kc,
-		    kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq);
-		/* step j allocates C + j + 1 slots; the last, C + k */
-		uint64_t b = ((uint64_t)q->ncomp + k + bs - 1) / bs;
+		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s,
+						 KVS_Q_RUNNING, i));
+		const struct kvc_seq *q = kvc__seq(kc, r->seq);
+		uint32_t kk = k;
+		uint64_t b;
 
+		if (any && ff_left(s, r, q) < kk)
+			kk = ff_left(s, r, q) + 1u;
+		/* step j allocates C + j + 1 slots; the last, C + kk */
+		b = ((uint64_t)q->ncomp + kk + bs - 1) / bs;
 		if (b > q->tab[0].n)
 			need += b - q->tab[0].n;
 	}
@@ -73,18 +98,20 @@ ff_engine(const kvs *s)
 	       (uint64_t)n == (uint64_t)c->max_num_batched_tokens;
 }
 
-/* kvs_decode_span, and with `ends` kvs_decode_span_end; *last (NULL:
- * not wanted): whether the last step counted ends requests; out (NULL:
- * not wanted, else room for the running queue): the running requests
+/* kvs_decode_span (ends KVS_ENDS_NONE), kvs_decode_span_end
+ * (KVS_ENDS_LAST), and kvs_decode_plan's KVS_ENDS_ANY; *last (NULL: not
+ * wanted): whether the last step counted ends requests; out (NULL: not
+ * wanted, else room for the running queue): the running requests
  * (kvs_decode_plan). */
 static uint32_t
-ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last,
+ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 	struct kvs_running *out)
 {
 	uint32_t first = UINT32_MAX;	/* the first step that ends one */
+	uint32_t most = 0;		/* the last, with `any` */
 	uint32_t mml, n, lo, hi;
 	uint64_t free;
-	bool none;
+	bool none, any;
 
 	if (last == NULL)
 		last = &none;
@@ -93,6 +120,8 @@ ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last,
 		return 0;
 	mml = s->k->cfg.max_model_len;
 	n = kvs__qlen(s, KVS_Q_RUNNING);
+	/* past a finish only when nothing waits for the room it makes */
+	any = ends == KVS_ENDS_ANY && kvs__qlen(s, KVS_Q_WAITING) == 0;
 	for (uint32_t i = 0; i < n; i++) {
 		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
 		const struct kvs_rq *r = kvs__rq(s, h);
@@ -110,9 +139,11 @@ ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last,
 		/* step j ends it when, with its token, it has max_output
 		 * tokens or T + j + 1 positions reach max_model_len
 		 * (kvs_complete_default): j = left; with `ends` that step
-		 * may be the last, else the step before */
+		 * may be the last, else the step before; with `any` the
+		 * steps go on without it */
 		if (r->generated >= r->max_output || q->ntok >= mml)
 			return 0;
+		left = ff_left(s, r, q);
 		if (out != NULL) {
 			out[i].req = h;
 			out[i].seq = r->seq;
@@ -120,104 +151,87 @@ ff_span(const kvs *s, uint32_t kmax, bool ends, bool *last,
 			out[i].tokens = q->ntok;
 			out[i].blocks = q->tab[0].n;
 			out[i].generated = r->generated;
+			out[i].ends_at = left;
 		}
-		left = r->max_output - r->generated - 1u;
-		if (mml - q->ntok - 1u < left)
-			left = mml - q->ntok - 1u;
 		if (left < first)
 			first = left;
-		if ((uint64_t)left + ends < kmax)
-			kmax = left + ends;
+		if (left > most)
+			most = left;
+		if (!any && (uint64_t)left + (ends != KVS_ENDS_NONE) < kmax)
+			kmax = left + (ends != KVS_ENDS_NONE);
 		if (kmax == 0)
 			return 0;
 	}
+	if (any && (uint64_t)most + 1u < kmax)
+		kmax = most + 1u;
 	/* the largest k whose blocks are free (the need grows with k) */
 	free = kvc_free_blocks(s->k, 0);
-	if (ff_blocks(s, kmax) <= free) {
-		*last = kmax == first + 1;
-		return kmax;
-	}
-	lo = 0;
-	hi = kmax;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
+	if (ff_blocks(s, kmax, any) <= free) {
+		lo = kmax;
+	} else {
+		lo = 0;
+		hi = kmax;
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
 
-		if (ff_blocks(s, mid) <= free)
-			lo = mid;
-		else
-			hi = mid;
+			if (ff_blocks(s, mid, any) <= free)
+				lo = mid;
+			else
+				hi = mid;
+		}
 	}
-	*last = lo > 0 && lo == first + 1;
+	if (lo > 0 && !any)
+		*last = lo == first + 1;
+	for (uint32_t i = 0; lo > 0 && any && i < n; i++) {
+		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s,
+						 KVS_Q_RUNNING, i));
+
+		if (ff_left(s, r, kvc__seq(s->k, r->seq)) == lo - 1)
+			*last = true;
+	}
 	return lo;
 }
 
 uint32_t
 kvs_decode_span(const kvs *s, uint32_t kmax)
 {
-	return ff_span(s, kmax, false, NULL, NULL);
+	return ff_span(s, kmax, KVS_ENDS_NONE, NULL, NULL);
 }
 
 uint32_t
 kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last)
 {
-	return ff_span(s, kmax, true, last, NULL);
+	return ff_span(s, kmax, KVS_ENDS_LAST, last, NULL);
 }
 
 /*
- * After the k steps: the requests the last one ended, in running order
- * (kvs_complete_default's test, on the counts after its token), finished
- * as it finishes them, into the step record's finish list.
- */
-static kv_err
-ff_finish(kvs *s)
-{
-	uint32_t mml = s->k->cfg.max_model_len, n, m = 0;
-	kv_err e;
-
-	n = kvs__qlen(s, KVS_Q_RUNNING);
-	for (uint32_t i = 0; i < n; i++) {
-		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
-		const struct kvs_rq *r = kvs__rq(s, h);
-
-		if (r->generated >= r->max_output ||
-		    kvc__seq(s->k, r->seq)->ntok >= mml)
-			s->ff[m++] = (uint32_t)h;
-	}
-	for (uint32_t i = 0; i < m; i++)
-		if ((e = kvs__finish(s, (kvs_req)s->ff[i])) != KV_OK)
-			return e;
-	return KV_OK;
-}
-
-/*
- * Request i (running order) to step j: its no-op steps since the last it
- * made, with their tokens (ff[i] steps made so far).
+ * Request i to step j: its no-op steps since the last it made, with their
+ * tokens (row i of tok, k a row).
  */
 static kv_err
 ff_catch_up(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 {
-	int32_t seq = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq;
+	struct kvs_ffreq *f = &s->ff[i];
 	kv_err e;
 
-	if (j == s->ff[i])
+	if (j == f->made)
 		return KV_OK;
-	if ((e = kvc__v1_quiet_steps(s->k, seq, j - s->ff[i],
-				     tok + (size_t)i * k + s->ff[i])) != KV_OK)
+	if ((e = kvc__v1_quiet_steps(s->k, f->seq, j - f->made,
+				     tok + (size_t)i * k + f->made)) != KV_OK)
 		return kvs__fail(s, e, "decode run: %s", kvc_errmsg(s->k));
-	s->ff[i] = j;
+	f->made = j;
 	return KV_OK;
 }
 
 /*
  * Step j of request i when allocate_slots has work in it (a block to
  * take, one to hash and cache): the running phase's call, then the
- * step's token; its next such step in ff[n + i].
+ * step's token; its next such step in ff[i].next.
  */
 static kv_err
 ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 {
-	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING);
-	int32_t seq = kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq;
+	int32_t seq = s->ff[i].seq;
 	uint32_t t = tok[(size_t)i * k + j];
 	kv_err e;
 
@@ -228,8 +242,8 @@ ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 	if ((e = kvc__v1_decode_event(s->k, seq, t)) != KV_OK)
 		return kvs__fail(s, e, "decode run, step %u: %s", j,
 				 kvc_errmsg(s->k));
-	s->ff[i] = j + 1;
-	s->ff[n + i] = j + 1 + kvc__v1_quiet(s->k, seq);
+	s->ff[i].made = j + 1;
+	s->ff[i].next = j + 1 + kvc__v1_quiet(s->k, seq);
 	return KV_OK;
 }
 
@@ -276,19 +290,23 @@ ffq_pop(uint64_t *h, uint32_t *n)
 /*
  * The steps in the single steps' order, but each request's no-op steps
  * (kvc__v1_quiet) in one call: per step, only the requests whose
- * allocation has work in it, in running order.
+ * allocation has work in it, in running order; then the requests the
+ * step ends, in running order: their last tokens, and their finish (the
+ * blocks they free serve the steps after).
  */
 static kv_err
-ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
+ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
+       uint32_t *freed)
 {
-	uint32_t n, nq;
+	uint32_t n, nq, m = 0, f = 0, before;
 	uint32_t *deft = NULL;
+	uint64_t *fin;
 	kv_err e = KV_OK;
 
 	n = kvs__qlen(s, KVS_Q_RUNNING);
-	if (kvs__grow((void **)&s->ff, &s->capff, 2 * n, sizeof(*s->ff)) !=
+	if (kvs__grow((void **)&s->ff, &s->capff, n, sizeof(*s->ff)) !=
 	    KV_OK ||
-	    kvs__grow((void **)&s->ffq, &s->capffq, n, sizeof(*s->ffq)) !=
+	    kvs__grow((void **)&s->ffq, &s->capffq, 2 * n, sizeof(*s->ffq)) !=
 	    KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	if (tok == NULL) {	/* kvs_complete's ids: 1000000 + T */
@@ -303,16 +321,36 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 		}
 		tok = deft;
 	}
+	/* the requests' scratch (the running queue loses those that end),
+	 * the allocator events' heap, and the finishes, (step, i) in
+	 * order: fin[0 .. m) */
+	fin = s->ffq + n;
 	nq = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		s->ff[i] = 0;
-		s->ff[n + i] = kvc__v1_quiet(s->k,
-		    kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->seq);
-		if (s->ff[n + i] < k)
-			ffq_push(s->ffq, &nq, (uint64_t)s->ff[n + i] << 32 | i);
+		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
+		const struct kvs_rq *r = kvs__rq(s, h);
+		uint32_t left = ff_left(s, r, kvc__seq(s->k, r->seq)), c;
+		struct kvs_ffreq *x = &s->ff[i];
+
+		x->made = 0;
+		x->seq = r->seq;
+		x->req = h;
+		x->steps = left < k ? left + 1u : k;
+		x->next = kvc__v1_quiet(s->k, r->seq);
+		if (x->next < x->steps)
+			ffq_push(s->ffq, &nq, (uint64_t)x->next << 32 | i);
+		if (left >= k)
+			continue;
+		for (c = m++; c > 0 && fin[c - 1] > ((uint64_t)left << 32 | i);
+		     c--)
+			fin[c] = fin[c - 1];
+		fin[c] = (uint64_t)left << 32 | i;
 	}
+	/* the step record lists the run's finishes */
+	s->nfin = 0;
+	before = kvc_free_blocks(s->k, 0);
 	for (uint32_t j = 0; j < k && e == KV_OK; j++) {
-		uint32_t before = kvc_free_blocks(s->k, 0);
+		uint32_t after;
 
 		s->step.number++;
 		while (nq > 0 && s->ffq[0] >> 32 == j && e == KV_OK) {
@@ -320,26 +358,43 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 
 			ffq_pop(s->ffq, &nq);
 			if ((e = ff_event(s, i, j, k, tok)) == KV_OK &&
-			    s->ff[n + i] < k)
+			    s->ff[i].next < s->ff[i].steps)
 				ffq_push(s->ffq, &nq,
-					 (uint64_t)s->ff[n + i] << 32 | i);
+					 (uint64_t)s->ff[i].next << 32 | i);
 		}
+		after = kvc_free_blocks(s->k, 0);
 		if (taken != NULL)
-			taken[j] = before - kvc_free_blocks(s->k, 0);
+			taken[j] = before - after;
+		before = after;
+		if (f < m && fin[f] >> 32 == j) {
+			kvc_set_time(s->k, (int64_t)s->step.number);
+			while (f < m && fin[f] >> 32 == j && e == KV_OK) {
+				struct kvs_ffreq *x = &s->ff[(uint32_t)fin[f++]];
+
+				if ((e = ff_catch_up(s, (uint32_t)fin[f - 1],
+						     j + 1, k, tok)) != KV_OK)
+					break;
+				kvs__rq(s, x->req)->generated += j + 1;
+				x->steps = 0;	/* ended */
+				e = kvs__finish(s, x->req);
+			}
+			before = kvc_free_blocks(s->k, 0);
+		}
+		if (freed != NULL)
+			freed[j] = before - after;
 	}
 	for (uint32_t i = 0; i < n && e == KV_OK; i++) {
-		e = ff_catch_up(s, i, k, k, tok);
-		kvs__rq(s, kvs__qat(s, KVS_Q_RUNNING, i))->generated += k;
+		if (s->ff[i].steps < k ||
+		    (e = ff_catch_up(s, i, k, k, tok)) != KV_OK)
+			continue;
+		kvs__rq(s, s->ff[i].req)->generated += k;
 	}
 	free(deft);
 	if (e != KV_OK)
 		return e;
 	kvc_set_time(s->k, (int64_t)s->step.number);
-	/* the step record: the run left no step to complete; the last
-	 * step's finishes */
-	s->nsched = s->npre = s->nfin = s->nign = 0;
-	if ((e = ff_finish(s)) != KV_OK)
-		return e;
+	/* the step record: the run left no step to complete */
+	s->nsched = s->npre = s->nign = 0;
 	s->nload = s->nheld = 0;
 	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
 	s->step.batch_tokens = 0;
@@ -353,19 +408,18 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	s->msg[0] = '\0';
 	if (k == 0)
 		return KV_OK;
-	if (ff_span(s, k, true, NULL, NULL) < k)
+	if (ff_span(s, k, KVS_ENDS_LAST, NULL, NULL) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
-	return ff_run(s, k, tok, taken);
+	return ff_run(s, k, tok, taken, NULL);
 }
 
 kv_err
-kvs_decode_plan(kvs *s, uint32_t kmax, bool ends, kvs_decode_planner plan,
-		void *arg, uint32_t *made)
+kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
+		kvs_decode_planner plan, void *arg, uint32_t *made)
 {
 	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING), k, kk;
-	const uint32_t *tok = NULL;
-	uint32_t *taken = NULL;
+	struct kvs_decode_bufs b = { NULL, NULL, NULL };
 	bool last;
 	kv_err e;
 
@@ -373,17 +427,20 @@ kvs_decode_plan(kvs *s, uint32_t kmax, bool ends, kvs_decode_planner plan,
 	*made = 0;
 	if (plan == NULL)
 		return kvs__fail(s, KV_EINVAL, "a decode plan needs a planner");
+	if (ends > KVS_ENDS_ANY)
+		return kvs__fail(s, KV_EINVAL, "no such span kind %d",
+				 (int)ends);
 	if (kvs__grow((void **)&s->ffr, &s->capffr, n, sizeof(*s->ffr)) !=
 	    KV_OK)
 		return kvs__fail(s, KV_ENOMEM, "out of memory");
 	if ((k = ff_span(s, kmax, ends, &last, s->ffr)) == 0)
 		return KV_OK;
-	if ((kk = plan(arg, s->ffr, n, k, last, &tok, &taken)) == 0)
+	if ((kk = plan(arg, s->ffr, n, k, last, &b)) == 0)
 		return KV_OK;
 	if (kk > k)
 		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
 				 "%u are steady", kk, k);
-	if ((e = ff_run(s, kk, tok, taken)) == KV_OK)
+	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed)) == KV_OK)
 		*made = kk;
 	return e;
 }

@@ -308,17 +308,33 @@ kv_err kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok,
 /*
  * kvs_decode_plan: the span search and the run in one call, for a caller
  * that picks the length from what the search found (a simulator's clock)
- * and makes the tokens then.  With k > 0 steady steps ahead
- * (kvs_decode_span_end's k and *last when `ends`, kvs_decode_span's
- * without), plan(arg, r, n, k, last, &tok, &taken) is told them and the
- * running requests as they stand, r[0..n) in running order.  It returns
- * how many of those steps to make, k at most (0: none), with their tokens
- * and blocks-taken buffers as kvs_decode_run takes them (sized for its
- * answer; either may be NULL).  plan must not change s or its allocator:
- * the run is not searched again.  *made: the steps made (0 when the next
- * step is not steady, or plan said 0).  KV_EINVAL, nothing done, when
- * plan asks for more than k.
+ * and makes the tokens then.  ends: KVS_ENDS_NONE, no step ends a request
+ * (kvs_decode_span's span); KVS_ENDS_LAST, the last may
+ * (kvs_decode_span_end's); KVS_ENDS_ANY, any step may, and the steps after
+ * it are those of the requests left, still steady: that needs nothing
+ * waiting (a finish would make room for it), and is KVS_ENDS_LAST when
+ * something waits.  With k > 0 such steps ahead, plan(arg, r, n, k, last,
+ * &b) is told them, whether the k-th ends requests, and the running
+ * requests as they stand, r[0..n) in running order, each with the step
+ * whose token ends it (ends_at, from 0; at least k when none of the k
+ * does).  It returns how many of those steps to make, k at most (0:
+ * none), and fills b: tok[i * kk + j] the token request i samples in step
+ * j of its answer kk (steps past a request's end are not read; NULL:
+ * kvs_complete's ids), taken[j] the blocks step j takes from the free
+ * queue before its finishes, freed[j] the blocks its finishes give back
+ * (kk entries each, or NULL).  Step j's finishes are the requests whose
+ * ends_at is j, finished in running order as kvs_complete finishes them;
+ * the step record lists every finish of the run, step by step, and
+ * nothing else.  plan must not change s or its allocator: the run is not
+ * searched again.  *made: the steps made (0 when the next step is not
+ * steady, or plan said 0).  KV_EINVAL, nothing done, when plan asks for
+ * more than k.
  */
+enum kvs_ends {
+	KVS_ENDS_NONE,
+	KVS_ENDS_LAST,
+	KVS_ENDS_ANY
+};
 struct kvs_running {
 	kvs_req req;
 	int32_t seq;		/* its kvc sequence */
@@ -326,12 +342,18 @@ struct kvs_running {
 	uint32_t tokens;	/* T = C + 1, kvc_seq_len */
 	uint32_t blocks;	/* its group-0 table, kvc_table */
 	uint32_t generated;	/* kvs_req_generated */
+	uint32_t ends_at;	/* the step whose token ends it */
+};
+struct kvs_decode_bufs {
+	const uint32_t *tok;
+	uint32_t *taken;
+	uint32_t *freed;
 };
 typedef uint32_t (*kvs_decode_planner)(void *arg,
 				       const struct kvs_running *r,
 				       uint32_t n, uint32_t k, bool last,
-				       const uint32_t **tok, uint32_t **taken);
-kv_err kvs_decode_plan(kvs *s, uint32_t kmax, bool ends,
+				       struct kvs_decode_bufs *b);
+kv_err kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 		       kvs_decode_planner plan, void *arg, uint32_t *made);
 
 /*

@@ -155,7 +155,11 @@ replica_free(replica *rp)
 	free(rp->samp);
 	free(rp->fftok);
 	free(rp->fftaken);
+	free(rp->fffreed);
 	free(rp->fft);
+	free(rp->ffrun);
+	free(rp->ffend);
+	free(rp->ffpos);
 	kvs_free(rp->s);
 	sim_offload_free(rp->off);
 	sim_lora_cache_release(&rp->lc);

@@ -59,40 +59,65 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
 		if (a == NULL)
 			return KV_ENOMEM;
 		rp->fftaken = a;
+		if ((a = realloc(rp->fffreed, k * sizeof(*a))) == NULL)
+			return KV_ENOMEM;
+		rp->fffreed = a;
 		if ((d = realloc(rp->fft, k * sizeof(*d))) == NULL)
 			return KV_ENOMEM;
 		rp->fft = d;
 		rp->capffk = k;
 	}
+	if (n > rp->capffrun) {
+		struct kvs_running *r = realloc(rp->ffrun, n * sizeof(*r));
+		uint32_t *a;
+
+		if (r == NULL)
+			return KV_ENOMEM;
+		rp->ffrun = r;
+		if ((a = realloc(rp->ffend, n * sizeof(*a))) == NULL)
+			return KV_ENOMEM;
+		rp->ffend = a;
+		if ((a = realloc(rp->ffpos, n * sizeof(*a))) == NULL)
+			return KV_ENOMEM;
+		rp->ffpos = a;
+		rp->capffrun = n;
+	}
 	return KV_OK;
 }
 
 /*
- * The steps from now that end by until, at most kmax, step kmax - 1 by
- * until_last: their durations as replica_begin returns them,
+ * The steps from now that end by until, at most kmax, a step that ends
+ * requests by until_end: their durations as replica_begin returns them,
  * in fft[]; the async pipeline's state left as after the last of them.
- * rp->seq holds the first step's batch; each step adds a token of context
- * to every entry.
+ * r[0..n) is the first step's batch (rp->seq holds it); each step adds a
+ * token of context to every entry, and a request is in the steps up to
+ * the one that ends it (ends_at).  *nend: the steps made that end
+ * requests, in ffend[].
  */
 static uint32_t
-ff_time(replica *rp, int64_t now, int64_t until, int64_t until_last,
-	uint32_t n, uint32_t kmax)
+ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
+	const struct kvs_running *r, uint32_t n, uint32_t kmax,
+	uint32_t *nend)
 {
 	struct kvs_step st;
-	struct cost_decode_memo memo = { .cm = NULL };	/* n's terms */
 	int64_t t = now, cpu;
 	uint64_t ctx = 0;
-	uint32_t j;
+	uint32_t j, n0 = n, nxt = UINT32_MAX;	/* the next step that ends */
 	bool sum;
 
 	memset(&st, 0, sizeof(st));
 	st.nsched = n;
-	for (uint32_t i = 0; i < n; i++)
-		ctx += rp->seq[i].ctx;
+	*nend = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		ctx += r[i].computed;
+		if (r[i].ends_at < nxt)
+			nxt = r[i].ends_at;
+	}
 	/* the time from the contexts' sum when the cost model allows */
-	sum = replica__decode_time(rp, &memo, n, ctx, &cpu) >= 0;
+	sum = replica__decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n, ctx,
+				   &cpu) >= 0;
 	for (j = 0; j < kmax; j++) {
-		bool piped = rp->piped;
+		bool piped = rp->piped, fresh = false;
 		int64_t pipe_t = rp->pipe_t, next_s = rp->next_s;
 		int64_t sched_t = rp->sched_t, dt;
 
@@ -108,11 +133,31 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_last,
 			rp->sched_t = sched_t;
 			break;
 		}
+		/* those the step before ended are gone from this one */
+		if (j > nxt) {
+			uint32_t was = nxt, m = 0;
+
+			nxt = UINT32_MAX;
+			for (uint32_t i = 0; i < n0; i++) {
+				if (r[i].ends_at == was) {
+					ctx -= r[i].computed;
+					n--;
+				} else if (r[i].ends_at > was) {
+					if (r[i].ends_at < nxt)
+						nxt = r[i].ends_at;
+					rp->seq[m].q = 1;
+					rp->seq[m++].ctx = r[i].computed + j;
+				}
+			}
+			st.nsched = n;
+			fresh = true;
+		}
 		if (sum) {
-			dt = replica__decode_time(rp, &memo, n,
+			dt = replica__decode_time(rp,
+						  &rp->ffmemo[n % FF_MEMOS], n,
 						  ctx + (uint64_t)j * n, &cpu);
 		} else {
-			if (j > 0)
+			if (j > 0 && !fresh)
 				for (uint32_t i = 0; i < n; i++)
 					rp->seq[i].ctx++;
 			dt = replica__step_time(rp, &st, &cpu);
@@ -120,14 +165,16 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_last,
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
 		/* it ends past the horizon */
-		if (dt > (j + 1 == kmax && until_last < until ? until_last :
-			  until) - t) {
+		if (dt > (j == nxt && until_end < until ? until_end : until) -
+			 t) {
 			rp->piped = piped;
 			rp->pipe_t = pipe_t;
 			rp->next_s = next_s;
 			rp->sched_t = sched_t;
 			break;
 		}
+		if (j == nxt)
+			rp->ffend[(*nend)++] = j;
 		rp->fft[j] = dt;
 		t += dt;
 	}
@@ -234,23 +281,25 @@ struct ff_plan {
 	int64_t now, until, until_end;
 	uint64_t slots, ntok;	/* the first step's, as note_step takes them */
 	uint64_t free0;		/* free blocks before the run */
+	uint32_t nend;		/* ffend's steps */
 	kv_err err;		/* KV_ENOMEM: no room for the span */
 };
 
 /*
  * kvs_decode_plan's planner: the batch of the first step, as note_sched
- * makes it, from the running requests r[]; the steps that end by the
- * horizon (ff_time); their tokens.  0 (nothing made) when a request is
- * one the span does not cover.
+ * makes it, from the running requests r[] (kept in ffrun); the steps
+ * that end by the horizon (ff_time); their tokens.  0 (nothing made) when a
+ * request is one the span does not cover.
  */
 static uint32_t
 ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
-	bool last, const uint32_t **tok, uint32_t **taken)
+	bool last, struct kvs_decode_bufs *b)
 {
 	struct ff_plan *x = arg;
 	replica *rp = x->rp;
 	uint32_t kn;
 
+	(void)last;	/* ends_at says which steps end requests */
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rq *q = rp->byreq[r[i].req];
 
@@ -269,28 +318,32 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 		x->err = KV_ENOMEM;
 		return 0;
 	}
-	if ((kn = ff_time(rp, x->now, x->until, last ? x->until_end : x->until,
-			  n, kmax)) == 0)
+	memcpy(rp->ffrun, r, n * sizeof(*r));
+	if ((kn = ff_time(rp, x->now, x->until, x->until_end, r, n, kmax,
+			  &x->nend)) == 0)
 		return 0;
-	/* note_sched's high after the kn steps: every position computed
-	 * (C + kn; C <= high, so it only grows) */
+	/* note_sched's high after the steps each makes: every position
+	 * computed (C + its steps; C <= high, so it only grows) */
 	for (uint32_t i = 0; i < n; i++)
-		rp->byreq[r[i].req]->high = r[i].computed + kn;
-	/* the scheduler's k steps; token j of request i is its output
-	 * token number gen + j (replica__complete's); a keyed request's
-	 * ids are not kept, so its row is left as it is */
+		rp->byreq[r[i].req]->high = r[i].computed +
+		    (r[i].ends_at < kn ? r[i].ends_at + 1 : kn);
+	/* the scheduler's steps; token j of request i is its output token
+	 * number gen + j (replica__complete's); a keyed request's ids are
+	 * not kept, so its row is left as it is */
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rq *q = rp->byreq[rp->sreq[i]];
+		uint32_t k = r[i].ends_at < kn ? r[i].ends_at + 1 : kn;
 
 		if (q->keyed)
 			continue;
-		for (uint32_t j = 0; j < kn; j++)
+		for (uint32_t j = 0; j < k; j++)
 			rp->fftok[(size_t)i * kn + j] =
 			    wl_token(q->out_key, q->gen + j, rp->vocab);
 	}
 	x->free0 = kvc_free_blocks(kvs_kv(rp->s), 0);
-	*tok = rp->fftok;
-	*taken = rp->fftaken;
+	b->tok = rp->fftok;
+	b->taken = rp->fftaken;
+	b->freed = rp->fffreed;
 	return kn;
 }
 
@@ -322,17 +375,65 @@ ff_rows(replica *rp, const struct replica_rows *rows, int64_t t,
 	rp->ffrow = false;
 }
 
+/*
+ * The end of step j at t, which ends requests (or is the span's last):
+ * the tokens since the batch's first step closed (ff_tokens_end), the
+ * requests it ends finished in running order, as the scheduler listed
+ * them (fin, from *f on), and the batch left (sreq, and ffpos: where each
+ * is in ffrun) without them; *slots and *ntok lose their slots and
+ * tokens.
+ */
+static kv_err
+ff_step_ends(replica *rp, uint32_t j, uint32_t seg, uint32_t *n,
+	     int64_t t, int64_t w, const struct kvs_step *fin, uint32_t *f,
+	     uint64_t *slots, uint64_t *ntok, rpt *rep, char *why,
+	     size_t whylen)
+{
+	uint32_t bs = rp->block_size, m = 0;
+	kv_err e;
+
+	ff_tokens_end(rp, j - seg + 1, *n, t, w);
+	for (uint32_t i = 0; i < *n; i++) {
+		const struct kvs_running *r = &rp->ffrun[rp->ffpos[i]];
+		uint64_t b;
+
+		if (r->ends_at != j) {
+			rp->sreq[m] = rp->sreq[i];
+			rp->ffpos[m++] = rp->ffpos[i];
+			continue;
+		}
+		if (*f >= fin->nfinish || fin->finish[*f] != r->req) {
+			snprintf(why, whylen, "replica %u: fast-forward: "
+				 "request %d's end in step %u is not the "
+				 "scheduler's", rp->index, (int)r->req, j);
+			return KV_ESTATE;
+		}
+		(*f)++;
+		/* its table: C + j + 1 slots (ff_blocks) */
+		b = ((uint64_t)r->computed + j + bs) / bs;
+		if (b < r->blocks)
+			b = r->blocks;
+		*slots -= b * bs;
+		*ntok -= (uint64_t)r->tokens + j + 1u;
+		if ((e = replica__finish(rp, r->req, t, rep, why, whylen)) !=
+		    KV_OK)
+			return e;
+	}
+	*n = m;
+	return KV_OK;
+}
+
 kv_err
 replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	   const struct replica_rows *rows, rpt *rep, int64_t *t_end,
 	   uint64_t *nsteps, bool *ended, char *why, size_t whylen)
 {
-	const kvc *k = kvs_kv(rp->s);
 	const struct kvs_step *st;
 	struct ff_plan x;
-	uint32_t n, kmax, kn;
-	uint64_t slots, ntok, used = 0, free0, gen0, gstep = 0;
+	uint32_t n, kmax, kn, seg = 0, f = 0, e_next = 0;
+	uint64_t slots, ntok, used = 0, back = 0, free0, gen;
 	int64_t t, w;
+	bool end = false;
 	kv_err e;
 
 	*t_end = now;
@@ -345,13 +446,14 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		return KV_OK;
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
 						   FF_MAX_STEPS;
-	/* a step that ends requests only when it can end by until_end */
+	/* steps that end requests only when they can end by until_end */
 	memset(&x, 0, sizeof(x));
 	x.rp = rp;
 	x.now = now;
 	x.until = until;
 	x.until_end = until_end;
-	if ((e = kvs_decode_plan(rp->s, kmax, until_end > now, ff_plan, &x,
+	if ((e = kvs_decode_plan(rp->s, kmax, until_end > now ?
+				 KVS_ENDS_ANY : KVS_ENDS_NONE, ff_plan, &x,
 				 &kn)) != KV_OK) {
 		snprintf(why, whylen, "replica %u: fast-forward: %s",
 			 rp->index, kvs_errmsg(rp->s));
@@ -366,19 +468,19 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	slots = x.slots;
 	ntok = x.ntok;
 	free0 = x.free0;
-	st = kvs_current_step(rp->s);	/* the last step's finishes */
+	st = kvs_current_step(rp->s);	/* the run's finishes */
 	/* each step's notes, as replica_begin and replica_end take them;
 	 * w: a token's time in the API server (cost_fifo_serve's, >= 0) */
 	w = replica__fe(rp) != NULL ? cost_frontend_out_ns(rp->cm) : 0;
 	if (w < 0)
 		w = 0;
-	rp->nsched = n;
 	if (n > rp->st.max_batch)
 		rp->st.max_batch = n;
-	/* the output tokens a step adds (ff_tokens, ff_tokens_end) */
-	gen0 = rp->st.gen_tokens_done;
-	for (uint32_t i = 0; rows != NULL && i < n; i++)
-		gstep += rp->byreq[rp->sreq[i]]->nsamp;
+	/* the output tokens the steps before have added (ff_tokens,
+	 * ff_tokens_end): a token a request a step */
+	gen = rp->st.gen_tokens_done;
+	for (uint32_t i = 0; i < n; i++)
+		rp->ffpos[i] = i;
 	t = now;
 	for (uint32_t j = 0; j < kn; j++) {
 		int64_t dt = rp->fft[j];
@@ -386,7 +488,7 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 
 		used += rp->fftaken[j];
 		slots += (uint64_t)rp->fftaken[j] * rp->block_size;
-		free = free0 - used;
+		free = free0 - used + back;
 		/* note_step: fragmentation after the step's allocations,
 		 * before its tokens (T = C + 1 <= the slots) */
 		rp->st.busy_ns += dt;
@@ -403,26 +505,37 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		/* else: the levels of the step before */
 		if (rows != NULL)
 			ff_rows(rp, rows, t, t + dt, n, rp->blocks_total - free,
-				slots - ntok, gen0 + gstep * j);
+				slots - ntok, gen);
 		t += dt;
 		/* replica_end: a token each, in running order */
-		ff_tokens(rp, j, n, t, w, rep);
+		ff_tokens(rp, j - seg, n, t, w, rep);
 		ntok += n;
-		if (j + 1 == kn) {
-			ff_tokens_end(rp, kn, n, t, w);
-			/* then the finishes, and the usage after them */
-			if ((e = replica__finish_step(rp, st, t, rep, why,
-						      whylen)) != KV_OK)
-				return e;
-			if (st->nfinish > 0)
-				free = kvc_free_blocks(k, 0);
-			replica__usage_free(rp, t, &free);
-		} else {
+		gen += n;
+		end = e_next < x.nend && rp->ffend[e_next] == j;
+		if (!end && j + 1 < kn) {
 			ff_usage_area(rp, t, dt);
+			continue;
 		}
+		/* the step's finishes (or the span's end), then the usage
+		 * after them; the batch goes on without them */
+		if ((e = ff_step_ends(rp, j, seg, &n, t, w, st, &f, &slots,
+				      &ntok, rep, why, whylen)) != KV_OK)
+			return e;
+		back += rp->fffreed[j];
+		free += rp->fffreed[j];
+		replica__usage_free(rp, t, &free);
+		seg = j + 1;
+		e_next += end;
 	}
+	if (f != st->nfinish) {
+		snprintf(why, whylen, "replica %u: fast-forward: the scheduler "
+			 "ended %u requests, the plan %u", rp->index,
+			 st->nfinish, f);
+		return KV_ESTATE;
+	}
+	rp->nsched = n;
 	*t_end = t;
 	*nsteps = kn;
-	*ended = st->nfinish > 0;
+	*ended = end;
 	return KV_OK;
 }

@@ -145,9 +145,17 @@ struct replica {
 	 * used blocks and unused slots at its time */
 	bool ffrow;
 	uint64_t ffrow_running, ffrow_used, ffrow_frag;
-	uint32_t *fftok, *fftaken;
+	uint32_t *fftok, *fftaken, *fffreed;
 	int64_t *fft;
 	size_t capfftok, capffk;
+	struct kvs_running *ffrun;	/* the batch, in running order */
+	uint32_t *ffend;	/* the steps that end requests */
+	uint32_t *ffpos;	/* the batch's places in ffrun */
+	size_t capffrun;
+	/* ff_time's step-time memos, by batch size (n mod FF_MEMOS):
+	 * they hold what depends on n alone, so they serve every span */
+#define FF_MEMOS 64
+	struct cost_decode_memo ffmemo[FF_MEMOS];
 	int64_t ffs, ffgmax;	/* ff_tokens: the step's service start,
 				 * the largest gap common to all */
 };

@@ -137,20 +137,21 @@ single(kvs *s, const uint32_t *tok)
 /*
  * A planner for kvs_decode_plan: it checks what it is told against the
  * scheduler's own answers (the span, its last flag, every running
- * request's handle, sequence and counts) and asks for `want` steps.
+ * request's handle, sequence, counts and end) and asks for `want` steps.
  */
 struct tplan {
 	const kvs *s;
 	uint32_t k;		/* the span it must be told */
 	bool last;
+	const uint32_t *left;	/* each request's end, by running order */
 	uint32_t want;
-	uint32_t *tok, *taken;
+	uint32_t *tok, *taken, *freed;
 	uint32_t calls;
 };
 
 static uint32_t
 tplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
-      bool last, const uint32_t **tok, uint32_t **taken)
+      bool last, struct kvs_decode_bufs *b)
 {
 	struct tplan *x = arg;
 	const kvc *kc = kvs_kv((kvs *)x->s);
@@ -173,24 +174,66 @@ tplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
 		ck_assert_uint_eq(r[i].blocks, nb);
 		ck_assert_uint_eq(r[i].generated,
 				  kvs_req_generated(x->s, r[i].req));
+		ck_assert_uint_eq(r[i].ends_at, x->left[i]);
 	}
-	*tok = x->tok;
-	*taken = x->taken;
+	b->tok = x->tok;
+	b->taken = x->taken;
+	b->freed = x->freed;
 	return x->want;
+}
+
+/*
+ * The span of KVS_ENDS_ANY found anew from what the scheduler shows:
+ * up to the end of the last request, as long as the blocks the requests
+ * take up to their ends are free; *last: whether its last step ends one.
+ */
+static uint32_t
+span_any(const kvs *s, const uint32_t *left, uint32_t n, bool *last)
+{
+	const kvc *kc = kvs_kv((kvs *)s);
+	uint32_t k = 0, most = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		most = left[i] > most ? left[i] : most;
+	for (uint32_t kk = 1; kk <= KMAX && kk <= most + 1; kk++) {
+		uint64_t need = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			int32_t q = kvs_req_seq(s, kvs_queue_at(s,
+						KVS_Q_RUNNING, i));
+			uint32_t steps = left[i] < kk ? left[i] + 1 : kk;
+			uint64_t b = (kvc_seq_computed(kc, q) + steps + 3) / 4;
+			size_t nb;
+
+			(void)kvc_table(kc, q, 0, &nb);
+			need += b > nb ? b - nb : 0;
+		}
+		if (need > kvc_free_blocks(kc, 0))
+			break;
+		k = kk;
+	}
+	*last = false;
+	for (uint32_t i = 0; i < n && k > 0; i++)
+		*last = *last || left[i] == k - 1;
+	return k;
 }
 
 static void
 walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
-     uint32_t *cut, uint32_t *queued, uint32_t *ended, uint32_t *planned)
+     uint32_t *cut, uint32_t *queued, uint32_t *ended, uint32_t *planned,
+     uint32_t *through)
 {
 	kvs *a = ff_new(caching, seqs), *b = ff_new(caching, seqs);
-	uint32_t added = 0, tok[8 * KMAX], col[8], taken[KMAX];
+	uint32_t added = 0, tok[8 * KMAX], col[8], taken[KMAX], freed[KMAX];
+	uint32_t outs[NREQ + 4200], left[8];	/* outs: by handle (the
+						 * probes take some) */
 
 	rng = seed;
 	for (int iter = 0; iter < 4000; iter++) {
 		uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), span, send, k;
-		uint32_t made;
-		bool last, ends;
+		uint32_t made, f, sany = 0, early = 0;
+		bool last, lany = false, plan;
+		enum kvs_ends ends;
 		struct tplan x;
 		const struct kvs_step *sa, *sb = NULL;
 
@@ -206,6 +249,8 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 					 KV_OK);
 			ck_assert_int_eq(kvs_add(b, p, len, out, 0, &rb),
 					 KV_OK);
+			ck_assert_int_lt(ra, NREQ + 4200);
+			outs[ra] = out;
 			added++;
 			continue;
 		}
@@ -213,6 +258,17 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 			if (added == NREQ)
 				break;
 			continue;
+		}
+		/* each running request's end, from what the scheduler shows:
+		 * the step whose token makes its output or max_model_len */
+		for (uint32_t i = 0; i < n && i < 8; i++) {
+			kvs_req h = kvs_queue_at(a, KVS_Q_RUNNING, i);
+			uint32_t g = kvs_req_generated(a, h);
+			size_t T = kvc_seq_len(kvs_kv(a), kvs_req_seq(a, h));
+
+			left[i] = g < outs[h] && T < MML ? outs[h] - g - 1 : 0;
+			if (T < MML && MML - (uint32_t)T - 1 < left[i])
+				left[i] = MML - (uint32_t)T - 1;
 		}
 		span = kvs_decode_span(a, KMAX);
 		ck_assert_uint_eq(span, kvs_decode_span(b, KMAX));
@@ -222,9 +278,22 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 		 * one step longer: the step that ends them */
 		ck_assert(send == span || (send == span + 1 && send <= KMAX));
 		ck_assert(last == (send == span + 1));
-		ends = rnd(2) == 0;
-		if (ends)
+		if (send > 0 && kvs_queue_len(a, KVS_Q_WAITING) == 0)
+			sany = span_any(a, left, n, &lany);
+		else if (send > 0) {	/* something waits: KVS_ENDS_LAST */
+			sany = send;
+			lany = last;
+		}
+		ends = (enum kvs_ends)rnd(3);
+		plan = rnd(2) == 0;
+		if (ends == KVS_ENDS_ANY && !plan)
+			plan = true;	/* the plan call's alone */
+		if (ends == KVS_ENDS_LAST)
 			span = send;
+		else if (ends == KVS_ENDS_ANY) {
+			span = sany;
+			last = lany;
+		}
 		if (span == 0) {	/* a step of both, ids by step */
 			for (uint32_t i = 0; i < 8; i++)
 				col[i] = 500 + (uint32_t)iter + i;
@@ -250,9 +319,12 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 		}
 		/* the same with the plan call: told the span the search
 		 * finds, asking one step more is refused, 0 makes none */
-		x = (struct tplan){ .s = a, .k = span, .last = ends && last,
-				    .tok = tok, .taken = taken };
-		if (rnd(2) == 0) {
+		x = (struct tplan){ .s = a, .k = span,
+				    .last = ends != KVS_ENDS_NONE && last,
+				    .left = left, .tok = tok, .taken = taken,
+				    .freed = freed };
+		memset(freed, 0xff, sizeof(freed));
+		if (plan) {
 			if (rnd(4) == 0) {
 				x.want = span + 1;
 				ck_assert_int_eq(kvs_decode_plan(a, KMAX, ends,
@@ -275,26 +347,43 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 					 KV_OK);
 		}
 		sa = kvs_current_step(a);
+		ck_assert_uint_eq(sa->nsched, 0);
+		/* the same steps one by one: step j's batch is the requests
+		 * not ended before it, each its token of step j; its
+		 * finishes are the next of the run's list */
+		f = 0;
 		for (uint32_t j = 0; j < k; j++) {
-			uint32_t before = kvc_free_blocks(kvs_kv(b), 0);
+			uint32_t before = kvc_free_blocks(kvs_kv(b), 0), mid;
+			uint32_t m = 0;
 
 			for (uint32_t i = 0; i < n; i++)
-				col[i] = tok[i * k + j];
-			if (sb != NULL)	/* only the last step ends any */
-				ck_assert_uint_eq(sb->nfinish, 0);
+				if (left[i] >= j)
+					col[m++] = tok[i * k + j];
+			ck_assert_uint_eq(m, kvs_queue_len(b, KVS_Q_RUNNING));
 			/* the blocks the step took, before its finishes */
 			ck_assert_int_eq(kvs_schedule(b, &sb), KV_OK);
-			ck_assert_uint_eq(taken[j], before -
-					  kvc_free_blocks(kvs_kv(b), 0));
+			mid = kvc_free_blocks(kvs_kv(b), 0);
+			ck_assert_uint_eq(taken[j], before - mid);
 			ck_assert_int_eq(kvs_complete(b, col, &sb), KV_OK);
+			if (plan)	/* and those its finishes freed */
+				ck_assert_uint_eq(freed[j], kvc_free_blocks(
+					kvs_kv(b), 0) - mid);
+			for (uint32_t i = 0; i < sb->nfinish; i++) {
+				ck_assert_uint_lt(f, sa->nfinish);
+				ck_assert_int_eq(sa->finish[f++],
+						 sb->finish[i]);
+			}
+			early += j + 1 < k && sb->nfinish > 0;
 		}
-		/* the last step's finishes, in the same order */
-		ck_assert_uint_eq(sa->nsched, 0);
-		ck_assert_uint_eq(sa->nfinish, sb->nfinish);
-		ck_assert((sa->nfinish > 0) == (last && k == send));
-		for (uint32_t i = 0; i < sb->nfinish; i++)
-			ck_assert_int_eq(sa->finish[i], sb->finish[i]);
+		ck_assert_uint_eq(f, sa->nfinish);
+		/* only a span of KVS_ENDS_ANY ends requests before its last
+		 * step; the others, at their last only when told so */
+		if (ends != KVS_ENDS_ANY)
+			ck_assert((sa->nfinish > 0) == (last && k == send));
+		ck_assert(early == 0 || (ends == KVS_ENDS_ANY &&
+					 kvs_queue_len(a, KVS_Q_WAITING) == 0));
 		*ended += sb->nfinish > 0;
+		*through += early > 0;
 		same(a, b, "fast-forward");
 	}
 	ck_assert_uint_eq(added, NREQ);
@@ -305,11 +394,12 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 START_TEST(ff_walks)
 {
 	uint32_t spans = 0, cut = 0, queued = 0, ended = 0, planned = 0;
+	uint32_t through = 0;
 
 	/* max_num_seqs 8, and 3: requests wait behind a full batch */
 	for (uint64_t seed = 1; seed <= 16; seed++)
 		walk(seed % 2 == 0, seed % 4 < 2 ? 8 : 3, seed * 7919, &spans,
-		     &cut, &queued, &ended, &planned);
+		     &cut, &queued, &ended, &planned, &through);
 	/* the walks met spans, spans cut short by the free blocks or by a
 	 * request's end, spans with requests waiting, and spans whose last
 	 * step ended requests */
@@ -318,6 +408,8 @@ START_TEST(ff_walks)
 	ck_assert_uint_gt(queued, 10);
 	ck_assert_uint_gt(ended, 20);
 	ck_assert_uint_gt(planned, 20);
+	/* and spans that went on past requests they ended */
+	ck_assert_uint_gt(through, 20);
 }
 END_TEST
 
