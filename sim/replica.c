@@ -1680,6 +1680,11 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	if (rp->pp != NULL)
 		return replica__pp_end(rp, now, rep, why, whylen);
 	rp->busy = false;
+	if (rp->fftail.on) {	/* a span's tail (replica_ff) */
+		if ((e = replica__ff_end(rp, now, rep, why, whylen)) != KV_OK)
+			return e;
+		goto aborts;
+	}
 	if (rp->obs != NULL && rp->obs->computed != NULL &&
 	    rp->obs->computed(rp->obs->ctx, rp->index, rp->s,
 			      kvs_current_step(rp->s), rp->start, now, why,
@@ -1706,6 +1711,7 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 		return e;
 	for (uint32_t i = 0; i < st->nignored; i++)
 		ignored(rp, st->ignored[i]);
+aborts:
 	/* requests whose client left during the step, unfinished at its
 	 * end: aborted now, between steps, as vLLM aborts them */
 	for (size_t i = 0; i < rp->nabort; i++)
@@ -2122,6 +2128,16 @@ replica_check(const replica *rp, char *why, size_t whylen)
 		return check_fail(why, whylen, 1, "allocator: %s", msg);
 	if (kvs_audit(rp->s, msg, sizeof(msg)) != 0)
 		return check_fail(why, whylen, 2, "scheduler: %s", msg);
+	/* a span's tail in flight (replica_ff): the scheduler has made its
+	 * step already, so the records, the blocks' notes and the batch
+	 * are a step behind it until the tail's end, and checked then */
+	if (rp->fftail.on)
+		return rp->fftail.t > rp->st.usage_t ?
+		    check_time(rp, why, whylen) :
+		    check_fail(why, whylen, 8, "a tail in flight ends at %lld, "
+			       "before the clock %lld",
+			       (long long)rp->fftail.t,
+			       (long long)rp->st.usage_t);
 	if ((n = check_records(rp, why, whylen)) != 0 ||
 	    (n = check_blocks(rp, why, whylen)) != 0 ||
 	    (n = check_time(rp, why, whylen)) != 0)

@@ -166,14 +166,22 @@ void replica_free(replica *r);
  * Fast-forward (docs/fastforward.md).  The replica, between steps at now
  * (after replica_end, before replica_begin), makes at once the steady
  * decode steps (kvsched.h kvs_decode_span) that start from now one after
- * another and end by `until`: the same allocator calls, times, tokens,
+ * another and end by sp->until: the same allocator calls, times, tokens,
  * statistics and report entries the pairs of replica_begin and
- * replica_end would have made.  The last of them may end requests
- * (finished as replica_end finishes them) if it ends by until_end: the
- * caller makes sure no event in (now, until_end] writes a report row or
- * reacts to an end (clients do); until_end <= now: none ends.  *t_end
- * is the end of the last one (now when none), *nsteps how many, *ended
- * whether the last ended requests.
+ * replica_end would have made.  A step may end requests (finished as
+ * replica_end finishes them, and the steps go on with the rest) if it
+ * ends by sp->until_end: the caller makes sure no event in (now,
+ * until_end] writes a report row or reacts to an end (clients do);
+ * until_end <= now: none ends.  Then the tail: the step after them, when
+ * it is steady but ends past until, by sp->tail_until, is begun as
+ * replica_begin begins it (its time, its notes), and its end waits for
+ * replica_end at sp->tail_end (else INT64_MIN): the replica is busy
+ * until then, and its state to replica_state is that of the step in
+ * flight.  The caller makes sure no event in (now, tail_until] does more
+ * to the replica than an arrival held for its step (async scheduling)
+ * or a timeseries row; tail_until <= now: no tail.  sp->t_end is the end
+ * of the last step made but the tail (now when none), sp->nsteps how
+ * many, sp->ended whether the last ended requests.
  * Nothing is done (0 steps) when cfg.fast_forward is off, for a step
  * that is not steady, and where the replica uses what the fast-forward
  * does not cover: an observer, a trace, --check, KV offload, LoRA,
@@ -182,10 +190,15 @@ void replica_free(replica *r);
  * The caller makes sure no event that can touch the replica falls in
  * (now, until].
  */
+struct replica_span {
+	int64_t until, until_end, tail_until;
+	int64_t t_end, tail_end;
+	uint64_t nsteps;
+	bool ended;
+};
 struct replica_rows;
-kv_err replica_ff(replica *rp, int64_t now, int64_t until,
-		  int64_t until_end, const struct replica_rows *rows, rpt *rep,
-		  int64_t *t_end, uint64_t *nsteps, bool *ended, char *why,
+kv_err replica_ff(replica *rp, int64_t now, struct replica_span *sp,
+		  const struct replica_rows *rows, rpt *rep, char *why,
 		  size_t whylen);
 
 /*
@@ -321,6 +334,9 @@ kvs *replica_kvs(replica *rp);
  *  8  The step in flight (between replica_begin and replica_end) is the
  *     scheduler's current step, and the tokens its batch computes
  *     (scheduled less prefix-cached) keep within max_num_batched_tokens.
+ *  While a span's tail is in flight (replica_ff), the scheduler has made
+ *  that step already: 3 to 6 and 8 wait for the tail's end, and 8 asks
+ *  only that the tail end after the clock.
  */
 int replica_check(const replica *rp, char *why, size_t whylen);
 

@@ -20,6 +20,7 @@
 
 #include "sim/replica_int.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,12 +93,13 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
  * r[0..n) is the first step's batch (rp->seq holds it); each step adds a
  * token of context to every entry, and a request is in the steps up to
  * the one that ends it (ends_at).  *nend: the steps made that end
- * requests, in ffend[].
+ * requests, in ffend[].  The first step past the horizon is made too,
+ * as the tail (*tail), when it ends by tail_until.
  */
 static uint32_t
 ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
-	const struct kvs_running *r, uint32_t n, uint32_t kmax,
-	uint32_t *nend)
+	int64_t tail_until, const struct kvs_running *r, uint32_t n,
+	uint32_t kmax, uint32_t *nend, bool *tail)
 {
 	struct kvs_step st;
 	int64_t t = now, cpu;
@@ -108,6 +110,7 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	memset(&st, 0, sizeof(st));
 	st.nsched = n;
 	*nend = 0;
+	*tail = false;
 	for (uint32_t i = 0; i < n; i++) {
 		ctx += r[i].computed;
 		if (r[i].ends_at < nxt)
@@ -164,7 +167,14 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		}
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
-		/* it ends past the horizon */
+		/* it ends past the horizon: the tail, or not made */
+		if (dt > (j == nxt && until_end < until ? until_end : until) -
+			 t && (*tail = tail_until > t && dt <= tail_until - t)) {
+			if (j == nxt)
+				rp->ffend[(*nend)++] = j;
+			rp->fft[j++] = dt;
+			break;
+		}
 		if (dt > (j == nxt && until_end < until ? until_end : until) -
 			 t) {
 			rp->piped = piped;
@@ -278,10 +288,11 @@ ff_usage_area(replica *rp, int64_t t, int64_t dt)
 /* What replica_ff's planner (ff_plan) is told and finds. */
 struct ff_plan {
 	replica *rp;
-	int64_t now, until, until_end;
+	int64_t now, until, until_end, tail_until;
 	uint64_t slots, ntok;	/* the first step's, as note_step takes them */
 	uint64_t free0;		/* free blocks before the run */
 	uint32_t nend;		/* ffend's steps */
+	bool tail;		/* the last step made is the tail */
 	kv_err err;		/* KV_ENOMEM: no room for the span */
 };
 
@@ -319,8 +330,8 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 		return 0;
 	}
 	memcpy(rp->ffrun, r, n * sizeof(*r));
-	if ((kn = ff_time(rp, x->now, x->until, x->until_end, r, n, kmax,
-			  &x->nend)) == 0)
+	if ((kn = ff_time(rp, x->now, x->until, x->until_end, x->tail_until,
+			  r, n, kmax, &x->nend, &x->tail)) == 0)
 		return 0;
 	/* note_sched's high after the steps each makes: every position
 	 * computed (C + its steps; C <= high, so it only grows) */
@@ -423,10 +434,22 @@ ff_step_ends(replica *rp, uint32_t j, uint32_t seg, uint32_t *n,
 	return KV_OK;
 }
 
+/* The run's ends, st's list, all finished: f of them were. */
+static kv_err
+ff_ends_all(const replica *rp, const struct kvs_step *st, uint32_t f,
+	    char *why, size_t whylen)
+{
+	if (f == st->nfinish)
+		return KV_OK;
+	snprintf(why, whylen, "replica %u: fast-forward: the scheduler ended "
+		 "%u requests, the plan %u", rp->index, st->nfinish, f);
+	return KV_ESTATE;
+}
+
 kv_err
-replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
-	   const struct replica_rows *rows, rpt *rep, int64_t *t_end,
-	   uint64_t *nsteps, bool *ended, char *why, size_t whylen)
+replica_ff(replica *rp, int64_t now, struct replica_span *sp,
+	   const struct replica_rows *rows, rpt *rep, char *why,
+	   size_t whylen)
 {
 	const struct kvs_step *st;
 	struct ff_plan x;
@@ -436,23 +459,29 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	bool end = false;
 	kv_err e;
 
-	*t_end = now;
-	*nsteps = 0;
-	*ended = false;
-	if (!ff_covered(rp) || until <= now)
+	sp->t_end = now;
+	sp->tail_end = INT64_MIN;
+	sp->nsteps = 0;
+	sp->ended = false;
+	if (!ff_covered(rp) || sp->until <= now)
 		return KV_OK;
 	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
 	if (n == 0 || n > rp->capsched)
 		return KV_OK;
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
 						   FF_MAX_STEPS;
-	/* steps that end requests only when they can end by until_end */
+	/* steps that end requests only when they can end by until_end; a
+	 * tail only where nothing but an arrival held for its step can come
+	 * in its time (async scheduling holds every arrival), and no client
+	 * leaves */
 	memset(&x, 0, sizeof(x));
 	x.rp = rp;
 	x.now = now;
-	x.until = until;
-	x.until_end = until_end;
-	if ((e = kvs_decode_plan(rp->s, kmax, until_end > now ?
+	x.until = sp->until;
+	x.until_end = sp->until_end;
+	x.tail_until = rp->async && rp->client_tmo == 0 ? sp->tail_until :
+							  INT64_MIN;
+	if ((e = kvs_decode_plan(rp->s, kmax, sp->until_end > now ?
 				 KVS_ENDS_ANY : KVS_ENDS_NONE, ff_plan, &x,
 				 &kn)) != KV_OK) {
 		snprintf(why, whylen, "replica %u: fast-forward: %s",
@@ -506,6 +535,35 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		if (rows != NULL)
 			ff_rows(rp, rows, t, t + dt, n, rp->blocks_total - free,
 				slots - ntok, gen);
+		if (x.tail && j + 1 == kn) {
+			/* the tail: in flight until t + dt, where replica_end
+			 * makes its end; replica_state shows it as it runs */
+			rp->fftail.on = true;
+			rp->fftail.j = j;
+			rp->fftail.seg = seg;
+			rp->fftail.n = n;
+			rp->fftail.f = f;
+			rp->fftail.t = t + dt;
+			rp->fftail.w = w;
+			rp->fftail.slots = slots;
+			rp->fftail.ntok = ntok;
+			rp->fftail.free = free;
+			rp->fftail.freed = rp->fffreed[j];
+			/* the output of the steps before, counted now for the
+			 * rows (ff_tokens_end counts it at the tail's end) */
+			rp->fftail.gen = gen - rp->st.gen_tokens_done;
+			rp->st.gen_tokens_done = gen;
+			rp->ffrow = true;
+			rp->ffrow_running = n;
+			rp->ffrow_used = rp->blocks_total - free;
+			rp->ffrow_frag = slots - ntok;
+			rp->nsched = n;
+			rp->busy = true;
+			sp->t_end = t;
+			sp->tail_end = t + dt;
+			sp->nsteps = kn - 1;
+			return KV_OK;
+		}
 		t += dt;
 		/* replica_end: a token each, in running order */
 		ff_tokens(rp, j - seg, n, t, w, rep);
@@ -527,15 +585,46 @@ replica_ff(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		seg = j + 1;
 		e_next += end;
 	}
-	if (f != st->nfinish) {
-		snprintf(why, whylen, "replica %u: fast-forward: the scheduler "
-			 "ended %u requests, the plan %u", rp->index,
-			 st->nfinish, f);
+	if ((e = ff_ends_all(rp, st, f, why, whylen)) != KV_OK)
+		return e;
+	rp->nsched = n;
+	sp->t_end = t;
+	sp->nsteps = kn;
+	sp->ended = end;
+	return KV_OK;
+}
+
+/*
+ * replica_end of a span's tail at now: its tokens, its ends (the
+ * scheduler made them with the span), the usage after them.
+ */
+kv_err
+replica__ff_end(replica *rp, int64_t now, rpt *rep, char *why,
+		size_t whylen)
+{
+	const struct kvs_step *st = kvs_current_step(rp->s);
+	uint32_t n = rp->fftail.n, f = rp->fftail.f, j = rp->fftail.j;
+	uint64_t free = rp->fftail.free + rp->fftail.freed;
+	kv_err e;
+
+	rp->fftail.on = false;
+	rp->ffrow = false;
+	if (now != rp->fftail.t) {
+		snprintf(why, whylen, "replica %u: fast-forward: a step made "
+			 "to end at %" PRId64 " ns ends at %" PRId64 " ns",
+			 rp->index, rp->fftail.t, now);
 		return KV_ESTATE;
 	}
+	rp->st.gen_tokens_done -= rp->fftail.gen;
+	ff_tokens(rp, j - rp->fftail.seg, n, now, rp->fftail.w, rep);
+	rp->fftail.ntok += n;
+	if ((e = ff_step_ends(rp, j, rp->fftail.seg, &n, now, rp->fftail.w,
+			      st, &f, &rp->fftail.slots, &rp->fftail.ntok, rep,
+			      why, whylen)) != KV_OK)
+		return e;
+	replica__usage_free(rp, now, &free);
+	if ((e = ff_ends_all(rp, st, f, why, whylen)) != KV_OK)
+		return e;
 	rp->nsched = n;
-	*t_end = t;
-	*nsteps = kn;
-	*ended = end;
 	return KV_OK;
 }

@@ -152,6 +152,17 @@ struct replica {
 	uint32_t *ffend;	/* the steps that end requests */
 	uint32_t *ffpos;	/* the batch's places in ffrun */
 	size_t capffrun;
+	/* a span's tail (replica_ff): its step in flight, whose end
+	 * replica_end makes at t: step j of the span, the batch's first
+	 * step seg, n requests, the run's finishes from f on, the slots
+	 * and tokens after its allocations, the free blocks then and those
+	 * its ends free, the output tokens counted ahead for the rows */
+	struct {
+		bool on;
+		uint32_t j, seg, n, f;
+		int64_t t, w;
+		uint64_t slots, ntok, free, freed, gen;
+	} fftail;
 	/* ff_time's step-time memos, by batch size (n mod FF_MEMOS):
 	 * they hold what depends on n alone, so they serve every span */
 #define FF_MEMOS 64
@@ -199,5 +210,9 @@ void replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now,
 		   rpt *rep);
 kv_err replica__note_tokens(replica *rp, const kvs_req *req, uint32_t n,
 			    int64_t now, rpt *rep, char *why, size_t whylen);
+
+/* replica_end of a span's tail (replica_ff.c). */
+kv_err replica__ff_end(replica *rp, int64_t now, rpt *rep, char *why,
+		       size_t whylen);
 
 #endif

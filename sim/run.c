@@ -168,6 +168,8 @@ struct sim_run {
 	bool ffrows_on;
 	uint64_t ff_steps, ff_total;
 	uint64_t ff_rows;	/* rows written inside spans (ff_row) */
+	uint64_t ff_spans, ff_tails;	/* replica_ff calls that made
+					 * steps; those that left a tail */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
 };
 
@@ -893,18 +895,26 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
  * end before the next step.  Timeseries rows (a row holds the state after
  * the events at its time): with `rows` the spans write those up to *end
  * themselves (replica_rows), and the horizon is at most the first row
- * after it; without, at most the next row.
+ * after it; without, at most the next row.  *tail: the latest end of a
+ * span's tail, the step in flight past the horizon: before any event but
+ * an arrival (held in the replica for its step under async scheduling),
+ * a step's end or a wake-up; none with clients, or where a row or a
+ * progress line does more than read the state (ff_rows_ok).
  */
 static int64_t
-ff_horizon(const sim_run *R, uint32_t i, int64_t *end, bool rows)
+ff_horizon(const sim_run *R, uint32_t i, int64_t *end, int64_t *tail,
+	   bool rows)
 {
 	int64_t h = INT64_MAX, e = INT64_MAX, t1;
 
+	*tail = R->c.on || !rows ? INT64_MIN : INT64_MAX;
 	for (size_t j = 0; j < R->q.n; j++) {
 		const struct sim_ev *ev = &R->q.h[j];
 		bool step = ev->kind == SIM_EV_STEP_DONE ||
 			    ev->kind == SIM_EV_WAKE;
 
+		if (!step && ev->kind != SIM_EV_ARRIVAL && ev->t - 1 < *tail)
+			*tail = ev->t - 1;
 		if (!(ev->kind == SIM_EV_WAKE && ev->arg == i) &&
 		    ev->t - 1 < e)
 			e = ev->t - 1;
@@ -957,35 +967,42 @@ ff_row(void *arg)
 /*
  * Replica i's steady decode steps from *now, made at once (replica.h
  * replica_ff); *now moves to the end of the last.  Each counts as the
- * STEP_DONE event it replaces.  Not with P/D, whose pools hand requests
- * over between steps.
+ * STEP_DONE event it replaces.  *tail: where the span left a step in
+ * flight (its tail), its end, a STEP_DONE of its own; else INT64_MIN.
+ * Not with P/D, whose pools hand requests over between steps.
  */
 static kv_err
-fast_forward(sim_run *R, uint32_t i, int64_t *now)
+fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail)
 {
 	char why[1024];
-	uint64_t n;
-	int64_t until, until_end;
-	bool ended;
+	struct replica_span sp;
 	kv_err e;
 
+	*tail = INT64_MIN;
 	if (R->o.no_fast_forward || R->pd != NULL)
 		return KV_OK;
-	until = ff_horizon(R, i, &until_end, R->ffrows_on);
-	R->ffrows.limit = until_end;
+	sp.until = ff_horizon(R, i, &sp.until_end, &sp.tail_until,
+			      R->ffrows_on);
+	R->ffrows.limit = sp.until_end;
 	/* a span can end with a step that ends requests, and the next
 	 * span start from the smaller batch */
 	do {
-		e = replica_ff(R->rp[i], *now, until, until_end,
-			       R->ffrows_on ? &R->ffrows : NULL, R->rep, now,
-			       &n, &ended, why, sizeof(why));
+		e = replica_ff(R->rp[i], *now, &sp,
+			       R->ffrows_on ? &R->ffrows : NULL, R->rep, why,
+			       sizeof(why));
 		if (e != KV_OK)
 			return rfail(R, run_err(e), "%s", why);
-		R->ff_steps += n;
-		R->ff_total += n;
-		if (n > 0 && *now > R->ff_end)
+		if (sp.nsteps == 0 && sp.tail_end == INT64_MIN)
+			break;
+		*now = sp.t_end;
+		R->ff_steps += sp.nsteps;
+		R->ff_total += sp.nsteps + (sp.tail_end != INT64_MIN);
+		R->ff_spans++;
+		R->ff_tails += sp.tail_end != INT64_MIN;
+		if (sp.nsteps > 0 && *now > R->ff_end)
 			R->ff_end = *now;
-	} while (ended);
+	} while (sp.ended);
+	*tail = sp.tail_end;
 	return KV_OK;
 }
 
@@ -995,6 +1012,7 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	  bool have)
 {
 	char why[1024];
+	int64_t tail;
 	kv_err e;
 
 	if (R->pd != NULL)
@@ -1005,8 +1023,14 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	/* requests the clients send as these end join the next step */
 	if (R->c.on && (e = client_sync(R, now, cur)) != KV_OK)
 		return e;
-	if ((e = fast_forward(R, i, &now)) != KV_OK)
+	if ((e = fast_forward(R, i, &now, &tail)) != KV_OK)
 		return e;
+	if (tail != INT64_MIN) {	/* the span's last step is in flight */
+		if (sim_evq_push(&R->q, tail, SIM_EV_STEP_DONE, i, NULL) !=
+		    KV_OK)
+			return rfail(R, KV_ENOMEM, "out of memory");
+		return KV_OK;
+	}
 	/* requests arriving at this instant (ordered after the step's end)
 	 * join the next step: it starts from a WAKE, ordered after them */
 	if (have && !R->c.held && cur->arrival_ns == now)
@@ -2241,6 +2265,13 @@ sim_run_ff_steps(const sim_run *R, uint64_t *all)
 	for (uint32_t i = 0; i < R->nrp; i++)
 		*all += replica_stats(R->rp[i])->steps;
 	return R->ff_total;
+}
+
+uint64_t
+sim_run_ff_spans(const sim_run *R, uint64_t *tails)
+{
+	*tails = R->ff_tails;
+	return R->ff_spans;
 }
 
 uint64_t

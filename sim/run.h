@@ -156,6 +156,9 @@ uint64_t sim_run_invariant_checks(const sim_run *R);
 /* How many steps the fast-forward made (replica_ff), of how many in all
  * (the replicas' steps). */
 uint64_t sim_run_ff_steps(const sim_run *R, uint64_t *all);
+/* The spans the fast-forward made (replica_ff calls that made steps),
+ * and *tails: those of them that left their last step in flight. */
+uint64_t sim_run_ff_spans(const sim_run *R, uint64_t *tails);
 /* Timeseries rows written from inside a span (replica_rows), of *all. */
 uint64_t sim_run_ff_rows(const sim_run *R, uint64_t *all);
 /* Requests added by key (kvs_add_keyed), of *all added. */

@@ -9,7 +9,9 @@
 # fast-forward made: a case marked "ff" must have made some there (a
 # comparison of two single-step runs proves nothing) and none with the
 # switch; a case marked "-" is one the fast-forward does not cover (it
-# falls back to single steps), and must make none.
+# falls back to single steps), and must make none.  Some cases must also
+# have written timeseries rows from inside spans, or left spans' last
+# steps in flight (tails), or none of them.
 #
 # The cases: every built-in policy; vllm-v1 with prefix caching off, async
 # scheduling off, a constant step time, priority scheduling, a KV cache
@@ -37,22 +39,36 @@ steps() {
 	sed -n 's/^kvsim run: fast-forward: \([0-9]*\) of .*/\1/p' "$1"
 }
 
-# rows NAME MIN MAX: the fast-forward run of case NAME wrote at least MIN
-# (at most MAX, - for any) of its timeseries rows from inside spans, and
-# the single-step run none (the rows' own writer proved)
-rows() {
-	r=$(sed -n 's/^kvsim run: fast-forward rows: \([0-9]*\) of .*/\1/p' \
-	    "$T/$1.f.err")
-	z=$(sed -n 's/^kvsim run: fast-forward rows: \([0-9]*\) of .*/\1/p' \
-	    "$T/$1.s.err")
-	if [ -z "$r" ] || [ "$r" -lt "$2" ] ||
-	    { [ "$3" != - ] && [ "$r" -gt "$3" ]; } || [ "${z:-x}" != 0 ]; then
-		echo "FAIL $1: ${r:-no} timeseries rows inside spans" \
-		    "(single steps: ${z:-no}), want $2 to $3"
+# counted NAME WHAT SEDEXPR MIN MAX: the fast-forward run of case NAME
+# says (KVSIM_FF_REPORT) it made at least MIN (at most MAX, - for any) of
+# WHAT, the number SEDEXPR takes from its report, and the single-step
+# run none
+counted() {
+	r=$(sed -n "$3" "$T/$1.f.err")
+	z=$(sed -n "$3" "$T/$1.s.err")
+	if [ -z "$r" ] || [ "$r" -lt "$4" ] ||
+	    { [ "$5" != - ] && [ "$r" -gt "$5" ]; } || [ "${z:-x}" != 0 ]; then
+		echo "FAIL $1: ${r:-no} $2 (single steps: ${z:-no}), want" \
+		    "$4 to $5"
 		fail=1
 	else
-		echo "ok $1: $r timeseries rows inside spans"
+		echo "ok $1: $r $2"
 	fi
+}
+
+# rows NAME MIN MAX: timeseries rows written from inside spans (the rows'
+# own writer proved)
+rows() {
+	counted "$1" "timeseries rows inside spans" \
+	    's/^kvsim run: fast-forward rows: \([0-9]*\) of .*/\1/p' "$2" "$3"
+}
+
+# tails NAME MIN MAX: spans that left their last step in flight, its end
+# made at its own time (docs/fastforward.md)
+tails() {
+	counted "$1" "spans with a tail" \
+	    's/^kvsim run: fast-forward spans: [0-9]*, \([0-9]*\) .*/\1/p' \
+	    "$2" "$3"
 }
 
 # one NAME ff|- ARGS...: the case run both ways and compared
@@ -95,14 +111,17 @@ one() {
 
 R="--set workload.max_requests=400"
 one default ff $R
+tails default 100 -
 one noprefix ff $R --set engine.enable_prefix_caching=false
 one sync ff $R --set engine.async_scheduling=false
+tails sync 0 0
 one stepns ff $R --set cost.step_ns=20000000
 one priority ff $R --set engine.scheduling_policy=priority
 S="--set engine.max_model_len=4096 --set engine.num_gpu_blocks_override=300"
 one preempt ff $R $S
 pos preempt preemptions
 one replicas3 ff $R --set replicas=3 --set router=least-outstanding
+tails replicas3 100 -
 # overload behind max_num_seqs: requests wait while the batch is full
 one seqlimit ff $R --set workload.time_scale=0.2 --set engine.max_num_seqs=16
 pos seqlimit queue_p50_s
@@ -112,18 +131,22 @@ one mla ff $R --set model=deepseek-ai/DeepSeek-V3 --set gpu=h200 \
 one mamba - $R --set model=ibm-granite/granite-4.0-h-tiny \
     --set engine.max_model_len=8192
 one clients ff $R --set workload.max_concurrency=8
+tails clients 0 0
 # an API server slower than the steps: its FIFO never drains
 printf 'frontend_stream_ns: 2e6\n' >"$T/slowfe.yaml"
 one slow-frontend ff $R --set cost.calibration="$T/slowfe.yaml"
 one timeouts ff $R --set workload.timeout_s=2 $S
+tails timeouts 0 0
 # timeseries rows inside spans: many to a span; with three replicas only
 # up to the others' next event; with clients (which react to ends) none,
 # the spans cut at each row as before (rows every 0.1 s: a span fits)
 F="--set output.timeseries_interval_s=0.005"
 one rows ff $R $F
 rows rows 1000 -
+tails rows 100 -
 one rows-replicas3 ff $R $F --set replicas=3 --set router=round-robin
 rows rows-replicas3 100 -
+tails rows-replicas3 100 -
 one rows-clients ff $R --set output.timeseries_interval_s=0.1 \
     --set workload.max_concurrency=8
 rows rows-clients 0 0
