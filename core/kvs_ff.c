@@ -42,15 +42,28 @@ ff_left(const kvs *s, const struct kvs_rq *r, const struct kvc_seq *q)
 /*
  * Blocks the running requests take in the next k steady steps; with
  * `any`, a request takes none after the step that ends it (the blocks its
- * end frees are not counted: the span they allow is a lower bound).
+ * end frees are not counted: the span they allow is a lower bound).  r:
+ * the requests as ff_span found them, or NULL.
  */
 static uint64_t
-ff_blocks(const kvs *s, uint32_t k, bool any)
+ff_blocks(const kvs *s, uint32_t k, bool any, const struct kvs_running *r0)
 {
 	const kvc *kc = s->k;
 	uint32_t bs = kc->cfg.block_size;
 	uint64_t need = 0;
 
+	if (r0 != NULL) {
+		for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
+			uint32_t kk = any && r0[i].ends_at < k ?
+				      r0[i].ends_at + 1u : k;
+			uint64_t b = ((uint64_t)r0[i].computed + kk + bs - 1) /
+				     bs;
+
+			if (b > r0[i].blocks)
+				need += b - r0[i].blocks;
+		}
+		return need;
+	}
 	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
 		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s,
 						 KVS_Q_RUNNING, i));
@@ -166,7 +179,7 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 		kmax = most + 1u;
 	/* the largest k whose blocks are free (the need grows with k) */
 	free = kvc_free_blocks(s->k, 0);
-	if (ff_blocks(s, kmax, any) <= free) {
+	if (ff_blocks(s, kmax, any, out) <= free) {
 		lo = kmax;
 	} else {
 		lo = 0;
@@ -174,7 +187,7 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 		while (hi - lo > 1) {
 			uint32_t mid = lo + (hi - lo) / 2;
 
-			if (ff_blocks(s, mid, any) <= free)
+			if (ff_blocks(s, mid, any, out) <= free)
 				lo = mid;
 			else
 				hi = mid;
@@ -186,7 +199,8 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s,
 						 KVS_Q_RUNNING, i));
 
-		if (ff_left(s, r, kvc__seq(s->k, r->seq)) == lo - 1)
+		if ((out != NULL ? out[i].ends_at :
+		     ff_left(s, r, kvc__seq(s->k, r->seq))) == lo - 1)
 			*last = true;
 	}
 	return lo;
