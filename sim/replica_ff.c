@@ -7,14 +7,16 @@
  * replica_end (the output tokens, their times at the client, the usage
  * integral).  When every running request is in steady decode
  * (kvs_decode_span), each such step's batch is the same requests with one
- * more token of context each, so its time needs no scheduler: the steps
- * that end by the caller's horizon are timed first, then the scheduler
- * makes them all in one call (kvs_decode_run), and the notes of every
- * step are taken in the order the single steps take them: the usage
- * integral and the fragmentation mean are floating-point sums, so each
- * step's terms are added in turn, from the blocks each step took.  The
- * tokens' times at the client and their gaps need no such order after a
- * run's first step (ff_tokens).
+ * more token of context each, less those that ended, so its time needs
+ * no scheduler: the steps that end by the caller's horizon are timed
+ * first, then the scheduler makes them all in one call (kvs_decode_plan),
+ * and the notes of every step are taken in the order the single steps
+ * take them: the usage integral and the fragmentation mean are
+ * floating-point sums, so each step's terms are added in turn, from the
+ * blocks each step took and its ends freed.  The tokens' times at the
+ * client and their gaps need no such order after a batch's first step
+ * (ff_tokens).  The step in flight past the horizon may be made too, its
+ * end left to replica_end at its time (the tail, replica__ff_end).
  */
 #include "config.h"
 
@@ -167,16 +169,18 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		}
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
-		/* it ends past the horizon: the tail, or not made */
-		if (dt > (j == nxt && until_end < until ? until_end : until) -
-			 t && (*tail = tail_until > t && dt <= tail_until - t)) {
-			if (j == nxt)
-				rp->ffend[(*nend)++] = j;
-			rp->fft[j++] = dt;
-			break;
-		}
+		/* it ends past the horizon: made as the tail when it ends by
+		 * tail_until (the pipeline's state left as after it), else
+		 * not made */
 		if (dt > (j == nxt && until_end < until ? until_end : until) -
 			 t) {
+			if (tail_until > t && dt <= tail_until - t) {
+				*tail = true;
+				if (j == nxt)
+					rp->ffend[(*nend)++] = j;
+				rp->fft[j++] = dt;
+				break;
+			}
 			rp->piped = piped;
 			rp->pipe_t = pipe_t;
 			rp->next_s = next_s;
@@ -192,14 +196,16 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 }
 
 /*
- * The tokens of step j, at its end t (replica_end's replica__gain).  The
- * first step's go one by one.  From the second on, the API server serves
- * the same n tokens in the same order, each taking w: the step's service
- * starts at s = max(the server's free time, t) and request i's token
- * reaches its client at s + (i + 1) w, so every request's gap since the
- * step before is the same, s less the last step's start: the histogram
- * takes n of it at once, and each request's sum, maximum and last token
- * are closed at the end (ff_tokens_end).
+ * The tokens of step j of a batch (from the span's first step, or from
+ * the first after an end moved the requests' places), at its end t
+ * (replica_end's replica__gain).  The batch's first step's go one by one.
+ * From the second on, the API server serves the same n tokens in the
+ * same order, each taking w: the step's service starts at s = max(the
+ * server's free time, t) and request i's token reaches its client at
+ * s + (i + 1) w, so every request's gap since the step before is the
+ * same, s less the last step's start: the histogram takes n of it at
+ * once, and each request's sum, maximum and last token are closed at the
+ * batch's end (ff_tokens_end).
  */
 static void
 ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
