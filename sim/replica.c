@@ -1548,7 +1548,8 @@ replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep, char *why,
 	return KV_OK;
 }
 
-kv_err
+/* replica__finish of each request step st finished, in its order. */
+static kv_err
 replica__finish_step(replica *rp, const struct kvs_step *st, int64_t now,
 		     rpt *rep, char *why, size_t whylen)
 {

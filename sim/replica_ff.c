@@ -397,8 +397,8 @@ ff_rows(replica *rp, const struct replica_rows *rows, int64_t t,
  * the tokens since the batch's first step closed (ff_tokens_end), the
  * requests it ends finished in running order, as the scheduler listed
  * them (fin, from *f on), and the batch left (sreq, and ffpos: where each
- * is in ffrun) without them; *slots and *ntok lose their slots and
- * tokens.
+ * is in ffrun) without them; *slots and *ntok (when the steps go on)
+ * lose their slots and tokens.
  */
 static kv_err
 ff_step_ends(replica *rp, uint32_t j, uint32_t seg, uint32_t *n,
@@ -426,12 +426,14 @@ ff_step_ends(replica *rp, uint32_t j, uint32_t seg, uint32_t *n,
 			return KV_ESTATE;
 		}
 		(*f)++;
-		/* its table: C + j + 1 slots (ff_blocks) */
-		b = ((uint64_t)r->computed + j + bs) / bs;
-		if (b < r->blocks)
-			b = r->blocks;
-		*slots -= b * bs;
-		*ntok -= (uint64_t)r->tokens + j + 1u;
+		if (slots != NULL) {
+			/* its table: C + j + 1 slots (ff_blocks) */
+			b = ((uint64_t)r->computed + j + bs) / bs;
+			if (b < r->blocks)
+				b = r->blocks;
+			*slots -= b * bs;
+			*ntok -= (uint64_t)r->tokens + j + 1u;
+		}
 		if ((e = replica__finish(rp, r->req, t, rep, why, whylen)) !=
 		    KV_OK)
 			return e;
@@ -551,8 +553,6 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 			rp->fftail.f = f;
 			rp->fftail.t = t + dt;
 			rp->fftail.w = w;
-			rp->fftail.slots = slots;
-			rp->fftail.ntok = ntok;
 			rp->fftail.free = free;
 			rp->fftail.freed = rp->fffreed[j];
 			/* the output of the steps before, counted now for the
@@ -623,10 +623,8 @@ replica__ff_end(replica *rp, int64_t now, rpt *rep, char *why,
 	}
 	rp->st.gen_tokens_done -= rp->fftail.gen;
 	ff_tokens(rp, j - rp->fftail.seg, n, now, rp->fftail.w, rep);
-	rp->fftail.ntok += n;
 	if ((e = ff_step_ends(rp, j, rp->fftail.seg, &n, now, rp->fftail.w,
-			      st, &f, &rp->fftail.slots, &rp->fftail.ntok, rep,
-			      why, whylen)) != KV_OK)
+			      st, &f, NULL, NULL, rep, why, whylen)) != KV_OK)
 		return e;
 	replica__usage_free(rp, now, &free);
 	if ((e = ff_ends_all(rp, st, f, why, whylen)) != KV_OK)

@@ -154,14 +154,14 @@ struct replica {
 	size_t capffrun;
 	/* a span's tail (replica_ff): its step in flight, whose end
 	 * replica_end makes at t: step j of the span, the batch's first
-	 * step seg, n requests, the run's finishes from f on, the slots
-	 * and tokens after its allocations, the free blocks then and those
-	 * its ends free, the output tokens counted ahead for the rows */
+	 * step seg, n requests, the run's finishes from f on, the free
+	 * blocks after its allocations and those its ends free, the output
+	 * tokens counted ahead for the rows */
 	struct {
 		bool on;
 		uint32_t j, seg, n, f;
 		int64_t t, w;
-		uint64_t slots, ntok, free, freed, gen;
+		uint64_t free, freed, gen;
 	} fftail;
 	/* ff_time's step-time memos, by batch size (n mod FF_MEMOS):
 	 * they hold what depends on n alone, so they serve every span */
@@ -203,9 +203,6 @@ int64_t replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu);
  * of the step that finished it, at now). */
 kv_err replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
 		       char *why, size_t whylen);
-/* replica__finish of each request step st finished, in its order. */
-kv_err replica__finish_step(replica *rp, const struct kvs_step *st,
-			    int64_t now, rpt *rep, char *why, size_t whylen);
 void replica__gain(replica *rp, struct rq *q, uint32_t g, int64_t now,
 		   rpt *rep);
 kv_err replica__note_tokens(replica *rp, const kvs_req *req, uint32_t n,
