@@ -206,6 +206,12 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 	return lo;
 }
 
+bool
+kvs_decode_ready(const kvs *s)
+{
+	return s != NULL && ff_engine(s);
+}
+
 uint32_t
 kvs_decode_span(const kvs *s, uint32_t kmax)
 {
@@ -313,6 +319,7 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
        uint32_t *freed)
 {
 	uint32_t n, nq, m = 0, f = 0, before;
+	uint64_t base;
 	uint32_t *deft = NULL;
 	uint64_t *fin;
 	kv_err e = KV_OK;
@@ -360,13 +367,28 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 			fin[c] = fin[c - 1];
 		fin[c] = (uint64_t)left << 32 | i;
 	}
-	/* the step record lists the run's finishes */
+	/* the step record lists the run's finishes; a step with neither an
+	 * allocator event nor an end takes and frees nothing, and is
+	 * passed over */
 	s->nfin = 0;
+	base = s->step.number;
 	before = kvc_free_blocks(s->k, 0);
-	for (uint32_t j = 0; j < k && e == KV_OK; j++) {
+	if (taken != NULL)
+		memset(taken, 0, (size_t)k * sizeof(*taken));
+	if (freed != NULL)
+		memset(freed, 0, (size_t)k * sizeof(*freed));
+	for (uint32_t j = 0; e == KV_OK; j++) {
 		uint32_t after;
 
-		s->step.number++;
+		if (nq > 0 && (uint32_t)(s->ffq[0] >> 32) > j)
+			j = (uint32_t)(s->ffq[0] >> 32);
+		else if (nq == 0)
+			j = k;
+		if (f < m && (uint32_t)(fin[f] >> 32) < j)
+			j = (uint32_t)(fin[f] >> 32);
+		if (j >= k)
+			break;
+		s->step.number = base + j + 1u;
 		while (nq > 0 && s->ffq[0] >> 32 == j && e == KV_OK) {
 			uint32_t i = (uint32_t)s->ffq[0];
 
@@ -397,6 +419,8 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		if (freed != NULL)
 			freed[j] = before - after;
 	}
+	if (e == KV_OK)
+		s->step.number = base + k;
 	for (uint32_t i = 0; i < n && e == KV_OK; i++) {
 		if (s->ff[i].steps < k ||
 		    (e = ff_catch_up(s, i, k, k, tok)) != KV_OK)

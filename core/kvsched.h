@@ -299,7 +299,12 @@ kv_err kvs_set_inflight(kvs *s, kvs_req r, bool inflight);
  * the blocks each step took from the free queue, before the finishes.
  * The step record lists those finishes and nothing else.  KV_EINVAL,
  * nothing done, when the k steps are not steady.
+ *
+ * kvs_decode_ready: the engine's half of the test alone, in constant
+ * time: false when no step can be steady now (every span is 0), whatever
+ * the running requests' own states; true says only that a span may be.
  */
+bool kvs_decode_ready(const kvs *s);
 uint32_t kvs_decode_span(const kvs *s, uint32_t kmax);
 uint32_t kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last);
 kv_err kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok,

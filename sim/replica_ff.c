@@ -214,14 +214,42 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
 	int64_t s = t, g;
 
 	if (j == 0) {
-		struct rq *q0 = rp->byreq[rp->sreq[0]];
+		/* replica__gain's, request by request: the server takes the
+		 * n tokens back to back from s, token i out at s + (i + 1) w
+		 * (cost_fifo_serve's sums, below its INT64_MAX clamp); every
+		 * request has a token before (ff_plan), so each makes a gap */
+		if (replica__fe(rp) != NULL)
+			s = rp->fe.free_at > t ? rp->fe.free_at : t;
+		if (s > INT64_MAX - (int64_t)n * w) {
+			for (uint32_t i = 0; i < n; i++) {
+				struct rq *q = rp->byreq[rp->sreq[i]];
 
+				replica__gain(rp, q, q->gen + 1, t, rep);
+			}
+			rp->ffs = rp->byreq[rp->sreq[0]]->cl_last - w;
+			rp->ffgmax = 0;
+			return;
+		}
 		for (uint32_t i = 0; i < n; i++) {
 			struct rq *q = rp->byreq[rp->sreq[i]];
+			int64_t cl = s + (int64_t)(i + 1) * w;
 
-			replica__gain(rp, q, q->gen + 1, t, rep);
+			g = cl - q->cl_last;
+			q->itl_sum += g;
+			if (g > q->itl_max)
+				q->itl_max = g;
+			rpt_add_itl(rep, g);
+			rp->st.gen_tokens_done += q->nsamp;
+			q->gen++;
+			q->last_tok = t;
+			q->cl_last = cl;
 		}
-		rp->ffs = q0->cl_last - w;	/* the step's service start */
+		if (replica__fe(rp) != NULL) {
+			rp->fe.free_at = s + (int64_t)n * w;
+			rp->fe.jobs += n;
+			rp->fe.busy_ns += (int64_t)n * w;
+		}
+		rp->ffs = s;	/* the step's service start */
 		rp->ffgmax = 0;
 		return;
 	}
@@ -452,6 +480,12 @@ ff_ends_all(const replica *rp, const struct kvs_step *st, uint32_t f,
 	snprintf(why, whylen, "replica %u: fast-forward: the scheduler ended "
 		 "%u requests, the plan %u", rp->index, st->nfinish, f);
 	return KV_ESTATE;
+}
+
+bool
+replica_ff_ready(const replica *rp)
+{
+	return ff_covered(rp) && kvs_decode_ready(rp->s);
 }
 
 kv_err
