@@ -218,6 +218,9 @@ span_any(const kvs *s, const uint32_t *left, uint32_t n, bool *last)
 	return k;
 }
 
+/* The walks' steps where kvs_decode_ready said no. */
+static uint32_t notready;
+
 static void
 walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
      uint32_t *cut, uint32_t *queued, uint32_t *ended, uint32_t *planned,
@@ -274,6 +277,12 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 		ck_assert_uint_eq(span, kvs_decode_span(b, KMAX));
 		send = kvs_decode_span_end(a, KMAX, &last);
 		ck_assert_uint_eq(send, kvs_decode_span_end(b, KMAX, NULL));
+		/* the engine's test alone: where it says no, no span */
+		ck_assert(kvs_decode_ready(a) == kvs_decode_ready(b));
+		if (!kvs_decode_ready(a)) {
+			ck_assert_uint_eq(send, 0);
+			notready++;
+		}
 		/* a span that may end requests is the one that may not, or
 		 * one step longer: the step that ends them */
 		ck_assert(send == span || (send == span + 1 && send <= KMAX));
@@ -393,6 +402,7 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 
 START_TEST(ff_walks)
 {
+	notready = 0;
 	uint32_t spans = 0, cut = 0, queued = 0, ended = 0, planned = 0;
 	uint32_t through = 0;
 
@@ -410,6 +420,8 @@ START_TEST(ff_walks)
 	ck_assert_uint_gt(planned, 20);
 	/* and spans that went on past requests they ended */
 	ck_assert_uint_gt(through, 20);
+	/* and steps the engine's test alone ruled out */
+	ck_assert_uint_gt(notready, 10);
 }
 END_TEST
 
@@ -420,11 +432,14 @@ START_TEST(ff_not_steady)
 	kvs_req r;
 
 	/* nothing running; then a prefill ahead: no span, run refused */
+	ck_assert(!kvs_decode_ready(NULL));
+	ck_assert(!kvs_decode_ready(s));
 	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
 	ck_assert_int_eq(kvs_add(s, p, 8, 5, 0, &r), KV_OK);
 	ck_assert_uint_eq(kvs_decode_span(s, 8), 0);
 	ck_assert_int_eq(kvs_decode_run(s, 1, NULL, NULL), KV_EINVAL);
 	single(s, NULL);	/* the prefill: one token out */
+	ck_assert(kvs_decode_ready(s));
 	/* 5 outputs: 1 done, the span stops before the step that ends it,
 	 * or at it */
 	ck_assert_uint_eq(kvs_decode_span(s, 8), 3);
