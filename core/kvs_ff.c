@@ -90,6 +90,14 @@ ff_engine(const kvs *s)
 	const struct kvs_config *c = &s->cfg;
 	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING);
 
+	/* requests waiting stay so, untouched, while the running ones fill
+	 * max_num_seqs or the whole budget: the waiting phase stops before
+	 * it looks at the first (its priority sort is stable).  Tested
+	 * first: under load, the usual no */
+	if (kvs__qlen(s, KVS_Q_WAITING) != 0 &&
+	    (uint64_t)n < (uint64_t)c->max_num_seqs &&
+	    (uint64_t)n != (uint64_t)c->max_num_batched_tokens)
+		return false;
 	if (s->pol != &kvs__v1_policy || s->pending || s->has_conn ||
 	    kc->mode != KVC_VLLM_V1 || kc->ngroups > 1 ||
 	    (kc->ngroups == 1 && (kc->group[0].kind != KVC_FULL ||
@@ -101,14 +109,7 @@ ff_engine(const kvs *s)
 	    s->nunfinished != n + kvs__qlen(s, KVS_Q_WAITING))
 		return false;
 	/* every request gets its token: the budget and the threshold */
-	if ((uint64_t)n > (uint64_t)c->max_num_batched_tokens)
-		return false;
-	/* requests waiting stay so, untouched, while the running ones fill
-	 * max_num_seqs or the whole budget: the waiting phase stops before
-	 * it looks at the first (its priority sort is stable) */
-	return kvs__qlen(s, KVS_Q_WAITING) == 0 ||
-	       (uint64_t)n >= (uint64_t)c->max_num_seqs ||
-	       (uint64_t)n == (uint64_t)c->max_num_batched_tokens;
+	return (uint64_t)n <= (uint64_t)c->max_num_batched_tokens;
 }
 
 /* kvs_decode_span (ends KVS_ENDS_NONE), kvs_decode_span_end
