@@ -517,6 +517,16 @@ replica__add_n(replica *rp, const struct wl_request *r, int64_t at,
 	return e;
 }
 
+int64_t
+replica_admit_lb(const replica *rp, const struct wl_request *r)
+{
+	/* replica_add's at: its service in the FIFO starts at the arrival
+	 * or later */
+	if (replica__fe(rp) == NULL)
+		return r->arrival_ns;
+	return r->arrival_ns + cost_frontend_in_ns(rp->cm, r->prompt_tokens);
+}
+
 kv_err
 replica_add(replica *rp, const struct wl_request *r, bool *rejected,
 	    char *why, size_t whylen)
@@ -1681,7 +1691,7 @@ replica_end(replica *rp, int64_t now, rpt *rep, char *why, size_t whylen)
 	if (rp->pp != NULL)
 		return replica__pp_end(rp, now, rep, why, whylen);
 	rp->busy = false;
-	if (rp->fftail.on) {	/* a span's tail (replica_ff) */
+	if (rp->ffw.on) {	/* a span's tail (replica_ff) */
 		if ((e = replica__ff_end(rp, now, rep, why, whylen)) != KV_OK)
 			return e;
 		goto aborts;
@@ -2132,12 +2142,12 @@ replica_check(const replica *rp, char *why, size_t whylen)
 	/* a span's tail in flight (replica_ff): the scheduler has made its
 	 * step already, so the records, the blocks' notes and the batch
 	 * are a step behind it until the tail's end, and checked then */
-	if (rp->fftail.on)
-		return rp->fftail.t > rp->st.usage_t ?
+	if (rp->ffw.on)
+		return rp->ffw.t_end > rp->st.usage_t ?
 		    check_time(rp, why, whylen) :
 		    check_fail(why, whylen, 8, "a tail in flight ends at %lld, "
 			       "before the clock %lld",
-			       (long long)rp->fftail.t,
+			       (long long)rp->ffw.t_end,
 			       (long long)rp->st.usage_t);
 	if ((n = check_records(rp, why, whylen)) != 0 ||
 	    (n = check_blocks(rp, why, whylen)) != 0 ||

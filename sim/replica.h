@@ -179,9 +179,18 @@ void replica_free(replica *r);
  * until then, and its state to replica_state is that of the step in
  * flight.  The caller makes sure no event in (now, tail_until] does more
  * to the replica than an arrival held for its step (async scheduling)
- * or a timeseries row; tail_until <= now: no tail.  sp->t_end is the end
- * of the last step made but the tail (now when none), sp->nsteps how
- * many, sp->ended whether the last ended requests.
+ * or a timeseries row; tail_until <= now: no tail.  When the tail ends
+ * no request, the steady steps after it that end none are made with it
+ * too, while each is chosen before sp->ext_sched and ends by
+ * sp->ext_until: sp->ext of them, and sp->tail_end is the last one's
+ * end.  The caller makes sure that no request can reach the replica's
+ * scheduler before ext_sched (replica_admit_lb), that nothing in (now,
+ * ext_until] reads the replica's state or writes a row, and that a
+ * request sent to the replica in that time goes after replica_ff_catch
+ * (the tokens of the steps ended by then go through the API server
+ * first); ext_sched <= now: none.  sp->t_end is the end of the last step
+ * made but the tail (now when none), sp->nsteps how many, sp->ended
+ * whether the last ended requests.
  * Nothing is done (0 steps) when cfg.fast_forward is off, for a step
  * that is not steady, and where the replica uses what the fast-forward
  * does not cover: an observer, a trace, --check, KV offload, LoRA,
@@ -191,9 +200,9 @@ void replica_free(replica *r);
  * (now, until].
  */
 struct replica_span {
-	int64_t until, until_end, tail_until;
+	int64_t until, until_end, tail_until, ext_sched, ext_until;
 	int64_t t_end, tail_end;
-	uint64_t nsteps;
+	uint64_t nsteps, ext;
 	bool ended;
 };
 struct replica_rows;
@@ -204,6 +213,16 @@ bool replica_ff_ready(const replica *rp);
 kv_err replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 		  const struct replica_rows *rows, rpt *rep, char *why,
 		  size_t whylen);
+/* A request reaches the replica now: the steps of a span's tail (sp->ext)
+ * that end by now are ended first, as their own events would have been
+ * (their tokens in the API server before the request). */
+kv_err replica_ff_catch(replica *rp, int64_t now, rpt *rep, char *why,
+			size_t whylen);
+/* The tail's steps ended so (a count for the fast-forward's report). */
+uint64_t replica_ff_caught(const replica *rp);
+/* The earliest time replica_add can hold request r until (its admission
+ * at, in the API server's FIFO): its arrival and its own service. */
+int64_t replica_admit_lb(const replica *rp, const struct wl_request *r);
 
 /*
  * Timeseries rows inside a span (replica_ff; NULL: none).  *next is the

@@ -88,6 +88,19 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
 	return KV_OK;
 }
 
+/* What replica_ff's planner (ff_plan) is told and finds. */
+struct ff_plan {
+	replica *rp;
+	int64_t now, until, until_end, tail_until, ext_sched, ext_until;
+	uint64_t slots, ntok;	/* the first step's, as note_step takes them */
+	uint64_t free0;		/* free blocks before the run */
+	uint32_t nend;		/* ffend's steps */
+	bool tail;		/* the run ends with the tail */
+	uint32_t next;		/* and so many steps after it */
+	int64_t t_last;		/* the last step's end */
+	kv_err err;		/* KV_ENOMEM: no room for the span */
+};
+
 /*
  * The steps from now that end by until, at most kmax, a step that ends
  * requests by until_end: their durations as replica_begin returns them,
@@ -96,15 +109,17 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
  * token of context to every entry, and a request is in the steps up to
  * the one that ends it (ends_at).  *nend: the steps made that end
  * requests, in ffend[].  The first step past the horizon is made too,
- * as the tail (*tail), when it ends by tail_until.
+ * as the tail (*tail), when it ends by tail_until; after a tail that
+ * ends no request, *next more steps, each chosen before ext_sched, that
+ * end no request and end by ext_until.  *t_end: the last step's end.
  */
 static uint32_t
-ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
-	int64_t tail_until, const struct kvs_running *r, uint32_t n,
-	uint32_t kmax, uint32_t *nend, bool *tail)
+ff_time(replica *rp, int64_t now, const struct ff_plan *x,
+	const struct kvs_running *r, uint32_t n, uint32_t kmax,
+	uint32_t *nend, bool *tail, uint32_t *next, int64_t *t_end)
 {
 	struct kvs_step st;
-	int64_t t = now, cpu;
+	int64_t t = now, cpu, until = x->until;
 	uint64_t ctx = 0;
 	uint32_t j, n0 = n, nxt = UINT32_MAX;	/* the next step that ends */
 	bool sum;
@@ -113,6 +128,7 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 	st.nsched = n;
 	*nend = 0;
 	*tail = false;
+	*next = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		ctx += r[i].computed;
 		if (r[i].ends_at < nxt)
@@ -131,9 +147,12 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 		    rp->next_s : t;
 		rp->piped = false;
 		/* a request held for its step (replica__admit_due) joins
-		 * this one: not a steady step */
-		if (rp->phead < rp->npend &&
-		    rp->pend[rp->phead].at <= rp->sched_t) {
+		 * this one: not a steady step; after the tail, none that a
+		 * request may join (chosen from ext_sched on) nor one that
+		 * ends requests */
+		if ((rp->phead < rp->npend &&
+		     rp->pend[rp->phead].at <= rp->sched_t) ||
+		    (*tail && (rp->sched_t >= x->ext_sched || j == nxt))) {
 			rp->piped = piped;
 			rp->sched_t = sched_t;
 			break;
@@ -171,15 +190,22 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 			dt = replica__async_dt(rp, t, dt, cpu);
 		/* it ends past the horizon: made as the tail when it ends by
 		 * tail_until (the pipeline's state left as after it), else
-		 * not made */
-		if (dt > (j == nxt && until_end < until ? until_end : until) -
-			 t) {
-			if (tail_until > t && dt <= tail_until - t) {
+		 * not made; after the tail, made when it ends by ext_until */
+		if (*tail ? dt > x->ext_until - t :
+		    dt > (j == nxt && x->until_end < until ? x->until_end :
+			  until) - t) {
+			if (!*tail && x->tail_until > t &&
+			    dt <= x->tail_until - t) {
 				*tail = true;
 				if (j == nxt)
 					rp->ffend[(*nend)++] = j;
-				rp->fft[j++] = dt;
-				break;
+				rp->fft[j] = dt;
+				t += dt;
+				if (j == nxt || x->ext_sched <= now) {
+					j++;
+					break;
+				}
+				continue;
 			}
 			rp->piped = piped;
 			rp->pipe_t = pipe_t;
@@ -187,11 +213,14 @@ ff_time(replica *rp, int64_t now, int64_t until, int64_t until_end,
 			rp->sched_t = sched_t;
 			break;
 		}
-		if (j == nxt)
+		if (*tail)
+			(*next)++;
+		else if (j == nxt)
 			rp->ffend[(*nend)++] = j;
 		rp->fft[j] = dt;
 		t += dt;
 	}
+	*t_end = t;
 	return j;
 }
 
@@ -319,17 +348,6 @@ ff_usage_area(replica *rp, int64_t t, int64_t dt)
 	rp->st.usage_t = t;
 }
 
-/* What replica_ff's planner (ff_plan) is told and finds. */
-struct ff_plan {
-	replica *rp;
-	int64_t now, until, until_end, tail_until;
-	uint64_t slots, ntok;	/* the first step's, as note_step takes them */
-	uint64_t free0;		/* free blocks before the run */
-	uint32_t nend;		/* ffend's steps */
-	bool tail;		/* the last step made is the tail */
-	kv_err err;		/* KV_ENOMEM: no room for the span */
-};
-
 /*
  * kvs_decode_plan's planner: the batch of the first step, as note_sched
  * makes it, from the running requests r[] (kept in ffrun); the steps
@@ -364,8 +382,8 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 		return 0;
 	}
 	memcpy(rp->ffrun, r, n * sizeof(*r));
-	if ((kn = ff_time(rp, x->now, x->until, x->until_end, x->tail_until,
-			  r, n, kmax, &x->nend, &x->tail)) == 0)
+	if ((kn = ff_time(rp, x->now, x, r, n, kmax, &x->nend, &x->tail,
+			  &x->next, &x->t_last)) == 0)
 		return 0;
 	/* note_sched's high after the steps each makes: every position
 	 * computed (C + its steps; C <= high, so it only grows) */
@@ -482,6 +500,112 @@ ff_ends_all(const replica *rp, const struct kvs_step *st, uint32_t f,
 	return KV_ESTATE;
 }
 
+/*
+ * The span's notes from step w->j on, as replica_begin and replica_end
+ * take them, for the steps that end by until: each step's begin notes
+ * (the time busy, the fragmentation term, the step count, the usage
+ * levels, the rows in its time), then at its end its tokens, and at an
+ * end of requests or the last step its finishes and the usage after
+ * them.  The tail is begun and left in flight (w->on), its begin notes
+ * taken and the rows' view of it set; a step after it is begun only
+ * when it ends by until (nothing but its end sees it: no row falls in
+ * its time).  When every step has ended, the run's finishes are checked
+ * against the scheduler's list.
+ */
+static kv_err
+ff_walk(replica *rp, struct ff_walk *w, int64_t until,
+	const struct replica_rows *rows, rpt *rep, char *why, size_t whylen)
+{
+	const struct kvs_step *st = kvs_current_step(rp->s);
+	kv_err e;
+
+	while (w->j < w->kn) {
+		uint32_t j = w->j;
+		int64_t dt = rp->fft[j];
+		uint64_t free;
+
+		if (!w->begun) {
+			if (j > w->jt && dt > until - w->t)
+				return KV_OK;
+			w->used += rp->fftaken[j];
+			w->slots += (uint64_t)rp->fftaken[j] * rp->block_size;
+			free = w->free0 - w->used + w->back;
+			/* note_step: fragmentation after the step's
+			 * allocations, before its tokens (T = C + 1 <= the
+			 * slots) */
+			rp->st.busy_ns += dt;
+			if (w->slots > 0) {
+				rp->st.frag_sum += (double)(w->slots -
+							    w->ntok) /
+						   (double)w->slots;
+				rp->st.frag_steps++;
+			}
+			rp->st.steps++;
+			if (j == 0)
+				replica__usage_free(rp, w->t, &free);
+			else if (rp->fftaken[j] != 0)
+				ff_usage_level(rp, free);
+			/* else: the levels of the step before */
+			if (rows != NULL)
+				ff_rows(rp, rows, w->t, w->t + dt, w->n,
+					rp->blocks_total - free,
+					w->slots - w->ntok, w->gen);
+			if (j == w->jt) {
+				/* the tail: in flight until t + dt, where
+				 * replica_end (or replica_ff_catch) makes its
+				 * end; replica_state shows it as it runs, with
+				 * the output of the steps before, counted now
+				 * (ff_tokens_end counts it at the batch's
+				 * end) */
+				w->on = w->begun = true;
+				w->ahead = w->gen - rp->st.gen_tokens_done;
+				rp->st.gen_tokens_done = w->gen;
+				rp->ffrow = true;
+				rp->ffrow_running = w->n;
+				rp->ffrow_used = rp->blocks_total - free;
+				rp->ffrow_frag = w->slots - w->ntok;
+				rp->nsched = w->n;
+				rp->busy = true;
+				return KV_OK;
+			}
+		} else {	/* the tail's end */
+			if (dt > until - w->t)
+				return KV_OK;
+			w->begun = false;
+			rp->ffrow = false;
+			rp->st.gen_tokens_done -= w->ahead;
+			free = w->free0 - w->used + w->back;
+		}
+		/* replica_end: a token each, in running order */
+		w->t += dt;
+		ff_tokens(rp, j - w->seg, w->n, w->t, w->w, rep);
+		w->ntok += w->n;
+		w->gen += w->n;
+		w->ended = w->e < w->nend && rp->ffend[w->e] == j;
+		w->j = j + 1;
+		if (!w->ended && j + 1 < w->kn) {
+			ff_usage_area(rp, w->t, dt);
+			continue;
+		}
+		/* the step's finishes (or the span's end), then the usage
+		 * after them; the batch goes on without them */
+		if ((e = ff_step_ends(rp, j, w->seg, &w->n, w->t, w->w, st,
+				      &w->f, &w->slots, &w->ntok, rep, why,
+				      whylen)) != KV_OK)
+			return e;
+		w->back += rp->fffreed[j];
+		free += rp->fffreed[j];
+		replica__usage_free(rp, w->t, &free);
+		w->seg = j + 1;
+		w->e += w->ended;
+	}
+	w->on = false;
+	if ((e = ff_ends_all(rp, st, w->f, why, whylen)) != KV_OK)
+		return e;
+	rp->nsched = w->n;
+	return KV_OK;
+}
+
 bool
 replica_ff_ready(const replica *rp)
 {
@@ -493,17 +617,14 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	   const struct replica_rows *rows, rpt *rep, char *why,
 	   size_t whylen)
 {
-	const struct kvs_step *st;
 	struct ff_plan x;
-	uint32_t n, kmax, kn, seg = 0, f = 0, e_next = 0;
-	uint64_t slots, ntok, used = 0, back = 0, free0, gen;
-	int64_t t, w;
-	bool end = false;
+	struct ff_walk *w;
+	uint32_t n, kmax, kn;
 	kv_err e;
 
 	sp->t_end = now;
 	sp->tail_end = INT64_MIN;
-	sp->nsteps = 0;
+	sp->nsteps = sp->ext = 0;
 	sp->ended = false;
 	if (!ff_covered(rp) || sp->until <= now)
 		return KV_OK;
@@ -523,6 +644,8 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	x.until_end = sp->until_end;
 	x.tail_until = rp->async && rp->client_tmo == 0 ? sp->tail_until :
 							  INT64_MIN;
+	x.ext_sched = sp->ext_sched;
+	x.ext_until = sp->ext_until;
 	if ((e = kvs_decode_plan(rp->s, kmax, sp->until_end > now ?
 				 KVS_ENDS_ANY : KVS_ENDS_NONE, ff_plan, &x,
 				 &kn)) != KV_OK) {
@@ -536,133 +659,88 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	}
 	if (kn == 0)
 		return KV_OK;
-	slots = x.slots;
-	ntok = x.ntok;
-	free0 = x.free0;
-	st = kvs_current_step(rp->s);	/* the run's finishes */
 	/* each step's notes, as replica_begin and replica_end take them;
 	 * w: a token's time in the API server (cost_fifo_serve's, >= 0) */
-	w = replica__fe(rp) != NULL ? cost_frontend_out_ns(rp->cm) : 0;
-	if (w < 0)
-		w = 0;
-	if (n > rp->st.max_batch)
-		rp->st.max_batch = n;
+	w = &rp->ffw;
+	memset(w, 0, sizeof(*w));
+	w->kn = kn;
+	w->jt = x.tail ? kn - 1 - x.next : kn;
+	w->n = n;
+	w->nend = x.nend;
+	w->slots = x.slots;
+	w->ntok = x.ntok;
+	w->free0 = x.free0;
 	/* the output tokens the steps before have added (ff_tokens,
 	 * ff_tokens_end): a token a request a step */
-	gen = rp->st.gen_tokens_done;
+	w->gen = rp->st.gen_tokens_done;
+	w->t = now;
+	w->w = replica__fe(rp) != NULL ? cost_frontend_out_ns(rp->cm) : 0;
+	if (w->w < 0)
+		w->w = 0;
+	w->t_end = x.t_last;
+	if (n > rp->st.max_batch)
+		rp->st.max_batch = n;
 	for (uint32_t i = 0; i < n; i++)
 		rp->ffpos[i] = i;
-	t = now;
-	for (uint32_t j = 0; j < kn; j++) {
-		int64_t dt = rp->fft[j];
-		uint64_t free;
-
-		used += rp->fftaken[j];
-		slots += (uint64_t)rp->fftaken[j] * rp->block_size;
-		free = free0 - used + back;
-		/* note_step: fragmentation after the step's allocations,
-		 * before its tokens (T = C + 1 <= the slots) */
-		rp->st.busy_ns += dt;
-		if (slots > 0) {
-			rp->st.frag_sum += (double)(slots - ntok) /
-					   (double)slots;
-			rp->st.frag_steps++;
-		}
-		rp->st.steps++;
-		if (j == 0)
-			replica__usage_free(rp, t, &free);
-		else if (rp->fftaken[j] != 0)
-			ff_usage_level(rp, free);
-		/* else: the levels of the step before */
-		if (rows != NULL)
-			ff_rows(rp, rows, t, t + dt, n, rp->blocks_total - free,
-				slots - ntok, gen);
-		if (x.tail && j + 1 == kn) {
-			/* the tail: in flight until t + dt, where replica_end
-			 * makes its end; replica_state shows it as it runs */
-			rp->fftail.on = true;
-			rp->fftail.j = j;
-			rp->fftail.seg = seg;
-			rp->fftail.n = n;
-			rp->fftail.f = f;
-			rp->fftail.t = t + dt;
-			rp->fftail.w = w;
-			rp->fftail.free = free;
-			rp->fftail.freed = rp->fffreed[j];
-			/* the output of the steps before, counted now for the
-			 * rows (ff_tokens_end counts it at the tail's end) */
-			rp->fftail.gen = gen - rp->st.gen_tokens_done;
-			rp->st.gen_tokens_done = gen;
-			rp->ffrow = true;
-			rp->ffrow_running = n;
-			rp->ffrow_used = rp->blocks_total - free;
-			rp->ffrow_frag = slots - ntok;
-			rp->nsched = n;
-			rp->busy = true;
-			sp->t_end = t;
-			sp->tail_end = t + dt;
-			sp->nsteps = kn - 1;
-			return KV_OK;
-		}
-		t += dt;
-		/* replica_end: a token each, in running order */
-		ff_tokens(rp, j - seg, n, t, w, rep);
-		ntok += n;
-		gen += n;
-		end = e_next < x.nend && rp->ffend[e_next] == j;
-		if (!end && j + 1 < kn) {
-			ff_usage_area(rp, t, dt);
-			continue;
-		}
-		/* the step's finishes (or the span's end), then the usage
-		 * after them; the batch goes on without them */
-		if ((e = ff_step_ends(rp, j, seg, &n, t, w, st, &f, &slots,
-				      &ntok, rep, why, whylen)) != KV_OK)
-			return e;
-		back += rp->fffreed[j];
-		free += rp->fffreed[j];
-		replica__usage_free(rp, t, &free);
-		seg = j + 1;
-		e_next += end;
-	}
-	if ((e = ff_ends_all(rp, st, f, why, whylen)) != KV_OK)
+	if ((e = ff_walk(rp, w, INT64_MAX, rows, rep, why, whylen)) != KV_OK)
 		return e;
-	rp->nsched = n;
-	sp->t_end = t;
+	sp->t_end = w->t;
+	if (w->on) {	/* the tail, and the steps after it */
+		sp->tail_end = w->t_end;
+		sp->nsteps = w->jt;
+		sp->ext = x.next;
+		return KV_OK;
+	}
 	sp->nsteps = kn;
-	sp->ended = end;
+	sp->ended = w->ended;
 	return KV_OK;
 }
 
 /*
- * replica_end of a span's tail at now: its tokens, its ends (the
- * scheduler made them with the span), the usage after them.
+ * replica_end of a span's tail at now, the end of its last step: the
+ * steps' tokens, their ends (the scheduler made them with the span), the
+ * usage after them.
  */
 kv_err
 replica__ff_end(replica *rp, int64_t now, rpt *rep, char *why,
 		size_t whylen)
 {
-	const struct kvs_step *st = kvs_current_step(rp->s);
-	uint32_t n = rp->fftail.n, f = rp->fftail.f, j = rp->fftail.j;
-	uint64_t free = rp->fftail.free + rp->fftail.freed;
+	struct ff_walk *w = &rp->ffw;
 	kv_err e;
 
-	rp->fftail.on = false;
-	rp->ffrow = false;
-	if (now != rp->fftail.t) {
+	if (now != w->t_end) {
 		snprintf(why, whylen, "replica %u: fast-forward: a step made "
 			 "to end at %" PRId64 " ns ends at %" PRId64 " ns",
-			 rp->index, rp->fftail.t, now);
+			 rp->index, w->t_end, now);
 		return KV_ESTATE;
 	}
-	rp->st.gen_tokens_done -= rp->fftail.gen;
-	ff_tokens(rp, j - rp->fftail.seg, n, now, rp->fftail.w, rep);
-	if ((e = ff_step_ends(rp, j, rp->fftail.seg, &n, now, rp->fftail.w,
-			      st, &f, NULL, NULL, rep, why, whylen)) != KV_OK)
+	if ((e = ff_walk(rp, w, now, NULL, rep, why, whylen)) != KV_OK)
 		return e;
-	replica__usage_free(rp, now, &free);
-	if ((e = ff_ends_all(rp, st, f, why, whylen)) != KV_OK)
-		return e;
-	rp->nsched = n;
+	if (w->on) {
+		snprintf(why, whylen, "replica %u: fast-forward: step %u of a "
+			 "tail is left at its end, %" PRId64 " ns", rp->index,
+			 w->j, now);
+		return KV_ESTATE;
+	}
 	return KV_OK;
+}
+
+kv_err
+replica_ff_catch(replica *rp, int64_t now, rpt *rep, char *why,
+		 size_t whylen)
+{
+	uint32_t j = rp->ffw.j;
+	kv_err e;
+
+	if (!rp->ffw.on)
+		return KV_OK;
+	e = ff_walk(rp, &rp->ffw, now, NULL, rep, why, whylen);
+	rp->ffcaught += rp->ffw.j - j;
+	return e;
+}
+
+uint64_t
+replica_ff_caught(const replica *rp)
+{
+	return rp->ffcaught;
 }

@@ -152,17 +152,26 @@ struct replica {
 	uint32_t *ffend;	/* the steps that end requests */
 	uint32_t *ffpos;	/* the batch's places in ffrun */
 	size_t capffrun;
-	/* a span's tail (replica_ff): its step in flight, whose end
-	 * replica_end makes at t: step j of the span, the batch's first
-	 * step seg, n requests, the run's finishes from f on, the free
-	 * blocks after its allocations and those its ends free, the output
-	 * tokens counted ahead for the rows */
-	struct {
-		bool on;
-		uint32_t j, seg, n, f;
-		int64_t t, w;
-		uint64_t free, freed, gen;
-	} fftail;
+	/* a span's notes, step by step (replica_ff.c's walk): the next
+	 * step j of the kn made; the tail jt (kn: none), the first step past
+	 * the horizon, in flight (on), whose end and the steps after it
+	 * replica_end and replica_ff_catch take at their times, the last
+	 * ending at t_end; whether step j's begin notes are taken; the
+	 * batch's first step seg, its n requests, the run's finishes from
+	 * f on, the steps that end requests from e on (nend in ffend), and
+	 * whether the last step made ended some; the slots and tokens
+	 * after the step's allocations, the blocks the run took and its
+	 * ends gave back, the free blocks before it; the output tokens so
+	 * far (gen_tokens_done's; while the tail is in flight, ahead of it
+	 * by ahead, for the rows); step j's start t, a token's time in the
+	 * API server w */
+	struct ff_walk {
+		bool on, begun, ended;
+		uint32_t j, kn, jt, seg, n, f, e, nend;
+		uint64_t slots, ntok, used, back, free0, gen, ahead;
+		int64_t t, w, t_end;
+	} ffw;
+	uint64_t ffcaught;	/* tail steps ended at an arrival */
 	/* ff_time's step-time memos, by batch size (n mod FF_MEMOS):
 	 * they hold what depends on n alone, so they serve every span */
 #define FF_MEMOS 64

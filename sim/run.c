@@ -170,6 +170,7 @@ struct sim_run {
 	uint64_t ff_rows;	/* rows written inside spans (ff_row) */
 	uint64_t ff_spans, ff_tails;	/* replica_ff calls that made
 					 * steps; those that left a tail */
+	uint64_t ff_ext;	/* the steps made after tails */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
 };
 
@@ -852,7 +853,10 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 		e = sim_pd_add(R->pd, r, &i, &rej, why, sizeof(why));
 	} else {
 		i = route(R, r);
-		e = replica_add(R->rp[i], r, &rej, why, sizeof(why));
+		/* a tail's steps ended by now go first (replica_ff_catch) */
+		e = replica_ff_catch(R->rp[i], now, R->rep, why, sizeof(why));
+		if (e == KV_OK)
+			e = replica_add(R->rp[i], r, &rej, why, sizeof(why));
 	}
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
@@ -972,7 +976,8 @@ ff_row(void *arg)
  * Not with P/D, whose pools hand requests over between steps.
  */
 static kv_err
-fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail)
+fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail,
+	     const struct wl_request *cur, bool have)
 {
 	char why[1024];
 	struct replica_span sp;
@@ -985,6 +990,21 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail)
 	sp.until = ff_horizon(R, i, &sp.until_end, &sp.tail_until,
 			      R->ffrows_on);
 	R->ffrows.limit = sp.until_end;
+	/* steps after a tail: chosen before any request can reach the
+	 * scheduler (the API server serves the next arrival before any
+	 * later one, so its earliest admission bounds theirs), ended before
+	 * the next row and the next progress line, on the one replica (no
+	 * router reads it); arrivals in their time end them first (send) */
+	sp.ext_sched = sp.ext_until = INT64_MIN;
+	if (R->nrp == 1 && have && !R->c.held && sp.tail_until > *now) {
+		sp.ext_sched = replica_admit_lb(R->rp[i], cur);
+		sp.ext_until = ff_row_after(R->tk, sp.until) - 1;
+		if (sp.tail_until < sp.ext_until)
+			sp.ext_until = sp.tail_until;
+		if (R->o.progress && !R->tty &&
+		    R->tk->next_hb - 1 < sp.ext_until)
+			sp.ext_until = R->tk->next_hb - 1;
+	}
 	/* a span can end with a step that ends requests, and the next
 	 * span start from the smaller batch */
 	do {
@@ -996,10 +1016,11 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail)
 		if (sp.nsteps == 0 && sp.tail_end == INT64_MIN)
 			break;
 		*now = sp.t_end;
-		R->ff_steps += sp.nsteps;
-		R->ff_total += sp.nsteps + (sp.tail_end != INT64_MIN);
+		R->ff_steps += sp.nsteps + sp.ext;
+		R->ff_total += sp.nsteps + (sp.tail_end != INT64_MIN) + sp.ext;
 		R->ff_spans++;
 		R->ff_tails += sp.tail_end != INT64_MIN;
+		R->ff_ext += sp.ext;
 		if (sp.nsteps > 0 && *now > R->ff_end)
 			R->ff_end = *now;
 	} while (sp.ended);
@@ -1024,7 +1045,7 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	/* requests the clients send as these end join the next step */
 	if (R->c.on && (e = client_sync(R, now, cur)) != KV_OK)
 		return e;
-	if ((e = fast_forward(R, i, &now, &tail)) != KV_OK)
+	if ((e = fast_forward(R, i, &now, &tail, cur, have)) != KV_OK)
 		return e;
 	if (tail != INT64_MIN) {	/* the span's last step is in flight */
 		if (sim_evq_push(&R->q, tail, SIM_EV_STEP_DONE, i, NULL) !=
@@ -2266,6 +2287,15 @@ sim_run_ff_steps(const sim_run *R, uint64_t *all)
 	for (uint32_t i = 0; i < R->nrp; i++)
 		*all += replica_stats(R->rp[i])->steps;
 	return R->ff_total;
+}
+
+uint64_t
+sim_run_ff_ext(const sim_run *R, uint64_t *caught)
+{
+	*caught = 0;
+	for (uint32_t i = 0; i < R->nrp; i++)
+		*caught += replica_ff_caught(R->rp[i]);
+	return R->ff_ext;
 }
 
 uint64_t

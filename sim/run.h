@@ -159,6 +159,9 @@ uint64_t sim_run_ff_steps(const sim_run *R, uint64_t *all);
 /* The spans the fast-forward made (replica_ff calls that made steps),
  * and *tails: those of them that left their last step in flight. */
 uint64_t sim_run_ff_spans(const sim_run *R, uint64_t *tails);
+/* The steps made after the spans' tails (replica_span.ext), and
+ * *caught: those of them ended at an arrival (replica_ff_catch). */
+uint64_t sim_run_ff_ext(const sim_run *R, uint64_t *caught);
 /* Timeseries rows written from inside a span (replica_rows), of *all. */
 uint64_t sim_run_ff_rows(const sim_run *R, uint64_t *all);
 /* Requests added by key (kvs_add_keyed), of *all added. */

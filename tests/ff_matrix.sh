@@ -11,7 +11,8 @@
 # switch; a case marked "-" is one the fast-forward does not cover (it
 # falls back to single steps), and must make none.  Some cases must also
 # have written timeseries rows from inside spans, or left spans' last
-# steps in flight (tails), or none of them.
+# steps in flight (tails), made steps after those and ended some of them
+# at a later arrival, or none of them.
 #
 # The cases: every built-in policy; vllm-v1 with prefix caching off, async
 # scheduling off, a constant step time, priority scheduling, a KV cache
@@ -19,7 +20,7 @@
 # max_num_seqs, a sliding-window model, an MLA
 # model, a hybrid Mamba model, three replicas, a closed loop of clients
 # (max_concurrency) and client timeouts, an API server slower than the
-# steps, timeseries rows every 5 ms (written inside spans: alone, with
+# steps and one slow to take requests in, timeseries rows every 5 ms (written inside spans: alone, with
 # three replicas, and not with clients), the long-context Mooncake trace;
 # vllm-v0 with swap preemption; and the features that fall back:
 # speculative decoding, LoRA, parallel sampling (fanned out and forked),
@@ -71,6 +72,20 @@ tails() {
 	    "$2" "$3"
 }
 
+# exts NAME MIN MAX: steps made after a span's tail, until an arrival could
+# join one; caught NAME MIN MAX: those of them ended at a later arrival,
+# before its service in the API server (replica_ff_catch)
+exts() {
+	counted "$1" "steps after tails" \
+	    's/^kvsim run: fast-forward steps after tails: \([0-9]*\),.*/\1/p' \
+	    "$2" "$3"
+}
+caught() {
+	counted "$1" "steps after tails ended at an arrival" \
+	    's/^kvsim run: fast-forward steps after tails: [0-9]*, \([0-9]*\) .*/\1/p' \
+	    "$2" "$3"
+}
+
 # one NAME ff|- ARGS...: the case run both ways and compared
 one() {
 	name=$1 want=$2
@@ -112,16 +127,21 @@ one() {
 R="--set workload.max_requests=400"
 one default ff $R
 tails default 100 -
+exts default 100 -
+caught default 10 -
 one noprefix ff $R --set engine.enable_prefix_caching=false
 one sync ff $R --set engine.async_scheduling=false
 tails sync 0 0
+exts sync 0 0
 one stepns ff $R --set cost.step_ns=20000000
+exts stepns 100 -
 one priority ff $R --set engine.scheduling_policy=priority
 S="--set engine.max_model_len=4096 --set engine.num_gpu_blocks_override=300"
 one preempt ff $R $S
 pos preempt preemptions
 one replicas3 ff $R --set replicas=3 --set router=least-outstanding
 tails replicas3 100 -
+exts replicas3 0 0
 # overload behind max_num_seqs: requests wait while the batch is full
 one seqlimit ff $R --set workload.time_scale=0.2 --set engine.max_num_seqs=16
 pos seqlimit queue_p50_s
@@ -132,11 +152,21 @@ one mamba - $R --set model=ibm-granite/granite-4.0-h-tiny \
     --set engine.max_model_len=8192
 one clients ff $R --set workload.max_concurrency=8
 tails clients 0 0
+exts clients 0 0
 # an API server slower than the steps: its FIFO never drains
 printf 'frontend_stream_ns: 2e6\n' >"$T/slowfe.yaml"
 one slow-frontend ff $R --set cost.calibration="$T/slowfe.yaml"
+exts slow-frontend 100 -
+# an API server slow to take requests in (40 us a prompt token): steps go
+# on long after each arrival, and later arrivals come in their time
+printf 'frontend_tokenize_ns: 40000\n' >"$T/slowin.yaml"
+one slow-input ff $R --set cost.calibration="$T/slowin.yaml"
+tails slow-input 100 -
+exts slow-input 500 -
+caught slow-input 100 -
 one timeouts ff $R --set workload.timeout_s=2 $S
 tails timeouts 0 0
+exts timeouts 0 0
 # timeseries rows inside spans: many to a span; with three replicas only
 # up to the others' next event; with clients (which react to ends) none,
 # the spans cut at each row as before (rows every 0.1 s: a span fits)
@@ -144,6 +174,7 @@ F="--set output.timeseries_interval_s=0.005"
 one rows ff $R $F
 rows rows 1000 -
 tails rows 100 -
+exts rows 0 -
 one rows-replicas3 ff $R $F --set replicas=3 --set router=round-robin
 rows rows-replicas3 100 -
 tails rows-replicas3 100 -
