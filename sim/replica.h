@@ -209,7 +209,7 @@ struct replica_rows;
 /* Whether replica_ff may find a span now: false when it would make
  * nothing whatever the horizon (a cheap test, before the caller looks
  * for one). */
-bool replica_ff_ready(const replica *rp);
+bool replica_ff_ready(const replica *rp, int64_t now);
 kv_err replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 		  const struct replica_rows *rows, rpt *rep, char *why,
 		  size_t whylen);

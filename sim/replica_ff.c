@@ -606,10 +606,23 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 	return KV_OK;
 }
 
-bool
-replica_ff_ready(const replica *rp)
+/* A request held for the step that would start now joins it (ff_time's
+ * first test, made before the search): after a tail's steps, the usual
+ * no. */
+static bool
+ff_held_due(const replica *rp, int64_t now)
 {
-	return ff_covered(rp) && kvs_decode_ready(rp->s);
+	return rp->phead < rp->npend &&
+	       rp->pend[rp->phead].at <= (rp->async && rp->piped &&
+					  rp->pipe_t == now ? rp->next_s :
+							      now);
+}
+
+bool
+replica_ff_ready(const replica *rp, int64_t now)
+{
+	return ff_covered(rp) && !ff_held_due(rp, now) &&
+	       kvs_decode_ready(rp->s);
 }
 
 kv_err
@@ -630,6 +643,8 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 		return KV_OK;
 	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
 	if (n == 0 || n > rp->capsched)
+		return KV_OK;
+	if (ff_held_due(rp, now))
 		return KV_OK;
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
 						   FF_MAX_STEPS;

@@ -985,7 +985,7 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail,
 
 	*tail = INT64_MIN;
 	if (R->o.no_fast_forward || R->pd != NULL ||
-	    !replica_ff_ready(R->rp[i]))
+	    !replica_ff_ready(R->rp[i], *now))
 		return KV_OK;
 	sp.until = ff_horizon(R, i, &sp.until_end, &sp.tail_until,
 			      R->ffrows_on);
