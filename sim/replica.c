@@ -521,8 +521,10 @@ int64_t
 replica_admit_lb(const replica *rp, const struct wl_request *r)
 {
 	/* replica_add's at: its service in the FIFO starts at the arrival
-	 * or later */
-	if (replica__fe(rp) == NULL)
+	 * or later, and every later request's after it; a prompt the
+	 * replica refuses takes no service, and bounds only by its
+	 * arrival */
+	if (replica__fe(rp) == NULL || r->prompt_tokens > rp->max_model_len)
 		return r->arrival_ns;
 	return r->arrival_ns + cost_frontend_in_ns(rp->cm, r->prompt_tokens);
 }

@@ -221,7 +221,9 @@ kv_err replica_ff_catch(replica *rp, int64_t now, rpt *rep, char *why,
 /* The tail's steps ended so (a count for the fast-forward's report). */
 uint64_t replica_ff_caught(const replica *rp);
 /* The earliest time replica_add can hold request r until (its admission
- * at, in the API server's FIFO): its arrival and its own service. */
+ * at, in the API server's FIFO): its arrival and its own service; a
+ * bound on every later request's too (the FIFO serves them after it), so
+ * only its arrival for a prompt it refuses (which takes no service). */
 int64_t replica_admit_lb(const replica *rp, const struct wl_request *r);
 
 /*

@@ -164,6 +164,12 @@ one slow-input ff $R --set cost.calibration="$T/slowin.yaml"
 tails slow-input 100 -
 exts slow-input 500 -
 caught slow-input 100 -
+# and prompts over max_model_len refused there: a refused request holds
+# no place in its FIFO, so it bounds nothing after it
+one slow-input-refused ff $R --set cost.calibration="$T/slowin.yaml" \
+    --set engine.max_model_len=1024
+pos slow-input-refused rejected
+exts slow-input-refused 100 -
 one timeouts ff $R --set workload.timeout_s=2 $S
 tails timeouts 0 0
 exts timeouts 0 0
