@@ -439,24 +439,22 @@ ff_rows(replica *rp, const struct replica_rows *rows, int64_t t,
 }
 
 /*
- * The end of step j at t, which ends requests (or is the span's last):
- * the tokens since the batch's first step closed (ff_tokens_end), the
+ * The end of w's step j, which ends requests (or is the span's last): the
+ * tokens since the batch's first step closed (ff_tokens_end), the
  * requests it ends finished in running order, as the scheduler listed
- * them (fin, from *f on), and the batch left (sreq, and ffpos: where each
- * is in ffrun) without them; *slots and *ntok (when the steps go on)
- * lose their slots and tokens.
+ * them (fin, from w->f on), and the batch left (sreq, and ffpos: where
+ * each is in ffrun) without them, their slots and tokens taken from the
+ * walk's.
  */
 static kv_err
-ff_step_ends(replica *rp, uint32_t j, uint32_t seg, uint32_t *n,
-	     int64_t t, int64_t w, const struct kvs_step *fin, uint32_t *f,
-	     uint64_t *slots, uint64_t *ntok, rpt *rep, char *why,
-	     size_t whylen)
+ff_step_ends(replica *rp, struct ff_walk *w, uint32_t j,
+	     const struct kvs_step *fin, rpt *rep, char *why, size_t whylen)
 {
-	uint32_t bs = rp->block_size, m = 0;
+	uint32_t bs = rp->block_size, n = w->n, m = 0;
 	kv_err e;
 
-	ff_tokens_end(rp, j - seg + 1, *n, t, w);
-	for (uint32_t i = 0; i < *n; i++) {
+	ff_tokens_end(rp, j - w->seg + 1, n, w->t, w->w);
+	for (uint32_t i = 0; i < n; i++) {
 		const struct kvs_running *r = &rp->ffrun[rp->ffpos[i]];
 		uint64_t b;
 
@@ -465,26 +463,24 @@ ff_step_ends(replica *rp, uint32_t j, uint32_t seg, uint32_t *n,
 			rp->ffpos[m++] = rp->ffpos[i];
 			continue;
 		}
-		if (*f >= fin->nfinish || fin->finish[*f] != r->req) {
+		if (w->f >= fin->nfinish || fin->finish[w->f] != r->req) {
 			snprintf(why, whylen, "replica %u: fast-forward: "
 				 "request %d's end in step %u is not the "
 				 "scheduler's", rp->index, (int)r->req, j);
 			return KV_ESTATE;
 		}
-		(*f)++;
-		if (slots != NULL) {
-			/* its table: C + j + 1 slots (ff_blocks) */
-			b = ((uint64_t)r->computed + j + bs) / bs;
-			if (b < r->blocks)
-				b = r->blocks;
-			*slots -= b * bs;
-			*ntok -= (uint64_t)r->tokens + j + 1u;
-		}
-		if ((e = replica__finish(rp, r->req, t, rep, why, whylen)) !=
+		w->f++;
+		/* its table: C + j + 1 slots (ff_blocks) */
+		b = ((uint64_t)r->computed + j + bs) / bs;
+		if (b < r->blocks)
+			b = r->blocks;
+		w->slots -= b * bs;
+		w->ntok -= (uint64_t)r->tokens + j + 1u;
+		if ((e = replica__finish(rp, r->req, w->t, rep, why, whylen)) !=
 		    KV_OK)
 			return e;
 	}
-	*n = m;
+	w->n = m;
 	return KV_OK;
 }
 
@@ -589,9 +585,8 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 		}
 		/* the step's finishes (or the span's end), then the usage
 		 * after them; the batch goes on without them */
-		if ((e = ff_step_ends(rp, j, w->seg, &w->n, w->t, w->w, st,
-				      &w->f, &w->slots, &w->ntok, rep, why,
-				      whylen)) != KV_OK)
+		if ((e = ff_step_ends(rp, w, j, st, rep, why, whylen)) !=
+		    KV_OK)
 			return e;
 		w->back += rp->fffreed[j];
 		free += rp->fffreed[j];
@@ -644,6 +639,8 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
 	if (n == 0 || n > rp->capsched)
 		return KV_OK;
+	/* (replica_ff_ready's test too: the caller's later calls, after a
+	 * span that ended requests, come without it) */
 	if (ff_held_due(rp, now))
 		return KV_OK;
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
