@@ -1119,6 +1119,9 @@ cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
 			m->lin = dmax(bd.lin_compute_ns, bd.lin_memory_ns);
 			m->rec = dmax(bd.rec_compute_ns, bd.rec_memory_ns);
 		}
+		/* cost_knobs_add adds nothing */
+		m->quick = m->one && cm->pp <= 1 &&
+		    !(cm->offload_bytes > 0 && cm->host_bw > 0.0);
 		m->cm = cm;
 		m->n = n;
 	}

@@ -417,12 +417,41 @@ struct cost_decode_memo {
 	/* one group of full attention: the factors of its terms and the
 	 * other terms of the GPU time, for a call without a breakdown */
 	bool one;
+	bool quick;	/* one, and no knob adds to the GPU time */
 	double nl, pf, z1, z2, nltb, dc, dm, lin, rec;
 };
 
 int64_t cost_step_decode_memo(const struct cost_model *cm,
 			      struct cost_decode_memo *m, uint64_t n,
 			      uint64_t ctx_sum, struct cost_breakdown *out);
+
+/*
+ * cost_step_decode_memo(cm, m, n, ctx_sum, NULL) where m already holds
+ * cm's n and is quick: the same operations in the same order, inline,
+ * for loops that ask it once a step.  -1 otherwise: ask the function.
+ */
+static inline int64_t
+cost_decode_memo_quick(const struct cost_model *cm,
+		       const struct cost_decode_memo *m, uint64_t n,
+		       uint64_t ctx_sum)
+{
+	double af, ab, a, gpu, x;
+
+	if (cm == NULL || m->cm != cm || m->n != n || !m->quick ||
+	    ctx_sum >= (1ull << 61))
+		return -1;
+	af = 0.0 + m->nl * ((double)(ctx_sum + n) * m->pf + m->z1 + m->z2);
+	ab = 0.0 + m->nltb * (double)(ctx_sum + 2 * n);
+	af = af / m->dc;
+	ab = ab / m->dm;
+	a = af > ab ? af : ab;
+	gpu = m->lin + a + m->rec + m->bd.allreduce_ns + m->bd.fixed_ns;
+	gpu = gpu > m->bd.launch_ns ? gpu : m->bd.launch_ns;
+	x = m->bd.cpu_ns + gpu;		/* to_ns */
+	if (!(x > 0.0))
+		return 0;
+	return x >= 9.2e18 ? INT64_MAX : (int64_t)(x + 0.5);
+}
 
 /* cost_step_ns, with its parts in *out (may be NULL). */
 int64_t cost_step_explain(const struct cost_model *cm,

@@ -943,27 +943,6 @@ replica__lora_ns(replica *rp, const struct kvs_step *st)
 	return dt;
 }
 
-/*
- * Async scheduling: the step chosen at sched_t needs cpu ns of CPU, then
- * the GPU from when the step before it has run (now: replica_begin is
- * called at that step's end, or at sched_t when the replica was idle);
- * its output is back at the end of its GPU time, and the next step is
- * chosen once this one is launched and the one before it is back.  The
- * time to this step's end from now.
- */
-int64_t
-replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu)
-{
-	int64_t launch = rp->sched_t + cpu;
-	int64_t start = launch > now ? launch : now;
-	int64_t end = start + (dt - cpu);
-
-	rp->piped = true;
-	rp->next_s = start;
-	rp->pipe_t = end;
-	return end - now;
-}
-
 /* The per-step metrics of a step that runs: fragmentation, usage, trace. */
 static void
 note_step(replica *rp, const struct kvs_step *st, int64_t now, int64_t dt)

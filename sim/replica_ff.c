@@ -102,6 +102,28 @@ struct ff_plan {
 };
 
 /*
+ * replica__decode_time, its usual case inline (ff_time asks it once a
+ * step): the memo's quick time, then step_tail's floor and CPU part.
+ */
+static inline int64_t
+ff_decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
+	       uint64_t ctx_sum, int64_t *cpu)
+{
+	int64_t dt;
+
+	if (rp->step_ns > 0 || rp->fork || rp->spec_cost != NULL ||
+	    (dt = cost_decode_memo_quick(rp->cm, m, n, ctx_sum)) < 0)
+		return replica__decode_time(rp, m, n, ctx_sum, cpu);
+	*cpu = 0;
+	if (dt < 1)
+		dt = 1;
+	if (m->bd.cpu_ns > 0)
+		*cpu = m->bd.cpu_ns < (double)(dt - 1) ?
+		    (int64_t)(m->bd.cpu_ns + 0.5) : dt - 1;
+	return dt;
+}
+
+/*
  * The steps from now that end by until, at most kmax, a step that ends
  * requests by until_end: their durations as replica_begin returns them,
  * in fft[]; the async pipeline's state left as after the last of them.
@@ -177,9 +199,8 @@ ff_time(replica *rp, int64_t now, const struct ff_plan *x,
 			fresh = true;
 		}
 		if (sum) {
-			dt = replica__decode_time(rp,
-						  &rp->ffmemo[n % FF_MEMOS], n,
-						  ctx + (uint64_t)j * n, &cpu);
+			dt = ff_decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n,
+					    ctx + (uint64_t)j * n, &cpu);
 		} else {
 			if (j > 0 && !fresh)
 				for (uint32_t i = 0; i < n; i++)

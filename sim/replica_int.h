@@ -207,7 +207,27 @@ int64_t replica__step_time(replica *rp, const struct kvs_step *st,
  * the batch itself is needed. */
 int64_t replica__decode_time(replica *rp, struct cost_decode_memo *m,
 			     uint32_t n, uint64_t ctx_sum, int64_t *cpu);
-int64_t replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu);
+/*
+ * Async scheduling: the step chosen at sched_t needs cpu ns of CPU, then
+ * the GPU from when the step before it has run (now: replica_begin is
+ * called at that step's end, or at sched_t when the replica was idle);
+ * its output is back at the end of its GPU time, and the next step is
+ * chosen once this one is launched and the one before it is back.  The
+ * time to this step's end from now.
+ */
+static inline int64_t
+replica__async_dt(replica *rp, int64_t now, int64_t dt, int64_t cpu)
+{
+	int64_t launch = rp->sched_t + cpu;
+	int64_t start = launch > now ? launch : now;
+	int64_t end = start + (dt - cpu);
+
+	rp->piped = true;
+	rp->next_s = start;
+	rp->pipe_t = end;
+	return end - now;
+}
+
 /* Finished request h's row for the report, its record freed (at the end
  * of the step that finished it, at now). */
 kv_err replica__finish(replica *rp, kvs_req h, int64_t now, rpt *rep,
