@@ -1546,6 +1546,28 @@ kvc__v1_quiet(const kvc *k, int32_t s)
 	return j < UINT32_MAX ? (uint32_t)j : UINT32_MAX;
 }
 
+static void v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc);
+
+/*
+ * cache_blocks of lazily cached s (v1_lazy_on): its first `full` blocks
+ * marked with their positions, those not marked yet.
+ */
+static inline void
+v1_lazy_mark(struct v1 *m, const struct kvc_seq *q, int32_t s, uint32_t full)
+{
+	uint32_t *nc = &m->sx[s].ncached[0];
+
+	for (uint32_t i = *nc; i < full; i++) {
+		struct v1_blk *bk = &m->blk[q->tab[0].id[i]];
+
+		bk->hkey = (uint64_t)i + 1;	/* its position */
+		bk->hgrp = 0;
+		bk->dnext = bk->dprev = V1_LAZY;
+	}
+	if (*nc < full)
+		*nc = full;
+}
+
 /*
  * The step kvc__v1_quiet leads to, where allocate_slots has work: allocate
  * (s, 1) -- a fresh block when C + 1 passes the table, the block that the
@@ -1555,8 +1577,6 @@ kvc__v1_quiet(const kvc *k, int32_t s)
  * else, and a block that is not there, goes the general way (whose error
  * is the one to report).
  */
-static void v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc);
-
 kv_err
 kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 {
@@ -1564,6 +1584,7 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	struct kvc_seq *q = kvc__seq(k, s);
 	struct kvc_tab *tb = &q->tab[0];
 	uint32_t sh = m->bshift[0], need, want, pop, ntc;
+	bool lazy;
 	kv_err e;
 
 	if (!m->onegroup || m->track || m->slidemask ||
@@ -1581,11 +1602,14 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	if (tb->n + pop > tb->cap &&
 	    kvc__tab_reserve(tb, tb->n + pop) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
-	if (m->caching && (e = v1_hashes_cache(k, s)) != KV_OK)
+	lazy = m->caching && v1_lazy_on(k, q);
+	if (m->caching && !lazy && (e = v1_hashes(k, s)) != KV_OK)
 		return e;
 	v1_take(m, tb, pop);
 	ntc = q->ncomp + 1;	/* <= T */
-	if (m->caching)
+	if (lazy)
+		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, ntc));
+	else if (m->caching)
 		v1_cache_blocks(k, m, s, ntc);
 	q->ncomp = ntc;
 	if (kvc__add_token_fast(k, s, t))
@@ -1612,9 +1636,8 @@ kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 	if (kvc__tok_push(q, tok, d) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	q->ncomp += d;
-	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
-	    v1_div(k, m, 0, q->ncomp) > m->sx[s].ncached[0])
-		v1_cache_blocks(k, m, s, q->ncomp);
+	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx)
+		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
 	return KV_OK;
 }
 
@@ -1629,18 +1652,7 @@ v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc)
 	const struct kvc_seq *q = kvc__seq(k, s);
 
 	if (v1_lazy_on(k, q)) {
-		uint32_t full = (uint32_t)v1_div(k, m, 0, ntc);
-		uint32_t *nc = &m->sx[s].ncached[0];
-
-		for (uint32_t i = *nc; i < full; i++) {
-			struct v1_blk *bk = &m->blk[q->tab[0].id[i]];
-
-			bk->hkey = (uint64_t)i + 1;	/* its position */
-			bk->hgrp = 0;
-			bk->dnext = bk->dprev = V1_LAZY;
-		}
-		if (*nc < full)
-			*nc = full;
+		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, ntc));
 		return;
 	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
