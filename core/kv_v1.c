@@ -877,6 +877,7 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 		 * nothing but the block, so pop and evict in one pass */
 		struct v1_fifo *f = &m->fq;
 		uint32_t head = f->head, used = f->used;
+		uint64_t *aux = t->aux + t->n;
 
 		/* n <= f->n: the caller's plan counted the free blocks */
 		for (uint32_t i = 0; i < n; i++) {
@@ -892,7 +893,7 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 			used--;
 			bk = &m->blk[id[i]];
 			bk->qslot = -1;
-			t->aux[t->n + i] = 0;
+			aux[i] = 0;
 			if (bk->hkey != 0)	/* v1_evict: lazy, none lost */
 				v1_hash_drop(m, bk);
 			bk->ref = 1;
@@ -2188,21 +2189,26 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 {
 	struct v1_fifo *f = &m->fq;
 	uint32_t at = f->head + f->used, i;
+	/* in locals: the stores below may alias them as far as C knows */
+	uint32_t mask = f->mask, nblk = m->nblk;
+	int32_t *ring = f->ring;
+	const int32_t *id = t->id;
+	struct v1_blk *blk = m->blk;
 
-	if (f->used + (uint64_t)t->n > (uint64_t)f->mask + 1)
+	if (f->used + (uint64_t)t->n > (uint64_t)mask + 1)
 		return false;
 	for (i = t->n; i-- > 0;) {
-		int32_t b = t->id[i];
+		int32_t b = id[i];
 		struct v1_blk *bk;
 
 		if (b == KVC_NULL)
 			continue;
-		if (b <= V1_NULL || (uint32_t)b >= m->nblk ||
-		    (bk = &m->blk[b])->ref == 0 || bk->qslot >= 0)
+		if (b <= V1_NULL || (uint32_t)b >= nblk ||
+		    (bk = &blk[b])->ref == 0 || bk->qslot >= 0)
 			break;
 		if (--bk->ref == 0) {
-			f->ring[at & f->mask] = b;
-			bk->qslot = (int32_t)(at & f->mask);
+			ring[at & mask] = b;
+			bk->qslot = (int32_t)(at & mask);
 			at++;
 		}
 	}
