@@ -208,14 +208,22 @@ static const char digits2[201] =
 char *
 rpt__put_u(char *p, uint64_t v)
 {
+	static const uint64_t pow10[] = {
+		1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull,
+		10000000ull, 100000000ull, 1000000000ull, 10000000000ull,
+		100000000000ull, 1000000000000ull, 10000000000000ull,
+		100000000000000ull, 1000000000000000ull,
+		10000000000000000ull, 100000000000000000ull,
+		1000000000000000000ull, 10000000000000000000ull,
+	};
 	char *e;
-	int n = 1;
+	int n = 2;
 
 	if (v < 10) {
 		*p = (char)('0' + v);
 		return p + 1;
 	}
-	for (uint64_t t = v; t >= 10; t /= 10)
+	while (n < 20 && v >= pow10[n])	/* its digits, by compares */
 		n++;
 	e = p + n;
 	p = e;
@@ -272,7 +280,7 @@ char *
 rpt__put_sec(char *p, int64_t ns)
 {
 	uint64_t u = (uint64_t)ns;
-	uint32_t frac;
+	uint32_t frac, hi, lo;
 
 	if (ns < 0) {
 		*p++ = '-';
@@ -281,14 +289,14 @@ rpt__put_sec(char *p, int64_t ns)
 	p = rpt__put_u(p, u / 1000000000);
 	*p++ = '.';
 	frac = (uint32_t)(u % 1000000000);
-	for (int i = 7; i >= 1; i -= 2) {
-		uint32_t r = frac % 100;
-
-		frac /= 100;
-		p[i] = digits2[2 * r];
-		p[i + 1] = digits2[2 * r + 1];
-	}
-	p[0] = (char)('0' + frac);
+	/* dddd d dddd: the two halves' digit pairs apart, not in a chain */
+	hi = frac / 100000;
+	lo = frac % 100000 % 10000;
+	memcpy(p, digits2 + 2 * (hi / 100), 2);
+	memcpy(p + 2, digits2 + 2 * (hi % 100), 2);
+	p[4] = (char)('0' + frac % 100000 / 10000);
+	memcpy(p + 5, digits2 + 2 * (lo / 100), 2);
+	memcpy(p + 7, digits2 + 2 * (lo % 100), 2);
 	return p + 9;
 }
 
