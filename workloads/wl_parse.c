@@ -306,9 +306,18 @@ wl__parse_datetime(const char *p, size_t n, int64_t *out)
 		for (size_t i = 20; i < n; i++)
 			if (!WL_ISDIGIT(p[i]))
 				return WL_NUM_BAD;
-		if (wl__parse_time(p + 19, n - 19, 1000000000, &frac) !=
-		    WL_NUM_OK)
+		if (n <= 29) {	/* to the ns: exact, wl__parse_time's sum */
+			int64_t scale = 1000000000;
+
+			for (size_t i = 20; i < n; i++) {
+				frac = frac * 10 + (p[i] - '0');
+				scale /= 10;
+			}
+			frac *= scale;
+		} else if (wl__parse_time(p + 19, n - 19, 1000000000,
+					  &frac) != WL_NUM_OK) {
 			return WL_NUM_BAD;
+		}
 	}
 	/* 4-digit years: |secs| < 2^39, no overflow before ns_of. */
 	secs = wl__days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 +
