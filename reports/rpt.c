@@ -43,6 +43,29 @@ rpt__vec_push(struct rpt_vec *v, double x)
 	return 0;
 }
 
+/* s as rpt_csv_field writes it, at out (room for 2 * strlen + 2); its
+ * length. */
+static size_t
+csv_quote(char *out, const char *s)
+{
+	char *p = out;
+
+	if (strpbrk(s, ",\"\r\n") == NULL) {
+		size_t n = strlen(s);
+
+		memcpy(out, s, n);
+		return n;
+	}
+	*p++ = '"';
+	for (; *s; s++) {
+		if (*s == '"')
+			*p++ = '"';
+		*p++ = *s;
+	}
+	*p++ = '"';
+	return (size_t)(p - out);
+}
+
 rpt *
 rpt_new(const char *run_id, FILE *reqs, FILE *ts)
 {
@@ -56,6 +79,7 @@ rpt_new(const char *run_id, FILE *reqs, FILE *ts)
 		return NULL;
 	}
 	snprintf(r->run_id, sizeof(r->run_id), "%s", run_id ? run_id : "");
+	r->run_csv_n = csv_quote(r->run_csv, r->run_id);
 	r->reqs = reqs;
 	r->ts = ts;
 	for (int i = 0; i < RPT_M_N; i++)
@@ -248,9 +272,9 @@ rpt__put_u(char *p, uint64_t v)
 char *
 rpt__put_head(rpt *r, const struct rpt_req *q, char *line)
 {
-	char *p = line;
+	char *p = line + r->run_csv_n;
 
-	rpt_csv_field(r->reqs, r->run_id);
+	memcpy(line, r->run_csv, r->run_csv_n);
 	*p++ = ',';
 	p = rpt__put_u(p, q->id);
 	*p++ = ',';
@@ -398,7 +422,8 @@ rpt_add_request(rpt *r, const struct rpt_req *q)
 	int64_t nsamp = q->samples > 1 ? q->samples : 1;
 	uint32_t gaps = q->output_tokens > nsamp ?
 			q->output_tokens - (uint32_t)nsamp : 0;
-	char line[39 * 24], *p;	/* 37 fields of at most 21 characters */
+	/* the run id, then 37 fields of at most 21 characters */
+	char line[RPT_RUN_CSV_MAX + 39 * 24], *p;
 	int e;
 
 	rpt__span(r, q);
@@ -479,13 +504,14 @@ rpt_add_sample(rpt *r, const struct rpt_sample *s)
 {
 	double usage = s->kv_blocks_total
 		? (double)s->kv_blocks_used / (double)s->kv_blocks_total : 0.0;
-	char line[8 * 24 + 4 * RPT_FIXED_MAX], *p = line;
+	char line[RPT_RUN_CSV_MAX + 8 * 24 + 4 * RPT_FIXED_MAX], *p = line;
 	const uint64_t c[] = { s->running, s->waiting, s->swapped,
 			       s->kv_blocks_used, s->kv_blocks_total };
 
 	if (r->ts == NULL)
 		return 0;
-	rpt_csv_field(r->ts, r->run_id);
+	memcpy(p, r->run_csv, r->run_csv_n);
+	p += r->run_csv_n;
 	*p++ = ',';
 	p = rpt__put_sec(p, s->t_ns);
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {

@@ -119,7 +119,7 @@ rpt__add_failed(rpt *r, const struct rpt_req *q)
 {
 	const uint64_t tok[] = { q->input_tokens, q->output_tokens,
 				 q->cached_prefix_tokens };
-	char line[34 * 24], *p;
+	char line[RPT_RUN_CSV_MAX + 34 * 24], *p;
 
 	r->failed++;
 	if (r->col_stage) {

@@ -30,8 +30,13 @@ struct rpt_vec {			/* one metric's samples, in seconds */
 #define RPT_ITL_SUB 128
 #define RPT_ITL_NB (RPT_ITL_EXACT + (63 - 8) * RPT_ITL_SUB)
 
+/* The run id as a CSV field: quoted, its quotes doubled, where needed. */
+#define RPT_RUN_CSV_MAX (2 * 127 + 2)
+
 struct rpt {
 	char run_id[128];
+	char run_csv[RPT_RUN_CSV_MAX];	/* run_id as rpt_csv_field writes it */
+	size_t run_csv_n;
 	FILE *reqs, *ts;
 	struct rpt_vec m[RPT_M_N];
 	uint64_t completed, out_tokens, in_tokens;

@@ -117,6 +117,55 @@ START_TEST(test_request_row)
 END_TEST
 
 /* The rows' number writers against printf, digit for digit. */
+/*
+ * The run id leads every requests.csv and timeseries.csv row as
+ * rpt_csv_field writes it: as is, or quoted with its quotes doubled, up
+ * to the longest id kept (127 characters, all quotes).
+ */
+START_TEST(test_run_id_field)
+{
+	char id[128], *rb = NULL, *tb = NULL, *wb = NULL;
+	size_t rn = 0, tn = 0, wn = 0;
+	FILE *rf = open_memstream(&rb, &rn), *tf = open_memstream(&tb, &tn);
+	FILE *wf = open_memstream(&wb, &wn);
+	struct rpt_req q;
+	struct rpt_sample sm;
+	rpt *r;
+
+	ck_assert(rf != NULL && tf != NULL && wf != NULL);
+	switch (_i) {
+	case 0: snprintf(id, sizeof(id), "ab12"); break;
+	case 1: snprintf(id, sizeof(id), "a,b"); break;
+	case 2: snprintf(id, sizeof(id), "say \"x\"\n"); break;
+	default: memset(id, '"', 127); id[127] = '\0'; break;
+	}
+	r = rpt_new(id, rf, tf);
+	ck_assert_ptr_nonnull(r);
+	memset(&q, 0, sizeof(q));
+	q.output_tokens = 1;
+	memset(&sm, 0, sizeof(sm));
+	ck_assert_int_eq(rpt_add_request(r, &q), 0);
+	ck_assert_int_eq(rpt_add_sample(r, &sm), 0);
+	rpt_csv_field(wf, id);
+	fputc(',', wf);
+	fflush(rf);
+	fflush(tf);
+	fflush(wf);
+	ck_assert_uint_gt(wn, _i == 3 ? 256 : 2);
+	ck_assert_msg(rn > wn && memcmp(rb, wb, wn) == 0,
+		      "requests row: %s", rb);
+	ck_assert_msg(tn > wn && memcmp(tb, wb, wn) == 0,
+		      "timeseries row: %s", tb);
+	rpt_free(r);
+	fclose(rf);
+	fclose(tf);
+	fclose(wf);
+	free(rb);
+	free(tb);
+	free(wb);
+}
+END_TEST
+
 START_TEST(test_put_numbers)
 {
 	static const int64_t edge[] = {
@@ -638,6 +687,7 @@ suite(void)
 	tcase_add_test(tc, test_put_fixed);
 	tcase_add_test(tc, test_quantiles_known);
 	tcase_add_loop_test(tc, test_request_row, 0, 6);
+	tcase_add_loop_test(tc, test_run_id_field, 0, 4);
 	tcase_add_test(tc, test_quantiles_match_gsl);
 	tcase_add_test(tc, test_sort_matches_gsl);
 	tcase_add_test(tc, test_itl_histogram_bound);
