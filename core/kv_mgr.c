@@ -532,10 +532,15 @@ kvc__seq_new(kvc *k, const uint32_t *tok, uint64_t key, size_t n,
 				 "sequence of %zu tokens is longer than "
 				 "max_model_len %u", n, k->cfg.max_model_len);
 	if (k->nspare > 0) {
-		/* a released slot: DEAD, no memory, detached (kvc_seq_release) */
+		/* a released slot: DEAD, detached, its tables empty
+		 * (kvc_seq_release), which it keeps */
+		struct kvc_tab keep[KVC_MAX_GROUPS];
+
 		s = k->spare[--k->nspare];
 		q = &k->seq[s];
+		memcpy(keep, q->tab, sizeof(keep));
 		memset(q, 0, sizeof(*q));
+		memcpy(q->tab, keep, sizeof(keep));
 		q->req = s;
 		q->next = -1;
 		q->memo = -1;
@@ -731,11 +736,11 @@ kvc_seq_release(kvc *k, int32_t s)
 		free(q->tok);
 		q->tok = NULL;
 		q->ntok = q->captok = q->ncomp = 0;
-		for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++) {
-			free(q->tab[g].id);
-			free(q->tab[g].aux);
-			memset(&q->tab[g], 0, sizeof(q->tab[g]));
-		}
+		/* the tables stay, empty, for the slot's next sequence: a
+		 * request's table grows by doubling, and each new request
+		 * paid those reallocations again (kvc_free frees them) */
+		for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++)
+			q->tab[g].n = 0;
 		q->state = KVC_DEAD;
 		q->req = t;		/* detached: the slot stands alone */
 		q->next = -1;
