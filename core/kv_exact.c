@@ -869,6 +869,7 @@ reserve_tabs(kvc *k, struct kvc_seq *q, uint32_t s)
 		n = gkind(k, g) == KVC_STATE ? 1 : nslots(k, g, s);
 		if (n < q->tab[g].n)
 			n = q->tab[g].n;
+		kvc__tab_adopt(k, &q->tab[g]);
 		if (kvc__tab_reserve(&q->tab[g], n) != KV_OK)
 			return kvc__fail(k, KV_ENOMEM, "out of memory");
 	}

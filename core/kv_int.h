@@ -103,6 +103,12 @@ struct kvc {
 	uint32_t nseq, capseq;
 	int32_t *spare;		/* released sequence slots, reused by seq_new */
 	uint32_t nspare, capspare;
+	/* released sequences' tables, empty, for the next ones to take
+	 * (kvc__tab_adopt): at most KVC_TABPOOL of them, KVC_TABPOOL_BYTES
+	 * in all */
+	struct kvc_tab *tabpool;
+	uint32_t ntabpool;
+	size_t tabpool_bytes;
 	struct kvc_pair *pairs;
 	uint32_t npairs, cappairs;
 	int64_t now;		/* kvc_set_time() */
@@ -300,6 +306,13 @@ kv_err kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d,
 /* Pair buffer: reset at the start of every public call. */
 kv_err kvc__pairs_reserve(kvc *k, uint32_t n);
 kv_err kvc__pair_push(kvc *k, int32_t src, int32_t dst);
+
+/*
+ * An empty table t with no room takes a pooled one's (a released
+ * sequence's), so that each request's table does not grow by doubling
+ * from nothing again; called before t's first reservation.
+ */
+void kvc__tab_adopt(kvc *k, struct kvc_tab *t);
 
 /* Allocate a new sequence slot (for fork); fields zeroed, memo -1. */
 kv_err kvc__seq_alloc(kvc *k, int32_t *out);

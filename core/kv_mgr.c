@@ -230,6 +230,11 @@ kvc_free(kvc *k)
 		k->ops->release(k);
 	for (uint32_t i = 0; i < k->nseq; i++)
 		kvc__seq_release(&k->seq[i]);
+	for (uint32_t i = 0; i < k->ntabpool; i++) {
+		free(k->tabpool[i].id);
+		free(k->tabpool[i].aux);
+	}
+	free(k->tabpool);
 	free(k->seq);
 	free(k->spare);
 	free(k->pairs);
@@ -371,6 +376,44 @@ kvc__tab_reserve(struct kvc_tab *t, uint32_t n)
 	t->aux = aux;
 	t->cap = cap;
 	return KV_OK;
+}
+
+/* The pool's bounds: the tables of a busy engine's running requests */
+#define KVC_TABPOOL 256
+#define KVC_TABPOOL_BYTES ((size_t)4 << 20)
+
+static size_t
+kvc__tab_bytes(const struct kvc_tab *t)
+{
+	return (size_t)t->cap * (sizeof(*t->id) + sizeof(*t->aux));
+}
+
+/* Released table t's room into the pool, or freed where it is full. */
+static void
+kvc__tab_pool(kvc *k, const struct kvc_tab *t)
+{
+	if (t->cap == 0)
+		return;
+	if (k->tabpool == NULL)
+		k->tabpool = malloc(KVC_TABPOOL * sizeof(*k->tabpool));
+	if (k->tabpool == NULL || k->ntabpool == KVC_TABPOOL ||
+	    k->tabpool_bytes + kvc__tab_bytes(t) > KVC_TABPOOL_BYTES) {
+		free(t->id);
+		free(t->aux);
+		return;
+	}
+	k->tabpool[k->ntabpool] = *t;
+	k->tabpool[k->ntabpool++].n = 0;
+	k->tabpool_bytes += kvc__tab_bytes(t);
+}
+
+void
+kvc__tab_adopt(kvc *k, struct kvc_tab *t)
+{
+	if (t->cap != 0 || t->n != 0 || k->ntabpool == 0)
+		return;
+	*t = k->tabpool[--k->ntabpool];
+	k->tabpool_bytes -= kvc__tab_bytes(t);
 }
 
 kv_err
@@ -532,15 +575,10 @@ kvc__seq_new(kvc *k, const uint32_t *tok, uint64_t key, size_t n,
 				 "sequence of %zu tokens is longer than "
 				 "max_model_len %u", n, k->cfg.max_model_len);
 	if (k->nspare > 0) {
-		/* a released slot: DEAD, detached, its tables empty
-		 * (kvc_seq_release), which it keeps */
-		struct kvc_tab keep[KVC_MAX_GROUPS];
-
+		/* a released slot: DEAD, no memory, detached (kvc_seq_release) */
 		s = k->spare[--k->nspare];
 		q = &k->seq[s];
-		memcpy(keep, q->tab, sizeof(keep));
 		memset(q, 0, sizeof(*q));
-		memcpy(q->tab, keep, sizeof(keep));
 		q->req = s;
 		q->next = -1;
 		q->memo = -1;
@@ -736,11 +774,10 @@ kvc_seq_release(kvc *k, int32_t s)
 		free(q->tok);
 		q->tok = NULL;
 		q->ntok = q->captok = q->ncomp = 0;
-		/* the tables stay, empty, for the slot's next sequence: a
-		 * request's table grows by doubling, and each new request
-		 * paid those reallocations again (kvc_free frees them) */
-		for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++)
-			q->tab[g].n = 0;
+		for (uint32_t g = 0; g < KVC_MAX_GROUPS; g++) {
+			kvc__tab_pool(k, &q->tab[g]);
+			memset(&q->tab[g], 0, sizeof(q->tab[g]));
+		}
 		q->state = KVC_DEAD;
 		q->req = t;		/* detached: the slot stands alone */
 		q->next = -1;

@@ -242,11 +242,11 @@ kv_err kvc_add_tokens(kvc *k, int32_t s, const uint32_t *tok, size_t ntok);
 
 /*
  * Retire the request of s for good: it must hold no blocks (WAITING after a
- * free, or never admitted).  Its tokens are freed, its tables emptied (a
- * slot keeps their room for its next sequence), all its sequences become
- * DEAD, and their slots are handed out again by later kvc_seq_new() calls
- * -- so the caller must forget these ids -- and a long simulation keeps no
- * memory per finished request: only per slot, as many as ever ran at once.
+ * free, or never admitted).  Its tokens are freed, its tables' room goes
+ * to a bounded pool that later sequences' tables take, all its sequences
+ * become DEAD, and their slots are handed out again by later kvc_seq_new()
+ * calls -- so the caller must forget these ids -- and a long simulation
+ * keeps no memory per finished request.
  */
 kv_err kvc_seq_release(kvc *k, int32_t s);
 kv_err kvc_append_slots(kvc *k, int32_t s, uint32_t lookahead);

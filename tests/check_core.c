@@ -223,6 +223,7 @@ START_TEST(test_seq_release_reuse)
 	uint32_t tok[10] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 	char why[256];
 	int32_t a, b, d;
+	const int32_t *ta;
 	size_t n;
 	kvc *k;
 
@@ -238,8 +239,11 @@ START_TEST(test_seq_release_reuse)
 	ck_assert_int_eq(kvc_seq_release(k, a), KV_ESTATE);
 	ck_assert_int_eq(kvc_seq_state(k, a), KVC_RUNNING);
 	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+	ta = kvc_table(k, a, 0, &n);
+	ck_assert_uint_gt(n, 0);
 	ck_assert_int_eq(kvc_free_seq(k, a), KV_OK);
 	ck_assert_int_eq(kvc_seq_release(k, a), KV_OK);
+	ck_assert_uint_eq(k->ntabpool, 1);	/* its table's room, pooled */
 	ck_assert_int_eq(kvc_seq_state(k, a), KVC_DEAD);
 	ck_assert_uint_eq(kvc_seq_len(k, a), 0);
 	ck_assert_int_eq(kvc_allocate(k, a, 0), KV_ENOENT);
@@ -254,7 +258,44 @@ START_TEST(test_seq_release_reuse)
 	kvc_table(k, b, 0, &n);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_int_eq(kvc_allocate(k, b, 0), KV_OK);
+	/* its first table takes the pooled room */
+	ck_assert_ptr_eq(kvc_table(k, b, 0, &n), ta);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(k->ntabpool, 0);
 	ck_assert_int_eq(kvc_allocate(k, d, 0), KV_OK);
+	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+	kvc_free(k);
+}
+END_TEST
+
+/* The pool of released tables stays within its bounds: 300 released at
+ * once leave 256 pooled, the rest freed (ASan sees the frees). */
+START_TEST(test_tabpool_bound)
+{
+	struct kvc_config c;
+	uint32_t tok[64];
+	int32_t s[300];
+	char why[256];
+	kvc *k;
+
+	for (uint32_t i = 0; i < 64; i++)
+		tok[i] = i + 1;
+	kvc_config_default(&c, (kvc_mode)_i);
+	c.gpu_blocks = 300 * 4 + 8;	/* v1 keeps a null block */
+	c.watermark = 0.0;
+	k = kvc_new(&c, NULL, why, sizeof(why));
+	ck_assert_msg(k != NULL, "%s", why);
+	for (int i = 0; i < 300; i++) {
+		ck_assert_int_eq(kvc_seq_new(k, tok, 64, &s[i]), KV_OK);
+		ck_assert_msg(kvc_allocate(k, s[i], 0) == KV_OK, "%s: %s",
+			      kvc_mode_name(c.mode), kvc_errmsg(k));
+	}
+	for (int i = 0; i < 300; i++) {
+		ck_assert_int_eq(kvc_free_seq(k, s[i]), KV_OK);
+		ck_assert_int_eq(kvc_seq_release(k, s[i]), KV_OK);
+	}
+	ck_assert_uint_eq(k->ntabpool, 256);
+	ck_assert_uint_le(k->tabpool_bytes, (size_t)4 << 20);
 	ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
 	kvc_free(k);
 }
@@ -277,6 +318,7 @@ core_suite(void)
 			    sizeof(bad_configs) / sizeof(bad_configs[0]));
 	tcase_add_test(tc, test_defaults);
 	tcase_add_loop_test(tc, test_seq_release_reuse, 0, 4);
+	tcase_add_loop_test(tc, test_tabpool_bound, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
