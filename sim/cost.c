@@ -1119,24 +1119,11 @@ cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
 			m->lin = dmax(bd.lin_compute_ns, bd.lin_memory_ns);
 			m->rec = dmax(bd.rec_compute_ns, bd.rec_memory_ns);
 		}
-		/* cost_knobs_add adds nothing */
-		m->quick = m->one && cm->pp <= 1 &&
-		    !(cm->offload_bytes > 0 && cm->host_bw > 0.0);
 		m->cm = cm;
 		m->n = n;
 	}
-	if (out == NULL && m->one) {
-		/* the same operations in the same order, on the same
-		 * operands, as the breakdown's */
-		double af = 0.0 + m->nl * ((double)(ctx_sum + n) * m->pf +
-					   m->z1 + m->z2);
-		double ab = 0.0 + m->nltb * (double)(ctx_sum + 2 * n);
-		double gpu = m->lin + dmax(af / m->dc, ab / m->dm) + m->rec +
-			     m->bd.allreduce_ns + m->bd.fixed_ns;
-
-		gpu = cost_knobs_add(cm, &m->bd, dmax(gpu, m->bd.launch_ns));
-		return to_ns(m->bd.cpu_ns + gpu);
-	}
+	if (out == NULL && m->one)
+		return cost_decode_memo_quick(cm, m, n, ctx_sum);
 	if (out == NULL)
 		out = &bd;
 	*out = m->bd;

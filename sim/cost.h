@@ -309,9 +309,6 @@ kv_err cost_knobs_init(struct cost_model *cm, const struct cat_model *m,
 		       const struct cost_config *cfg, char *why,
 		       size_t whylen);
 void cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd);
-/* gpu plus the terms cost_knobs_step put in bd, added as it adds them. */
-double cost_knobs_add(const struct cost_model *cm,
-		      const struct cost_breakdown *bd, double gpu);
 
 /* ---- a step ------------------------------------------------------------- */
 
@@ -373,6 +370,19 @@ struct cost_breakdown {
 					 * link (both in gpu_ns) */
 };
 
+/* gpu plus the terms cost_knobs_step put in bd, added as it adds them
+ * (inline: a steady decode's step time asks it once a step). */
+static inline double
+cost_knobs_add(const struct cost_model *cm, const struct cost_breakdown *bd,
+	       double gpu)
+{
+	if (cm->pp > 1)
+		gpu += bd->pp_send_ns;
+	if (cm->offload_bytes > 0 && cm->host_bw > 0.0)
+		gpu += bd->offload_ns;
+	return gpu;
+}
+
 /*
  * Time of one step, integer ns; 0 for a batch without tokens (sequences
  * with q = 0 are skipped).  Non-decreasing in every q and ctx and in the
@@ -417,7 +427,6 @@ struct cost_decode_memo {
 	/* one group of full attention: the factors of its terms and the
 	 * other terms of the GPU time, for a call without a breakdown */
 	bool one;
-	bool quick;	/* one, and no knob adds to the GPU time */
 	double nl, pf, z1, z2, nltb, dc, dm, lin, rec;
 };
 
@@ -427,8 +436,10 @@ int64_t cost_step_decode_memo(const struct cost_model *cm,
 
 /*
  * cost_step_decode_memo(cm, m, n, ctx_sum, NULL) where m already holds
- * cm's n and is quick: the same operations in the same order, inline,
- * for loops that ask it once a step.  -1 otherwise: ask the function.
+ * cm's n for one group of full attention (m->one): the time from the
+ * memo's factors, in the breakdown's operations and order; inline, for
+ * loops that ask it once a step, and the function's own way.  -1
+ * otherwise: ask the function.
  */
 static inline int64_t
 cost_decode_memo_quick(const struct cost_model *cm,
@@ -437,7 +448,7 @@ cost_decode_memo_quick(const struct cost_model *cm,
 {
 	double af, ab, a, gpu, x;
 
-	if (cm == NULL || m->cm != cm || m->n != n || !m->quick ||
+	if (cm == NULL || m->cm != cm || m->n != n || !m->one ||
 	    ctx_sum >= (1ull << 61))
 		return -1;
 	af = 0.0 + m->nl * ((double)(ctx_sum + n) * m->pf + m->z1 + m->z2);
@@ -447,6 +458,7 @@ cost_decode_memo_quick(const struct cost_model *cm,
 	a = af > ab ? af : ab;
 	gpu = m->lin + a + m->rec + m->bd.allreduce_ns + m->bd.fixed_ns;
 	gpu = gpu > m->bd.launch_ns ? gpu : m->bd.launch_ns;
+	gpu = cost_knobs_add(cm, &m->bd, gpu);
 	x = m->bd.cpu_ns + gpu;		/* to_ns */
 	if (!(x > 0.0))
 		return 0;

@@ -56,14 +56,3 @@ cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd)
 		bd->offload_ns = cm->offload_bytes / cm->host_bw * 1e9;
 	bd->gpu_ns = cost_knobs_add(cm, bd, bd->gpu_ns);
 }
-
-double
-cost_knobs_add(const struct cost_model *cm, const struct cost_breakdown *bd,
-	       double gpu)
-{
-	if (cm->pp > 1)
-		gpu += bd->pp_send_ns;
-	if (cm->offload_bytes > 0 && cm->host_bw > 0.0)
-		gpu += bd->offload_ns;
-	return gpu;
-}

@@ -855,19 +855,6 @@ fork_batch(replica *rp, uint32_t nsched)
 	return b;
 }
 
-/* The end of both: at least 1 ns, *cpu the cost model's CPU part. */
-static int64_t
-step_tail(int64_t dt, const struct cost_breakdown *bd, int64_t *cpu)
-{
-	/* time always moves: no zero-length steps */
-	if (dt < 1)
-		dt = 1;
-	if (bd->cpu_ns > 0)
-		*cpu = bd->cpu_ns < (double)(dt - 1) ?
-		    (int64_t)(bd->cpu_ns + 0.5) : dt - 1;
-	return dt;
-}
-
 int64_t
 replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 {
@@ -891,7 +878,7 @@ replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 		dt += (int64_t)(2.0 * (double)st->ncow *
 				(double)rp->cm->block_bytes /
 				rp->cm->hbm_bw * 1e9);
-	return step_tail(dt, &bd, cpu);
+	return replica__step_tail(dt, &bd, cpu);
 }
 
 int64_t
@@ -906,7 +893,7 @@ replica__decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
 	if (rp->fork || rp->spec_cost != NULL ||
 	    (dt = cost_step_decode_memo(rp->cm, m, n, ctx_sum, NULL)) < 0)
 		return -1;
-	return step_tail(dt, &m->bd, cpu);	/* its CPU term: n's */
+	return replica__step_tail(dt, &m->bd, cpu);	/* its CPU term: n's */
 }
 
 /*

@@ -103,7 +103,7 @@ struct ff_plan {
 
 /*
  * replica__decode_time, its usual case inline (ff_time asks it once a
- * step): the memo's quick time, then step_tail's floor and CPU part.
+ * step): the memo's time, then the step's floor and CPU part.
  */
 static inline int64_t
 ff_decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
@@ -115,12 +115,7 @@ ff_decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
 	    (dt = cost_decode_memo_quick(rp->cm, m, n, ctx_sum)) < 0)
 		return replica__decode_time(rp, m, n, ctx_sum, cpu);
 	*cpu = 0;
-	if (dt < 1)
-		dt = 1;
-	if (m->bd.cpu_ns > 0)
-		*cpu = m->bd.cpu_ns < (double)(dt - 1) ?
-		    (int64_t)(m->bd.cpu_ns + 0.5) : dt - 1;
-	return dt;
+	return replica__step_tail(dt, &m->bd, cpu);
 }
 
 /*

@@ -202,6 +202,21 @@ replica__fe(const replica *rp)
 void replica__usage_free(replica *rp, int64_t now, const uint64_t *free);
 int64_t replica__step_time(replica *rp, const struct kvs_step *st,
 			   int64_t *cpu);
+
+/* The end of a step's time from the cost model: at least 1 ns, *cpu the
+ * model's CPU part. */
+static inline int64_t
+replica__step_tail(int64_t dt, const struct cost_breakdown *bd, int64_t *cpu)
+{
+	/* time always moves: no zero-length steps */
+	if (dt < 1)
+		dt = 1;
+	if (bd->cpu_ns > 0)
+		*cpu = bd->cpu_ns < (double)(dt - 1) ?
+		    (int64_t)(bd->cpu_ns + 0.5) : dt - 1;
+	return dt;
+}
+
 /* replica__step_time of n steady decodes whose contexts sum to ctx_sum
  * (cost_step_decode_memo, with the caller's zeroed memo), or -1 where
  * the batch itself is needed. */
