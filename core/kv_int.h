@@ -137,9 +137,6 @@ kv_err kvc__free_final(kvc *k, int32_t s);
 /* vllm-v1 (kv_v1.c): allocate_slots with lookahead for any chunk of a
  * RUNNING sequence (policy vllm-v1's running loop). */
 kv_err kvc__v1_allocate_ahead(kvc *k, int32_t s, uint32_t n, uint32_t L);
-/* kvc_allocate(k, s, 1) of running s (T = C + 1) when it would only move
- * C: done, and true; false, nothing done, where it has work. */
-bool kvc__v1_decode_noop(kvc *k, int32_t s);
 /*
  * vllm-v1 with prefix caching: the chain hashes of s's full blocks (group
  * 0's block size), brought up to its tokens: *h valid until s's tokens

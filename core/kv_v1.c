@@ -1489,31 +1489,6 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
 }
 
 /*
- * kvc_allocate(k, s, 1) of running s with one token to compute (T = C + 1)
- * where allocate_slots changes nothing (v1_noop): the prologue's and
- * v1_allocate's effects, C moved by one, and true; false, with nothing
- * moved, where the general path has work.
- */
-bool
-kvc__v1_decode_noop(kvc *k, int32_t s)
-{
-	struct kvc_seq *q;
-
-	if (s < 0 || (uint32_t)s >= k->nseq)
-		return false;
-	q = kvc__seq(k, s);
-	if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1)
-		return false;
-	k->msg[0] = '\0';
-	k->npairs = 0;
-	v1_hit_clear(k);
-	if (!v1_noop(k, v1_of(k), s, 1, 0))
-		return false;
-	q->ncomp++;
-	return true;
-}
-
-/*
  * Steady decode (core/kvs_ff.c, kv_int.h): of s's next decode steps --
  * each allocate(s, 1), then a token added -- how many in a row find
  * allocate_slots a no-op (v1_noop's one-group test): the blocks cover

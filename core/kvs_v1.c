@@ -295,12 +295,9 @@ static kv_err
 v1s_alloc_running(kvc *k, int32_t seq, uint32_t n, uint32_t L)
 {
 	/* vLLM passes num_lookahead_tokens for every running request,
-	 * whether or not its chunk completes its tokens */
-	if (L > 0)
-		return kvc__v1_allocate_ahead(k, seq, n, L);
-	if (n == 1 && kvc__v1_decode_noop(k, seq))	/* the usual decode */
-		return KV_OK;
-	return kvc_allocate(k, seq, n);
+	 * whether or not its chunk completes its tokens; with none, the
+	 * same as kvc_allocate for 1 <= n <= T - C, without its dispatch */
+	return kvc__v1_allocate_ahead(k, seq, n, L);
 }
 
 /*
