@@ -328,8 +328,7 @@ kvc__ds_reserve(kvc *k, int32_t s, uint64_t tokens)
 	for (g = 0; g < k->cfg.ngroups; g++) {
 		uint64_t want = q->tab[g].n + kvc__ds_need(k, q, g, tokens);
 
-		kvc__tab_adopt(k, &q->tab[g]);
-		if (kvc__tab_reserve(&q->tab[g], (uint32_t)want) != KV_OK)
+		if (kvc__tab_reserve(k, &q->tab[g], (uint32_t)want) != KV_OK)
 			return kvc__fail(k, KV_ENOMEM, "out of memory");
 	}
 	/* From here on nothing can fail. */

@@ -869,8 +869,7 @@ reserve_tabs(kvc *k, struct kvc_seq *q, uint32_t s)
 		n = gkind(k, g) == KVC_STATE ? 1 : nslots(k, g, s);
 		if (n < q->tab[g].n)
 			n = q->tab[g].n;
-		kvc__tab_adopt(k, &q->tab[g]);
-		if (kvc__tab_reserve(&q->tab[g], n) != KV_OK)
+		if (kvc__tab_reserve(k, &q->tab[g], n) != KV_OK)
 			return kvc__fail(k, KV_ENOMEM, "out of memory");
 	}
 	return KV_OK;
@@ -1109,7 +1108,7 @@ ex_fork(kvc *k, int32_t s, int32_t child)
 	if (kvc__tok_reserve(c, p->ntok) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	for (g = 0; g < k->cfg.ngroups; g++)
-		if (kvc__tab_reserve(&c->tab[g], p->tab[g].n) != KV_OK)
+		if (kvc__tab_reserve(k, &c->tab[g], p->tab[g].n) != KV_OK)
 			return kvc__fail(k, KV_ENOMEM, "out of memory");
 	c->ntok = 0;
 	(void)kvc__tok_push(c, p->tok, p->ntok);

@@ -104,7 +104,7 @@ struct kvc {
 	int32_t *spare;		/* released sequence slots, reused by seq_new */
 	uint32_t nspare, capspare;
 	/* released sequences' tables, empty, for the next ones to take
-	 * (kvc__tab_adopt): at most KVC_TABPOOL of them, KVC_TABPOOL_BYTES
+	 * (kvc__tab_reserve): at most KVC_TABPOOL of them, KVC_TABPOOL_BYTES
 	 * in all */
 	struct kvc_tab *tabpool;
 	uint32_t ntabpool;
@@ -266,9 +266,9 @@ kvc__bs(const kvc *k, uint32_t g)
 	return k->cfg.group[g].block_size;
 }
 
-/* Grow-only arrays.  Return KV_ENOMEM and leave the table untouched. */
-kv_err kvc__tab_reserve(struct kvc_tab *t, uint32_t n);
-kv_err kvc__tab_push(struct kvc_tab *t, int32_t id, uint64_t aux);
+/* Grow-only arrays.  Return KV_ENOMEM and leave the table untouched.  A
+ * table with no room first takes a released one's from k's pool. */
+kv_err kvc__tab_reserve(kvc *k, struct kvc_tab *t, uint32_t n);
 kv_err kvc__tok_reserve(struct kvc_seq *q, uint32_t n);
 kv_err kvc__tok_push_ids(struct kvc_seq *q, const uint32_t *tok, size_t n);
 
@@ -303,13 +303,6 @@ kv_err kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d,
 /* Pair buffer: reset at the start of every public call. */
 kv_err kvc__pairs_reserve(kvc *k, uint32_t n);
 kv_err kvc__pair_push(kvc *k, int32_t src, int32_t dst);
-
-/*
- * An empty table t with no room takes a pooled one's (a released
- * sequence's), so that each request's table does not grow by doubling
- * from nothing again; called before t's first reservation.
- */
-void kvc__tab_adopt(kvc *k, struct kvc_tab *t);
 
 /* Allocate a new sequence slot (for fork); fields zeroed, memo -1. */
 kv_err kvc__seq_alloc(kvc *k, int32_t *out);

@@ -354,30 +354,6 @@ kvc_step_begin(kvc *k)
 
 /* ---- growable arrays --------------------------------------------- */
 
-kv_err
-kvc__tab_reserve(struct kvc_tab *t, uint32_t n)
-{
-	uint32_t cap;
-	int32_t *id;
-	uint64_t *aux;
-
-	if (n <= t->cap)
-		return KV_OK;
-	cap = t->cap ? t->cap : 4;
-	while (cap < n)
-		cap *= 2;
-	id = realloc(t->id, cap * sizeof(*id));
-	if (id == NULL)
-		return KV_ENOMEM;
-	t->id = id;
-	aux = realloc(t->aux, cap * sizeof(*aux));
-	if (aux == NULL)
-		return KV_ENOMEM;
-	t->aux = aux;
-	t->cap = cap;
-	return KV_OK;
-}
-
 /* The pool's bounds: the tables of a busy engine's running requests */
 #define KVC_TABPOOL 256
 #define KVC_TABPOOL_BYTES ((size_t)4 << 20)
@@ -407,7 +383,9 @@ kvc__tab_pool(kvc *k, const struct kvc_tab *t)
 	k->tabpool_bytes += kvc__tab_bytes(t);
 }
 
-void
+/* Empty table t with no room takes a pooled one's (a released
+ * sequence's): each request's table does not grow from nothing again. */
+static void
 kvc__tab_adopt(kvc *k, struct kvc_tab *t)
 {
 	if (t->cap != 0 || t->n != 0 || k->ntabpool == 0)
@@ -417,15 +395,30 @@ kvc__tab_adopt(kvc *k, struct kvc_tab *t)
 }
 
 kv_err
-kvc__tab_push(struct kvc_tab *t, int32_t id, uint64_t aux)
+kvc__tab_reserve(kvc *k, struct kvc_tab *t, uint32_t n)
 {
-	kv_err e = kvc__tab_reserve(t, t->n + 1);
+	uint32_t cap;
+	int32_t *id;
+	uint64_t *aux;
 
-	if (e != KV_OK)
-		return e;
-	t->id[t->n] = id;
-	t->aux[t->n] = aux;
-	t->n++;
+	if (n <= t->cap)
+		return KV_OK;
+	if (t->cap == 0)
+		kvc__tab_adopt(k, t);
+	if (n <= t->cap)
+		return KV_OK;
+	cap = t->cap ? t->cap : 4;
+	while (cap < n)
+		cap *= 2;
+	id = realloc(t->id, cap * sizeof(*id));
+	if (id == NULL)
+		return KV_ENOMEM;
+	t->id = id;
+	aux = realloc(t->aux, cap * sizeof(*aux));
+	if (aux == NULL)
+		return KV_ENOMEM;
+	t->aux = aux;
+	t->cap = cap;
 	return KV_OK;
 }
 

@@ -1010,8 +1010,7 @@ v0_reserve_tab(kvc *k, int32_t s, uint64_t n)
 {
 	if (n > UINT32_MAX / 2)
 		return kvc__fail(k, KV_EINVAL, "sequence too long");
-	kvc__tab_adopt(k, &k->seq[s].tab[0]);
-	if (kvc__tab_reserve(&k->seq[s].tab[0], (uint32_t)n) != KV_OK)
+	if (kvc__tab_reserve(k, &k->seq[s].tab[0], (uint32_t)n) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	return KV_OK;
 }

@@ -1438,9 +1438,8 @@ v1_reserve(kvc *k, int32_t s, const struct v1_plan *p)
 
 		if (n <= q->tab[g].cap)
 			continue;
-		kvc__tab_adopt(k, &q->tab[g]);
 		if (n > UINT32_MAX ||
-		    kvc__tab_reserve(&q->tab[g], (uint32_t)n) != KV_OK)
+		    kvc__tab_reserve(k, &q->tab[g], (uint32_t)n) != KV_OK)
 			return kvc__fail(k, KV_ENOMEM, "out of memory");
 	}
 	return KV_OK;
@@ -1576,10 +1575,8 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	k->msg[0] = '\0';
 	k->npairs = 0;
 	v1_hit_clear(k);
-	if (tb->cap == 0)
-		kvc__tab_adopt(k, tb);
 	if (tb->n + pop > tb->cap &&
-	    kvc__tab_reserve(tb, tb->n + pop) != KV_OK)
+	    kvc__tab_reserve(k, tb, tb->n + pop) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	lazy = m->caching && v1_lazy_on(k, q);
 	if (m->caching && !lazy && (e = v1_hashes(k, s)) != KV_OK)
