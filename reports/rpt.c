@@ -43,27 +43,26 @@ rpt__vec_push(struct rpt_vec *v, double x)
 	return 0;
 }
 
-/* s as rpt_csv_field writes it, at out (room for 2 * strlen + 2); its
- * length. */
-static size_t
-csv_quote(char *out, const char *s)
+/* r's run id as rpt_csv_field writes it, into run_csv: false where
+ * that cannot be done (no memory). */
+static bool
+run_csv(rpt *r)
 {
-	char *p = out;
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
 
-	if (strpbrk(s, ",\"\r\n") == NULL) {
-		size_t n = strlen(s);
-
-		memcpy(out, s, n);
-		return n;
+	if (f == NULL)
+		return false;
+	rpt_csv_field(f, r->run_id);
+	if (fclose(f) != 0 || n > sizeof(r->run_csv)) {
+		free(buf);
+		return false;
 	}
-	*p++ = '"';
-	for (; *s; s++) {
-		if (*s == '"')
-			*p++ = '"';
-		*p++ = *s;
-	}
-	*p++ = '"';
-	return (size_t)(p - out);
+	memcpy(r->run_csv, buf, n);
+	r->run_csv_n = n;
+	free(buf);
+	return true;
 }
 
 rpt *
@@ -79,7 +78,11 @@ rpt_new(const char *run_id, FILE *reqs, FILE *ts)
 		return NULL;
 	}
 	snprintf(r->run_id, sizeof(r->run_id), "%s", run_id ? run_id : "");
-	r->run_csv_n = csv_quote(r->run_csv, r->run_id);
+	if (!run_csv(r)) {
+		free(r->itl_hist);
+		free(r);
+		return NULL;
+	}
 	r->reqs = reqs;
 	r->ts = ts;
 	for (int i = 0; i < RPT_M_N; i++)
