@@ -294,9 +294,11 @@ kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
  * (d <= the count) at once with their tokens.
  */
 uint32_t kvc__v1_quiet(const kvc *k, int32_t s);
-/* The step after kvc__v1_quiet's: kvc_allocate(k, s, 1), then token t
- * added (kvc_add_tokens), with less of the general path. */
-kv_err kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t);
+/* d (<= the count) of those steps with tokens tok[0..d), then the step
+ * after them: kvc_allocate(k, s, 1) and token t added (kvc_add_tokens),
+ * with less of the general path; *next: kvc__v1_quiet's count after. */
+kv_err kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d,
+			    const uint32_t *tok, uint32_t t, uint32_t *next);
 kv_err kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d,
 			   const uint32_t *tok);
 

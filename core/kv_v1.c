@@ -1544,17 +1544,33 @@ v1_lazy_mark(struct v1 *m, const struct kvc_seq *q, int32_t s, uint32_t full)
 		*nc = full;
 }
 
+/* The counts of d quiet steps: C and T move by d, tok[0..d) added. */
+static inline kv_err
+v1_quiet_push(kvc *k, struct kvc_seq *q, uint32_t d, const uint32_t *tok)
+{
+	if (d == 0)
+		return KV_OK;
+	if (kvc__tok_push(q, tok, d) != KV_OK)
+		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	q->ncomp += d;
+	return KV_OK;
+}
+
 /*
- * The step kvc__v1_quiet leads to, where allocate_slots has work: allocate
- * (s, 1) -- a fresh block when C + 1 passes the table, the block that the
- * T tokens fill hashed and cached -- then token t added.  What v1_allocate
- * and kvc_add_tokens do in that case, without the general plan: one group
- * of full attention, nothing hit, nothing to skip, no lookahead.  Anything
- * else, and a block that is not there, goes the general way (whose error
- * is the one to report).
+ * d quiet steps (kvc__v1_quiet_steps), then the step kvc__v1_quiet leads
+ * to, where allocate_slots has work: allocate(s, 1) -- a fresh block when
+ * C + 1 passes the table, the block that the T tokens fill hashed and
+ * cached -- then token t added; *next: the quiet steps after it.  What
+ * v1_allocate and kvc_add_tokens do in that case, without the general
+ * plan: one group of full attention, nothing hit, nothing to skip, no
+ * lookahead.  Anything else, and a block that is not there, goes the
+ * general way (whose error is the one to report).  A lazily cached
+ * sequence's blocks that the quiet steps filled are marked with the
+ * event's: the blocks the event takes are free ones, never s's.
  */
 kv_err
-kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
+kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
+		     uint32_t t, uint32_t *next)
 {
 	struct v1 *m = v1_of(k);
 	struct kvc_seq *q = kvc__seq(k, s);
@@ -1563,6 +1579,10 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	bool lazy;
 	kv_err e;
 
+	*next = 0;
+	if ((e = v1_quiet_push(k, q, d, tok)) != KV_OK)
+		return e;
+	lazy = m->caching && v1_lazy_on(k, q);
 	if (!m->onegroup || m->track || m->slidemask ||
 	    (uint32_t)s >= m->capsx || q->state != KVC_RUNNING ||
 	    q->ntok != q->ncomp + 1)
@@ -1578,7 +1598,6 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	if (tb->n + pop > tb->cap &&
 	    kvc__tab_reserve(k, tb, tb->n + pop) != KV_OK)
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
-	lazy = m->caching && v1_lazy_on(k, q);
 	if (m->caching && !lazy && (e = v1_hashes(k, s)) != KV_OK)
 		return e;
 	v1_take(m, tb, pop);
@@ -1588,13 +1607,19 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t t)
 	else if (m->caching)
 		v1_cache_blocks(k, m, s, ntc);
 	q->ncomp = ntc;
-	if (kvc__add_token_fast(k, s, t))
-		return KV_OK;
-	return kvc_add_tokens(k, s, &t, 1);
-general:
-	if ((e = kvc_allocate(k, s, 1)) != KV_OK)
+	if (!kvc__add_token_fast(k, s, t) &&
+	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
 		return e;
-	return kvc_add_tokens(k, s, &t, 1);
+	*next = kvc__v1_quiet(k, s);
+	return KV_OK;
+general:
+	if (lazy && (uint32_t)s < m->capsx)
+		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
+	if ((e = kvc_allocate(k, s, 1)) != KV_OK ||
+	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
+		return e;
+	*next = kvc__v1_quiet(k, s);
+	return KV_OK;
 }
 
 /* d <= kvc__v1_quiet(k, s) such steps: C and T move by d, the tokens
@@ -1606,12 +1631,12 @@ kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 {
 	struct kvc_seq *q = kvc__seq(k, s);
 	struct v1 *m = v1_of(k);
+	kv_err e;
 
 	if (d == 0)
 		return KV_OK;
-	if (kvc__tok_push(q, tok, d) != KV_OK)
-		return kvc__fail(k, KV_ENOMEM, "out of memory");
-	q->ncomp += d;
+	if ((e = v1_quiet_push(k, q, d, tok)) != KV_OK)
+		return e;
 	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx)
 		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
 	return KV_OK;

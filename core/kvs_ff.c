@@ -246,25 +246,25 @@ ff_catch_up(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 
 /*
  * Step j of request i when allocate_slots has work in it (a block to
- * take, one to hash and cache): the running phase's call, then the
- * step's token; its next such step in ff[i].next.
+ * take, one to hash and cache): its no-op steps since the last it made,
+ * then the running phase's call and the step's token, in one call; its
+ * next such step in ff[i].next.  The step's clock is set (kvc_set_time,
+ * kvc_step_begin) before its first event.
  */
 static kv_err
 ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 {
-	int32_t seq = s->ff[i].seq;
-	uint32_t t = tok[(size_t)i * k + j];
+	struct kvs_ffreq *f = &s->ff[i];
+	const uint32_t *row = tok + (size_t)i * k;
+	uint32_t quiet;
 	kv_err e;
 
-	if ((e = ff_catch_up(s, i, j, k, tok)) != KV_OK)
-		return e;
-	kvc_set_time(s->k, (int64_t)s->step.number);
-	kvc_step_begin(s->k);
-	if ((e = kvc__v1_decode_event(s->k, seq, t)) != KV_OK)
+	if ((e = kvc__v1_decode_event(s->k, f->seq, j - f->made,
+				      row + f->made, row[j], &quiet)) != KV_OK)
 		return kvs__fail(s, e, "decode run, step %u: %s", j,
 				 kvc_errmsg(s->k));
-	s->ff[i].made = j + 1;
-	s->ff[i].next = j + 1 + kvc__v1_quiet(s->k, seq);
+	f->made = j + 1;
+	f->next = j + 1 + quiet;
 	return KV_OK;
 }
 
@@ -390,6 +390,10 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		if (j >= k)
 			break;
 		s->step.number = base + j + 1u;
+		if (nq > 0 && s->ffq[0] >> 32 == j) {
+			kvc_set_time(s->k, (int64_t)s->step.number);
+			kvc_step_begin(s->k);
+		}
 		while (nq > 0 && s->ffq[0] >> 32 == j && e == KV_OK) {
 			uint32_t i = (uint32_t)s->ffq[0];
 
