@@ -316,8 +316,8 @@ ffq_pop(uint64_t *h, uint32_t *n)
  * blocks they free serve the steps after).
  */
 static kv_err
-ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
-       uint32_t *freed)
+ff_run(kvs *s, uint32_t k, const struct kvs_running *r0, const uint32_t *tok,
+       uint32_t *taken, uint32_t *freed)
 {
 	uint32_t n, nq, m = 0, f = 0, before;
 	uint64_t base;
@@ -349,16 +349,24 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	fin = s->ffq + n;
 	nq = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
-		const struct kvs_rq *r = kvs__rq(s, h);
-		uint32_t left = ff_left(s, r, kvc__seq(s->k, r->seq)), c;
 		struct kvs_ffreq *x = &s->ff[i];
+		uint32_t left, c;
 
+		if (r0 != NULL) {	/* ff_span's look at them */
+			x->req = r0[i].req;
+			x->seq = r0[i].seq;
+			left = r0[i].ends_at;
+		} else {
+			const struct kvs_rq *r;
+
+			x->req = kvs__qat(s, KVS_Q_RUNNING, i);
+			r = kvs__rq(s, x->req);
+			x->seq = r->seq;
+			left = ff_left(s, r, kvc__seq(s->k, r->seq));
+		}
 		x->made = 0;
-		x->seq = r->seq;
-		x->req = h;
 		x->steps = left < k ? left + 1u : k;
-		x->next = kvc__v1_quiet(s->k, r->seq);
+		x->next = kvc__v1_quiet(s->k, x->seq);
 		if (x->next < x->steps)
 			ffq_push(s->ffq, &nq, (uint64_t)x->next << 32 | i);
 		if (left >= k)
@@ -454,7 +462,7 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	if (ff_span(s, k, KVS_ENDS_LAST, NULL, NULL) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
-	return ff_run(s, k, tok, taken, NULL);
+	return ff_run(s, k, NULL, tok, taken, NULL);
 }
 
 kv_err
@@ -483,7 +491,7 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 	if (kk > k)
 		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
 				 "%u are steady", kk, k);
-	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed)) == KV_OK)
+	if ((e = ff_run(s, kk, s->ffr, b.tok, b.taken, b.freed)) == KV_OK)
 		*made = kk;
 	return e;
 }

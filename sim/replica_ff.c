@@ -402,17 +402,15 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 			  &x->next, &x->t_last)) == 0)
 		return 0;
 	/* note_sched's high after the steps each makes: every position
-	 * computed (C + its steps; C <= high, so it only grows) */
-	for (uint32_t i = 0; i < n; i++)
-		rp->byreq[r[i].req]->high = r[i].computed +
-		    (r[i].ends_at < kn ? r[i].ends_at + 1 : kn);
-	/* the scheduler's steps; token j of request i is its output token
+	 * computed (C + its steps; C <= high, so it only grows); the
+	 * scheduler's steps: token j of request i is its output token
 	 * number gen + j (replica__complete's); a keyed request's ids are
 	 * not kept, so its row is left as it is */
 	for (uint32_t i = 0; i < n; i++) {
-		const struct rq *q = rp->byreq[rp->sreq[i]];
+		struct rq *q = rp->byreq[r[i].req];
 		uint32_t k = r[i].ends_at < kn ? r[i].ends_at + 1 : kn;
 
+		q->high = r[i].computed + k;
 		if (q->keyed)
 			continue;
 		for (uint32_t j = 0; j < k; j++)
