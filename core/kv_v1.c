@@ -1610,7 +1610,13 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 	if (!kvc__add_token_fast(k, s, t) &&
 	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
 		return e;
-	*next = kvc__v1_quiet(k, s);
+	/* kvc__v1_quiet's count: without a hash cache to wait for, the
+	 * slots the table has past C (T = C + 1 still) */
+	if ((!m->caching || lazy) && q->state == KVC_RUNNING &&
+	    q->ntok == q->ncomp + 1)
+		*next = (uint32_t)(((uint64_t)tb->n << sh) - q->ncomp);
+	else
+		*next = kvc__v1_quiet(k, s);
 	return KV_OK;
 general:
 	if (lazy && (uint32_t)s < m->capsx)
