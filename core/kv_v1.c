@@ -2196,7 +2196,7 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 	struct v1_fifo *f = &m->fq;
 	uint32_t at = f->head + f->used, i;
 	/* in locals: the stores below may alias them as far as C knows */
-	uint32_t mask = f->mask, nblk = m->nblk;
+	uint32_t mask = f->mask, nreal = m->nblk > 0 ? m->nblk - 1u : 0;
 	int32_t *ring = f->ring;
 	const int32_t *id = t->id;
 	struct v1_blk *blk = m->blk;
@@ -2207,10 +2207,15 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 		int32_t b = id[i];
 		struct v1_blk *bk;
 
-		if (b == KVC_NULL)
-			continue;
-		if (b <= V1_NULL || (uint32_t)b >= nblk ||
-		    (bk = &blk[b])->ref == 0 || bk->qslot >= 0)
+		/* one compare for ids outside 1 .. nblk - 1 (V1_NULL is 0):
+		 * a sliding window's KVC_NULL is passed over, the rest bad */
+		if ((uint32_t)b - 1u >= nreal) {
+			if (b == KVC_NULL)
+				continue;
+			break;
+		}
+		bk = &blk[b];
+		if (bk->ref == 0 || bk->qslot >= 0)
 			break;
 		if (--bk->ref == 0) {
 			ring[at & mask] = b;
