@@ -751,6 +751,7 @@ START_TEST(test_v1_free_damaged)
 {
 	static const struct vcase c = { "dmg", 4, 12, 0, true, ATTN,
 					 { { 0 } } };
+	static const int32_t bad[] = { 0, 12, 13, -2, INT32_MIN };
 	kvc *k = v1_make(&c), *d;
 	uint32_t tok[16];
 	int32_t a, b, save, spare = -1;
@@ -792,6 +793,16 @@ START_TEST(test_v1_free_damaged)
 	qb->tab[0].id[0] = save;
 	v1_fingerprint(k, f2, sizeof(f2));
 	ck_assert_str_eq(f1, f2);
+	/* ids outside the pool's 1 .. 11, the last the release meets: the
+	 * null block, one past the end, negatives that are not KVC_NULL;
+	 * refused, the blocks after them given back */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		qb->tab[0].id[0] = bad[i];
+		ck_assert_int_eq(kvc_free_seq(k, b), KV_EREF);
+		qb->tab[0].id[0] = save;
+		v1_fingerprint(k, f2, sizeof(f2));
+		ck_assert_str_eq(f1, f2);
+	}
 	v1_audit_ok(k, "dmg", 0);
 	v1_same_queue(k, d, 100);
 	/* the same release in both, then the same queue */
