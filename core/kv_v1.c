@@ -1494,8 +1494,8 @@ v1_noop(const kvc *k, const struct v1 *m, int32_t s, uint32_t nnew,
  * C + j + 1 slots and no block of T + j tokens is left to hash or cache.
  * 0 where the test is not the one-group one.
  */
-uint32_t
-kvc__v1_quiet(const kvc *k, int32_t s)
+static inline uint32_t
+v1_quiet(const kvc *k, int32_t s)
 {
 	const struct v1 *m = v1_of(k);
 	const struct kvc_seq *q = kvc__seq(k, s);
@@ -1520,6 +1520,12 @@ kvc__v1_quiet(const kvc *k, int32_t s)
 			j = end - t;
 	}
 	return j < UINT32_MAX ? (uint32_t)j : UINT32_MAX;
+}
+
+uint32_t
+kvc__v1_quiet(const kvc *k, int32_t s)
+{
+	return v1_quiet(k, s);
 }
 
 static void v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc);
@@ -1610,13 +1616,7 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 	if (!kvc__add_token_fast(k, s, t) &&
 	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
 		return e;
-	/* kvc__v1_quiet's count: without a hash cache to wait for, the
-	 * slots the table has past C (T = C + 1 still) */
-	if ((!m->caching || lazy) && q->state == KVC_RUNNING &&
-	    q->ntok == q->ncomp + 1)
-		*next = (uint32_t)(((uint64_t)tb->n << sh) - q->ncomp);
-	else
-		*next = kvc__v1_quiet(k, s);
+	*next = v1_quiet(k, s);
 	return KV_OK;
 general:
 	if (lazy && (uint32_t)s < m->capsx)
@@ -1624,7 +1624,7 @@ general:
 	if ((e = kvc_allocate(k, s, 1)) != KV_OK ||
 	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
 		return e;
-	*next = kvc__v1_quiet(k, s);
+	*next = v1_quiet(k, s);
 	return KV_OK;
 }
 
