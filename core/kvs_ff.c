@@ -313,12 +313,14 @@ ffq_pop(uint64_t *h, uint32_t *n)
  * (kvc__v1_quiet) in one call: per step, only the requests whose
  * allocation has work in it, in running order; then the requests the
  * step ends, in running order: their last tokens, and their finish (the
- * blocks they free serve the steps after).
+ * blocks they free serve the steps after).  The requests as ff_span
+ * found them, in s->ffr.
  */
 static kv_err
-ff_run(kvs *s, uint32_t k, const struct kvs_running *r0, const uint32_t *tok,
-       uint32_t *taken, uint32_t *freed)
+ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
+       uint32_t *freed)
 {
+	const struct kvs_running *r0 = s->ffr;
 	uint32_t n, nq, m = 0, f = 0, before;
 	uint64_t base;
 	uint32_t *deft = NULL;
@@ -334,13 +336,10 @@ ff_run(kvs *s, uint32_t k, const struct kvs_running *r0, const uint32_t *tok,
 	if (tok == NULL) {	/* kvs_complete's ids: 1000000 + T */
 		if ((deft = malloc((size_t)n * k * sizeof(*deft))) == NULL)
 			return kvs__fail(s, KV_ENOMEM, "out of memory");
-		for (uint32_t i = 0; i < n; i++) {
-			uint32_t t0 = kvc__seq(s->k, kvs__rq(s,
-			    kvs__qat(s, KVS_Q_RUNNING, i))->seq)->ntok;
-
+		for (uint32_t i = 0; i < n; i++)
 			for (uint32_t j = 0; j < k; j++)
-				deft[(size_t)i * k + j] = 1000000u + t0 + j;
-		}
+				deft[(size_t)i * k + j] =
+				    1000000u + r0[i].tokens + j;
 		tok = deft;
 	}
 	/* the requests' scratch (the running queue loses those that end),
@@ -350,20 +349,10 @@ ff_run(kvs *s, uint32_t k, const struct kvs_running *r0, const uint32_t *tok,
 	nq = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct kvs_ffreq *x = &s->ff[i];
-		uint32_t left, c;
+		uint32_t left = r0[i].ends_at, c;
 
-		if (r0 != NULL) {	/* ff_span's look at them */
-			x->req = r0[i].req;
-			x->seq = r0[i].seq;
-			left = r0[i].ends_at;
-		} else {
-			const struct kvs_rq *r;
-
-			x->req = kvs__qat(s, KVS_Q_RUNNING, i);
-			r = kvs__rq(s, x->req);
-			x->seq = r->seq;
-			left = ff_left(s, r, kvc__seq(s->k, r->seq));
-		}
+		x->req = r0[i].req;
+		x->seq = r0[i].seq;
 		x->made = 0;
 		x->steps = left < k ? left + 1u : k;
 		x->next = kvc__v1_quiet(s->k, x->seq);
@@ -459,10 +448,13 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	s->msg[0] = '\0';
 	if (k == 0)
 		return KV_OK;
-	if (ff_span(s, k, KVS_ENDS_LAST, NULL, NULL) < k)
+	if (kvs__grow((void **)&s->ffr, &s->capffr,
+		      kvs__qlen(s, KVS_Q_RUNNING), sizeof(*s->ffr)) != KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if (ff_span(s, k, KVS_ENDS_LAST, NULL, s->ffr) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
-	return ff_run(s, k, NULL, tok, taken, NULL);
+	return ff_run(s, k, tok, taken, NULL);
 }
 
 kv_err
@@ -491,7 +483,7 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 	if (kk > k)
 		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
 				 "%u are steady", kk, k);
-	if ((e = ff_run(s, kk, s->ffr, b.tok, b.taken, b.freed)) == KV_OK)
+	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed)) == KV_OK)
 		*made = kk;
 	return e;
 }

@@ -91,7 +91,8 @@ struct kvs {
 	uint32_t capff;
 	uint64_t *ffq;		/* kvs_decode_run: events due, (step, i) */
 	uint32_t capffq;
-	struct kvs_running *ffr;	/* kvs_decode_plan's requests */
+	struct kvs_running *ffr;	/* ff_span's look at the running
+					 * requests, for ff_run */
 	uint32_t capffr;
 	struct kvc_pair *pairs[3];
 	uint32_t npairs[3], cappairs[3];
