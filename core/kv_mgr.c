@@ -388,7 +388,7 @@ kvc__tab_pool(kvc *k, const struct kvc_tab *t)
 static void
 kvc__tab_adopt(kvc *k, struct kvc_tab *t)
 {
-	if (t->cap != 0 || t->n != 0 || k->ntabpool == 0)
+	if (t->cap != 0 || k->ntabpool == 0)	/* no room: n = 0 */
 		return;
 	*t = k->tabpool[--k->ntabpool];
 	k->tabpool_bytes -= kvc__tab_bytes(t);
@@ -403,8 +403,7 @@ kvc__tab_reserve(kvc *k, struct kvc_tab *t, uint32_t n)
 
 	if (n <= t->cap)
 		return KV_OK;
-	if (t->cap == 0)
-		kvc__tab_adopt(k, t);
+	kvc__tab_adopt(k, t);
 	if (n <= t->cap)
 		return KV_OK;
 	cap = t->cap ? t->cap : 4;
