@@ -119,6 +119,55 @@ ff_decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
 }
 
 /*
+ * ff_time's usual steps, j from j0 up to jend, before the next step that
+ * ends requests: async scheduling, each step's time from n's memo (m,
+ * made), no request held for its step, none past the horizon until.  Each
+ * step as ff_time's loop makes it (replica__async_choose's frame, the
+ * memo's time, replica__async_dt), with the pipeline's state in locals: the
+ * stores to fft cannot alias them.  Stops before a step that ff_time's
+ * loop must look at; returns it.  *tp: the time, moved to its start.
+ */
+static uint32_t
+ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
+	    uint32_t j0, uint32_t jend, uint32_t n, uint64_t ctx,
+	    int64_t until)
+{
+	const struct cost_decode_memo lm = *m;
+	const struct cost_model *cm = rp->cm;
+	int64_t t = *tp, sched_t = rp->sched_t, next_s = rp->next_s;
+	int64_t pipe_t = rp->pipe_t, *fft = rp->fft;
+	int64_t held = rp->phead < rp->npend ? rp->pend[rp->phead].at :
+					       INT64_MAX;
+	bool piped = rp->piped;
+	uint32_t j;
+
+	for (j = j0; j < jend; j++) {
+		int64_t s = piped && pipe_t == t ? next_s : t;
+		int64_t dt, cpu = 0, start;
+
+		if (held <= s)
+			break;
+		dt = cost_decode_memo_quick(cm, &lm, n, ctx + (uint64_t)j * n);
+		dt = replica__step_tail(dt, &lm.bd, &cpu);
+		start = s + cpu > t ? s + cpu : t;
+		if (start + (dt - cpu) - t > until - t)
+			break;
+		sched_t = s;
+		piped = true;
+		next_s = start;
+		pipe_t = start + (dt - cpu);
+		fft[j] = pipe_t - t;
+		t = pipe_t;
+	}
+	rp->sched_t = sched_t;
+	rp->piped = piped;
+	rp->next_s = next_s;
+	rp->pipe_t = pipe_t;
+	*tp = t;
+	return j;
+}
+
+/*
  * The steps from now that end by until, at most kmax, a step that ends
  * requests by until_end: their durations as replica_begin returns them,
  * in fft[]; the async pipeline's state left as after the last of them.
@@ -139,7 +188,7 @@ ff_time(replica *rp, int64_t now, const struct ff_plan *x,
 	int64_t t = now, cpu, until = x->until;
 	uint64_t ctx = 0;
 	uint32_t j, n0 = n, nxt = UINT32_MAX;	/* the next step that ends */
-	bool sum;
+	bool sum, fast;
 
 	memset(&st, 0, sizeof(st));
 	st.nsched = n;
@@ -154,11 +203,27 @@ ff_time(replica *rp, int64_t now, const struct ff_plan *x,
 	/* the time from the contexts' sum when the cost model allows */
 	sum = replica__decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n, ctx,
 				   &cpu) >= 0;
+	fast = sum && rp->async && rp->cm != NULL && rp->step_ns <= 0 &&
+	       !rp->fork && rp->spec_cost == NULL;
 	for (j = 0; j < kmax; j++) {
-		bool piped = rp->piped, fresh = false;
-		int64_t pipe_t = rp->pipe_t, next_s = rp->next_s;
-		int64_t sched_t = rp->sched_t, dt;
+		bool piped, fresh = false;
+		int64_t pipe_t, next_s, sched_t, dt;
+		const struct cost_decode_memo *m = &rp->ffmemo[n % FF_MEMOS];
 
+		/* the usual steps, in their own loop (the memo made by the
+		 * step before, or by the search above) */
+		if (fast && j < nxt && !*tail && m->cm == rp->cm &&
+		    m->n == n && m->one &&
+		    ctx + (uint64_t)kmax * n < (1ull << 61)) {
+			j = ff_time_run(rp, m, &t, j, nxt < kmax ? nxt : kmax,
+					n, ctx, until);
+			if (j >= kmax)
+				break;
+		}
+		piped = rp->piped;
+		pipe_t = rp->pipe_t;
+		next_s = rp->next_s;
+		sched_t = rp->sched_t;
 		/* replica_begin's frame (replica__async_choose) */
 		rp->sched_t = rp->async && rp->piped && rp->pipe_t == t ?
 		    rp->next_s : t;
@@ -511,6 +576,93 @@ ff_ends_all(const replica *rp, const struct kvs_step *st, uint32_t f,
 }
 
 /*
+ * ff_walk's usual steps, from w->j on: before the tail (jt), past a
+ * batch's first step (seg), before the last and before the next that ends
+ * requests, none with a row in its time.  Each step's notes as ff_walk
+ * makes them (note_step's, ff_usage_level's, its tokens' from the second
+ * of a batch on, ff_usage_area's), in the same order and the same
+ * floating-point sums, kept in locals, which the histogram's calls cannot
+ * reach.  Stops before a step that ff_walk must look at.
+ */
+static void
+ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
+	    rpt *rep)
+{
+	const int64_t *fft = rp->fft;
+	const uint32_t *taken = rp->fftaken;
+	uint32_t j = w->j, n = w->n, bs = rp->block_size;
+	uint32_t jend = w->jt < w->kn - 1 ? w->jt : w->kn - 1;
+	uint64_t used = w->used, slots = w->slots, ntok = w->ntok;
+	uint64_t gen = w->gen, steps = 0, frag_steps = 0;
+	int64_t t = w->t, busy = 0, ffs = rp->ffs, gmax = rp->ffgmax;
+	int64_t nw = (int64_t)n * w->w;
+	double frag = rp->st.frag_sum, area = rp->st.usage_area;
+	double garea = rp->st.group_area[0];
+	bool fe = replica__fe(rp) != NULL;
+
+	if (w->e < w->nend && rp->ffend[w->e] < jend)
+		jend = rp->ffend[w->e];
+	if (w->begun || j <= w->seg)
+		return;
+	for (; j < jend; j++) {
+		int64_t dt = fft[j], s = t + dt, g;
+
+		if (rows != NULL && *rows->next < s &&
+		    *rows->next <= rows->limit && *rows->next >= t)
+			break;
+		used += taken[j];
+		slots += (uint64_t)taken[j] * bs;
+		busy += dt;
+		if (slots > 0) {
+			frag += (double)(slots - ntok) / (double)slots;
+			frag_steps++;
+		}
+		steps++;
+		if (taken[j] != 0)
+			ff_usage_level(rp, w->free0 - used + w->back);
+		t = s;
+		if (fe) {
+			if (rp->fe.free_at > t)
+				s = rp->fe.free_at;
+			rp->fe.free_at = s + nw;
+			rp->fe.jobs += n;
+			rp->fe.busy_ns += nw;
+		}
+		g = s - ffs;
+		rpt_add_itl_n(rep, g, n);
+		if (g > gmax)
+			gmax = g;
+		ffs = s;
+		ntok += n;
+		gen += n;
+		{
+			double d = dt > 0 ? (double)dt : 0;
+
+			area += rp->st.usage_now * d;
+			garea += rp->st.group_now[0] * d;
+		}
+	}
+	if (j == w->j)
+		return;
+	w->j = j;
+	w->used = used;
+	w->slots = slots;
+	w->ntok = ntok;
+	w->gen = gen;
+	w->t = t;
+	w->ended = false;
+	rp->ffs = ffs;
+	rp->ffgmax = gmax;
+	rp->st.busy_ns += busy;
+	rp->st.frag_sum = frag;
+	rp->st.frag_steps += frag_steps;
+	rp->st.steps += steps;
+	rp->st.usage_area = area;
+	rp->st.group_area[0] = garea;
+	rp->st.usage_t = t;
+}
+
+/*
  * The span's notes from step w->j on, as replica_begin and replica_end
  * take them, for the steps that end by until: each step's begin notes
  * (the time busy, the fragmentation term, the step count, the usage
@@ -530,10 +682,14 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 	kv_err e;
 
 	while (w->j < w->kn) {
-		uint32_t j = w->j;
-		int64_t dt = rp->fft[j];
+		uint32_t j;
+		int64_t dt;
 		uint64_t free;
 
+		ff_walk_run(rp, w, rows, rep);
+		if ((j = w->j) >= w->kn)
+			break;
+		dt = rp->fft[j];
 		if (!w->begun) {
 			if (j > w->jt && dt > until - w->t)
 				return KV_OK;
