@@ -861,14 +861,36 @@ replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 	struct cost_batch b = rp->fork ? fork_batch(rp, st->nsched) :
 	    (struct cost_batch){ rp->seq, st->nsched };
 	struct cost_breakdown bd;
-	int64_t dt, so, si;
+	const struct cost_breakdown *part = &bd;	/* its CPU term */
+	int64_t dt = -1, so, si;
+	uint64_t ctx = 0;
+	uint32_t n;
 
 	*cpu = 0;
 	if (rp->step_ns > 0)
 		return rp->step_ns;
 	so = cost_swap_ns(rp->cm, COST_D2H, st->nswap_out, rp->cm->layout);
 	si = cost_swap_ns(rp->cm, COST_H2D, st->nswap_in, rp->cm->layout);
-	dt = cost_step_explain(rp->cm, &b, &bd);
+	/* a batch of decodes alone: the time from the contexts' sum, to
+	 * the bit cost_step_explain's (cost_step_decode_memo, with n's memo
+	 * that the fast-forward keeps), where the model allows */
+	n = rp->fork || st->nsched == 0 || rp->seq[st->nsched - 1].q != 1 ?
+	    0 : st->nsched;	/* (vllm-v1 schedules a prompt's chunk last) */
+	for (uint32_t i = 0; i < n; i++) {
+		if (rp->seq[i].q != 1) {
+			n = 0;
+			break;
+		}
+		ctx += rp->seq[i].ctx;
+	}
+	if (n > 0) {
+		struct cost_decode_memo *m = &rp->ffmemo[n % FF_MEMOS];
+
+		if ((dt = cost_step_decode_memo(rp->cm, m, n, ctx, NULL)) >= 0)
+			part = &m->bd;
+	}
+	if (dt < 0)
+		dt = cost_step_explain(rp->cm, &b, &bd);
 	dt += cost_spec_draft_ns(rp->spec_cost, rp->seq, st->nsched);
 	dt += so > 0 ? so : 0;
 	dt += si > 0 ? si : 0;
@@ -878,7 +900,7 @@ replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 		dt += (int64_t)(2.0 * (double)st->ncow *
 				(double)rp->cm->block_bytes /
 				rp->cm->hbm_bw * 1e9);
-	return replica__step_tail(dt, &bd, cpu);
+	return replica__step_tail(dt, part, cpu);
 }
 
 int64_t

@@ -172,8 +172,10 @@ struct replica {
 		int64_t t, w, t_end;
 	} ffw;
 	uint64_t ffcaught;	/* tail steps ended at an arrival */
-	/* ff_time's step-time memos, by batch size (n mod FF_MEMOS):
-	 * they hold what depends on n alone, so they serve every span */
+	/* the step-time memos of batches of decodes alone, by batch size
+	 * (n mod FF_MEMOS): they hold what depends on n alone, so they
+	 * serve every span (ff_time) and every such single step
+	 * (replica__step_time) */
 #define FF_MEMOS 64
 	struct cost_decode_memo ffmemo[FF_MEMOS];
 	int64_t ffs, ffgmax;	/* ff_tokens: the step's service start,
