@@ -358,6 +358,11 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 	kv_err e;
 
 	v->nrun = 0;
+	/* at most one entry a running request (preemptions only remove) */
+	if ((e = kvs__grow((void **)&v->run, &v->caprun,
+			   kvs__qlen(s, KVS_Q_RUNNING), sizeof(*v->run))) !=
+	    KV_OK)
+		return e;
 	while (i < kvs__qlen(s, KVS_Q_RUNNING) && *budget > 0) {
 		kvs_req r = kvs__qat(s, KVS_Q_RUNNING, i);
 		const struct kvs_rq *rq = kvs__rq(s, r);
@@ -403,9 +408,6 @@ v1s_running_phase(kvs *s, struct v1s *v, uint32_t *budget)
 		}
 		if (self)
 			break;
-		if ((e = kvs__grow((void **)&v->run, &v->caprun, v->nrun + 1,
-				  sizeof(*v->run))) != KV_OK)
-			return e;
 		v->run[v->nrun].req = r;
 		v->run[v->nrun].ntokens = (uint32_t)n;
 		v->run[v->nrun].spec = d;
