@@ -309,19 +309,73 @@ ffq_pop(uint64_t *h, uint32_t *n)
 }
 
 /*
+ * The last step's admissions (kvs_decode_bufs' admit): the waiting phase
+ * after the step's running phase (each running request took one token
+ * of the budget), its blocks in b->adm_taken.
+ */
+static kv_err
+ff_waiting(kvs *s, struct kvs_decode_bufs *b)
+{
+	uint64_t budget = s->cfg.max_num_batched_tokens;
+	uint32_t before = kvc_free_blocks(s->k, 0), n;
+	kv_err e;
+
+	n = kvs__qlen(s, KVS_Q_RUNNING);
+	s->nsched = 0;
+	s->step.batch_tokens = 0;
+	kvs__publish(s);
+	e = kvs__v1_admit(s, budget > n ? (uint32_t)(budget - n) : 0);
+	kvs__publish(s);
+	if (e != KV_OK)
+		return s->msg[0] != '\0' ? e :
+		    kvs__fail(s, e, "decode run: admission: %s",
+			      kvc_errmsg(s->k));
+	if (b->adm_taken != NULL)
+		*b->adm_taken = before - kvc_free_blocks(s->k, 0);
+	return b->scheduled != NULL ? b->scheduled(b->arg) : KV_OK;
+}
+
+/*
+ * The admitted requests' output at the last step's end, after the
+ * running requests' finishes: kvs_complete's, on the step record's
+ * entries (the admitted requests alone).
+ */
+static kv_err
+ff_admitted_out(kvs *s, struct kvs_decode_bufs *b)
+{
+	uint32_t *t = NULL;
+	kv_err e;
+
+	if (s->nsched == 0)
+		return KV_OK;
+	if (b->first != NULL) {
+		if ((t = malloc(s->nsched * sizeof(*t))) == NULL)
+			return kvs__fail(s, KV_ENOMEM, "out of memory");
+		for (uint32_t i = 0; i < s->nsched; i++)
+			t[i] = b->first(b->arg, s->sched[i].req);
+	}
+	e = kvs_complete_default(s, t);
+	free(t);
+	return e;
+}
+
+/*
  * The steps in the single steps' order, but each request's no-op steps
  * (kvc__v1_quiet) in one call: per step, only the requests whose
  * allocation has work in it, in running order; then the requests the
  * step ends, in running order: their last tokens, and their finish (the
  * blocks they free serve the steps after).  The requests as ff_span
- * found them, in s->ffr.
+ * found them, in s->ffr.  With ab (its admit set), the last step admits:
+ * the held requests handed over at its start, its waiting phase after
+ * its running phase, the admitted requests' output after its finishes.
  */
 static kv_err
 ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
-       uint32_t *freed)
+       uint32_t *freed, struct kvs_decode_bufs *ab)
 {
 	const struct kvs_running *r0 = s->ffr;
 	uint32_t n, nq, m = 0, f = 0, before;
+	uint32_t jadm = ab != NULL && ab->admit != NULL ? k - 1 : UINT32_MAX;
 	uint64_t base;
 	uint32_t *deft = NULL;
 	uint64_t *fin;
@@ -376,7 +430,7 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	if (freed != NULL)
 		memset(freed, 0, (size_t)k * sizeof(*freed));
 	for (uint32_t j = 0; e == KV_OK; j++) {
-		uint32_t after;
+		uint32_t after, jfrom = j;
 
 		if (nq > 0 && (uint32_t)(s->ffq[0] >> 32) > j)
 			j = (uint32_t)(s->ffq[0] >> 32);
@@ -384,10 +438,16 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 			j = k;
 		if (f < m && (uint32_t)(fin[f] >> 32) < j)
 			j = (uint32_t)(fin[f] >> 32);
+		if (jadm < j && jadm >= jfrom)
+			j = jadm;
 		if (j >= k)
 			break;
 		s->step.number = base + j + 1u;
-		if (nq > 0 && s->ffq[0] >> 32 == j) {
+		if (j == jadm) {	/* they join the step before it runs */
+			if ((e = ab->admit(ab->arg)) != KV_OK)
+				break;
+		}
+		if ((nq > 0 && s->ffq[0] >> 32 == j) || j == jadm) {
 			kvc_set_time(s->k, (int64_t)s->step.number);
 			kvc_step_begin(s->k);
 		}
@@ -403,6 +463,8 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		after = kvc_free_blocks(s->k, 0);
 		if (taken != NULL)
 			taken[j] = before - after;
+		if (j == jadm && e == KV_OK && (e = ff_waiting(s, ab)) == KV_OK)
+			after = kvc_free_blocks(s->k, 0);
 		before = after;
 		if (f < m && fin[f] >> 32 == j) {
 			kvc_set_time(s->k, (int64_t)s->step.number);
@@ -417,6 +479,11 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 				e = kvs__finish(s, x->req);
 			}
 			before = kvc_free_blocks(s->k, 0);
+		}
+		if (j == jadm && e == KV_OK) {
+			kvc_set_time(s->k, (int64_t)s->step.number);
+			if ((e = ff_admitted_out(s, ab)) == KV_OK)
+				before = kvc_free_blocks(s->k, 0);
 		}
 		if (freed != NULL)
 			freed[j] = before - after;
@@ -433,11 +500,15 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	if (e != KV_OK)
 		return e;
 	kvc_set_time(s->k, (int64_t)s->step.number);
-	/* the step record: the run left no step to complete */
-	s->nsched = s->npre = s->nign = 0;
+	/* the step record: the run left no step to complete; it lists the
+	 * last step's admissions, if any */
+	if (jadm == UINT32_MAX) {
+		s->nsched = 0;
+		s->step.batch_tokens = 0;
+	}
+	s->npre = s->nign = 0;
 	s->nload = s->nheld = 0;
 	s->npairs[0] = s->npairs[1] = s->npairs[2] = 0;
-	s->step.batch_tokens = 0;
 	kvs__publish(s);
 	return KV_OK;
 }
@@ -454,7 +525,7 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	if (ff_span(s, k, KVS_ENDS_LAST, NULL, s->ffr) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
-	return ff_run(s, k, tok, taken, NULL);
+	return ff_run(s, k, tok, taken, NULL, NULL);
 }
 
 kv_err
@@ -462,7 +533,8 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 		kvs_decode_planner plan, void *arg, uint32_t *made)
 {
 	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING), k, kk;
-	struct kvs_decode_bufs b = { NULL, NULL, NULL };
+	struct kvs_decode_bufs b = { NULL, NULL, NULL, NULL, NULL, NULL,
+				     NULL, NULL };
 	bool last;
 	kv_err e;
 
@@ -483,7 +555,8 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 	if (kk > k)
 		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
 				 "%u are steady", kk, k);
-	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed)) == KV_OK)
+	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed,
+			b.admit != NULL ? &b : NULL)) == KV_OK)
 		*made = kk;
 	return e;
 }

@@ -205,6 +205,10 @@ void kvs__publish(kvs *s);
 /* Finish r in kvs_complete: its blocks freed, out of running. */
 kv_err kvs__finish(kvs *s, kvs_req r);
 
+/* vllm-v1's waiting phase, budget tokens left after a running phase made
+ * elsewhere (the fast-forward's; kvs_v1.c). */
+kv_err kvs__v1_admit(kvs *s, uint32_t budget);
+
 /* The second half of a step whose entries verify drafts: accepted[i] of
  * sched[i].spec (kvs_spec.c). */
 kv_err kvs__complete_spec(kvs *s, const uint32_t *tokens,

@@ -617,6 +617,32 @@ out:
 	return e;
 }
 
+extern const struct kvs_policy kvs__v1_policy;
+
+/*
+ * The waiting phase of a step whose running phase the fast-forward made
+ * (core/kvs_ff.c): every running request scheduled for one token, budget
+ * tokens left, no preemption, no LoRA limit.  The waiting queue sorted
+ * first with priority scheduling: the running phase does not read it, so
+ * sorting it after the phase changes nothing.
+ */
+kv_err
+kvs__v1_admit(kvs *s, uint32_t budget)
+{
+	struct v1s *v = s->pstate;
+	kv_err e;
+
+	if (s->pol != &kvs__v1_policy)
+		return kvs__fail(s, KV_EINVAL, "admission in a decode run "
+				 "needs policy vllm-v1");
+	if (kvs_config_of(s)->priority == 1 &&
+	    (e = v1s_sort_waiting(s)) != KV_OK)
+		return e;
+	v->nrun = 0;
+	v->loras.n = 0;
+	return v1s_waiting_phase(s, v, budget);
+}
+
 static kv_err
 v1s_schedule(kvs *s, void *state)
 {

@@ -353,6 +353,25 @@ struct kvs_decode_bufs {
 	const uint32_t *tok;
 	uint32_t *taken;
 	uint32_t *freed;
+	/* the last step admits (NULL: it does not): at its start, before
+	 * its running phase, admit(arg) adds the requests that may join
+	 * it (kvs_add, kvs_add_keyed); after the running phase, vllm-v1's
+	 * waiting phase schedules them as kvs_schedule would, with the
+	 * budget the running requests left, and scheduled(arg) (may be
+	 * NULL) sees the step record list them, their tables as the step
+	 * leaves them; at the step's end, after the running requests'
+	 * finishes, each admitted request whose prompt is computed samples
+	 * first(arg, r) (first NULL: kvs_complete's ids) and finishes as
+	 * kvs_complete finishes it.  The step record then
+	 * lists the admitted requests (sched, as kvs_schedule lists them)
+	 * and every finish of the run; *adm_taken (NULL: not wanted): the
+	 * blocks the waiting phase took from the free queue (taken[] of the
+	 * last step counts the running phase's only). */
+	kv_err (*admit)(void *arg);
+	kv_err (*scheduled)(void *arg);
+	uint32_t (*first)(void *arg, kvs_req r);
+	void *arg;
+	uint32_t *adm_taken;
 };
 typedef uint32_t (*kvs_decode_planner)(void *arg,
 				       const struct kvs_running *r,

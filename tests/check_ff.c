@@ -135,6 +135,24 @@ single(kvs *s, const uint32_t *tok)
 }
 
 /*
+ * The finishes of single step sb are the next of the run's list (sa's,
+ * from *f on); returns how many of them are r.
+ */
+static uint32_t
+next_finishes(const struct kvs_step *sa, const struct kvs_step *sb,
+	      uint32_t *f, kvs_req r)
+{
+	uint32_t hit = 0;
+
+	for (uint32_t i = 0; i < sb->nfinish; i++) {
+		ck_assert_uint_lt(*f, sa->nfinish);
+		ck_assert_int_eq(sa->finish[(*f)++], sb->finish[i]);
+		hit += sb->finish[i] == r;
+	}
+	return hit;
+}
+
+/*
  * A planner for kvs_decode_plan: it checks what it is told against the
  * scheduler's own answers (the span, its last flag, every running
  * request's handle, sequence, counts and end) and asks for `want` steps.
@@ -377,11 +395,7 @@ walk(bool caching, uint32_t seqs, uint64_t seed, uint32_t *spans,
 			if (plan)	/* and those its finishes freed */
 				ck_assert_uint_eq(freed[j], kvc_free_blocks(
 					kvs_kv(b), 0) - mid);
-			for (uint32_t i = 0; i < sb->nfinish; i++) {
-				ck_assert_uint_lt(f, sa->nfinish);
-				ck_assert_int_eq(sa->finish[f++],
-						 sb->finish[i]);
-			}
+			(void)next_finishes(sa, sb, &f, -1);
 			early += j + 1 < k && sb->nfinish > 0;
 		}
 		ck_assert_uint_eq(f, sa->nfinish);
@@ -463,6 +477,228 @@ START_TEST(ff_not_steady)
 	ck_assert_uint_eq(kvs_nunfinished(s), 0);
 	audit(s, "end at once");
 	kvs_free(s);
+}
+END_TEST
+
+/*
+ * A run whose last step admits (kvs_decode_bufs' admit): the planner's
+ * callbacks add a held request to the first scheduler at the last step's
+ * start, see the step record list what the waiting phase scheduled, and
+ * give each admitted request its first token.
+ */
+struct aplan {
+	kvs *s;
+	const uint32_t *p;	/* the held prompt */
+	uint32_t len, out, want, nadm, admits, scheduled, adm_taken;
+	kvs_req r;
+	uint32_t *tok, *taken, *freed;
+	struct kvs_sched sched[4];
+};
+
+static kv_err
+aplan_admit(void *arg)
+{
+	struct aplan *x = arg;
+
+	x->admits++;
+	return kvs_add(x->s, x->p, x->len, x->out, 0, &x->r);
+}
+
+static kv_err
+aplan_scheduled(void *arg)
+{
+	struct aplan *x = arg;
+	const struct kvs_step *st = kvs_current_step(x->s);
+
+	x->scheduled++;
+	x->nadm = st->nsched;
+	ck_assert_uint_le(st->nsched, 1);
+	memcpy(x->sched, st->sched, st->nsched * sizeof(*st->sched));
+	return KV_OK;
+}
+
+static uint32_t
+aplan_first(void *arg, kvs_req r)
+{
+	(void)arg;
+	return 3000u + (uint32_t)r;
+}
+
+static uint32_t
+aplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
+      bool last, struct kvs_decode_bufs *b)
+{
+	struct aplan *x = arg;
+
+	(void)r;
+	(void)n;
+	(void)last;
+	if (x->want > k)
+		x->want = k;
+	b->tok = x->tok;
+	b->taken = x->taken;
+	b->freed = x->freed;
+	b->admit = aplan_admit;
+	b->scheduled = aplan_scheduled;
+	b->first = aplan_first;
+	b->arg = x;
+	b->adm_taken = &x->adm_taken;
+	return x->want;
+}
+
+/*
+ * Random runs whose last step admits a request held back until then,
+ * against the same steps made one by one with the request added before
+ * the last: the blocks each step takes (the last's running phase and its
+ * admission apart), the admission the step record lists, the finishes
+ * (an admitted request may end with its first token) and everything the
+ * schedulers hold must agree.  Prompts long enough to be chunked by the
+ * budget and a pool small enough to refuse some admissions are met.
+ */
+START_TEST(ff_admits)
+{
+	uint32_t runs = 0, admitted = 0, chunked = 0, refused = 0;
+	uint32_t first_end = 0;
+
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		kvs *a = ff_new(seed % 2 == 0, 8), *b = ff_new(seed % 2 == 0,
+							       8);
+		uint32_t tok[8 * KMAX], taken[KMAX], freed[KMAX], col[12];
+		uint32_t outs[4400], left[8], held[80];
+
+		rng = seed * 104729;
+		for (int iter = 0; iter < 1500; iter++) {
+			uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), made, k;
+			uint32_t len, out, f = 0;
+			bool lany;
+			struct aplan x;
+			const struct kvs_step *sa, *sb;
+
+			if (n < 6 && rnd(3) == 0) {	/* one joins both */
+				uint32_t p[40], l = 4 + rnd(30);
+				kvs_req ra, rb;
+
+				for (uint32_t i = 0; i < l; i++)
+					p[i] = i < 12 ? rnd(3) * 100 + i % 8 :
+					    1000 + rnd(50);
+				out = 2 + rnd(30);
+				ck_assert_int_eq(kvs_add(a, p, l, out, 0,
+							 &ra), KV_OK);
+				ck_assert_int_eq(kvs_add(b, p, l, out, 0,
+							 &rb), KV_OK);
+				outs[ra] = out;
+				continue;
+			}
+			for (uint32_t i = 0; i < n; i++) {
+				kvs_req h = kvs_queue_at(a, KVS_Q_RUNNING, i);
+				uint32_t g = kvs_req_generated(a, h);
+				size_t T = kvc_seq_len(kvs_kv(a),
+						       kvs_req_seq(a, h));
+
+				left[i] = g < outs[h] && T < MML ?
+				    outs[h] - g - 1 : 0;
+				if (T < MML && MML - (uint32_t)T - 1 < left[i])
+					left[i] = MML - (uint32_t)T - 1;
+			}
+			k = kvs_queue_len(a, KVS_Q_WAITING) == 0 &&
+			    kvs_decode_span_end(a, KMAX, NULL) > 0 ?
+			    span_any(a, left, n, &lany) : 0;
+			if (n == 0 || k == 0 || !kvs_decode_ready(a)) {
+				for (uint32_t i = 0; i < 12; i++)
+					col[i] = 500 + (uint32_t)iter + i;
+				if (kvs_nunfinished(a) > 0) {
+					single(a, col);
+					single(b, col);
+				}
+				continue;
+			}
+			/* the held request: a prefix shared or not, now and
+			 * then longer than the budget left, or its output
+			 * one token */
+			len = rnd(4) == 0 ? 50 + rnd(40) : 4 + rnd(30);
+			out = rnd(5) == 0 ? 1 : 2 + rnd(30);
+			for (uint32_t i = 0; i < len; i++)
+				held[i] = i < 12 ? rnd(3) * 100 + i % 8 :
+				    1000 + rnd(50);
+			k = 1 + rnd(k);
+			for (uint32_t i = 0; i < n; i++)
+				for (uint32_t j = 0; j < k; j++)
+					tok[i * k + j] = 2000 + rnd(20);
+			x = (struct aplan){ .s = a, .p = held, .len = len,
+					    .out = out, .want = k, .tok = tok,
+					    .taken = taken, .freed = freed };
+			ck_assert_int_eq(kvs_decode_plan(a, KMAX, KVS_ENDS_ANY,
+							 aplan, &x, &made),
+					 KV_OK);
+			ck_assert_uint_eq(made, k);
+			ck_assert_uint_eq(x.admits, 1);
+			ck_assert_uint_eq(x.scheduled, 1);
+			outs[x.r] = out;
+			sa = kvs_current_step(a);
+			ck_assert_uint_eq(sa->nsched, x.nadm);
+			runs++;
+			/* the same one by one, the request added before
+			 * the last step */
+			for (uint32_t j = 0; j < k; j++) {
+				uint32_t before = kvc_free_blocks(kvs_kv(b), 0);
+				uint32_t m = 0, mid;
+				kvs_req rb;
+
+				for (uint32_t i = 0; i < n; i++)
+					if (left[i] >= j)
+						col[m++] = tok[i * k + j];
+				if (j + 1 == k) {
+					ck_assert_int_eq(kvs_add(b, held, len,
+								 out, 0, &rb),
+							 KV_OK);
+					ck_assert_int_eq(rb, x.r);
+				}
+				ck_assert_int_eq(kvs_schedule(b, &sb), KV_OK);
+				mid = kvc_free_blocks(kvs_kv(b), 0);
+				if (j + 1 < k) {
+					ck_assert_uint_eq(taken[j], before - mid);
+				} else {
+					ck_assert_uint_eq(taken[j] + x.adm_taken,
+							  before - mid);
+					ck_assert_uint_eq(sb->nsched, m + x.nadm);
+					for (uint32_t i = 0; i < x.nadm; i++) {
+						const struct kvs_sched *e =
+						    &sb->sched[m + i];
+
+						ck_assert_int_eq(e->req,
+							x.sched[i].req);
+						ck_assert_uint_eq(e->ntokens,
+							x.sched[i].ntokens);
+						ck_assert_uint_eq(e->cached,
+							x.sched[i].cached);
+						ck_assert_uint_eq(e->stale,
+							x.sched[i].stale);
+						chunked += e->ntokens < len;
+						col[m + i] = aplan_first(NULL,
+									 e->req);
+					}
+					admitted += x.nadm;
+					refused += x.nadm == 0;
+				}
+				ck_assert_int_eq(kvs_complete(b, col, &sb),
+						 KV_OK);
+				ck_assert_uint_eq(freed[j], kvc_free_blocks(
+					kvs_kv(b), 0) - mid);
+				first_end += next_finishes(sa, sb, &f, x.r);
+			}
+			ck_assert_uint_eq(f, sa->nfinish);
+			same(a, b, "admission");
+		}
+		kvs_free(a);
+		kvs_free(b);
+	}
+	/* runs admitted requests, whole and in chunks, and refused some
+	 * for want of blocks; some ended with their first token */
+	ck_assert_uint_gt(runs, 500);
+	ck_assert_uint_gt(admitted, 300);
+	ck_assert_uint_gt(chunked, 50);
+	ck_assert_uint_gt(refused, 50);
+	ck_assert_uint_gt(first_end, 50);
 }
 END_TEST
 
@@ -574,6 +810,7 @@ main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, ff_walks);
 	tcase_add_test(tc, ff_not_steady);
+	tcase_add_test(tc, ff_admits);
 	tcase_add_test(tc, ff_hit_memo);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
