@@ -160,6 +160,7 @@ replica_free(replica *rp)
 	free(rp->ffrun);
 	free(rp->ffend);
 	free(rp->ffpos);
+	free(rp->ffseq);
 	kvs_free(rp->s);
 	sim_offload_free(rp->off);
 	sim_lora_cache_release(&rp->lc);
@@ -402,7 +403,7 @@ replica__fail_late(replica *rp, const struct pend *p, char *why,
 	return replica__abort_later(rp, h, why, whylen);
 }
 
-static kv_err
+kv_err
 replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen)
 {
 	while (rp->phead < rp->npend && rp->pend[rp->phead].at <= t) {
@@ -576,8 +577,8 @@ frag_tokens(replica *rp, uint64_t *slots)
 }
 
 /* Room for n scheduled requests in the step's scratch arrays. */
-static kv_err
-sched_reserve(replica *rp, uint32_t n)
+kv_err
+replica__sched_reserve(replica *rp, uint32_t n)
 {
 	size_t cap = n * 2u;
 	struct cat_mixer_seq *s2;
@@ -604,6 +605,70 @@ sched_reserve(replica *rp, uint32_t n)
 
 static uint64_t replica__off_tokens(const struct rq *q);
 
+/* Entry i of the step's batch, at rp->seq[off + i]: the tokens it
+ * computes and its context before them (sched_entry_notes reads them). */
+static inline void
+sched_entry(replica *rp, const struct kvs_step *st, uint32_t i,
+	    uint32_t off)
+{
+	const kvc *k = kvs_kv(rp->s);
+	kvs_req h = st->sched[i].req;
+	struct rq *q = rp->byreq[h];
+	uint64_t comp = kvc_seq_computed(k, kvs_req_seq(rp->s, h));
+	/* cached tokens a policy schedules (vllm-v0) are not computed:
+	 * they are context, as a prefix hit is */
+	uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
+	/* positions the step advances: a forked group's decode computes
+	 * one of each of its sequences (R113) */
+	uint64_t per = q->nsamp > 1 && q->gen > 0 ? 1 : n;
+
+	q->gdec = per != n;
+	rp->sreq[off + i] = h;
+	rp->seq[off + i].q = n;
+	rp->seq[off + i].ctx = comp >= per ? comp - per : 0;
+	/* the observer (validate) writes the stale cached tokens too, as a
+	 * correct engine would: the hazard is counted, not turned into a
+	 * data failure */
+	rp->start[off + i] = (uint32_t)rp->seq[off + i].ctx -
+			     st->sched[i].stale;
+}
+
+/* Entry i's first-scheduled and prefix-hit milestones, and the
+ * recomputation and prompt work counted (after sched_entry). */
+static inline void
+sched_entry_notes(replica *rp, const struct kvs_step *st, uint32_t i,
+		  uint32_t off)
+{
+	struct rq *q = rp->byreq[st->sched[i].req];
+	uint64_t n = rp->seq[off + i].q, ctx = rp->seq[off + i].ctx;
+	uint64_t sp = st->sched[i].spec, per = q->gdec ? 1 : n, end;
+
+	if (!q->scheduled) {
+		q->scheduled = true;
+		q->first_sched = rp->sched_t;
+		/* the GPU prefix hit: tokens loaded from the tiers are
+		 * counted apart (offload_hit_tokens_*) */
+		q->hit = (uint32_t)(ctx > replica__off_tokens(q) ?
+				    ctx - replica__off_tokens(q) : 0);
+		rp->st.prefix_hit_tokens += q->hit;
+		rp->st.prompt_tokens_admitted += q->prompt;
+	}
+	/* Work on positions computed before (and dropped by a recompute
+	 * preemption) is recomputation; positions the prefix cache
+	 * restored are not computed at all. */
+	rp->st.stale_cached_tokens += st->sched[i].stale;
+	/* draft positions are not kept unless accepted: not counted as
+	 * computed for good (speculative decoding) */
+	end = ctx + per - sp;
+	if (q->high > ctx)
+		q->recomputed += (end < q->high ? end : q->high) - ctx;
+	if (end > q->high)
+		q->high = (uint32_t)end;
+	/* Prefill (first or recomputed) is prompt work. */
+	if (q->gen == 0 || per - sp > 1)
+		rp->st.prompt_tokens_done += n - sp;
+}
+
 /*
  * The step's batch for the cost model (tokens computed, context before
  * them), each request's first-scheduled and prefix-hit milestones, and
@@ -612,60 +677,27 @@ static uint64_t replica__off_tokens(const struct rq *q);
 static void
 note_sched(replica *rp, const struct kvs_step *st)
 {
-	const kvc *k = kvs_kv(rp->s);
-
 	rp->nsched = st->nsched;
 	if (st->nsched > rp->st.max_batch)
 		rp->st.max_batch = st->nsched;
 	for (uint32_t i = 0; i < st->nsched; i++) {
-		kvs_req h = st->sched[i].req;
-		struct rq *q = rp->byreq[h];
-		uint64_t comp = kvc_seq_computed(k, kvs_req_seq(rp->s, h));
-		/* cached tokens a policy schedules (vllm-v0) are not
-		 * computed: they are context, as a prefix hit is */
-		uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
-		uint64_t sp = st->sched[i].spec;
-		/* positions the step advances: a forked group's decode
-		 * computes one of each of its sequences (R113) */
-		uint64_t per = q->nsamp > 1 && q->gen > 0 ? 1 : n;
-		uint64_t end;
-
-		q->gdec = per != n;
-		rp->sreq[i] = h;
-		rp->seq[i].q = n;
-		rp->seq[i].ctx = comp >= per ? comp - per : 0;
-		/* the observer (validate) writes the stale cached tokens
-		 * too, as a correct engine would: the hazard is counted,
-		 * not turned into a data failure */
-		rp->start[i] = (uint32_t)rp->seq[i].ctx - st->sched[i].stale;
-		if (!q->scheduled) {
-			q->scheduled = true;
-			q->first_sched = rp->sched_t;
-			/* the GPU prefix hit: tokens loaded from the tiers
-			 * are counted apart (offload_hit_tokens_*) */
-			q->hit = (uint32_t)(rp->seq[i].ctx >
-					    replica__off_tokens(q) ?
-					    rp->seq[i].ctx -
-					    replica__off_tokens(q) : 0);
-			rp->st.prefix_hit_tokens += q->hit;
-			rp->st.prompt_tokens_admitted += q->prompt;
-		}
-		/* Work on positions computed before (and dropped by a
-		 * recompute preemption) is recomputation; positions the
-		 * prefix cache restored are not computed at all. */
-		rp->st.stale_cached_tokens += st->sched[i].stale;
-		/* draft positions are not kept unless accepted: not
-		 * counted as computed for good (speculative decoding) */
-		end = rp->seq[i].ctx + per - sp;
-		if (q->high > rp->seq[i].ctx)
-			q->recomputed += (end < q->high ? end : q->high) -
-					 rp->seq[i].ctx;
-		if (end > q->high)
-			q->high = (uint32_t)end;
-		/* Prefill (first or recomputed) is prompt work. */
-		if (q->gen == 0 || per - sp > 1)
-			rp->st.prompt_tokens_done += n - sp;
+		sched_entry(rp, st, i, 0);
+		sched_entry_notes(rp, st, i, 0);
 	}
+}
+
+void
+replica__sched_batch(replica *rp, const struct kvs_step *st, uint32_t off)
+{
+	for (uint32_t i = 0; i < st->nsched; i++)
+		sched_entry(rp, st, i, off);
+}
+
+void
+replica__sched_notes(replica *rp, const struct kvs_step *st, uint32_t off)
+{
+	for (uint32_t i = 0; i < st->nsched; i++)
+		sched_entry_notes(rp, st, i, off);
 }
 
 /* Preemptions, the blocks swapped out, and the step's copies. */
@@ -858,8 +890,15 @@ fork_batch(replica *rp, uint32_t nsched)
 int64_t
 replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 {
+	return replica__batch_time(rp, rp->seq, st, cpu);
+}
+
+int64_t
+replica__batch_time(replica *rp, const struct cat_mixer_seq *seq,
+		    const struct kvs_step *st, int64_t *cpu)
+{
 	struct cost_batch b = rp->fork ? fork_batch(rp, st->nsched) :
-	    (struct cost_batch){ rp->seq, st->nsched };
+	    (struct cost_batch){ seq, st->nsched };
 	struct cost_breakdown bd;
 	const struct cost_breakdown *part = &bd;	/* its CPU term */
 	int64_t dt = -1, so, si;
@@ -874,14 +913,14 @@ replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 	/* a batch of decodes alone: the time from the contexts' sum, to
 	 * the bit cost_step_explain's (cost_step_decode_memo, with n's memo
 	 * that the fast-forward keeps), where the model allows */
-	n = rp->fork || st->nsched == 0 || rp->seq[st->nsched - 1].q != 1 ?
+	n = rp->fork || st->nsched == 0 || seq[st->nsched - 1].q != 1 ?
 	    0 : st->nsched;	/* (vllm-v1 schedules a prompt's chunk last) */
 	for (uint32_t i = 0; i < n; i++) {
-		if (rp->seq[i].q != 1) {
+		if (seq[i].q != 1) {
 			n = 0;
 			break;
 		}
-		ctx += rp->seq[i].ctx;
+		ctx += seq[i].ctx;
 	}
 	if (n > 0) {
 		struct cost_decode_memo *m = &rp->ffmemo[n % FF_MEMOS];
@@ -891,7 +930,7 @@ replica__step_time(replica *rp, const struct kvs_step *st, int64_t *cpu)
 	}
 	if (dt < 0)
 		dt = cost_step_explain(rp->cm, &b, &bd);
-	dt += cost_spec_draft_ns(rp->spec_cost, rp->seq, st->nsched);
+	dt += cost_spec_draft_ns(rp->spec_cost, seq, st->nsched);
 	dt += so > 0 ? so : 0;
 	dt += si > 0 ? si : 0;
 	if (st->ncow > 0 && rp->cm->hbm_bw > 0)
@@ -1018,7 +1057,7 @@ replica__schedule(replica *rp, const struct kvs_step **st, char *why,
 	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
 	    KV_OK)
 		return e;
-	if (sched_reserve(rp, (*st)->nsched) != KV_OK) {
+	if (replica__sched_reserve(rp, (*st)->nsched) != KV_OK) {
 		snprintf(why, whylen, "out of memory");
 		return KV_ENOMEM;
 	}
@@ -1858,6 +1897,8 @@ replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
 	*swapped = kvs_queue_len(rp->s, KVS_Q_SWAPPED);
 	*total = rp->blocks_total;
 	if (rp->ffrow) {	/* a row inside a span (replica_ff.c) */
+		if (rp->ffrow_waitset)
+			*waiting = rp->ffrow_wait;
 		*running = rp->ffrow_running;
 		*used = rp->ffrow_used;
 		*frag = rp->ffrow_frag;

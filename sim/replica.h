@@ -204,6 +204,7 @@ struct replica_span {
 	int64_t t_end, tail_end;
 	uint64_t nsteps, ext;
 	bool ended;
+	bool admitted;	/* its last step admitted requests held for it */
 };
 struct replica_rows;
 /* Whether replica_ff may find a span now: false when it would make

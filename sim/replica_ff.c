@@ -99,6 +99,17 @@ struct ff_plan {
 	uint32_t next;		/* and so many steps after it */
 	int64_t t_last;		/* the last step's end */
 	kv_err err;		/* KV_ENOMEM: no room for the span */
+	/* the step a request held for its step joins may be the run's
+	 * last (adm_ok): it is (adm), begun at t_adm; the blocks its
+	 * admissions took; the waiting requests before it; the message of
+	 * a failed admission */
+	bool adm_ok, adm;
+	uint32_t n0;		/* the run's running requests */
+	int64_t t_adm;
+	uint32_t adm_taken;
+	uint64_t wait0;
+	char *why;
+	size_t whylen;
 };
 
 /*
@@ -180,7 +191,7 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
  * end no request and end by ext_until.  *t_end: the last step's end.
  */
 static uint32_t
-ff_time(replica *rp, int64_t now, const struct ff_plan *x,
+ff_time(replica *rp, int64_t now, struct ff_plan *x,
 	const struct kvs_running *r, uint32_t n, uint32_t kmax,
 	uint32_t *nend, bool *tail, uint32_t *next, int64_t *t_end)
 {
@@ -229,9 +240,19 @@ ff_time(replica *rp, int64_t now, const struct ff_plan *x,
 		    rp->next_s : t;
 		rp->piped = false;
 		/* a request held for its step (replica__admit_due) joins
-		 * this one: not a steady step; after the tail, none that a
-		 * request may join (chosen from ext_sched on) nor one that
-		 * ends requests */
+		 * this one: not a steady step, but where adm_ok the run's
+		 * last (the scheduler admits the request in it; replica_ff
+		 * takes its time once it is chosen, and makes it the tail
+		 * when it ends past the horizon); after the tail, none
+		 * that a request may join (chosen from ext_sched on) nor
+		 * one that ends requests */
+		if (x->adm_ok && !*tail && rp->phead < rp->npend &&
+		    rp->pend[rp->phead].at <= rp->sched_t) {
+			x->adm = true;
+			x->t_adm = t;
+			rp->fft[j++] = 0;
+			break;
+		}
 		if ((rp->phead < rp->npend &&
 		     rp->pend[rp->phead].at <= rp->sched_t) ||
 		    (*tail && (rp->sched_t >= x->ext_sched || j == nxt))) {
@@ -429,6 +450,45 @@ ff_usage_area(replica *rp, int64_t t, int64_t dt)
 	rp->st.usage_t = t;
 }
 
+/* kvs_decode_bufs' admit: the requests held for the last step, handed
+ * to the scheduler as replica_begin hands them (at its chosen time). */
+static kv_err
+ff_admit(void *arg)
+{
+	struct ff_plan *x = arg;
+
+	return replica__admit_due(x->rp, x->rp->sched_t, x->why, x->whylen);
+}
+
+/* and scheduled: the admitted requests' batch entries, note_sched's,
+ * while their tables stand (one may end with its first token), kept from
+ * rp->seq[n] on (n: the run's running requests), past the walk's batch. */
+static kv_err
+ff_scheduled(void *arg)
+{
+	struct ff_plan *x = arg;
+	const struct kvs_step *st = kvs_current_step(x->rp->s);
+
+	if (replica__sched_reserve(x->rp, x->n0 + st->nsched) != KV_OK) {
+		snprintf(x->why, x->whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	replica__sched_batch(x->rp, st, x->n0);
+	return KV_OK;
+}
+
+/* and first: an admitted request's first token, as replica__complete
+ * samples it. */
+static uint32_t
+ff_first(void *arg, kvs_req h)
+{
+	const struct ff_plan *x = arg;
+	const struct rq *q = x->rp->byreq[h];
+
+	return q == NULL || q->keyed ? 0 :
+	    wl_token(q->out_key, q->gen, x->rp->vocab);
+}
+
 /*
  * kvs_decode_plan's planner: the batch of the first step, as note_sched
  * makes it, from the running requests r[] (kept in ffrun); the steps
@@ -486,6 +546,16 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 	b->tok = rp->fftok;
 	b->taken = rp->fftaken;
 	b->freed = rp->fffreed;
+	if (x->adm) {
+		x->wait0 = kvs_queue_len(rp->s, KVS_Q_WAITING) +
+			   (rp->npend - rp->phead);
+		x->n0 = n;
+		b->admit = ff_admit;
+		b->scheduled = ff_scheduled;
+		b->first = ff_first;
+		b->arg = x;
+		b->adm_taken = &x->adm_taken;
+	}
 	return kn;
 }
 
@@ -691,10 +761,18 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 			break;
 		dt = rp->fft[j];
 		if (!w->begun) {
+			uint32_t tk = rp->fftaken[j];
+
 			if (j > w->jt && dt > until - w->t)
 				return KV_OK;
-			w->used += rp->fftaken[j];
-			w->slots += (uint64_t)rp->fftaken[j] * rp->block_size;
+			w->slots += (uint64_t)tk * rp->block_size;
+			if (j == w->jadm) {	/* its admissions' tables */
+				tk += w->adm_taken;
+				w->slots += w->adm_slots;
+				w->ntok += w->adm_ntok;
+				w->n += w->nadm;
+			}
+			w->used += tk;
 			free = w->free0 - w->used + w->back;
 			/* note_step: fragmentation after the step's
 			 * allocations, before its tokens (T = C + 1 <= the
@@ -709,13 +787,24 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 			rp->st.steps++;
 			if (j == 0)
 				replica__usage_free(rp, w->t, &free);
-			else if (rp->fftaken[j] != 0)
+			else if (tk != 0)
 				ff_usage_level(rp, free);
 			/* else: the levels of the step before */
+			if (j == w->jadm) {	/* note_sched's, theirs */
+				replica__sched_notes(rp, kvs_current_step(rp->s),
+						     w->adm_off);
+				if (w->n > rp->st.max_batch)
+					rp->st.max_batch = w->n;
+			}
+			/* before the admissions, the requests they hand
+			 * over still wait in the replica */
+			rp->ffrow_waitset = j < w->jadm && w->jadm < w->kn;
+			rp->ffrow_wait = w->wait0;
 			if (rows != NULL)
 				ff_rows(rp, rows, w->t, w->t + dt, w->n,
 					rp->blocks_total - free,
 					w->slots - w->ntok, w->gen);
+			rp->ffrow_waitset = false;
 			if (j == w->jt) {
 				/* the tail: in flight until t + dt, where
 				 * replica_end (or replica_ff_catch) makes its
@@ -744,6 +833,8 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 		}
 		/* replica_end: a token each, in running order */
 		w->t += dt;
+		if (j == w->jadm)	/* the running requests' */
+			w->n -= w->nadm;
 		ff_tokens(rp, j - w->seg, w->n, w->t, w->w, rep);
 		w->ntok += w->n;
 		w->gen += w->n;
@@ -753,11 +844,27 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 			ff_usage_area(rp, w->t, dt);
 			continue;
 		}
+		/* then the admitted requests' first tokens, in the
+		 * scheduler's order after them */
+		if (j == w->jadm &&
+		    (e = replica__note_tokens(rp, rp->sreq + w->adm_off,
+					      w->nadm, w->t, rep, why,
+					      whylen)) != KV_OK)
+			return e;
 		/* the step's finishes (or the span's end), then the usage
 		 * after them; the batch goes on without them */
 		if ((e = ff_step_ends(rp, w, j, st, rep, why, whylen)) !=
 		    KV_OK)
 			return e;
+		/* and the admitted requests' that ended with their first
+		 * token (the scheduler lists them last) */
+		while (j == w->jadm && w->f < st->nfinish) {
+			kvs_req h = st->finish[w->f++];
+
+			if ((e = replica__finish(rp, h, w->t, rep, why,
+						 whylen)) != KV_OK)
+				return e;
+		}
 		w->back += rp->fffreed[j];
 		free += rp->fffreed[j];
 		replica__usage_free(rp, w->t, &free);
@@ -768,6 +875,67 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 	if ((e = ff_ends_all(rp, st, w->f, why, whylen)) != KV_OK)
 		return e;
 	rp->nsched = w->n;
+	return KV_OK;
+}
+
+/*
+ * The run's last step admitted the requests held for it (x->adm): its
+ * batch for the cost model, the requests still running (one token each,
+ * in running order) and then those the scheduler admitted (the step
+ * record's, note_sched's entries, kept from rp->seq[n0] on for the walk's
+ * notes); its time as replica_begin takes it, async scheduling's overlap
+ * from its chosen time; and the walk's view of the admissions: the
+ * blocks they took, their tables' slots (C computed tokens in whole
+ * blocks) and their tokens before their output, at most those slots.
+ */
+static kv_err
+ff_admission(replica *rp, struct ff_plan *x, struct ff_walk *w,
+	     uint32_t n0)
+{
+	const struct kvs_step *st = kvs_current_step(rp->s);
+	uint32_t j = w->kn - 1, m = 0, bs = rp->block_size;
+	struct kvs_step b;
+	int64_t dt, cpu;
+
+	if (n0 + st->nsched > rp->capffseq) {
+		struct cat_mixer_seq *q = realloc(rp->ffseq, (n0 + st->nsched) *
+						  sizeof(*q));
+
+		if (q == NULL)
+			return KV_ENOMEM;
+		rp->ffseq = q;
+		rp->capffseq = n0 + st->nsched;
+	}
+	for (uint32_t i = 0; i < n0; i++) {
+		const struct kvs_running *r = &rp->ffrun[i];
+
+		if (r->ends_at < j)
+			continue;
+		rp->ffseq[m].q = 1;
+		rp->ffseq[m++].ctx = r->computed + j;
+	}
+	for (uint32_t i = 0; i < st->nsched; i++) {
+		const struct cat_mixer_seq *q = &rp->seq[n0 + i];
+		uint64_t c = q->ctx + q->q, cap = (c + bs - 1) / bs * bs;
+		uint64_t t = rp->byreq[st->sched[i].req]->prompt;
+
+		rp->ffseq[m + i] = *q;
+		/* a chunk of its prompt leaves none of its slots unused
+		 * (kvs_running_unused) */
+		w->adm_slots += cap;
+		w->adm_ntok += t < cap ? t : cap;
+	}
+	memset(&b, 0, sizeof(b));
+	b.nsched = m + st->nsched;
+	dt = replica__batch_time(rp, rp->ffseq, &b, &cpu);
+	dt = replica__async_dt(rp, x->t_adm, dt, cpu);
+	rp->fft[j] = dt;
+	x->t_last = x->t_adm + dt;
+	w->jadm = j;
+	w->nadm = st->nsched;
+	w->adm_off = n0;
+	w->adm_taken = x->adm_taken;
+	w->wait0 = x->wait0;
 	return KV_OK;
 }
 
@@ -786,7 +954,9 @@ ff_held_due(const replica *rp, int64_t now)
 bool
 replica_ff_ready(const replica *rp, int64_t now)
 {
-	return ff_covered(rp) && !ff_held_due(rp, now) &&
+	/* async scheduling: a span may end with the step that admits the
+	 * request held for it (replica_ff) */
+	return ff_covered(rp) && (rp->async || !ff_held_due(rp, now)) &&
 	       kvs_decode_ready(rp->s);
 }
 
@@ -803,15 +973,11 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	sp->t_end = now;
 	sp->tail_end = INT64_MIN;
 	sp->nsteps = sp->ext = 0;
-	sp->ended = false;
+	sp->ended = sp->admitted = false;
 	if (!ff_covered(rp) || sp->until <= now)
 		return KV_OK;
 	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
 	if (n == 0 || n > rp->capsched)
-		return KV_OK;
-	/* (replica_ff_ready's test too: the caller's later calls, after a
-	 * span that ended requests, come without it) */
-	if (ff_held_due(rp, now))
 		return KV_OK;
 	kmax = FF_MAX_TOKENS / n < FF_MAX_STEPS ? FF_MAX_TOKENS / n :
 						   FF_MAX_STEPS;
@@ -828,11 +994,24 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 							  INT64_MIN;
 	x.ext_sched = sp->ext_sched;
 	x.ext_until = sp->ext_until;
+	/* a step that admits requests ends the run, its time taken once
+	 * the scheduler has chosen it: where nothing but arrivals and rows
+	 * can come before its end (it is the tail when it ends past the
+	 * horizon) */
+	x.adm_ok = x.tail_until == INT64_MAX;
+	x.why = why;
+	x.whylen = whylen;
+	/* (replica_ff_ready's test too: the caller's later calls, after a
+	 * span that ended requests, come without it) */
+	if (!x.adm_ok && ff_held_due(rp, now))
+		return KV_OK;
+	why[0] = '\0';
 	if ((e = kvs_decode_plan(rp->s, kmax, sp->until_end > now ?
 				 KVS_ENDS_ANY : KVS_ENDS_NONE, ff_plan, &x,
 				 &kn)) != KV_OK) {
-		snprintf(why, whylen, "replica %u: fast-forward: %s",
-			 rp->index, kvs_errmsg(rp->s));
+		if (why[0] == '\0')	/* not the admission's own */
+			snprintf(why, whylen, "replica %u: fast-forward: %s",
+				 rp->index, kvs_errmsg(rp->s));
 		return e;
 	}
 	if (x.err != KV_OK) {
@@ -847,6 +1026,19 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	memset(w, 0, sizeof(*w));
 	w->kn = kn;
 	w->jt = x.tail ? kn - 1 - x.next : kn;
+	w->jadm = kn;
+	if (x.adm) {
+		sp->admitted = true;
+		if (ff_admission(rp, &x, w, n) != KV_OK) {
+			snprintf(why, whylen, "out of memory");
+			return KV_ENOMEM;
+		}
+		/* past the horizon (or past the second, as it may end
+		 * requests): in flight, the tail */
+		if (x.t_last > (x.until_end < x.until ? x.until_end :
+				x.until))
+			w->jt = w->jadm;
+	}
 	w->n = n;
 	w->nend = x.nend;
 	w->slots = x.slots;
@@ -874,7 +1066,8 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 		return KV_OK;
 	}
 	sp->nsteps = kn;
-	sp->ended = w->ended;
+	/* after an admission the next span starts from the new batch */
+	sp->ended = w->ended || x.adm;
 	return KV_OK;
 }
 

@@ -145,6 +145,11 @@ struct replica {
 	 * used blocks and unused slots at its time */
 	bool ffrow;
 	uint64_t ffrow_running, ffrow_used, ffrow_frag;
+	/* and its waiting requests, when a span's last step admitted
+	 * requests that had not reached the scheduler at the row's time
+	 * (ffrow_waitset) */
+	bool ffrow_waitset;
+	uint64_t ffrow_wait;
 	uint32_t *fftok, *fftaken, *fffreed;
 	int64_t *fft;
 	size_t capfftok, capffk;
@@ -170,7 +175,16 @@ struct replica {
 		uint32_t j, kn, jt, seg, n, f, e, nend;
 		uint64_t slots, ntok, used, back, free0, gen, ahead;
 		int64_t t, w, t_end;
+		/* the step that admits requests (jadm; kn: none), the
+		 * nadm it scheduled (in ffadm), the blocks they took, their
+		 * tables' slots and their tokens, and where their batch
+		 * entries are (sreq, seq from adm_off on); the waiting
+		 * requests before it (the rows') */
+		uint32_t jadm, nadm, adm_off, adm_taken;
+		uint64_t adm_slots, adm_ntok, wait0;
 	} ffw;
+	struct cat_mixer_seq *ffseq;	/* that step's batch */
+	size_t capffseq;
 	uint64_t ffcaught;	/* tail steps ended at an arrival */
 	/* the step-time memos of batches of decodes alone, by batch size
 	 * (n mod FF_MEMOS): they hold what depends on n alone, so they
@@ -202,8 +216,22 @@ replica__fe(const replica *rp)
  * request's, its output count now g (replica__gain).
  */
 void replica__usage_free(replica *rp, int64_t now, const uint64_t *free);
+/* The requests held for a step chosen at t, handed to the scheduler. */
+kv_err replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen);
+/* note_sched in two halves, st's entries at rp->seq[off] on: the batch
+ * for the cost model (replica__sched_batch), then each request's
+ * milestones and the work counted (replica__sched_notes). */
+void replica__sched_batch(replica *rp, const struct kvs_step *st,
+			  uint32_t off);
+void replica__sched_notes(replica *rp, const struct kvs_step *st,
+			  uint32_t off);
 int64_t replica__step_time(replica *rp, const struct kvs_step *st,
 			   int64_t *cpu);
+/* ... of the batch seq[0 .. st->nsched) (rp->seq's own: replica__step_time) */
+int64_t replica__batch_time(replica *rp, const struct cat_mixer_seq *seq,
+			    const struct kvs_step *st, int64_t *cpu);
+/* Room for n entries in the step's batch arrays (seq, sreq, start). */
+kv_err replica__sched_reserve(replica *rp, uint32_t n);
 
 /* The end of a step's time from the cost model: at least 1 ns, *cpu the
  * model's CPU part. */

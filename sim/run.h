@@ -157,8 +157,10 @@ uint64_t sim_run_invariant_checks(const sim_run *R);
  * (the replicas' steps). */
 uint64_t sim_run_ff_steps(const sim_run *R, uint64_t *all);
 /* The spans the fast-forward made (replica_ff calls that made steps),
- * and *tails: those of them that left their last step in flight. */
-uint64_t sim_run_ff_spans(const sim_run *R, uint64_t *tails);
+ * *tails: those of them that left their last step in flight, *admits:
+ * those whose last step admitted requests held for it. */
+uint64_t sim_run_ff_spans(const sim_run *R, uint64_t *tails,
+			  uint64_t *admits);
 /* The steps made after the spans' tails (replica_span.ext), and
  * *caught: those of them ended at an arrival (replica_ff_catch). */
 uint64_t sim_run_ff_ext(const sim_run *R, uint64_t *caught);

@@ -351,14 +351,15 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 			"at %llu checks\n",
 			(unsigned long long)sim_run_invariant_checks(R));
 	if (getenv("KVSIM_FF_REPORT") != NULL) {	/* the fast-forward's */
-		uint64_t all, ff = sim_run_ff_steps(R, &all);
+		uint64_t all, adm, ff = sim_run_ff_steps(R, &all);
 
 		fprintf(stderr, "kvsim run: fast-forward: %llu of %llu steps\n",
 			(unsigned long long)ff, (unsigned long long)all);
-		ff = sim_run_ff_spans(R, &all);
+		ff = sim_run_ff_spans(R, &all, &adm);
 		fprintf(stderr, "kvsim run: fast-forward spans: %llu, %llu "
-			"of them with a tail\n", (unsigned long long)ff,
-			(unsigned long long)all);
+			"of them with a tail, %llu ending with an admission\n",
+			(unsigned long long)ff, (unsigned long long)all,
+			(unsigned long long)adm);
 		ff = sim_run_ff_ext(R, &all);
 		fprintf(stderr, "kvsim run: fast-forward steps after tails: "
 			"%llu, %llu of them ended at an arrival\n",
