@@ -605,51 +605,58 @@ replica__sched_reserve(replica *rp, uint32_t n)
 
 static uint64_t replica__off_tokens(const struct rq *q);
 
+/* A batch entry as note_sched reads it: the request, the tokens it
+ * computes, its context before them, the positions the step advances. */
+struct sched_ent {
+	struct rq *q;
+	uint64_t n, ctx, per;
+};
+
 /* Entry i of the step's batch, at rp->seq[off + i]: the tokens it
- * computes and its context before them (sched_entry_notes reads them). */
-static inline void
-sched_entry(replica *rp, const struct kvs_step *st, uint32_t i,
-	    uint32_t off)
+ * computes and its context before them. */
+static inline struct sched_ent
+sched_entry(replica *rp, const kvc *k, const struct kvs_step *st,
+	    uint32_t i, uint32_t off)
 {
-	const kvc *k = kvs_kv(rp->s);
 	kvs_req h = st->sched[i].req;
-	struct rq *q = rp->byreq[h];
+	struct sched_ent e;
 	uint64_t comp = kvc_seq_computed(k, kvs_req_seq(rp->s, h));
+
+	e.q = rp->byreq[h];
 	/* cached tokens a policy schedules (vllm-v0) are not computed:
 	 * they are context, as a prefix hit is */
-	uint64_t n = st->sched[i].ntokens - st->sched[i].cached;
+	e.n = st->sched[i].ntokens - st->sched[i].cached;
 	/* positions the step advances: a forked group's decode computes
 	 * one of each of its sequences (R113) */
-	uint64_t per = q->nsamp > 1 && q->gen > 0 ? 1 : n;
-
-	q->gdec = per != n;
+	e.per = e.q->nsamp > 1 && e.q->gen > 0 ? 1 : e.n;
+	e.ctx = comp >= e.per ? comp - e.per : 0;
+	e.q->gdec = e.per != e.n;
 	rp->sreq[off + i] = h;
-	rp->seq[off + i].q = n;
-	rp->seq[off + i].ctx = comp >= per ? comp - per : 0;
+	rp->seq[off + i].q = e.n;
+	rp->seq[off + i].ctx = e.ctx;
 	/* the observer (validate) writes the stale cached tokens too, as a
 	 * correct engine would: the hazard is counted, not turned into a
 	 * data failure */
-	rp->start[off + i] = (uint32_t)rp->seq[off + i].ctx -
-			     st->sched[i].stale;
+	rp->start[off + i] = (uint32_t)e.ctx - st->sched[i].stale;
+	return e;
 }
 
 /* Entry i's first-scheduled and prefix-hit milestones, and the
- * recomputation and prompt work counted (after sched_entry). */
+ * recomputation and prompt work counted. */
 static inline void
 sched_entry_notes(replica *rp, const struct kvs_step *st, uint32_t i,
-		  uint32_t off)
+		  const struct sched_ent *e)
 {
-	struct rq *q = rp->byreq[st->sched[i].req];
-	uint64_t n = rp->seq[off + i].q, ctx = rp->seq[off + i].ctx;
-	uint64_t sp = st->sched[i].spec, per = q->gdec ? 1 : n, end;
+	struct rq *q = e->q;
+	uint64_t sp = st->sched[i].spec, end;
 
 	if (!q->scheduled) {
 		q->scheduled = true;
 		q->first_sched = rp->sched_t;
 		/* the GPU prefix hit: tokens loaded from the tiers are
 		 * counted apart (offload_hit_tokens_*) */
-		q->hit = (uint32_t)(ctx > replica__off_tokens(q) ?
-				    ctx - replica__off_tokens(q) : 0);
+		q->hit = (uint32_t)(e->ctx > replica__off_tokens(q) ?
+				    e->ctx - replica__off_tokens(q) : 0);
 		rp->st.prefix_hit_tokens += q->hit;
 		rp->st.prompt_tokens_admitted += q->prompt;
 	}
@@ -659,14 +666,14 @@ sched_entry_notes(replica *rp, const struct kvs_step *st, uint32_t i,
 	rp->st.stale_cached_tokens += st->sched[i].stale;
 	/* draft positions are not kept unless accepted: not counted as
 	 * computed for good (speculative decoding) */
-	end = ctx + per - sp;
-	if (q->high > ctx)
-		q->recomputed += (end < q->high ? end : q->high) - ctx;
+	end = e->ctx + e->per - sp;
+	if (q->high > e->ctx)
+		q->recomputed += (end < q->high ? end : q->high) - e->ctx;
 	if (end > q->high)
 		q->high = (uint32_t)end;
 	/* Prefill (first or recomputed) is prompt work. */
-	if (q->gen == 0 || per - sp > 1)
-		rp->st.prompt_tokens_done += n - sp;
+	if (q->gen == 0 || e->per - sp > 1)
+		rp->st.prompt_tokens_done += e->n - sp;
 }
 
 /*
@@ -677,27 +684,38 @@ sched_entry_notes(replica *rp, const struct kvs_step *st, uint32_t i,
 static void
 note_sched(replica *rp, const struct kvs_step *st)
 {
+	const kvc *k = kvs_kv(rp->s);
+
 	rp->nsched = st->nsched;
 	if (st->nsched > rp->st.max_batch)
 		rp->st.max_batch = st->nsched;
 	for (uint32_t i = 0; i < st->nsched; i++) {
-		sched_entry(rp, st, i, 0);
-		sched_entry_notes(rp, st, i, 0);
+		struct sched_ent e = sched_entry(rp, k, st, i, 0);
+
+		sched_entry_notes(rp, st, i, &e);
 	}
 }
 
 void
 replica__sched_batch(replica *rp, const struct kvs_step *st, uint32_t off)
 {
+	const kvc *k = kvs_kv(rp->s);
+
 	for (uint32_t i = 0; i < st->nsched; i++)
-		sched_entry(rp, st, i, off);
+		(void)sched_entry(rp, k, st, i, off);
 }
 
 void
 replica__sched_notes(replica *rp, const struct kvs_step *st, uint32_t off)
 {
-	for (uint32_t i = 0; i < st->nsched; i++)
-		sched_entry_notes(rp, st, i, off);
+	for (uint32_t i = 0; i < st->nsched; i++) {
+		struct sched_ent e = { rp->byreq[st->sched[i].req],
+				       rp->seq[off + i].q,
+				       rp->seq[off + i].ctx, 0 };
+
+		e.per = e.q->gdec ? 1 : e.n;
+		sched_entry_notes(rp, st, i, &e);
+	}
 }
 
 /* Preemptions, the blocks swapped out, and the step's copies. */
@@ -1057,7 +1075,8 @@ replica__schedule(replica *rp, const struct kvs_step **st, char *why,
 	if (rp->check && (e = audit(rp, "after schedule", why, whylen)) !=
 	    KV_OK)
 		return e;
-	if (replica__sched_reserve(rp, (*st)->nsched) != KV_OK) {
+	if ((*st)->nsched > rp->capsched &&
+	    replica__sched_reserve(rp, (*st)->nsched) != KV_OK) {
 		snprintf(why, whylen, "out of memory");
 		return KV_ENOMEM;
 	}
