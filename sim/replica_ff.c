@@ -860,7 +860,16 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 		 * token (the scheduler lists them last) */
 		while (j == w->jadm && w->f < st->nfinish) {
 			kvs_req h = st->finish[w->f++];
+			uint32_t i = 0;
 
+			while (i < w->nadm && rp->sreq[w->adm_off + i] != h)
+				i++;
+			if (i == w->nadm) {
+				snprintf(why, whylen, "replica %u: fast-forward: "
+					 "request %d's end in step %u is not an "
+					 "admitted one's", rp->index, (int)h, j);
+				return KV_ESTATE;
+			}
 			if ((e = replica__finish(rp, h, w->t, rep, why,
 						 whylen)) != KV_OK)
 				return e;
