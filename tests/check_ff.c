@@ -564,7 +564,7 @@ START_TEST(ff_admits)
 		kvs *a = ff_new(seed % 2 == 0, 8), *b = ff_new(seed % 2 == 0,
 							       8);
 		uint32_t tok[8 * KMAX], taken[KMAX], freed[KMAX], col[12];
-		uint32_t outs[4400], left[8], held[80];
+		uint32_t outs[4400], left[8], held[MML];
 
 		rng = seed * 104729;
 		for (int iter = 0; iter < 1500; iter++) {
