@@ -365,7 +365,7 @@ ff_admitted_out(kvs *s, struct kvs_decode_bufs *b)
  * allocation has work in it, in running order; then the requests the
  * step ends, in running order: their last tokens, and their finish (the
  * blocks they free serve the steps after).  The requests as ff_span
- * found them, in s->ffr.  With ab (its admit set), the last step admits:
+ * found them, in s->ffr.  With ab's admit set, the last step admits:
  * the held requests handed over at its start, its waiting phase after
  * its running phase, the admitted requests' output after its finishes.
  */
@@ -480,11 +480,9 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 			}
 			before = kvc_free_blocks(s->k, 0);
 		}
-		if (j == jadm && e == KV_OK) {
-			kvc_set_time(s->k, (int64_t)s->step.number);
-			if ((e = ff_admitted_out(s, ab)) == KV_OK)
-				before = kvc_free_blocks(s->k, 0);
-		}
+		if (j == jadm && e == KV_OK &&
+		    (e = ff_admitted_out(s, ab)) == KV_OK)
+			before = kvc_free_blocks(s->k, 0);
 		if (freed != NULL)
 			freed[j] = before - after;
 	}
@@ -555,8 +553,7 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 	if (kk > k)
 		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
 				 "%u are steady", kk, k);
-	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed,
-			b.admit != NULL ? &b : NULL)) == KV_OK)
+	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed, &b)) == KV_OK)
 		*made = kk;
 	return e;
 }

@@ -217,7 +217,7 @@ ff_time(replica *rp, int64_t now, struct ff_plan *x,
 	fast = sum && rp->async && rp->cm != NULL && rp->step_ns <= 0 &&
 	       !rp->fork && rp->spec_cost == NULL;
 	for (j = 0; j < kmax; j++) {
-		bool piped, fresh = false;
+		bool piped, fresh = false, held;
 		int64_t pipe_t, next_s, sched_t, dt;
 		const struct cost_decode_memo *m = &rp->ffmemo[n % FF_MEMOS];
 
@@ -246,15 +246,15 @@ ff_time(replica *rp, int64_t now, struct ff_plan *x,
 		 * when it ends past the horizon); after the tail, none
 		 * that a request may join (chosen from ext_sched on) nor
 		 * one that ends requests */
-		if (x->adm_ok && !*tail && rp->phead < rp->npend &&
-		    rp->pend[rp->phead].at <= rp->sched_t) {
+		held = rp->phead < rp->npend &&
+		       rp->pend[rp->phead].at <= rp->sched_t;
+		if (held && x->adm_ok && !*tail) {
 			x->adm = true;
 			x->t_adm = t;
 			rp->fft[j++] = 0;
 			break;
 		}
-		if ((rp->phead < rp->npend &&
-		     rp->pend[rp->phead].at <= rp->sched_t) ||
+		if (held ||
 		    (*tail && (rp->sched_t >= x->ext_sched || j == nxt))) {
 			rp->piped = piped;
 			rp->sched_t = sched_t;
@@ -796,15 +796,17 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 				if (w->n > rp->st.max_batch)
 					rp->st.max_batch = w->n;
 			}
-			/* before the admissions, the requests they hand
-			 * over still wait in the replica */
-			rp->ffrow_waitset = j < w->jadm && w->jadm < w->kn;
-			rp->ffrow_wait = w->wait0;
-			if (rows != NULL)
+			if (rows != NULL) {
+				/* before the admissions, the requests they
+				 * hand over still wait in the replica */
+				rp->ffrow_waitset = j < w->jadm &&
+						    w->jadm < w->kn;
+				rp->ffrow_wait = w->wait0;
 				ff_rows(rp, rows, w->t, w->t + dt, w->n,
 					rp->blocks_total - free,
 					w->slots - w->ntok, w->gen);
-			rp->ffrow_waitset = false;
+				rp->ffrow_waitset = false;
+			}
 			if (j == w->jt) {
 				/* the tail: in flight until t + dt, where
 				 * replica_end (or replica_ff_catch) makes its

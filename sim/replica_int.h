@@ -176,7 +176,7 @@ struct replica {
 		uint64_t slots, ntok, used, back, free0, gen, ahead;
 		int64_t t, w, t_end;
 		/* the step that admits requests (jadm; kn: none), the
-		 * nadm it scheduled (in ffadm), the blocks they took, their
+		 * nadm it scheduled, the blocks they took, their
 		 * tables' slots and their tokens, and where their batch
 		 * entries are (sreq, seq from adm_off on); the waiting
 		 * requests before it (the rows') */
