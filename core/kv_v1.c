@@ -1648,6 +1648,41 @@ kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 	return KV_OK;
 }
 
+void
+kvc__v1_quiet_all(const kvc *k, struct kvc_ffreq *f, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		f[i].next = f[i].made + v1_quiet(k, f[i].seq);
+}
+
+/* kvc__v1_quiet_steps of each request that makes the run's `steps`,
+ * from its steps made to the run's end. */
+kv_err
+kvc__v1_catch_up_all(kvc *k, struct kvc_ffreq *f, uint32_t n, uint32_t steps,
+		     const uint32_t *tok)
+{
+	struct v1 *m = v1_of(k);
+	bool lazyok = m->lazyok;
+	kv_err e;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct kvc_seq *q;
+		uint32_t d = steps - f[i].made;
+
+		if (f[i].steps < steps || d == 0)
+			continue;
+		q = kvc__seq(k, f[i].seq);
+		if ((e = v1_quiet_push(k, q, d, tok + (size_t)i * steps +
+				       f[i].made)) != KV_OK)
+			return e;
+		f[i].made = steps;
+		if (lazyok && q->key != 0 && (uint32_t)f[i].seq < m->capsx)
+			v1_lazy_mark(m, q, f[i].seq,
+				     (uint32_t)v1_div(k, m, 0, q->ncomp));
+	}
+	return KV_OK;
+}
+
 /*
  * cache_blocks(request, ntc): enter the full blocks of s's first ntc
  * tokens not cached yet into the prefix index (caching on; the hash cache

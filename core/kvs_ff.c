@@ -232,7 +232,7 @@ kvs_decode_span_end(const kvs *s, uint32_t kmax, bool *last)
 static kv_err
 ff_catch_up(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 {
-	struct kvs_ffreq *f = &s->ff[i];
+	struct kvc_ffreq *f = &s->ff[i];
 	kv_err e;
 
 	if (j == f->made)
@@ -254,7 +254,7 @@ ff_catch_up(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 static kv_err
 ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 {
-	struct kvs_ffreq *f = &s->ff[i];
+	struct kvc_ffreq *f = &s->ff[i];
 	const uint32_t *row = tok + (size_t)i * k;
 	uint32_t quiet;
 	kv_err e;
@@ -402,14 +402,19 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	fin = s->ffq + n;
 	nq = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		struct kvs_ffreq *x = &s->ff[i];
-		uint32_t left = r0[i].ends_at, c;
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = r0[i].ends_at;
 
 		x->req = r0[i].req;
 		x->seq = r0[i].seq;
 		x->made = 0;
 		x->steps = left < k ? left + 1u : k;
-		x->next = kvc__v1_quiet(s->k, x->seq);
+	}
+	kvc__v1_quiet_all(s->k, s->ff, n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = r0[i].ends_at, c;
+
 		if (x->next < x->steps)
 			ffq_push(s->ffq, &nq, (uint64_t)x->next << 32 | i);
 		if (left >= k)
@@ -469,7 +474,7 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		if (f < m && fin[f] >> 32 == j) {
 			kvc_set_time(s->k, (int64_t)s->step.number);
 			while (f < m && fin[f] >> 32 == j && e == KV_OK) {
-				struct kvs_ffreq *x = &s->ff[(uint32_t)fin[f++]];
+				struct kvc_ffreq *x = &s->ff[(uint32_t)fin[f++]];
 
 				if ((e = ff_catch_up(s, (uint32_t)fin[f - 1],
 						     j + 1, k, tok)) != KV_OK)
@@ -486,14 +491,16 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		if (freed != NULL)
 			freed[j] = before - after;
 	}
-	if (e == KV_OK)
+	if (e == KV_OK) {
 		s->step.number = base + k;
-	for (uint32_t i = 0; i < n && e == KV_OK; i++) {
-		if (s->ff[i].steps < k ||
-		    (e = ff_catch_up(s, i, k, k, tok)) != KV_OK)
-			continue;
-		kvs__rq(s, s->ff[i].req)->generated += k;
+		if ((e = kvc__v1_catch_up_all(s->k, s->ff, n, k, tok)) !=
+		    KV_OK)
+			e = kvs__fail(s, e, "decode run: %s",
+				      kvc_errmsg(s->k));
 	}
+	for (uint32_t i = 0; i < n && e == KV_OK; i++)
+		if (s->ff[i].steps >= k)
+			kvs__rq(s, s->ff[i].req)->generated += k;
 	free(deft);
 	if (e != KV_OK)
 		return e;

@@ -81,13 +81,7 @@ struct kvs {
 	uint32_t nload, capload, nheld, capheld;
 	uint32_t *cto;		/* kvs_complete: C of each sched */
 	uint32_t capcto;
-	struct kvs_ffreq {	/* kvs_decode_run, per running request */
-		uint32_t made;	/* its steps made so far */
-		uint32_t next;	/* the step of its next allocator event */
-		uint32_t steps;	/* the steps it makes (0 once ended) */
-		int32_t seq;
-		kvs_req req;
-	} *ff;
+	struct kvc_ffreq *ff;	/* kvs_decode_run, per running request */
 	uint32_t capff;
 	uint64_t *ffq;		/* kvs_decode_run: events due, (step, i) */
 	uint32_t capffq;
