@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -135,6 +136,12 @@ outdir_open(struct outdir *o, const char *prog, const char *dir, bool force,
 				strerror(errno));
 			return KVSIM_EXIT_USAGE;
 		}
+		/* a request's row is written as it ends: a write(2) per
+		 * OUTDIR_BUF bytes, not per file-system block (4 KiB; glibc
+		 * sizes a buffer it allocates itself by the block); without
+		 * the memory, the block's */
+		if ((o->buf[i] = malloc(OUTDIR_BUF)) != NULL)
+			setvbuf(o->f[i], o->buf[i], _IOFBF, OUTDIR_BUF);
 	}
 	return 0;
 }
@@ -146,6 +153,8 @@ outdir_abort(struct outdir *o)
 		if (o->f[i] != NULL)
 			fclose(o->f[i]);
 		o->f[i] = NULL;
+		free(o->buf[i]);
+		o->buf[i] = NULL;
 		if (o->tmp[i][0])
 			unlink(o->tmp[i]);
 	}
@@ -159,12 +168,14 @@ int
 outdir_commit(struct outdir *o)
 {
 	for (size_t i = 0; i < o->n; i++) {
-		FILE *f = o->f[i];
+		int rc = fclose(o->f[i]), err = errno;
 
 		o->f[i] = NULL;
-		if (fclose(f) != 0) {
+		free(o->buf[i]);	/* after its file's last write */
+		o->buf[i] = NULL;
+		if (rc != 0) {
 			fprintf(stderr, "%s: %s: %s\n", o->prog, o->tmp[i],
-				strerror(errno));
+				strerror(err));
 			outdir_abort(o);
 			return KVSIM_EXIT_FAIL;
 		}

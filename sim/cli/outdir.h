@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #define OUTDIR_MAX 10
+#define OUTDIR_BUF (256u << 10)	/* each file's stdio buffer */
 
 struct outdir {
 	const char *prog;		/* message prefix */
@@ -22,6 +23,7 @@ struct outdir {
 	size_t n;
 	char tmp[OUTDIR_MAX][1200], fin[OUTDIR_MAX][1200];
 	FILE *f[OUTDIR_MAX];
+	char *buf[OUTDIR_MAX];		/* their stdio buffers (OUTDIR_BUF) */
 	bool created;
 };
 
