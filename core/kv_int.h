@@ -296,23 +296,26 @@ kvc__tok_push(struct kvc_seq *q, const uint32_t *tok, size_t n)
 uint32_t kvc__v1_quiet(const kvc *k, int32_t s);
 /*
  * A run's record of one request (core/kvs_ff.c's): its sequence, the
- * steps it makes (0 once ended), the steps made so far, and the step of
- * its next allocator event.  kvc__v1_quiet_all sets next = made +
- * kvc__v1_quiet of each of f[0..n); kvc__v1_catch_up_all brings each
- * that makes at least k steps to step k (its quiet steps since `made`,
- * with the tokens of its row of tok, k a row; none when tok is NULL and
- * the sequence keeps no ids), one call for the run's requests.
+ * run's step it first makes (start: 0, or the step after the one that
+ * admitted it), the steps up to which it runs (0 once ended), the steps
+ * made so far, and the step of its next allocator event.
+ * kvc__v1_quiet_all sets next = made + kvc__v1_quiet of each of f[0..n);
+ * kvc__v1_catch_up_all brings each that runs to step k to it (its quiet
+ * steps since `made`, with the tokens of its row of tok, `stride` a row),
+ * one call for the run's requests.
  */
 struct kvc_ffreq {
 	uint32_t made;
 	uint32_t next;
 	uint32_t steps;
+	uint32_t start;
 	int32_t seq;
 	int32_t req;
 };
 void kvc__v1_quiet_all(const kvc *k, struct kvc_ffreq *f, uint32_t n);
 kv_err kvc__v1_catch_up_all(kvc *k, struct kvc_ffreq *f, uint32_t n,
-			    uint32_t steps, const uint32_t *tok);
+			    uint32_t steps, const uint32_t *tok,
+			    uint32_t stride);
 /* d (<= the count) of those steps with tokens tok[0..d), then the step
  * after them: kvc_allocate(k, s, 1) and token t added (kvc_add_tokens),
  * with less of the general path; *next: kvc__v1_quiet's count after. */

@@ -206,6 +206,7 @@ kvs_free(kvs *s)
 	free(s->cto);
 	free(s->ff);
 	free(s->ffq);
+	free(s->fffin);
 	free(s->ffr);
 	free(s->crq);
 	free(s);

@@ -1659,7 +1659,7 @@ kvc__v1_quiet_all(const kvc *k, struct kvc_ffreq *f, uint32_t n)
  * from its steps made to the run's end. */
 kv_err
 kvc__v1_catch_up_all(kvc *k, struct kvc_ffreq *f, uint32_t n, uint32_t steps,
-		     const uint32_t *tok)
+		     const uint32_t *tok, uint32_t stride)
 {
 	struct v1 *m = v1_of(k);
 	bool lazyok = m->lazyok;
@@ -1672,7 +1672,7 @@ kvc__v1_catch_up_all(kvc *k, struct kvc_ffreq *f, uint32_t n, uint32_t steps,
 		if (f[i].steps < steps || d == 0)
 			continue;
 		q = kvc__seq(k, f[i].seq);
-		if ((e = v1_quiet_push(k, q, d, tok + (size_t)i * steps +
+		if ((e = v1_quiet_push(k, q, d, tok + (size_t)i * stride +
 				       f[i].made)) != KV_OK)
 			return e;
 		f[i].made = steps;

@@ -166,6 +166,7 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 			out[i].blocks = q->tab[0].n;
 			out[i].generated = r->generated;
 			out[i].ends_at = left;
+			out[i].start = 0;
 		}
 		if (left < first)
 			first = left;
@@ -359,6 +360,265 @@ ff_admitted_out(kvs *s, struct kvs_decode_bufs *b)
 	return e;
 }
 
+/* fin[0 .. *m) sorted, with key added in its place. */
+static void
+ff_fin_add(uint64_t *fin, uint32_t *m, uint64_t key)
+{
+	uint32_t c;
+
+	for (c = (*m)++; c > 0 && fin[c - 1] > key; c--)
+		fin[c] = fin[c - 1];
+	fin[c] = key;
+}
+
+/* Room for n requests in the run's scratch. */
+static kv_err
+ff_room(kvs *s, uint32_t n)
+{
+	if (kvs__grow((void **)&s->ff, &s->capff, n, sizeof(*s->ff)) !=
+	    KV_OK ||
+	    kvs__grow((void **)&s->ffq, &s->capffq, n, sizeof(*s->ffq)) !=
+	    KV_OK ||
+	    kvs__grow((void **)&s->fffin, &s->capfffin, n,
+		      sizeof(*s->fffin)) != KV_OK ||
+	    kvs__grow((void **)&s->ffr, &s->capffr, n, sizeof(*s->ffr)) !=
+	    KV_OK)
+		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	return KV_OK;
+}
+
+/*
+ * The blocks the requests running at step j0 (ff[0..n), not ended
+ * before it; ffr their starts) take in the kk steps from j0 on, each up
+ * to its end with `any` (ff_blocks' count, from their tables now).
+ */
+static uint64_t
+ff_need(const kvs *s, uint32_t n, uint32_t j0, uint32_t kk, bool any)
+{
+	uint32_t bs = s->k->cfg.block_size;
+	uint64_t need = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kvs_running *r = &s->ffr[i];
+		uint32_t tn, ki = kk;
+		uint64_t b;
+
+		if (s->ff[i].steps == 0 || r->ends_at < j0)
+			continue;
+		if (any && r->ends_at - j0 < kk)
+			ki = r->ends_at - j0 + 1u;
+		tn = kvc__seq(s->k, r->seq)->tab[0].n;
+		b = ((uint64_t)r->computed + (j0 - r->start) + ki + bs - 1) /
+		    bs;
+		if (b > tn)
+			need += b - tn;
+	}
+	return need;
+}
+
+/*
+ * After the admission step j - 1 (ab's more): the requests it admitted
+ * that go on running, steady, in s->ffr from n on (*nj of them, start j;
+ * ff_room made room for every request the step scheduled; live of the n
+ * before still run, the last of them to end at step most),
+ * and the steady steps after it for every request running (ff_span's
+ * rules, from the run's records), *last as ff_span's.  0 when the run
+ * cannot go on: something waits, a request is not steady (a prompt in
+ * chunks), or the engine no longer allows a steady step.
+ */
+static uint32_t
+ff_more_span(kvs *s, uint32_t n, uint32_t j, enum kvs_ends ends,
+	     uint32_t live, uint32_t most, uint32_t *nj, bool *last)
+{
+	uint32_t mml = s->k->cfg.max_model_len, m = 0;
+	uint32_t bs = s->k->cfg.block_size;
+	uint32_t first = UINT32_MAX, kmax = UINT32_MAX - j, lo, hi;
+	uint64_t free;
+	bool any = ends == KVS_ENDS_ANY;
+
+	*nj = 0;
+	*last = false;
+	if (kvs__qlen(s, KVS_Q_WAITING) != 0 || s->nign != 0 || !ff_engine(s))
+		return 0;
+	for (uint32_t i = 0; i < s->nsched; i++) {
+		kvs_req h = s->sched[i].req;
+		const struct kvs_rq *r = kvs__rq(s, h);
+		const struct kvc_seq *q;
+		struct kvs_running *o = &s->ffr[n + m];
+
+		if (r->status != KVS_RUNNING) {
+			if (r->status == KVS_FINISHED)
+				continue;	/* it ended with its token */
+			return 0;
+		}
+		if (r->inflight || kvs__draft(s, h) > 0 ||
+		    kvs__nsamp(s, h) > 1 || r->seq < 0 ||
+		    (uint32_t)r->seq >= s->k->nseq)
+			return 0;
+		q = kvc__seq(s->k, r->seq);
+		if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1u ||
+		    q->tab[0].n * (uint64_t)s->k->cfg.block_size < q->ncomp ||
+		    r->generated >= r->max_output || q->ntok >= mml)
+			return 0;
+		o->req = h;
+		o->seq = r->seq;
+		o->computed = q->ncomp;
+		o->tokens = q->ntok;
+		o->blocks = q->tab[0].n;
+		o->generated = r->generated;
+		o->ends_at = j + ff_left(s, r, q);
+		o->start = j;
+		if (o->ends_at > most)
+			most = o->ends_at;
+		m++;
+	}
+	live += m;
+	if (live == 0)
+		return 0;
+	/* the ends, as ff_span counts them, of every request running: with
+	 * `any`, the last's (the one that ends last is running, as some
+	 * are); else each one's */
+	if (any && (uint64_t)most - j + 1u < kmax)
+		kmax = most - j + 1u;
+	for (uint32_t i = 0; !any && i < n + m; i++) {
+		uint32_t left;
+
+		if (i < n && (s->ff[i].steps == 0 || s->ffr[i].ends_at < j))
+			continue;
+		left = s->ffr[i].ends_at - j;
+		if (left < first)
+			first = left;
+		if ((uint64_t)left + (ends != KVS_ENDS_NONE) < kmax)
+			kmax = left + (ends != KVS_ENDS_NONE);
+	}
+	if (kmax == 0)
+		return 0;
+	/* ff_need reads ff[i].steps of the new ones: not ended */
+	for (uint32_t i = n; i < n + m; i++)
+		s->ff[i].steps = 1;
+	free = kvc_free_blocks(s->k, 0);
+	/* a request takes a block in bs steps at most, and one to begin
+	 * with: where that many are free, its table is not read */
+	if ((uint64_t)live * ((kmax + bs - 1) / bs + 1) <= free ||
+	    ff_need(s, n + m, j, kmax, any) <= free) {
+		lo = kmax;
+	} else {
+		lo = 0;
+		hi = kmax;
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (ff_need(s, n + m, j, mid, any) <= free)
+				lo = mid;
+			else
+				hi = mid;
+		}
+	}
+	if (lo > 0 && !any)
+		*last = lo == first + 1;
+	if (lo > 0 && any && lo == kmax)
+		*last = true;	/* the last to end, in step lo - 1 */
+	for (uint32_t i = 0; lo > 0 && any && lo < kmax && i < n + m; i++)
+		if ((i >= n || s->ff[i].steps != 0) && s->ffr[i].ends_at >= j &&
+		    s->ffr[i].ends_at - j == lo - 1)
+			*last = true;
+	*nj = m;
+	return lo;
+}
+
+/*
+ * The run's k steps become k + kk (ab's more): the n requests running
+ * before whose steps stopped at k go on to their ends, their events and
+ * ends then due into the heap (*nq keys) and the finishes (*m, fin); the
+ * nj admitted ones, s->ffr from n on, join from step k, with theirs;
+ * *most, the last end.
+ */
+static void
+ff_go_on(kvs *s, uint32_t n, uint32_t nj, uint32_t k, uint32_t kk,
+	 uint32_t *nq, uint32_t *m, uint32_t *most)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		if (x->steps != k)
+			continue;	/* ended, or ends by k */
+		x->steps = left < k + kk ? left + 1u : k + kk;
+		if (x->next >= k && x->next < x->steps)
+			ffq_push(s->ffq, nq, (uint64_t)x->next << 32 | i);
+		if (left >= k && left < k + kk)
+			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
+	}
+	for (uint32_t i = n; i < n + nj; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		x->req = s->ffr[i].req;
+		x->seq = s->ffr[i].seq;
+		x->made = x->start = k;
+		x->steps = left < k + kk ? left + 1u : k + kk;
+		if (left > *most)
+			*most = left;
+	}
+	kvc__v1_quiet_all(s->k, s->ff + n, nj);
+	for (uint32_t i = n; i < n + nj; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		if (x->next < x->steps)
+			ffq_push(s->ffq, nq, (uint64_t)x->next << 32 | i);
+		if (left < k + kk)
+			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
+	}
+}
+
+/* kvs_complete's ids, 1000000 + T, for the n requests' k steps. */
+static uint32_t *
+ff_ids(const kvs *s, uint32_t n, uint32_t k)
+{
+	uint32_t *t = malloc((size_t)n * k * sizeof(*t));
+
+	for (uint32_t i = 0; t != NULL && i < n; i++)
+		for (uint32_t j = 0; j < k; j++)
+			t[(size_t)i * k + j] = 1000000u + s->ffr[i].tokens + j;
+	return t;
+}
+
+/*
+ * The run's scratch for the n requests as ff_span found them (s->ffr):
+ * each one's record (the running queue loses those that end), the
+ * allocator events' heap (returns its keys) and the finishes, (step, i)
+ * in order (*m of them in s->fffin); *most, the last end.
+ */
+static uint32_t
+ff_queue(kvs *s, uint32_t n, uint32_t k, uint32_t *m, uint32_t *most)
+{
+	uint32_t nq = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		x->req = s->ffr[i].req;
+		x->seq = s->ffr[i].seq;
+		x->made = x->start = 0;
+		x->steps = left < k ? left + 1u : k;
+	}
+	kvc__v1_quiet_all(s->k, s->ff, n);
+	for (uint32_t i = 0; i < n; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		if (x->next < x->steps)
+			ffq_push(s->ffq, &nq, (uint64_t)x->next << 32 | i);
+		if (left < k)
+			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
+		if (left > *most)
+			*most = left;
+	}
+	return nq;
+}
+
 /*
  * The steps in the single steps' order, but each request's no-op steps
  * (kvc__v1_quiet) in one call: per step, only the requests whose
@@ -367,14 +627,16 @@ ff_admitted_out(kvs *s, struct kvs_decode_bufs *b)
  * blocks they free serve the steps after).  The requests as ff_span
  * found them, in s->ffr.  With ab's admit set, the last step admits:
  * the held requests handed over at its start, its waiting phase after
- * its running phase, the admitted requests' output after its finishes.
+ * its running phase, the admitted requests' output after its finishes;
+ * then, with ab's more, the run may go on with the requests it admitted
+ * (ff_more_span), ab's new answer read as the planner's.
  */
 static kv_err
 ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
-       uint32_t *freed, struct kvs_decode_bufs *ab)
+       uint32_t *freed, struct kvs_decode_bufs *ab, enum kvs_ends ends,
+       uint32_t *made)
 {
-	const struct kvs_running *r0 = s->ffr;
-	uint32_t n, nq, m = 0, f = 0, before;
+	uint32_t n, nq, m = 0, f = 0, before, ts, live, most = 0;
 	uint32_t jadm = ab != NULL && ab->admit != NULL ? k - 1 : UINT32_MAX;
 	uint64_t base;
 	uint32_t *deft = NULL;
@@ -382,48 +644,22 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	kv_err e = KV_OK;
 
 	n = kvs__qlen(s, KVS_Q_RUNNING);
-	if (kvs__grow((void **)&s->ff, &s->capff, n, sizeof(*s->ff)) !=
-	    KV_OK ||
-	    kvs__grow((void **)&s->ffq, &s->capffq, 2 * n, sizeof(*s->ffq)) !=
-	    KV_OK)
-		return kvs__fail(s, KV_ENOMEM, "out of memory");
+	if ((e = ff_room(s, n)) != KV_OK)
+		return e;
+	ts = ab != NULL && ab->stride != 0 ? ab->stride : k;
+	if (ts < k || (ab != NULL && ab->more != NULL && ab->stride == 0))
+		return kvs__fail(s, KV_EINVAL, "decode run: tokens' rows of "
+				 "%u for %u steps%s", ts, k,
+				 ts < k ? "" : ", and more without a stride");
 	if (tok == NULL) {	/* kvs_complete's ids: 1000000 + T */
-		if ((deft = malloc((size_t)n * k * sizeof(*deft))) == NULL)
+		if ((deft = ff_ids(s, n, k)) == NULL)
 			return kvs__fail(s, KV_ENOMEM, "out of memory");
-		for (uint32_t i = 0; i < n; i++)
-			for (uint32_t j = 0; j < k; j++)
-				deft[(size_t)i * k + j] =
-				    1000000u + r0[i].tokens + j;
 		tok = deft;
+		ts = k;
 	}
-	/* the requests' scratch (the running queue loses those that end),
-	 * the allocator events' heap, and the finishes, (step, i) in
-	 * order: fin[0 .. m) */
-	fin = s->ffq + n;
-	nq = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct kvc_ffreq *x = &s->ff[i];
-		uint32_t left = r0[i].ends_at;
-
-		x->req = r0[i].req;
-		x->seq = r0[i].seq;
-		x->made = 0;
-		x->steps = left < k ? left + 1u : k;
-	}
-	kvc__v1_quiet_all(s->k, s->ff, n);
-	for (uint32_t i = 0; i < n; i++) {
-		struct kvc_ffreq *x = &s->ff[i];
-		uint32_t left = r0[i].ends_at, c;
-
-		if (x->next < x->steps)
-			ffq_push(s->ffq, &nq, (uint64_t)x->next << 32 | i);
-		if (left >= k)
-			continue;
-		for (c = m++; c > 0 && fin[c - 1] > ((uint64_t)left << 32 | i);
-		     c--)
-			fin[c] = fin[c - 1];
-		fin[c] = (uint64_t)left << 32 | i;
-	}
+	fin = s->fffin;
+	nq = ff_queue(s, n, k, &m, &most);
+	live = n;	/* running, and the last end */
 	/* the step record lists the run's finishes; a step with neither an
 	 * allocator event nor an end takes and frees nothing, and is
 	 * passed over */
@@ -435,7 +671,8 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	if (freed != NULL)
 		memset(freed, 0, (size_t)k * sizeof(*freed));
 	for (uint32_t j = 0; e == KV_OK; j++) {
-		uint32_t after, jfrom = j;
+		uint32_t after, jfrom = j, nj, kk;
+		bool last;
 
 		if (nq > 0 && (uint32_t)(s->ffq[0] >> 32) > j)
 			j = (uint32_t)(s->ffq[0] >> 32);
@@ -460,7 +697,7 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 			uint32_t i = (uint32_t)s->ffq[0];
 
 			ffq_pop(s->ffq, &nq);
-			if ((e = ff_event(s, i, j, k, tok)) == KV_OK &&
+			if ((e = ff_event(s, i, j, ts, tok)) == KV_OK &&
 			    s->ff[i].next < s->ff[i].steps)
 				ffq_push(s->ffq, &nq,
 					 (uint64_t)s->ff[i].next << 32 | i);
@@ -477,10 +714,12 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 				struct kvc_ffreq *x = &s->ff[(uint32_t)fin[f++]];
 
 				if ((e = ff_catch_up(s, (uint32_t)fin[f - 1],
-						     j + 1, k, tok)) != KV_OK)
+						     j + 1, ts, tok)) != KV_OK)
 					break;
-				kvs__rq(s, x->req)->generated += j + 1;
+				kvs__rq(s, x->req)->generated += j + 1 -
+								 x->start;
 				x->steps = 0;	/* ended */
+				live--;
 				e = kvs__finish(s, x->req);
 			}
 			before = kvc_free_blocks(s->k, 0);
@@ -490,24 +729,54 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 			before = kvc_free_blocks(s->k, 0);
 		if (freed != NULL)
 			freed[j] = before - after;
+		if (j != jadm || e != KV_OK || ab->more == NULL || deft != NULL)
+			continue;
+		/* the run past the admission: the planner's say */
+		if ((e = ff_room(s, n + s->nsched)) != KV_OK)
+			break;
+		fin = s->fffin;
+		if ((kk = ff_more_span(s, n, k, ends, live, most, &nj,
+				       &last)) == 0 ||
+		    (kk = ab->more(ab->arg, s->ffr + n, nj, kk, last, ab)) == 0)
+			continue;
+		if (kk > UINT32_MAX - k || ab->stride < k + kk ||
+		    ab->tok == NULL) {
+			e = kvs__fail(s, KV_EINVAL, "decode run: the run "
+				      "past its admission asks for %u steps",
+				      kk);
+			break;
+		}
+		tok = ab->tok;
+		ts = ab->stride;
+		if (taken != NULL)
+			memset(taken + k, 0, (size_t)kk * sizeof(*taken));
+		if (freed != NULL)
+			memset(freed + k, 0, (size_t)kk * sizeof(*freed));
+		ff_go_on(s, n, nj, k, kk, &nq, &m, &most);
+		n += nj;
+		live += nj;
+		k += kk;
+		jadm = ab->admit != NULL ? k - 1 : UINT32_MAX;
 	}
 	if (e == KV_OK) {
 		s->step.number = base + k;
-		if ((e = kvc__v1_catch_up_all(s->k, s->ff, n, k, tok)) !=
+		if ((e = kvc__v1_catch_up_all(s->k, s->ff, n, k, tok, ts)) !=
 		    KV_OK)
 			e = kvs__fail(s, e, "decode run: %s",
 				      kvc_errmsg(s->k));
 	}
 	for (uint32_t i = 0; i < n && e == KV_OK; i++)
 		if (s->ff[i].steps >= k)
-			kvs__rq(s, s->ff[i].req)->generated += k;
+			kvs__rq(s, s->ff[i].req)->generated += k -
+							       s->ff[i].start;
 	free(deft);
 	if (e != KV_OK)
 		return e;
+	*made = k;
 	kvc_set_time(s->k, (int64_t)s->step.number);
 	/* the step record: the run left no step to complete; it lists the
-	 * last step's admissions, if any */
-	if (jadm == UINT32_MAX) {
+	 * last step's admissions, if the last step admitted */
+	if (jadm != k - 1) {
 		s->nsched = 0;
 		s->step.batch_tokens = 0;
 	}
@@ -521,6 +790,8 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 kv_err
 kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 {
+	uint32_t made;
+
 	s->msg[0] = '\0';
 	if (k == 0)
 		return KV_OK;
@@ -530,7 +801,7 @@ kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken)
 	if (ff_span(s, k, KVS_ENDS_LAST, NULL, s->ffr) < k)
 		return kvs__fail(s, KV_EINVAL, "%u steps are not all steady "
 				 "decode steps", k);
-	return ff_run(s, k, tok, taken, NULL, NULL);
+	return ff_run(s, k, tok, taken, NULL, NULL, KVS_ENDS_LAST, &made);
 }
 
 kv_err
@@ -538,13 +809,12 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 		kvs_decode_planner plan, void *arg, uint32_t *made)
 {
 	uint32_t n = kvs__qlen(s, KVS_Q_RUNNING), k, kk;
-	struct kvs_decode_bufs b = { NULL, NULL, NULL, NULL, NULL, NULL,
-				     NULL, NULL };
+	struct kvs_decode_bufs b;
 	bool last;
-	kv_err e;
 
 	s->msg[0] = '\0';
 	*made = 0;
+	memset(&b, 0, sizeof(b));
 	if (plan == NULL)
 		return kvs__fail(s, KV_EINVAL, "a decode plan needs a planner");
 	if (ends > KVS_ENDS_ANY)
@@ -560,7 +830,5 @@ kvs_decode_plan(kvs *s, uint32_t kmax, enum kvs_ends ends,
 	if (kk > k)
 		return kvs__fail(s, KV_EINVAL, "the plan asks for %u steps, "
 				 "%u are steady", kk, k);
-	if ((e = ff_run(s, kk, b.tok, b.taken, b.freed, &b)) == KV_OK)
-		*made = kk;
-	return e;
+	return ff_run(s, kk, b.tok, b.taken, b.freed, &b, ends, made);
 }

@@ -85,6 +85,8 @@ struct kvs {
 	uint32_t capff;
 	uint64_t *ffq;		/* kvs_decode_run: events due, (step, i) */
 	uint32_t capffq;
+	uint64_t *fffin;	/* and the finishes, (step, i) in order */
+	uint32_t capfffin;
 	struct kvs_running *ffr;	/* ff_span's look at the running
 					 * requests, for ff_run */
 	uint32_t capffr;

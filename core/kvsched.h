@@ -322,10 +322,11 @@ kv_err kvs_decode_run(kvs *s, uint32_t k, const uint32_t *tok,
  * &b) is told them, whether the k-th ends requests, and the running
  * requests as they stand, r[0..n) in running order, each with the step
  * whose token ends it (ends_at, from 0; at least k when none of the k
- * does).  It returns how many of those steps to make, k at most (0:
- * none), and fills b: tok[i * kk + j] the token request i samples in step
- * j of its answer kk (steps past a request's end are not read; NULL:
- * kvs_complete's ids), taken[j] the blocks step j takes from the free
+ * does; start 0).  It returns how many of those steps to make, k at most
+ * (0: none), and fills b: tok[i * kk + j] the token request i samples in
+ * step j of its answer kk (kk: b's stride where set; steps past a
+ * request's end are not read; NULL: kvs_complete's ids, and no `more`),
+ * taken[j] the blocks step j takes from the free
  * queue before its finishes, freed[j] the blocks its finishes give back
  * (kk entries each, or NULL).  Step j's finishes are the requests whose
  * ends_at is j, finished in running order as kvs_complete finishes them;
@@ -348,6 +349,7 @@ struct kvs_running {
 	uint32_t blocks;	/* its group-0 table, kvc_table */
 	uint32_t generated;	/* kvs_req_generated */
 	uint32_t ends_at;	/* the step whose token ends it */
+	uint32_t start;		/* the run's step it first makes (below) */
 };
 struct kvs_decode_bufs {
 	const uint32_t *tok;
@@ -372,6 +374,30 @@ struct kvs_decode_bufs {
 	uint32_t (*first)(void *arg, kvs_req r);
 	void *arg;
 	uint32_t *adm_taken;
+	/* tok's row length (0: the steps planned; set it where `more` may
+	 * make the run longer) */
+	uint32_t stride;
+	/*
+	 * The run past the step that admits (NULL: it ends there).  When
+	 * the step admitted every request it scheduled whole, nothing waits
+	 * and the steps after it can be steady, more(arg, r, n, k, last, b)
+	 * is called as a planner is, after the step's finishes and its
+	 * admitted requests' first tokens: r[0..n) the requests it admitted
+	 * that go on running (those that ended with their first token are
+	 * not among them), each with start the run's next step and ends_at
+	 * a step of the run; k the steady steps after it, for every request
+	 * running (their blocks free, and the ends as `ends` allows); last,
+	 * whether the k-th ends requests.  It returns the steps to add, k at
+	 * most (0: the run ends with the admission), and may set b's tok
+	 * (rows of stride entries; a request that joins at start has its
+	 * tokens from tok[i * stride + start] on, i counting every request
+	 * of the run in running order, those that ended too) and admit
+	 * again, or clear it: the run's new last step then admits, as the
+	 * first did (admit, scheduled, first, and more again).  taken and
+	 * freed must hold the run's new length.
+	 */
+	uint32_t (*more)(void *arg, const struct kvs_running *r, uint32_t n,
+			 uint32_t k, bool last, struct kvs_decode_bufs *b);
 };
 typedef uint32_t (*kvs_decode_planner)(void *arg,
 				       const struct kvs_running *r,

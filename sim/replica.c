@@ -161,6 +161,10 @@ replica_free(replica *rp)
 	free(rp->ffend);
 	free(rp->ffpos);
 	free(rp->ffseq);
+	free(rp->ffadm);
+	free(rp->ffasched);
+	free(rp->ffareq);
+	free(rp->ffaseq);
 	kvs_free(rp->s);
 	sim_offload_free(rp->off);
 	sim_lora_cache_release(&rp->lc);
@@ -644,11 +648,11 @@ sched_entry(replica *rp, const kvc *k, const struct kvs_step *st,
 /* Entry i's first-scheduled and prefix-hit milestones, and the
  * recomputation and prompt work counted. */
 static inline void
-sched_entry_notes(replica *rp, const struct kvs_step *st, uint32_t i,
+sched_entry_notes(replica *rp, const struct kvs_sched *se,
 		  const struct sched_ent *e)
 {
 	struct rq *q = e->q;
-	uint64_t sp = st->sched[i].spec, end;
+	uint64_t sp = se->spec, end;
 
 	if (!q->scheduled) {
 		q->scheduled = true;
@@ -663,7 +667,7 @@ sched_entry_notes(replica *rp, const struct kvs_step *st, uint32_t i,
 	/* Work on positions computed before (and dropped by a recompute
 	 * preemption) is recomputation; positions the prefix cache
 	 * restored are not computed at all. */
-	rp->st.stale_cached_tokens += st->sched[i].stale;
+	rp->st.stale_cached_tokens += se->stale;
 	/* draft positions are not kept unless accepted: not counted as
 	 * computed for good (speculative decoding) */
 	end = e->ctx + e->per - sp;
@@ -692,7 +696,7 @@ note_sched(replica *rp, const struct kvs_step *st)
 	for (uint32_t i = 0; i < st->nsched; i++) {
 		struct sched_ent e = sched_entry(rp, k, st, i, 0);
 
-		sched_entry_notes(rp, st, i, &e);
+		sched_entry_notes(rp, &st->sched[i], &e);
 	}
 }
 
@@ -706,15 +710,15 @@ replica__sched_batch(replica *rp, const struct kvs_step *st, uint32_t off)
 }
 
 void
-replica__sched_notes(replica *rp, const struct kvs_step *st, uint32_t off)
+replica__sched_notes(replica *rp, const struct kvs_sched *sched,
+		     const struct cat_mixer_seq *seq, uint32_t n)
 {
-	for (uint32_t i = 0; i < st->nsched; i++) {
-		struct sched_ent e = { rp->byreq[st->sched[i].req],
-				       rp->seq[off + i].q,
-				       rp->seq[off + i].ctx, 0 };
+	for (uint32_t i = 0; i < n; i++) {
+		struct sched_ent e = { rp->byreq[sched[i].req], seq[i].q,
+				       seq[i].ctx, 0 };
 
 		e.per = e.q->gdec ? 1 : e.n;
-		sched_entry_notes(rp, st, i, &e);
+		sched_entry_notes(rp, &sched[i], &e);
 	}
 }
 

@@ -204,7 +204,10 @@ struct replica_span {
 	int64_t t_end, tail_end;
 	uint64_t nsteps, ext;
 	bool ended;
-	bool admitted;	/* its last step admitted requests held for it */
+	/* its steps that admitted requests held for them, and whether the
+	 * last did (the others the span went past) */
+	uint32_t admitted;
+	bool adm_last;
 };
 struct replica_rows;
 /* Whether replica_ff may find a span now: false when it would make

@@ -110,6 +110,11 @@ struct ff_plan {
 	uint64_t wait0;
 	char *why;
 	size_t whylen;
+	/* the run's most steps (tok's rows), its requests (ffrun's
+	 * entries, those its admissions add included), the step that
+	 * admits being made, and the admissions' entries so far */
+	uint32_t kcap, nall, jcur, aoff;
+	bool ids;		/* a request keeps its tokens' ids (not keyed) */
 };
 
 /*
@@ -179,44 +184,51 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 }
 
 /*
- * The steps from now that end by until, at most kmax, a step that ends
- * requests by until_end: their durations as replica_begin returns them,
- * in fft[]; the async pipeline's state left as after the last of them.
- * r[0..n) is the first step's batch (rp->seq holds it); each step adds a
- * token of context to every entry, and a request is in the steps up to
- * the one that ends it (ends_at).  *nend: the steps made that end
- * requests, in ffend[].  The first step past the horizon is made too,
- * as the tail (*tail), when it ends by tail_until; after a tail that
- * ends no request, *next more steps, each chosen before ext_sched, that
- * end no request and end by ext_until.  *t_end: the last step's end.
+ * The run's steps from j0 on, begun at t0, that end by until, up to step
+ * kmax, a step that ends requests by until_end: their durations as
+ * replica_begin returns them, in fft[]; the async pipeline's state left
+ * as after the last of them.  r[0..nall) are the run's requests; step j's
+ * batch is those from their start to the step that ends them (ends_at),
+ * each with a token of context more a step (rp->seq holds step j0's).
+ * *nend: the steps made that end requests, added to ffend[].  The first
+ * step past the horizon is made too, as the tail (*tail), when it ends by
+ * tail_until; after a tail that ends no request, *next more steps, each
+ * chosen before ext_sched, that end no request and end by ext_until.
+ * *t_end: the last step's end.  Returns the step after the last made.
  */
 static uint32_t
-ff_time(replica *rp, int64_t now, struct ff_plan *x,
-	const struct kvs_running *r, uint32_t n, uint32_t kmax,
-	uint32_t *nend, bool *tail, uint32_t *next, int64_t *t_end)
+ff_time(replica *rp, int64_t t0, struct ff_plan *x,
+	const struct kvs_running *r, uint32_t nall, uint32_t j0,
+	uint32_t kmax, uint32_t *nend, bool *tail, uint32_t *next,
+	int64_t *t_end)
 {
 	struct kvs_step st;
-	int64_t t = now, cpu, until = x->until;
+	int64_t t = t0, cpu, until = x->until, now = x->now;
 	uint64_t ctx = 0;
-	uint32_t j, n0 = n, nxt = UINT32_MAX;	/* the next step that ends */
+	uint32_t j, n = 0, nxt = UINT32_MAX;	/* the next step that ends */
 	bool sum, fast;
 
 	memset(&st, 0, sizeof(st));
-	st.nsched = n;
-	*nend = 0;
 	*tail = false;
 	*next = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		ctx += r[i].computed;
+	/* step j's contexts add up to ctx + j n (modulo 2^64: a request
+	 * that joins at its start counts computed - start) */
+	for (uint32_t i = 0; i < nall; i++) {
+		if (r[i].ends_at < j0)
+			continue;	/* ended before */
+		ctx += (uint64_t)r[i].computed - r[i].start;
 		if (r[i].ends_at < nxt)
 			nxt = r[i].ends_at;
+		rp->seq[n].q = 1;
+		rp->seq[n++].ctx = r[i].computed + (j0 - r[i].start);
 	}
+	st.nsched = n;
 	/* the time from the contexts' sum when the cost model allows */
-	sum = replica__decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n, ctx,
-				   &cpu) >= 0;
+	sum = replica__decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n,
+				   ctx + (uint64_t)j0 * n, &cpu) >= 0;
 	fast = sum && rp->async && rp->cm != NULL && rp->step_ns <= 0 &&
 	       !rp->fork && rp->spec_cost == NULL;
-	for (j = 0; j < kmax; j++) {
+	for (j = j0; j < kmax; j++) {
 		bool piped, fresh = false, held;
 		int64_t pipe_t, next_s, sched_t, dt;
 		const struct cost_decode_memo *m = &rp->ffmemo[n % FF_MEMOS];
@@ -249,6 +261,16 @@ ff_time(replica *rp, int64_t now, struct ff_plan *x,
 		held = rp->phead < rp->npend &&
 		       rp->pend[rp->phead].at <= rp->sched_t;
 		if (held && x->adm_ok && !*tail) {
+			/* the requests it ends, where the run goes on past
+			 * it (nxt is the step before's, when that one
+			 * ended requests) */
+			uint32_t e = j > nxt ? UINT32_MAX : nxt;
+
+			for (uint32_t i = 0; j > nxt && i < nall; i++)
+				if (r[i].ends_at >= j && r[i].ends_at < e)
+					e = r[i].ends_at;
+			if (e == j)
+				rp->ffend[(*nend)++] = j;
 			x->adm = true;
 			x->t_adm = t;
 			rp->fft[j++] = 0;
@@ -265,15 +287,17 @@ ff_time(replica *rp, int64_t now, struct ff_plan *x,
 			uint32_t was = nxt, m = 0;
 
 			nxt = UINT32_MAX;
-			for (uint32_t i = 0; i < n0; i++) {
+			for (uint32_t i = 0; i < nall; i++) {
 				if (r[i].ends_at == was) {
-					ctx -= r[i].computed;
+					ctx -= (uint64_t)r[i].computed -
+					       r[i].start;
 					n--;
 				} else if (r[i].ends_at > was) {
 					if (r[i].ends_at < nxt)
 						nxt = r[i].ends_at;
 					rp->seq[m].q = 1;
-					rp->seq[m++].ctx = r[i].computed + j;
+					rp->seq[m++].ctx = r[i].computed +
+							   (j - r[i].start);
 				}
 			}
 			st.nsched = n;
@@ -283,7 +307,7 @@ ff_time(replica *rp, int64_t now, struct ff_plan *x,
 			dt = ff_decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n,
 					    ctx + (uint64_t)j * n, &cpu);
 		} else {
-			if (j > 0 && !fresh)
+			if (j > j0 && !fresh)
 				for (uint32_t i = 0; i < n; i++)
 					rp->seq[i].ctx++;
 			dt = replica__step_time(rp, &st, &cpu);
@@ -397,21 +421,30 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
 	rp->ffs = s;
 }
 
-/* The closing of ff_tokens: steps 1..k-1's tokens of each request. */
+/*
+ * The closing of ff_tokens at step j, the k-th of the batch: the tokens
+ * since each request's last counted one (its first step's, or the first
+ * token of one that joined the batch at an admission): gen from its run
+ * record (ffrun, by ffpos), the telescoped gaps and the largest common
+ * one.
+ */
 static void
-ff_tokens_end(replica *rp, uint32_t k, uint32_t n, int64_t t, int64_t w)
+ff_tokens_end(replica *rp, uint32_t j, uint32_t k, uint32_t n, int64_t t,
+	      int64_t w)
 {
 	if (k < 2)
 		return;
 	for (uint32_t i = 0; i < n; i++) {
 		struct rq *q = rp->byreq[rp->sreq[i]];
+		const struct kvs_running *r = &rp->ffrun[rp->ffpos[i]];
 		int64_t cl = rp->ffs + (int64_t)(i + 1) * w;
+		uint32_t g = r->generated + (j + 1 - r->start);
 
 		q->itl_sum += cl - q->cl_last;
 		if (rp->ffgmax > q->itl_max)
 			q->itl_max = rp->ffgmax;
-		rp->st.gen_tokens_done += (uint64_t)(k - 1) * q->nsamp;
-		q->gen += k - 1;
+		rp->st.gen_tokens_done += (uint64_t)(g - q->gen) * q->nsamp;
+		q->gen = g;
 		q->last_tok = t;
 		q->cl_last = cl;
 	}
@@ -460,21 +493,117 @@ ff_admit(void *arg)
 	return replica__admit_due(x->rp, x->rp->sched_t, x->why, x->whylen);
 }
 
-/* and scheduled: the admitted requests' batch entries, note_sched's,
- * while their tables stand (one may end with its first token), kept from
- * rp->seq[n] on (n: the run's running requests), past the walk's batch. */
+/* Room for n admissions' entries and one admission more. */
+static kv_err
+ff_adm_room(replica *rp, uint32_t n)
+{
+	if (rp->nffadm == rp->capffadm) {
+		uint32_t c = rp->capffadm ? 2 * rp->capffadm : 4;
+		struct ff_adm *a = realloc(rp->ffadm, c * sizeof(*a));
+
+		if (a == NULL)
+			return KV_ENOMEM;
+		rp->ffadm = a;
+		rp->capffadm = c;
+	}
+	if (n > rp->capffa) {
+		uint32_t c = n > 2 * rp->capffa ? n : 2 * rp->capffa;
+		struct kvs_sched *e = realloc(rp->ffasched, c * sizeof(*e));
+		kvs_req *h;
+		struct cat_mixer_seq *q;
+
+		if (e == NULL)
+			return KV_ENOMEM;
+		rp->ffasched = e;
+		if ((h = realloc(rp->ffareq, c * sizeof(*h))) == NULL)
+			return KV_ENOMEM;
+		rp->ffareq = h;
+		if ((q = realloc(rp->ffaseq, c * sizeof(*q))) == NULL)
+			return KV_ENOMEM;
+		rp->ffaseq = q;
+		rp->capffa = c;
+	}
+	return KV_OK;
+}
+
+/*
+ * and scheduled: the step that admits (x->jcur), while its tables stand
+ * (one may end with its first token): its admitted requests' entries,
+ * note_sched's (made at rp->seq[n0] on, past the walk's batch, and kept
+ * for the walk), and its time, as replica_begin takes it: the batch for
+ * the cost model, the requests running (one token each, in running
+ * order) and then those admitted, async scheduling's overlap from its
+ * chosen time; and the walk's view of the admissions: the blocks they
+ * took, their tables' slots (C computed tokens in whole blocks) and their
+ * tokens before their output, at most those slots.
+ */
 static kv_err
 ff_scheduled(void *arg)
 {
 	struct ff_plan *x = arg;
-	const struct kvs_step *st = kvs_current_step(x->rp->s);
+	replica *rp = x->rp;
+	const struct kvs_step *st = kvs_current_step(rp->s);
+	uint32_t j = x->jcur, m = 0, bs = rp->block_size, na = st->nsched;
+	struct ff_adm *A;
+	struct kvs_step b;
+	int64_t dt, cpu;
 
-	if (replica__sched_reserve(x->rp, x->n0 + st->nsched) != KV_OK) {
-		snprintf(x->why, x->whylen, "out of memory");
-		return KV_ENOMEM;
+	if (replica__sched_reserve(rp, x->n0 + na) != KV_OK ||
+	    ff_adm_room(rp, x->aoff + na) != KV_OK)
+		goto oom;
+	if (x->nall + na > rp->capffseq) {
+		struct cat_mixer_seq *q = realloc(rp->ffseq, (x->nall + na) *
+						  sizeof(*q));
+
+		if (q == NULL)
+			goto oom;
+		rp->ffseq = q;
+		rp->capffseq = x->nall + na;
 	}
-	replica__sched_batch(x->rp, st, x->n0);
+	replica__sched_batch(rp, st, x->n0);
+	A = &rp->ffadm[rp->nffadm++];
+	memset(A, 0, sizeof(*A));
+	A->j = j;
+	A->nadm = na;
+	A->off = x->aoff;
+	A->taken = x->adm_taken;
+	A->wait0 = x->wait0;
+	A->sched_t = rp->sched_t;
+	A->nend = UINT32_MAX;
+	memcpy(rp->ffasched + A->off, st->sched, na * sizeof(*st->sched));
+	memcpy(rp->ffareq + A->off, rp->sreq + x->n0, na * sizeof(kvs_req));
+	memcpy(rp->ffaseq + A->off, rp->seq + x->n0,
+	       na * sizeof(*rp->ffaseq));
+	x->aoff += na;
+	for (uint32_t i = 0; i < x->nall; i++) {
+		const struct kvs_running *r = &rp->ffrun[i];
+
+		if (r->ends_at < j)
+			continue;
+		rp->ffseq[m].q = 1;
+		rp->ffseq[m++].ctx = r->computed + (j - r->start);
+	}
+	for (uint32_t i = 0; i < na; i++) {
+		const struct cat_mixer_seq *q = &rp->ffaseq[A->off + i];
+		uint64_t c = q->ctx + q->q, cap = (c + bs - 1) / bs * bs;
+		uint64_t t = rp->byreq[st->sched[i].req]->prompt;
+
+		rp->ffseq[m + i] = *q;
+		/* a chunk of its prompt leaves none of its slots unused
+		 * (kvs_running_unused) */
+		A->slots += cap;
+		A->ntok += t < cap ? t : cap;
+	}
+	memset(&b, 0, sizeof(b));
+	b.nsched = m + na;
+	dt = replica__batch_time(rp, rp->ffseq, &b, &cpu);
+	dt = replica__async_dt(rp, x->t_adm, dt, cpu);
+	rp->fft[j] = dt;
+	x->t_last = x->t_adm + dt;
 	return KV_OK;
+oom:
+	snprintf(x->why, x->whylen, "out of memory");
+	return KV_ENOMEM;
 }
 
 /* and first: an admitted request's first token, as replica__complete
@@ -487,6 +616,101 @@ ff_first(void *arg, kvs_req h)
 
 	return q == NULL || q->keyed ? 0 :
 	    wl_token(q->out_key, q->gen, x->rp->vocab);
+}
+
+/*
+ * The tokens of the run's steps [j0, j1), replica__complete's: token j
+ * of request i (row i of x->kcap) is its output token number generated +
+ * j - start; a keyed request's ids are not kept, so its row is left as it
+ * is.
+ */
+static void
+ff_tokens_fill(replica *rp, const struct ff_plan *x, uint32_t j0,
+	       uint32_t j1)
+{
+	for (uint32_t i = 0; x->ids && i < x->nall; i++) {
+		const struct kvs_running *r = &rp->ffrun[i];
+		const struct rq *q = rp->byreq[r->req];
+		uint32_t a = j0 > r->start ? j0 : r->start;
+		uint32_t e = r->ends_at < j1 ? r->ends_at + 1 : j1;
+
+		if (q->keyed)
+			continue;
+		for (uint32_t j = a; j < e; j++)
+			rp->fftok[(size_t)i * x->kcap + j] =
+			    wl_token(q->out_key, r->generated + (j - r->start),
+				     rp->vocab);
+	}
+}
+
+/* The step that x->adm says admits, the run's last so far (x->jcur). */
+static void
+ff_admits(replica *rp, struct ff_plan *x, uint32_t kn,
+	  struct kvs_decode_bufs *b)
+{
+	x->wait0 = kvs_queue_len(rp->s, KVS_Q_WAITING) +
+		   (rp->npend - rp->phead);
+	x->jcur = kn - 1;
+	b->admit = ff_admit;
+}
+
+/*
+ * kvs_decode_bufs' more: the run past its admission step, with the
+ * requests it admitted that go on running, r[0..nj) (added to ffrun),
+ * up to kmax steps more: ff_time's steps from the one after it, as the
+ * first ones.  0 when the step is past the horizon (it is the tail), or
+ * a request is one the span does not cover.
+ */
+static uint32_t
+ff_more(void *arg, const struct kvs_running *r, uint32_t nj, uint32_t kmax,
+	bool last, struct kvs_decode_bufs *b)
+{
+	struct ff_plan *x = arg;
+	replica *rp = x->rp;
+	struct ff_adm *A = &rp->ffadm[rp->nffadm - 1];
+	uint32_t j0 = A->j + 1, kn, ke;
+	size_t nt = (size_t)(x->nall + nj) * x->kcap;
+	int64_t t0 = x->t_last;
+
+	(void)last;
+	if (x->t_last > (x->until_end < x->until ? x->until_end : x->until) ||
+	    nt > 2 * (size_t)FF_MAX_TOKENS || j0 >= x->kcap)
+		return 0;
+	/* each a new request with its first token, whose notes the walk
+	 * takes at the admission */
+	for (uint32_t i = 0; i < nj; i++) {
+		const struct rq *q = rp->byreq[r[i].req];
+
+		if (q == NULL || q->gen != 0 || q->scheduled ||
+		    q->nsamp > 1 || r[i].generated != 1)
+			return 0;
+		x->ids |= !q->keyed;
+	}
+	if (ff_room(rp, x->nall + nj, x->kcap) != KV_OK ||
+	    replica__sched_reserve(rp, x->nall + nj) != KV_OK) {
+		x->err = KV_ENOMEM;
+		return 0;
+	}
+	memcpy(rp->ffrun + x->nall, r, nj * sizeof(*r));
+	x->nall += nj;
+	x->adm = false;
+	ke = j0 + (kmax < x->kcap - j0 ? kmax : x->kcap - j0);
+	kn = ff_time(rp, t0, x, rp->ffrun, x->nall, j0, ke, &x->nend,
+		     &x->tail, &x->next, &x->t_last);
+	if (kn <= j0) {	/* none: the admission ends the run */
+		x->nall -= nj;
+		x->adm = true;
+		return 0;
+	}
+	A->join = x->nall - nj;
+	A->njoin = nj;
+	A->nend = A->nadm - nj;
+	ff_tokens_fill(rp, x, j0, kn);
+	b->tok = rp->fftok;
+	b->admit = NULL;
+	if (x->adm)
+		ff_admits(rp, x, kn, b);
+	return kn - j0;
 }
 
 /*
@@ -514,47 +738,32 @@ ff_plan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t kmax,
 			return 0;
 		x->slots += (uint64_t)r[i].blocks * rp->block_size;
 		x->ntok += r[i].tokens;
+		x->ids |= !q->keyed;
 		rp->sreq[i] = r[i].req;
-		rp->seq[i].q = 1;
-		rp->seq[i].ctx = r[i].computed;
 	}
-	if (ff_room(rp, n, kmax) != KV_OK) {
+	if (ff_room(rp, n, x->kcap) != KV_OK) {
 		x->err = KV_ENOMEM;
 		return 0;
 	}
 	memcpy(rp->ffrun, r, n * sizeof(*r));
-	if ((kn = ff_time(rp, x->now, x, r, n, kmax, &x->nend, &x->tail,
-			  &x->next, &x->t_last)) == 0)
+	x->nall = x->n0 = n;
+	x->nend = 0;
+	if ((kn = ff_time(rp, x->now, x, rp->ffrun, n, 0, kmax, &x->nend,
+			  &x->tail, &x->next, &x->t_last)) == 0)
 		return 0;
-	/* note_sched's high after the steps each makes: every position
-	 * computed (C + its steps; C <= high, so it only grows); the
-	 * scheduler's steps: token j of request i is its output token
-	 * number gen + j (replica__complete's); a keyed request's ids are
-	 * not kept, so its row is left as it is */
-	for (uint32_t i = 0; i < n; i++) {
-		struct rq *q = rp->byreq[r[i].req];
-		uint32_t k = r[i].ends_at < kn ? r[i].ends_at + 1 : kn;
-
-		q->high = r[i].computed + k;
-		if (q->keyed)
-			continue;
-		for (uint32_t j = 0; j < k; j++)
-			rp->fftok[(size_t)i * kn + j] =
-			    wl_token(q->out_key, q->gen + j, rp->vocab);
-	}
+	ff_tokens_fill(rp, x, 0, kn);
 	x->free0 = kvc_free_blocks(kvs_kv(rp->s), 0);
 	b->tok = rp->fftok;
 	b->taken = rp->fftaken;
 	b->freed = rp->fffreed;
+	b->stride = x->kcap;
 	if (x->adm) {
-		x->wait0 = kvs_queue_len(rp->s, KVS_Q_WAITING) +
-			   (rp->npend - rp->phead);
-		x->n0 = n;
-		b->admit = ff_admit;
+		ff_admits(rp, x, kn, b);
 		b->scheduled = ff_scheduled;
 		b->first = ff_first;
 		b->arg = x;
 		b->adm_taken = &x->adm_taken;
+		b->more = ff_more;
 	}
 	return kn;
 }
@@ -602,7 +811,7 @@ ff_step_ends(replica *rp, struct ff_walk *w, uint32_t j,
 	uint32_t bs = rp->block_size, n = w->n, m = 0;
 	kv_err e;
 
-	ff_tokens_end(rp, j - w->seg + 1, n, w->t, w->w);
+	ff_tokens_end(rp, j, j - w->seg + 1, n, w->t, w->w);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct kvs_running *r = &rp->ffrun[rp->ffpos[i]];
 		uint64_t b;
@@ -620,17 +829,170 @@ ff_step_ends(replica *rp, struct ff_walk *w, uint32_t j,
 		}
 		w->f++;
 		/* its table: C + j + 1 slots (ff_blocks) */
-		b = ((uint64_t)r->computed + j + bs) / bs;
+		b = ((uint64_t)r->computed + (j - r->start) + bs) / bs;
 		if (b < r->blocks)
 			b = r->blocks;
 		w->slots -= b * bs;
-		w->ntok -= (uint64_t)r->tokens + j + 1u;
+		w->ntok -= (uint64_t)r->tokens + (j - r->start) + 1u;
 		if ((e = replica__finish(rp, r->req, w->t, rep, why, whylen)) !=
 		    KV_OK)
 			return e;
 	}
 	w->n = m;
 	return KV_OK;
+}
+
+/*
+ * An admission step's first tokens, in the scheduler's order: the last
+ * step's as replica_end notes them (the requests' counts); one each at
+ * a step the run goes past (A->nend set: each was admitted whole).
+ */
+static kv_err
+ff_adm_tokens(replica *rp, const struct ff_adm *A, int64_t t, rpt *rep,
+	      char *why, size_t whylen)
+{
+	if (A->nend == UINT32_MAX)
+		return replica__note_tokens(rp, rp->ffareq + A->off, A->nadm,
+					    t, rep, why, whylen);
+	for (uint32_t i = 0; i < A->nadm; i++) {
+		struct rq *q = rp->byreq[rp->ffareq[A->off + i]];
+
+		if (q != NULL && q->gen == 0)
+			replica__gain(rp, q, 1, t, rep);
+	}
+	return KV_OK;
+}
+
+/*
+ * Admission step A's requests that go on running join the walk's batch
+ * (after the running ones, as the scheduler runs them), with their
+ * tables' slots and their tokens, and their high (note_sched's, after
+ * the steps each makes); the output counts their first tokens.
+ */
+static void
+ff_adm_join(replica *rp, struct ff_walk *w, const struct ff_adm *A)
+{
+	for (uint32_t p = A->join; p < A->join + A->njoin; p++) {
+		const struct kvs_running *r = &rp->ffrun[p];
+		uint32_t k = r->ends_at < w->kn ? r->ends_at + 1 : w->kn;
+
+		rp->sreq[w->n] = r->req;
+		rp->ffpos[w->n++] = p;
+		rp->byreq[r->req]->high = r->computed + (k - r->start);
+	}
+	w->ntok += A->njoin;
+	w->gen += A->nadm;
+}
+
+/*
+ * The ends of admission step A's requests with their first token, from
+ * st's list (w->f on): the rest of the run's at its last step, else
+ * A->nend of them; then, where the run goes on, the others join the
+ * batch (ff_adm_join).
+ */
+static kv_err
+ff_adm_ends(replica *rp, struct ff_walk *w, const struct ff_adm *A,
+	    const struct kvs_step *st, rpt *rep, char *why, size_t whylen)
+{
+	uint32_t bs = rp->block_size, ended = 0;
+	kv_err e;
+
+	while (ended < A->nend && w->f < st->nfinish) {
+		kvs_req h = st->finish[w->f++];
+		uint32_t i = 0;
+
+		while (i < A->nadm && rp->ffareq[A->off + i] != h)
+			i++;
+		if (i == A->nadm) {
+			snprintf(why, whylen, "replica %u: fast-forward: "
+				 "request %d's end in step %u is not an "
+				 "admitted one's", rp->index, (int)h, A->j);
+			return KV_ESTATE;
+		}
+		if (A->nend != UINT32_MAX) {	/* out of the walk's sums */
+			const struct cat_mixer_seq *q = &rp->ffaseq[A->off + i];
+			uint64_t c = q->ctx + q->q, cap = (c + bs - 1) / bs * bs;
+			uint64_t t = rp->byreq[h]->prompt;
+
+			w->slots -= cap;
+			w->ntok -= t < cap ? t : cap;
+		}
+		if ((e = replica__finish(rp, h, w->t, rep, why, whylen)) !=
+		    KV_OK)
+			return e;
+		ended++;
+	}
+	if (A->nend == UINT32_MAX)
+		return KV_OK;
+	if (ended != A->nend) {
+		snprintf(why, whylen, "replica %u: fast-forward: %u of the "
+			 "requests admitted in step %u ended with their first "
+			 "token, the plan %u", rp->index, ended, A->j,
+			 A->nend);
+		return KV_ESTATE;
+	}
+	ff_adm_join(rp, w, A);
+	return KV_OK;
+}
+
+/* The walk's next admission step (kn: none). */
+static void
+ff_adm_next(const replica *rp, struct ff_walk *w)
+{
+	w->a++;
+	w->jadm = w->a < rp->nffadm ? rp->ffadm[w->a].j : w->kn;
+}
+
+/* At the begin of admission step w->jadm: its admissions' tables in the
+ * walk's batch and sums; the blocks its waiting phase took. */
+static uint32_t
+ff_adm_tables(const replica *rp, struct ff_walk *w)
+{
+	const struct ff_adm *A = &rp->ffadm[w->a];
+
+	w->slots += A->slots;
+	w->ntok += A->ntok;
+	w->n += A->nadm;
+	return A->taken;
+}
+
+/* and note_sched's notes of its admitted requests, at its chosen time. */
+static void
+ff_adm_notes(replica *rp, const struct ff_walk *w)
+{
+	const struct ff_adm *A = &rp->ffadm[w->a];
+	int64_t keep = rp->sched_t;
+
+	rp->sched_t = A->sched_t;
+	replica__sched_notes(rp, rp->ffasched + A->off, rp->ffaseq + A->off,
+			     A->nadm);
+	rp->sched_t = keep;
+	if (w->n > rp->st.max_batch)
+		rp->st.max_batch = w->n;
+}
+
+/*
+ * The end of admission step w->jadm when it ended no request and every
+ * request it admitted goes on: the batch goes on with them at its end,
+ * each in its place in the API server's queue, so the gaps stay common;
+ * the largest so far is the running ones' alone.  Then the usage after
+ * it (free: the blocks free).
+ */
+static void
+ff_adm_keep(replica *rp, struct ff_walk *w, uint64_t free)
+{
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct rq *q = rp->byreq[rp->sreq[i]];
+
+		if (rp->ffgmax > q->itl_max)
+			q->itl_max = rp->ffgmax;
+	}
+	rp->ffgmax = 0;
+	ff_adm_join(rp, w, &rp->ffadm[w->a]);
+	free += rp->fffreed[w->jadm];
+	w->back += rp->fffreed[w->jadm];
+	replica__usage_free(rp, w->t, &free);
+	ff_adm_next(rp, w);
 }
 
 /* The run's ends, st's list, all finished: f of them were. */
@@ -672,6 +1034,8 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 
 	if (w->e < w->nend && rp->ffend[w->e] < jend)
 		jend = rp->ffend[w->e];
+	if (w->jadm < jend)
+		jend = w->jadm;
 	if (w->begun || j <= w->seg)
 		return;
 	for (; j < jend; j++) {
@@ -766,12 +1130,8 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 			if (j > w->jt && dt > until - w->t)
 				return KV_OK;
 			w->slots += (uint64_t)tk * rp->block_size;
-			if (j == w->jadm) {	/* its admissions' tables */
-				tk += w->adm_taken;
-				w->slots += w->adm_slots;
-				w->ntok += w->adm_ntok;
-				w->n += w->nadm;
-			}
+			if (j == w->jadm)	/* its admissions' tables */
+				tk += ff_adm_tables(rp, w);
 			w->used += tk;
 			free = w->free0 - w->used + w->back;
 			/* note_step: fragmentation after the step's
@@ -790,18 +1150,16 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 			else if (tk != 0)
 				ff_usage_level(rp, free);
 			/* else: the levels of the step before */
-			if (j == w->jadm) {	/* note_sched's, theirs */
-				replica__sched_notes(rp, kvs_current_step(rp->s),
-						     w->adm_off);
-				if (w->n > rp->st.max_batch)
-					rp->st.max_batch = w->n;
-			}
+			if (j == w->jadm)	/* note_sched's, theirs */
+				ff_adm_notes(rp, w);
 			if (rows != NULL) {
-				/* before the admissions, the requests they
-				 * hand over still wait in the replica */
-				rp->ffrow_waitset = j < w->jadm &&
-						    w->jadm < w->kn;
-				rp->ffrow_wait = w->wait0;
+				/* before an admission, the requests it hands
+				 * over still wait in the replica */
+				uint32_t a = w->a + (j == w->jadm);
+
+				rp->ffrow_waitset = a < rp->nffadm;
+				if (rp->ffrow_waitset)
+					rp->ffrow_wait = rp->ffadm[a].wait0;
 				ff_rows(rp, rows, w->t, w->t + dt, w->n,
 					rp->blocks_total - free,
 					w->slots - w->ntok, w->gen);
@@ -836,117 +1194,50 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 		/* replica_end: a token each, in running order */
 		w->t += dt;
 		if (j == w->jadm)	/* the running requests' */
-			w->n -= w->nadm;
+			w->n -= rp->ffadm[w->a].nadm;
 		ff_tokens(rp, j - w->seg, w->n, w->t, w->w, rep);
 		w->ntok += w->n;
 		w->gen += w->n;
 		w->ended = w->e < w->nend && rp->ffend[w->e] == j;
 		w->j = j + 1;
-		if (!w->ended && j + 1 < w->kn) {
+		if (!w->ended && j + 1 < w->kn && j != w->jadm) {
 			ff_usage_area(rp, w->t, dt);
 			continue;
 		}
 		/* then the admitted requests' first tokens, in the
 		 * scheduler's order after them */
 		if (j == w->jadm &&
-		    (e = replica__note_tokens(rp, rp->sreq + w->adm_off,
-					      w->nadm, w->t, rep, why,
-					      whylen)) != KV_OK)
+		    (e = ff_adm_tokens(rp, &rp->ffadm[w->a], w->t, rep, why,
+				       whylen)) != KV_OK)
 			return e;
+		if (j == w->jadm && !w->ended && rp->ffadm[w->a].nend == 0) {
+			ff_adm_keep(rp, w, free);
+			continue;
+		}
 		/* the step's finishes (or the span's end), then the usage
 		 * after them; the batch goes on without them */
 		if ((e = ff_step_ends(rp, w, j, st, rep, why, whylen)) !=
 		    KV_OK)
 			return e;
 		/* and the admitted requests' that ended with their first
-		 * token (the scheduler lists them last) */
-		while (j == w->jadm && w->f < st->nfinish) {
-			kvs_req h = st->finish[w->f++];
-			uint32_t i = 0;
-
-			while (i < w->nadm && rp->sreq[w->adm_off + i] != h)
-				i++;
-			if (i == w->nadm) {
-				snprintf(why, whylen, "replica %u: fast-forward: "
-					 "request %d's end in step %u is not an "
-					 "admitted one's", rp->index, (int)h, j);
-				return KV_ESTATE;
-			}
-			if ((e = replica__finish(rp, h, w->t, rep, why,
-						 whylen)) != KV_OK)
-				return e;
-		}
+		 * token (the scheduler lists them after), then those that
+		 * go on join the batch */
+		if (j == w->jadm &&
+		    (e = ff_adm_ends(rp, w, &rp->ffadm[w->a], st, rep, why,
+				     whylen)) != KV_OK)
+			return e;
 		w->back += rp->fffreed[j];
 		free += rp->fffreed[j];
 		replica__usage_free(rp, w->t, &free);
 		w->seg = j + 1;
 		w->e += w->ended;
+		if (j == w->jadm)
+			ff_adm_next(rp, w);
 	}
 	w->on = false;
 	if ((e = ff_ends_all(rp, st, w->f, why, whylen)) != KV_OK)
 		return e;
 	rp->nsched = w->n;
-	return KV_OK;
-}
-
-/*
- * The run's last step admitted the requests held for it (x->adm): its
- * batch for the cost model, the requests still running (one token each,
- * in running order) and then those the scheduler admitted (the step
- * record's, note_sched's entries, kept from rp->seq[n0] on for the walk's
- * notes); its time as replica_begin takes it, async scheduling's overlap
- * from its chosen time; and the walk's view of the admissions: the
- * blocks they took, their tables' slots (C computed tokens in whole
- * blocks) and their tokens before their output, at most those slots.
- */
-static kv_err
-ff_admission(replica *rp, struct ff_plan *x, struct ff_walk *w,
-	     uint32_t n0)
-{
-	const struct kvs_step *st = kvs_current_step(rp->s);
-	uint32_t j = w->kn - 1, m = 0, bs = rp->block_size;
-	struct kvs_step b;
-	int64_t dt, cpu;
-
-	if (n0 + st->nsched > rp->capffseq) {
-		struct cat_mixer_seq *q = realloc(rp->ffseq, (n0 + st->nsched) *
-						  sizeof(*q));
-
-		if (q == NULL)
-			return KV_ENOMEM;
-		rp->ffseq = q;
-		rp->capffseq = n0 + st->nsched;
-	}
-	for (uint32_t i = 0; i < n0; i++) {
-		const struct kvs_running *r = &rp->ffrun[i];
-
-		if (r->ends_at < j)
-			continue;
-		rp->ffseq[m].q = 1;
-		rp->ffseq[m++].ctx = r->computed + j;
-	}
-	for (uint32_t i = 0; i < st->nsched; i++) {
-		const struct cat_mixer_seq *q = &rp->seq[n0 + i];
-		uint64_t c = q->ctx + q->q, cap = (c + bs - 1) / bs * bs;
-		uint64_t t = rp->byreq[st->sched[i].req]->prompt;
-
-		rp->ffseq[m + i] = *q;
-		/* a chunk of its prompt leaves none of its slots unused
-		 * (kvs_running_unused) */
-		w->adm_slots += cap;
-		w->adm_ntok += t < cap ? t : cap;
-	}
-	memset(&b, 0, sizeof(b));
-	b.nsched = m + st->nsched;
-	dt = replica__batch_time(rp, rp->ffseq, &b, &cpu);
-	dt = replica__async_dt(rp, x->t_adm, dt, cpu);
-	rp->fft[j] = dt;
-	x->t_last = x->t_adm + dt;
-	w->jadm = j;
-	w->nadm = st->nsched;
-	w->adm_off = n0;
-	w->adm_taken = x->adm_taken;
-	w->wait0 = x->wait0;
 	return KV_OK;
 }
 
@@ -984,7 +1275,8 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	sp->t_end = now;
 	sp->tail_end = INT64_MIN;
 	sp->nsteps = sp->ext = 0;
-	sp->ended = sp->admitted = false;
+	sp->admitted = 0;
+	sp->ended = sp->adm_last = false;
 	if (!ff_covered(rp) || sp->until <= now)
 		return KV_OK;
 	n = kvs_queue_len(rp->s, KVS_Q_RUNNING);
@@ -1005,10 +1297,11 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 							  INT64_MIN;
 	x.ext_sched = sp->ext_sched;
 	x.ext_until = sp->ext_until;
-	/* a step that admits requests ends the run, its time taken once
-	 * the scheduler has chosen it: where nothing but arrivals and rows
-	 * can come before its end (it is the tail when it ends past the
-	 * horizon) */
+	x.kcap = kmax;
+	/* a step that admits requests may be made, its time taken once
+	 * the scheduler has chosen it, and the run go on past it: where
+	 * nothing but arrivals and rows can come before its end (it is the
+	 * tail, and the run's last, when it ends past the horizon) */
 	x.adm_ok = x.tail_until == INT64_MAX;
 	x.why = why;
 	x.whylen = whylen;
@@ -1017,6 +1310,7 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	if (!x.adm_ok && ff_held_due(rp, now))
 		return KV_OK;
 	why[0] = '\0';
+	rp->nffadm = 0;
 	if ((e = kvs_decode_plan(rp->s, kmax, sp->until_end > now ?
 				 KVS_ENDS_ANY : KVS_ENDS_NONE, ff_plan, &x,
 				 &kn)) != KV_OK) {
@@ -1031,25 +1325,29 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	}
 	if (kn == 0)
 		return KV_OK;
+	/* note_sched's high after the steps each makes: every position
+	 * computed (C + its steps; C <= high, so it only grows); those
+	 * admitted, when they join the walk's batch */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct kvs_running *r = &rp->ffrun[i];
+		uint32_t k = r->ends_at < kn ? r->ends_at + 1 : kn;
+
+		rp->byreq[r->req]->high = r->computed + k;
+	}
 	/* each step's notes, as replica_begin and replica_end take them;
 	 * w: a token's time in the API server (cost_fifo_serve's, >= 0) */
 	w = &rp->ffw;
 	memset(w, 0, sizeof(*w));
 	w->kn = kn;
 	w->jt = x.tail ? kn - 1 - x.next : kn;
-	w->jadm = kn;
-	if (x.adm) {
-		sp->admitted = true;
-		if (ff_admission(rp, &x, w, n) != KV_OK) {
-			snprintf(why, whylen, "out of memory");
-			return KV_ENOMEM;
-		}
-		/* past the horizon (or past the second, as it may end
-		 * requests): in flight, the tail */
-		if (x.t_last > (x.until_end < x.until ? x.until_end :
-				x.until))
-			w->jt = w->jadm;
-	}
+	w->jadm = rp->nffadm > 0 ? rp->ffadm[0].j : kn;
+	sp->admitted = rp->nffadm;
+	sp->adm_last = x.adm;
+	/* a last step that admits, past the horizon (or past the second,
+	 * as it may end requests): in flight, the tail */
+	if (x.adm && x.t_last > (x.until_end < x.until ? x.until_end :
+				 x.until))
+		w->jt = kn - 1;
 	w->n = n;
 	w->nend = x.nend;
 	w->slots = x.slots;

@@ -175,15 +175,32 @@ struct replica {
 		uint32_t j, kn, jt, seg, n, f, e, nend;
 		uint64_t slots, ntok, used, back, free0, gen, ahead;
 		int64_t t, w, t_end;
-		/* the step that admits requests (jadm; kn: none), the
-		 * nadm it scheduled, the blocks they took, their
-		 * tables' slots and their tokens, and where their batch
-		 * entries are (sreq, seq from adm_off on); the waiting
-		 * requests before it (the rows') */
-		uint32_t jadm, nadm, adm_off, adm_taken;
-		uint64_t adm_slots, adm_ntok, wait0;
+		/* the next step that admits requests (jadm; kn: none),
+		 * ffadm[a]'s */
+		uint32_t jadm, a;
 	} ffw;
-	struct cat_mixer_seq *ffseq;	/* that step's batch */
+	/* a span's steps that admit requests, in step order (ffadm[0 ..
+	 * nffadm)): the step j, chosen at sched_t; the nadm
+	 * requests it scheduled, their batch entries (the step record's,
+	 * the request and the cost model's entry: ffasched, ffareq and
+	 * ffaseq from off on); the blocks its waiting phase took, their
+	 * tables' slots and their tokens before the step's output; the
+	 * requests waiting before it (the rows'); and, when the span goes
+	 * on past it, the njoin of them that go on running (in ffrun from
+	 * join at), the others having ended with their first token (nend;
+	 * UINT32_MAX: the span's last step, whose finishes are all the
+	 * run's left) */
+	struct ff_adm {
+		uint32_t j, nadm, off, taken, njoin, join, nend;
+		uint64_t slots, ntok, wait0;
+		int64_t sched_t;
+	} *ffadm;
+	uint32_t nffadm, capffadm;
+	struct kvs_sched *ffasched;
+	kvs_req *ffareq;
+	struct cat_mixer_seq *ffaseq;
+	uint32_t capffa;
+	struct cat_mixer_seq *ffseq;	/* an admission step's batch */
 	size_t capffseq;
 	uint64_t ffcaught;	/* tail steps ended at an arrival */
 	/* the step-time memos of batches of decodes alone, by batch size
@@ -218,13 +235,14 @@ replica__fe(const replica *rp)
 void replica__usage_free(replica *rp, int64_t now, const uint64_t *free);
 /* The requests held for a step chosen at t, handed to the scheduler. */
 kv_err replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen);
-/* note_sched in two halves, st's entries at rp->seq[off] on: the batch
- * for the cost model (replica__sched_batch), then each request's
- * milestones and the work counted (replica__sched_notes). */
+/* note_sched in two halves: st's entries, for the cost model, at
+ * rp->seq[off] on (replica__sched_batch); then, from n such entries
+ * (sched, and seq's for the cost model), each request's milestones and
+ * the work counted (replica__sched_notes). */
 void replica__sched_batch(replica *rp, const struct kvs_step *st,
 			  uint32_t off);
-void replica__sched_notes(replica *rp, const struct kvs_step *st,
-			  uint32_t off);
+void replica__sched_notes(replica *rp, const struct kvs_sched *sched,
+			  const struct cat_mixer_seq *seq, uint32_t n);
 int64_t replica__step_time(replica *rp, const struct kvs_step *st,
 			   int64_t *cpu);
 /* ... of the batch seq[0 .. st->nsched) (rp->seq's own: replica__step_time) */

@@ -171,7 +171,8 @@ struct sim_run {
 	uint64_t ff_spans, ff_tails;	/* replica_ff calls that made
 					 * steps; those that left a tail */
 	uint64_t ff_ext;	/* the steps made after tails */
-	uint64_t ff_adm;	/* the spans' steps that admitted requests */
+	uint64_t ff_adm;	/* the spans ending with a step that admits */
+	uint64_t ff_adm_steps;	/* the spans' steps that admitted requests */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
 };
 
@@ -1022,7 +1023,8 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail,
 		R->ff_spans++;
 		R->ff_tails += sp.tail_end != INT64_MIN;
 		R->ff_ext += sp.ext;
-		R->ff_adm += sp.admitted;
+		R->ff_adm += sp.adm_last;
+		R->ff_adm_steps += sp.admitted;
 		if (sp.nsteps > 0 && *now > R->ff_end)
 			R->ff_end = *now;
 	} while (sp.ended);
@@ -2306,6 +2308,13 @@ sim_run_ff_spans(const sim_run *R, uint64_t *tails, uint64_t *admits)
 	*tails = R->ff_tails;
 	*admits = R->ff_adm;
 	return R->ff_spans;
+}
+
+uint64_t
+sim_run_ff_adm(const sim_run *R, uint64_t *past)
+{
+	*past = R->ff_adm_steps - R->ff_adm;
+	return R->ff_adm_steps;
 }
 
 uint64_t

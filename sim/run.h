@@ -164,6 +164,9 @@ uint64_t sim_run_ff_spans(const sim_run *R, uint64_t *tails,
 /* The steps made after the spans' tails (replica_span.ext), and
  * *caught: those of them ended at an arrival (replica_ff_catch). */
 uint64_t sim_run_ff_ext(const sim_run *R, uint64_t *caught);
+/* The spans' steps that admitted requests held for them, and *past:
+ * those of them the span went on past (the others ended their span). */
+uint64_t sim_run_ff_adm(const sim_run *R, uint64_t *past);
 /* Timeseries rows written from inside a span (replica_rows), of *all. */
 uint64_t sim_run_ff_rows(const sim_run *R, uint64_t *all);
 /* Requests added by key (kvs_add_keyed), of *all added. */

@@ -484,24 +484,34 @@ END_TEST
  * A run whose last step admits (kvs_decode_bufs' admit): the planner's
  * callbacks add a held request to the first scheduler at the last step's
  * start, see the step record list what the waiting phase scheduled, and
- * give each admitted request its first token.
+ * give each admitted request its first token.  With `on`, the run may go
+ * on past the admission (more), and its new last step admit a second
+ * held request.
  */
 struct aplan {
 	kvs *s;
-	const uint32_t *p;	/* the held prompt */
-	uint32_t len, out, want, nadm, admits, scheduled, adm_taken;
-	kvs_req r;
+	const uint32_t *p[2];	/* the held prompts */
+	uint32_t len[2], out[2], want, admits, scheduled;
+	uint32_t nadm[2], tk[2], at[2], adm_taken;
+	kvs_req r[2];
 	uint32_t *tok, *taken, *freed;
-	struct kvs_sched sched[4];
+	struct kvs_sched sched[2][4];
+	/* with `on`: rows of stride tokens; the steps planned so far;
+	 * what more was told (the requests that go on, the steps offered)
+	 * and the steps it added */
+	bool on;
+	uint32_t stride, total, mores, nj, offered, added, again;
+	struct kvs_running joined[2];
 };
 
 static kv_err
 aplan_admit(void *arg)
 {
 	struct aplan *x = arg;
+	uint32_t a = x->admits++;
 
-	x->admits++;
-	return kvs_add(x->s, x->p, x->len, x->out, 0, &x->r);
+	ck_assert_uint_lt(a, 2);
+	return kvs_add(x->s, x->p[a], x->len[a], x->out[a], 0, &x->r[a]);
 }
 
 static kv_err
@@ -509,11 +519,13 @@ aplan_scheduled(void *arg)
 {
 	struct aplan *x = arg;
 	const struct kvs_step *st = kvs_current_step(x->s);
+	uint32_t a = x->scheduled++;
 
-	x->scheduled++;
-	x->nadm = st->nsched;
+	ck_assert_uint_eq(x->scheduled, x->admits);
 	ck_assert_uint_le(st->nsched, 1);
-	memcpy(x->sched, st->sched, st->nsched * sizeof(*st->sched));
+	x->nadm[a] = st->nsched;
+	x->tk[a] = x->adm_taken;
+	memcpy(x->sched[a], st->sched, st->nsched * sizeof(*st->sched));
 	return KV_OK;
 }
 
@@ -522,6 +534,43 @@ aplan_first(void *arg, kvs_req r)
 {
 	(void)arg;
 	return 3000u + (uint32_t)r;
+}
+
+/* more: the steps told, now and then all of them, or none; now and then
+ * the new last step admits the second held request */
+static uint32_t
+aplan_more(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
+	   bool last, struct kvs_decode_bufs *b)
+{
+	struct aplan *x = arg;
+	uint32_t room = x->stride - x->total;
+
+	(void)last;
+	x->mores++;
+	ck_assert_uint_eq(x->mores, x->admits);
+	ck_assert_uint_le(n, 1);
+	for (uint32_t i = 0; i < n; i++) {
+		ck_assert_int_eq(r[i].req, x->r[x->admits - 1]);
+		ck_assert_uint_eq(r[i].start, x->total);
+		/* its first token, or (a chunk left one) not yet */
+		ck_assert_uint_le(r[i].generated, 1);
+		x->joined[x->nj++] = r[i];
+	}
+	x->offered = k;
+	b->admit = NULL;
+	if (k > room)
+		k = room;
+	if (k == 0)
+		return 0;
+	k = rnd(5) == 0 ? 0 : rnd(3) == 0 ? k : 1 + rnd(k);
+	if (k > 0 && x->admits == 1 && rnd(3) == 0) {
+		b->admit = aplan_admit;
+		x->at[1] = x->total + k - 1;
+		x->again++;
+	}
+	x->total += k;
+	x->added += k;
+	return k;
 }
 
 static uint32_t
@@ -535,6 +584,8 @@ aplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
 	(void)last;
 	if (x->want > k)
 		x->want = k;
+	x->at[0] = x->want - 1;
+	x->total = x->want;
 	b->tok = x->tok;
 	b->taken = x->taken;
 	b->freed = x->freed;
@@ -543,6 +594,10 @@ aplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
 	b->first = aplan_first;
 	b->arg = x;
 	b->adm_taken = &x->adm_taken;
+	if (x->on) {
+		b->stride = x->stride;
+		b->more = aplan_more;
+	}
 	return x->want;
 }
 
@@ -554,28 +609,33 @@ aplan(void *arg, const struct kvs_running *r, uint32_t n, uint32_t k,
  * (an admitted request may end with its first token) and everything the
  * schedulers hold must agree.  Prompts long enough to be chunked by the
  * budget and a pool small enough to refuse some admissions are met.
+ * With `on`, the run goes on past the admission for the steps more adds
+ * (kvs_decode_bufs' more), the admitted request running with the rest,
+ * and the single steps go on alike.
  */
-START_TEST(ff_admits)
+static void
+admits(bool on)
 {
 	uint32_t runs = 0, admitted = 0, chunked = 0, refused = 0;
-	uint32_t first_end = 0;
+	uint32_t first_end = 0, goes_on = 0, after = 0, told_all = 0;
+	uint32_t twice = 0;
 
 	for (uint64_t seed = 1; seed <= 12; seed++) {
 		kvs *a = ff_new(seed % 2 == 0, 8), *b = ff_new(seed % 2 == 0,
 							       8);
-		uint32_t tok[8 * KMAX], taken[KMAX], freed[KMAX], col[12];
-		uint32_t outs[4400], left[8], held[MML];
+		uint32_t tok[10 * 2 * KMAX], taken[2 * KMAX], freed[2 * KMAX];
+		uint32_t outs[4400], left[8], held[2][MML], col[12];
 
-		rng = seed * 104729;
+		rng = seed * 104729 + on;
 		for (int iter = 0; iter < 1500; iter++) {
 			uint32_t n = kvs_queue_len(a, KVS_Q_RUNNING), made, k;
-			uint32_t len, out, f = 0;
+			uint32_t f = 0, stride;
 			bool lany;
 			struct aplan x;
 			const struct kvs_step *sa, *sb;
 
 			if (n < 6 && rnd(3) == 0) {	/* one joins both */
-				uint32_t p[40], l = 4 + rnd(30);
+				uint32_t p[40], l = 4 + rnd(30), out;
 				kvs_req ra, rb;
 
 				for (uint32_t i = 0; i < l; i++)
@@ -612,93 +672,141 @@ START_TEST(ff_admits)
 				}
 				continue;
 			}
-			/* the held request: a prefix shared or not, now and
-			 * then longer than the budget left, or its output
-			 * one token */
-			len = rnd(4) == 0 ? 50 + rnd(40) : 4 + rnd(30);
-			out = rnd(5) == 0 ? 1 : 2 + rnd(30);
-			for (uint32_t i = 0; i < len; i++)
-				held[i] = i < 12 ? rnd(3) * 100 + i % 8 :
-				    1000 + rnd(50);
 			k = 1 + rnd(k);
-			for (uint32_t i = 0; i < n; i++)
-				for (uint32_t j = 0; j < k; j++)
-					tok[i * k + j] = 2000 + rnd(20);
-			x = (struct aplan){ .s = a, .p = held, .len = len,
-					    .out = out, .want = k, .tok = tok,
-					    .taken = taken, .freed = freed };
+			stride = on ? 2 * KMAX : k;
+			x = (struct aplan){ .s = a, .want = k, .tok = tok,
+					    .taken = taken, .freed = freed,
+					    .on = on, .stride = stride };
+			/* the held requests: a prefix shared or not, now
+			 * and then longer than the budget left, or their
+			 * output one token */
+			for (uint32_t h = 0; h < 2; h++) {
+				x.p[h] = held[h];
+				x.len[h] = rnd(4) == 0 ? 50 + rnd(40) :
+				    4 + rnd(30);
+				x.out[h] = rnd(5) == 0 ? 1 : 2 + rnd(30);
+				for (uint32_t i = 0; i < x.len[h]; i++)
+					held[h][i] = i < 12 ?
+					    rnd(3) * 100 + i % 8 :
+					    1000 + rnd(50);
+			}
+			for (uint32_t i = 0; i < n + 2; i++)
+				for (uint32_t j = 0; j < stride; j++)
+					tok[i * stride + j] = 2000 + rnd(20);
 			ck_assert_int_eq(kvs_decode_plan(a, KMAX, KVS_ENDS_ANY,
 							 aplan, &x, &made),
 					 KV_OK);
-			ck_assert_uint_eq(made, k);
-			ck_assert_uint_eq(x.admits, 1);
-			ck_assert_uint_eq(x.scheduled, 1);
-			outs[x.r] = out;
+			ck_assert_uint_eq(made, k + x.added);
+			ck_assert_uint_eq(made, x.total);
+			ck_assert_uint_ge(x.admits, 1);
+			ck_assert_uint_eq(x.scheduled, x.admits);
+			for (uint32_t h = 0; h < x.admits; h++)
+				outs[x.r[h]] = x.out[h];
 			sa = kvs_current_step(a);
-			ck_assert_uint_eq(sa->nsched, x.nadm);
+			/* the record lists the last step's admissions */
+			ck_assert_uint_eq(sa->nsched,
+					  x.at[x.admits - 1] + 1 == made ?
+					  x.nadm[x.admits - 1] : 0);
 			runs++;
-			/* the same one by one, the request added before
-			 * the last step */
-			for (uint32_t j = 0; j < k; j++) {
+			goes_on += x.added > 0;
+			after += x.added;
+			told_all += x.added > 0 && x.added == x.offered;
+			twice += x.admits == 2;
+			/* the same one by one, each held request added
+			 * before its admission step; after it, those
+			 * admitted run last, in turn */
+			for (uint32_t j = 0; j < made; j++) {
 				uint32_t before = kvc_free_blocks(kvs_kv(b), 0);
-				uint32_t m = 0, mid;
+				uint32_t m = 0, mid, h = x.admits;
 				kvs_req rb;
 
 				for (uint32_t i = 0; i < n; i++)
 					if (left[i] >= j)
-						col[m++] = tok[i * k + j];
-				if (j + 1 == k) {
-					ck_assert_int_eq(kvs_add(b, held, len,
-								 out, 0, &rb),
-							 KV_OK);
-					ck_assert_int_eq(rb, x.r);
+						col[m++] = tok[i * stride + j];
+				for (uint32_t q = 0; q < x.nj; q++)
+					if (j >= x.joined[q].start &&
+					    x.joined[q].ends_at >= j)
+						col[m++] = tok[(n + q) *
+							       stride + j];
+				for (uint32_t c = 0; c < x.admits; c++)
+					if (x.at[c] == j)
+						h = c;
+				if (h < x.admits) {
+					ck_assert_int_eq(kvs_add(b, x.p[h],
+								 x.len[h],
+								 x.out[h], 0,
+								 &rb), KV_OK);
+					ck_assert_int_eq(rb, x.r[h]);
 				}
 				ck_assert_int_eq(kvs_schedule(b, &sb), KV_OK);
 				mid = kvc_free_blocks(kvs_kv(b), 0);
-				if (j + 1 < k) {
+				if (h == x.admits) {
 					ck_assert_uint_eq(taken[j], before - mid);
+					ck_assert_uint_eq(sb->nsched, m);
 				} else {
-					ck_assert_uint_eq(taken[j] + x.adm_taken,
+					ck_assert_uint_eq(taken[j] + x.tk[h],
 							  before - mid);
-					ck_assert_uint_eq(sb->nsched, m + x.nadm);
-					for (uint32_t i = 0; i < x.nadm; i++) {
+					ck_assert_uint_eq(sb->nsched,
+							  m + x.nadm[h]);
+					for (uint32_t i = 0; i < x.nadm[h]; i++) {
 						const struct kvs_sched *e =
 						    &sb->sched[m + i];
 
 						ck_assert_int_eq(e->req,
-							x.sched[i].req);
+							x.sched[h][i].req);
 						ck_assert_uint_eq(e->ntokens,
-							x.sched[i].ntokens);
+							x.sched[h][i].ntokens);
 						ck_assert_uint_eq(e->cached,
-							x.sched[i].cached);
+							x.sched[h][i].cached);
 						ck_assert_uint_eq(e->stale,
-							x.sched[i].stale);
-						chunked += e->ntokens < len;
+							x.sched[h][i].stale);
+						chunked += e->ntokens <
+							   x.len[h];
 						col[m + i] = aplan_first(NULL,
 									 e->req);
 					}
-					admitted += x.nadm;
-					refused += x.nadm == 0;
+					admitted += x.nadm[h];
+					refused += x.nadm[h] == 0;
 				}
 				ck_assert_int_eq(kvs_complete(b, col, &sb),
 						 KV_OK);
 				ck_assert_uint_eq(freed[j], kvc_free_blocks(
 					kvs_kv(b), 0) - mid);
-				first_end += next_finishes(sa, sb, &f, x.r);
+				first_end += next_finishes(sa, sb, &f,
+					h < x.admits ? x.r[h] : -1);
 			}
 			ck_assert_uint_eq(f, sa->nfinish);
-			same(a, b, "admission");
+			same(a, b, on ? "admission, on" : "admission");
 		}
 		kvs_free(a);
 		kvs_free(b);
 	}
 	/* runs admitted requests, whole and in chunks, and refused some
-	 * for want of blocks; some ended with their first token */
+	 * for want of blocks; some ended with their first token; with
+	 * `on`, many went on, some for every step offered, some to a
+	 * second admission */
 	ck_assert_uint_gt(runs, 500);
 	ck_assert_uint_gt(admitted, 300);
 	ck_assert_uint_gt(chunked, 50);
 	ck_assert_uint_gt(refused, 50);
 	ck_assert_uint_gt(first_end, 50);
+	if (on) {
+		ck_assert_uint_gt(goes_on, 300);
+		ck_assert_uint_gt(after, 1000);
+		ck_assert_uint_gt(told_all, 50);
+		ck_assert_uint_gt(twice, 50);
+	}
+}
+
+START_TEST(ff_admits)
+{
+	admits(false);
+}
+END_TEST
+
+START_TEST(ff_admits_on)
+{
+	admits(true);
 }
 END_TEST
 
@@ -811,6 +919,7 @@ main(void)
 	tcase_add_test(tc, ff_walks);
 	tcase_add_test(tc, ff_not_steady);
 	tcase_add_test(tc, ff_admits);
+	tcase_add_test(tc, ff_admits_on);
 	tcase_add_test(tc, ff_hit_memo);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);

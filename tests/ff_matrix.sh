@@ -12,8 +12,8 @@
 # falls back to single steps), and must make none.  Some cases must also
 # have written timeseries rows from inside spans, or left spans' last
 # steps in flight (tails), made steps after those and ended some of them
-# at a later arrival, or ended spans with the step that admits a request
-# held for it, or none of them.
+# at a later arrival, or made the steps that admit requests held for them
+# and gone on past them, or none of them.
 #
 # The cases: every built-in policy; vllm-v1 with prefix caching off, async
 # scheduling off, a constant step time, priority scheduling, a KV cache
@@ -81,11 +81,18 @@ exts() {
 	    's/^kvsim run: fast-forward steps after tails: \([0-9]*\),.*/\1/p' \
 	    "$2" "$3"
 }
-# admits NAME MIN MAX: spans whose last step admitted the requests held
-# for it (replica_ff), their time taken once the scheduler chose it
+# admits NAME MIN MAX: steps of spans that admitted the requests held for
+# them (replica_ff), their time taken once the scheduler chose them;
+# past NAME MIN MAX: those the span went on past, with the requests they
+# admitted running
 admits() {
-	counted "$1" "spans ending with an admission" \
-	    's/^kvsim run: fast-forward spans: [0-9]*, [0-9]* of them with a tail, \([0-9]*\) .*/\1/p' \
+	counted "$1" "admission steps in spans" \
+	    's/^kvsim run: fast-forward admissions: \([0-9]*\) .*/\1/p' \
+	    "$2" "$3"
+}
+past() {
+	counted "$1" "admission steps gone past" \
+	    's/^kvsim run: fast-forward admissions: [0-9]*[^,]*, \([0-9]*\) .*/\1/p' \
 	    "$2" "$3"
 }
 caught() {
@@ -138,27 +145,33 @@ tails default 100 -
 exts default 100 -
 caught default 10 -
 admits default 100 -
+past default 100 -
 one noprefix ff $R --set engine.enable_prefix_caching=false
 one sync ff $R --set engine.async_scheduling=false
 tails sync 0 0
 exts sync 0 0
 admits sync 0 0
+past sync 0 0
 one stepns ff $R --set cost.step_ns=20000000
 exts stepns 100 -
 one priority ff $R --set engine.scheduling_policy=priority
 admits priority 100 -
+past priority 100 -
 S="--set engine.max_model_len=4096 --set engine.num_gpu_blocks_override=300"
 one preempt ff $R $S
 pos preempt preemptions
 admits preempt 10 -
+past preempt 10 -
 one replicas3 ff $R --set replicas=3 --set router=least-outstanding
 tails replicas3 100 -
 exts replicas3 0 0
 admits replicas3 100 -
+past replicas3 20 -
 # overload behind max_num_seqs: requests wait while the batch is full
 one seqlimit ff $R --set workload.time_scale=0.2 --set engine.max_num_seqs=16
 pos seqlimit queue_p50_s
 admits seqlimit 100 -
+past seqlimit 10 -
 one sliding - $R --set model=mistralai/Mistral-7B-v0.1
 one mla ff $R --set model=deepseek-ai/DeepSeek-V3 --set gpu=h200 \
     --set engine.tensor_parallel_size=8
@@ -168,6 +181,7 @@ one clients ff $R --set workload.max_concurrency=8
 tails clients 0 0
 exts clients 0 0
 admits clients 0 0
+past clients 0 0
 # an API server slower than the steps: its FIFO never drains
 printf 'frontend_stream_ns: 2e6\n' >"$T/slowfe.yaml"
 one slow-frontend ff $R --set cost.calibration="$T/slowfe.yaml"
@@ -180,6 +194,7 @@ tails slow-input 100 -
 exts slow-input 500 -
 caught slow-input 100 -
 admits slow-input 100 -
+past slow-input 100 -
 # and prompts over max_model_len refused there: a refused request holds
 # no place in its FIFO, so it bounds nothing after it
 one slow-input-refused ff $R --set cost.calibration="$T/slowin.yaml" \
@@ -190,6 +205,7 @@ one timeouts ff $R --set workload.timeout_s=2 $S
 tails timeouts 0 0
 exts timeouts 0 0
 admits timeouts 0 0
+past timeouts 0 0
 # timeseries rows inside spans: many to a span; with three replicas only
 # up to the others' next event; with clients (which react to ends) none,
 # the spans cut at each row as before (rows every 0.1 s: a span fits)
@@ -199,6 +215,7 @@ rows rows 1000 -
 tails rows 100 -
 exts rows 0 -
 admits rows 100 -
+past rows 100 -
 one rows-replicas3 ff $R $F --set replicas=3 --set router=round-robin
 rows rows-replicas3 100 -
 tails rows-replicas3 100 -

@@ -360,6 +360,10 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 			"of them with a tail, %llu ending with an admission\n",
 			(unsigned long long)ff, (unsigned long long)all,
 			(unsigned long long)adm);
+		ff = sim_run_ff_adm(R, &all);
+		fprintf(stderr, "kvsim run: fast-forward admissions: %llu "
+			"steps that admitted, %llu of them gone past\n",
+			(unsigned long long)ff, (unsigned long long)all);
 		ff = sim_run_ff_ext(R, &all);
 		fprintf(stderr, "kvsim run: fast-forward steps after tails: "
 			"%llu, %llu of them ended at an arrival\n",
