@@ -506,13 +506,15 @@ ff_adm_room(replica *rp, uint32_t n)
 		rp->ffadm = a;
 		rp->capffadm = c;
 	}
-	if (n > rp->capffa) {
+	if (n > rp->capffa || rp->ffasched == NULL) {
 		uint32_t c = n > 2 * rp->capffa ? n : 2 * rp->capffa;
-		struct kvs_sched *e = realloc(rp->ffasched, c * sizeof(*e));
+		struct kvs_sched *e;
 		kvs_req *h;
 		struct cat_mixer_seq *q;
 
-		if (e == NULL)
+		if (c < 4)
+			c = 4;
+		if ((e = realloc(rp->ffasched, c * sizeof(*e))) == NULL)
 			return KV_ENOMEM;
 		rp->ffasched = e;
 		if ((h = realloc(rp->ffareq, c * sizeof(*h))) == NULL)
@@ -570,10 +572,14 @@ ff_scheduled(void *arg)
 	A->wait0 = x->wait0;
 	A->sched_t = rp->sched_t;
 	A->nend = UINT32_MAX;
-	memcpy(rp->ffasched + A->off, st->sched, na * sizeof(*st->sched));
-	memcpy(rp->ffareq + A->off, rp->sreq + x->n0, na * sizeof(kvs_req));
-	memcpy(rp->ffaseq + A->off, rp->seq + x->n0,
-	       na * sizeof(*rp->ffaseq));
+	if (na > 0) {	/* (none: the step record's list may be NULL) */
+		memcpy(rp->ffasched + A->off, st->sched,
+		       na * sizeof(*st->sched));
+		memcpy(rp->ffareq + A->off, rp->sreq + x->n0,
+		       na * sizeof(kvs_req));
+		memcpy(rp->ffaseq + A->off, rp->seq + x->n0,
+		       na * sizeof(*rp->ffaseq));
+	}
 	x->aoff += na;
 	for (uint32_t i = 0; i < x->nall; i++) {
 		const struct kvs_running *r = &rp->ffrun[i];
