@@ -40,30 +40,18 @@ ff_left(const kvs *s, const struct kvs_rq *r, const struct kvc_seq *q)
 }
 
 /*
- * Blocks the running requests take in the next k steady steps; with
- * `any`, a request takes none after the step that ends it (the blocks its
- * end frees are not counted: the span they allow is a lower bound).  r:
- * the requests as ff_span found them, or NULL.
+ * Blocks the running requests take in the next k steady steps, from the
+ * running queue as it stands; with `any`, a request takes none after the
+ * step that ends it (the blocks its end frees are not counted: the span
+ * they allow is a lower bound).
  */
 static uint64_t
-ff_blocks(const kvs *s, uint32_t k, bool any, const struct kvs_running *r0)
+ff_blocks(const kvs *s, uint32_t k, bool any)
 {
 	const kvc *kc = s->k;
 	uint32_t bs = kc->cfg.block_size;
 	uint64_t need = 0;
 
-	if (r0 != NULL) {
-		for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
-			uint32_t kk = any && r0[i].ends_at < k ?
-				      r0[i].ends_at + 1u : k;
-			uint64_t b = ((uint64_t)r0[i].computed + kk + bs - 1) /
-				     bs;
-
-			if (b > r0[i].blocks)
-				need += b - r0[i].blocks;
-		}
-		return need;
-	}
 	for (uint32_t i = 0; i < kvs__qlen(s, KVS_Q_RUNNING); i++) {
 		const struct kvs_rq *r = kvs__rq(s, kvs__qat(s,
 						 KVS_Q_RUNNING, i));
@@ -79,6 +67,68 @@ ff_blocks(const kvs *s, uint32_t k, bool any, const struct kvs_running *r0)
 			need += b - q->tab[0].n;
 	}
 	return need;
+}
+
+/*
+ * ff_blocks' count for the kk steps from a run's step j0, from records
+ * r[0..n) of the run's requests (those ended before j0 passed over): a
+ * request's C at j0 is its computed count and the steps since its start;
+ * its table is the record's when it starts at j0, else the allocator's
+ * now.
+ */
+static uint64_t
+ff_need(const kvs *s, const struct kvs_running *r, uint32_t n, uint32_t j0,
+	uint32_t kk, bool any)
+{
+	uint32_t bs = s->k->cfg.block_size;
+	uint64_t need = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t tn, ki = kk;
+		uint64_t b;
+
+		if (r[i].ends_at < j0)
+			continue;
+		if (any && r[i].ends_at - j0 < kk)
+			ki = r[i].ends_at - j0 + 1u;
+		tn = j0 == r[i].start ? r[i].blocks :
+		    kvc__seq(s->k, r[i].seq)->tab[0].n;
+		b = ((uint64_t)r[i].computed + (j0 - r[i].start) + ki +
+		     bs - 1) / bs;
+		if (b > tn)
+			need += b - tn;
+	}
+	return need;
+}
+
+/*
+ * The most steps, kmax at most, whose blocks are free (the need grows
+ * with the steps): ff_need's from step j0 of records r (live of them
+ * running then), or ff_blocks' (r NULL).  A request's table covers its C,
+ * so k steps take it ceil(k / bs) blocks at most: where live times one
+ * more than that are free, no table is read.
+ */
+static uint32_t
+ff_fit(const kvs *s, const struct kvs_running *r, uint32_t n, uint32_t j0,
+       uint32_t kmax, bool any, uint32_t live)
+{
+	uint32_t bs = s->k->cfg.block_size, lo = 0, hi = kmax;
+	uint64_t free = kvc_free_blocks(s->k, 0);
+
+	if ((uint64_t)live * ((kmax + bs - 1) / bs + 1) <= free ||
+	    (r != NULL ? ff_need(s, r, n, j0, kmax, any) :
+			 ff_blocks(s, kmax, any)) <= free)
+		return kmax;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if ((r != NULL ? ff_need(s, r, n, j0, mid, any) :
+				 ff_blocks(s, mid, any)) <= free)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* The engine as a whole: vllm-v1 with one full-attention group and
@@ -123,8 +173,7 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 {
 	uint32_t first = UINT32_MAX;	/* the first step that ends one */
 	uint32_t most = 0;		/* the last, with `any` */
-	uint32_t mml, n, lo, hi;
-	uint64_t free;
+	uint32_t mml, n, lo;
 	bool none, any;
 
 	if (last == NULL)
@@ -179,22 +228,8 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 	}
 	if (any && (uint64_t)most + 1u < kmax)
 		kmax = most + 1u;
-	/* the largest k whose blocks are free (the need grows with k) */
-	free = kvc_free_blocks(s->k, 0);
-	if (ff_blocks(s, kmax, any, out) <= free) {
-		lo = kmax;
-	} else {
-		lo = 0;
-		hi = kmax;
-		while (hi - lo > 1) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (ff_blocks(s, mid, any, out) <= free)
-				lo = mid;
-			else
-				hi = mid;
-		}
-	}
+	/* the largest k whose blocks are free */
+	lo = ff_fit(s, out, n, 0, kmax, any, n);
 	if (lo > 0 && !any)
 		*last = lo == first + 1;
 	for (uint32_t i = 0; lo > 0 && any && i < n; i++) {
@@ -388,35 +423,6 @@ ff_room(kvs *s, uint32_t n)
 }
 
 /*
- * The blocks the requests running at step j0 (ff[0..n), not ended
- * before it; ffr their starts) take in the kk steps from j0 on, each up
- * to its end with `any` (ff_blocks' count, from their tables now).
- */
-static uint64_t
-ff_need(const kvs *s, uint32_t n, uint32_t j0, uint32_t kk, bool any)
-{
-	uint32_t bs = s->k->cfg.block_size;
-	uint64_t need = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const struct kvs_running *r = &s->ffr[i];
-		uint32_t tn, ki = kk;
-		uint64_t b;
-
-		if (s->ff[i].steps == 0 || r->ends_at < j0)
-			continue;
-		if (any && r->ends_at - j0 < kk)
-			ki = r->ends_at - j0 + 1u;
-		tn = kvc__seq(s->k, r->seq)->tab[0].n;
-		b = ((uint64_t)r->computed + (j0 - r->start) + ki + bs - 1) /
-		    bs;
-		if (b > tn)
-			need += b - tn;
-	}
-	return need;
-}
-
-/*
  * After the admission step j - 1 (ab's more): the requests it admitted
  * that go on running, steady, in s->ffr from n on (*nj of them, start j;
  * ff_room made room for every request the step scheduled; live of the n
@@ -431,9 +437,7 @@ ff_more_span(kvs *s, uint32_t n, uint32_t j, enum kvs_ends ends,
 	     uint32_t live, uint32_t most, uint32_t *nj, bool *last)
 {
 	uint32_t mml = s->k->cfg.max_model_len, m = 0;
-	uint32_t bs = s->k->cfg.block_size;
-	uint32_t first = UINT32_MAX, kmax = UINT32_MAX - j, lo, hi;
-	uint64_t free;
+	uint32_t first = UINT32_MAX, kmax = UINT32_MAX - j, lo;
 	bool any = ends == KVS_ENDS_ANY;
 
 	*nj = 0;
@@ -483,8 +487,8 @@ ff_more_span(kvs *s, uint32_t n, uint32_t j, enum kvs_ends ends,
 	for (uint32_t i = 0; !any && i < n + m; i++) {
 		uint32_t left;
 
-		if (i < n && (s->ff[i].steps == 0 || s->ffr[i].ends_at < j))
-			continue;
+		if (s->ffr[i].ends_at < j)
+			continue;	/* ended */
 		left = s->ffr[i].ends_at - j;
 		if (left < first)
 			first = left;
@@ -493,37 +497,44 @@ ff_more_span(kvs *s, uint32_t n, uint32_t j, enum kvs_ends ends,
 	}
 	if (kmax == 0)
 		return 0;
-	/* ff_need reads ff[i].steps of the new ones: not ended */
-	for (uint32_t i = n; i < n + m; i++)
-		s->ff[i].steps = 1;
-	free = kvc_free_blocks(s->k, 0);
-	/* a request takes a block in bs steps at most, and one to begin
-	 * with: where that many are free, its table is not read */
-	if ((uint64_t)live * ((kmax + bs - 1) / bs + 1) <= free ||
-	    ff_need(s, n + m, j, kmax, any) <= free) {
-		lo = kmax;
-	} else {
-		lo = 0;
-		hi = kmax;
-		while (hi - lo > 1) {
-			uint32_t mid = lo + (hi - lo) / 2;
-
-			if (ff_need(s, n + m, j, mid, any) <= free)
-				lo = mid;
-			else
-				hi = mid;
-		}
-	}
+	lo = ff_fit(s, s->ffr, n + m, j, kmax, any, live);
 	if (lo > 0 && !any)
 		*last = lo == first + 1;
 	if (lo > 0 && any && lo == kmax)
 		*last = true;	/* the last to end, in step lo - 1 */
 	for (uint32_t i = 0; lo > 0 && any && lo < kmax && i < n + m; i++)
-		if ((i >= n || s->ff[i].steps != 0) && s->ffr[i].ends_at >= j &&
+		if (s->ffr[i].ends_at >= j &&
 		    s->ffr[i].ends_at - j == lo - 1)
 			*last = true;
 	*nj = m;
 	return lo;
+}
+
+/*
+ * The ends of step j, the run's finishes from the *f-th on (of m, in
+ * running order): each request's last tokens (rows of ts in tok), then
+ * its finish, as kvs_complete makes it; *live loses them.
+ */
+static kv_err
+ff_ends(kvs *s, uint32_t j, uint32_t ts, const uint32_t *tok, uint32_t *f,
+	uint32_t m, uint32_t *live)
+{
+	const uint64_t *fin = s->fffin;
+	kv_err e = KV_OK;
+
+	kvc_set_time(s->k, (int64_t)s->step.number);
+	while (*f < m && fin[*f] >> 32 == j && e == KV_OK) {
+		uint32_t i = (uint32_t)fin[(*f)++];
+		struct kvc_ffreq *x = &s->ff[i];
+
+		if ((e = ff_catch_up(s, i, j + 1, ts, tok)) != KV_OK)
+			break;
+		kvs__rq(s, x->req)->generated += j + 1 - x->start;
+		x->steps = 0;	/* ended */
+		(*live)--;
+		e = kvs__finish(s, x->req);
+	}
+	return e;
 }
 
 /*
@@ -708,20 +719,8 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		if (j == jadm && e == KV_OK && (e = ff_waiting(s, ab)) == KV_OK)
 			after = kvc_free_blocks(s->k, 0);
 		before = after;
-		if (f < m && fin[f] >> 32 == j) {
-			kvc_set_time(s->k, (int64_t)s->step.number);
-			while (f < m && fin[f] >> 32 == j && e == KV_OK) {
-				struct kvc_ffreq *x = &s->ff[(uint32_t)fin[f++]];
-
-				if ((e = ff_catch_up(s, (uint32_t)fin[f - 1],
-						     j + 1, ts, tok)) != KV_OK)
-					break;
-				kvs__rq(s, x->req)->generated += j + 1 -
-								 x->start;
-				x->steps = 0;	/* ended */
-				live--;
-				e = kvs__finish(s, x->req);
-			}
+		if (f < m && fin[f] >> 32 == j && e == KV_OK) {
+			e = ff_ends(s, j, ts, tok, &f, m, &live);
 			before = kvc_free_blocks(s->k, 0);
 		}
 		if (j == jadm && e == KV_OK &&
