@@ -859,6 +859,48 @@ v1_evict(struct v1 *m, int32_t b)
 	}
 }
 
+/* v1_take's usual case: one group, nothing indexed, none lost. */
+static inline bool
+v1_take_lazy(const struct v1 *m)
+{
+	return m->onegroup && m->map[0].n == 0 && m->nlost == 0;
+}
+
+/*
+ * v1_take's usual case, n blocks into id[] (aux[] cleared): a block's hash,
+ * if any, is a lazy one (keyed prompts cache lazily), and dropping it
+ * touches nothing but the block, so pop and evict in one pass.  n <= the
+ * free blocks: the caller's plan counted them.
+ */
+static inline void
+v1_take_lazy_n(struct v1 *m, int32_t *id, uint64_t *aux, uint32_t n)
+{
+	struct v1_fifo *f = &m->fq;
+	uint32_t head = f->head, used = f->used;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct v1_blk *bk;
+
+		/* v1q_pop, the queue's fields in locals */
+		while (f->ring[head] < 0) {
+			head = (head + 1) & f->mask;
+			used--;
+		}
+		id[i] = f->ring[head];
+		head = (head + 1) & f->mask;
+		used--;
+		bk = &m->blk[id[i]];
+		bk->qslot = -1;
+		aux[i] = 0;
+		if (bk->hkey != 0)	/* v1_evict: lazy, none lost */
+			v1_hash_drop(m, bk);
+		bk->ref = 1;
+	}
+	f->head = head;
+	f->used = used;
+	f->n -= n;
+}
+
 /*
  * get_new_blocks(n) into table t (room reserved): pop n blocks off the free
  * queue, drop their stale hashes, reference them.  All pops first, then
@@ -871,36 +913,8 @@ v1_take(struct v1 *m, struct kvc_tab *t, uint32_t n)
 {
 	int32_t *id = t->id + t->n;
 
-	if (m->onegroup && m->map[0].n == 0 && m->nlost == 0) {
-		/* nothing indexed (keyed prompts cache lazily): a block's
-		 * hash, if any, is a lazy one, and dropping it touches
-		 * nothing but the block, so pop and evict in one pass */
-		struct v1_fifo *f = &m->fq;
-		uint32_t head = f->head, used = f->used;
-		uint64_t *aux = t->aux + t->n;
-
-		/* n <= f->n: the caller's plan counted the free blocks */
-		for (uint32_t i = 0; i < n; i++) {
-			struct v1_blk *bk;
-
-			/* v1q_pop, the queue's fields in locals */
-			while (f->ring[head] < 0) {
-				head = (head + 1) & f->mask;
-				used--;
-			}
-			id[i] = f->ring[head];
-			head = (head + 1) & f->mask;
-			used--;
-			bk = &m->blk[id[i]];
-			bk->qslot = -1;
-			aux[i] = 0;
-			if (bk->hkey != 0)	/* v1_evict: lazy, none lost */
-				v1_hash_drop(m, bk);
-			bk->ref = 1;
-		}
-		f->head = head;
-		f->used = used;
-		f->n -= n;
+	if (v1_take_lazy(m)) {
+		v1_take_lazy_n(m, id, t->aux + t->n, n);
 		t->n += n;
 		return;
 	}
@@ -1606,7 +1620,12 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 		return kvc__fail(k, KV_ENOMEM, "out of memory");
 	if (m->caching && !lazy && (e = v1_hashes(k, s)) != KV_OK)
 		return e;
-	v1_take(m, tb, pop);
+	if (pop == 1 && v1_take_lazy(m)) {	/* the usual event, inline */
+		v1_take_lazy_n(m, tb->id + tb->n, tb->aux + tb->n, 1);
+		tb->n++;
+	} else {
+		v1_take(m, tb, pop);
+	}
 	ntc = q->ncomp + 1;	/* <= T */
 	if (lazy)
 		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, ntc));
