@@ -162,6 +162,49 @@ ff_engine(const kvs *s)
 	return (uint64_t)n <= (uint64_t)c->max_num_batched_tokens;
 }
 
+/*
+ * Running request r (h) makes steady steps: one token a step, nothing
+ * drafted, one sequence, its table covering its C, short of its ends.
+ * Its sequence, or NULL where it does not.
+ */
+static inline const struct kvc_seq *
+ff_steady(const kvs *s, kvs_req h, const struct kvs_rq *r)
+{
+	const struct kvc_seq *q;
+
+	if (r->status != KVS_RUNNING || r->inflight ||
+	    kvs__draft(s, h) > 0 || kvs__nsamp(s, h) > 1 || r->seq < 0 ||
+	    (uint32_t)r->seq >= s->k->nseq)
+		return NULL;
+	q = kvc__seq(s->k, r->seq);
+	if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1u ||
+	    q->tab[0].n * (uint64_t)s->k->cfg.block_size < q->ncomp)
+		return NULL;
+	/* step ff_left ends it when, with its token, it has max_output
+	 * tokens or T + that step + 1 positions reach max_model_len
+	 * (kvs_complete_default) */
+	if (r->generated >= r->max_output ||
+	    q->ntok >= s->k->cfg.max_model_len)
+		return NULL;
+	return q;
+}
+
+/* A steady request's record o, the run's step j its first, ends_at its
+ * end from there (left: ff_left's). */
+static inline void
+ff_record(struct kvs_running *o, kvs_req h, const struct kvs_rq *r,
+	  const struct kvc_seq *q, uint32_t j, uint32_t left)
+{
+	o->req = h;
+	o->seq = r->seq;
+	o->computed = q->ncomp;
+	o->tokens = q->ntok;
+	o->blocks = q->tab[0].n;
+	o->generated = r->generated;
+	o->ends_at = j + left;
+	o->start = j;
+}
+
 /* kvs_decode_span (ends KVS_ENDS_NONE), kvs_decode_span_end
  * (KVS_ENDS_LAST), and kvs_decode_plan's KVS_ENDS_ANY; *last (NULL: not
  * wanted): whether the last step counted ends requests; out (NULL: not
@@ -173,7 +216,7 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 {
 	uint32_t first = UINT32_MAX;	/* the first step that ends one */
 	uint32_t most = 0;		/* the last, with `any` */
-	uint32_t mml, n, lo;
+	uint32_t n, lo;
 	bool none, any;
 
 	if (last == NULL)
@@ -181,42 +224,23 @@ ff_span(const kvs *s, uint32_t kmax, enum kvs_ends ends, bool *last,
 	*last = false;
 	if (s == NULL || kmax == 0 || !ff_engine(s))
 		return 0;
-	mml = s->k->cfg.max_model_len;
 	n = kvs__qlen(s, KVS_Q_RUNNING);
 	/* past a finish only when nothing waits for the room it makes */
 	any = ends == KVS_ENDS_ANY && kvs__qlen(s, KVS_Q_WAITING) == 0;
 	for (uint32_t i = 0; i < n; i++) {
 		kvs_req h = kvs__qat(s, KVS_Q_RUNNING, i);
 		const struct kvs_rq *r = kvs__rq(s, h);
-		const struct kvc_seq *q;
+		const struct kvc_seq *q = ff_steady(s, h, r);
 		uint32_t left;
 
-		if (r->status != KVS_RUNNING || r->inflight ||
-		    kvs__draft(s, h) > 0 || kvs__nsamp(s, h) > 1 || r->seq < 0 ||
-		    (uint32_t)r->seq >= s->k->nseq)
+		if (q == NULL)
 			return 0;
-		q = kvc__seq(s->k, r->seq);
-		if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1u ||
-		    q->tab[0].n * (uint64_t)s->k->cfg.block_size < q->ncomp)
-			return 0;
-		/* step j ends it when, with its token, it has max_output
-		 * tokens or T + j + 1 positions reach max_model_len
-		 * (kvs_complete_default): j = left; with `ends` that step
-		 * may be the last, else the step before; with `any` the
-		 * steps go on without it */
-		if (r->generated >= r->max_output || q->ntok >= mml)
-			return 0;
+		/* step left ends it: with `ends` that step may be the last,
+		 * else the step before; with `any` the steps go on without
+		 * it */
 		left = ff_left(s, r, q);
-		if (out != NULL) {
-			out[i].req = h;
-			out[i].seq = r->seq;
-			out[i].computed = q->ncomp;
-			out[i].tokens = q->ntok;
-			out[i].blocks = q->tab[0].n;
-			out[i].generated = r->generated;
-			out[i].ends_at = left;
-			out[i].start = 0;
-		}
+		if (out != NULL)
+			ff_record(&out[i], h, r, q, 0, left);
 		if (left < first)
 			first = left;
 		if (left > most)
@@ -436,8 +460,7 @@ static uint32_t
 ff_more_span(kvs *s, uint32_t n, uint32_t j, enum kvs_ends ends,
 	     uint32_t live, uint32_t most, uint32_t *nj, bool *last)
 {
-	uint32_t mml = s->k->cfg.max_model_len, m = 0;
-	uint32_t first = UINT32_MAX, kmax = UINT32_MAX - j, lo;
+	uint32_t m = 0, first = UINT32_MAX, kmax = UINT32_MAX - j, lo;
 	bool any = ends == KVS_ENDS_ANY;
 
 	*nj = 0;
@@ -450,28 +473,11 @@ ff_more_span(kvs *s, uint32_t n, uint32_t j, enum kvs_ends ends,
 		const struct kvc_seq *q;
 		struct kvs_running *o = &s->ffr[n + m];
 
-		if (r->status != KVS_RUNNING) {
-			if (r->status == KVS_FINISHED)
-				continue;	/* it ended with its token */
+		if (r->status == KVS_FINISHED)
+			continue;	/* it ended with its token */
+		if ((q = ff_steady(s, h, r)) == NULL)
 			return 0;
-		}
-		if (r->inflight || kvs__draft(s, h) > 0 ||
-		    kvs__nsamp(s, h) > 1 || r->seq < 0 ||
-		    (uint32_t)r->seq >= s->k->nseq)
-			return 0;
-		q = kvc__seq(s->k, r->seq);
-		if (q->state != KVC_RUNNING || q->ntok != q->ncomp + 1u ||
-		    q->tab[0].n * (uint64_t)s->k->cfg.block_size < q->ncomp ||
-		    r->generated >= r->max_output || q->ntok >= mml)
-			return 0;
-		o->req = h;
-		o->seq = r->seq;
-		o->computed = q->ncomp;
-		o->tokens = q->ntok;
-		o->blocks = q->tab[0].n;
-		o->generated = r->generated;
-		o->ends_at = j + ff_left(s, r, q);
-		o->start = j;
+		ff_record(o, h, r, q, j, ff_left(s, r, q));
 		if (o->ends_at > most)
 			most = o->ends_at;
 		m++;
@@ -538,11 +544,43 @@ ff_ends(kvs *s, uint32_t j, uint32_t ts, const uint32_t *tok, uint32_t *f,
 }
 
 /*
+ * Requests s->ffr[i0 .. i0 + nj) join the run at step j0, whose steps are
+ * now k: each one's record, its allocator events due into the heap (*nq
+ * keys) and its end, when the run makes it, into the finishes (*m of
+ * them, (step, i) in order in s->fffin); *most, the last end.
+ */
+static inline void
+ff_join(kvs *s, uint32_t i0, uint32_t nj, uint32_t j0, uint32_t k,
+	uint32_t *nq, uint32_t *m, uint32_t *most)
+{
+	for (uint32_t i = i0; i < i0 + nj; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		x->req = s->ffr[i].req;
+		x->seq = s->ffr[i].seq;
+		x->made = x->start = j0;
+		x->steps = left < k ? left + 1u : k;
+		if (left > *most)
+			*most = left;
+	}
+	kvc__v1_quiet_all(s->k, s->ff + i0, nj);
+	for (uint32_t i = i0; i < i0 + nj; i++) {
+		struct kvc_ffreq *x = &s->ff[i];
+		uint32_t left = s->ffr[i].ends_at;
+
+		if (x->next < x->steps)
+			ffq_push(s->ffq, nq, (uint64_t)x->next << 32 | i);
+		if (left < k)
+			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
+	}
+}
+
+/*
  * The run's k steps become k + kk (ab's more): the n requests running
  * before whose steps stopped at k go on to their ends, their events and
- * ends then due into the heap (*nq keys) and the finishes (*m, fin); the
- * nj admitted ones, s->ffr from n on, join from step k, with theirs;
- * *most, the last end.
+ * ends then due into the heap and the finishes; the nj admitted ones,
+ * s->ffr from n on, join from step k (ff_join).
  */
 static void
 ff_go_on(kvs *s, uint32_t n, uint32_t nj, uint32_t k, uint32_t kk,
@@ -560,27 +598,7 @@ ff_go_on(kvs *s, uint32_t n, uint32_t nj, uint32_t k, uint32_t kk,
 		if (left >= k && left < k + kk)
 			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
 	}
-	for (uint32_t i = n; i < n + nj; i++) {
-		struct kvc_ffreq *x = &s->ff[i];
-		uint32_t left = s->ffr[i].ends_at;
-
-		x->req = s->ffr[i].req;
-		x->seq = s->ffr[i].seq;
-		x->made = x->start = k;
-		x->steps = left < k + kk ? left + 1u : k + kk;
-		if (left > *most)
-			*most = left;
-	}
-	kvc__v1_quiet_all(s->k, s->ff + n, nj);
-	for (uint32_t i = n; i < n + nj; i++) {
-		struct kvc_ffreq *x = &s->ff[i];
-		uint32_t left = s->ffr[i].ends_at;
-
-		if (x->next < x->steps)
-			ffq_push(s->ffq, nq, (uint64_t)x->next << 32 | i);
-		if (left < k + kk)
-			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
-	}
+	ff_join(s, n, nj, k, k + kk, nq, m, most);
 }
 
 /* kvs_complete's ids, 1000000 + T, for the n requests' k steps. */
@@ -593,41 +611,6 @@ ff_ids(const kvs *s, uint32_t n, uint32_t k)
 		for (uint32_t j = 0; j < k; j++)
 			t[(size_t)i * k + j] = 1000000u + s->ffr[i].tokens + j;
 	return t;
-}
-
-/*
- * The run's scratch for the n requests as ff_span found them (s->ffr):
- * each one's record (the running queue loses those that end), the
- * allocator events' heap (returns its keys) and the finishes, (step, i)
- * in order (*m of them in s->fffin); *most, the last end.
- */
-static uint32_t
-ff_queue(kvs *s, uint32_t n, uint32_t k, uint32_t *m, uint32_t *most)
-{
-	uint32_t nq = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		struct kvc_ffreq *x = &s->ff[i];
-		uint32_t left = s->ffr[i].ends_at;
-
-		x->req = s->ffr[i].req;
-		x->seq = s->ffr[i].seq;
-		x->made = x->start = 0;
-		x->steps = left < k ? left + 1u : k;
-	}
-	kvc__v1_quiet_all(s->k, s->ff, n);
-	for (uint32_t i = 0; i < n; i++) {
-		struct kvc_ffreq *x = &s->ff[i];
-		uint32_t left = s->ffr[i].ends_at;
-
-		if (x->next < x->steps)
-			ffq_push(s->ffq, &nq, (uint64_t)x->next << 32 | i);
-		if (left < k)
-			ff_fin_add(s->fffin, m, (uint64_t)left << 32 | i);
-		if (left > *most)
-			*most = left;
-	}
-	return nq;
 }
 
 /*
@@ -668,8 +651,11 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 		tok = deft;
 		ts = k;
 	}
+	/* the requests' records (the running queue loses those that end),
+	 * the allocator events' heap and the finishes */
 	fin = s->fffin;
-	nq = ff_queue(s, n, k, &m, &most);
+	nq = 0;
+	ff_join(s, 0, n, 0, k, &nq, &m, &most);
 	live = n;	/* running, and the last end */
 	/* the step record lists the run's finishes; a step with neither an
 	 * allocator event nor an end takes and frees nothing, and is
