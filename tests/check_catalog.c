@@ -464,6 +464,8 @@ static const struct bad_case bad_cases[] = {
 	{ "bad-gpu-unit.yaml", true, "5:13", "cannot read '80 GBs'" },
 	{ "bad-gpu-nosource.yaml", true, "5:23", "has no source" },
 	{ "bad-gpu-usable.yaml", true, "6:20", "at most 'memory'" },
+	{ "bad-gpu-usable0.yaml", true, "7:7",
+	  "'usable_memory' must be positive" },
 	{ "bad-gpu-vendor.yaml", true, "3:13", "nvidia, amd or apple" },
 	{ "bad-gpu-price.yaml", true, "7:12", "e.g. 2.99USD/h" },
 	{ "bad-gpu-huge.yaml", true, "5:13", "'memory' must be below 1 PiB" },

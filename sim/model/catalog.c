@@ -1636,6 +1636,10 @@ cp_gpu_memory(struct cp *p, const struct yd_node *ent, struct cat_gpu *g)
 	if (x >= CP_MAX_GPU_BYTES)
 		return cp_fail(p, yd_get(ent, "usable_memory"),
 			       "'usable_memory' must be below 1 PiB");
+	if (x <= 0 && g->src[CAT_G_USABLE] != NULL)	/* given, as 0 */
+		return cp_fail(p, yd_get(ent, "usable_memory"),
+			       "'usable_memory' must be positive (leave it "
+			       "out to mean 'memory')");
 	g->usable_bytes = x > 0 ? (uint64_t)(x + 0.5) : g->memory_bytes;
 	if (x <= 0) {
 		g->src[CAT_G_USABLE] = cp_strdup("= memory (no runtime-visible "
