@@ -226,6 +226,12 @@ kv_err kvc__fail_room(kvc *k, long long sum, uint32_t need, uint32_t nfree);
 /* The same for a bare buffer (config checks before k exists). */
 kv_err kvc__failbuf(char *why, size_t whylen, kv_err e, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/*
+ * KV_ECONFIG unless the watermark is in [0, 1]: kvc_new's check, which
+ * the schedulers' configure functions need first (they turn the watermark
+ * into blocks before kvc_new runs).
+ */
+kv_err kvc__watermark_check(double watermark, char *why, size_t whylen);
 
 static inline struct kvc_seq *
 kvc__seq(const kvc *k, int32_t s)

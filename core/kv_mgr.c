@@ -114,6 +114,15 @@ kvc__fail(kvc *k, kv_err e, const char *fmt, ...)
 	return e;
 }
 
+kv_err
+kvc__watermark_check(double watermark, char *why, size_t whylen)
+{
+	if (!(watermark >= 0.0 && watermark <= 1.0))
+		return kvc__failbuf(why, whylen, KV_ECONFIG,
+				    "watermark must be in [0, 1]");
+	return KV_OK;
+}
+
 /* Checks every mode shares, then resolves defaults into *r. */
 static kv_err
 kvc__config_resolve(const struct kvc_config *c, struct kvc_config *r,
@@ -133,9 +142,8 @@ kvc__config_resolve(const struct kvc_config *c, struct kvc_config *r,
 	if (r->gpu_blocks > (1u << 30) || r->cpu_blocks > (1u << 30))
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				    "pool too large (at most 2^30 blocks)");
-	if (!(r->watermark >= 0.0 && r->watermark <= 1.0))
-		return kvc__failbuf(why, whylen, KV_ECONFIG,
-				    "watermark must be in [0, 1]");
+	if (kvc__watermark_check(r->watermark, why, whylen) != KV_OK)
+		return KV_ECONFIG;
 	if (r->max_model_len == 0)
 		return kvc__failbuf(why, whylen, KV_ECONFIG,
 				    "max_model_len must be at least 1");

@@ -141,6 +141,9 @@ kvs_new_policy(const struct kvs_policy *p, const struct kvs_config *sc,
 	s->pol = p;
 	if ((e = kvs__lora_configure(p, &s->cfg, why, whylen)) != KV_OK)
 		goto out_free;
+	/* the policies' configure turns it into blocks */
+	if ((e = kvc__watermark_check(kcfg.watermark, why, whylen)) != KV_OK)
+		goto out_free;
 	if (p->configure != NULL &&
 	    (e = p->configure(&s->cfg, &kcfg, why, whylen)) != KV_OK)
 		goto out_free;
