@@ -1611,12 +1611,13 @@ static kv_err
 setup_configs(sim_run *R, const struct kvs_policy *pol)
 {
 	char why[1024];
+	double cpu = 0;	/* swap_space's blocks, below 2^50 (parse_dbl's 1e6) */
 
-	if (R->sr.num_blocks > (1u << 30))
-		/* no silent truncation: libkvcore's pools hold 2^30 blocks */
-		return rfail(R, KV_EINVAL, "%llu GPU blocks: more than the "
-			     "allocator's 2^30; raise engine.block_size or "
-			     "set engine.num_gpu_blocks_override",
+	if (R->sr.num_blocks > SIM_POOL_MAX_BLOCKS)
+		/* no silent truncation, no pool past the simulator's memory */
+		return rfail(R, KV_EINVAL, "%llu GPU blocks: more than a run's "
+			     "2^26; raise engine.block_size or set "
+			     "engine.num_gpu_blocks_override",
 			     (unsigned long long)R->sr.num_blocks);
 	kvc_config_default(&R->kc, pol->mode);
 	R->kc.block_size = R->sr.block_size;
@@ -1628,9 +1629,14 @@ setup_configs(sim_run *R, const struct kvs_policy *pol)
 	 * get swap_space GiB. */
 	if (R->cm.block_bytes > 0 && pol->mode != KVC_VLLM_V1 &&
 	    pol->mode != KVC_DEEPSPEED)
-		R->kc.cpu_blocks = (uint32_t)(R->cfg.swap_space_gib *
-					      1073741824.0 /
-					      (double)R->cm.block_bytes);
+		cpu = R->cfg.swap_space_gib * 1073741824.0 /
+		      (double)R->cm.block_bytes;
+	if (cpu >= SIM_POOL_MAX_BLOCKS + 1.0)
+		return rfail(R, KV_EINVAL, "engine.swap_space: %llu CPU blocks "
+			     "in %.6g GiB: more than a run's 2^26; lower "
+			     "engine.swap_space", (unsigned long long)cpu,
+			     R->cfg.swap_space_gib);
+	R->kc.cpu_blocks = (uint32_t)cpu;
 	kvs_config_init(&R->sc);
 	snprintf(R->sc.policy, sizeof(R->sc.policy), "%s", R->cfg.policy);
 	R->sc.max_num_seqs = R->sr.max_num_seqs;

@@ -575,9 +575,9 @@ set_num_gpu_blocks_override(struct sim_config *c, const struct setv *s)
 
 	if (is_null_text(s->v))
 		c->eng.num_gpu_blocks_override = SZ_UNSET;
-	else if (!parse_u64(s->v, 1, 1u << 30, &u))
-		/* the pools libkvcore takes */
-		return bad(s, "expected a block count from 1 to 2^30");
+	else if (!parse_u64(s->v, 1, SIM_POOL_MAX_BLOCKS, &u))
+		return bad(s, "expected a block count from 1 to 2^26 (the "
+			   "simulator's pools)");
 	else
 		c->eng.num_gpu_blocks_override = (int64_t)u;
 	return KV_OK;

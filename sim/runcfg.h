@@ -44,6 +44,15 @@ enum sim_router {
 
 #define SIM_WHERE_LEN 600
 
+/*
+ * The most blocks a run's pool may hold (the GPU's, and vLLM v0's CPU swap
+ * space): the allocator keeps 36 (vLLM v1) to 57 (v0) bytes a block, so
+ * 2^26 blocks is up to 4 GiB of the simulator's own memory.  The largest
+ * pool the catalog gives, block_size 1 and an fp8 cache for a 7B model on
+ * 8 MI300X, is 25M blocks.
+ */
+#define SIM_POOL_MAX_BLOCKS (1u << 26)
+
 /* Prefill/decode disaggregation (sim/pdcfg.h, docs/pd.md). */
 #define SIM_PD_MAX_ENGINE 16
 

@@ -880,4 +880,19 @@ cmp -s "$T/cg-4.rows" "$T/cg-vllm.rows" &&
 	bad "cuda_graphs=4 ran as vllm's sizes"
 expect_bad "^--set cost.cuda_graphs=0: cost.cuda_graphs: expected off, vllm" \
 	--set cost.cuda_graphs=0
+# A run's pools hold at most 2^26 blocks (SIM_POOL_MAX_BLOCKS): the GPU's,
+# whether set or sized from the memory, and vLLM v0's swap space; 2^26
+# itself runs (with vllm-v1, 36 bytes a block: 2.4 GB)
+expect_bad "engine.num_gpu_blocks_override: expected a block count from 1 to 2\\^26" \
+	--set engine.num_gpu_blocks_override=67108865
+expect_bad "more than a run's 2\\^26; raise engine.block_size" \
+	--set engine.kv_cache_memory_bytes=9000GiB --set engine.block_size=1 \
+	--set model=google/gemma-3-1b-it --set gpu=h200
+expect_bad "^kvsim run: engine.swap_space: [0-9]+ CPU blocks in 1e\\+06 GiB: more than a run's 2\\^26" \
+	--set policy=vllm-v0 --set engine.swap_space=1000000
+"$KVSIM" run -q --no-plot --out "$T/pool-max" --set workload.max_requests=2 \
+	--set engine.num_gpu_blocks_override=67108864 ||
+	bad "a pool of 2^26 blocks: refused"
+grep -q '^  num_gpu_blocks_override: 67108864$' "$T/pool-max/config.yaml" ||
+	bad "a pool of 2^26 blocks: not the run's"
 exit $fail

@@ -43,7 +43,7 @@ for t in "$@"; do
 	# -close_fd_mask=3: the readers' own messages (stdout, stderr) are
 	# not wanted; libFuzzer and the sanitizers report on a copy of stderr
 	TMPDIR=$out/tmp "$bin" -max_total_time="$secs" -timeout=60 \
-		-rss_limit_mb=2560 -close_fd_mask=3 -print_final_stats=1 \
+		-rss_limit_mb=6144 -close_fd_mask=3 -print_final_stats=1 \
 		-dict="$dict" -artifact_prefix="$out/crashes/$t/" \
 		${FUZZ_FLAGS:-} "$out/corpus/$t" "$seeds" >"$log" 2>&1
 	rc=$?
