@@ -124,7 +124,7 @@ $limit "$KVSIM" trace-stats --block-size 16 "$fx/huge_prompt.csv" >"$t" \
     { no "2^31 - 1-token prompts"; cat "$t" "$t.err"; }
 # Arrivals past the horizon of simulated time: the real arrival (not the
 # int64 clock's clamped INT64_MAX ns, 9.22337e+09 s) and the trace row.
-hz="past the 1000000000 s (31.7-year) horizon of simulated time: check the arrival rate, time_scale, window or the trace's timestamps"
+hz="past the 1000000000 s (31.7-year) horizon of simulated time: check the arrival rate, think_s, time_scale, window or the trace's timestamps"
 bad "$fx/azure.csv:3: request 1 arrives at 4.31458e+15 s, $hz" \
     --time-scale 1e15 "$fx/azure.csv"
 bad "$fx/azure.csv:6: request 4 arrives at 6e+09 s, $hz" \
@@ -135,6 +135,19 @@ bad "$fx/azure.csv:2: request 12 arrives at 1.8e+09 s, $hz" --config "$t.yaml"
 printf 'workload:\n  generator: {requests: 3, arrival: {process: constant, rate: 1e-12}}\n' \
     >"$t.yaml"
 bad "request 0 arrives at 1e+12 s, $hz" --config "$t.yaml"
+# a session's next turn past it: named when it is reached (the think
+# time once overflowed the clock); a think time so long it is infinite
+printf 'workload:\n  generator:\n    requests: 3\n    arrival: {process: constant, rate: 1}\n    sessions: {turns: {dist: uniform, min: 2, max: 2}, think_s: %s}\n' \
+    1e12 >"$t.yaml"
+bad "request 2 arrives at 5.778e+11 s, $hz" --config "$t.yaml"
+sed 's/think_s: 1e12/think_s: 1e300/' "$t.yaml" >"$t.2.yaml"
+bad "request 2 arrives at inf s, $hz" --config "$t.2.yaml"
+# ... and dropped with the session, unsaid, when a duration ends first
+printf 'workload:\n  generator:\n    duration_s: 10\n    arrival: {process: constant, rate: 1}\n    sessions: {turns: {dist: uniform, min: 2, max: 2}, think_s: 1e12}\n' \
+    >"$t.yaml"
+"$KVSIM" trace-stats --config "$t.yaml" >"$t" 2>"$t.err" &&
+    grep -qx 'rows: 9' "$t" && ok "turns past a duration: dropped" ||
+    { no "turns past a duration: dropped"; cat "$t" "$t.err"; }
 # on_error skip: counted, reported, the first one named on stderr.
 "$KVSIM" trace-stats --on-error skip "$fx/bad/mooncake_bad.jsonl" \
     >"$t" 2>"$t.err"; rc=$?

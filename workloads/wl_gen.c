@@ -40,6 +40,9 @@ struct sess {
 	uint64_t id;
 	uint32_t turn, turns;
 	int64_t next_t, think;
+	/* a next turn past the horizon (wl.h): next_t is INT64_MAX, and
+	 * this its real time, which fails the stream if it is reached */
+	double next_real;
 	uint64_t ctx;		/* tokens of segs */
 	uint32_t lora;		/* its LoRA adapter, 0 none */
 	struct wl_seg *segs;
@@ -386,6 +389,14 @@ gen_next(struct wl_stage *st, struct wl_request *r)
 			g->committed += s->turns;
 		} else if (g->nheap > 0) {
 			s = heap_pop(g);
+			if (s->next_real != 0 && !(g->dur_ns &&
+						   s->next_t >= g->dur_ns)) {
+				double v = s->next_real;
+
+				sess_free(s);
+				memset(r, 0, sizeof(*r));
+				return wl__past_horizon(st->p, r, v);
+			}
 		} else {
 			return WL_END;
 		}
@@ -402,9 +413,15 @@ gen_next(struct wl_stage *st, struct wl_request *r)
 			double think = c->think_s > 0 ?
 			    gsl_ran_exponential(g->rng[RNG_SESS], c->think_s) :
 			    0;
+			double v = (double)s->next_t + think * 1e9;
 
 			s->think = ns_of(think);
-			s->next_t += s->think;
+			if (wl__beyond_horizon(v)) {
+				s->next_real = v;
+				s->next_t = INT64_MAX;
+			} else {
+				s->next_t += s->think;
+			}
 			if (!heap_push(g, s)) {
 				sess_free(s);
 				return wl__fail(st->p, WL_ENOMEM, NULL, 0, 0,

@@ -210,8 +210,8 @@ wl__past_horizon(struct wl_stream *p, const struct wl_request *r,
 	return wl__fail(p, WL_ECONFIG, row ? trace : NULL,
 	    row ? r->src_line : 0, 0, "request %" PRIu64 " arrives at "
 	    "%.6g s, past the %.0f s (31.7-year) horizon of simulated time: "
-	    "check the arrival rate, time_scale, window or the trace's "
-	    "timestamps", p->next_id, arrival_ns / 1e9,
+	    "check the arrival rate, think_s, time_scale, window or the "
+	    "trace's timestamps", p->next_id, arrival_ns / 1e9,
 	    (double)WL_HORIZON_NS / 1e9);
 }
 
