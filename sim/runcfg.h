@@ -48,8 +48,8 @@ enum sim_router {
  * The most blocks a run's pool may hold (the GPU's, and vLLM v0's CPU swap
  * space): the allocator keeps 36 (vLLM v1) to 57 (v0) bytes a block, so
  * 2^26 blocks is up to 4 GiB of the simulator's own memory.  The largest
- * pool the catalog gives, block_size 1 and an fp8 cache for a 7B model on
- * 8 MI300X, is 25M blocks.
+ * pools the catalog gives, block_size 1 and an fp8 cache for Qwen2.5-7B
+ * on 4 MI300X or Nemotron-H-8B on 8, are about 25M blocks.
  */
 #define SIM_POOL_MAX_BLOCKS (1u << 26)
 

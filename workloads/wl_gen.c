@@ -92,19 +92,26 @@ ns_of(double s)
 
 /*
  * t + s seconds in ns, as t + ns_of(s).  Past the horizon (wl.h) it is
- * INT64_MAX instead (no overflow), and g->next_real keeps the real time.
+ * INT64_MAX instead (no overflow), and *real keeps the real time (else 0).
  */
 static int64_t
-start_at(struct gen *g, int64_t t, double s)
+time_after(int64_t t, double s, double *real)
 {
 	double v = (double)t + s * 1e9;
 
 	if (wl__beyond_horizon(v)) {
-		g->next_real = v;
+		*real = v;
 		return INT64_MAX;
 	}
-	g->next_real = 0;
+	*real = 0;
 	return t + ns_of(s);
+}
+
+/* The next session's start, t + s seconds (time_after). */
+static int64_t
+start_at(struct gen *g, int64_t t, double s)
+{
+	return time_after(t, s, &g->next_real);
 }
 
 /* Next session start after g->t; false when the schedule has ended. */
@@ -389,20 +396,19 @@ gen_next(struct wl_stage *st, struct wl_request *r)
 			g->committed += s->turns;
 		} else if (g->nheap > 0) {
 			s = heap_pop(g);
-			if (s->next_real != 0 && !(g->dur_ns &&
-						   s->next_t >= g->dur_ns)) {
-				double v = s->next_real;
-
-				sess_free(s);
-				memset(r, 0, sizeof(*r));
-				return wl__past_horizon(st->p, r, v);
-			}
 		} else {
 			return WL_END;
 		}
 		if (g->dur_ns && s->next_t >= g->dur_ns) {
 			sess_free(s);
 			continue;
+		}
+		if (s->next_real != 0) {	/* a turn past the horizon */
+			double v = s->next_real;
+
+			sess_free(s);
+			memset(r, 0, sizeof(*r));
+			return wl__past_horizon(st->p, r, v);
 		}
 		rc = sess_turn(g, s, r, &made);
 		if (rc != WL_OK) {
@@ -413,15 +419,9 @@ gen_next(struct wl_stage *st, struct wl_request *r)
 			double think = c->think_s > 0 ?
 			    gsl_ran_exponential(g->rng[RNG_SESS], c->think_s) :
 			    0;
-			double v = (double)s->next_t + think * 1e9;
 
 			s->think = ns_of(think);
-			if (wl__beyond_horizon(v)) {
-				s->next_real = v;
-				s->next_t = INT64_MAX;
-			} else {
-				s->next_t += s->think;
-			}
+			s->next_t = time_after(s->next_t, think, &s->next_real);
 			if (!heap_push(g, s)) {
 				sess_free(s);
 				return wl__fail(st->p, WL_ENOMEM, NULL, 0, 0,
