@@ -1724,13 +1724,43 @@ rp_sched_step(struct rp *r, struct rp_line *l, const char *text)
 	return rp_one_step(r, &st);
 }
 
+/*
+ * Whether step st moved the run on: a request finished, was ignored or
+ * started a load, or one it scheduled has computed past the furthest it
+ * had reached in this run (far[], their sum *sum).  A step that only
+ * computes again what a preemption undid does not.
+ */
+static bool
+rp_run_moved(struct rp *r, const struct kvs_step *st, uint32_t *far,
+	     uint64_t *sum)
+{
+	bool moved = st->nfinish > 0 || st->nignored > 0 || st->nload > 0;
+
+	for (uint32_t i = 0; i < st->nsched; i++) {
+		kvs_req h = st->sched[i].req;
+		int32_t q = kvs_req_seq(r->s, h);
+		size_t c;
+
+		if (q < 0)
+			continue;
+		c = kvc_seq_computed(kvs_kv(r->s), q);
+		if (c > far[h]) {
+			*sum += c - far[h];
+			far[h] = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
+			moved = true;
+		}
+	}
+	return moved;
+}
+
 static int
 rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 {
 	const char *v = rp_opt(l, "steps");
 	const struct kvs_step *st;
-	uint32_t max = 0;
-	int rc;
+	uint32_t max = 0, *far;
+	uint64_t still = 0, sum = 0;
+	int rc = RP_OK;
 
 	if (rp_npos(r, l, 0) || rp_opts_allowed(r, l, "steps"))
 		return RP_BAD;
@@ -1741,22 +1771,55 @@ rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 			return rp_error(r, "run: steps must be at least 1");
 	}
 	rp_hist_push(r, text);
+	/* the furthest each request has computed (no request is added
+	 * while the run goes on) */
+	if ((far = rp_xrealloc(r, NULL, (size_t)kvs_nreqs(r->s) *
+			       sizeof(*far))) == NULL)
+		return RP_BAD;
+	memset(far, 0, (size_t)kvs_nreqs(r->s) * sizeof(*far));
 	for (uint32_t i = 0; kvs_nunfinished(r->s) > 0 &&
 	     (max == 0 || i < max); i++) {
 		if ((rc = rp_one_step(r, &st)) != RP_OK)
-			return rc;
+			break;
 		if (st->nsched == 0 && st->npreempt == 0 &&
 		    st->nfinish == 0 && st->nignored == 0 &&
-		    st->nload == 0 && kvs_nunfinished(r->s) > 0)
-			return rp_error(r, "run: step %llu made no progress "
-					"with %u requests unfinished; it "
-					"would repeat forever",
-					(unsigned long long)st->number,
-					kvs_nunfinished(r->s));
-		if (r->nomem)
-			return RP_BAD;
+		    st->nload == 0 && kvs_nunfinished(r->s) > 0) {
+			rc = rp_error(r, "run: step %llu made no progress "
+				      "with %u requests unfinished; it "
+				      "would repeat forever",
+				      (unsigned long long)st->number,
+				      kvs_nunfinished(r->s));
+			break;
+		}
+		/*
+		 * Without steps=, a cycle ends the run too: steps that
+		 * only compute again what preemptions undo, more than
+		 * twice over the tokens every request has reached (a
+		 * request that runs alone and needs more than the pool,
+		 * each chunk preempting it: vLLM's engine would spin).
+		 */
+		still = rp_run_moved(r, st, far, &sum) ? 0 : still + 1;
+		if (max == 0 && kvs_nunfinished(r->s) > 0 &&
+		    still > 2 * (sum + kvs_nunfinished(r->s)) + 64) {
+			rc = rp_error(r, "run: %llu steps up to step %llu "
+				      "finished no request and took none "
+				      "past the tokens it had computed "
+				      "before, with %u requests unfinished: "
+				      "preemptions undo what the steps "
+				      "compute, and the run would repeat "
+				      "forever (run steps=N makes N steps)",
+				      (unsigned long long)still,
+				      (unsigned long long)st->number,
+				      kvs_nunfinished(r->s));
+			break;
+		}
+		if (r->nomem) {
+			rc = RP_BAD;
+			break;
+		}
 	}
-	return RP_OK;
+	free(far);
+	return rc;
 }
 
 static int
