@@ -159,6 +159,145 @@ datetime_ranges(void)
 	ck_assert_str_eq(many, "2024-02-29 00:00:00");
 }
 
+/*
+ * wl__csv_quick (and wl__datetime_quick) against the general reading --
+ * wl__csv_split, wl__parse_datetime, wl__parse_len -- on rows built from
+ * fields the quick reading takes and fields it must leave: every row it
+ * reads, it reads as they do; every row it leaves is one they read
+ * otherwise or refuse; and it reads the usual rows.
+ */
+static const char *const quick_times[] = {
+	"2023-11-16 18:15:46.6805900", "2023-11-16T18:15:46.6805900",
+	"2023-11-16 18:15:46", "2024-02-29 00:00:00.5",
+	"2016-12-31 23:59:60.123456789", "1969-12-31 23:59:59.25",
+	"2262-04-11 23:47:16.854775807", "1677-09-21 00:12:43.145224192",
+	/* left to the general reading: read there, or refused */
+	"2023-11-16 18:15:46.", "2023-11-16 18:15:46.1234567891",
+	" 2023-11-16 18:15:46", "2023-11-16 18:15:46 ", "2023-02-29 00:00:00",
+	"2023-11-16 18:15:46.68x", "2023-11-16 18:15:4", "2023/11/16 18:15:46",
+	"2262-04-11 23:47:16.854775808", "9999-12-31 23:59:59", "",
+	"2023-11-16 18:15:46.-5", "2023-11-16 24:00:00", "2023-13-01 00:00:00",
+};
+static const char *const quick_counts[] = {
+	"374", "0", "007", "999999999", "1", "4096",
+	/* left to the general reading */
+	"1234567890", "0000000001", "2147483648", "", "-5", "+5", " 5",
+	"5 ", "5.0", "x", "\"5\"",
+};
+static const char *const quick_skips[] = {
+	"", "gpt-4", "a b", "\"a,b\"", "x\"y",
+};
+
+static bool
+quick_general(const char *line, const uint8_t *kind, int ncols,
+    struct wl_quick *q)
+{
+	struct wl_field f[8];
+	int k = wl__csv_split(line, strlen(line), f, 8);
+
+	if (k != ncols)
+		return false;
+	for (int i = 0; i < k; i++) {
+		if (kind[i] == WL_Q_TIME) {
+			if (wl__parse_datetime(f[i].p, f[i].n, &q->t) !=
+			    WL_NUM_OK)
+				return false;
+			q->tcol = f[i].col;
+		} else if (kind[i] != WL_Q_SKIP) {
+			uint32_t c = kind[i] - WL_Q_COUNT0;
+
+			if (wl__parse_len(f[i].p, f[i].n, &q->count[c]) !=
+			    WL_NUM_OK)
+				return false;
+			q->ccol[c] = f[i].col;
+		}
+	}
+	return true;
+}
+
+static void
+quick_row(const char *line, const uint8_t *kind, int ncols, bool usual,
+    unsigned *nquick)
+{
+	struct wl_quick a, b;
+	bool qa, qb;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	qa = wl__csv_quick(line, strlen(line), kind, ncols, &a);
+	qb = quick_general(line, kind, ncols, &b);
+	/* read quick: read so by the general path too */
+	ck_assert_msg(!qa || (qb && a.t == b.t && a.tcol == b.tcol &&
+	    memcmp(a.count, b.count, sizeof(a.count)) == 0 &&
+	    memcmp(a.ccol, b.ccol, sizeof(a.ccol)) == 0),
+	    "'%s': quick %" PRId64 "@%u %u@%u %u@%u, general %d %" PRId64
+	    "@%u %u@%u %u@%u", line, a.t, a.tcol, a.count[0], a.ccol[0],
+	    a.count[1], a.ccol[1], qb, b.t, b.tcol, b.count[0], b.ccol[0],
+	    b.count[1], b.ccol[1]);
+	ck_assert_msg(qa || !usual, "'%s': a usual row left", line);
+	*nquick += qa;
+}
+
+START_TEST(test_csv_quick)
+{
+	static const uint8_t azure[] = { WL_Q_TIME, WL_Q_COUNT0, WL_Q_COUNT1 };
+	static const uint8_t wide[] = { WL_Q_SKIP, WL_Q_COUNT1, WL_Q_TIME,
+		WL_Q_SKIP, WL_Q_COUNT0 };
+	const size_t nt = sizeof(quick_times) / sizeof(quick_times[0]);
+	const size_t nc = sizeof(quick_counts) / sizeof(quick_counts[0]);
+	const size_t ns = sizeof(quick_skips) / sizeof(quick_skips[0]);
+	unsigned nquick = 0, nrows = 0;
+	char line[256];
+	int64_t t;
+
+	/* the times alone: the quick reading's are the general one's */
+	for (size_t i = 0; i < nt; i++) {
+		const char *s = quick_times[i];
+		int64_t u;
+		bool q = wl__datetime_quick(s, strlen(s), &t);
+
+		ck_assert_msg(q == (i < 8), "'%s': %d", s, q);
+		if (q) {
+			ck_assert_int_eq(wl__parse_datetime(s, strlen(s), &u),
+			    WL_NUM_OK);
+			ck_assert_msg(t == u, "'%s': %" PRId64 " != %" PRId64,
+			    s, t, u);
+		}
+	}
+	/* every row of three fields, of five, and with one too many or few */
+	for (size_t i = 0; i < nt; i++)
+		for (size_t a = 0; a < nc; a++)
+			for (size_t b = 0; b < nc; b++) {
+				bool usual = i < 8 && a < 6 && b < 6;
+
+				snprintf(line, sizeof(line), "%s,%s,%s",
+				    quick_times[i], quick_counts[a],
+				    quick_counts[b]);
+				quick_row(line, azure, 3, usual, &nquick);
+				snprintf(line, sizeof(line), "%s,%s,%s,",
+				    quick_times[i], quick_counts[a],
+				    quick_counts[b]);
+				quick_row(line, azure, 3, false, &nquick);
+				snprintf(line, sizeof(line), "%s,%s",
+				    quick_times[i], quick_counts[a]);
+				quick_row(line, azure, 3, false, &nquick);
+				for (size_t k = 0; k < ns; k++) {
+					snprintf(line, sizeof(line),
+					    "%s,%s,%s,%s,%s", quick_skips[k],
+					    quick_counts[b], quick_times[i],
+					    quick_skips[ns - 1 - k],
+					    quick_counts[a]);
+					quick_row(line, wide, 5, usual &&
+					    k < 3 && ns - 1 - k < 3, &nquick);
+				}
+				nrows += 3 + ns;
+			}
+	/* the checks checked both ways */
+	ck_assert_uint_gt(nquick, 8 * 6 * 6);
+	ck_assert_uint_lt(nquick, nrows / 2);
+}
+END_TEST
+
 START_TEST(test_parse_numbers)
 {
 	uint32_t u;
@@ -1785,6 +1924,7 @@ wl_suite(void)
 	TCase *tc = tcase_create("readers");
 
 	tcase_add_test(tc, test_parse_numbers);
+	tcase_add_test(tc, test_csv_quick);
 	tcase_add_test(tc, test_azure);
 	tcase_add_test(tc, test_mooncake_gzip);
 	tcase_add_test(tc, test_gzip_corrupt_text);

@@ -283,6 +283,36 @@ ns_of(int64_t secs, int64_t frac, int64_t *out)
 	return true;
 }
 
+bool
+wl__datetime_quick(const char *p, size_t n, int64_t *out)
+{
+	static const uint32_t scale[] = { 1, 100000000, 10000000, 1000000,
+		100000, 10000, 1000, 100, 10, 1 };
+	unsigned y, mo, d, h, mi, s;
+	uint32_t frac = 0;
+
+	if (n < 19 || n == 20 || n > 29 || p[4] != '-' || p[7] != '-' ||
+	    (p[10] != ' ' && p[10] != 'T') || p[13] != ':' || p[16] != ':' ||
+	    (n > 19 && p[19] != '.'))
+		return false;
+	if (!digits(p, 4, &y) || !digits(p + 5, 2, &mo) ||
+	    !digits(p + 8, 2, &d) || !digits(p + 11, 2, &h) ||
+	    !digits(p + 14, 2, &mi) || !digits(p + 17, 2, &s) ||
+	    !civil_ok(y, mo, d, h, mi, s))
+		return false;
+	for (size_t i = 20; i < n; i++) {
+		unsigned c = (unsigned char)p[i] - '0';
+
+		if (c > 9)
+			return false;
+		frac = frac * 10 + c;
+	}
+	/* 1 to 9 digits: to the ns exactly, wl__parse_datetime's sum */
+	return ns_of(wl__days_from_civil(y, mo, d) * 86400 +
+		     (int64_t)h * 3600 + (int64_t)mi * 60 + s,
+		     (int64_t)frac * scale[n > 19 ? n - 20 : 0], out);
+}
+
 enum wl_num
 wl__parse_datetime(const char *p, size_t n, int64_t *out)
 {
@@ -356,6 +386,44 @@ wl__format_datetime(int64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%04" PRId64 "-%02u-%02u %02d:%02d:%02d."
 		    "%09" PRId64, y, m, d, (int)(sod / 3600),
 		    (int)(sod / 60 % 60), (int)(sod % 60), f);
+}
+
+bool
+wl__csv_quick(const char *line, size_t len, const uint8_t *kind, int ncols,
+    struct wl_quick *q)
+{
+	const char *p = line, *end = line + len;
+
+	for (int i = 0; i < ncols; i++) {
+		const char *f = p, *stop;
+		uint32_t v = 0;
+
+		if (kind[i] == WL_Q_COUNT0 || kind[i] == WL_Q_COUNT1) {
+			while (p < end && WL_ISDIGIT(*p) && p - f < 10)
+				v = v * 10 + (uint32_t)(*p++ - '0');
+			if (p == f || p - f > 9)
+				return false;
+			q->count[kind[i] - WL_Q_COUNT0] = v;
+			q->ccol[kind[i] - WL_Q_COUNT0] =
+			    (uint32_t)(f - line) + 1;
+			stop = p;
+		} else {
+			stop = memchr(p, ',', (size_t)(end - p));
+			if (stop == NULL)
+				stop = end;
+			if (memchr(p, '"', (size_t)(stop - p)) != NULL ||
+			    (kind[i] == WL_Q_TIME &&
+			    !wl__datetime_quick(p, (size_t)(stop - p), &q->t)))
+				return false;
+			if (kind[i] == WL_Q_TIME)
+				q->tcol = (uint32_t)(p - line) + 1;
+		}
+		/* a comma after each field but the last, which ends it */
+		if (i + 1 < ncols ? stop == end || *stop != ',' : stop != end)
+			return false;
+		p = stop + 1;
+	}
+	return true;
 }
 
 int

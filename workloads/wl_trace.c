@@ -196,6 +196,8 @@ struct trace {
 	uint64_t row_ns, out_ns;	/* key namespaces of this seed */
 	int ncols;		/* header fields (CSV) */
 	int8_t colrole[MAX_COLS];	/* index into fs->cols, -1 ignored */
+	bool quick;		/* rows may be read by wl__csv_quick */
+	uint8_t qkind[MAX_COLS];	/* its kinds of the columns */
 	const char *pending;	/* first JSON line, read at open */
 	size_t pending_len;
 	uint64_t data_rows;
@@ -571,6 +573,8 @@ set_field(struct trace *t, struct row *r, const struct colspec *cs,
 	}
 }
 
+static void quick_kinds(struct trace *t, const struct fmtspec *fs);
+
 /* Map the header's columns onto fs->cols.  *ok false if not this format. */
 static wl_err
 map_header(struct trace *t, const struct fmtspec *fs, const char *line,
@@ -659,16 +663,64 @@ map_header(struct trace *t, const struct fmtspec *fs, const char *line,
 	}
 	t->ncols = k;
 	*ok = true;
+	quick_kinds(t, fs);
 	return WL_OK;
+}
+
+/*
+ * Whether the mapped columns are those wl__csv_quick reads -- a datetime,
+ * the prompt's and the output's counts, and columns ignored (the azure
+ * format) -- and each one's kind.
+ */
+static void
+quick_kinds(struct trace *t, const struct fmtspec *fs)
+{
+	unsigned seen = 0;
+
+	t->quick = !fs->json;
+	for (int i = 0; i < t->ncols && t->quick; i++) {
+		const struct colspec *cs = t->colrole[i] < 0 ? NULL :
+		    &fs->cols[t->colrole[i]];
+
+		if (cs == NULL || cs->role == R_IGNORE)
+			t->qkind[i] = WL_Q_SKIP;
+		else if (cs->role == R_TIME && cs->unit == T_DATETIME)
+			t->qkind[i] = WL_Q_TIME;
+		else if (cs->role == R_PROMPT)
+			t->qkind[i] = WL_Q_COUNT0;
+		else if (cs->role == R_OUTPUT)
+			t->qkind[i] = WL_Q_COUNT1;
+		else
+			t->quick = false;
+		seen |= 1u << t->qkind[i];
+	}
+	/* each value once (map_header lets a column appear once) */
+	if (seen != (1u << WL_Q_TIME | 1u << WL_Q_COUNT0 | 1u << WL_Q_COUNT1) &&
+	    seen != (1u << WL_Q_SKIP | 1u << WL_Q_TIME | 1u << WL_Q_COUNT0 |
+		     1u << WL_Q_COUNT1))
+		t->quick = false;
 }
 
 static wl_err
 parse_csv_row(struct trace *t, struct row *r, const char *line, size_t len)
 {
 	struct wl_field f[MAX_COLS + 1];
-	int k = wl__csv_split(line, len, f, MAX_COLS + 1);
+	struct wl_quick q;
+	int k;
 	wl_err rc;
 
+	/* the usual row in one pass; any other as below, which reads the
+	 * usual row the same way */
+	if (t->quick && wl__csv_quick(line, len, t->qkind, t->ncols, &q)) {
+		r->t = q.t;
+		r->time_col = q.tcol;
+		r->prompt = q.count[0];
+		r->prompt_col = q.ccol[0];
+		r->output = q.count[1];
+		r->zero = q.count[0] == 0 || q.count[1] == 0;
+		return WL_OK;
+	}
+	k = wl__csv_split(line, len, f, MAX_COLS + 1);
 	if (k < 0)
 		return row_error(t, 1, "unterminated quoted field");
 	if (k != t->ncols)
