@@ -1617,6 +1617,10 @@ rp_one_step(struct rp *r, const struct kvs_step **out)
 	char why[512];
 	kv_err e;
 
+	if (r->o->max_steps != 0 && r->nsteps++ == r->o->max_steps)
+		return rp_error(r, "step: past the limit of %llu steps "
+				"(--max-steps)",
+				(unsigned long long)r->o->max_steps);
 	if (r->scfg.spec_tokens > 0) {
 		e = kvs_schedule(r->s, NULL);
 		if (e == KV_OK && rp_spec_complete(r, out) != RP_OK)

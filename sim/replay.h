@@ -21,6 +21,10 @@
 
 struct replay_opts {
 	bool check;	/* decision/action consistency on every query */
+	/* 0, or the most scheduler steps the script may make (`step`, `run`):
+	 * past them it stops as a bad script.  The fuzz harness's bound on
+	 * a script that asks for billions of steps; `kvsim replay` has none. */
+	uint64_t max_steps;
 };
 
 /* What a script came to (`kvsim replay` exits with it).  Output printed

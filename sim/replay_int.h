@@ -70,6 +70,7 @@ struct rp {
 	/* memory ran out: nothing more is written, replay_run stops at the
 	 * end of the line and returns KV_ENOMEM */
 	bool nomem;
+	uint64_t nsteps;	/* scheduler steps made (opts' max_steps) */
 	/* `connector scripted` (replay_conn.c), or NULL */
 	struct rp_conn *conn;
 	/* `offload ...` (replay_offload.c), or NULL */

@@ -56,6 +56,29 @@ else
 	no "replay --check refuses a huge trial append"; cat "$t.err"
 fi
 rm -f "$t.kvr"
+# --max-steps N: the script stops at the step after N (a preemption cycle
+# asked for 300 steps), exit 2, the N steps' lines printed; N enough: as
+# without it
+cyc=$top_srcdir/tests/replay/sched-v1/run-cycle-steps
+"$KVSIM" replay --max-steps 50 "$cyc.kvr" >"$t" 2>"$t.err"
+if [ $? -eq 2 ] && [ "$(wc -l <"$t")" = 50 ] &&
+    [ "$(tail -n 1 "$t")" = "step 50 preempt=B" ] &&
+    grep -q "run-cycle-steps.kvr:11: step: past the limit of 50 steps" "$t.err"
+then
+	ok "replay --max-steps 50"
+else
+	no "replay --max-steps 50"; cat "$t.err"
+fi
+"$KVSIM" replay --max-steps 300 "$cyc.kvr" >"$t" 2>"$t.err" &&
+    cmp -s "$t" "$cyc.out" && ok "replay --max-steps 300" ||
+    { no "replay --max-steps 300"; cat "$t.err"; }
+for v in 0 -1 x 18446744073709551616; do
+	"$KVSIM" replay --max-steps "$v" "$cyc.kvr" >"$t" 2>"$t.err"; rc=$?
+	[ $rc = 2 ] && [ ! -s "$t" ] &&
+	    grep -q "^kvsim replay: --max-steps: expected a count" "$t.err" &&
+	    ok "replay --max-steps $v refused" ||
+	    { no "replay --max-steps $v (rc $rc)"; cat "$t.err"; }
+done
 # An unknown option: one line naming it and one hint, status 2, for every
 # command (some printed their whole help to stderr)
 for c in run sweep compare capacity replay kv-size catalog trace-stats plot \
@@ -71,12 +94,12 @@ Try 'kvsim $c --help'." ]; then
 done
 # a missing value and an ambiguous abbreviation: getopt's line, the hint
 for args in "run --out" "kv-size --gpu" "catalog --datadir" "plot --out" \
-    "trace-stats --tile" "run --s 1"; do
+    "trace-stats --tile" "run --s 1" "replay --max-steps"; do
 	c=${args%% *}
 	# shellcheck disable=SC2086
 	"$KVSIM" $args >"$t" 2>"$t.err"; rc=$?
 	if [ $rc = 2 ] && [ "$(wc -l <"$t.err")" = 2 ] &&
-	    grep -q "^kvsim $c: option '--[a-z]*' \(requires an argument\|is ambiguous\)" "$t.err" &&
+	    grep -q "^kvsim $c: option '--[a-z-]*' \(requires an argument\|is ambiguous\)" "$t.err" &&
 	    [ "$(sed -n 2p "$t.err")" = "Try 'kvsim $c --help'." ]; then
 		ok "$args: one line and a hint"
 	else
