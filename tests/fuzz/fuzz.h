@@ -39,6 +39,20 @@ FILE *fz_open_mem(const uint8_t *data, size_t size);
 FILE *fz_sink(void);
 
 /*
+ * Whether opening c's stream is bounded work.  A generator is drawn whole
+ * before its first request where target_rate or spread_bursts needs its
+ * span (the prepass) or a window starts later (the requests before it are
+ * drawn and dropped): there, only with generator.requests at most
+ * FZ_WL_ROWS.  A configuration asking for 10^17 requests there is legal
+ * and slow -- a timeout, not a finding -- so the harnesses that open
+ * streams (workload; runcfg and set, through sim_run_open) leave it
+ * unopened.  Traces are bounded by the input.
+ */
+#define FZ_WL_ROWS 100000u
+struct wl_config;
+int fz_wl_bounded(const struct wl_config *c);
+
+/*
  * Per-harness setup run once from LLVMFuzzerInitialize, after the
  * temporary directory exists (each harness defines it; most do nothing).
  */

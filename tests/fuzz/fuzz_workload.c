@@ -4,7 +4,8 @@
  * wl_config_write_yaml documents: what it writes reads back, and a
  * generator read back gives the same first requests.  Configurations
  * naming a trace (or a lengths trace) are not opened: the path is the
- * input's, and the trace readers have their own harness.
+ * input's, and the trace readers have their own harness; nor are those
+ * whose stream is drawn whole first without a bound (fz_wl_bounded).
  */
 #include "tests/fuzz/fuzz.h"
 
@@ -72,6 +73,10 @@ round_trip(const struct wl_config *c)
 	wl_config_init(&back);
 	if (wl_config_load(path, &back, &e) != WL_OK)
 		abort();	/* what it wrote, it must read */
+	if (!fz_wl_bounded(c) || !fz_wl_bounded(&back)) {
+		wl_config_release(&back);
+		return;		/* read back; too long to draw */
+	}
 	na = draw(c, a, NREQ);
 	nb = draw(&back, b, NREQ);
 	if (na != nb)

@@ -47,7 +47,8 @@ fz_run_config(const struct sim_config *c)
 	char err[SIM_RUN_ERRLEN];
 
 	round_trip(c);
-	if (sim_run_check_names(c, &key, err, sizeof(err)) != KV_OK)
+	if (sim_run_check_names(c, &key, err, sizeof(err)) != KV_OK ||
+	    !fz_wl_bounded(&c->wl))
 		return;
 	(void)sim_run_open(&R, c, &o, err, sizeof(err));
 	sim_run_close(R);

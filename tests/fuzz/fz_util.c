@@ -10,6 +10,8 @@
  */
 #include "tests/fuzz/fuzz.h"
 
+#include "workloads/wl.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -131,4 +133,13 @@ fz_sink(void)
 	if (f == NULL)
 		abort();
 	return f;
+}
+
+int
+fz_wl_bounded(const struct wl_config *c)
+{
+	if (c->trace != NULL || !(c->target_rate > 0 || c->spread_bursts > 0 ||
+				  c->window_start_s > 0))
+		return 1;
+	return c->gen.requests > 0 && c->gen.requests <= FZ_WL_ROWS;
 }
