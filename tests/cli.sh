@@ -72,7 +72,7 @@ fi
 "$KVSIM" replay --max-steps 300 "$cyc.kvr" >"$t" 2>"$t.err" &&
     cmp -s "$t" "$cyc.out" && ok "replay --max-steps 300" ||
     { no "replay --max-steps 300"; cat "$t.err"; }
-for v in 0 -1 x 18446744073709551616; do
+for v in 0 -1 " -1" +5 x 18446744073709551616; do
 	"$KVSIM" replay --max-steps "$v" "$cyc.kvr" >"$t" 2>"$t.err"; rc=$?
 	[ $rc = 2 ] && [ ! -s "$t" ] &&
 	    grep -q "^kvsim replay: --max-steps: expected a count" "$t.err" &&

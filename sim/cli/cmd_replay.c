@@ -7,6 +7,7 @@
 #include "sim/cli/opts.h"
 #include "sim/replay.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +46,9 @@ replay_main(int argc, char **argv)
 							 argv[i]);
 			errno = 0;
 			o.max_steps = strtoull(argv[++i], &end, 10);
-			if (errno != 0 || *end != '\0' || end == argv[i] ||
-			    argv[i][0] == '-' || o.max_steps == 0) {
+			if (errno != 0 || *end != '\0' ||
+			    !isdigit((unsigned char)argv[i][0]) ||
+			    o.max_steps == 0) {
 				fprintf(stderr, "kvsim replay: --max-steps: "
 					"expected a count of steps of at "
 					"least 1, found '%s'\n", argv[i]);
