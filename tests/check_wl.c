@@ -1560,6 +1560,54 @@ START_TEST(test_config_check)
 	ck_assert_str_eq(err.what, "generator.prompt: bounds [1, 2147483647] "
 	    "keep under 1% of the distribution");
 	wl_config_release(&c);
+	/* a duration alone that would make more than 2^44 requests (a rate
+	 * in the wrong unit): refused, at each arrival process's mean rate */
+	wl_config_init(&c);
+	c.gen.requests = 0;
+	c.gen.duration_s = 5;
+	c.gen.arrival.rate = 1.8e16;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_ECONFIG);
+	ck_assert_str_eq(err.what, "workload.generator: about 9e+16 requests "
+	    "(the arrival rate over duration_s), more than 2^44, which no "
+	    "run could finish: set generator.requests or max_requests, or "
+	    "lower the rate or duration_s");
+	c.gen.arrival.rate = 3.5e12;	/* 1.75e13, just under 2^44 */
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	wl_stream_free(s);
+	c.max_requests = 10;		/* bounded: as before */
+	c.gen.arrival.rate = 1.8e16;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	wl_stream_free(s);
+	c.max_requests = 0;
+	c.gen.arrival.kind = WL_ARR_ONOFF;	/* mean: 1e13 x 1 / 4 */
+	c.gen.arrival.rate = 1e13;
+	c.gen.arrival.on_s = 1;
+	c.gen.arrival.off_s = 3;
+	c.gen.arrival.off_rate = 0;
+	c.gen.duration_s = 4000;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_ECONFIG);
+	ck_assert_msg(strstr(err.what, "about 1e+16 requests") != NULL, "%s",
+	    err.what);
+	c.gen.duration_s = 4;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	wl_stream_free(s);
+	/* a schedule that ends: its pieces, cut at duration_s if any */
+	c.gen.arrival.kind = WL_ARR_SCHEDULE;
+	c.gen.arrival.segs = calloc(2, sizeof(*c.gen.arrival.segs));
+	ck_assert_ptr_nonnull(c.gen.arrival.segs);
+	c.gen.arrival.nsegs = 2;
+	c.gen.arrival.segs[0] = (struct wl_rate_seg){ .duration_s = 100,
+	    .rate = 1 };
+	c.gen.arrival.segs[1] = (struct wl_rate_seg){ .duration_s = 10,
+	    .rate = 1e13 };
+	c.gen.duration_s = 0;
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_ECONFIG);
+	ck_assert_msg(strstr(err.what, "about 1e+14 requests") != NULL, "%s",
+	    err.what);
+	c.gen.duration_s = 101;		/* 100 + 1e13 */
+	ck_assert_int_eq(wl_open(&c, &s, &err), WL_OK);
+	wl_stream_free(s);
+	wl_config_release(&c);
 }
 END_TEST
 

@@ -199,6 +199,39 @@ cfail(struct wl_error *err, const char *fmt, ...)
 
 wl_err wl__config_check(const struct wl_config *c, struct wl_error *err);
 
+/*
+ * The requests a generator bounded by its duration alone starts, about:
+ * its arrival process's mean rate over duration_s (a session is one
+ * request at least); a schedule that does not repeat, its pieces up to
+ * duration_s (all of them without one).
+ */
+static double
+gen_expected(const struct wl_gen_config *g)
+{
+	const struct wl_arrival *a = &g->arrival;
+	double n = 0, t = 0;
+
+	switch (a->kind) {
+	case WL_ARR_ONOFF:
+		return (a->rate * a->on_s + a->off_rate * a->off_s) /
+		    (a->on_s + a->off_s) * g->duration_s;
+	case WL_ARR_SCHEDULE:
+		for (size_t i = 0; i < a->nsegs; i++) {
+			double d = a->segs[i].duration_s;
+
+			if (!a->repeat && g->duration_s > 0 &&
+			    d > g->duration_s - t)
+				d = g->duration_s - t > 0 ?
+				    g->duration_s - t : 0;
+			n += a->segs[i].rate * d;
+			t += a->segs[i].duration_s;
+		}
+		return a->repeat ? n / t * g->duration_s : n;
+	default:
+		return a->rate * g->duration_s;
+	}
+}
+
 wl_err
 wl__config_check(const struct wl_config *c, struct wl_error *err)
 {
@@ -302,6 +335,15 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 	    !(g->system_zipf_s >= 0))
 		return cfail(err, "workload.generator: duration_s, think_s "
 		    ">= 0; prefix.fraction in [0, 1]; prefix.zipf_s >= 0");
+	/* a run drawing them would not end (target_rate drew them all
+	 * before the first request) */
+	if (g->requests == 0 && c->max_requests == 0 &&
+	    !(gen_expected(g) <= WL_GEN_MOST))
+		return cfail(err, "workload.generator: about %.3g requests "
+		    "(the arrival rate over duration_s), more than 2^44, "
+		    "which no run could finish: set generator.requests or "
+		    "max_requests, or lower the rate or duration_s",
+		    gen_expected(g));
 	return WL_OK;
 }
 
