@@ -1775,12 +1775,15 @@ rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 			return rp_error(r, "run: steps must be at least 1");
 	}
 	rp_hist_push(r, text);
-	/* the furthest each request has computed (no request is added
-	 * while the run goes on) */
-	if ((far = rp_xrealloc(r, NULL, (size_t)kvs_nreqs(r->s) *
-			       sizeof(*far))) == NULL)
-		return RP_BAD;
-	memset(far, 0, (size_t)kvs_nreqs(r->s) * sizeof(*far));
+	/* without steps=, the furthest each request has computed (no
+	 * request is added while the run goes on) */
+	far = NULL;
+	if (max == 0) {
+		if ((far = rp_xrealloc(r, NULL, (size_t)kvs_nreqs(r->s) *
+				       sizeof(*far))) == NULL)
+			return RP_BAD;
+		memset(far, 0, (size_t)kvs_nreqs(r->s) * sizeof(*far));
+	}
 	for (uint32_t i = 0; kvs_nunfinished(r->s) > 0 &&
 	     (max == 0 || i < max); i++) {
 		if ((rc = rp_one_step(r, &st)) != RP_OK)
@@ -1802,8 +1805,9 @@ rp_sched_run(struct rp *r, struct rp_line *l, const char *text)
 		 * request that runs alone and needs more than the pool,
 		 * each chunk preempting it: vLLM's engine would spin).
 		 */
-		still = rp_run_moved(r, st, far, &sum) ? 0 : still + 1;
-		if (max == 0 && kvs_nunfinished(r->s) > 0 &&
+		if (far != NULL)
+			still = rp_run_moved(r, st, far, &sum) ? 0 : still + 1;
+		if (far != NULL && kvs_nunfinished(r->s) > 0 &&
 		    still > 2 * (sum + kvs_nunfinished(r->s)) + 64) {
 			rc = rp_error(r, "run: %llu steps up to step %llu "
 				      "finished no request and took none "

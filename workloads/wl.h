@@ -79,9 +79,10 @@ const char *wl_strerror(wl_err e);
 #define WL_HORIZON_NS INT64_C(1000000000000000000)
 /*
  * The most requests a generator bounded by its duration alone may be
- * expected to make, 2^44: a replica's scheduler holds 2^31 - 1 and a run
- * has at most 4,096 replicas, and at a few microseconds a request 2^44
- * would take years.  More is refused as a mistake (a rate in the wrong
+ * expected to make, 2^44: a replica's scheduler holds 2^31 - 1, a run
+ * (or each P/D pool, which every request passes through) has at most
+ * 4,096 replicas, and at a few microseconds a request 2^44 would take
+ * years.  More is refused as a mistake (a rate in the wrong
  * unit) that would otherwise run, or draw for target_rate, without end.
  */
 #define WL_GEN_MOST 17592186044416.0

@@ -219,10 +219,8 @@ gen_expected(const struct wl_gen_config *g)
 		for (size_t i = 0; i < a->nsegs; i++) {
 			double d = a->segs[i].duration_s;
 
-			if (!a->repeat && g->duration_s > 0 &&
-			    d > g->duration_s - t)
-				d = g->duration_s - t > 0 ?
-				    g->duration_s - t : 0;
+			if (!a->repeat && g->duration_s > 0)
+				d = fmin(d, fmax(g->duration_s - t, 0));
 			n += a->segs[i].rate * d;
 			t += a->segs[i].duration_s;
 		}
@@ -238,6 +236,7 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 	const struct wl_gen_config *g = &c->gen;
 	const struct wl_arrival *a = &g->arrival;
 	const double horizon_s = (double)WL_HORIZON_NS / 1e9;
+	double n;
 
 	if (c->vocab_size < 1)
 		return cfail(err, "workload.vocab_size must be >= 1");
@@ -338,12 +337,11 @@ wl__config_check(const struct wl_config *c, struct wl_error *err)
 	/* a run drawing them would not end (target_rate drew them all
 	 * before the first request) */
 	if (g->requests == 0 && c->max_requests == 0 &&
-	    !(gen_expected(g) <= WL_GEN_MOST))
+	    !((n = gen_expected(g)) <= WL_GEN_MOST))
 		return cfail(err, "workload.generator: about %.3g requests "
 		    "(the arrival rate over duration_s), more than 2^44, "
 		    "which no run could finish: set generator.requests or "
-		    "max_requests, or lower the rate or duration_s",
-		    gen_expected(g));
+		    "max_requests, or lower the rate or duration_s", n);
 	return WL_OK;
 }
 

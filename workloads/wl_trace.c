@@ -675,10 +675,15 @@ map_header(struct trace *t, const struct fmtspec *fs, const char *line,
 static void
 quick_kinds(struct trace *t, const struct fmtspec *fs)
 {
+	const unsigned all = 1u << WL_Q_TIME | 1u << WL_Q_COUNT0 |
+	    1u << WL_Q_COUNT1;
 	unsigned seen = 0;
 
-	t->quick = !fs->json;
-	for (int i = 0; i < t->ncols && t->quick; i++) {
+	if (fs->json) {
+		t->quick = false;
+		return;
+	}
+	for (int i = 0; i < t->ncols; i++) {
 		const struct colspec *cs = t->colrole[i] < 0 ? NULL :
 		    &fs->cols[t->colrole[i]];
 
@@ -690,15 +695,14 @@ quick_kinds(struct trace *t, const struct fmtspec *fs)
 			t->qkind[i] = WL_Q_COUNT0;
 		else if (cs->role == R_OUTPUT)
 			t->qkind[i] = WL_Q_COUNT1;
-		else
-			t->quick = false;
+		else {
+			t->quick = false;	/* a role it does not read */
+			return;
+		}
 		seen |= 1u << t->qkind[i];
 	}
-	/* each value once (map_header lets a column appear once) */
-	if (seen != (1u << WL_Q_TIME | 1u << WL_Q_COUNT0 | 1u << WL_Q_COUNT1) &&
-	    seen != (1u << WL_Q_SKIP | 1u << WL_Q_TIME | 1u << WL_Q_COUNT0 |
-		     1u << WL_Q_COUNT1))
-		t->quick = false;
+	/* the three values (map_header maps each column once) */
+	t->quick = (seen & all) == all;
 }
 
 static wl_err
