@@ -90,6 +90,11 @@ one, as
 .B run \\-\\-no\\-fast\\-forward
 does (docs/fastforward.md); the outputs are the same.
 .TP
+.B KVSIM_NO_TAKE_IN
+when set to anything but 0, no fast\\-forward span takes in the requests
+that arrive in it: each ends before the next arrival (docs/fastforward.md);
+the outputs are the same.
+.TP
 .B KVSIM_FF_REPORT
 when set,
 .B kvsim run

@@ -10,6 +10,7 @@
 #include "sim/cost_lora.h"
 
 #include <assert.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -145,6 +146,7 @@ replica_free(replica *rp)
 	free(rp->spectok);
 	free(rp->specacc);
 	free(rp->abort);
+	free(rp->tk);
 	free(rp->late);
 	free(rp->cend);
 	for (size_t i = rp->phead; i < rp->npend; i++) {
@@ -157,6 +159,7 @@ replica_free(replica *rp)
 	free(rp->fftaken);
 	free(rp->fffreed);
 	free(rp->fft);
+	free(rp->fftokn);
 	free(rp->ffrun);
 	free(rp->ffend);
 	free(rp->ffpos);
@@ -322,6 +325,7 @@ pend_set(struct pend *p, const struct wl_request *r)
 	p->grp = NULL;
 	p->lora = r->lora;
 	p->nsamp = r->n;
+	p->taken = false;
 }
 
 /*
@@ -424,10 +428,124 @@ replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen)
 			return e;
 		free(p->tok);
 		p->tok = NULL;
+		rp->tk_adm += p->taken;
 		rp->phead++;
 	}
 	if (rp->phead == rp->npend)
 		rp->phead = rp->npend = 0;
+	return KV_OK;
+}
+
+/* Room for one more taken request, those no record needs dropped. */
+static kv_err
+taken_room(replica *rp)
+{
+	uint64_t lo = rp->tk_served;
+
+	if (rp->tk_arrived < lo)
+		lo = rp->tk_arrived;
+	if (rp->tk_adm < lo)
+		lo = rp->tk_adm;
+	if (lo > rp->tkbase) {
+		size_t d = (size_t)(lo - rp->tkbase);
+
+		memmove(rp->tk, rp->tk + d, (rp->ntk - d) * sizeof(*rp->tk));
+		rp->ntk -= d;
+		rp->tkbase = lo;
+	}
+	if (rp->ntk == rp->captk) {
+		size_t cap = rp->captk ? 2 * rp->captk : 16;
+		struct rtaken *t = realloc(rp->tk, cap * sizeof(*t));
+
+		if (t == NULL)
+			return KV_ENOMEM;
+		rp->tk = t;
+		rp->captk = cap;
+	}
+	return KV_OK;
+}
+
+kv_err
+replica__take(replica *rp, const struct wl_request *r, int64_t in,
+	      int64_t at, char *why, size_t whylen)
+{
+	struct rtaken *k;
+	kv_err e;
+
+	if (taken_room(rp) != KV_OK) {
+		snprintf(why, whylen, "out of memory");
+		return KV_ENOMEM;
+	}
+	if ((e = replica__defer(rp, r, at, NULL, why, whylen)) != KV_OK)
+		return e;
+	rp->pend[rp->npend - 1].taken = true;
+	k = &rp->tk[rp->ntk++];
+	k->id = r->id;
+	k->t = r->arrival_ns;
+	k->in = in;
+	k->at = at;
+	rp->tk_n++;
+	return KV_OK;
+}
+
+kv_err
+replica__taken_serve(replica *rp, char *why, size_t whylen)
+{
+	const struct rtaken *k = &rp->tk[rp->tk_served - rp->tkbase];
+	int64_t at = cost_fifo_serve(&rp->fe, k->t, k->in);
+
+	if (at != k->at) {
+		snprintf(why, whylen, "replica %u: fast-forward: request "
+			 "%" PRIu64 " reaches the engine at %" PRId64 " ns, "
+			 "the span said %" PRId64, rp->index, k->id, at,
+			 k->at);
+		return KV_ESTATE;
+	}
+	rp->tk_served++;
+	return KV_OK;
+}
+
+uint64_t
+replica_taken_pending(const replica *rp)
+{
+	return rp->tk_n - rp->tk_arrived;
+}
+
+uint64_t
+replica_taken_total(const replica *rp)
+{
+	return rp->tk_n;
+}
+
+bool
+replica_taken_next(const replica *rp)
+{
+	return rp->tk_arrived < rp->tk_n;
+}
+
+kv_err
+replica_taken_arrive(replica *rp, const struct wl_request *r,
+		     bool *admitted, char *why, size_t whylen)
+{
+	const struct rtaken *k = &rp->tk[rp->tk_arrived - rp->tkbase];
+	kv_err e;
+
+	*admitted = false;
+	if (k->id != r->id || k->t != r->arrival_ns) {
+		snprintf(why, whylen, "replica %u: fast-forward: request "
+			 "%" PRIu64 " arrives at %" PRId64 " ns where a span "
+			 "took in request %" PRIu64 " at %" PRId64 " ns",
+			 rp->index, r->id, r->arrival_ns, k->id, k->t);
+		return KV_ESTATE;
+	}
+	/* its work in the API server, after the steps ended by now (the
+	 * caller's replica_ff_catch), where the span's steps left it */
+	if (rp->tk_served == rp->tk_arrived &&
+	    (e = replica__taken_serve(rp, why, whylen)) != KV_OK)
+		return e;
+	*admitted = rp->tk_arrived < rp->tk_adm;
+	rp->admit_at = k->at;
+	rp->tk_arrived++;
 	return KV_OK;
 }
 
@@ -1910,18 +2028,30 @@ replica_stats(const replica *rp)
 }
 
 void
-replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
-	      uint64_t *swapped, uint64_t *used, uint64_t *total,
-	      uint64_t *frag)
+replica_state(const replica *rp, int64_t t, uint64_t *running,
+	      uint64_t *waiting, uint64_t *swapped, uint64_t *used,
+	      uint64_t *total, uint64_t *frag)
 {
+	size_t held = rp->npend;
+
+	/* requests a span took in wait from their arrival (they are the
+	 * last held) */
+	while (held > rp->phead && rp->pend[held - 1].taken &&
+	       rp->pend[held - 1].arrival > t)
+		held--;
 	*running = kvs_queue_len(rp->s, KVS_Q_RUNNING);
-	*waiting = kvs_queue_len(rp->s, KVS_Q_WAITING) +
-		   (rp->npend - rp->phead);
+	*waiting = kvs_queue_len(rp->s, KVS_Q_WAITING) + (held - rp->phead);
 	*swapped = kvs_queue_len(rp->s, KVS_Q_SWAPPED);
 	*total = rp->blocks_total;
 	if (rp->ffrow) {	/* a row inside a span (replica_ff.c) */
-		if (rp->ffrow_waitset)
+		if (rp->ffrow_waitset) {
 			*waiting = rp->ffrow_wait;
+			/* (those dropped had arrived before the span) */
+			for (uint64_t k = rp->ffrow_tk0 > rp->tkbase ?
+					  rp->ffrow_tk0 : rp->tkbase;
+			     k < rp->ffrow_tk1; k++)
+				*waiting -= rp->tk[k - rp->tkbase].t > t;
+		}
 		*running = rp->ffrow_running;
 		*used = rp->ffrow_used;
 		*frag = rp->ffrow_frag;

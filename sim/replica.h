@@ -198,8 +198,29 @@ void replica_free(replica *r);
  * requests.
  * The caller makes sure no event that can touch the replica falls in
  * (now, until].
+ * With sp->arr (NULL: none), the span may take in the requests that
+ * arrive in it (docs/fastforward.md): the bounds above are those where
+ * the first arrival it does not take in is arr's peek(0); for each it
+ * takes in, in order, it asks peek for the one after and bounds for the
+ * horizons that one leaves (in sp).  Such a request is held for its step
+ * (or admitted in the span) at once, at the time the API server will
+ * give it (the span's steps' output before it, and the requests taken in
+ * before it); when it arrives the caller hands it over with
+ * replica_taken_arrive, not replica_add, after replica_ff_catch.
  */
+struct replica_span;
+struct replica_arrivals {
+	/* the k-th request to arrive (0: the next); NULL with *end set
+	 * when none comes, clear when it is not known */
+	const struct wl_request *(*peek)(void *arg, uint32_t k, bool *end);
+	/* sp's horizons from now when r (NULL: none) is the first arrival
+	 * not taken in */
+	void (*bounds)(void *arg, int64_t now, const struct wl_request *r,
+		       struct replica_span *sp);
+	void *arg;
+};
 struct replica_span {
+	const struct replica_arrivals *arr;
 	int64_t until, until_end, tail_until, ext_sched, ext_until;
 	int64_t t_end, tail_end;
 	uint64_t nsteps, ext;
@@ -224,6 +245,17 @@ kv_err replica_ff_catch(replica *rp, int64_t now, rpt *rep, char *why,
 			size_t whylen);
 /* The tail's steps ended so (a count for the fast-forward's report). */
 uint64_t replica_ff_caught(const replica *rp);
+/* Spans' arrivals (replica_span.arr): how many were taken in whose
+ * arrival has not come; whether the next to arrive is one (the first of
+ * them); and its arrival, r,
+ * the API server's work on it now unless a span's steps did it (as
+ * replica_add would have, to the same time), *admitted when a span
+ * admitted it already.  KV_ESTATE when it is not the one taken in. */
+uint64_t replica_taken_pending(const replica *rp);
+uint64_t replica_taken_total(const replica *rp);	/* all taken in */
+bool replica_taken_next(const replica *rp);
+kv_err replica_taken_arrive(replica *rp, const struct wl_request *r,
+			    bool *admitted, char *why, size_t whylen);
 /* The earliest time replica_add can hold request r until (its admission
  * at, in the API server's FIFO): its arrival and its own service; a
  * bound on every later request's too (the FIFO serves them after it), so
@@ -307,8 +339,10 @@ bool replica_has_work(const replica *rp);	/* unfinished requests */
 uint64_t replica_outstanding(const replica *rp);	/* tokens to do */
 uint32_t replica_block_size(const replica *rp);
 const struct replica_stats *replica_stats(const replica *rp);
-/* Queue lengths and KV blocks, for the timeseries. */
-void replica_state(const replica *rp, uint64_t *running, uint64_t *waiting,
+/* Queue lengths and KV blocks, for the timeseries row at t (the requests
+ * a span took in count as waiting from their arrival). */
+void replica_state(const replica *rp, int64_t t, uint64_t *running,
+		   uint64_t *waiting,
 		   uint64_t *swapped, uint64_t *used, uint64_t *total,
 		   uint64_t *frag_tokens);
 /* Close the usage integral at `now` (end of run). */

@@ -29,6 +29,10 @@
 /* Most steps in one call, and most tokens (running x steps) in scratch. */
 #define FF_MAX_STEPS 4096u
 #define FF_MAX_TOKENS (1u << 20)
+/* Most arrivals one span takes in: each adds a request to the run's
+ * records, which the planner's passes go over at each admission and end
+ * (measured best on the Azure hour among 2 to 32: docs/BENCHMARKS.md). */
+#define FF_MAX_TAKES 16u
 
 /* What the fast-forward does not cover: single steps. */
 static bool
@@ -68,6 +72,9 @@ ff_room(replica *rp, uint32_t n, uint32_t k)
 		if ((d = realloc(rp->fft, k * sizeof(*d))) == NULL)
 			return KV_ENOMEM;
 		rp->fft = d;
+		if ((a = realloc(rp->fftokn, k * sizeof(*a))) == NULL)
+			return KV_ENOMEM;
+		rp->fftokn = a;
 		rp->capffk = k;
 	}
 	if (n > rp->capffrun) {
@@ -115,7 +122,133 @@ struct ff_plan {
 	 * admits being made, and the admissions' entries so far */
 	uint32_t kcap, nall, jcur, aoff;
 	bool ids;		/* a request keeps its tokens' ids (not keyed) */
+	/* the arrivals the span may take in (sp->arr; NULL: no more): the
+	 * next, peek's ak-th (ar); the API server's free time (fe_t) once
+	 * the steps before fe_j (ending by fe_e) and the requests taken in
+	 * before fe_k have had their work; a token's work there (w); the
+	 * taken requests held before the next admission (tk0 .. tk1) */
+	struct replica_span *sp;
+	const struct replica_arrivals *arr;
+	const struct wl_request *ar;
+	uint32_t ak, fe_j;
+	int64_t fe_t, fe_e, w;
+	uint64_t fe_k, tk0, tk1;
+	uint32_t ntaken;
 };
+
+/*
+ * Whether the span takes in request r, arriving after now: held for its
+ * step as replica_add would hold it, its time at the engine after the API
+ * server's work (in > 0: at > its arrival, after every step begun
+ * before it), so only the step chosen at or after that takes it.
+ */
+static bool
+ff_takes(const replica *rp, const struct ff_plan *x,
+	 const struct wl_request *r, int64_t in)
+{
+	return r->arrival_ns > x->now && r->n == 1 && r->lora == 0 &&
+	       r->prompt_tokens <= rp->max_model_len &&
+	       replica__fe(rp) != NULL && in > 0 && rp->async &&
+	       x->adm_ok && rp->client_tmo == 0 &&
+	       r->arrival_ns < INT64_MAX / 4;
+}
+
+/*
+ * The API server's free time at ta, before the work of a request that
+ * arrives then: the output of each step that ends by ta (steps up to j;
+ * step j ends at ej), and the work of the requests taken in before, in
+ * the order the walk gives them (a request before the tokens of a step
+ * that ends after it).  false where the times near overflow.
+ */
+static bool
+ff_fe_to(replica *rp, struct ff_plan *x, uint32_t j, int64_t ej, int64_t ta)
+{
+	for (;;) {
+		uint32_t k = x->fe_j;
+		int64_t e = k < j ? x->fe_e + rp->fft[k] :
+			    k == j && ej <= ta ? ej : INT64_MAX;
+
+		if (x->fe_k < rp->tk_n &&
+		    rp->tk[x->fe_k - rp->tkbase].t < e) {
+			const struct rtaken *q = &rp->tk[x->fe_k - rp->tkbase];
+
+			x->fe_t = (x->fe_t > q->t ? x->fe_t : q->t) + q->in;
+			x->fe_k++;
+		} else if (e != INT64_MAX) {
+			uint32_t n = rp->fftokn[k];
+
+			if (e > INT64_MAX / 4)
+				return false;
+			if (n > 0)
+				x->fe_t = (x->fe_t > e ? x->fe_t : e) +
+					  (int64_t)n * x->w;
+			x->fe_e = e;
+			x->fe_j++;
+		} else {
+			break;
+		}
+		if (x->fe_t > INT64_MAX / 4)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The arrivals at or before the end ej of step j (timed, its output
+ * counted in fftokn): taken in while the span can (ff_takes, the one
+ * after known, the horizons it leaves past the arrival), each held until
+ * the API server gives it (ff_fe_to); the plan's horizons move past each.
+ * After the first the span cannot take, no more.
+ */
+static kv_err
+ff_take(replica *rp, struct ff_plan *x, uint32_t j, int64_t ej)
+{
+	while (x->arr != NULL && x->ar != NULL && x->ar->arrival_ns <= ej &&
+	       x->ntaken < FF_MAX_TAKES) {
+		const struct wl_request *r = x->ar, *next;
+		struct replica_span nsp = *x->sp;
+		int64_t in = cost_frontend_in_ns(rp->cm, r->prompt_tokens);
+		int64_t at;
+		bool end;
+		kv_err e;
+
+		/* (one not taken in: none after it either, the API server
+		 * serving them in order) */
+		if (!ff_takes(rp, x, r, in)) {
+			x->arr = NULL;
+			break;
+		}
+		next = x->arr->peek(x->arr->arg, x->ak + 1, &end);
+		if (next == NULL && !end) {
+			x->arr = NULL;
+			break;
+		}
+		x->arr->bounds(x->arr->arg, x->now, next, &nsp);
+		if (nsp.until < r->arrival_ns ||
+		    !ff_fe_to(rp, x, j, ej, r->arrival_ns)) {
+			/* the horizons it left */
+			x->arr->bounds(x->arr->arg, x->now, r, &nsp);
+			x->arr = NULL;
+			break;
+		}
+		at = (x->fe_t > r->arrival_ns ? x->fe_t : r->arrival_ns) + in;
+		if ((e = replica__take(rp, r, in, at, x->why, x->whylen)) !=
+		    KV_OK)
+			return e;
+		x->fe_t = at;
+		x->fe_k = rp->tk_n;
+		*x->sp = nsp;
+		x->until = nsp.until;
+		x->until_end = nsp.until_end;
+		x->tail_until = nsp.tail_until;
+		x->ext_sched = nsp.ext_sched;
+		x->ext_until = nsp.ext_until;
+		x->ak++;
+		x->ar = next;
+		x->ntaken++;
+	}
+	return KV_OK;
+}
 
 /*
  * replica__decode_time, its usual case inline (ff_time asks it once a
@@ -152,6 +285,7 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 	const struct cost_model *cm = rp->cm;
 	int64_t t = *tp, sched_t = rp->sched_t, next_s = rp->next_s;
 	int64_t pipe_t = rp->pipe_t, *fft = rp->fft;
+	uint32_t *tokn = rp->fftokn;
 	int64_t held = rp->phead < rp->npend ? rp->pend[rp->phead].at :
 					       INT64_MAX;
 	bool piped = rp->piped;
@@ -173,6 +307,7 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 		next_s = start;
 		pipe_t = start + (dt - cpu);
 		fft[j] = pipe_t - t;
+		tokn[j] = n;
 		t = pipe_t;
 	}
 	rp->sched_t = sched_t;
@@ -181,6 +316,32 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 	rp->pipe_t = pipe_t;
 	*tp = t;
 	return j;
+}
+
+/*
+ * ff_time at step j, after the requests of r[0..nall) that the step
+ * before (was) ended: their contexts out of *ctx and of the *n running,
+ * the batch of the others in rp->seq.  Returns the next step that ends
+ * requests.
+ */
+static uint32_t
+ff_time_ends(replica *rp, const struct kvs_running *r, uint32_t nall,
+	     uint32_t j, uint32_t was, uint64_t *ctx, uint32_t *n)
+{
+	uint32_t nxt = UINT32_MAX, m = 0;
+
+	for (uint32_t i = 0; i < nall; i++) {
+		if (r[i].ends_at == was) {
+			*ctx -= (uint64_t)r[i].computed - r[i].start;
+			(*n)--;
+		} else if (r[i].ends_at > was) {
+			if (r[i].ends_at < nxt)
+				nxt = r[i].ends_at;
+			rp->seq[m].q = 1;
+			rp->seq[m++].ctx = r[i].computed + (j - r[i].start);
+		}
+	}
+	return nxt;
 }
 
 /*
@@ -238,8 +399,13 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 		if (fast && j < nxt && !*tail && m->cm == rp->cm &&
 		    m->n == n && m->one &&
 		    ctx + (uint64_t)kmax * n < (1ull << 61)) {
+			/* (before an arrival it may take in: ff_take) */
+			int64_t u = x->arr != NULL && x->ar != NULL &&
+				    x->ar->arrival_ns - 1 < until ?
+				    x->ar->arrival_ns - 1 : until;
+
 			j = ff_time_run(rp, m, &t, j, nxt < kmax ? nxt : kmax,
-					n, ctx, until);
+					n, ctx, u);
 			if (j >= kmax)
 				break;
 		}
@@ -284,22 +450,7 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 		}
 		/* those the step before ended are gone from this one */
 		if (j > nxt) {
-			uint32_t was = nxt, m = 0;
-
-			nxt = UINT32_MAX;
-			for (uint32_t i = 0; i < nall; i++) {
-				if (r[i].ends_at == was) {
-					ctx -= (uint64_t)r[i].computed -
-					       r[i].start;
-					n--;
-				} else if (r[i].ends_at > was) {
-					if (r[i].ends_at < nxt)
-						nxt = r[i].ends_at;
-					rp->seq[m].q = 1;
-					rp->seq[m++].ctx = r[i].computed +
-							   (j - r[i].start);
-				}
-			}
+			nxt = ff_time_ends(rp, r, nall, j, nxt, &ctx, &n);
 			st.nsched = n;
 			fresh = true;
 		}
@@ -314,6 +465,17 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 		}
 		if (rp->async)
 			dt = replica__async_dt(rp, t, dt, cpu);
+		/* arrivals in its time or at its end, taken in, move the
+		 * horizon past them (its output before theirs, when it ends
+		 * as they arrive) */
+		rp->fft[j] = dt;
+		rp->fftokn[j] = n;
+		if (!*tail && x->arr != NULL && x->ar != NULL &&
+		    x->ar->arrival_ns <= t + dt) {
+			if ((x->err = ff_take(rp, x, j, t + dt)) != KV_OK)
+				break;
+			until = x->until;
+		}
 		/* it ends past the horizon: made as the tail when it ends by
 		 * tail_until (the pipeline's state left as after it), else
 		 * not made; after the tail, made when it ends by ext_until */
@@ -570,6 +732,8 @@ ff_scheduled(void *arg)
 	A->off = x->aoff;
 	A->taken = x->adm_taken;
 	A->wait0 = x->wait0;
+	A->tk0 = x->tk0;
+	A->tk1 = x->tk1;
 	A->sched_t = rp->sched_t;
 	A->nend = UINT32_MAX;
 	if (na > 0) {	/* (none: the step record's list may be NULL) */
@@ -605,6 +769,9 @@ ff_scheduled(void *arg)
 	dt = replica__batch_time(rp, rp->ffseq, &b, &cpu);
 	dt = replica__async_dt(rp, x->t_adm, dt, cpu);
 	rp->fft[j] = dt;
+	/* its output, where the run goes on past it (ff_more): a token of
+	 * each running request, the first of each admitted one */
+	rp->fftokn[j] = m + na;
 	x->t_last = x->t_adm + dt;
 	return KV_OK;
 oom:
@@ -656,6 +823,8 @@ ff_admits(replica *rp, struct ff_plan *x, uint32_t kn,
 {
 	x->wait0 = kvs_queue_len(rp->s, KVS_Q_WAITING) +
 		   (rp->npend - rp->phead);
+	x->tk0 = rp->tk_adm;
+	x->tk1 = rp->tk_n;
 	x->jcur = kn - 1;
 	b->admit = ff_admit;
 }
@@ -679,6 +848,10 @@ ff_more(void *arg, const struct kvs_running *r, uint32_t nj, uint32_t kmax,
 	int64_t t0 = x->t_last;
 
 	(void)last;
+	/* the arrivals in its time, taken in before its end is judged */
+	if (x->arr != NULL && x->ar != NULL && x->ar->arrival_ns <= t0 &&
+	    (x->err = ff_take(rp, x, A->j, t0)) != KV_OK)
+		return 0;
 	if (x->t_last > (x->until_end < x->until ? x->until_end : x->until) ||
 	    nt > 2 * (size_t)FF_MAX_TOKENS || j0 >= x->kcap)
 		return 0;
@@ -1037,6 +1210,10 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	double frag = rp->st.frag_sum, area = rp->st.usage_area;
 	double garea = rp->st.group_area[0];
 	bool fe = replica__fe(rp) != NULL;
+	/* the next request taken in whose work the API server has to do
+	 * (before the tokens of a step that ends after it arrives) */
+	int64_t tkt = rp->tk_served < rp->tk_n ?
+		      rp->tk[rp->tk_served - rp->tkbase].t : INT64_MAX;
 
 	if (w->e < w->nend && rp->ffend[w->e] < jend)
 		jend = rp->ffend[w->e];
@@ -1047,8 +1224,9 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	for (; j < jend; j++) {
 		int64_t dt = fft[j], s = t + dt, g;
 
-		if (rows != NULL && *rows->next < s &&
-		    *rows->next <= rows->limit && *rows->next >= t)
+		if ((rows != NULL && *rows->next < s &&
+		     *rows->next <= rows->limit && *rows->next >= t) ||
+		    tkt < s)
 			break;
 		used += taken[j];
 		slots += (uint64_t)taken[j] * bs;
@@ -1164,8 +1342,11 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 				uint32_t a = w->a + (j == w->jadm);
 
 				rp->ffrow_waitset = a < rp->nffadm;
-				if (rp->ffrow_waitset)
+				if (rp->ffrow_waitset) {
 					rp->ffrow_wait = rp->ffadm[a].wait0;
+					rp->ffrow_tk0 = rp->ffadm[a].tk0;
+					rp->ffrow_tk1 = rp->ffadm[a].tk1;
+				}
 				ff_rows(rp, rows, w->t, w->t + dt, w->n,
 					rp->blocks_total - free,
 					w->slots - w->ntok, w->gen);
@@ -1197,6 +1378,13 @@ ff_walk(replica *rp, struct ff_walk *w, int64_t until,
 			rp->st.gen_tokens_done -= w->ahead;
 			free = w->free0 - w->used + w->back;
 		}
+		/* the work of the requests taken in that arrive before its
+		 * end (send's, had they come as events) */
+		while (rp->tk_served < rp->tk_n &&
+		       rp->tk[rp->tk_served - rp->tkbase].t < w->t + dt)
+			if ((e = replica__taken_serve(rp, why, whylen)) !=
+			    KV_OK)
+				return e;
 		/* replica_end: a token each, in running order */
 		w->t += dt;
 		if (j == w->jadm)	/* the running requests' */
@@ -1311,6 +1499,23 @@ replica_ff(replica *rp, int64_t now, struct replica_span *sp,
 	x.adm_ok = x.tail_until == INT64_MAX;
 	x.why = why;
 	x.whylen = whylen;
+	/* the arrivals it may take in: the first not taken yet on; the API
+	 * server as the walk left it, the work of those taken in still to
+	 * come */
+	if (sp->arr != NULL && replica__fe(rp) != NULL) {
+		bool end;
+
+		x.sp = sp;
+		x.arr = sp->arr;
+		x.ak = (uint32_t)replica_taken_pending(rp);
+		x.ar = x.arr->peek(x.arr->arg, x.ak, &end);
+		x.fe_t = rp->fe.free_at;
+		x.fe_e = now;
+		x.fe_k = rp->tk_served;
+		x.w = cost_frontend_out_ns(rp->cm);
+		if (x.w < 0)
+			x.w = 0;
+	}
 	/* (replica_ff_ready's test too: the caller's later calls, after a
 	 * span that ended requests, come without it) */
 	if (!x.adm_ok && ff_held_due(rp, now))

@@ -59,6 +59,15 @@ struct pend {
 
 	uint32_t lora;
 	uint32_t nsamp;		/* its n */
+	bool taken;		/* a span took it in before its arrival */
+};
+
+/* A request a span took in before it arrived (replica_span.arr): its id,
+ * its arrival t, its work in the API server in (cost_frontend_in_ns) and
+ * the time that gives it at the engine, at. */
+struct rtaken {
+	uint64_t id;
+	int64_t t, in, at;
 };
 
 struct replica {
@@ -147,10 +156,19 @@ struct replica {
 	uint64_t ffrow_running, ffrow_used, ffrow_frag;
 	/* and its waiting requests, when a span's last step admitted
 	 * requests that had not reached the scheduler at the row's time
-	 * (ffrow_waitset) */
+	 * (ffrow_waitset), less those of taken[ffrow_tk0 .. ffrow_tk1)
+	 * that arrive after it */
 	bool ffrow_waitset;
-	uint64_t ffrow_wait;
+	uint64_t ffrow_wait, ffrow_tk0, ffrow_tk1;
+	/* the requests spans took in, numbered from 0 in order: tk[0 ..
+	 * ntk) are numbers tkbase on; those up to tk_served had their
+	 * work in the API server done, those up to tk_arrived arrived,
+	 * those up to tk_adm reached the scheduler (in pend order) */
+	struct rtaken *tk;
+	size_t ntk, captk;
+	uint64_t tkbase, tk_n, tk_served, tk_arrived, tk_adm;
 	uint32_t *fftok, *fftaken, *fffreed;
+	uint32_t *fftokn;	/* the tokens out at each step's end */
 	int64_t *fft;
 	size_t capfftok, capffk;
 	struct kvs_running *ffrun;	/* the batch, in running order */
@@ -192,7 +210,7 @@ struct replica {
 	 * run's left) */
 	struct ff_adm {
 		uint32_t j, nadm, off, taken, njoin, join, nend;
-		uint64_t slots, ntok, wait0;
+		uint64_t slots, ntok, wait0, tk0, tk1;
 		int64_t sched_t;
 	} *ffadm;
 	uint32_t nffadm, capffadm;
@@ -233,6 +251,13 @@ replica__fe(const replica *rp)
  * request's, its output count now g (replica__gain).
  */
 void replica__usage_free(replica *rp, int64_t now, const uint64_t *free);
+/* A span takes in request r, arriving later (replica_span.arr): held
+ * until at, in, its work in the API server, done when its time comes
+ * (replica__taken_serve: the next one's; KV_ESTATE when it does not give
+ * at). */
+kv_err replica__take(replica *rp, const struct wl_request *r, int64_t in,
+		     int64_t at, char *why, size_t whylen);
+kv_err replica__taken_serve(replica *rp, char *why, size_t whylen);
 /* The requests held for a step chosen at t, handed to the scheduler. */
 kv_err replica__admit_due(replica *rp, int64_t t, char *why, size_t whylen);
 /* note_sched in two halves: st's entries, for the cost model, at

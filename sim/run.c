@@ -7,7 +7,8 @@
  *
  * The loop (DESIGN.md "Data flow of one run"): the workload is streamed;
  * exactly one ARRIVAL event is pending at a time (the next request), so
- * memory does not grow with the trace.  An arrival is routed to a replica
+ * memory does not grow with the trace (a fast-forward span reads a few
+ * requests ahead, at most FF_AHEAD_MAX, to take them in: ff_peek).  An arrival is routed to a replica
  * and wakes it (a WAKE event, which the queue orders behind every arrival
  * at the same instant, so simultaneous arrivals share a batch); a replica
  * that finishes a step as requests arrive is woken the same way, and
@@ -54,6 +55,18 @@ struct cwait {
 	struct wl_seg *segs;
 	uint32_t *tokens;
 };
+
+/* A request read ahead of its arrival for the spans (ff_peek): its own
+ * copies of the arrays the stream lends until its next call. */
+struct ahead {
+	struct wl_request r;	/* segs and tokens: the copies below */
+	struct wl_seg *segs;
+	uint32_t *tokens;
+	size_t capsegs, captok;
+};
+
+/* Most requests a span reads ahead of the next arrival. */
+#define FF_AHEAD_MAX 1024u
 
 /* A sent request's client timeout (workload.timeout_s). */
 struct ctmo {
@@ -161,7 +174,9 @@ struct sim_run {
 	struct sim_spec_run spec;
 
 	/* fast-forward (replica_ff): the next timeseries row, and the steps
-	 * made since the loop counted its last event */
+	 * made since the loop counted its last event (with the WAKEs of
+	 * requests a span admitted before they came: events too), and all
+	 * its steps */
 	int64_t ff_tick;
 	struct ticks *tk;	/* the loop's rows, while it runs (ff_row) */
 	struct replica_rows ffrows;	/* the spans' rows (ff_rows_ok) */
@@ -174,6 +189,24 @@ struct sim_run {
 	uint64_t ff_adm;	/* the spans ending with a step that admits */
 	uint64_t ff_adm_steps;	/* the spans' steps that admitted requests */
 	int64_t ff_end;		/* the end of the last fast-forwarded step */
+	/* arrivals the spans take in (replica_arrivals; ff_take_in_ok): the
+	 * replica spanned (ff_i), the loop's next request (ff_cur, when
+	 * *ff_have), the requests read past it, la[lh .. lh + ln) in a
+	 * ring of lcap, and where the stream ended (la_end) or what its
+	 * bad line there says (la_msg); cur's arrays are la_cur's once a
+	 * span has read past it (la_own); the requests taken in that have
+	 * not arrived yet (ff_pend, replica_taken_pending's) */
+	bool take_in;
+	struct replica_arrivals ffarr;
+	uint32_t ff_i;
+	struct wl_request *ff_cur;
+	bool *ff_have;
+	struct ahead *la, la_cur;
+	size_t lh, ln, lcap;
+	bool la_own, la_end;
+	char *la_msg;
+	uint64_t ff_pend;
+	struct wl_request ff_now_r;	/* ff_untaken's unknown one */
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -297,7 +330,7 @@ sample(sim_run *R, int64_t t, uint64_t *last_prompt, uint64_t *last_gen,
 		uint64_t a, b, c, d, e, f;
 		const struct replica_stats *st = replica_stats(R->rp[i]);
 
-		replica_state(R->rp[i], &a, &b, &c, &d, &e, &f);
+		replica_state(R->rp[i], t, &a, &b, &c, &d, &e, &f);
 		s.running += a;
 		s.waiting += b;
 		s.swapped += c;
@@ -433,16 +466,94 @@ offload_wake(sim_run *R, uint32_t i, int64_t now)
 	return KV_OK;
 }
 
+/* a's copy of request r: r with segs and tokens in a's arrays. */
+static bool
+ahead_copy(struct ahead *a, const struct wl_request *r)
+{
+	if (r->nsegs > a->capsegs) {
+		struct wl_seg *g = realloc(a->segs, r->nsegs * sizeof(*g));
+
+		if (g == NULL)
+			return false;
+		a->segs = g;
+		a->capsegs = r->nsegs;
+	}
+	if (r->tokens != NULL && r->prompt_tokens > a->captok) {
+		uint32_t *t = realloc(a->tokens,
+				      (size_t)r->prompt_tokens * sizeof(*t));
+
+		if (t == NULL)
+			return false;
+		a->tokens = t;
+		a->captok = r->prompt_tokens;
+	}
+	a->r = *r;
+	if (r->nsegs > 0)
+		memcpy(a->segs, r->segs, r->nsegs * sizeof(*a->segs));
+	if (r->tokens != NULL)
+		memcpy(a->tokens, r->tokens,
+		       (size_t)r->prompt_tokens * sizeof(*a->tokens));
+	a->r.segs = r->nsegs > 0 ? a->segs : NULL;
+	a->r.tokens = r->tokens != NULL ? a->tokens : NULL;
+	return true;
+}
+
+static void
+ahead_free(sim_run *R)
+{
+	for (size_t i = 0; i < R->lcap; i++) {
+		free(R->la[i].segs);
+		free(R->la[i].tokens);
+	}
+	free(R->la);
+	free(R->la_cur.segs);
+	free(R->la_cur.tokens);
+	free(R->la_msg);
+	R->la = NULL;
+	R->la_msg = NULL;
+	memset(&R->la_cur, 0, sizeof(R->la_cur));
+	R->lh = R->ln = R->lcap = 0;
+}
+
+/*
+ * The stream's next request into cur: the first read ahead (ff_peek),
+ * else the stream's own; where a span read up to the stream's end or a
+ * bad line, that end or that line's message comes now, in its place.
+ */
+static wl_err
+stream_next(sim_run *R, struct wl_request *cur)
+{
+	if (R->ln > 0) {
+		struct ahead a = R->la_cur;
+
+		R->la_cur = R->la[R->lh];
+		R->la[R->lh] = a;
+		R->lh = (R->lh + 1) % R->lcap;
+		R->ln--;
+		*cur = R->la_cur.r;
+		R->la_own = true;
+		return WL_OK;
+	}
+	R->la_own = false;
+	if (R->la_end)
+		return WL_END;
+	if (R->la_msg != NULL)
+		return WL_EPARSE;
+	return wl_stream_next(R->ws, cur);
+}
+
 static kv_err
 next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 {
-	wl_err we = wl_stream_next(R->ws, cur);
+	wl_err we = stream_next(R, cur);
 	char buf[1200];
 
 	*have = false;
 	if (we == WL_END)
 		return KV_OK;
 	if (we != WL_OK) {
+		if (R->la_msg != NULL)
+			return rfail(R, KV_EINVAL, "%s", R->la_msg);
 		wl_error_format(wl_stream_error(R->ws), buf, sizeof(buf));
 		return rfail(R, KV_EINVAL, "%s", buf);
 	}
@@ -842,7 +953,7 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 {
 	uint32_t i;
 	char why[1024];
-	bool rej;
+	bool rej, adm = false, taken = false;
 	kv_err e;
 
 	R->arrived++;
@@ -857,11 +968,25 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 		i = route(R, r);
 		/* a tail's steps ended by now go first (replica_ff_catch) */
 		e = replica_ff_catch(R->rp[i], now, R->rep, why, sizeof(why));
-		if (e == KV_OK)
+		/* one a span took in is held or admitted already */
+		taken = e == KV_OK && replica_taken_next(R->rp[i]);
+		rej = false;
+		if (taken)
+			e = replica_taken_arrive(R->rp[i], r, &adm, why,
+						 sizeof(why));
+		else if (e == KV_OK)
 			e = replica_add(R->rp[i], r, &rej, why, sizeof(why));
 	}
 	if (e != KV_OK)
 		return rfail(R, run_err(e), "%s", why);
+	if (taken)
+		R->ff_pend = replica_taken_pending(R->rp[i]);
+	if (adm) {
+		/* its WAKE at the engine finds the span's step running: an
+		 * event, counted with the spans' steps */
+		R->ff_steps++;
+		return KV_OK;
+	}
 	if (!rej && R->c.on) {
 		if (++R->c.inflight > R->c.max_inflight)
 			R->c.max_inflight = R->c.inflight;
@@ -909,16 +1034,22 @@ arrive(sim_run *R, int64_t now, struct wl_request *cur, bool *have)
  */
 static int64_t
 ff_horizon(const sim_run *R, uint32_t i, int64_t *end, int64_t *tail,
-	   bool rows)
+	   bool rows, const int64_t *arr)
 {
 	int64_t h = INT64_MAX, e = INT64_MAX, t1;
 
 	*tail = R->c.on || !rows ? INT64_MIN : INT64_MAX;
+	/* where the span takes arrivals in (arr), the first it does not
+	 * stands for the queue's ARRIVAL: at *arr, or none (NULL) */
+	if (R->take_in && arr != NULL)
+		h = e = *arr - 1;
 	for (size_t j = 0; j < R->q.n; j++) {
 		const struct sim_ev *ev = &R->q.h[j];
 		bool step = ev->kind == SIM_EV_STEP_DONE ||
 			    ev->kind == SIM_EV_WAKE;
 
+		if (R->take_in && ev->kind == SIM_EV_ARRIVAL)
+			continue;
 		if (!step && ev->kind != SIM_EV_ARRIVAL && ev->t - 1 < *tail)
 			*tail = ev->t - 1;
 		if (!(ev->kind == SIM_EV_WAKE && ev->arg == i) &&
@@ -977,39 +1108,192 @@ ff_row(void *arg)
  * flight (its tail), its end, a STEP_DONE of its own; else INT64_MIN.
  * Not with P/D, whose pools hand requests over between steps.
  */
+/*
+ * A span's horizons from now (replica_span), where the next arrival it
+ * does not take in is cur (NULL: none comes).
+ */
+static void
+ff_bounds(sim_run *R, uint32_t i, int64_t now, const struct wl_request *cur,
+	  struct replica_span *sp)
+{
+	sp->until = ff_horizon(R, i, &sp->until_end, &sp->tail_until,
+			       R->ffrows_on,
+			       cur != NULL ? &cur->arrival_ns : NULL);
+	R->ffrows.limit = sp->until_end;
+	/* steps after a tail: chosen before any request can reach the
+	 * scheduler (the API server serves the next arrival before any
+	 * later one, so its earliest admission bounds theirs), ended before
+	 * the next row and the next progress line, on the one replica (no
+	 * router reads it); arrivals in their time end them first (send) */
+	sp->ext_sched = sp->ext_until = INT64_MIN;
+	if (R->nrp == 1 && cur != NULL && !R->c.held &&
+	    sp->tail_until > now) {
+		sp->ext_sched = replica_admit_lb(R->rp[i], cur);
+		sp->ext_until = ff_row_after(R->tk, sp->until) - 1;
+		if (sp->tail_until < sp->ext_until)
+			sp->ext_until = sp->tail_until;
+		if (R->o.progress && !R->tty &&
+		    R->tk->next_hb - 1 < sp->ext_until)
+			sp->ext_until = R->tk->next_hb - 1;
+	}
+}
+
+/*
+ * replica_arrivals' peek: the k-th request to arrive from now, read
+ * ahead of the stream (at most FF_AHEAD_MAX past the next); NULL with
+ * *end set where the stream has no more, clear where it is not known (a
+ * bad line, the limit, no memory).
+ */
+static const struct wl_request *
+ff_peek(void *arg, uint32_t k, bool *end)
+{
+	sim_run *R = arg;
+
+	*end = false;
+	if (!*R->ff_have) {
+		*end = true;
+		return NULL;
+	}
+	if (k == 0)
+		return R->ff_cur;
+	if (k > FF_AHEAD_MAX)
+		return NULL;
+	while (R->ln < k) {
+		struct wl_request r;
+		wl_err we;
+
+		if (R->la_end) {
+			*end = true;
+			return NULL;
+		}
+		if (R->la_msg != NULL)
+			return NULL;
+		/* the next request's arrays, before the stream moves on */
+		if (!R->la_own) {
+			if (!ahead_copy(&R->la_cur, R->ff_cur))
+				return NULL;
+			*R->ff_cur = R->la_cur.r;
+			R->la_own = true;
+		}
+		if (R->ln == R->lcap) {
+			size_t cap = R->lcap ? 2 * R->lcap : 16;
+			struct ahead *a = calloc(cap, sizeof(*a));
+
+			if (a == NULL)
+				return NULL;
+			for (size_t j = 0; j < R->ln; j++)
+				a[j] = R->la[(R->lh + j) % R->lcap];
+			free(R->la);
+			R->la = a;
+			R->lh = 0;
+			R->lcap = cap;
+		}
+		we = wl_stream_next(R->ws, &r);
+		if (we == WL_END) {
+			R->la_end = true;
+			continue;
+		}
+		if (we != WL_OK) {
+			char buf[1200];
+
+			wl_error_format(wl_stream_error(R->ws), buf,
+					sizeof(buf));
+			if ((R->la_msg = strdup(buf)) == NULL)
+				R->la_msg = strdup("out of memory");
+			return NULL;
+		}
+		if (!ahead_copy(&R->la[(R->lh + R->ln) % R->lcap], &r))
+			return NULL;
+		R->ln++;
+	}
+	return &R->la[(R->lh + k - 1) % R->lcap].r;
+}
+
+/* The first arrival that a span has not taken in (replica_taken_pending
+ * are), or NULL when none comes; where it is not known (a bad line ahead),
+ * one at the clock's time, for which a step waits behind a WAKE. */
+static const struct wl_request *
+ff_untaken(sim_run *R)
+{
+	static const struct wl_request now_r;
+	const struct wl_request *r;
+	bool end;
+
+	if ((r = ff_peek(R, (uint32_t)R->ff_pend, &end)) == NULL && !end) {
+		R->ff_now_r = now_r;
+		R->ff_now_r.arrival_ns = R->q.now;
+		return &R->ff_now_r;
+	}
+	return r;
+}
+
+/* replica_arrivals' bounds: ff_bounds for the replica being spanned. */
+static void
+ff_arr_bounds(void *arg, int64_t now, const struct wl_request *r,
+	      struct replica_span *sp)
+{
+	sim_run *R = arg;
+
+	ff_bounds(R, R->ff_i, now, r, sp);
+}
+
+/* Whether a span may take arrivals in (replica_arrivals): one replica,
+ * its rows written by the spans, no clients, stages or trace. */
+static bool
+ff_take_in_ok(const sim_run *R)
+{
+	return R->nrp == 1 && R->pd == NULL && R->ffrows_on && !R->c.on &&
+	       !R->c.drain && R->ct == NULL && !R->o.no_fast_forward &&
+	       !R->o.no_take_in;
+}
+
+/*
+ * A span's horizons from now (ff_bounds): where spans take arrivals in,
+ * from the first they have not taken in; false when that one is not
+ * known (a bad line ahead), and no span goes on.
+ */
+static bool
+ff_span_bounds(sim_run *R, uint32_t i, int64_t now,
+	       const struct wl_request *cur, bool have,
+	       struct replica_span *sp)
+{
+	if (R->take_in) {
+		bool end;
+
+		R->ff_i = i;
+		cur = ff_peek(R, (uint32_t)replica_taken_pending(R->rp[i]),
+			      &end);
+		if (cur == NULL && !end)
+			return false;
+		have = cur != NULL;
+	}
+	ff_bounds(R, i, now, have ? cur : NULL, sp);
+	return true;
+}
+
 static kv_err
 fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail,
 	     const struct wl_request *cur, bool have)
 {
 	char why[1024];
 	struct replica_span sp;
+	uint64_t spans;
 	kv_err e;
 
 	*tail = INT64_MIN;
 	if (R->o.no_fast_forward || R->pd != NULL ||
 	    !replica_ff_ready(R->rp[i], *now))
 		return KV_OK;
-	sp.until = ff_horizon(R, i, &sp.until_end, &sp.tail_until,
-			      R->ffrows_on);
-	R->ffrows.limit = sp.until_end;
-	/* steps after a tail: chosen before any request can reach the
-	 * scheduler (the API server serves the next arrival before any
-	 * later one, so its earliest admission bounds theirs), ended before
-	 * the next row and the next progress line, on the one replica (no
-	 * router reads it); arrivals in their time end them first (send) */
-	sp.ext_sched = sp.ext_until = INT64_MIN;
-	if (R->nrp == 1 && have && !R->c.held && sp.tail_until > *now) {
-		sp.ext_sched = replica_admit_lb(R->rp[i], cur);
-		sp.ext_until = ff_row_after(R->tk, sp.until) - 1;
-		if (sp.tail_until < sp.ext_until)
-			sp.ext_until = sp.tail_until;
-		if (R->o.progress && !R->tty &&
-		    R->tk->next_hb - 1 < sp.ext_until)
-			sp.ext_until = R->tk->next_hb - 1;
-	}
+	spans = R->ff_spans;
+	sp.arr = R->take_in ? &R->ffarr : NULL;
 	/* a span can end with a step that ends requests, and the next
-	 * span start from the smaller batch */
+	 * span start from the smaller batch (its horizons from its start,
+	 * where spans take arrivals in) */
 	do {
+		if ((R->take_in || R->ff_spans == spans) &&
+		    !ff_span_bounds(R, i, *now, cur, have, &sp))
+			break;
+		spans = R->ff_spans;
 		e = replica_ff(R->rp[i], *now, &sp,
 			       R->ffrows_on ? &R->ffrows : NULL, R->rep, why,
 			       sizeof(why));
@@ -1029,6 +1313,8 @@ fast_forward(sim_run *R, uint32_t i, int64_t *now, int64_t *tail,
 			R->ff_end = *now;
 	} while (sp.ended);
 	*tail = sp.tail_end;
+	if (R->take_in)
+		R->ff_pend = replica_taken_pending(R->rp[i]);
 	return KV_OK;
 }
 
@@ -1037,6 +1323,7 @@ static kv_err
 step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	  bool have)
 {
+	const struct wl_request *next;
 	char why[1024];
 	int64_t tail;
 	kv_err e;
@@ -1058,8 +1345,12 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 		return KV_OK;
 	}
 	/* requests arriving at this instant (ordered after the step's end)
-	 * join the next step: it starts from a WAKE, ordered after them */
-	if (have && !R->c.held && cur->arrival_ns == now)
+	 * join the next step: it starts from a WAKE, ordered after them
+	 * (the first a span has not taken in: those it did arrived before) */
+	next = have ? cur : NULL;
+	if (R->ff_pend > 0)
+		next = ff_untaken(R);
+	if (next != NULL && !R->c.held && next->arrival_ns == now)
 		return wake(R, i, now);
 	return start_step(R, i, now);
 }
@@ -1119,8 +1410,8 @@ stalled(sim_run *R, int64_t t_last)
 		/* the policy schedules nothing more (vllm-v0, say, swaps a
 		 * prefill back in only whole, and never when its rest is
 		 * over the token budget) */
-		replica_state(R->rp[i], &run, &wait, &swp, &used, &total,
-			      &frag);
+		replica_state(R->rp[i], INT64_MAX, &run, &wait, &swp, &used,
+			      &total, &frag);
 		return rfail(R, KV_ESTATE, "replica %u stalled with unfinished "
 			     "requests (%" PRIu64 " running, %" PRIu64
 			     " waiting, %" PRIu64 " swapped): the policy "
@@ -1182,6 +1473,12 @@ loop(sim_run *R, int64_t *t_first, int64_t *t_last, uint64_t *events)
 	R->ffrows = (struct replica_rows){ .next = &k.next_ts, .row = ff_row,
 					   .arg = R };
 	R->ffrows_on = ff_rows_ok(R);
+	R->take_in = ff_take_in_ok(R);
+	R->ff_cur = &cur;
+	R->ff_have = &have;
+	R->ffarr = (struct replica_arrivals){ .peek = ff_peek,
+					      .bounds = ff_arr_bounds,
+					      .arg = R };
 	while (sim_evq_pop(&R->q, &ev)) {
 		if (tick(R, &k, ev.t)) {
 			R->saturated = true;
@@ -2049,6 +2346,7 @@ teardown(sim_run *R)
 	free(R->pool);
 	R->pool = NULL;
 	wl_stream_free(R->ws);
+	ahead_free(R);
 	client_free(&R->c);
 	sim_evq_release(&R->q);
 	rpt_free(R->rep);
@@ -2297,6 +2595,17 @@ sim_run_ff_steps(const sim_run *R, uint64_t *all)
 	for (uint32_t i = 0; i < R->nrp; i++)
 		*all += replica_stats(R->rp[i])->steps;
 	return R->ff_total;
+}
+
+uint64_t
+sim_run_ff_taken(const sim_run *R, uint64_t *all)
+{
+	uint64_t n = 0;
+
+	*all = R->arrived;
+	for (uint32_t i = 0; i < R->nrp; i++)
+		n += replica_taken_total(R->rp[i]);
+	return n;
 }
 
 uint64_t

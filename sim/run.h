@@ -132,6 +132,12 @@ struct sim_run_opts {
 	 * but for sim_wall_s (KVSIM_NO_KEYED=1).
 	 */
 	bool no_keyed;
+	/*
+	 * Spans take in no arrival (docs/fastforward.md, item 11): each ends
+	 * before the next.  The outputs are the same either way but for
+	 * sim_wall_s (KVSIM_NO_TAKE_IN=1).
+	 */
+	bool no_take_in;
 	bool quiet;			/* no startup lines */
 	bool progress;			/* progress, heartbeats on diag */
 	/* startup lines (flushed after them, even when quiet); NULL: none */
@@ -164,6 +170,9 @@ uint64_t sim_run_ff_spans(const sim_run *R, uint64_t *tails,
 /* The steps made after the spans' tails (replica_span.ext), and
  * *caught: those of them ended at an arrival (replica_ff_catch). */
 uint64_t sim_run_ff_ext(const sim_run *R, uint64_t *caught);
+/* The arrivals the spans took in before their time (replica_span.arr),
+ * of *all. */
+uint64_t sim_run_ff_taken(const sim_run *R, uint64_t *all);
 /* The spans' steps that admitted requests held for them, and *past:
  * those of them the span went on past (the others ended their span). */
 uint64_t sim_run_ff_adm(const sim_run *R, uint64_t *past);

@@ -18,14 +18,18 @@
 # The cases: every built-in policy; vllm-v1 with prefix caching off, async
 # scheduling off, a constant step time, priority scheduling, a KV cache
 # small enough for recompute preemptions, an overload queued behind
-# max_num_seqs, a sliding-window model, an MLA
+# max_num_seqs, a generator's sessions with shared system prompts, a
+# sliding-window model, an MLA
 # model, a hybrid Mamba model, three replicas, a closed loop of clients
 # (max_concurrency) and client timeouts, an API server slower than the
 # steps and one slow to take requests in, timeseries rows every 5 ms (written inside spans: alone, with
 # three replicas, and not with clients), the long-context Mooncake trace;
 # vllm-v0 with swap preemption; and the features that fall back:
 # speculative decoding, LoRA, parallel sampling (fanned out and forked),
-# pipeline batches in flight, KV offload and P/D disaggregation.
+# pipeline batches in flight, KV offload and P/D disaggregation.  The
+# spans take the arrivals in (docs/fastforward.md, item 11) but where
+# KVSIM_NO_TAKE_IN=1 runs the "-plain" cases, which prove the spans that
+# end at each arrival (their tails and the steps after them).
 : "${KVSIM:?}" "${top_srcdir:?}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/kvsim-ffm.XXXXXX") || exit 1
 trap 'rm -rf "$T"' EXIT INT TERM
@@ -95,6 +99,22 @@ past() {
 	    's/^kvsim run: fast-forward admissions: [0-9]*[^,]*, \([0-9]*\) .*/\1/p' \
 	    "$2" "$3"
 }
+# taken NAME MIN MAX: arrivals the spans took in before their time (held
+# or admitted inside the span, their API-server work done by its walk)
+taken() {
+	counted "$1" "arrivals taken in" \
+	    's/^kvsim run: fast-forward arrivals taken in: \([0-9]*\) .*/\1/p' \
+	    "$2" "$3"
+}
+# plain NAME ff|- ARGS...: one's case with spans that take no arrival in
+# (KVSIM_NO_TAKE_IN=1), each ending before the next arrival: the tails,
+# the steps after them and their catching up at arrivals proved
+plain() {
+	KVSIM_NO_TAKE_IN=1
+	export KVSIM_NO_TAKE_IN
+	one "$@"
+	unset KVSIM_NO_TAKE_IN
+}
 caught() {
 	counted "$1" "steps after tails ended at an arrival" \
 	    's/^kvsim run: fast-forward steps after tails: [0-9]*, \([0-9]*\) .*/\1/p' \
@@ -141,13 +161,19 @@ one() {
 
 R="--set workload.max_requests=400"
 one default ff $R
-tails default 100 -
-exts default 100 -
-caught default 10 -
+taken default 300 -
 admits default 100 -
 past default 100 -
+plain default-plain ff $R
+taken default-plain 0 0
+tails default-plain 100 -
+exts default-plain 100 -
+caught default-plain 10 -
+admits default-plain 100 -
+past default-plain 100 -
 one noprefix ff $R --set engine.enable_prefix_caching=false
 one sync ff $R --set engine.async_scheduling=false
+taken sync 0 0
 tails sync 0 0
 exts sync 0 0
 admits sync 0 0
@@ -163,6 +189,7 @@ pos preempt preemptions
 admits preempt 10 -
 past preempt 10 -
 one replicas3 ff $R --set replicas=3 --set router=least-outstanding
+taken replicas3 0 0
 tails replicas3 100 -
 exts replicas3 0 0
 admits replicas3 100 -
@@ -172,12 +199,30 @@ one seqlimit ff $R --set workload.time_scale=0.2 --set engine.max_num_seqs=16
 pos seqlimit queue_p50_s
 admits seqlimit 100 -
 past seqlimit 10 -
+# a generator's bursts, shared system prompts and sessions of several
+# turns: prompts by their ids, prefix hits at admissions, and arrivals
+# taken in with their ids
+cat >"$T/sessions.yaml" <<'EOF'
+workload:
+  seed: 5
+  generator:
+    requests: 400
+    arrival: {process: gamma, rate: 8, cv: 2.5}
+    prompt: {dist: lognormal, mean: 800, cv: 1.2, min: 16, max: 8192}
+    output: {dist: uniform, min: 1, max: 400}
+    prefix: {systems: 4, zipf_s: 1.0, length: 300}
+    sessions: {turns: {dist: uniform, min: 1, max: 4}, think_s: 5}
+EOF
+one sessions ff "$T/sessions.yaml"
+pos sessions prefix_hit_tokens
+taken sessions 300 -
 one sliding - $R --set model=mistralai/Mistral-7B-v0.1
 one mla ff $R --set model=deepseek-ai/DeepSeek-V3 --set gpu=h200 \
     --set engine.tensor_parallel_size=8
 one mamba - $R --set model=ibm-granite/granite-4.0-h-tiny \
     --set engine.max_model_len=8192
 one clients ff $R --set workload.max_concurrency=8
+taken clients 0 0
 tails clients 0 0
 exts clients 0 0
 admits clients 0 0
@@ -185,23 +230,33 @@ past clients 0 0
 # an API server slower than the steps: its FIFO never drains
 printf 'frontend_stream_ns: 2e6\n' >"$T/slowfe.yaml"
 one slow-frontend ff $R --set cost.calibration="$T/slowfe.yaml"
-exts slow-frontend 100 -
+taken slow-frontend 300 -
+plain slow-frontend-plain ff $R --set cost.calibration="$T/slowfe.yaml"
+exts slow-frontend-plain 100 -
 # an API server slow to take requests in (40 us a prompt token): steps go
 # on long after each arrival, and later arrivals come in their time
 printf 'frontend_tokenize_ns: 40000\n' >"$T/slowin.yaml"
 one slow-input ff $R --set cost.calibration="$T/slowin.yaml"
-tails slow-input 100 -
-exts slow-input 500 -
-caught slow-input 100 -
+taken slow-input 300 -
 admits slow-input 100 -
 past slow-input 100 -
+plain slow-input-plain ff $R --set cost.calibration="$T/slowin.yaml"
+tails slow-input-plain 100 -
+exts slow-input-plain 500 -
+caught slow-input-plain 100 -
+admits slow-input-plain 100 -
+past slow-input-plain 100 -
 # and prompts over max_model_len refused there: a refused request holds
 # no place in its FIFO, so it bounds nothing after it
 one slow-input-refused ff $R --set cost.calibration="$T/slowin.yaml" \
     --set engine.max_model_len=1024
 pos slow-input-refused rejected
-exts slow-input-refused 100 -
+taken slow-input-refused 100 -
+plain slow-input-refused-plain ff $R \
+    --set cost.calibration="$T/slowin.yaml" --set engine.max_model_len=1024
+exts slow-input-refused-plain 100 -
 one timeouts ff $R --set workload.timeout_s=2 $S
+taken timeouts 0 0
 tails timeouts 0 0
 exts timeouts 0 0
 admits timeouts 0 0
@@ -212,10 +267,15 @@ past timeouts 0 0
 F="--set output.timeseries_interval_s=0.005"
 one rows ff $R $F
 rows rows 1000 -
-tails rows 100 -
-exts rows 0 -
+taken rows 300 -
 admits rows 100 -
 past rows 100 -
+plain rows-plain ff $R $F
+rows rows-plain 1000 -
+tails rows-plain 100 -
+exts rows-plain 0 -
+admits rows-plain 100 -
+past rows-plain 100 -
 one rows-replicas3 ff $R $F --set replicas=3 --set router=round-robin
 rows rows-replicas3 100 -
 tails rows-replicas3 100 -

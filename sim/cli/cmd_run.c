@@ -368,6 +368,10 @@ run_after(const struct run_cmd *x, sim_run *R, const struct rpt_totals *t)
 		fprintf(stderr, "kvsim run: fast-forward steps after tails: "
 			"%llu, %llu of them ended at an arrival\n",
 			(unsigned long long)ff, (unsigned long long)all);
+		ff = sim_run_ff_taken(R, &all);
+		fprintf(stderr, "kvsim run: fast-forward arrivals taken in: "
+			"%llu of %llu\n", (unsigned long long)ff,
+			(unsigned long long)all);
 		ff = sim_run_ff_rows(R, &all);
 		fprintf(stderr, "kvsim run: fast-forward rows: %llu of %llu "
 			"timeseries rows written inside spans\n",

@@ -62,6 +62,8 @@ simrun_open(sim_run **out, const struct sim_config *cfg,
 		o->no_fast_forward = true;
 	if (simrun_env("KVSIM_NO_KEYED"))
 		o->no_keyed = true;
+	if (simrun_env("KVSIM_NO_TAKE_IN"))
+		o->no_take_in = true;
 	if ((e = sim_run_open(out, cfg, o, err, sizeof(err))) != KV_OK) {
 		fprintf(stderr, "%s\n", err);
 		return exit_status(e);
