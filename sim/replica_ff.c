@@ -163,34 +163,32 @@ ff_takes(const replica *rp, const struct ff_plan *x,
 static bool
 ff_fe_to(replica *rp, struct ff_plan *x, uint32_t j, int64_t ej, int64_t ta)
 {
+	const int64_t *fft = rp->fft;
+	const uint32_t *tokn = rp->fftokn;
+	int64_t f = x->fe_t, e = x->fe_e, w = x->w;
+	uint32_t k = x->fe_j, kend = ej <= ta ? j + 1 : j;
+
 	for (;;) {
-		uint32_t k = x->fe_j;
-		int64_t e = k < j ? x->fe_e + rp->fft[k] :
-			    k == j && ej <= ta ? ej : INT64_MAX;
+		/* the next request taken in before, whose work goes before
+		 * the tokens of the steps that end after it arrives */
+		int64_t jt = x->fe_k < rp->tk_n ?
+			     rp->tk[x->fe_k - rp->tkbase].t : INT64_MAX;
 
-		if (x->fe_k < rp->tk_n &&
-		    rp->tk[x->fe_k - rp->tkbase].t < e) {
-			const struct rtaken *q = &rp->tk[x->fe_k - rp->tkbase];
-
-			x->fe_t = (x->fe_t > q->t ? x->fe_t : q->t) + q->in;
-			x->fe_k++;
-		} else if (e != INT64_MAX) {
-			uint32_t n = rp->fftokn[k];
-
-			if (e > INT64_MAX / 4)
-				return false;
-			if (n > 0)
-				x->fe_t = (x->fe_t > e ? x->fe_t : e) +
-					  (int64_t)n * x->w;
-			x->fe_e = e;
-			x->fe_j++;
-		} else {
-			break;
+		for (; k < kend && e + fft[k] <= jt; k++) {
+			e += fft[k];
+			if (tokn[k] > 0)
+				f = (f > e ? f : e) + (int64_t)tokn[k] * w;
 		}
-		if (x->fe_t > INT64_MAX / 4)
-			return false;
+		if (jt > ta)	/* (the steps up to kend are in) */
+			break;
+		f = (f > jt ? f : jt) + rp->tk[x->fe_k - rp->tkbase].in;
+		x->fe_k++;
 	}
-	return true;
+	x->fe_t = f;
+	x->fe_e = e;
+	x->fe_j = k;
+	/* (the times are far from overflow: ff_takes) */
+	return e <= INT64_MAX / 4 && f <= INT64_MAX / 4;
 }
 
 /*
