@@ -317,6 +317,9 @@ EXTRA_DIST += %reldir%/async_sched.sh
 # (issue 21, docs/fastforward.md).
 TESTS += %reldir%/ff_matrix.sh
 EXTRA_DIST += %reldir%/ff_matrix.sh %reldir%/matrix_lib.sh
+# and on random traces, whose arrivals the spans take in.
+TESTS += %reldir%/ff_random.sh
+EXTRA_DIST += %reldir%/ff_random.sh
 
 # Prompts that share no block go to the scheduler by key, without their
 # ids: no output changes (issue 21 item 2, docs/fastforward.md).
