@@ -210,8 +210,9 @@ void replica_free(replica *r);
  */
 struct replica_span;
 struct replica_arrivals {
-	/* the k-th request to arrive (0: the next); NULL with *end set
-	 * when none comes, clear when it is not known */
+	/* the k-th request to arrive (0: the next), valid until the next
+	 * call; NULL with *end set when none comes, clear when it is not
+	 * known */
 	const struct wl_request *(*peek)(void *arg, uint32_t k, bool *end);
 	/* sp's horizons from now when r (NULL: none) is the first arrival
 	 * not taken in */

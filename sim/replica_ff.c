@@ -221,6 +221,9 @@ ff_take(replica *rp, struct ff_plan *x, uint32_t j, int64_t ej)
 			x->arr = NULL;
 			break;
 		}
+		/* (reading ahead may have moved r: peek's pointers hold
+		 * until its next call) */
+		r = x->arr->peek(x->arr->arg, x->ak, &end);
 		x->arr->bounds(x->arr->arg, x->now, next, &nsp);
 		if (nsp.until < r->arrival_ns ||
 		    !ff_fe_to(rp, x, j, ej, r->arrival_ns)) {
