@@ -8,7 +8,8 @@
  * The loop (DESIGN.md "Data flow of one run"): the workload is streamed;
  * exactly one ARRIVAL event is pending at a time (the next request), so
  * memory does not grow with the trace (a fast-forward span reads a few
- * requests ahead, at most FF_AHEAD_MAX, to take them in: ff_peek).  An arrival is routed to a replica
+ * requests ahead, at most FF_AHEAD_MAX, to take them in: ff_peek).  An
+ * arrival is routed to a replica
  * and wakes it (a WAKE event, which the queue orders behind every arrival
  * at the same instant, so simultaneous arrivals share a batch); a replica
  * that finishes a step as requests arrive is woken the same way, and
@@ -193,9 +194,10 @@ struct sim_run {
 	 * replica spanned (ff_i), the loop's next request (ff_cur, when
 	 * *ff_have), the requests read past it, la[lh .. lh + ln) in a
 	 * ring of lcap, and where the stream ended (la_end) or what its
-	 * bad line there says (la_msg); cur's arrays are la_cur's once a
-	 * span has read past it (la_own); the requests taken in that have
-	 * not arrived yet (ff_pend, replica_taken_pending's) */
+	 * bad line there says (la_msg, when la_bad); cur's arrays are
+	 * la_cur's once a span has read past it (la_own); the requests
+	 * taken in that have not arrived yet (ff_pend,
+	 * replica_taken_pending's) */
 	bool take_in;
 	struct replica_arrivals ffarr;
 	uint32_t ff_i;
@@ -203,10 +205,9 @@ struct sim_run {
 	bool *ff_have;
 	struct ahead *la, la_cur;
 	size_t lh, ln, lcap;
-	bool la_own, la_end;
-	char *la_msg;
+	bool la_own, la_end, la_bad;
+	char la_msg[1200];
 	uint64_t ff_pend;
-	struct wl_request ff_now_r;	/* ff_untaken's unknown one */
 };
 
 /* A failure: "PROG: what" (PROG is opts.prog) into the caller's buffer,
@@ -508,9 +509,7 @@ ahead_free(sim_run *R)
 	free(R->la);
 	free(R->la_cur.segs);
 	free(R->la_cur.tokens);
-	free(R->la_msg);
 	R->la = NULL;
-	R->la_msg = NULL;
 	memset(&R->la_cur, 0, sizeof(R->la_cur));
 	R->lh = R->ln = R->lcap = 0;
 }
@@ -537,7 +536,7 @@ stream_next(sim_run *R, struct wl_request *cur)
 	R->la_own = false;
 	if (R->la_end)
 		return WL_END;
-	if (R->la_msg != NULL)
+	if (R->la_bad)
 		return WL_EPARSE;
 	return wl_stream_next(R->ws, cur);
 }
@@ -552,7 +551,7 @@ next_arrival(sim_run *R, struct wl_request *cur, bool *have)
 	if (we == WL_END)
 		return KV_OK;
 	if (we != WL_OK) {
-		if (R->la_msg != NULL)
+		if (R->la_bad)
 			return rfail(R, KV_EINVAL, "%s", R->la_msg);
 		wl_error_format(wl_stream_error(R->ws), buf, sizeof(buf));
 		return rfail(R, KV_EINVAL, "%s", buf);
@@ -1166,7 +1165,7 @@ ff_peek(void *arg, uint32_t k, bool *end)
 			*end = true;
 			return NULL;
 		}
-		if (R->la_msg != NULL)
+		if (R->la_bad)
 			return NULL;
 		/* the next request's arrays, before the stream moves on */
 		if (!R->la_own) {
@@ -1194,12 +1193,9 @@ ff_peek(void *arg, uint32_t k, bool *end)
 			continue;
 		}
 		if (we != WL_OK) {
-			char buf[1200];
-
-			wl_error_format(wl_stream_error(R->ws), buf,
-					sizeof(buf));
-			if ((R->la_msg = strdup(buf)) == NULL)
-				R->la_msg = strdup("out of memory");
+			wl_error_format(wl_stream_error(R->ws), R->la_msg,
+					sizeof(R->la_msg));
+			R->la_bad = true;
 			return NULL;
 		}
 		if (!ahead_copy(&R->la[(R->lh + R->ln) % R->lcap], &r))
@@ -1209,22 +1205,17 @@ ff_peek(void *arg, uint32_t k, bool *end)
 	return &R->la[(R->lh + k - 1) % R->lcap].r;
 }
 
-/* The first arrival that a span has not taken in (replica_taken_pending
- * are), or NULL when none comes; where it is not known (a bad line ahead),
- * one at the clock's time, for which a step waits behind a WAKE. */
-static const struct wl_request *
-ff_untaken(sim_run *R)
+/* Whether the first arrival that the spans have not taken in (ff_pend
+ * are) comes at now; where it is not known (a bad line ahead), as if it
+ * did (the step waits behind a WAKE). */
+static bool
+ff_untaken_at(sim_run *R, int64_t now)
 {
-	static const struct wl_request now_r;
 	const struct wl_request *r;
 	bool end;
 
-	if ((r = ff_peek(R, (uint32_t)R->ff_pend, &end)) == NULL && !end) {
-		R->ff_now_r = now_r;
-		R->ff_now_r.arrival_ns = R->q.now;
-		return &R->ff_now_r;
-	}
-	return r;
+	r = ff_peek(R, (uint32_t)R->ff_pend, &end);
+	return r != NULL ? r->arrival_ns == now : !end;
 }
 
 /* replica_arrivals' bounds: ff_bounds for the replica being spanned. */
@@ -1323,7 +1314,6 @@ static kv_err
 step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	  bool have)
 {
-	const struct wl_request *next;
 	char why[1024];
 	int64_t tail;
 	kv_err e;
@@ -1347,10 +1337,10 @@ step_done(sim_run *R, uint32_t i, int64_t now, struct wl_request *cur,
 	/* requests arriving at this instant (ordered after the step's end)
 	 * join the next step: it starts from a WAKE, ordered after them
 	 * (the first a span has not taken in: those it did arrived before) */
-	next = have ? cur : NULL;
 	if (R->ff_pend > 0)
-		next = ff_untaken(R);
-	if (next != NULL && !R->c.held && next->arrival_ns == now)
+		return ff_untaken_at(R, now) ? wake(R, i, now) :
+					       start_step(R, i, now);
+	if (have && !R->c.held && cur->arrival_ns == now)
 		return wake(R, i, now);
 	return start_step(R, i, now);
 }
