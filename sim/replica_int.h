@@ -203,7 +203,8 @@ struct replica {
 	 * the request and the cost model's entry: ffasched, ffareq and
 	 * ffaseq from off on); the blocks its waiting phase took, their
 	 * tables' slots and their tokens before the step's output; the
-	 * requests waiting before it (the rows'); and, when the span goes
+	 * requests waiting before it (the rows'; those of taken[tk0 ..
+	 * tk1) among them wait from their arrival); and, when the span goes
 	 * on past it, the njoin of them that go on running (in ffrun from
 	 * join at), the others having ended with their first token (nend;
 	 * UINT32_MAX: the span's last step, whose finishes are all the
