@@ -322,12 +322,12 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 /*
  * ff_time at step j, after the requests of r[0..nall) that the step
  * before (was) ended: their contexts out of *ctx and of the *n running,
- * the batch of the others in rp->seq.  Returns the next step that ends
- * requests.
+ * and where the batch is asked for (seq), that of the others in rp->seq.
+ * Returns the next step that ends requests.
  */
 static uint32_t
 ff_time_ends(replica *rp, const struct kvs_running *r, uint32_t nall,
-	     uint32_t j, uint32_t was, uint64_t *ctx, uint32_t *n)
+	     uint32_t j, uint32_t was, bool seq, uint64_t *ctx, uint32_t *n)
 {
 	uint32_t nxt = UINT32_MAX, m = 0;
 
@@ -338,8 +338,11 @@ ff_time_ends(replica *rp, const struct kvs_running *r, uint32_t nall,
 		} else if (r[i].ends_at > was) {
 			if (r[i].ends_at < nxt)
 				nxt = r[i].ends_at;
-			rp->seq[m].q = 1;
-			rp->seq[m++].ctx = r[i].computed + (j - r[i].start);
+			if (seq) {
+				rp->seq[m].q = 1;
+				rp->seq[m++].ctx = r[i].computed +
+						   (j - r[i].start);
+			}
 		}
 	}
 	return nxt;
@@ -381,13 +384,19 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 		ctx += (uint64_t)r[i].computed - r[i].start;
 		if (r[i].ends_at < nxt)
 			nxt = r[i].ends_at;
-		rp->seq[n].q = 1;
-		rp->seq[n++].ctx = r[i].computed + (j0 - r[i].start);
+		n++;
 	}
 	st.nsched = n;
-	/* the time from the contexts' sum when the cost model allows */
+	/* the time from the contexts' sum when the cost model allows; else
+	 * from the batch, each request's context (rp->seq) */
 	sum = replica__decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n,
 				   ctx + (uint64_t)j0 * n, &cpu) >= 0;
+	for (uint32_t i = 0, k = 0; !sum && i < nall; i++) {
+		if (r[i].ends_at < j0)
+			continue;
+		rp->seq[k].q = 1;
+		rp->seq[k++].ctx = r[i].computed + (j0 - r[i].start);
+	}
 	fast = sum && rp->async && rp->cm != NULL && rp->step_ns <= 0 &&
 	       !rp->fork && rp->spec_cost == NULL;
 	for (j = j0; j < kmax; j++) {
@@ -451,7 +460,8 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 		}
 		/* those the step before ended are gone from this one */
 		if (j > nxt) {
-			nxt = ff_time_ends(rp, r, nall, j, nxt, &ctx, &n);
+			nxt = ff_time_ends(rp, r, nall, j, nxt, !sum, &ctx,
+					   &n);
 			st.nsched = n;
 			fresh = true;
 		}
