@@ -1,8 +1,8 @@
 #!/bin/sh
 # ff_random.sh -- the fast-forward against single steps on random traces
 # (docs/fastforward.md): each case is a trace drawn from its seed -- bursts
-# of requests at one instant, gaps of a few microseconds to seconds,
-# prompts of 1, 2, 15 to 17 tokens (block edges) and up to 3,900, outputs
+# of requests at one instant, gaps of a nanosecond to 0.3 s,
+# prompts of 1, 2, 16 to 18 tokens (block edges) and up to 3,900, outputs
 # of 1, 2 or up to 600 tokens, priorities -- and an engine drawn with it
 # (a KV cache small enough for preemptions, a small max_num_seqs, a token
 # budget that chunks prompts, timeseries rows every few ms, a slow API
