@@ -319,6 +319,20 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 	return j;
 }
 
+/* ff_time's batch at step j0 of r[0..nall), in rp->seq: one token each
+ * of the requests not ended before it. */
+static void
+ff_time_batch(replica *rp, const struct kvs_running *r, uint32_t nall,
+	      uint32_t j0)
+{
+	for (uint32_t i = 0, k = 0; i < nall; i++) {
+		if (r[i].ends_at < j0)
+			continue;
+		rp->seq[k].q = 1;
+		rp->seq[k++].ctx = r[i].computed + (j0 - r[i].start);
+	}
+}
+
 /*
  * ff_time at step j, after the requests of r[0..nall) that the step
  * before (was) ended: their contexts out of *ctx and of the *n running,
@@ -391,12 +405,8 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 	 * from the batch, each request's context (rp->seq) */
 	sum = replica__decode_time(rp, &rp->ffmemo[n % FF_MEMOS], n,
 				   ctx + (uint64_t)j0 * n, &cpu) >= 0;
-	for (uint32_t i = 0, k = 0; !sum && i < nall; i++) {
-		if (r[i].ends_at < j0)
-			continue;
-		rp->seq[k].q = 1;
-		rp->seq[k++].ctx = r[i].computed + (j0 - r[i].start);
-	}
+	if (!sum)
+		ff_time_batch(rp, r, nall, j0);
 	fast = sum && rp->async && rp->cm != NULL && rp->step_ns <= 0 &&
 	       !rp->fork && rp->spec_cost == NULL;
 	for (j = j0; j < kmax; j++) {
