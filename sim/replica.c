@@ -517,12 +517,6 @@ replica_taken_total(const replica *rp)
 	return rp->tk_n;
 }
 
-bool
-replica_taken_next(const replica *rp)
-{
-	return rp->tk_arrived < rp->tk_n;
-}
-
 kv_err
 replica_taken_arrive(replica *rp, const struct wl_request *r,
 		     bool *admitted, char *why, size_t whylen)

@@ -247,14 +247,13 @@ kv_err replica_ff_catch(replica *rp, int64_t now, rpt *rep, char *why,
 /* The tail's steps ended so (a count for the fast-forward's report). */
 uint64_t replica_ff_caught(const replica *rp);
 /* Spans' arrivals (replica_span.arr): how many were taken in whose
- * arrival has not come; whether the next to arrive is one (the first of
+ * arrival has not come (when some, the next to arrive is the first of
  * them); and its arrival, r,
  * the API server's work on it now unless a span's steps did it (as
  * replica_add would have, to the same time), *admitted when a span
  * admitted it already.  KV_ESTATE when it is not the one taken in. */
 uint64_t replica_taken_pending(const replica *rp);
 uint64_t replica_taken_total(const replica *rp);	/* all taken in */
-bool replica_taken_next(const replica *rp);
 kv_err replica_taken_arrive(replica *rp, const struct wl_request *r,
 			    bool *admitted, char *why, size_t whylen);
 /* The earliest time replica_add can hold request r until (its admission

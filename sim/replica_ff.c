@@ -251,6 +251,15 @@ ff_take(replica *rp, struct ff_plan *x, uint32_t j, int64_t ej)
 	return KV_OK;
 }
 
+/* The horizon until, or before the next arrival the span may take in
+ * (ff_take looks at each step that ends at or after it). */
+static inline int64_t
+ff_take_until(const struct ff_plan *x, int64_t until)
+{
+	return x->arr != NULL && x->ar != NULL &&
+	       x->ar->arrival_ns - 1 < until ? x->ar->arrival_ns - 1 : until;
+}
+
 /*
  * replica__decode_time, its usual case inline (ff_time asks it once a
  * step): the memo's time, then the step's floor and CPU part.
@@ -419,13 +428,8 @@ ff_time(replica *rp, int64_t t0, struct ff_plan *x,
 		if (fast && j < nxt && !*tail && m->cm == rp->cm &&
 		    m->n == n && m->one &&
 		    ctx + (uint64_t)kmax * n < (1ull << 61)) {
-			/* (before an arrival it may take in: ff_take) */
-			int64_t u = x->arr != NULL && x->ar != NULL &&
-				    x->ar->arrival_ns - 1 < until ?
-				    x->ar->arrival_ns - 1 : until;
-
 			j = ff_time_run(rp, m, &t, j, nxt < kmax ? nxt : kmax,
-					n, ctx, u);
+					n, ctx, ff_take_until(x, until));
 			if (j >= kmax)
 				break;
 		}

@@ -968,7 +968,7 @@ send(sim_run *R, const struct wl_request *r, int64_t now)
 		/* a tail's steps ended by now go first (replica_ff_catch) */
 		e = replica_ff_catch(R->rp[i], now, R->rep, why, sizeof(why));
 		/* one a span took in is held or admitted already */
-		taken = e == KV_OK && replica_taken_next(R->rp[i]);
+		taken = e == KV_OK && replica_taken_pending(R->rp[i]) > 0;
 		rej = false;
 		if (taken)
 			e = replica_taken_arrive(R->rp[i], r, &adm, why,
