@@ -49,7 +49,8 @@
  *   4  every hashed block sits in the ring of its (hash, group), every ring
  *      member carries that key, one map entry per ring; a block in use
  *      carries the hash of its own slot in its table (no stale hash), and
- *      every slot below the request's cached count is hashed or null;
+ *      every slot below the request's cached count is hashed or null (a
+ *      lazily cached sequence's: or unmarked until it is freed);
  *   5  full-attention tables hold no null, other tables nulls only as a
  *      prefix; a RUNNING table covers its computed tokens and never more
  *      than max_model_len;
@@ -80,8 +81,9 @@
  * (v1_cache_blocks): only that sequence can hit it, and it looks blocks up
  * only when it is scheduled again, so it enters the index then
  * (v1_lazy_flush), behind whatever was cached before it, if it is still
- * cached.  Until then its hkey holds its position in the sequence + 1, and
- * its hash is taken only at the flush: the index is spared one insert and
+ * cached.  Until then its hkey holds its position in the sequence + 1 (set
+ * when the sequence is freed but not for good: v1_lazy_marks), and its
+ * hash is taken only at the flush: the index is spared one insert and
  * one delete, and the hash chain one link, per block of every prompt no
  * other can share.
  */
@@ -1546,22 +1548,44 @@ static void v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc);
 
 /*
  * cache_blocks of lazily cached s (v1_lazy_on): its first `full` blocks
- * marked with their positions, those not marked yet.
+ * count as cached.  Their marks wait for v1_lazy_marks: while s runs, no
+ * one reads them (only s can hit them, after it is freed), and a sequence
+ * that finishes frees them with no mark to drop when they are reused.
  */
 static inline void
-v1_lazy_mark(struct v1 *m, const struct kvc_seq *q, int32_t s, uint32_t full)
+v1_lazy_count(struct v1 *m, int32_t s, uint32_t full)
 {
 	uint32_t *nc = &m->sx[s].ncached[0];
 
-	for (uint32_t i = *nc; i < full; i++) {
-		struct v1_blk *bk = &m->blk[q->tab[0].id[i]];
+	if (*nc < full)
+		*nc = full;
+}
 
+/*
+ * The marks of running lazily cached s's cached blocks, before anything
+ * reads them (it is freed but not for good, or a chunk is withdrawn):
+ * each block below its cached count that carries no hash gets its
+ * position.  The rest carry the index's hashes (hits) or marks made here.
+ */
+static void
+v1_lazy_marks(struct v1 *m, const struct kvc_seq *q, int32_t s)
+{
+	const struct kvc_tab *t = &q->tab[0];
+	uint32_t n = m->sx[s].ncached[0] < t->n ? m->sx[s].ncached[0] : t->n;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int32_t b = t->id[i];
+		struct v1_blk *bk;
+
+		if (b <= V1_NULL || (uint32_t)b >= m->nblk)
+			continue;
+		bk = &m->blk[b];
+		if (bk->hkey != 0)
+			continue;
 		bk->hkey = (uint64_t)i + 1;	/* its position */
 		bk->hgrp = 0;
 		bk->dnext = bk->dprev = V1_LAZY;
 	}
-	if (*nc < full)
-		*nc = full;
 }
 
 /* The counts of d quiet steps: C and T move by d, tok[0..d) added. */
@@ -1585,7 +1609,7 @@ v1_quiet_push(kvc *k, struct kvc_seq *q, uint32_t d, const uint32_t *tok)
  * plan: one group of full attention, nothing hit, nothing to skip, no
  * lookahead.  Anything else, and a block that is not there, goes the
  * general way (whose error is the one to report).  A lazily cached
- * sequence's blocks that the quiet steps filled are marked with the
+ * sequence's blocks that the quiet steps filled are counted with the
  * event's: the blocks the event takes are free ones, never s's.
  */
 kv_err
@@ -1628,7 +1652,7 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 	}
 	ntc = q->ncomp + 1;	/* <= T */
 	if (lazy)
-		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, ntc));
+		v1_lazy_count(m, s, (uint32_t)v1_div(k, m, 0, ntc));
 	else if (m->caching)
 		v1_cache_blocks(k, m, s, ntc);
 	q->ncomp = ntc;
@@ -1639,7 +1663,7 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 	return KV_OK;
 general:
 	if (lazy && (uint32_t)s < m->capsx)
-		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
+		v1_lazy_count(m, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
 	if ((e = kvc_allocate(k, s, 1)) != KV_OK ||
 	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
 		return e;
@@ -1648,9 +1672,9 @@ general:
 }
 
 /* d <= kvc__v1_quiet(k, s) such steps: C and T move by d, the tokens
- * tok[0..d) added; the blocks a lazily cached sequence filled, marked
- * (the only sequence that can see them is this one, so the marks of d
- * steps may wait for the last). */
+ * tok[0..d) added; the blocks a lazily cached sequence filled, counted as
+ * cached (the only sequence that can see them is this one, so the count
+ * of d steps may wait for the last, and their marks for v1_lazy_marks). */
 kv_err
 kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 {
@@ -1663,7 +1687,7 @@ kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d, const uint32_t *tok)
 	if ((e = v1_quiet_push(k, q, d, tok)) != KV_OK)
 		return e;
 	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx)
-		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
+		v1_lazy_count(m, s, (uint32_t)v1_div(k, m, 0, q->ncomp));
 	return KV_OK;
 }
 
@@ -1696,7 +1720,7 @@ kvc__v1_catch_up_all(kvc *k, struct kvc_ffreq *f, uint32_t n, uint32_t steps,
 			return e;
 		f[i].made = steps;
 		if (lazyok && q->key != 0 && (uint32_t)f[i].seq < m->capsx)
-			v1_lazy_mark(m, q, f[i].seq,
+			v1_lazy_count(m, f[i].seq,
 				     (uint32_t)v1_div(k, m, 0, q->ncomp));
 	}
 	return KV_OK;
@@ -1713,7 +1737,7 @@ v1_cache_blocks(kvc *k, struct v1 *m, int32_t s, uint32_t ntc)
 	const struct kvc_seq *q = kvc__seq(k, s);
 
 	if (v1_lazy_on(k, q)) {
-		v1_lazy_mark(m, q, s, (uint32_t)v1_div(k, m, 0, ntc));
+		v1_lazy_count(m, s, (uint32_t)v1_div(k, m, 0, ntc));
 		return;
 	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
@@ -2037,6 +2061,8 @@ kvc__v1_withdraw(kvc *k, int32_t s, uint32_t from)
 				 "running vllm-v1 sequence from %u", from);
 	if (!m->caching)
 		return KV_OK;
+	if (v1_lazy_on(k, q) && (uint32_t)s < m->capsx)
+		v1_lazy_marks(m, q, s);
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		const struct kvc_tab *t = &q->tab[g];
 		uint32_t bs = kvc__bs(k, g);
@@ -2327,9 +2353,11 @@ v1_free_seq(kvc *k, int32_t s)
 						 "is not in use (double free)",
 						 b);
 		}
-	if (!k->final && v1_lazy_on(k, q) && (uint32_t)s < m->capsx &&
-	    v1_lazy_keep(k, s) != KV_OK)
-		return kvc__fail(k, KV_ENOMEM, "out of memory");
+	if (!k->final && v1_lazy_on(k, q) && (uint32_t)s < m->capsx) {
+		v1_lazy_marks(m, q, s);
+		if (v1_lazy_keep(k, s) != KV_OK)
+			return kvc__fail(k, KV_ENOMEM, "out of memory");
+	}
 	for (uint32_t g = 0; g < k->cfg.ngroups; g++) {
 		struct kvc_tab *t = &q->tab[g];
 
@@ -2483,7 +2511,9 @@ v1_audit_seq(const kvc *k, int32_t s, uint32_t *refs, char *why,
 				V1_BAD(1, "seq %d: id %d out of range", s, b);
 			refs[b]++;
 			if (m->blk[b].hkey == 0) {
-				if (i < nc)
+				/* (a lazily cached one's mark waits:
+				 * v1_lazy_marks) */
+				if (i < nc && !v1_lazy_on(k, q))
 					V1_BAD(4, "seq %d: cached slot %u of "
 					       "%s (block %d) has no hash", s,
 					       i, k->cfg.group[g].name, b);
