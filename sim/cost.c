@@ -1017,6 +1017,41 @@ step_finish(const struct cost_model *cm, struct cost_breakdown *bd)
 	step_total(cm, bd);
 }
 
+/* The batch's tokens and sequences into bd (sequences with q = 0 count
+ * for nothing), *qmax raised to its largest q. */
+static void
+batch_counts(const struct cost_batch *b, struct cost_breakdown *bd,
+	     uint64_t *qmax)
+{
+	for (size_t i = 0; i < b->nseq; i++) {
+		uint64_t q = b->seq[i].q;
+
+		if (q == 0)
+			continue;
+		bd->tokens = cat_sat_add(bd->tokens, q);
+		bd->seqs++;
+		*qmax = q > *qmax ? q : *qmax;
+	}
+}
+
+/* The step from its counts in bd and the groups' work: its parts, into
+ * *out (may be NULL), and its time. */
+static int64_t
+step_of_work(const struct cost_model *cm, const struct cat_mixer_work *work,
+	     uint64_t qmax, struct cost_breakdown *bd,
+	     struct cost_breakdown *out)
+{
+	if (bd->tokens > 0) {
+		step_graph(cm, qmax, bd);
+		step_linear(cm, bd);
+		step_mixers(cm, work, bd);
+		step_finish(cm, bd);
+	}
+	if (out != NULL)
+		*out = *bd;
+	return bd->tokens > 0 ? bd->total_ns : 0;
+}
+
 int64_t
 cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 		  struct cost_breakdown *out)
@@ -1033,29 +1068,58 @@ cost_step_explain(const struct cost_model *cm, const struct cost_batch *b,
 	}
 	/* the groups in use only: this runs every step */
 	memset(work, 0, cm->ngroups * sizeof(work[0]));
-	for (size_t i = 0; i < b->nseq; i++) {
-		uint64_t q = b->seq[i].q;
-
-		if (q == 0)
-			continue;
-		bd.tokens = cat_sat_add(bd.tokens, q);
-		bd.seqs++;
-		qmax = q > qmax ? q : qmax;
-	}
+	batch_counts(b, &bd, &qmax);
 	for (size_t k = 0; k < cm->ngroups; k++)
 		group_work(&cm->group[k], b, &work[k]);
-	if (bd.tokens == 0) {
-		if (out != NULL)
-			*out = bd;
-		return 0;
+	return step_of_work(cm, work, qmax, &bd, out);
+}
+
+/* Whether every attention group of cm is full attention (a decode's work
+ * is then affine in its context). */
+static bool
+cost_full_only(const struct cost_model *cm)
+{
+	const struct cat_mixer_ops *full = cat_mixer_ops(CAT_MIX_FULL);
+
+	for (size_t k = 0; k < cm->ngroups; k++)
+		if (cm->group[k].ops->cls == CAT_MIXC_ATTENTION &&
+		    cm->group[k].ops != full)
+			return false;
+	return true;
+}
+
+/*
+ * The decodes first, as the batch lists them: each adds ctx + 1 pairs and
+ * ctx + 2 KV tokens (full_one, exact below 2^62, so their sums are exact),
+ * then the others through the group's own work.  The sums saturate, and a
+ * saturating sum of counts does not depend on their order.
+ */
+int64_t
+cost_step_decodes_and(const struct cost_model *cm, uint64_t n,
+		      uint64_t ctx_sum, const struct cat_mixer_seq *s,
+		      size_t ns, struct cost_breakdown *out)
+{
+	struct cat_mixer_work work[COST_MAX_GROUPS];
+	static const struct cost_breakdown zero;
+	struct cost_breakdown bd = zero;
+	struct cost_batch b = { s, ns };
+	uint64_t qmax = n > 0 ? 1 : 0;
+
+	if (cm == NULL || ctx_sum >= (1ull << 61) || n >= (1ull << 30) ||
+	    (s == NULL && ns > 0) || !cost_full_only(cm))
+		return -1;
+	memset(work, 0, cm->ngroups * sizeof(work[0]));
+	bd.tokens = n;
+	bd.seqs = n;
+	batch_counts(&b, &bd, &qmax);
+	for (size_t k = 0; k < cm->ngroups; k++) {
+		if (cm->group[k].ops->cls != CAT_MIXC_ATTENTION)
+			continue;
+		work[k].pairs = ctx_sum + n;
+		work[k].kvtok = ctx_sum + 2 * n;
+		group_work(&cm->group[k], &b, &work[k]);
 	}
-	step_graph(cm, qmax, &bd);
-	step_linear(cm, &bd);
-	step_mixers(cm, work, &bd);
-	step_finish(cm, &bd);
-	if (out != NULL)
-		*out = bd;
-	return bd.total_ns;
+	return step_of_work(cm, work, qmax, &bd, out);
 }
 
 int64_t
@@ -1086,13 +1150,9 @@ cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
 	    n >= (1ull << 30))
 		return -1;
 	if (m->cm != cm || m->n != n) {
-		const struct cat_mixer_ops *full = cat_mixer_ops(CAT_MIX_FULL);
-
 		m->cm = NULL;
-		for (size_t k = 0; k < cm->ngroups; k++)
-			if (cm->group[k].ops->cls == CAT_MIXC_ATTENTION &&
-			    cm->group[k].ops != full)
-				return -1;
+		if (!cost_full_only(cm))
+			return -1;
 		memset(work, 0, cm->ngroups * sizeof(work[0]));
 		bd = zero;
 		bd.tokens = n;

@@ -403,6 +403,17 @@ int64_t cost_step_ns(const struct cost_model *cm, const struct cost_batch *b);
 
 /*
  * cost_step_explain for a batch of n decodes (one token each) whose
+ * contexts sum to ctx_sum, then the sequences s[0..ns) (a step that admits
+ * prompts): the decodes' work from their sums as cost_step_decode's, the
+ * others' as the batch's, so the time is the batch's to the bit.  -1, *out
+ * untouched, where cost_step_decode gives -1 (or ns > 0 and s == NULL).
+ */
+int64_t cost_step_decodes_and(const struct cost_model *cm, uint64_t n,
+			      uint64_t ctx_sum, const struct cat_mixer_seq *s,
+			      size_t ns, struct cost_breakdown *out);
+
+/*
+ * cost_step_explain for a batch of n decodes (one token each) whose
  * contexts sum to ctx_sum, without the batch: every attention group's
  * work is a sum over the sequences that is affine in the context (full
  * attention: ctx + 1 pairs and ctx + 2 KV tokens a decode), so the sums

@@ -1077,6 +1077,22 @@ replica__batch_time(replica *rp, const struct cat_mixer_seq *seq,
 }
 
 int64_t
+replica__sums_time(replica *rp, uint32_t n, uint64_t ctx,
+		   const struct cat_mixer_seq *seq, uint32_t ns, int64_t *cpu)
+{
+	struct cost_breakdown bd;
+	int64_t dt;
+
+	*cpu = 0;
+	if (rp->step_ns > 0)
+		return rp->step_ns;
+	if (rp->fork || rp->spec_cost != NULL ||
+	    (dt = cost_step_decodes_and(rp->cm, n, ctx, seq, ns, &bd)) < 0)
+		return -1;
+	return replica__step_tail(dt, &bd, cpu);
+}
+
+int64_t
 replica__decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
 		     uint64_t ctx_sum, int64_t *cpu)
 {

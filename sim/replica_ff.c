@@ -733,6 +733,7 @@ ff_scheduled(void *arg)
 	replica *rp = x->rp;
 	const struct kvs_step *st = kvs_current_step(rp->s);
 	uint32_t j = x->jcur, m = 0, bs = rp->block_size, na = st->nsched;
+	uint64_t ctx = 0;
 	struct ff_adm *A;
 	struct kvs_step b;
 	int64_t dt, cpu;
@@ -770,28 +771,43 @@ ff_scheduled(void *arg)
 		       na * sizeof(*rp->ffaseq));
 	}
 	x->aoff += na;
-	for (uint32_t i = 0; i < x->nall; i++) {
-		const struct kvs_running *r = &rp->ffrun[i];
-
-		if (r->ends_at < j)
-			continue;
-		rp->ffseq[m].q = 1;
-		rp->ffseq[m++].ctx = r->computed + (j - r->start);
-	}
 	for (uint32_t i = 0; i < na; i++) {
 		const struct cat_mixer_seq *q = &rp->ffaseq[A->off + i];
 		uint64_t c = q->ctx + q->q, cap = (c + bs - 1) / bs * bs;
 		uint64_t t = rp->byreq[st->sched[i].req]->prompt;
 
-		rp->ffseq[m + i] = *q;
 		/* a chunk of its prompt leaves none of its slots unused
 		 * (kvs_running_unused) */
 		A->slots += cap;
 		A->ntok += t < cap ? t : cap;
 	}
-	memset(&b, 0, sizeof(b));
-	b.nsched = m + na;
-	dt = replica__batch_time(rp, rp->ffseq, &b, &cpu);
+	/* the batch: a token of each running request, then the admitted
+	 * ones' chunks; its time from the running ones' contexts' sum, or
+	 * else from the batch's entries */
+	for (uint32_t i = 0; i < x->nall; i++) {
+		const struct kvs_running *r = &rp->ffrun[i];
+
+		if (r->ends_at < j)
+			continue;
+		ctx += r->computed + (j - r->start);
+		m++;
+	}
+	if ((dt = replica__sums_time(rp, m, ctx, rp->ffaseq + A->off, na,
+				     &cpu)) < 0) {
+		for (uint32_t i = 0, k = 0; i < x->nall; i++) {
+			const struct kvs_running *r = &rp->ffrun[i];
+
+			if (r->ends_at < j)
+				continue;
+			rp->ffseq[k].q = 1;
+			rp->ffseq[k++].ctx = r->computed + (j - r->start);
+		}
+		memcpy(rp->ffseq + m, rp->ffaseq + A->off,
+		       na * sizeof(*rp->ffseq));
+		memset(&b, 0, sizeof(b));
+		b.nsched = m + na;
+		dt = replica__batch_time(rp, rp->ffseq, &b, &cpu);
+	}
 	dt = replica__async_dt(rp, x->t_adm, dt, cpu);
 	rp->fft[j] = dt;
 	/* its output, where the run goes on past it (ff_more): a token of

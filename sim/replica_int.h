@@ -274,6 +274,12 @@ int64_t replica__step_time(replica *rp, const struct kvs_step *st,
 /* ... of the batch seq[0 .. st->nsched) (rp->seq's own: replica__step_time) */
 int64_t replica__batch_time(replica *rp, const struct cat_mixer_seq *seq,
 			    const struct kvs_step *st, int64_t *cpu);
+/* ... of a step without swaps or copies whose batch is n decodes with
+ * contexts summing to ctx, then seq[0 .. ns), without the decodes' entries
+ * (cost_step_decodes_and); -1 where it needs them. */
+int64_t replica__sums_time(replica *rp, uint32_t n, uint64_t ctx,
+			   const struct cat_mixer_seq *seq, uint32_t ns,
+			   int64_t *cpu);
 /* Room for n entries in the step's batch arrays (seq, sreq, start). */
 kv_err replica__sched_reserve(replica *rp, uint32_t n);
 

@@ -715,12 +715,44 @@ granite_mamba2(struct fixture *f, const char *id)
  * with state layers); a windowed or MLA model needs the batch (-1).  The
  * memo's inline time (cost_decode_memo_quick) is the same for one group
  * of full attention, -1 otherwise; how many times it served, returned.
+ * cost_step_decodes_and: the decodes from their sum, then prompt chunks
+ * (one of q = 0, small ones and large ones) from their entries, the
+ * batch's bits too, with no decodes at all as well.
  */
+static void
+decodes_and_same(const struct cost_model *cm, struct cat_mixer_seq *s,
+		 uint32_t n, uint64_t sum, uint64_t seed)
+{
+	struct cost_breakdown a, b;
+
+	for (uint32_t ne = 0; ne <= 5; ne++) {
+		uint64_t se = 0;
+
+		for (uint32_t i = n; i < n + ne; i++) {
+			seed = seed * 6364136223846793005ull + 1;
+			/* small chunks (under the graphs' sizes) and
+			 * large ones */
+			s[i].q = i == n + 1 ? 0 : ne % 2 ? (seed >> 33) % 48 + 2 :
+			    (seed >> 33) % 8192;
+			s[i].ctx = (seed >> 20) % 60000;
+			se += s[i].q;
+		}
+		if (n == 0 && se == 0)
+			continue;
+		memset(&b, 0xa5, sizeof(b));
+		ck_assert_int_eq(cost_step_decodes_and(cm, n, sum, s + n, ne,
+						       &b),
+				 cost_step_explain(cm, &(struct cost_batch){
+				 s, n + ne }, &a));
+		ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+	}
+}
+
 static uint32_t
 decode_same(const struct cost_model *cm, uint64_t seed)
 {
 	uint32_t quick = 0;
-	struct cat_mixer_seq s[64];
+	struct cat_mixer_seq s[64 + 5];
 	struct cost_breakdown a, b, c;
 	struct cost_decode_memo m = { .cm = NULL };
 
@@ -738,6 +770,8 @@ decode_same(const struct cost_model *cm, uint64_t seed)
 				 cost_step_explain(cm, &(struct cost_batch){
 				 s, n }, &a));
 		ck_assert_int_eq(memcmp(&a, &b, sizeof(a)), 0);
+		decodes_and_same(cm, s, n, sum, seed);
+		decodes_and_same(cm, s + n, 0, 0, seed + 1);
 		/* the memo, kept across sizes and rounds: the same bits;
 		 * then the next step of the same batch, from the memo */
 		ck_assert_int_eq(cost_step_decode_memo(cm, &m, n, sum, &c),
@@ -785,6 +819,13 @@ START_TEST(test_decode_sum)
 	init_ok(&cm, &f.m, &g, &c4);
 	ck_assert(cm.pp == 2 && cm.offload_bytes > 0);
 	ck_assert_uint_eq(decode_same(&cm, 4), 3 * 8);
+	/* CUDA graphs: a batch of decodes alone replays a full graph, one
+	 * with a prompt's chunk a piecewise one */
+	c4 = cfg_tp(1);
+	c4.graph_max = 512;
+	init_ok(&cm, &f.m, &g, &c4);
+	ck_assert_uint_eq(cm.graph_max, 512);
+	ck_assert_uint_eq(decode_same(&cm, 6), 3 * 8);
 	c4 = cfg_tp(4);
 	qwen3_30b_a3b(&f);	/* MoE */
 	init_ok(&cm, &f.m, &g, NULL);
@@ -803,9 +844,11 @@ START_TEST(test_decode_sum)
 	layers(&f, 32, CAT_MIX_SLIDING, CAT_FFN_DENSE, 4096);
 	init_ok(&cm, &f.m, &g, NULL);
 	ck_assert_int_eq(cost_step_decode(&cm, 4, 100, &b), -1);
+	ck_assert_int_eq(cost_step_decodes_and(&cm, 4, 100, NULL, 0, &b), -1);
 	deepseek_v3(&f);
 	init_ok(&cm, &f.m, &g, NULL);
 	ck_assert_int_eq(cost_step_decode(&cm, 4, 100, &b), -1);
+	ck_assert_int_eq(cost_step_decodes_and(&cm, 4, 100, NULL, 0, &b), -1);
 	ck_assert_int_eq(cost_step_decode_memo(&cm, &(struct cost_decode_memo){
 			 .cm = NULL }, 4, 100, &b), -1);
 }
