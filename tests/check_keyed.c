@@ -15,6 +15,7 @@
  * must have preempted requests and seen them hit their own blocks.
  */
 #include "core/kvsched.h"
+#include "core/kv_int.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -304,6 +305,57 @@ START_TEST(keyed_clone_and_api)
 }
 END_TEST
 
+/*
+ * A chunk withdrawn from a keyed sequence (priority scheduling preempts
+ * it after it was scheduled in the step): its cached blocks carry what
+ * they hold of the chunk as a sequence of ids would, so its own hit after
+ * the preemption has the same stale tokens.  A keyed sequence's blocks
+ * get their marks only when something reads them (v1_lazy_marks): here
+ * the withdrawal, before the free.
+ */
+START_TEST(keyed_withdraw)
+{
+	struct kvc_config kc;
+	char why[256];
+	uint32_t tok[21], stale[2] = { 0, 0 };
+	size_t hit[2] = { 0, 0 };
+	kv_err e;
+
+	kvc_config_default(&kc, KVC_VLLM_V1);
+	kc.block_size = 4;
+	kc.gpu_blocks = 16;
+	kc.max_model_len = 64;
+	kc.prefix_caching = true;
+	for (uint32_t i = 0; i < 21; i++)
+		tok[i] = 7000 + i;
+	for (int keyed = 0; keyed < 2; keyed++) {
+		kvc *k = kvc_new(&kc, &e, why, sizeof(why));
+		int32_t s;
+
+		ck_assert_msg(k != NULL, "kvc_new: %s", why);
+		ck_assert_int_eq(keyed ? kvc_seq_new_keyed(k, 5, 21, &s) :
+				 kvc_seq_new(k, tok, 21, &s), KV_OK);
+		ck_assert_int_eq(kvc_allocate(k, s, 0), KV_OK);
+		ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+		/* positions 10 on not computed: blocks 2 (two slots of KV),
+		 * 3 and 4 (none) keep their hashes */
+		ck_assert_int_eq(kvc__v1_withdraw(k, s, 10), KV_OK);
+		ck_assert_int_eq(kvc_free_seq(k, s), KV_OK);
+		ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+		ck_assert_int_eq(kvc_cached(k, s, &hit[keyed]), KV_OK);
+		ck_assert_int_eq(kvc_allocate(k, s, 0), KV_OK);
+		ck_assert_int_eq(kvc__v1_stale(k, s, (uint32_t)hit[keyed],
+					       &stale[keyed]), KV_OK);
+		ck_assert_int_eq(kvc_audit(k, why, sizeof(why)), 0);
+		kvc_free(k);
+	}
+	ck_assert_uint_eq(hit[0], 20);
+	ck_assert_uint_eq(hit[1], 20);
+	ck_assert_uint_eq(stale[0], 10);
+	ck_assert_uint_eq(stale[1], 10);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -315,6 +367,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, keyed_walks);
 	tcase_add_test(tc, keyed_clone_and_api);
+	tcase_add_test(tc, keyed_withdraw);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);
