@@ -407,6 +407,15 @@ kv_hmap_slot(const struct kv_hmap *m, uint64_t key)
 	    m->mask;
 }
 
+/* A function kept out of line: the slow half of a hot call, so that the
+ * fast half's frame stays small.  Nothing where the compiler has no
+ * attribute for it. */
+#if defined(__GNUC__)
+#define KV_NOINLINE __attribute__((noinline))
+#else
+#define KV_NOINLINE
+#endif
+
 /*
  * Hint that *p will be written soon.  Indexing and evicting blocks touch
  * block records and index slots all over tables larger than the first-level

@@ -1612,9 +1612,9 @@ v1_quiet_push(kvc *k, struct kvc_seq *q, uint32_t d, const uint32_t *tok)
  * sequence's blocks that the quiet steps filled are counted with the
  * event's: the blocks the event takes are free ones, never s's.
  */
-kv_err
-kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
-		     uint32_t t, uint32_t *next)
+static KV_NOINLINE kv_err
+v1_decode_event_any(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
+		    uint32_t t, uint32_t *next)
 {
 	struct v1 *m = v1_of(k);
 	struct kvc_seq *q = kvc__seq(k, s);
@@ -1668,6 +1668,44 @@ general:
 	    (e = kvc_add_tokens(k, s, &t, 1)) != KV_OK)
 		return e;
 	*next = v1_quiet(k, s);
+	return KV_OK;
+}
+
+/*
+ * The event of a keyed, lazily cached sequence that takes one block, as
+ * v1_decode_event_any makes it, without its general tests: the d quiet
+ * steps counted, the block popped (v1_take_lazy_n), the full blocks
+ * counted as cached, C and T moved by one, *next from the table's room.
+ * Any other event, and one that would meet max_model_len, goes the
+ * general way.
+ */
+kv_err
+kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
+		     uint32_t t, uint32_t *next)
+{
+	struct v1 *m = v1_of(k);
+	struct kvc_seq *q = &k->seq[s];
+	struct kvc_tab *tb = &q->tab[0];
+	uint32_t sh = m->bshift[0];
+	uint64_t ntc = (uint64_t)q->ncomp + d + 1, room;
+
+	if (!m->lazyok || q->key == 0 || !m->onegroup || m->slidemask ||
+	    (uint32_t)s >= m->capsx || q->state != KVC_RUNNING ||
+	    q->ntok != q->ncomp + 1 || ntc >= k->cfg.max_model_len ||
+	    ((ntc + (1u << sh) - 1) >> sh) != (uint64_t)tb->n + 1 ||
+	    tb->n >= tb->cap || m->fq.n == 0 || !v1_take_lazy(m) ||
+	    k->ops->add_tokens != NULL)
+		return v1_decode_event_any(k, s, d, tok, t, next);
+	k->msg[0] = '\0';
+	k->npairs = 0;
+	v1_hit_clear(k);
+	v1_take_lazy_n(m, tb->id + tb->n, tb->aux + tb->n, 1);
+	tb->n++;
+	v1_lazy_count(m, s, (uint32_t)(ntc >> sh));
+	q->ncomp = (uint32_t)ntc;
+	q->ntok = (uint32_t)ntc + 1;
+	room = ((uint64_t)tb->n << sh) - ntc;
+	*next = room < UINT32_MAX ? (uint32_t)room : UINT32_MAX;
 	return KV_OK;
 }
 
