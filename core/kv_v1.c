@@ -70,12 +70,14 @@
  */
 #include "kv_int.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define V1_NULL 0		/* the null block's id in the pool */
 #define V1_NOSHIFT 0xff		/* block size not a power of two */
 #define V1_AHEAD 4		/* prefetch index slots this far ahead */
+#define V1_BULK 8		/* blocks a take copies off the ring whole */
 /*
  * dnext of a block a keyed sequence cached that is not in the index yet
  * (v1_cache_blocks): only that sequence can hit it, and it looks blocks up
@@ -124,11 +126,29 @@ struct v1_plan {
 struct v1_blk {
 	uint64_t hkey;		/* its hash, 0 = none (V1_LAZY: position + 1) */
 	uint32_t ref;
+	int32_t qslot;		/* its free-queue slot, -1 = none (next to
+				 * ref: a free or a take writes both) */
 	int32_t dnext, dprev;	/* ring of one (hash, group) */
-	int32_t qslot;		/* its free-queue slot, -1 = none */
 	uint32_t gen;		/* hashes it lost (v1_evict): v1_hit_memo */
 	uint8_t hgrp;		/* the group of its hash */
 };
+
+/* ref and qslot as the one 64-bit word they make in the record, for a
+ * free's usual block: one load and one store where each field took its
+ * own. */
+_Static_assert(offsetof(struct v1_blk, qslot) ==
+	       offsetof(struct v1_blk, ref) + sizeof(uint32_t),
+	       "ref and qslot must be adjacent");
+
+static inline uint64_t
+v1_refslot(uint32_t ref, int32_t qslot)
+{
+	const struct { uint32_t ref; int32_t qslot; } r = { ref, qslot };
+	uint64_t w;
+
+	memcpy(&w, &r, sizeof(w));
+	return w;
+}
 
 /*
  * The free queue: FreeKVCacheBlockQueue's order (append at the back, pop
@@ -880,6 +900,29 @@ v1_take_lazy_n(struct v1 *m, int32_t *id, uint64_t *aux, uint32_t n)
 	struct v1_fifo *f = &m->fq;
 	uint32_t head = f->head, used = f->used;
 
+	if (n >= V1_BULK && used == f->n) {
+		/* no holes: the ids are the ring's next n slots, copied
+		 * whole (a prompt's blocks) */
+		uint32_t first = f->mask + 1 - head;
+
+		if (first > n)
+			first = n;
+		memcpy(id, f->ring + head, first * sizeof(*id));
+		memcpy(id + first, f->ring, (n - first) * sizeof(*id));
+		memset(aux, 0, n * sizeof(*aux));
+		for (uint32_t i = 0; i < n; i++) {
+			struct v1_blk *bk = &m->blk[id[i]];
+
+			bk->qslot = -1;
+			if (bk->hkey != 0)	/* v1_evict: lazy, none lost */
+				v1_hash_drop(m, bk);
+			bk->ref = 1;
+		}
+		f->head = (head + n) & f->mask;
+		f->used = used - n;
+		f->n -= n;
+		return;
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct v1_blk *bk;
 
@@ -2318,6 +2361,8 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 	int32_t *ring = f->ring;
 	const int32_t *id = t->id;
 	struct v1_blk *blk = m->blk;
+	const uint64_t last = v1_refslot(1, -1);
+	uint64_t rs;
 
 	if (f->used + (uint64_t)t->n > (uint64_t)mask + 1)
 		return false;
@@ -2333,6 +2378,15 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 			break;
 		}
 		bk = &blk[b];
+		memcpy(&rs, &bk->ref, sizeof(rs));
+		if (rs == last) {	/* its last holder, not queued */
+			uint32_t slot = at++ & mask;
+
+			ring[slot] = b;
+			rs = v1_refslot(0, (int32_t)slot);
+			memcpy(&bk->ref, &rs, sizeof(rs));
+			continue;
+		}
 		if (bk->ref == 0 || bk->qslot >= 0)
 			break;
 		if (--bk->ref == 0) {
