@@ -77,7 +77,6 @@
 #define V1_NULL 0		/* the null block's id in the pool */
 #define V1_NOSHIFT 0xff		/* block size not a power of two */
 #define V1_AHEAD 4		/* prefetch index slots this far ahead */
-#define V1_BULK 8		/* blocks a take copies off the ring whole */
 /*
  * dnext of a block a keyed sequence cached that is not in the index yet
  * (v1_cache_blocks): only that sequence can hit it, and it looks blocks up
@@ -900,29 +899,6 @@ v1_take_lazy_n(struct v1 *m, int32_t *id, uint64_t *aux, uint32_t n)
 	struct v1_fifo *f = &m->fq;
 	uint32_t head = f->head, used = f->used;
 
-	if (n >= V1_BULK && used == f->n) {
-		/* no holes: the ids are the ring's next n slots, copied
-		 * whole (a prompt's blocks) */
-		uint32_t first = f->mask + 1 - head;
-
-		if (first > n)
-			first = n;
-		memcpy(id, f->ring + head, first * sizeof(*id));
-		memcpy(id + first, f->ring, (n - first) * sizeof(*id));
-		memset(aux, 0, n * sizeof(*aux));
-		for (uint32_t i = 0; i < n; i++) {
-			struct v1_blk *bk = &m->blk[id[i]];
-
-			bk->qslot = -1;
-			if (bk->hkey != 0)	/* v1_evict: lazy, none lost */
-				v1_hash_drop(m, bk);
-			bk->ref = 1;
-		}
-		f->head = (head + n) & f->mask;
-		f->used = used - n;
-		f->n -= n;
-		return;
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct v1_blk *bk;
 
