@@ -50,7 +50,7 @@
  *      member carries that key, one map entry per ring; a block in use
  *      carries the hash of its own slot in its table (no stale hash), and
  *      every slot below the request's cached count is hashed or null (a
- *      lazily cached sequence's: or unmarked until it is freed);
+ *      lazily cached sequence's may be unmarked while it runs);
  *   5  full-attention tables hold no null, other tables nulls only as a
  *      prefix; a RUNNING table covers its computed tokens and never more
  *      than max_model_len;
@@ -147,6 +147,22 @@ v1_refslot(uint32_t ref, int32_t qslot)
 
 	memcpy(&w, &r, sizeof(w));
 	return w;
+}
+
+/* The word of bk (the bytes of the record, not of its ref alone). */
+static inline uint64_t
+v1_refslot_of(const struct v1_blk *bk)
+{
+	uint64_t w;
+
+	memcpy(&w, (const char *)bk + offsetof(struct v1_blk, ref), sizeof(w));
+	return w;
+}
+
+static inline void
+v1_refslot_set(struct v1_blk *bk, uint64_t w)
+{
+	memcpy((char *)bk + offsetof(struct v1_blk, ref), &w, sizeof(w));
 }
 
 /*
@@ -2338,7 +2354,6 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 	const int32_t *id = t->id;
 	struct v1_blk *blk = m->blk;
 	const uint64_t last = v1_refslot(1, -1);
-	uint64_t rs;
 
 	if (f->used + (uint64_t)t->n > (uint64_t)mask + 1)
 		return false;
@@ -2354,13 +2369,12 @@ v1_free_one_pass(struct v1 *m, struct kvc_tab *t)
 			break;
 		}
 		bk = &blk[b];
-		memcpy(&rs, &bk->ref, sizeof(rs));
-		if (rs == last) {	/* its last holder, not queued */
+		if (v1_refslot_of(bk) == last) {	/* its last holder,
+							 * not queued */
 			uint32_t slot = at++ & mask;
 
 			ring[slot] = b;
-			rs = v1_refslot(0, (int32_t)slot);
-			memcpy(&bk->ref, &rs, sizeof(rs));
+			v1_refslot_set(bk, v1_refslot(0, (int32_t)slot));
 			continue;
 		}
 		if (bk->ref == 0 || bk->qslot >= 0)
