@@ -1724,12 +1724,13 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 	uint32_t sh = m->bshift[0];
 	uint64_t ntc = (uint64_t)q->ncomp + d + 1, room;
 
-	if (!m->lazyok || q->key == 0 || !m->onegroup || m->slidemask ||
+	/* (lazyok: one full-attention group, no state; onegroup: its block
+	 * a power of two) */
+	if (!m->lazyok || q->key == 0 || !m->onegroup ||
 	    (uint32_t)s >= m->capsx || q->state != KVC_RUNNING ||
 	    q->ntok != q->ncomp + 1 || ntc >= k->cfg.max_model_len ||
 	    ((ntc + (1u << sh) - 1) >> sh) != (uint64_t)tb->n + 1 ||
-	    tb->n >= tb->cap || m->fq.n == 0 || !v1_take_lazy(m) ||
-	    k->ops->add_tokens != NULL)
+	    tb->n >= tb->cap || m->fq.n == 0 || !v1_take_lazy(m))
 		return v1_decode_event_any(k, s, d, tok, t, next);
 	k->msg[0] = '\0';
 	k->npairs = 0;

@@ -1088,10 +1088,25 @@ cost_full_only(const struct cost_model *cm)
 	return true;
 }
 
+/* The work of n decodes whose contexts sum to ctx_sum, every attention
+ * group full attention: ctx + 1 pairs and ctx + 2 KV tokens a decode in
+ * each (full_one, exact below 2^62, so the sums are too); none in the
+ * others, whose work is per sequence. */
+static void
+decodes_work(const struct cost_model *cm, uint64_t n, uint64_t ctx_sum,
+	     struct cat_mixer_work *work)
+{
+	memset(work, 0, cm->ngroups * sizeof(*work));
+	for (size_t k = 0; k < cm->ngroups; k++)
+		if (cm->group[k].ops->cls == CAT_MIXC_ATTENTION) {
+			work[k].pairs = ctx_sum + n;
+			work[k].kvtok = ctx_sum + 2 * n;
+		}
+}
+
 /*
- * The decodes first, as the batch lists them: each adds ctx + 1 pairs and
- * ctx + 2 KV tokens (full_one, exact below 2^62, so their sums are exact),
- * then the others through the group's own work.  The sums saturate, and a
+ * The decodes first, as the batch lists them (decodes_work), then the
+ * others through the group's own work.  The sums saturate, and a
  * saturating sum of counts does not depend on their order.
  */
 int64_t
@@ -1108,17 +1123,12 @@ cost_step_decodes_and(const struct cost_model *cm, uint64_t n,
 	if (cm == NULL || ctx_sum >= (1ull << 61) || n >= (1ull << 30) ||
 	    (s == NULL && ns > 0) || !cost_full_only(cm))
 		return -1;
-	memset(work, 0, cm->ngroups * sizeof(work[0]));
 	bd.tokens = n;
 	bd.seqs = n;
 	batch_counts(&b, &bd, &qmax);
-	for (size_t k = 0; k < cm->ngroups; k++) {
-		if (cm->group[k].ops->cls != CAT_MIXC_ATTENTION)
-			continue;
-		work[k].pairs = ctx_sum + n;
-		work[k].kvtok = ctx_sum + 2 * n;
+	decodes_work(cm, n, ctx_sum, work);
+	for (size_t k = 0; k < cm->ngroups; k++)
 		group_work(&cm->group[k], &b, &work[k]);
-	}
 	return step_of_work(cm, work, qmax, &bd, out);
 }
 
@@ -1187,15 +1197,7 @@ cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
 	if (out == NULL)
 		out = &bd;
 	*out = m->bd;
-	for (size_t k = 0; k < cm->ngroups; k++) {
-		/* as group_work: no work summed but for attention */
-		work[k].pairs = work[k].kvtok = 0;
-		work[k].pairs_pf = work[k].ctx_pf = 0;
-		if (cm->group[k].ops->cls == CAT_MIXC_ATTENTION) {
-			work[k].pairs = ctx_sum + n;
-			work[k].kvtok = ctx_sum + 2 * n;
-		}
-	}
+	decodes_work(cm, n, ctx_sum, work);
 	step_attention(cm, work, out);
 	step_total(cm, out);
 	return out->total_ns;
