@@ -1639,7 +1639,7 @@ v1_quiet_push(kvc *k, struct kvc_seq *q, uint32_t d, const uint32_t *tok)
  * d quiet steps (kvc__v1_quiet_steps), then the step kvc__v1_quiet leads
  * to, where allocate_slots has work: allocate(s, 1) -- a fresh block when
  * C + 1 passes the table, the block that the T tokens fill hashed and
- * cached -- then token t added; *next: the quiet steps after it.  What
+ * cached -- then token tok[d] added; *next: the quiet steps after it.  What
  * v1_allocate and kvc_add_tokens do in that case, without the general
  * plan: one group of full attention, nothing hit, nothing to skip, no
  * lookahead.  Anything else, and a block that is not there, goes the
@@ -1649,12 +1649,12 @@ v1_quiet_push(kvc *k, struct kvc_seq *q, uint32_t d, const uint32_t *tok)
  */
 static KV_NOINLINE kv_err
 v1_decode_event_any(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
-		    uint32_t t, uint32_t *next)
+		    uint32_t *next)
 {
 	struct v1 *m = v1_of(k);
 	struct kvc_seq *q = kvc__seq(k, s);
 	struct kvc_tab *tb = &q->tab[0];
-	uint32_t sh = m->bshift[0], need, want, pop, ntc;
+	uint32_t sh = m->bshift[0], need, want, pop, ntc, t = tok[d];
 	bool lazy;
 	kv_err e;
 
@@ -1716,7 +1716,7 @@ general:
  */
 kv_err
 kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
-		     uint32_t t, uint32_t *next)
+		     uint32_t *next)
 {
 	struct v1 *m = v1_of(k);
 	struct kvc_seq *q = &k->seq[s];
@@ -1731,7 +1731,7 @@ kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d, const uint32_t *tok,
 	    q->ntok != q->ncomp + 1 || ntc >= k->cfg.max_model_len ||
 	    ((ntc + (1u << sh) - 1) >> sh) != (uint64_t)tb->n + 1 ||
 	    tb->n >= tb->cap || m->fq.n == 0 || !v1_take_lazy(m))
-		return v1_decode_event_any(k, s, d, tok, t, next);
+		return v1_decode_event_any(k, s, d, tok, next);
 	k->msg[0] = '\0';
 	k->npairs = 0;
 	v1_hit_clear(k);
