@@ -439,6 +439,7 @@ struct cost_decode_memo {
 	 * other terms of the GPU time, for a call without a breakdown */
 	bool one;
 	double nl, pf, z1, z2, nltb, dc, dm, lin, rec;
+	double kpp, koff;	/* cost_knobs_add's terms, or -0.0 */
 };
 
 int64_t cost_step_decode_memo(const struct cost_model *cm,
@@ -446,34 +447,51 @@ int64_t cost_step_decode_memo(const struct cost_model *cm,
 			      uint64_t ctx_sum, struct cost_breakdown *out);
 
 /*
+ * The time of m's n decodes whose contexts sum to ctx_sum < 2^61, for one
+ * group of full attention (m->one), from the memo alone: the breakdown's
+ * operations in its order.  The knobs' terms are the memo's numbers to
+ * add, -0.0 where cost_knobs_add adds nothing (x + -0.0 is x for every x,
+ * -0.0 and NaN included), so loops that ask it once a step test nothing.
+ */
+static inline int64_t
+cost_decode_memo_ns(const struct cost_decode_memo *m, uint64_t n,
+		    uint64_t ctx_sum)
+{
+	double af, ab, a, gpu, x;
+
+	/* (as signed: below 2^62, the same numbers, one instruction) */
+	af = 0.0 + m->nl * ((double)(int64_t)(ctx_sum + n) * m->pf + m->z1 +
+			    m->z2);
+	ab = 0.0 + m->nltb * (double)(int64_t)(ctx_sum + 2 * n);
+	af = af / m->dc;
+	ab = ab / m->dm;
+	a = af > ab ? af : ab;
+	gpu = m->lin + a + m->rec + m->bd.allreduce_ns + m->bd.fixed_ns;
+	gpu = gpu > m->bd.launch_ns ? gpu : m->bd.launch_ns;
+	gpu = gpu + m->kpp;		/* cost_knobs_add */
+	gpu = gpu + m->koff;
+	x = m->bd.cpu_ns + gpu;		/* to_ns */
+	if (!(x > 0.0))
+		return 0;
+	return x >= 9.2e18 ? INT64_MAX : (int64_t)(x + 0.5);
+}
+
+/*
  * cost_step_decode_memo(cm, m, n, ctx_sum, NULL) where m already holds
  * cm's n for one group of full attention (m->one): the time from the
- * memo's factors, in the breakdown's operations and order; inline, for
- * loops that ask it once a step, and the function's own way.  -1
- * otherwise: ask the function.
+ * memo's factors (cost_decode_memo_ns); inline, for loops that ask it
+ * once a step, and the function's own way.  -1 otherwise: ask the
+ * function.
  */
 static inline int64_t
 cost_decode_memo_quick(const struct cost_model *cm,
 		       const struct cost_decode_memo *m, uint64_t n,
 		       uint64_t ctx_sum)
 {
-	double af, ab, a, gpu, x;
-
 	if (cm == NULL || m->cm != cm || m->n != n || !m->one ||
 	    ctx_sum >= (1ull << 61))
 		return -1;
-	af = 0.0 + m->nl * ((double)(ctx_sum + n) * m->pf + m->z1 + m->z2);
-	ab = 0.0 + m->nltb * (double)(ctx_sum + 2 * n);
-	af = af / m->dc;
-	ab = ab / m->dm;
-	a = af > ab ? af : ab;
-	gpu = m->lin + a + m->rec + m->bd.allreduce_ns + m->bd.fixed_ns;
-	gpu = gpu > m->bd.launch_ns ? gpu : m->bd.launch_ns;
-	gpu = cost_knobs_add(cm, &m->bd, gpu);
-	x = m->bd.cpu_ns + gpu;		/* to_ns */
-	if (!(x > 0.0))
-		return 0;
-	return x >= 9.2e18 ? INT64_MAX : (int64_t)(x + 0.5);
+	return cost_decode_memo_ns(m, n, ctx_sum);
 }
 
 /* cost_step_ns, with its parts in *out (may be NULL). */

@@ -282,9 +282,10 @@ ff_decode_time(replica *rp, struct cost_decode_memo *m, uint32_t n,
  * ends requests: async scheduling, each step's time from n's memo (m,
  * made), no request held for its step, none past the horizon until.  Each
  * step as ff_time's loop makes it (replica__async_choose's frame, the
- * memo's time, replica__async_dt), with the pipeline's state in locals: the
- * stores to fft cannot alias them.  Stops before a step that ff_time's
- * loop must look at; returns it.  *tp: the time, moved to its start.
+ * memo's time with its tests made once, replica__step_tail,
+ * replica__async_dt), with the pipeline's state in locals: the stores to
+ * fft cannot alias them.  Stops before a step that ff_time's loop must
+ * look at; returns it.  *tp: the time, moved to its start.
  */
 static uint32_t
 ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
@@ -292,38 +293,58 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 	    int64_t until)
 {
 	const struct cost_decode_memo lm = *m;
-	const struct cost_model *cm = rp->cm;
+	const double cpu_ns = lm.bd.cpu_ns;
 	int64_t t = *tp, sched_t = rp->sched_t, next_s = rp->next_s;
-	int64_t pipe_t = rp->pipe_t, *fft = rp->fft;
+	int64_t pipe_t = rp->pipe_t, *fft = rp->fft, s, cpu_r = 0;
 	uint32_t *tokn = rp->fftokn;
 	int64_t held = rp->phead < rp->npend ? rp->pend[rp->phead].at :
 					       INT64_MAX;
 	bool piped = rp->piped;
+	uint64_t room, c;
 	uint32_t j;
 
-	for (j = j0; j < jend; j++) {
-		int64_t s = piped && pipe_t == t ? next_s : t;
-		int64_t dt, cpu = 0, start;
+	/* the memo's tests once, and the contexts' sums below its bound
+	 * (ctx + j n < 2^61): past it, ff_time's loop asks the model */
+	if (rp->cm == NULL || lm.cm != rp->cm || lm.n != n || !lm.one ||
+	    n == 0 || ctx >= (1ull << 61))
+		return j0;
+	room = ((1ull << 61) - 1 - ctx) / n + 1;
+	if (room < jend)
+		jend = (uint32_t)room;
+	if (cpu_ns > 0 && cpu_ns < 0x1p63)	/* where it is used */
+		cpu_r = (int64_t)(cpu_ns + 0.5);
+	/* a step is chosen when the one before it is launched (the
+	 * pipeline's), else now; from the second step on, always the
+	 * launch before (s: the next choice) */
+	s = piped && pipe_t == t ? next_s : t;
+	c = ctx + (uint64_t)j0 * n;
+	for (j = j0; j < jend; j++, c += n) {
+		int64_t dt, cpu = 0, start, end;
 
 		if (held <= s)
 			break;
-		dt = cost_decode_memo_quick(cm, &lm, n, ctx + (uint64_t)j * n);
-		dt = replica__step_tail(dt, &lm.bd, &cpu);
+		dt = cost_decode_memo_ns(&lm, n, c);
+		/* replica__step_tail */
+		if (dt < 1)
+			dt = 1;
+		if (cpu_ns > 0)
+			cpu = cpu_ns < (double)(dt - 1) ? cpu_r : dt - 1;
 		start = s + cpu > t ? s + cpu : t;
-		if (start + (dt - cpu) - t > until - t)
+		end = start + (dt - cpu);
+		if (end - t > until - t)
 			break;
-		sched_t = s;
-		piped = true;
-		next_s = start;
-		pipe_t = start + (dt - cpu);
-		fft[j] = pipe_t - t;
+		fft[j] = end - t;
 		tokn[j] = n;
-		t = pipe_t;
+		sched_t = s;
+		t = end;
+		s = start;
 	}
-	rp->sched_t = sched_t;
-	rp->piped = piped;
-	rp->next_s = next_s;
-	rp->pipe_t = pipe_t;
+	if (j > j0) {
+		rp->sched_t = sched_t;
+		rp->piped = true;
+		rp->next_s = s;
+		rp->pipe_t = t;
+	}
 	*tp = t;
 	return j;
 }
