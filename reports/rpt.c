@@ -112,19 +112,6 @@ rpt_good(const rpt *r)
 	return r->good;
 }
 
-size_t
-rpt_itl_bucket(int64_t gap_ns)
-{
-	uint64_t v = gap_ns > 0 ? (uint64_t)gap_ns : 0;
-	int msb;
-
-	if (v < RPT_ITL_EXACT)
-		return (size_t)v;
-	msb = 63 - __builtin_clzll(v);
-	return RPT_ITL_EXACT + (size_t)(msb - 8) * RPT_ITL_SUB +
-	       (size_t)((v >> (msb - 7)) & (RPT_ITL_SUB - 1));
-}
-
 double
 rpt_itl_value(size_t b)
 {
@@ -151,6 +138,18 @@ void
 rpt_add_itl_n(rpt *r, int64_t gap_ns, uint64_t n)
 {
 	r->itl_hist[rpt_itl_bucket(gap_ns)] += n;
+	r->itl_count += n;
+}
+
+uint64_t *
+rpt_itl_hist(rpt *r)
+{
+	return r->itl_hist;
+}
+
+void
+rpt_itl_counted(rpt *r, uint64_t n)
+{
 	r->itl_count += n;
 }
 

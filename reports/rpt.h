@@ -259,12 +259,36 @@ int rpt_summary_write(rpt *r, const struct rpt_totals *t, FILE *f);
 /* Requests that met every SLO of rpt_set_slo (all, without one). */
 uint64_t rpt_good(const rpt *r);
 
+/* ITL histogram: 256 exact buckets, then 128 per power of two up to 2^62. */
+#define RPT_ITL_EXACT 256
+#define RPT_ITL_SUB 128
+
 /*
  * The ITL histogram's bucket of a gap and the value it stands for (its
- * midpoint; exact under 256 ns).  Exposed for the tests.
+ * midpoint; exact under 256 ns).  Inline: a loop that adds a gap each
+ * step keeps its numbers in registers (rpt_itl_hist).
  */
-size_t rpt_itl_bucket(int64_t gap_ns);
+static inline size_t
+rpt_itl_bucket(int64_t gap_ns)
+{
+	uint64_t v = gap_ns > 0 ? (uint64_t)gap_ns : 0;
+	int msb;
+
+	if (v < RPT_ITL_EXACT)
+		return (size_t)v;
+	msb = 63 - __builtin_clzll(v);
+	return RPT_ITL_EXACT + (size_t)(msb - 8) * RPT_ITL_SUB +
+	       (size_t)((v >> (msb - 7)) & (RPT_ITL_SUB - 1));
+}
 double rpt_itl_value(size_t bucket);
+
+/*
+ * rpt_add_itl_n's work for a loop of many gaps, without a call a gap:
+ * h = rpt_itl_hist(r), then h[rpt_itl_bucket(gap)] += n for each gap,
+ * then rpt_itl_counted(r, the n's sum) before anything else reads r.
+ */
+uint64_t *rpt_itl_hist(rpt *r);
+void rpt_itl_counted(rpt *r, uint64_t n);
 
 /*
  * The collector's invariants; rpt_check() returns 0 or the number of the

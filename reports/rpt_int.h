@@ -25,9 +25,7 @@ struct rpt_vec {			/* one metric's samples, in seconds */
 	uint64_t over;		/* values > watch */
 };
 
-/* ITL histogram: 256 exact buckets, then 128 per power of two up to 2^62. */
-#define RPT_ITL_EXACT 256
-#define RPT_ITL_SUB 128
+/* The ITL histogram's buckets (rpt.h: RPT_ITL_EXACT, RPT_ITL_SUB). */
 #define RPT_ITL_NB (RPT_ITL_EXACT + (63 - 8) * RPT_ITL_SUB)
 
 /* The run id as a CSV field: quoted, its quotes doubled, where needed. */

@@ -575,6 +575,7 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
 	  rpt *rep)
 {
 	int64_t s = t, g;
+	uint64_t *hist;
 
 	if (j == 0) {
 		/* replica__gain's, request by request: the server takes the
@@ -593,6 +594,7 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
 			rp->ffgmax = 0;
 			return;
 		}
+		hist = rpt_itl_hist(rep);
 		for (uint32_t i = 0; i < n; i++) {
 			struct rq *q = rp->byreq[rp->sreq[i]];
 			int64_t cl = s + (int64_t)(i + 1) * w;
@@ -601,12 +603,13 @@ ff_tokens(replica *rp, uint32_t j, uint32_t n, int64_t t, int64_t w,
 			q->itl_sum += g;
 			if (g > q->itl_max)
 				q->itl_max = g;
-			rpt_add_itl(rep, g);
+			hist[rpt_itl_bucket(g)]++;	/* rpt_add_itl */
 			rp->st.gen_tokens_done += q->nsamp;
 			q->gen++;
 			q->last_tok = t;
 			q->cl_last = cl;
 		}
+		rpt_itl_counted(rep, n);
 		if (replica__fe(rp) != NULL) {
 			rp->fe.free_at = s + (int64_t)n * w;
 			rp->fe.jobs += n;
@@ -664,7 +667,7 @@ ff_tokens_end(replica *rp, uint32_t j, uint32_t k, uint32_t n, int64_t t,
  * dt = 0 and adds +0.0, which leaves the non-negative sums as they are:
  * only the levels move, and only when the step took blocks.
  */
-static void
+static inline void
 ff_usage_level(replica *rp, uint64_t free)
 {
 	uint64_t nb = rp->st.group_blocks[0];
@@ -1272,6 +1275,7 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	double frag = rp->st.frag_sum, area = rp->st.usage_area;
 	double garea = rp->st.group_area[0];
 	bool fe = replica__fe(rp) != NULL;
+	uint64_t *hist = rpt_itl_hist(rep), gaps = 0;
 	/* the next request taken in whose work the API server has to do
 	 * (before the tokens of a step that ends after it arrives) */
 	int64_t tkt = rp->tk_served < rp->tk_n ?
@@ -1309,7 +1313,8 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 			rp->fe.busy_ns += nw;
 		}
 		g = s - ffs;
-		rpt_add_itl_n(rep, g, n);
+		hist[rpt_itl_bucket(g)] += n;	/* rpt_add_itl_n */
+		gaps += n;
 		if (g > gmax)
 			gmax = g;
 		ffs = s;
@@ -1324,6 +1329,7 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	}
 	if (j == w->j)
 		return;
+	rpt_itl_counted(rep, gaps);
 	w->j = j;
 	w->used = used;
 	w->slots = slots;
