@@ -305,8 +305,9 @@ rpt__put_tail(char *p, const struct rpt_req *q)
 char *
 rpt__put_sec(char *p, int64_t ns)
 {
-	uint64_t u = (uint64_t)ns;
-	uint32_t frac, hi, lo;
+	const uint64_t mask = (UINT64_C(1) << 57) - 1;
+	uint64_t u = (uint64_t)ns, t;
+	uint32_t frac;
 
 	if (ns < 0) {
 		*p++ = '-';
@@ -315,14 +316,20 @@ rpt__put_sec(char *p, int64_t ns)
 	p = rpt__put_u(p, u / 1000000000);
 	*p++ = '.';
 	frac = (uint32_t)(u % 1000000000);
-	/* dddd d dddd: the two halves' digit pairs apart, not in a chain */
-	hi = frac / 100000;
-	lo = frac % 100000 % 10000;
-	memcpy(p, digits2 + 2 * (hi / 100), 2);
-	memcpy(p + 2, digits2 + 2 * (hi % 100), 2);
-	p[4] = (char)('0' + frac % 100000 / 10000);
-	memcpy(p + 5, digits2 + 2 * (lo / 100), 2);
-	memcpy(p + 7, digits2 + 2 * (lo % 100), 2);
+	/* the nine digits from one product: t / 2^57 is frac / 10^8 and
+	 * each further 100 (t's fraction) times gives the next two, exact
+	 * for every frac below 10^9 (checked against the divisions for
+	 * all of them); below 2^61, and the fraction times 100 below 2^64 */
+	t = (uint64_t)frac * ((UINT64_C(1) << 57) / 100000000 + 1);
+	p[0] = (char)('0' + (t >> 57));
+	t = (t & mask) * 100;
+	memcpy(p + 1, digits2 + 2 * (t >> 57), 2);
+	t = (t & mask) * 100;
+	memcpy(p + 3, digits2 + 2 * (t >> 57), 2);
+	t = (t & mask) * 100;
+	memcpy(p + 5, digits2 + 2 * (t >> 57), 2);
+	t = (t & mask) * 100;
+	memcpy(p + 7, digits2 + 2 * (t >> 57), 2);
 	return p + 9;
 }
 

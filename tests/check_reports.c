@@ -198,6 +198,24 @@ START_TEST(test_put_numbers)
 		*rpt__put_u(a, u) = '\0';
 		ck_assert_str_eq(a, b);
 	}
+	/* the nine digits after the point (one product, then times 100):
+	 * fractions across the whole range, and beside every power of ten
+	 * and every multiple of 10^k below 10^9 that a digit turns at */
+	for (uint64_t f = 0; f < 1000000000; f += 9973) {
+		for (uint64_t d = 1; d <= 100000000; d *= 10) {
+			uint64_t g = f / d * d, v;
+
+			for (int k = -1; k <= 1; k++) {
+				v = g + (uint64_t)k;
+				if ((g == 0 && k < 0) || v >= 1000000000)
+					continue;
+				snprintf(b, sizeof(b), "7.%09" PRIu64, v);
+				*rpt__put_sec(a, 7000000000 + (int64_t)v) =
+				    '\0';
+				ck_assert_str_eq(a, b);
+			}
+		}
+	}
 }
 END_TEST
 
