@@ -1269,18 +1269,25 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	uint32_t j = w->j, n = w->n, bs = rp->block_size;
 	uint32_t jend = w->jt < w->kn - 1 ? w->jt : w->kn - 1;
 	uint64_t used = w->used, slots = w->slots, ntok = w->ntok;
-	uint64_t gen = w->gen, steps = 0, frag_steps = 0;
-	int64_t t = w->t, busy = 0, ffs = rp->ffs, gmax = rp->ffgmax;
+	uint64_t frag_steps = 0, steps;
+	int64_t t = w->t, ffs = rp->ffs, gmax = rp->ffgmax;
 	int64_t nw = (int64_t)n * w->w;
 	double frag = rp->st.frag_sum, area = rp->st.usage_area;
 	double garea = rp->st.group_area[0];
 	bool fe = replica__fe(rp) != NULL;
-	uint64_t *hist = rpt_itl_hist(rep), gaps = 0;
-	/* the next request taken in whose work the API server has to do
-	 * (before the tokens of a step that ends after it arrives) */
-	int64_t tkt = rp->tk_served < rp->tk_n ?
-		      rp->tk[rp->tk_served - rp->tkbase].t : INT64_MAX;
+	uint64_t *hist = rpt_itl_hist(rep);
+	/* the first time a step must not pass: the row due in the run's
+	 * time (one that is past, or beyond the rows' limit, never stops
+	 * it; and a step that ends after the row stops the run, so the
+	 * row stays ahead of each step's start), and the next request
+	 * taken in whose work the API server has to do (before the tokens
+	 * of a step that ends after it arrives) */
+	int64_t stop = rows != NULL && *rows->next <= rows->limit &&
+		       *rows->next >= t ? *rows->next : INT64_MAX;
 
+	if (rp->tk_served < rp->tk_n &&
+	    rp->tk[rp->tk_served - rp->tkbase].t < stop)
+		stop = rp->tk[rp->tk_served - rp->tkbase].t;
 	if (w->e < w->nend && rp->ffend[w->e] < jend)
 		jend = rp->ffend[w->e];
 	if (w->jadm < jend)
@@ -1290,18 +1297,14 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	for (; j < jend; j++) {
 		int64_t dt = fft[j], s = t + dt, g;
 
-		if ((rows != NULL && *rows->next < s &&
-		     *rows->next <= rows->limit && *rows->next >= t) ||
-		    tkt < s)
+		if (stop < s)
 			break;
 		used += taken[j];
 		slots += (uint64_t)taken[j] * bs;
-		busy += dt;
 		if (slots > 0) {
 			frag += (double)(slots - ntok) / (double)slots;
 			frag_steps++;
 		}
-		steps++;
 		if (taken[j] != 0)
 			ff_usage_level(rp, w->free0 - used + w->back);
 		t = s;
@@ -1314,12 +1317,10 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 		}
 		g = s - ffs;
 		hist[rpt_itl_bucket(g)] += n;	/* rpt_add_itl_n */
-		gaps += n;
 		if (g > gmax)
 			gmax = g;
 		ffs = s;
 		ntok += n;
-		gen += n;
 		{
 			double d = dt > 0 ? (double)dt : 0;
 
@@ -1329,20 +1330,22 @@ ff_walk_run(replica *rp, struct ff_walk *w, const struct replica_rows *rows,
 	}
 	if (j == w->j)
 		return;
-	rpt_itl_counted(rep, gaps);
+	/* the counts each step added to */
+	steps = j - w->j;
+	rpt_itl_counted(rep, steps * n);
+	rp->st.busy_ns += t - w->t;
+	rp->st.steps += steps;
+	w->gen += steps * n;
 	w->j = j;
 	w->used = used;
 	w->slots = slots;
 	w->ntok = ntok;
-	w->gen = gen;
 	w->t = t;
 	w->ended = false;
 	rp->ffs = ffs;
 	rp->ffgmax = gmax;
-	rp->st.busy_ns += busy;
 	rp->st.frag_sum = frag;
 	rp->st.frag_steps += frag_steps;
-	rp->st.steps += steps;
 	rp->st.usage_area = area;
 	rp->st.group_area[0] = garea;
 	rp->st.usage_t = t;
