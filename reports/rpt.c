@@ -229,8 +229,30 @@ static const char digits2[201] =
 	"34353637383940414243444546474849505152535455565758596061626364656667"
 	"6869707172737475767778798081828384858687888990919293949596979899";
 
-/* Decimal v at p; returns the end.  The digits are counted first and
- * written from the last, in place: most values have one to four. */
+/* Decimal v < 10^4 at p, in one to four digits; returns the end. */
+static inline char *
+put_small(char *p, uint32_t v)
+{
+	if (v < 10) {
+		*p = (char)('0' + v);
+		return p + 1;
+	}
+	if (v < 100) {
+		memcpy(p, digits2 + 2 * v, 2);
+		return p + 2;
+	}
+	if (v < 1000) {
+		*p = (char)('0' + v / 100);
+		memcpy(p + 1, digits2 + 2 * (v % 100), 2);
+		return p + 3;
+	}
+	memcpy(p, digits2 + 2 * (v / 100), 2);
+	memcpy(p + 2, digits2 + 2 * (v % 100), 2);
+	return p + 4;
+}
+
+/* Decimal v at p; returns the end.  Below 10^4, put_small; else the
+ * digits are counted first and written from the last, in place. */
 char *
 rpt__put_u(char *p, uint64_t v)
 {
@@ -243,12 +265,10 @@ rpt__put_u(char *p, uint64_t v)
 		1000000000000000000ull, 10000000000000000000ull,
 	};
 	char *e;
-	int n = 2;
+	int n = 5;
 
-	if (v < 10) {
-		*p = (char)('0' + v);
-		return p + 1;
-	}
+	if (v < 10000)
+		return put_small(p, (uint32_t)v);
 	while (n < 20 && v >= pow10[n])	/* its digits, by compares */
 		n++;
 	e = p + n;
@@ -313,7 +333,8 @@ rpt__put_sec(char *p, int64_t ns)
 		*p++ = '-';
 		u = 0 - u;
 	}
-	p = rpt__put_u(p, u / 1000000000);
+	t = u / 1000000000;
+	p = t < 10000 ? put_small(p, (uint32_t)t) : rpt__put_u(p, t);
 	*p++ = '.';
 	frac = (uint32_t)(u % 1000000000);
 	/* the nine digits from one product: t / 2^57 is frac / 10^8 and
