@@ -673,7 +673,9 @@ ff_usage_level(replica *rp, uint64_t free)
 	uint64_t nb = rp->st.group_blocks[0];
 	double u = rp->blocks_total ? (double)(rp->blocks_total - free) /
 				      (double)rp->blocks_total : 0.0;
-	double gu = nb ? (double)(nb - free) / (double)nb : 0.0;
+	/* (the one group's pool is the replica's: the same quotient) */
+	double gu = nb == rp->blocks_total ? u :
+		    nb ? (double)(nb - free) / (double)nb : 0.0;
 
 	rp->st.usage_now = u;
 	if (u > rp->st.usage_max)
