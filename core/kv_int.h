@@ -331,6 +331,9 @@ kv_err kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d,
 			    const uint32_t *tok, uint32_t *next);
 kv_err kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d,
 			   const uint32_t *tok);
+/* The free queue's count (kvc_free_blocks of any group), where a loop
+ * that reads it each step can: valid while k lives. */
+const uint32_t *kvc__v1_free_count(const kvc *k);
 
 /* Pair buffer: reset at the start of every public call. */
 kv_err kvc__pairs_reserve(kvc *k, uint32_t n);

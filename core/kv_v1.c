@@ -2510,6 +2510,12 @@ v1_free_blocks(const kvc *k, uint32_t g)
 	return v1_of(k)->fq.n;
 }
 
+const uint32_t *
+kvc__v1_free_count(const kvc *k)
+{
+	return &v1_of(k)->fq.n;
+}
+
 static uint32_t
 v1_free_cpu(const kvc *k)
 {

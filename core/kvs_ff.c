@@ -637,6 +637,8 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	uint64_t base;
 	uint32_t *deft = NULL;
 	uint64_t *fin;
+	/* kvc_free_blocks(s->k, 0), read where it stands */
+	const uint32_t *nfree = kvc__v1_free_count(s->k);
 	kv_err e = KV_OK;
 
 	n = kvs__qlen(s, KVS_Q_RUNNING);
@@ -664,7 +666,7 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 	 * passed over */
 	s->nfin = 0;
 	base = s->step.number;
-	before = kvc_free_blocks(s->k, 0);
+	before = *nfree;
 	if (taken != NULL)
 		memset(taken, 0, (size_t)k * sizeof(*taken));
 	if (freed != NULL)
@@ -701,19 +703,19 @@ ff_run(kvs *s, uint32_t k, const uint32_t *tok, uint32_t *taken,
 				ffq_push(s->ffq, &nq,
 					 (uint64_t)s->ff[i].next << 32 | i);
 		}
-		after = kvc_free_blocks(s->k, 0);
+		after = *nfree;
 		if (taken != NULL)
 			taken[j] = before - after;
 		if (j == jadm && e == KV_OK && (e = ff_waiting(s, ab)) == KV_OK)
-			after = kvc_free_blocks(s->k, 0);
+			after = *nfree;
 		before = after;
 		if (f < m && fin[f] >> 32 == j && e == KV_OK) {
 			e = ff_ends(s, j, ts, tok, &f, m, &live);
-			before = kvc_free_blocks(s->k, 0);
+			before = *nfree;
 		}
 		if (j == jadm && e == KV_OK &&
 		    (e = ff_admitted_out(s, ab)) == KV_OK)
-			before = kvc_free_blocks(s->k, 0);
+			before = *nfree;
 		if (freed != NULL)
 			freed[j] = before - after;
 		if (j != jadm || e != KV_OK || ab->more == NULL || deft != NULL)
