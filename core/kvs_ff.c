@@ -405,19 +405,21 @@ ff_waiting(kvs *s, struct kvs_decode_bufs *b)
 static kv_err
 ff_admitted_out(kvs *s, struct kvs_decode_bufs *b)
 {
-	uint32_t *t = NULL;
+	uint32_t few[16], *t = NULL;	/* (most steps admit one or two) */
 	kv_err e;
 
 	if (s->nsched == 0)
 		return KV_OK;
 	if (b->first != NULL) {
-		if ((t = malloc(s->nsched * sizeof(*t))) == NULL)
+		t = s->nsched <= 16 ? few : malloc(s->nsched * sizeof(*t));
+		if (t == NULL)
 			return kvs__fail(s, KV_ENOMEM, "out of memory");
 		for (uint32_t i = 0; i < s->nsched; i++)
 			t[i] = b->first(b->arg, s->sched[i].req);
 	}
 	e = kvs_complete_default(s, t);
-	free(t);
+	if (t != few)
+		free(t);
 	return e;
 }
 
