@@ -325,8 +325,8 @@ kv_err kvc__v1_catch_up_all(kvc *k, struct kvc_ffreq *f, uint32_t n,
 /* d (<= the count) of those steps with tokens tok[0..d), then the step
  * after them: kvc_allocate(k, s, 1) and token tok[d] added
  * (kvc_add_tokens), with less of the general path; *next:
- * kvc__v1_quiet's count after.  A keyed sequence's tokens are not read
- * (they are not kept). */
+ * kvc__v1_quiet's count after.  A keyed sequence keeps no tokens: its
+ * usual event reads none. */
 kv_err kvc__v1_decode_event(kvc *k, int32_t s, uint32_t d,
 			    const uint32_t *tok, uint32_t *next);
 kv_err kvc__v1_quiet_steps(kvc *k, int32_t s, uint32_t d,

@@ -319,8 +319,9 @@ ff_event(kvs *s, uint32_t i, uint32_t j, uint32_t k, const uint32_t *tok)
 	uint32_t quiet;
 	kv_err e;
 
-	/* row[j], the step's token, is read only where it is kept: a keyed
-	 * request's row is not written, and its load would miss the cache */
+	/* row[j], the step's token, is read by the general path alone: a
+	 * keyed request's row is not written, and the usual event's load of
+	 * it missed the cache */
 	if ((e = kvc__v1_decode_event(s->k, f->seq, j - f->made,
 				      row + f->made, &quiet)) != KV_OK)
 		return kvs__fail(s, e, "decode run, step %u: %s", j,
