@@ -1188,9 +1188,7 @@ cost_step_decode_memo(const struct cost_model *cm, struct cost_decode_memo *m,
 			m->dm = cm->hbm_bw * cm->kv_eff / 1e9;
 			m->lin = dmax(bd.lin_compute_ns, bd.lin_memory_ns);
 			m->rec = dmax(bd.rec_compute_ns, bd.rec_memory_ns);
-			m->kpp = cm->pp > 1 ? bd.pp_send_ns : -0.0;
-			m->koff = cm->offload_bytes > 0 && cm->host_bw > 0.0 ?
-				  bd.offload_ns : -0.0;
+			cost_knobs_terms(cm, &bd, &m->kpp, &m->koff);
 		}
 		m->cm = cm;
 		m->n = n;

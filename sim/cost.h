@@ -370,17 +370,16 @@ struct cost_breakdown {
 					 * link (both in gpu_ns) */
 };
 
-/* gpu plus the terms cost_knobs_step put in bd, added as it adds them
- * (inline: a steady decode's step time asks it once a step). */
-static inline double
-cost_knobs_add(const struct cost_model *cm, const struct cost_breakdown *bd,
-	       double gpu)
+/* The terms cost_knobs_step puts in bd, as numbers the GPU time adds in
+ * this order: -0.0 where a knob is off (x + -0.0 is x for every x, -0.0
+ * and NaN included), so a loop that adds them tests nothing. */
+static inline void
+cost_knobs_terms(const struct cost_model *cm, const struct cost_breakdown *bd,
+		 double *pp, double *off)
 {
-	if (cm->pp > 1)
-		gpu += bd->pp_send_ns;
-	if (cm->offload_bytes > 0 && cm->host_bw > 0.0)
-		gpu += bd->offload_ns;
-	return gpu;
+	*pp = cm->pp > 1 ? bd->pp_send_ns : -0.0;
+	*off = cm->offload_bytes > 0 && cm->host_bw > 0.0 ? bd->offload_ns :
+							     -0.0;
 }
 
 /*
@@ -439,7 +438,7 @@ struct cost_decode_memo {
 	 * other terms of the GPU time, for a call without a breakdown */
 	bool one;
 	double nl, pf, z1, z2, nltb, dc, dm, lin, rec;
-	double kpp, koff;	/* cost_knobs_add's terms, or -0.0 */
+	double kpp, koff;	/* cost_knobs_terms */
 };
 
 int64_t cost_step_decode_memo(const struct cost_model *cm,
@@ -449,9 +448,8 @@ int64_t cost_step_decode_memo(const struct cost_model *cm,
 /*
  * The time of m's n decodes whose contexts sum to ctx_sum < 2^61, for one
  * group of full attention (m->one), from the memo alone: the breakdown's
- * operations in its order.  The knobs' terms are the memo's numbers to
- * add, -0.0 where cost_knobs_add adds nothing (x + -0.0 is x for every x,
- * -0.0 and NaN included), so loops that ask it once a step test nothing.
+ * operations in its order, the knobs' terms added as cost_knobs_terms
+ * gives them: loops that ask it once a step test nothing.
  */
 static inline int64_t
 cost_decode_memo_ns(const struct cost_decode_memo *m, uint64_t n,
@@ -468,7 +466,7 @@ cost_decode_memo_ns(const struct cost_decode_memo *m, uint64_t n,
 	a = af > ab ? af : ab;
 	gpu = m->lin + a + m->rec + m->bd.allreduce_ns + m->bd.fixed_ns;
 	gpu = gpu > m->bd.launch_ns ? gpu : m->bd.launch_ns;
-	gpu = gpu + m->kpp;		/* cost_knobs_add */
+	gpu = gpu + m->kpp;		/* cost_knobs_step's */
 	gpu = gpu + m->koff;
 	x = m->bd.cpu_ns + gpu;		/* to_ns */
 	if (!(x > 0.0))

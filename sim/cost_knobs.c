@@ -45,6 +45,8 @@ cost_knobs_init(struct cost_model *cm, const struct cat_model *m,
 void
 cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd)
 {
+	double pp, off;
+
 	if (cm->pp > 1) {
 		double link = cm->link_bw * cm->eff_interconnect.v / 1e9;
 		double bytes = (double)bd->tokens * cm->pp_send_token_bytes;
@@ -54,5 +56,6 @@ cost_knobs_step(const struct cost_model *cm, struct cost_breakdown *bd)
 	}
 	if (cm->offload_bytes > 0 && cm->host_bw > 0.0)
 		bd->offload_ns = cm->offload_bytes / cm->host_bw * 1e9;
-	bd->gpu_ns = cost_knobs_add(cm, bd, bd->gpu_ns);
+	cost_knobs_terms(cm, bd, &pp, &off);
+	bd->gpu_ns = bd->gpu_ns + pp + off;
 }

@@ -293,9 +293,8 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 	    int64_t until)
 {
 	const struct cost_decode_memo lm = *m;
-	const double cpu_ns = lm.bd.cpu_ns;
 	int64_t t = *tp, sched_t = rp->sched_t, next_s = rp->next_s;
-	int64_t pipe_t = rp->pipe_t, *fft = rp->fft, s, cpu_r = 0;
+	int64_t pipe_t = rp->pipe_t, *fft = rp->fft, s;
 	uint32_t *tokn = rp->fftokn;
 	int64_t held = rp->phead < rp->npend ? rp->pend[rp->phead].at :
 					       INT64_MAX;
@@ -311,8 +310,6 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 	room = ((1ull << 61) - 1 - ctx) / n + 1;
 	if (room < jend)
 		jend = (uint32_t)room;
-	if (cpu_ns > 0 && cpu_ns < 0x1p63)	/* where it is used */
-		cpu_r = (int64_t)(cpu_ns + 0.5);
 	/* a step is chosen when the one before it is launched (the
 	 * pipeline's), else now; from the second step on, always the
 	 * launch before (s: the next choice) */
@@ -323,12 +320,8 @@ ff_time_run(replica *rp, const struct cost_decode_memo *m, int64_t *tp,
 
 		if (held <= s)
 			break;
-		dt = cost_decode_memo_ns(&lm, n, c);
-		/* replica__step_tail */
-		if (dt < 1)
-			dt = 1;
-		if (cpu_ns > 0)
-			cpu = cpu_ns < (double)(dt - 1) ? cpu_r : dt - 1;
+		dt = replica__step_tail(cost_decode_memo_ns(&lm, n, c),
+					&lm.bd, &cpu);
 		start = s + cpu > t ? s + cpu : t;
 		end = start + (dt - cpu);
 		if (end - t > until - t)
